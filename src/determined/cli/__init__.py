@@ -1,0 +1,5 @@
+"""The ``det`` command line."""
+
+from determined.cli._main import main
+
+__all__ = ["main"]

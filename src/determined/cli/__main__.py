@@ -1,0 +1,3 @@
+from determined.cli._main import main
+
+raise SystemExit(main())

@@ -1,0 +1,121 @@
+"""``det experiment`` (alias ``e``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+from determined.errors import MasterError
+
+__all__ = ["add_parser"]
+
+
+def add_parser(nouns: Any) -> None:
+    exp = nouns.add_parser("experiment", aliases=["e"], help="manage experiments")
+    verbs = exp.add_subparsers(dest="verb", metavar="ACTION")
+
+    create = verbs.add_parser("create", help="create an experiment from a config and a model directory")
+    create.add_argument("config_file", help="experiment config (YAML)")
+    create.add_argument("model_def", help="model definition (context) directory")
+    create.add_argument("--local", action="store_true",
+                        help="run the whole experiment on this machine, no master")
+    create.add_argument("-t", "--test-mode", "--test", dest="test_mode", action="store_true",
+                        help="train one batch, validate and checkpoint, to debug the model quickly")
+    create.add_argument("--slots", type=int, default=1,
+                        help="with --local: trials to run at once (default 1)")
+    create.add_argument("--local-dir", default=None,
+                        help="with --local: where records and checkpoints go "
+                             "(default $DET_LOCAL_DIR or ~/.determined/local)")
+    create.add_argument("--no-progress", action="store_true", help="with --local: no progress bar")
+    create.add_argument("--paused", action="store_true", help="create the experiment paused")
+    create.add_argument("-f", "--follow-first-trial", "--follow", dest="follow", action="store_true",
+                        help="stream the first trial's logs")
+    create.add_argument("--template", default=None, help="config template name")
+    create.add_argument("--json", action="store_true", help="print the result as JSON")
+    create.set_defaults(func=_create)
+
+    lst = verbs.add_parser("list", help="list experiments")
+    lst.add_argument("--local", action="store_true", help="list local experiments")
+    lst.add_argument("--local-dir", default=None)
+    lst.add_argument("--json", action="store_true")
+    lst.set_defaults(func=_list)
+    exp.set_defaults(func=_list, local=False, local_dir=None, json=False)
+
+
+def _create(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from determined.local import prepare_config, run_local_experiment, run_test_mode
+    from determined.local._store import default_local_dir
+
+    console = Console(stderr=args.json)
+    if args.slots < 1:
+        raise SystemExit("det: error: --slots must be at least 1")
+    if not (args.local or args.test_mode):
+        raise MasterError(
+            f"no master is reachable at {args.master}: the cluster master is not available in "
+            "this version yet; run the experiment on this machine with --local"
+        )
+    if args.test_mode:
+        local_dir = os.path.abspath(args.local_dir or default_local_dir())
+        cfg = prepare_config(args.config_file, args.model_def, local_dir)
+        summary = run_test_mode(cfg, args.model_def, console)
+        if args.json:
+            print(json.dumps(summary, default=str))
+        return 0
+    result = run_local_experiment(
+        args.config_file, args.model_def, slots=args.slots, local_dir=args.local_dir,
+        console=console, show_progress=not args.no_progress,
+    )
+    if args.json:
+        print(json.dumps({
+            "experiment_id": result.experiment_id,
+            "state": result.state,
+            "best_trial": result.best_trial.summary() if result.best_trial else None,
+            "best_checkpoint": result.best_checkpoint,
+            "best_checkpoint_path": result.best_checkpoint_path,
+            "directory": result.directory,
+            "trials": [t.summary() for t in result.trials],
+        }, default=str))
+    return 0 if result.state == "COMPLETED" else 1
+
+
+def _list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from determined.local._store import default_local_dir
+
+    if not args.local:
+        raise MasterError(
+            f"no master is reachable at {args.master}: use --local to list local experiments"
+        )
+    root = os.path.join(os.path.abspath(args.local_dir or default_local_dir()), "experiments")
+    rows = []
+    for name in sorted(os.listdir(root), key=lambda n: int(n) if n.isdigit() else 0) if os.path.isdir(root) else []:
+        path = os.path.join(root, name, "experiment.json")
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                state = json.load(f)
+            rows.append({
+                "id": state["id"], "state": state["state"],
+                "description": state["config"].get("description", ""),
+                "searcher": state["config"]["searcher"]["name"],
+                "trials": len(state.get("trials", [])),
+                "progress": state.get("progress", 0.0),
+                "best_checkpoint": state.get("best_checkpoint"),
+            })
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    table = Table()
+    for col in ("id", "state", "description", "searcher", "trials", "progress"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(str(r["id"]), r["state"], r["description"], r["searcher"], str(r["trials"]),
+                      f"{100 * r['progress']:.0f}%")
+    Console().print(table)
+    return 0

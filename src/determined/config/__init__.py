@@ -1,0 +1,32 @@
+"""Experiment configuration: schema, defaults, legacy aliases, units, hparam spaces.
+
+Example:
+    >>> from determined.config import validate_config
+    >>> cfg = validate_config({
+    ...     "entrypoint": "model_def:MyTrial",
+    ...     "hyperparameters": {"global_batch_size": 32},
+    ...     "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 10}},
+    ... })
+    >>> cfg["scheduling_unit"], cfg["searcher"]["smaller_is_better"]
+    (100, True)
+"""
+
+from determined.config._hparams import Categorical, Constant, Double, Integer, Log
+from determined.config._load import load_config, merge_configs, parse_yaml, validate_config
+from determined.config._units import Length, Unit
+from determined.config._access import ExperimentConfig
+
+__all__ = [
+    "Categorical",
+    "Constant",
+    "Double",
+    "ExperimentConfig",
+    "Integer",
+    "Length",
+    "Log",
+    "Unit",
+    "load_config",
+    "merge_configs",
+    "parse_yaml",
+    "validate_config",
+]

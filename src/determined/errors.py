@@ -1,0 +1,69 @@
+"""The exception tree of the platform.
+
+::
+
+    DeterminedError
+    ├── InvalidConfigError        an experiment config failed validation
+    ├── InvalidModelDefError      the model directory or entrypoint is unusable
+    ├── InvalidTrialError         user trial code broke the API contract
+    │   └── UserCodeError         user code raised; carries the user's traceback
+    ├── CheckpointError           a checkpoint is missing, partial or unreadable
+    ├── StorageError              checkpoint storage is misconfigured or unreachable
+    ├── SearcherError             the search cannot go on (determined.searcher)
+    └── MasterError               the master refused a request or cannot be reached
+"""
+
+from typing import List, Sequence, Tuple
+
+__all__ = [
+    "DeterminedError",
+    "InvalidConfigError",
+    "InvalidModelDefError",
+    "InvalidTrialError",
+    "UserCodeError",
+    "CheckpointError",
+    "StorageError",
+    "MasterError",
+]
+
+
+class DeterminedError(Exception):
+    """Base class of every error the platform raises on purpose."""
+
+
+class InvalidConfigError(DeterminedError):
+    """An experiment config is invalid; ``errors`` lists ``(field path, message)``."""
+
+    def __init__(self, errors: Sequence[Tuple[str, str]], source: str = "experiment config"):
+        self.errors: List[Tuple[str, str]] = list(errors)
+        lines = "\n".join(f"  - {path or '<root>'}: {msg}" for path, msg in self.errors)
+        super().__init__(f"Invalid {source} ({len(self.errors)} error(s)):\n{lines}")
+
+
+class InvalidModelDefError(DeterminedError):
+    """The model definition directory or the entrypoint cannot be used."""
+
+
+class InvalidTrialError(DeterminedError):
+    """User trial code does not follow the API (missing method, bad return value, ...)."""
+
+
+class UserCodeError(InvalidTrialError):
+    """User code raised an exception; the message names where, plus the user traceback."""
+
+    def __init__(self, message: str, user_traceback: str = ""):
+        self.user_traceback = user_traceback
+        text = message if not user_traceback else f"{message}\n{user_traceback.rstrip()}"
+        super().__init__(text)
+
+
+class CheckpointError(DeterminedError):
+    """A checkpoint is missing, incomplete or cannot be loaded."""
+
+
+class StorageError(DeterminedError):
+    """Checkpoint storage is misconfigured or not available."""
+
+
+class MasterError(DeterminedError):
+    """The master rejected a request or could not be reached."""

@@ -1,0 +1,148 @@
+"""Pausing ``Estimator.train`` between workloads.
+
+``Estimator.train`` owns its graph, session and input pipeline for as long as it
+runs, so one call serves the whole trial: it runs in a background thread and a
+control hook pauses it between workloads. The controller (main thread) sends
+commands; the hook executes them inside the live session:
+
+- ``train n``: run n more batches, then reply with their losses;
+- ``save``: write a TF checkpoint into the model directory, reply with its prefix;
+- ``stop``: leave ``Estimator.train`` (an internal exception unwinds it).
+
+Evaluation and SavedModel exports run in the main thread from the saved
+checkpoint while training is paused.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+import tensorflow as tf
+
+__all__ = ["TrainingDriver"]
+
+
+class _Stop(Exception):
+    """Unwinds Estimator.train when the trial closes."""
+
+
+class _ControlHook(tf.estimator.SessionRunHook):
+    def __init__(self, driver: "TrainingDriver"):
+        self.driver = driver
+        self.remaining = 0
+        self.losses: List[float] = []
+
+    def begin(self) -> None:
+        losses = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.LOSSES)
+        self.loss = losses[-1] if losses else None
+        self.global_step = tf.compat.v1.train.get_global_step()
+        savers = tf.compat.v1.get_collection(tf.compat.v1.GraphKeys.SAVERS)
+        self.saver = savers[0] if savers else tf.compat.v1.train.Saver(
+            sharded=True, save_relative_paths=True
+        )
+
+    def after_create_session(self, session: Any, coord: Any) -> None:
+        self._serve(session)
+
+    def before_run(self, run_context: Any) -> Any:
+        fetches: Dict[str, Any] = {"step": self.global_step}
+        if self.loss is not None:
+            fetches["loss"] = self.loss
+        return tf.compat.v1.train.SessionRunArgs(fetches)
+
+    def after_run(self, run_context: Any, run_values: Any) -> None:
+        results = run_values.results
+        if "loss" in results:
+            self.losses.append(float(results["loss"]))
+        self.remaining -= 1
+        if self.remaining <= 0:
+            self.driver._reply(("trained", self.losses))
+            self.losses = []
+            self._serve(run_context.session)
+
+    def _serve(self, session: Any) -> None:
+        """Execute commands until one says to train on (or stop)."""
+        while True:
+            command = self.driver._commands.get()
+            kind = command[0]
+            if kind == "train":
+                self.remaining = command[1]
+                return
+            if kind == "save":
+                step = session.run(self.global_step)
+                prefix = self.saver.save(
+                    session, os.path.join(self.driver.model_dir, "model.ckpt"), global_step=step
+                )
+                self.driver._reply(("saved", prefix))
+                continue
+            raise _Stop()
+
+
+class TrainingDriver:
+    """Runs ``estimator.train(input_fn, hooks)`` in a thread, paused between commands.
+
+    Args:
+        start_training: calls ``Estimator.train`` with the given extra hook.
+        model_dir: the estimator's model directory (checkpoints are saved there).
+    """
+
+    def __init__(self, start_training: Callable[[Any], None], model_dir: str):
+        self._start_training = start_training
+        self.model_dir = model_dir
+        self._commands: "queue.Queue[Tuple[Any, ...]]" = queue.Queue()
+        self._replies: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
+        self._thread: Optional[threading.Thread] = None
+        self._finished = False
+
+    def _reply(self, message: Tuple[str, Any]) -> None:
+        self._replies.put(message)
+
+    def _run(self) -> None:
+        try:
+            self._start_training(_ControlHook(self))
+            self._reply(("finished", None))
+        except _Stop:
+            self._reply(("stopped", None))
+        except BaseException as e:  # handed to the main thread
+            self._reply(("error", e))
+        finally:
+            self._finished = True
+
+    def _request(self, command: Tuple[Any, ...], expect: str) -> Any:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="det-estimator-train", daemon=True)
+            self._thread.start()
+        if self._finished:
+            raise RuntimeError("Estimator.train already returned")
+        self._commands.put(command)
+        kind, value = self._replies.get()
+        if kind == "error":
+            self._thread.join()
+            raise value
+        if kind != expect:
+            raise RuntimeError(
+                f"Estimator.train returned before the platform asked it to stop ({kind}); "
+                "does the training input_fn end or the model request a stop?"
+            )
+        return value
+
+    def train(self, num_batches: int) -> List[float]:
+        """Run ``num_batches`` more batches; return their losses."""
+        return self._request(("train", num_batches), "trained")
+
+    def save(self) -> str:
+        """Write a checkpoint of the live session; return its prefix."""
+        return self._request(("save",), "saved")
+
+    def stop(self) -> None:
+        if self._thread is None or self._finished:
+            return
+        self._commands.put(("stop",))
+        self._thread.join()
+        while not self._replies.empty():
+            kind, value = self._replies.get()
+            if kind == "error":
+                raise value

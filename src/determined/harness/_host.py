@@ -1,0 +1,71 @@
+"""What a trial process needs from whoever runs it (a local driver or the master).
+
+The runner asks its host for the trial's next operation and reports every
+result back. Hosts: a pipe to the local driver (``determined.local``), the
+master's REST API (cluster), or an in-process host (Native API, ``--test``).
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import enum
+from typing import Any, Dict, Optional
+
+from determined.config import Length
+
+__all__ = ["TrialHost", "TrialOp", "OpKind"]
+
+
+class OpKind(str, enum.Enum):
+    TRAIN = "train"
+    VALIDATE = "validate"
+    CHECKPOINT = "checkpoint"
+    CLOSE = "close"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialOp:
+    """One searcher operation for this trial; ``length`` (TRAIN) is cumulative."""
+
+    kind: OpKind
+    length: Optional[Length] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind.value, "length": self.length.to_dict() if self.length else None}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "TrialOp":
+        length = Length.from_dict(d["length"]) if d.get("length") else None
+        return cls(OpKind(d["kind"]), length)
+
+
+class TrialHost(abc.ABC):
+    """The runner's view of its driver. Calls come from one thread."""
+
+    @abc.abstractmethod
+    def next_operation(self) -> TrialOp:
+        """Block until the searcher has this trial's next operation."""
+
+    @abc.abstractmethod
+    def report_training(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
+        """A RUN_STEP finished; ``metrics`` has batch_metrics, avg_metrics, num_inputs."""
+
+    @abc.abstractmethod
+    def report_validation(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
+        """A validation finished; ``metrics`` has validation_metrics and num_inputs."""
+
+    @abc.abstractmethod
+    def report_checkpoint(self, batches_trained: int, uuid: str, metadata: Dict[str, Any]) -> None:
+        """A checkpoint was stored."""
+
+    @abc.abstractmethod
+    def is_best_validation(self, value: float) -> bool:
+        """Whether ``value`` of the searcher metric is the best in the whole experiment."""
+
+    def should_stop(self) -> bool:
+        """Whether the trial must checkpoint and exit now (pause, preemption)."""
+        return False
+
+    def report_early_exit(self, reason: str) -> None:
+        """The user asked to stop the trial early (``set_stop_requested``)."""

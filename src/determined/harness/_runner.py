@@ -1,0 +1,234 @@
+"""The trial runner: turns a trial's searcher operations into workloads.
+
+Who owns what: the *host* owns the searcher's operations and where results go;
+the *sequencer* owns the counters that decide between training, validating and
+checkpointing (SPEC 1.3); the *controller* owns the user's trial and the
+framework; *storage* owns checkpoint files. The runner only connects them.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import random
+import time
+import uuid as uuidlib
+from typing import Any, Dict, Optional, Type
+
+import numpy as np
+
+import determined
+from determined.config import ExperimentConfig
+from determined.errors import InvalidTrialError
+from determined.harness._controller import TrialController
+from determined.harness._env import TrialEnv
+from determined.harness._frameworks import controller_for
+from determined.harness._host import OpKind, TrialHost
+from determined.harness._sequencer import Sequencer
+from determined.harness._usercode import load_trial_class
+from determined.harness._workload import Kind
+from determined.storage import StorageManager, copy_code, read_metadata, write_metadata
+
+__all__ = ["TrialRunner", "ExitReason"]
+
+logger = logging.getLogger("determined")
+
+
+class ExitReason:
+    COMPLETED = "completed"  # the searcher closed the trial
+    STOPPED = "stopped"  # the host asked the trial to stop (pause, preemption)
+    USER_REQUESTED_STOP = "user_requested_stop"
+
+
+class TrialRunner:
+    """Run one trial until its host closes it or asks it to stop.
+
+    Args:
+        env: the trial's environment.
+        host: where operations come from and results go.
+        storage: checkpoint storage.
+        trial_class: the user's class; loaded from ``env`` when omitted.
+    """
+
+    def __init__(
+        self,
+        env: TrialEnv,
+        host: TrialHost,
+        storage: StorageManager,
+        trial_class: Optional[Type[Any]] = None,
+    ):
+        self.env = env
+        self.host = host
+        self.storage = storage
+        self.config = ExperimentConfig(env.experiment_config)
+        random.seed(env.trial_seed)
+        np.random.seed(env.trial_seed)
+        if trial_class is None:
+            trial_class = load_trial_class(env.experiment_config["entrypoint"], env.model_dir)
+        self.trial_class = trial_class
+        self.controller: TrialController = controller_for(trial_class)(trial_class, env)
+        self.is_chief = env.distributed.rank == 0
+        self.gbs = self.controller.context.get_global_batch_size()
+        self.batches_trained = 0
+        self.step_id = 0
+        self.last_validation: Optional[Dict[str, Any]] = None
+        self.last_validation_batches = -1
+        self.latest_checkpoint: Optional[str] = None
+        if env.latest_checkpoint:
+            self._restore(env.latest_checkpoint, weights_only=env.warm_start)
+        cfg = self.config
+        self.sequencer = Sequencer(
+            scheduling_unit=cfg.scheduling_unit,
+            min_validation_period=cfg.to_batches(cfg.raw.get("min_validation_period"), self.gbs),
+            min_checkpoint_period=cfg.to_batches(cfg.raw.get("min_checkpoint_period"), self.gbs),
+            batches_trained=self.batches_trained,
+            need_initial_validation=bool(cfg.raw.get("perform_initial_validation"))
+            and self.batches_trained == 0,
+        )
+
+    # ------------------------------------------------------------------ main loop
+
+    def run(self) -> str:
+        """Execute operations until the trial is closed or stopped; return an ExitReason."""
+        try:
+            while True:
+                op = self.host.next_operation()
+                if op.kind is OpKind.CLOSE:
+                    self._finish()
+                    return ExitReason.COMPLETED
+                if op.kind is OpKind.TRAIN:
+                    assert op.length is not None
+                    target = self.config.length_to_batches(op.length, self.gbs)
+                    while True:
+                        nxt = self.sequencer.next_for_train(target)
+                        if nxt is None:
+                            break
+                        if self._execute(nxt.kind, nxt.num_batches):
+                            return self._stop()
+                elif op.kind is OpKind.VALIDATE:
+                    while True:
+                        nxt = self.sequencer.next_for_validate()
+                        if self._execute(nxt.kind, nxt.num_batches):
+                            return self._stop()
+                        if nxt.kind is Kind.COMPUTE_VALIDATION_METRICS:
+                            break
+                elif op.kind is OpKind.CHECKPOINT:
+                    nxt = self.sequencer.next_for_checkpoint()
+                    if nxt is not None and self._execute(nxt.kind):
+                        return self._stop()
+                    if self.latest_checkpoint is None:
+                        self._checkpoint()
+        finally:
+            self.controller.close()
+
+    def _execute(self, kind: Kind, num_batches: int = 0) -> bool:
+        """Run one workload; True when the trial must stop now."""
+        if kind is Kind.RUN_STEP:
+            self.step_id += 1
+            metrics = self.controller.train(num_batches, self.batches_trained)
+            self.batches_trained += num_batches
+            self.sequencer.trained(num_batches)
+            if self.is_chief:
+                self.host.report_training(self.batches_trained, metrics)
+        elif kind is Kind.COMPUTE_VALIDATION_METRICS:
+            self._validate()
+        elif kind is Kind.CHECKPOINT_MODEL:
+            self._checkpoint()
+        if self.controller.context.get_stop_requested():
+            self.sequencer.stop_requested = True
+        return self.host.should_stop() or self.sequencer.stop_requested
+
+    def _validate(self) -> None:
+        metrics = self.controller.validate(self.batches_trained)
+        values = metrics.get("validation_metrics", {})
+        name = self.config.metric
+        if self.is_chief and name not in values:
+            raise InvalidTrialError(
+                f"the validation metrics of {self.trial_class.__qualname__} lack the searcher "
+                f"metric {name!r} (received: {', '.join(sorted(values)) or 'none'}); "
+                "return it from evaluate_batch/evaluate_full_dataset or change searcher.metric"
+            )
+        self.last_validation = values
+        self.last_validation_batches = self.batches_trained
+        post_ckpt = False
+        if self.is_chief:
+            value = _as_float(values[name], name)
+            policy = self.config.checkpoint_policy
+            post_ckpt = policy == "all" or (policy == "best" and self.host.is_best_validation(value))
+            self.host.report_validation(self.batches_trained, metrics)
+            self.controller.on_validation_end(values)
+        self.sequencer.validated(post_ckpt)
+
+    def _checkpoint(self) -> None:
+        self.sequencer.checkpointed()
+        if not self.is_chief:
+            return
+        ckpt_uuid = str(uuidlib.uuid4())
+        start = time.time()
+        with self.storage.store_path(ckpt_uuid) as path:
+            self.controller.save(path, self.batches_trained)
+            copy_code(self.env.model_dir, os.path.join(path, "code"))
+            metadata = self._metadata(ckpt_uuid, start)
+            write_metadata(path, metadata)
+        self.latest_checkpoint = ckpt_uuid
+        self.host.report_checkpoint(self.batches_trained, ckpt_uuid, metadata)
+        with self.storage.restore_path(ckpt_uuid) as path:
+            self.controller.on_checkpoint_end(path)
+
+    def _metadata(self, ckpt_uuid: str, start: float) -> Dict[str, Any]:
+        validation = (
+            self.last_validation if self.last_validation_batches == self.batches_trained else None
+        )
+        return {
+            "uuid": ckpt_uuid,
+            "determined_version": determined.__version__,
+            "framework": self.controller.framework,
+            "format": self.controller.checkpoint_format,
+            "experiment_id": self.env.experiment_id,
+            "trial_id": self.env.trial_id,
+            "trial_seed": self.env.trial_seed,
+            "batch_number": self.batches_trained,
+            "hparams": self.env.hparams,
+            "experiment_config": self.env.experiment_config,
+            "validation_metrics": validation,
+            "start_time": start,
+            "end_time": time.time(),
+            "entrypoint": self.env.experiment_config.get("entrypoint"),
+        }
+
+    def _finish(self) -> None:
+        """Close: a trial's final state is always checkpointed."""
+        if self.sequencer.since_checkpoint > 0 or self.latest_checkpoint is None:
+            self._checkpoint()
+
+    def _stop(self) -> str:
+        if self.sequencer.since_checkpoint > 0:
+            self._checkpoint()
+        if self.sequencer.stop_requested:
+            self.host.report_early_exit(ExitReason.USER_REQUESTED_STOP)
+            return ExitReason.USER_REQUESTED_STOP
+        return ExitReason.STOPPED
+
+    def _restore(self, path: str, weights_only: bool) -> None:
+        meta = read_metadata(path)
+        batches = self.controller.load(path, weights_only=weights_only)
+        if not weights_only:
+            self.batches_trained = batches
+            self.latest_checkpoint = meta.get("uuid")
+        logger.info(
+            "trial %s restored from checkpoint %s (%s batches)%s",
+            self.env.trial_id, meta.get("uuid"), batches, " as a warm start" if weights_only else "",
+        )
+
+
+def _as_float(value: Any, name: str) -> float:
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        raise InvalidTrialError(
+            f"Expected the searcher metric {name!r} to be a scalar. Received: {value!r}"
+        ) from None
+    if math.isnan(out):
+        return math.inf
+    return out

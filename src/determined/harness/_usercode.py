@@ -1,0 +1,127 @@
+"""Loading user trial classes and reporting user-code failures.
+
+Every failure names the file, the class and the method involved and carries the
+user's own traceback (frames inside this package are dropped).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import os
+import sys
+import traceback
+from types import TracebackType
+from typing import Any, Optional, Type
+
+from determined.errors import InvalidModelDefError, InvalidTrialError, UserCodeError
+
+__all__ = ["load_trial_class", "user_code_error", "describe_class", "check_trial_class"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_traceback(exc: BaseException) -> str:
+    tb: Optional[TracebackType] = exc.__traceback__
+    frames = traceback.extract_tb(tb)
+    keep = [f for f in frames if not os.path.abspath(f.filename).startswith(_PACKAGE_DIR)]
+    lines = ["Traceback (most recent call last):\n"]
+    lines += traceback.format_list(keep or frames)
+    lines += traceback.format_exception_only(type(exc), exc)
+    return "".join(lines)
+
+
+def describe_class(cls: Type[Any]) -> str:
+    """``'model_def.py: MyTrial'`` for error messages."""
+    try:
+        path = inspect.getsourcefile(cls) or cls.__module__
+    except TypeError:
+        path = cls.__module__
+    return f"{os.path.basename(path)}: {cls.__qualname__}"
+
+
+def user_code_error(exc: BaseException, cls: Type[Any], method: str) -> UserCodeError:
+    """Wrap an exception raised by ``cls.method`` of user code."""
+    if isinstance(exc, UserCodeError):
+        return exc
+    where = describe_class(cls)
+    try:
+        where = f"{inspect.getsourcefile(getattr(cls, method))}: {cls.__qualname__}"
+    except (TypeError, AttributeError):
+        pass
+    message = (
+        f"{where}.{method} raised {type(exc).__name__}: {exc}"
+        if not isinstance(exc, InvalidTrialError)
+        else f"{where}.{method}: {exc}"
+    )
+    return UserCodeError(message, _user_traceback(exc))
+
+
+def load_trial_class(entrypoint: str, model_dir: str, base: Optional[Type[Any]] = None) -> Type[Any]:
+    """Import ``<module>:<object>`` from ``model_dir`` and return the object.
+
+    The model directory is put first on ``sys.path``; an empty module names the
+    directory's own ``__init__.py``.
+    """
+    module_name, sep, attr_path = entrypoint.partition(":")
+    if not sep or not attr_path:
+        raise InvalidModelDefError(
+            f"Expected entrypoint '<module>:<object>' such as 'model_def:MyTrial'. "
+            f"Received: entrypoint={entrypoint!r}"
+        )
+    model_dir = os.path.abspath(model_dir)
+    if not os.path.isdir(model_dir):
+        raise InvalidModelDefError(f"Model directory {model_dir} does not exist")
+    if not module_name:
+        parent, pkg = os.path.split(model_dir)
+        if not os.path.exists(os.path.join(model_dir, "__init__.py")):
+            raise InvalidModelDefError(
+                f"entrypoint {entrypoint!r} names the model directory's __init__.py, "
+                f"but {model_dir} has none"
+            )
+        search_dir, module_name = parent, pkg
+    else:
+        search_dir = model_dir
+    if search_dir not in sys.path:
+        sys.path.insert(0, search_dir)
+    rel = module_name.replace(".", os.sep)
+    candidates = [os.path.join(search_dir, rel + ".py"), os.path.join(search_dir, rel, "__init__.py")]
+    if not any(os.path.exists(c) for c in candidates):
+        raise InvalidModelDefError(
+            f"entrypoint {entrypoint!r}: module {module_name!r} not found in {search_dir} "
+            f"(expected {rel}.py or {rel}/__init__.py)"
+        )
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as e:  # user module raised at import time
+        raise UserCodeError(
+            f"entrypoint {entrypoint!r}: importing {rel}.py raised {type(e).__name__}: {e}",
+            _user_traceback(e),
+        ) from None
+    for part in attr_path.split("."):
+        if not hasattr(obj, part):
+            defined = sorted(n for n in dir(obj) if not n.startswith("_"))
+            raise InvalidModelDefError(
+                f"entrypoint {entrypoint!r}: {getattr(obj, '__name__', obj)!s} has no attribute "
+                f"{part!r} (defined: {', '.join(defined) or 'nothing'})"
+            )
+        obj = getattr(obj, part)
+    if base is not None:
+        check_trial_class(obj, base, entrypoint)
+    return obj
+
+
+def check_trial_class(obj: Any, base: Type[Any], entrypoint: str = "") -> None:
+    """Raise a clear error unless ``obj`` is a concrete subclass of ``base``."""
+    label = f"entrypoint {entrypoint!r}: " if entrypoint else ""
+    if not (inspect.isclass(obj) and issubclass(obj, base)):
+        raise InvalidModelDefError(
+            f"{label}expected a subclass of {base.__module__}.{base.__qualname__}. "
+            f"Received: {obj!r}"
+        )
+    missing = sorted(getattr(obj, "__abstractmethods__", ()))
+    if missing:
+        raise InvalidTrialError(
+            f"{describe_class(obj)} does not implement the abstract method(s) "
+            f"{', '.join(missing)} of {base.__qualname__}"
+        )

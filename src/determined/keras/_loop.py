@@ -1,0 +1,77 @@
+"""One training or test batch through a compiled Keras model, eager or graph mode.
+
+Eager mode compiles ``model.train_step`` / ``model.test_step`` into
+``tf.function``s fed one batch at a time (the same per-step work as
+``model.fit``, minus its per-call setup). The training function resets the
+compiled metrics after each step, so training logs are per-batch values.
+Graph mode (``tf.compat.v1.disable_eager_execution()``) uses Keras's own
+``train_on_batch`` / ``test_on_batch``, which run in the Keras session.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import tensorflow as tf
+
+from determined.tensorflow._metrics import to_python
+
+__all__ = ["KerasLoop"]
+
+
+class KerasLoop:
+    def __init__(self, model: Any):
+        self.model = model
+        self.eager = tf.executing_eagerly()
+        self._train_fn: Any = None
+        self._test_fn: Any = None
+
+    # ---- training
+
+    def _make_train_fn(self) -> Any:
+        model = self.model
+        counter = getattr(model, "_train_counter", None)
+
+        def step(data: Any) -> Any:
+            logs = model.train_step(data)
+            logs = tf.nest.map_structure(tf.identity, logs)
+            for metric in model.metrics:
+                metric.reset_state()
+            if counter is not None:
+                counter.assign_add(1)
+            return logs
+
+        return tf.function(step, reduce_retracing=True,
+                           jit_compile=bool(getattr(model, "_jit_compile", False)))
+
+    def train_batch(self, batch: Any) -> Dict[str, Any]:
+        """Train on one batch; return its metrics as Python values."""
+        if self.eager:
+            if self._train_fn is None:
+                self._train_fn = self._make_train_fn()
+            return to_python(self._train_fn(_as_tuple(batch)))
+        x, y, w = tf.keras.utils.unpack_x_y_sample_weight(_as_tuple(batch))
+        logs = self.model.train_on_batch(x, y, sample_weight=w, reset_metrics=True,
+                                         return_dict=True)
+        return to_python(logs)
+
+    # ---- evaluation
+
+    def reset_metrics(self) -> None:
+        self.model.reset_metrics()
+
+    def test_batch(self, batch: Any) -> Any:
+        """Accumulate one validation batch; return the running logs (tensors in eager mode)."""
+        if self.eager:
+            if self._test_fn is None:
+                model = self.model
+                self._test_fn = tf.function(lambda data: model.test_step(data),
+                                            reduce_retracing=True)
+            return self._test_fn(_as_tuple(batch))
+        x, y, w = tf.keras.utils.unpack_x_y_sample_weight(_as_tuple(batch))
+        return self.model.test_on_batch(x, y, sample_weight=w, reset_metrics=False,
+                                        return_dict=True)
+
+
+def _as_tuple(batch: Any) -> Any:
+    return tuple(batch) if isinstance(batch, list) else batch

@@ -1,0 +1,16 @@
+"""Local experiments: the whole search on this machine, no master (``--local``)."""
+
+from determined.local._driver import ExperimentResult, LocalDriver, TrialRecord
+from determined.local._run import prepare_config, run_local_experiment, run_test_mode
+from determined.local._store import LocalStore, default_local_dir
+
+__all__ = [
+    "ExperimentResult",
+    "LocalDriver",
+    "LocalStore",
+    "TrialRecord",
+    "default_local_dir",
+    "prepare_config",
+    "run_local_experiment",
+    "run_test_mode",
+]

@@ -1,0 +1,141 @@
+"""What a person sees while a local experiment runs, and the summary at its end."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Dict, Optional
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from determined.local._driver import ExperimentResult, TrialRecord
+
+__all__ = ["ProgressDisplay", "print_summary", "format_hparams"]
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def format_hparams(hparams: Dict[str, Any], prefix: str = "") -> str:
+    parts = []
+    for k, v in hparams.items():
+        if isinstance(v, dict):
+            parts.append(format_hparams(v, f"{prefix}{k}."))
+        elif k != "global_batch_size" or prefix:
+            parts.append(f"{prefix}{k}={_fmt(v)}")
+        else:
+            parts.append(f"batch={v}")
+    return " ".join(parts)
+
+
+class ProgressDisplay:
+    """A progress bar for the search, with one line per notable trial event."""
+
+    def __init__(self, console: Console, metric: str, progress_fn: Any):
+        self.console = console
+        self.metric = metric
+        self.progress_fn = progress_fn
+        self.progress = Progress(
+            TextColumn("[bold]search"),
+            BarColumn(),
+            TextColumn("{task.percentage:>5.1f}%"),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[status]}"),
+            console=console,
+            transient=False,
+        )
+        self.task = self.progress.add_task("search", total=1.0, status="")
+        self.best: Optional[float] = None
+        self.counts = {"running": 0, "done": 0, "errors": 0}
+
+    def __enter__(self) -> "ProgressDisplay":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.refresh()
+        self.progress.stop()
+
+    def refresh(self) -> None:
+        status = (
+            f"{self.counts['running']} running, {self.counts['done']} done"
+            + (f", {self.counts['errors']} failed" if self.counts["errors"] else "")
+            + (f" | best {self.metric} {_fmt(self.best)}" if self.best is not None else "")
+        )
+        self.progress.update(self.task, completed=self.progress_fn(), status=status)
+
+    def event(self, kind: str, trial: Optional[TrialRecord], details: Dict[str, Any]) -> None:
+        log = self.progress.console.log
+        if trial is None:
+            return
+        if kind == "started":
+            self.counts["running"] += 1
+            if details.get("restart"):
+                log(f"trial {trial.trial_id} restarted from checkpoint {trial.latest_checkpoint} "
+                    f"(restart {details['restart']})")
+            else:
+                log(f"trial {trial.trial_id} started: {format_hparams(trial.hparams)}")
+        elif kind == "validation":
+            value = details.get(self.metric)
+            if value is not None:
+                log(f"trial {trial.trial_id} validated at {trial.batches} batches: "
+                    f"{self.metric}={_fmt(value)}")
+        elif kind == "closed":
+            self.counts["running"] -= 1
+            self.counts["done"] += 1
+        elif kind == "restart":
+            self.counts["running"] -= 1
+            log(f"[yellow]trial {trial.trial_id} failed ({_first_line(details.get('error'))}); "
+                "restarting from its latest checkpoint")
+        elif kind == "error":
+            self.counts["running"] -= 1
+            self.counts["errors"] += 1
+            log(f"[red]trial {trial.trial_id} failed:[/red]\n{details.get('error')}")
+        if trial.best_metric is not None:
+            self.best = (
+                trial.best_metric if self.best is None else self._pick(self.best, trial.best_metric)
+            )
+        self.refresh()
+
+    def _pick(self, a: float, b: float) -> float:
+        return b if self._better(b, a) else a
+
+    smaller_is_better = True
+
+    def _better(self, a: float, b: float) -> bool:
+        return a < b if self.smaller_is_better else a > b
+
+
+def _first_line(text: Any) -> str:
+    return str(text or "").strip().splitlines()[0] if text else ""
+
+
+def print_summary(console: Console, result: ExperimentResult, metric: str) -> None:
+    """The table of trials and where the best checkpoint is."""
+    table = Table(title=f"Experiment {result.experiment_id}: {result.state}")
+    for col in ("trial", "state", "hyperparameters", "batches", f"best {metric}", "restarts"):
+        table.add_column(col)
+    for t in result.trials:
+        best = "" if t.best_metric is None else _fmt(t.best_metric)
+        mark = " *" if result.best_trial is not None and t.trial_id == result.best_trial.trial_id else ""
+        table.add_row(str(t.trial_id) + mark, t.state, format_hparams(t.hparams), str(t.batches),
+                      best, str(t.restarts))
+    console.print(table)
+    if result.reason:
+        console.print(f"[red]{result.reason}")
+    if result.best_trial is not None:
+        bt = result.best_trial
+        console.print(
+            f"Best trial: {bt.trial_id} with {metric}={_fmt(bt.best_metric)} "
+            f"({json.dumps(bt.hparams)})"
+        )
+    if result.best_trial is not None and result.best_trial.latest_validation:
+        metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in result.best_trial.latest_validation.items())
+        console.print(f"Its latest validation: {metrics}")
+    if result.best_checkpoint_path:
+        console.print(f"Best checkpoint: {result.best_checkpoint_path}")
+    console.print(f"Records: {result.directory}")

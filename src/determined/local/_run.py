@@ -1,0 +1,202 @@
+"""``det experiment create ... --local``: validate, run, summarize."""
+
+from __future__ import annotations
+
+import copy
+import os
+import random
+import time
+from typing import Any, Dict, Optional, Union
+
+from rich.console import Console
+
+from determined.config import Length, load_config, validate_config
+from determined.errors import InvalidConfigError, InvalidModelDefError
+from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
+from determined.local._driver import ExperimentResult, LocalDriver
+from determined.local._store import LocalStore, allocate_ids, default_local_dir
+from determined.storage import build_storage
+
+__all__ = ["run_local_experiment", "run_test_mode", "test_mode_config", "prepare_config"]
+
+
+def prepare_config(
+    config: Union[str, os.PathLike, Dict[str, Any]], model_dir: str, local_dir: str
+) -> Dict[str, Any]:
+    """Load and validate; default checkpoint storage to the local directory."""
+    raw = load_config(config) if not isinstance(config, dict) else config
+    source = f"experiment config {config}" if not isinstance(config, dict) else "experiment config"
+    defaults = {
+        "checkpoint_storage": {
+            "type": "shared_fs",
+            "host_path": os.path.join(os.path.abspath(local_dir), "checkpoints"),
+        }
+    }
+    if isinstance(raw, dict) and isinstance(raw.get("checkpoint_storage"), dict) and raw[
+        "checkpoint_storage"
+    ].get("type") not in (None, "shared_fs"):
+        defaults = {}
+    cfg = validate_config(raw, defaults=defaults, source=source)
+    if not os.path.isdir(model_dir):
+        raise InvalidModelDefError(f"Model directory {model_dir} does not exist or is not a directory")
+    if cfg["resources"]["slots_per_trial"] > 1:
+        raise InvalidConfigError(
+            [("resources.slots_per_trial",
+              "distributed training (slots_per_trial > 1) needs a cluster; --local runs one "
+              "process per trial (set it to 1)")],
+            source,
+        )
+    return cfg
+
+
+def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
+    """The minimal experiment of ``--test``: one trial, one batch, validate, checkpoint."""
+    cfg = copy.deepcopy(config)
+    cfg["searcher"] = {
+        "name": "single",
+        "metric": config["searcher"]["metric"],
+        "smaller_is_better": config["searcher"].get("smaller_is_better", True),
+        "max_length": {"batches": 1},
+        "source_trial_id": None,
+        "source_checkpoint_uuid": None,
+    }
+    cfg["scheduling_unit"] = 1
+    cfg["min_validation_period"] = {"batches": 1}
+    cfg["max_restarts"] = 0
+    cfg["description"] = f"[test-mode] {config.get('description', '')}"
+    for key in ("save_experiment_best", "save_trial_best", "save_trial_latest"):
+        cfg["checkpoint_storage"][key] = 0
+    return cfg
+
+
+def run_test_mode(
+    config: Dict[str, Any], model_dir: str, console: Optional[Console] = None
+) -> Dict[str, Any]:
+    """Train one batch, validate, checkpoint, in this process; raise on any failure."""
+    from determined import searcher as searchers
+
+    console = console or Console()
+    cfg = test_mode_config(config)
+    rng = random.Random(cfg["reproducibility"]["experiment_seed"])
+    hparams = searchers.sample_hparams(cfg["hyperparameters"], rng)
+    env = TrialEnv(cfg, hparams, os.path.abspath(model_dir), trial_seed=rng.randrange(2**31),
+                   test_mode=True)
+    host = InProcessHost(
+        [TrialOp(OpKind.TRAIN, Length.from_dict({"batches": 1})), TrialOp(OpKind.VALIDATE),
+         TrialOp(OpKind.CHECKPOINT), TrialOp(OpKind.CLOSE)],
+        smaller_is_better=cfg["searcher"]["smaller_is_better"],
+    )
+    storage = build_storage(cfg["checkpoint_storage"])
+    start = time.time()
+    cwd = os.getcwd()
+    try:
+        os.chdir(model_dir)
+        TrialRunner(env, host, storage).run()
+    finally:
+        os.chdir(cwd)
+    for _, uuid, _ in host.checkpoints:
+        storage.delete(uuid)
+    summary = {
+        "hparams": hparams,
+        "training": host.training[-1][1]["avg_metrics"] if host.training else {},
+        "validation": host.validations[-1][1]["validation_metrics"] if host.validations else {},
+        "checkpoints": len(host.checkpoints),
+        "seconds": time.time() - start,
+    }
+    console.print(
+        f"[green]Model definition test passed[/green] in {summary['seconds']:.1f}s: trained 1 batch "
+        f"({_metrics(summary['training'])}), validated ({_metrics(summary['validation'])}), "
+        f"checkpointed and restored nothing lost."
+        if summary["checkpoints"]
+        else "[yellow]Model definition test ran but wrote no checkpoint"
+    )
+    return summary
+
+
+def _metrics(m: Dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in m.items())
+
+
+def run_local_experiment(
+    config: Union[str, os.PathLike, Dict[str, Any]],
+    model_dir: str,
+    *,
+    slots: int = 1,
+    local_dir: Optional[str] = None,
+    console: Optional[Console] = None,
+    show_progress: bool = True,
+) -> ExperimentResult:
+    """Run an experiment on this machine with no master.
+
+    Args:
+        config: a YAML path or a config dict.
+        model_dir: the model definition directory.
+        slots: trials to run at once (each in its own process).
+        local_dir: where records and (by default) checkpoints go.
+
+    Returns:
+        The result: state, trials, best trial and best checkpoint.
+    """
+    from determined.local._display import ProgressDisplay, print_summary
+
+    console = console or Console()
+    local_dir = os.path.abspath(local_dir or default_local_dir())
+    cfg = prepare_config(config, model_dir, local_dir)
+    exp_id = allocate_ids(local_dir, experiments=1)["experiment"]
+    store = LocalStore(local_dir, exp_id)
+    storage_config = cfg["checkpoint_storage"]
+    source_ckpt = _resolve_source(cfg, local_dir, storage_config)
+    console.print(
+        f"Experiment {exp_id} ({cfg['description']}): searcher {cfg['searcher']['name']}, "
+        f"{slots} slot(s); records in {store.dir}"
+    )
+    display: Optional[ProgressDisplay] = None
+    driver = LocalDriver(
+        cfg, model_dir, exp_id, store, storage_config, slots=slots,
+        allocate_trial_id=lambda: allocate_ids(local_dir, trials=1)["trial"],
+        resolve_source_checkpoint=lambda: source_ckpt,
+    )
+    try:
+        if show_progress:
+            display = ProgressDisplay(console, cfg["searcher"]["metric"], driver.searcher.progress)
+            display.smaller_is_better = cfg["searcher"]["smaller_is_better"]
+            driver.on_event = display.event
+            with display:
+                result = driver.run()
+        else:
+            result = driver.run()
+    finally:
+        store.close()
+    print_summary(console, result, cfg["searcher"]["metric"])
+    return result
+
+
+def _resolve_source(cfg: Dict[str, Any], local_dir: str, storage_config: Dict[str, Any]) -> Optional[str]:
+    """The checkpoint path named by searcher.source_checkpoint_uuid / source_trial_id."""
+    s = cfg["searcher"]
+    storage = build_storage(storage_config)
+    if s.get("source_checkpoint_uuid"):
+        uuid = s["source_checkpoint_uuid"]
+        if uuid not in storage.list_checkpoints():
+            raise InvalidConfigError(
+                [("searcher.source_checkpoint_uuid", f"no checkpoint {uuid} in {storage.describe('')}")]
+            )
+        return storage.describe(uuid)
+    if s.get("source_trial_id") is not None:
+        import json
+
+        trial_id = s["source_trial_id"]
+        exp_root = os.path.join(local_dir, "experiments")
+        for name in os.listdir(exp_root) if os.path.isdir(exp_root) else []:
+            path = os.path.join(exp_root, name, "experiment.json")
+            if not os.path.exists(path):
+                continue
+            with open(path, encoding="utf-8") as f:
+                state = json.load(f)
+            for t in state.get("trials", []):
+                if t["trial_id"] == trial_id and t.get("latest_checkpoint"):
+                    return build_storage(state["checkpoint_storage"]).describe(t["latest_checkpoint"])
+        raise InvalidConfigError(
+            [("searcher.source_trial_id", f"no trial {trial_id} with a checkpoint in {local_dir}")]
+        )
+    return None

@@ -1,0 +1,89 @@
+"""The trial process of a local experiment, and the host it talks to its driver with.
+
+Protocol over a ``multiprocessing`` pipe (tuples; the child asks, the driver answers
+only ``next_op`` and ``is_best``):
+
+    child -> driver: ("next_op",) ("training", b, m) ("validation", b, m)
+                     ("checkpoint", b, uuid, meta) ("is_best", value)
+                     ("early_exit", reason) ("error", kind, message) ("exit", reason)
+    driver -> child: ("op", op_dict) ("best", bool)
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import traceback
+from typing import Any, Dict
+
+from determined.harness import TrialEnv, TrialHost, TrialOp
+
+__all__ = ["PipeHost", "trial_main"]
+
+
+class PipeHost(TrialHost):
+    def __init__(self, conn: Any):
+        self.conn = conn
+
+    def next_operation(self) -> TrialOp:
+        self.conn.send(("next_op",))
+        kind, payload = self.conn.recv()
+        assert kind == "op", kind
+        return TrialOp.from_dict(payload)
+
+    def report_training(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
+        self.conn.send(("training", batches_trained, metrics))
+
+    def report_validation(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
+        self.conn.send(("validation", batches_trained, metrics))
+
+    def report_checkpoint(self, batches_trained: int, uuid: str, metadata: Dict[str, Any]) -> None:
+        self.conn.send(("checkpoint", batches_trained, uuid, metadata))
+
+    def is_best_validation(self, value: float) -> bool:
+        self.conn.send(("is_best", value))
+        kind, answer = self.conn.recv()
+        assert kind == "best", kind
+        return bool(answer)
+
+    def report_early_exit(self, reason: str) -> None:
+        self.conn.send(("early_exit", reason))
+
+
+def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_path: str,
+               num_threads: int) -> None:
+    """Entry point of a trial process (started with the ``spawn`` method)."""
+    log = open(log_path, "a", buffering=1, encoding="utf-8")
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    sys.stdout = sys.stderr = log
+    logging.basicConfig(level=logging.INFO, stream=log,
+                        format="%(asctime)s [trial %(process)d] %(levelname)s %(message)s")
+    os.environ.setdefault("OMP_NUM_THREADS", str(num_threads))
+    from determined.errors import InvalidTrialError, InvalidModelDefError
+    from determined.harness import TrialRunner
+    from determined.storage import build_storage
+
+    os.chdir(env.model_dir)
+    try:
+        try:
+            import torch
+
+            torch.set_num_threads(num_threads)
+        except ImportError:
+            pass
+        runner = TrialRunner(env, PipeHost(conn), build_storage(storage_config))
+        reason = runner.run()
+        conn.send(("exit", reason))
+    except (InvalidTrialError, InvalidModelDefError) as e:
+        print(str(e), file=log)
+        conn.send(("error", "user", str(e)))
+        raise SystemExit(1)
+    except Exception as e:
+        text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        print(text, file=log)
+        conn.send(("error", "platform", f"{type(e).__name__}: {e}\n{text}"))
+        raise SystemExit(1)
+    finally:
+        log.flush()

@@ -1,0 +1,171 @@
+"""``PyTorchTrialContext``: wrap models and optimizers, run backward and steps."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from typing import Any, Callable, Iterator, List, Optional
+
+import torch
+
+from determined.harness import TrialContext, TrialEnv
+from determined.pytorch._data import to_device
+from determined.pytorch._lr_scheduler import LRScheduler
+
+__all__ = ["PyTorchTrialContext"]
+
+logger = logging.getLogger("determined")
+
+
+class PyTorchTrialContext(TrialContext):
+    """The context of a PyTorch trial (adds to :class:`~determined.harness.TrialContext`).
+
+    ``wrap_*`` return the object they were given, registered for checkpoints and
+    device placement, the way ``accelerate.prepare`` hands objects back.
+    """
+
+    def __init__(self, env: TrialEnv, device: Optional[torch.device] = None):
+        super().__init__(env)
+        self.device = device or torch.device("cpu")
+        self.models: List[torch.nn.Module] = []
+        self.optimizers: List[torch.optim.Optimizer] = []
+        self.lr_schedulers: List[LRScheduler] = []
+        opts = env.experiment_config.get("optimizations", {})
+        self._aggregation_frequency = int(opts.get("aggregation_frequency", 1))
+        self._average_aggregated_gradients = bool(opts.get("average_aggregated_gradients", True))
+        self._before_step_hooks: List[Callable[[Iterator[Any]], None]] = []
+        # Set by the controller while training.
+        self._batch_idx = 0
+        self._epoch_len = 1
+
+    # ---- wrapping
+
+    def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
+        """Register ``model`` (moved to this trial's device) and return it."""
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(
+                f"Expected a torch.nn.Module in wrap_model. Received: {type(model).__name__}"
+            )
+        model = model.to(self.device)
+        self.models.append(model)
+        return model
+
+    def wrap_optimizer(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
+        """Register ``optimizer`` and return it."""
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(
+                "Expected a torch.optim.Optimizer in wrap_optimizer. "
+                f"Received: {type(optimizer).__name__}"
+            )
+        self.optimizers.append(optimizer)
+        return optimizer
+
+    def wrap_lr_scheduler(
+        self, lr_scheduler: Any, step_mode: LRScheduler.StepMode
+    ) -> Any:
+        """Register a torch LR scheduler, stepped per ``step_mode``; returns it."""
+        optimizer = getattr(lr_scheduler, "optimizer", None)
+        if not any(optimizer is o for o in self.optimizers):
+            raise ValueError(
+                "Expected the LR scheduler's optimizer to be wrapped with "
+                "context.wrap_optimizer() before wrap_lr_scheduler()"
+            )
+        self.lr_schedulers.append(LRScheduler(lr_scheduler, step_mode))
+        return lr_scheduler
+
+    def _wrap_det_lr_scheduler(self, scheduler: LRScheduler) -> None:
+        self.lr_schedulers.append(scheduler)
+
+    def configure_apex_amp(self, models: Any, optimizers: Any, enabled: bool = True, **kwargs: Any) -> Any:
+        """Apex AMP needs a CUDA GPU and the apex package."""
+        if not enabled:
+            return models, optimizers
+        if not torch.cuda.is_available():
+            raise RuntimeError(
+                "configure_apex_amp needs a CUDA GPU; this trial runs on the CPU. "
+                "Call it with enabled=False or remove it."
+            )
+        try:
+            from apex import amp  # type: ignore
+        except ImportError:
+            raise RuntimeError("configure_apex_amp needs NVIDIA apex installed") from None
+        return amp.initialize(models, optimizers, **kwargs)
+
+    # ---- training steps
+
+    def backward(
+        self,
+        loss: torch.Tensor,
+        gradient: Optional[torch.Tensor] = None,
+        retain_graph: bool = False,
+        create_graph: bool = False,
+    ) -> None:
+        """Compute gradients of ``loss`` (``loss.backward`` with the same arguments)."""
+        loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
+
+    def step_optimizer(
+        self,
+        optimizer: torch.optim.Optimizer,
+        clip_grads: Optional[Callable[[Iterator[Any]], None]] = None,
+        auto_zero_grads: bool = True,
+    ) -> None:
+        """Step ``optimizer`` (every ``aggregation_frequency``-th batch), then zero grads.
+
+        Args:
+            clip_grads: called with the parameters before the step, e.g.
+                ``lambda p: torch.nn.utils.clip_grad_norm_(p, 1.0)``.
+            auto_zero_grads: zero gradients after the step.
+        """
+        k = self._aggregation_frequency
+        if k > 1:
+            if not auto_zero_grads:
+                raise ValueError(
+                    "auto_zero_grads=False is not allowed with aggregation_frequency > 1"
+                )
+            if (self._batch_idx + 1) % k != 0:
+                return
+            if self._average_aggregated_gradients:
+                for group in optimizer.param_groups:
+                    for p in group["params"]:
+                        if p.grad is not None:
+                            p.grad.div_(k)
+        if self._before_step_hooks:
+            for hook in self._before_step_hooks:
+                hook(_params(optimizer))
+        if clip_grads is not None:
+            clip_grads(_params(optimizer))
+        optimizer.step()
+        if auto_zero_grads:
+            optimizer.zero_grad()
+
+    def to_device(self, data: Any) -> Any:
+        """Move tensors/arrays (any nesting) to this trial's device."""
+        return to_device(data, self.device)
+
+    def is_epoch_start(self) -> bool:
+        """Whether the current batch is the first of a data-loader epoch."""
+        return self._batch_idx % self._epoch_len == 0
+
+    def is_epoch_end(self) -> bool:
+        """Whether the current batch is the last of a data-loader epoch."""
+        return (self._batch_idx + 1) % self._epoch_len == 0
+
+    # ---- deprecated accessors
+
+    def get_model(self) -> torch.nn.Module:
+        warnings.warn("get_model() is deprecated; keep the wrapped model yourself", DeprecationWarning)
+        return self.models[0]
+
+    def get_optimizer(self) -> torch.optim.Optimizer:
+        warnings.warn("get_optimizer() is deprecated", DeprecationWarning)
+        return self.optimizers[0]
+
+    def get_lr_scheduler(self) -> Optional[LRScheduler]:
+        warnings.warn("get_lr_scheduler() is deprecated", DeprecationWarning)
+        return self.lr_schedulers[0] if self.lr_schedulers else None
+
+
+def _params(optimizer: torch.optim.Optimizer) -> Iterator[Any]:
+    for group in optimizer.param_groups:
+        yield from group["params"]
+

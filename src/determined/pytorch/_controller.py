@@ -1,0 +1,452 @@
+"""Runs a :class:`PyTorchTrial` for the trial runner.
+
+Hot path: ``train`` calls the user's ``train_batch`` in a tight loop and does
+nothing else per batch unless the trial asked for it (LR schedulers, epoch
+callbacks, a non-CPU device). Per-batch metrics stay tensors until the end of
+the workload, when each metric is stacked and copied to the host once.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any, Callable, Dict, List, Optional, Type
+
+import cloudpickle
+import numpy as np
+import torch
+
+from determined.errors import CheckpointError, InvalidTrialError
+from determined.harness import TrialController, TrialEnv, check_trial_class, describe_class
+from determined.harness import user_code_error
+from determined.pytorch._callback import PyTorchCallback, overrides
+from determined.pytorch._context import PyTorchTrialContext
+from determined.pytorch._data import DataLoader, to_device
+from determined.pytorch._lr_scheduler import LRScheduler
+from determined.pytorch._reducer import reduce_metric, reducers_for, _to_python
+from determined.pytorch._trial import PyTorchTrial, overridden
+
+__all__ = ["PyTorchTrialController", "STATE_FILE"]
+
+STATE_FILE = "state_dict.pth"
+_LOADING = "build_training_data_loader (while loading a batch)"
+
+
+class PyTorchTrialController(TrialController):
+    framework = f"torch-{torch.__version__}"
+    checkpoint_format = "cloudpickle"
+
+    def __init__(self, trial_class: Type[PyTorchTrial], env: TrialEnv):
+        super().__init__(trial_class, env)
+        check_trial_class(trial_class, PyTorchTrial)
+        torch.manual_seed(env.trial_seed)
+        info = env.distributed
+        device = (
+            torch.device("cuda", info.local_rank) if torch.cuda.is_available() else torch.device("cpu")
+        )
+        self._context = PyTorchTrialContext(env, device)
+        self._move_batches = device.type != "cpu"
+        self.trial: PyTorchTrial = self._user(trial_class, "__init__", self._context)
+        self._legacy = overridden(self.trial, "build_model")
+        self._model: Optional[torch.nn.Module] = None
+        if self._legacy:
+            self._build_legacy()
+        self._check_evaluation_methods()
+        self.callbacks = self._build_callbacks()
+        self.train_loader = self._loader("build_training_data_loader")
+        self._val_loader: Optional[DataLoader] = None
+        self._epoch_len = self.train_loader.batches_per_epoch(info.size)
+        self._context._epoch_len = self._epoch_len
+        self._train_iter: Optional[Any] = None
+        self._iter_position = -1
+        self._started = False
+        self._train_step = self._legacy_step if self._legacy else self.trial.train_batch
+        self._epoch_schedulers = [
+            s for s in self._context.lr_schedulers if s.step_mode is LRScheduler.StepMode.STEP_EVERY_EPOCH
+        ]
+        self._batch_schedulers = [
+            s for s in self._context.lr_schedulers if s.step_mode is LRScheduler.StepMode.STEP_EVERY_BATCH
+        ]
+        self._epoch_callbacks = [
+            cb for cb in self.callbacks.values()
+            if overrides(cb, "on_training_epoch_start") or overrides(cb, "on_training_epoch_end")
+        ]
+        self._per_batch_hooks = bool(
+            self._epoch_schedulers or self._batch_schedulers or self._epoch_callbacks
+        )
+
+    @property
+    def context(self) -> PyTorchTrialContext:
+        return self._context
+
+    # ------------------------------------------------------------------ building
+
+    def _user(self, target: Any, method: str, *args: Any) -> Any:
+        """Call user code; failures name the file, class and method."""
+        fn = target if method == "__init__" else getattr(self.trial, method)
+        try:
+            return fn(*args)
+        except Exception as e:
+            raise user_code_error(e, self.trial_class, method) from None
+
+    def _build_legacy(self) -> None:
+        if not overridden(self.trial, "optimizer"):
+            raise InvalidTrialError(
+                f"{describe_class(self.trial_class)} overrides build_model() but not "
+                "optimizer(model); legacy-style trials need both"
+            )
+        model = self._user(None, "build_model")
+        if not isinstance(model, torch.nn.Module):
+            raise InvalidTrialError(
+                f"{describe_class(self.trial_class)}.build_model must return a torch.nn.Module. "
+                f"Received: {type(model).__name__}"
+            )
+        self._model = self._context.wrap_model(model)
+        opt = self._user(None, "optimizer", self._model)
+        if not isinstance(opt, torch.optim.Optimizer):
+            raise InvalidTrialError(
+                f"{describe_class(self.trial_class)}.optimizer must return a "
+                f"torch.optim.Optimizer. Received: {type(opt).__name__}"
+            )
+        self._optimizer = self._context.wrap_optimizer(opt)
+        sched = self._user(None, "create_lr_scheduler", self._optimizer)
+        if sched is not None:
+            if not isinstance(sched, LRScheduler):
+                raise InvalidTrialError(
+                    f"{describe_class(self.trial_class)}.create_lr_scheduler must return a "
+                    f"det.pytorch.LRScheduler or None. Received: {type(sched).__name__}"
+                )
+            self._context._wrap_det_lr_scheduler(sched)
+        if self.env.experiment_config.get("optimizations", {}).get("mixed_precision", "O0") != "O0":
+            import logging
+
+            logging.getLogger("determined").warning(
+                "optimizations.mixed_precision needs a CUDA GPU with apex; training in fp32"
+            )
+
+    def _check_evaluation_methods(self) -> None:
+        has_batch = overridden(self.trial, "evaluate_batch")
+        has_full = overridden(self.trial, "evaluate_full_dataset")
+        if has_batch == has_full:
+            which = "both" if has_batch else "neither"
+            raise InvalidTrialError(
+                f"{describe_class(self.trial_class)} must override exactly one of evaluate_batch "
+                f"and evaluate_full_dataset; it overrides {which}"
+            )
+        self._evaluate_full = has_full
+        if not self._legacy and not self._context.models:
+            raise InvalidTrialError(
+                f"{describe_class(self.trial_class)}.__init__ wrapped no model: call "
+                "self.context.wrap_model(model) (and wrap_optimizer) in __init__, or use the "
+                "legacy build_model()/optimizer() methods"
+            )
+
+    def _build_callbacks(self) -> Dict[str, PyTorchCallback]:
+        callbacks = self._user(None, "build_callbacks")
+        if not isinstance(callbacks, dict) or not all(
+            isinstance(c, PyTorchCallback) for c in callbacks.values()
+        ):
+            raise InvalidTrialError(
+                f"{describe_class(self.trial_class)}.build_callbacks must return a dict of "
+                f"name -> det.pytorch.PyTorchCallback. Received: {callbacks!r}"
+            )
+        for cb in callbacks.values():
+            if overrides(cb, "on_before_optimizer_step"):
+                self._context._before_step_hooks.append(cb.on_before_optimizer_step)
+        return callbacks
+
+    def _loader(self, method: str) -> DataLoader:
+        loader = self._user(None, method)
+        if not isinstance(loader, DataLoader):
+            hint = (
+                " (a torch.utils.data.DataLoader was returned: use det.pytorch.DataLoader with "
+                "the same arguments)"
+                if isinstance(loader, torch.utils.data.DataLoader)
+                else ""
+            )
+            raise InvalidTrialError(
+                f"{describe_class(self.trial_class)}.{method} must return a "
+                f"determined.pytorch.DataLoader. Received: {type(loader).__name__}{hint}"
+            )
+        return loader
+
+    def _startup(self, batches_trained: int) -> None:
+        if not self._started:
+            self._started = True
+            for cb in self.callbacks.values():
+                cb.on_trial_startup(batches_trained)
+
+    # ------------------------------------------------------------------ training
+
+    def _legacy_step(self, batch: Any, epoch_idx: int, batch_idx: int) -> Dict[str, Any]:
+        out = self.trial.train_batch(batch, self._model, epoch_idx, batch_idx)
+        if isinstance(out, torch.Tensor):
+            out = {"loss": out}
+        if not isinstance(out, dict) or "loss" not in out:
+            got = sorted(out) if isinstance(out, dict) else type(out).__name__
+            raise InvalidTrialError(
+                f"train_batch must return a dict with a 'loss' tensor. Received: {got}"
+            )
+        self._context.backward(out["loss"])
+        self._context.step_optimizer(self._optimizer)
+        return out
+
+    def train(self, num_batches: int, batches_trained: int) -> Dict[str, Any]:
+        self._startup(batches_trained)
+        if self._train_iter is None or self._iter_position != batches_trained:
+            info = self.env.distributed
+            self._train_iter = self.train_loader.training_iterator(
+                self.env.trial_seed, batches_trained, info.size, info.rank
+            )
+        for model in self._context.models:
+            model.train()
+        it, step, ctx = self._train_iter, self._train_step, self._context
+        epoch_len, hooks, move = self._epoch_len, self._per_batch_hooks, self._move_batches
+        outs: List[Any] = []
+        append = outs.append
+        where = _LOADING
+        try:
+            for batch_idx in range(batches_trained, batches_trained + num_batches):
+                where = _LOADING
+                batch = next(it)
+                if move:
+                    batch = to_device(batch, ctx.device)
+                where = "train_batch"
+                ctx._batch_idx = batch_idx
+                if hooks:
+                    self._before_batch(batch_idx)
+                out = step(batch, batch_idx // epoch_len, batch_idx)
+                if out.__class__ is not dict:
+                    out = self._coerce_output(out)
+                append(out)
+                if hooks:
+                    self._after_batch(batch_idx)
+        except Exception as e:
+            self._train_iter = None
+            raise user_code_error(e, self.trial_class, where) from None
+        self._iter_position = batches_trained + num_batches
+        metrics = _training_metrics(outs)
+        metrics["num_inputs"] = num_batches * self._context.get_global_batch_size()
+        for cb in self.callbacks.values():
+            cb.on_training_workload_end(metrics["avg_metrics"], metrics["batch_metrics"])
+        return metrics
+
+    def _coerce_output(self, out: Any) -> Dict[str, Any]:
+        if isinstance(out, torch.Tensor):
+            return {"loss": out}
+        if isinstance(out, dict):
+            return out
+        raise InvalidTrialError(
+            "train_batch must return a loss tensor or a dict of metrics. "
+            f"Received: {type(out).__name__}"
+        )
+
+    def _before_batch(self, batch_idx: int) -> None:
+        if batch_idx % self._epoch_len == 0:
+            for cb in self._epoch_callbacks:
+                cb.on_training_epoch_start(batch_idx // self._epoch_len)
+
+    def _after_batch(self, batch_idx: int) -> None:
+        if (batch_idx + 1) % self._context._aggregation_frequency == 0:
+            for s in self._batch_schedulers:
+                s.step()
+        if (batch_idx + 1) % self._epoch_len == 0:
+            for s in self._epoch_schedulers:
+                s.step()
+            for cb in self._epoch_callbacks:
+                cb.on_training_epoch_end(batch_idx // self._epoch_len)
+
+    # ------------------------------------------------------------------ validation
+
+    def validate(self, batches_trained: int) -> Dict[str, Any]:
+        self._startup(batches_trained)
+        if self._val_loader is None:
+            self._val_loader = self._loader("build_validation_data_loader")
+        for cb in self.callbacks.values():
+            cb.on_validation_start()
+            cb.on_validation_step_start()
+        for model in self._context.models:
+            model.eval()
+        try:
+            with torch.no_grad():
+                if self._evaluate_full:
+                    metrics, num_inputs = self._evaluate_full_dataset()
+                else:
+                    metrics, num_inputs = self._evaluate_batches()
+        finally:
+            for model in self._context.models:
+                model.train()
+        return {"validation_metrics": metrics, "num_inputs": num_inputs}
+
+    def _evaluate_full_dataset(self) -> Any:
+        assert self._val_loader is not None
+        loader = self._val_loader.get_data_loader()
+        args = (loader, self._model) if self._legacy else (loader,)
+        out = self._user(None, "evaluate_full_dataset", *args)
+        if not isinstance(out, dict):
+            raise InvalidTrialError(
+                f"{describe_class(self.trial_class)}.evaluate_full_dataset must return a dict "
+                f"of metrics. Received: {type(out).__name__}"
+            )
+        num_inputs = len(self._val_loader.dataset) if hasattr(self._val_loader.dataset, "__len__") else 0
+        return {k: _to_python(v) for k, v in out.items()}, num_inputs
+
+    def _evaluate_batches(self) -> Any:
+        assert self._val_loader is not None
+        info = self.env.distributed
+        loader = self._val_loader.get_data_loader(info.size, info.rank)
+        columns: Dict[str, List[Any]] = {}
+        keys: Optional[List[str]] = None
+        num_inputs = 0
+        where = "build_validation_data_loader (while loading a batch)"
+        try:
+            for batch in loader:
+                if self._move_batches:
+                    batch = to_device(batch, self._context.device)
+                where = "evaluate_batch"
+                out = (
+                    self.trial.evaluate_batch(batch, self._model)
+                    if self._legacy
+                    else self.trial.evaluate_batch(batch)
+                )
+                if not isinstance(out, dict):
+                    raise InvalidTrialError(
+                        f"evaluate_batch must return a dict of metrics. Received: {type(out).__name__}"
+                    )
+                if keys is None:
+                    keys = list(out)
+                    columns = {k: [] for k in keys}
+                elif out.keys() != columns.keys():
+                    raise InvalidTrialError(
+                        "evaluate_batch must return the same metric names for every batch. "
+                        f"Expected: {sorted(columns)}. Received: {sorted(out)}"
+                    )
+                for k, v in out.items():
+                    columns[k].append(v)
+                num_inputs += _batch_len(batch)
+                where = "build_validation_data_loader (while loading a batch)"
+        except Exception as e:
+            raise user_code_error(e, self.trial_class, where) from None
+        if keys is None:
+            raise InvalidTrialError(
+                f"{describe_class(self.trial_class)}.build_validation_data_loader yielded no batches"
+            )
+        spec = self._user(None, "evaluation_reducer")
+        try:
+            reducers = reducers_for(spec, columns)
+            return {k: reduce_metric(k, v, reducers[k]) for k, v in columns.items()}, num_inputs
+        except (TypeError, ValueError) as e:
+            raise user_code_error(e, self.trial_class, "evaluation_reducer") from None
+
+    def on_validation_end(self, metrics: Dict[str, Any]) -> None:
+        for cb in self.callbacks.values():
+            cb.on_validation_end(metrics)
+            cb.on_validation_step_end(metrics)
+
+    # ------------------------------------------------------------------ checkpoints
+
+    def save(self, path: str, batches_trained: int) -> None:
+        ctx = self._context
+        state = {
+            "models_state_dict": [m.state_dict() for m in ctx.models],
+            "optimizers_state_dict": [o.state_dict() for o in ctx.optimizers],
+            "lr_schedulers_state_dict": [s.state_dict() for s in ctx.lr_schedulers],
+            "callbacks": {name: cb.state_dict() for name, cb in self.callbacks.items()},
+            "rng_state": {
+                "python": random.getstate(),
+                "numpy": np.random.get_state(),
+                "torch": torch.random.get_rng_state(),
+                "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+            },
+            "batches_trained": batches_trained,
+            "trial_seed": self.env.trial_seed,
+        }
+        torch.save(state, os.path.join(path, STATE_FILE), pickle_module=cloudpickle)
+
+    def load(self, path: str, weights_only: bool = False) -> int:
+        file = os.path.join(path, STATE_FILE)
+        if not os.path.exists(file):
+            raise CheckpointError(f"{path} holds no PyTorch checkpoint ({STATE_FILE} missing)")
+        state = torch.load(file, map_location=self._context.device, weights_only=False)
+        ctx = self._context
+        models = state.get("models_state_dict") or [state["model_state_dict"]]
+        optimizers = state.get("optimizers_state_dict")
+        if optimizers is None:
+            optimizers = [state["optimizer_state_dict"]] if "optimizer_state_dict" in state else []
+        schedulers = state.get("lr_schedulers_state_dict")
+        if schedulers is None:
+            schedulers = [state["lr_scheduler"]] if state.get("lr_scheduler") else []
+        for kind, saved, live in (
+            ("models", models, ctx.models),
+            ("optimizers", optimizers, ctx.optimizers),
+            ("LR schedulers", schedulers, ctx.lr_schedulers),
+        ):
+            if len(saved) != len(live):
+                raise CheckpointError(
+                    f"checkpoint {path} holds {len(saved)} {kind} but the trial wrapped {len(live)}"
+                )
+        for m, sd in zip(ctx.models, models):
+            m.load_state_dict(sd)
+        for o, sd in zip(ctx.optimizers, optimizers):
+            o.load_state_dict(sd)
+        for s, sd in zip(ctx.lr_schedulers, schedulers):
+            s.load_state_dict(sd)
+        for name, sd in (state.get("callbacks") or {}).items():
+            if name in self.callbacks:
+                self.callbacks[name].load_state_dict(sd)
+        if weights_only:
+            return 0
+        rng = state.get("rng_state") or {}
+        if rng.get("python") is not None:
+            random.setstate(rng["python"])
+        if rng.get("numpy") is not None:
+            np.random.set_state(rng["numpy"])
+        if rng.get("torch") is not None:
+            torch.random.set_rng_state(rng["torch"].cpu())
+        if rng.get("cuda") is not None and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(rng["cuda"])
+        return int(state.get("batches_trained", 0))
+
+    def on_checkpoint_end(self, path: str) -> None:
+        for cb in self.callbacks.values():
+            cb.on_checkpoint_end(path)
+
+    def close(self) -> None:
+        self._train_iter = None
+        for cb in self.callbacks.values():
+            cb.on_trial_close()
+
+
+def _batch_len(batch: Any) -> int:
+    while isinstance(batch, (list, tuple)) and batch:
+        batch = batch[0]
+    if isinstance(batch, dict) and batch:
+        return _batch_len(next(iter(batch.values())))
+    shape = getattr(batch, "shape", None)
+    return int(shape[0]) if shape else 1
+
+
+def _column(values: List[Any]) -> List[Any]:
+    """Per-batch values of one metric as Python numbers (one host copy for tensors)."""
+    first = values[0]
+    if isinstance(first, torch.Tensor) and all(
+        isinstance(v, torch.Tensor) and v.numel() == 1 for v in values
+    ):
+        return torch.stack([v.detach().reshape(()) for v in values]).float().cpu().tolist()
+    return [_to_python(v) for v in values]
+
+
+def _training_metrics(outs: List[Dict[str, Any]]) -> Dict[str, Any]:
+    if not outs:
+        return {"batch_metrics": [], "avg_metrics": {}}
+    keys = list(outs[0])
+    columns = {k: _column([o.get(k) for o in outs]) for k in keys}
+    n = len(outs)
+    batch_metrics = [{k: columns[k][i] for k in keys} for i in range(n)]
+    avg: Dict[str, Optional[float]] = {}
+    for k, col in columns.items():
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in col):
+            avg[k] = float(sum(col)) / n
+        else:
+            avg[k] = None
+    return {"batch_metrics": batch_metrics, "avg_metrics": avg}

@@ -1,0 +1,377 @@
+"""The driver-facing searcher: one search method plus trial bookkeeping and snapshots.
+
+Drivers (the local runner, the cluster master) use only :class:`Searcher`, built by
+:func:`make_searcher`. Each event method returns the operations to apply, in order;
+operations for one request id must run in order. The driver contract:
+
+- call ``start()`` once, then report events as they happen, one at a time;
+- ``on_trial_created`` once the trial for a ``Create`` exists;
+- ``on_validation_completed`` once per ``Validate`` op (not for validations the driver
+  runs on its own, e.g. for ``min_validation_period``);
+- ``on_trial_closed`` once a ``Close`` op finished;
+- ``on_trial_exited_early`` when a trial stopped for good without ``Close`` (errors past
+  ``max_restarts``, user stop, invalid hyperparameters); such a trial needs no ``Close``.
+
+``Shutdown`` comes last, once the search is over and every trial is closed or exited.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import math
+import random
+from typing import Any, Dict, List, Mapping, Optional, Type
+
+from determined.config import Length, Unit
+from determined.searcher._adaptive import AdaptiveSearch
+from determined.searcher._adaptive_simple import AdaptiveSimpleSearch
+from determined.searcher._asha import AdaptiveASHASearch
+from determined.searcher._base import SearchContext, SearchMethod
+from determined.searcher._checks import check_int, require
+from determined.searcher._errors import SearcherError
+from determined.searcher._grid import GridSearch
+from determined.searcher._hparams import validate_space
+from determined.searcher._operations import (
+    Checkpoint,
+    Close,
+    Create,
+    ExitedReason,
+    Operation,
+    Shutdown,
+    Train,
+    Validate,
+)
+from determined.searcher._pbt import PBTSearch
+from determined.searcher._random import RandomSearch
+from determined.searcher._single import SingleSearch
+
+__all__ = ["SEARCH_METHODS", "Searcher", "make_searcher"]
+
+#: ``searcher.name`` -> search method class (each has ``from_config(cfg, hparams)``).
+SEARCH_METHODS: Dict[str, Type[Any]] = {
+    "single": SingleSearch,
+    "random": RandomSearch,
+    "grid": GridSearch,
+    "adaptive_asha": AdaptiveASHASearch,
+    "adaptive_simple": AdaptiveSimpleSearch,
+    "adaptive": AdaptiveSearch,
+    "pbt": PBTSearch,
+}
+
+_SNAPSHOT_VERSION = 1
+
+
+@dataclasses.dataclass
+class _Trial:
+    request_id: int
+    trial_seed: int
+    hparams: Dict[str, Any]
+    checkpoint_of: Optional[int]
+    created: bool = False
+    train_units: int = 0  # cumulative target of the latest Train op
+    pending_validations: List[int] = dataclasses.field(default_factory=list)
+    validated_units: int = 0
+    close_requested: bool = False
+    closed: bool = False
+    exited: Optional[str] = None
+
+    @property
+    def finished(self) -> bool:
+        return self.closed or self.exited is not None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return copy.deepcopy(dataclasses.asdict(self))
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "_Trial":
+        return cls(**copy.deepcopy(dict(d)))
+
+
+class Searcher:
+    """Drives one search method for one experiment.
+
+    Args:
+        method: The search algorithm.
+        hyperparameters: The normalized hyperparameter space.
+        experiment_seed: Seeds the one experiment RNG (hparams and trial seeds).
+        metric: Name of the validation metric to optimise.
+        smaller_is_better: Whether smaller metric values are better.
+
+    Example:
+        >>> config = {
+        ...     "hyperparameters": {"lr": {"type": "double", "minval": 0.1, "maxval": 0.2}},
+        ...     "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 10}},
+        ...     "reproducibility": {"experiment_seed": 1},
+        ... }
+        >>> s = make_searcher(config)
+        >>> [type(op).__name__ for op in s.start()]
+        ['Create', 'Train', 'Validate']
+        >>> s.on_trial_created(1), s.on_validation_completed(1, {"loss": 0.5})
+        ([], [Close(request_id=1)])
+        >>> s.on_trial_closed(1)
+        [Shutdown(failure=False, reason='')]
+    """
+
+    def __init__(
+        self,
+        method: SearchMethod,
+        hyperparameters: Mapping[str, Any],
+        experiment_seed: int,
+        metric: str,
+        smaller_is_better: bool = True,
+    ) -> None:
+        if not isinstance(method, SearchMethod):
+            raise ValueError(f"Expected a SearchMethod. Received: method={method!r}")
+        validate_space(hyperparameters)
+        check_int("experiment_seed", experiment_seed, min_value=0, max_value=2**31 - 1)
+        if not isinstance(metric, str) or not metric:
+            raise ValueError(
+                f"Expected metric to be a non-empty string. Received: metric={metric!r}"
+            )
+        if not isinstance(smaller_is_better, bool):
+            raise ValueError(
+                "Expected smaller_is_better to be a bool. "
+                f"Received: smaller_is_better={smaller_is_better!r}"
+            )
+        self.method = method
+        self.metric = metric
+        self.smaller_is_better = smaller_is_better
+        self.experiment_seed = experiment_seed
+        self._ctx = SearchContext(hyperparameters, random.Random(experiment_seed))
+        self._trials: Dict[int, _Trial] = {}
+        self._started = False
+        self._shutdown: Optional[Shutdown] = None
+
+    # Read-only views for drivers.
+
+    @property
+    def name(self) -> str:
+        return self.method.name
+
+    @property
+    def unit(self) -> Unit:
+        return self.method.unit
+
+    @property
+    def shutdown(self) -> Optional[Shutdown]:
+        """The ``Shutdown`` once emitted, else None."""
+        return self._shutdown
+
+    @property
+    def request_ids(self) -> List[int]:
+        return sorted(self._trials)
+
+    def trial_hparams(self, request_id: int) -> Dict[str, Any]:
+        return copy.deepcopy(self._trial(request_id).hparams)
+
+    def trial_seed(self, request_id: int) -> int:
+        return self._trial(request_id).trial_seed
+
+    def trained_length(self, request_id: int) -> Length:
+        """The cumulative length the latest ``Train`` op asked of the trial."""
+        return Length(self.unit, self._trial(request_id).train_units)
+
+    def is_finished(self, request_id: int) -> bool:
+        """Closed (after ``on_trial_closed``) or exited early."""
+        return self._trial(request_id).finished
+
+    def _trial(self, request_id: int) -> _Trial:
+        try:
+            return self._trials[request_id]
+        except KeyError:
+            raise SearcherError(
+                f"Expected a request id the searcher created. Received: request_id={request_id!r}"
+            ) from None
+
+    # Events.
+
+    def start(self) -> List[Operation]:
+        """Initial operations; call once per experiment (not after ``restore``)."""
+        if self._started:
+            raise SearcherError("start() was already called for this searcher")
+        self._started = True
+        return self._apply(self.method.initial_operations(self._ctx))
+
+    def _live_trial(self, request_id: int, event: str) -> _Trial:
+        if not self._started or self._shutdown is not None:
+            raise SearcherError(f"{event}: the search is not running")
+        trial = self._trial(request_id)
+        if trial.finished:
+            raise SearcherError(f"{event}: trial {request_id} is already finished")
+        return trial
+
+    def on_trial_created(self, request_id: int) -> List[Operation]:
+        trial = self._live_trial(request_id, "on_trial_created")
+        if trial.created:
+            return []
+        trial.created = True
+        return self._apply(self.method.on_trial_created(self._ctx, request_id))
+
+    def on_validation_completed(
+        self, request_id: int, metrics: Mapping[str, Any]
+    ) -> List[Operation]:
+        """A ``Validate`` finished with these validation metrics.
+
+        Raises:
+            SearcherError: ``metrics`` lacks the searcher metric or it is not a number,
+                or no ``Validate`` was outstanding for the trial.
+        """
+        trial = self._live_trial(request_id, "on_validation_completed")
+        if not trial.pending_validations:
+            raise SearcherError(
+                f"on_validation_completed: trial {request_id} has no outstanding Validate"
+            )
+        if not isinstance(metrics, Mapping) or self.metric not in metrics:
+            keys = sorted(map(str, metrics)) if isinstance(metrics, Mapping) else metrics
+            raise SearcherError(
+                f"Expected the searcher metric {self.metric!r} in the validation metrics of "
+                f"trial {request_id}. Received keys: {keys}"
+            )
+        value = metrics[self.metric]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SearcherError(
+                f"Expected the searcher metric {self.metric!r} to be a number. "
+                f"Received: {self.metric}={value!r}"
+            )
+        signed = float(value) if self.smaller_is_better else -float(value)
+        if math.isnan(signed):
+            signed = math.inf  # a NaN metric ranks worst
+        trial.validated_units = trial.pending_validations.pop(0)
+        return self._apply(self.method.on_validation_completed(self._ctx, request_id, signed))
+
+    def on_trial_closed(self, request_id: int) -> List[Operation]:
+        trial = self._live_trial(request_id, "on_trial_closed")
+        if not trial.close_requested:
+            raise SearcherError(f"on_trial_closed: trial {request_id} was not asked to close")
+        trial.closed = True
+        return self._apply(self.method.on_trial_closed(self._ctx, request_id))
+
+    def on_trial_exited_early(self, request_id: int, reason: ExitedReason) -> List[Operation]:
+        """The trial stopped for good; it needs no ``Close``. Repeats are ignored."""
+        reason = ExitedReason(reason)
+        if not self._started or self._shutdown is not None:
+            raise SearcherError("on_trial_exited_early: the search is not running")
+        trial = self._trial(request_id)
+        if trial.finished:
+            return []
+        trial.exited = reason.value
+        trial.pending_validations = []
+        return self._apply(self.method.on_trial_exited_early(self._ctx, request_id, reason))
+
+    def progress(self) -> float:
+        """Fraction of the search done, in [0, 1]; 1 after ``Shutdown``."""
+        if self._shutdown is not None:
+            return 1.0
+        units = sum(t.validated_units for t in self._trials.values())
+        return min(max(self.method.progress(units), 0.0), 1.0)
+
+    # Bookkeeping.
+
+    def _bug(self, op: Operation, why: str) -> RuntimeError:
+        return RuntimeError(f"search method {self.name!r} emitted {op}: {why}")
+
+    def _apply(self, ops: List[Operation]) -> List[Operation]:
+        for op in ops:
+            if isinstance(op, Create):
+                if op.request_id in self._trials:
+                    raise self._bug(op, "request id reused")
+                self._trials[op.request_id] = _Trial(
+                    op.request_id, op.trial_seed, copy.deepcopy(op.hparams), op.checkpoint_of
+                )
+                continue
+            trial = self._trials.get(op.request_id)  # type: ignore[union-attr]
+            if trial is None or trial.finished or trial.close_requested:
+                raise self._bug(op, "the trial is unknown, finished or closing")
+            if isinstance(op, Train):
+                if op.length.unit != self.unit or op.length.units < trial.train_units:
+                    raise self._bug(op, f"lengths must be cumulative in {self.unit.value}")
+                trial.train_units = op.length.units
+            elif isinstance(op, Validate):
+                trial.pending_validations.append(trial.train_units)
+            elif isinstance(op, Close):
+                trial.close_requested = True
+            elif not isinstance(op, Checkpoint):
+                raise self._bug(op, "unknown operation")
+        out = list(ops)
+        if self._started and all(t.finished for t in self._trials.values()):
+            errored = [t for t in self._trials.values() if t.exited == ExitedReason.ERRORED.value]
+            if errored and len(errored) == len(self._trials):
+                self._shutdown = Shutdown(
+                    True, f"every trial ({len(errored)}) exited early with an error"
+                )
+            else:
+                self._shutdown = Shutdown()
+            out.append(self._shutdown)
+        return out
+
+    # Snapshots.
+
+    def snapshot(self) -> Dict[str, Any]:
+        """All state as JSON-able data (``json.dumps`` works on it)."""
+        version, internal, gauss = self._ctx.rng.getstate()
+        return {
+            "version": _SNAPSHOT_VERSION,
+            "searcher": self.name,
+            "experiment_seed": self.experiment_seed,
+            "rng": [version, list(internal), gauss],
+            "next_request_id": self._ctx.next_request_id,
+            "started": self._started,
+            "shutdown": None if self._shutdown is None else self._shutdown.to_dict(),
+            "trials": [t.to_dict() for _, t in sorted(self._trials.items())],
+            "method": self.method.state_dict(),
+        }
+
+    @classmethod
+    def restore(cls, config: Mapping[str, Any], snapshot: Mapping[str, Any]) -> "Searcher":
+        """A searcher for ``config`` that continues exactly where ``snapshot`` was taken."""
+        searcher = make_searcher(config)
+        version_ok = snapshot.get("version") == _SNAPSHOT_VERSION
+        if not version_ok or snapshot.get("searcher") != searcher.name:
+            raise ValueError(
+                f"Expected a version {_SNAPSHOT_VERSION} snapshot of a {searcher.name!r} searcher. "
+                f"Received: version={snapshot.get('version')!r}, "
+                f"searcher={snapshot.get('searcher')!r}"
+            )
+        version, internal, gauss = snapshot["rng"]
+        searcher._ctx.rng.setstate((version, tuple(internal), gauss))
+        searcher._ctx.next_request_id = int(snapshot["next_request_id"])
+        searcher._started = bool(snapshot["started"])
+        shutdown = snapshot.get("shutdown")
+        searcher._shutdown = None if shutdown is None else Shutdown.from_dict(shutdown)
+        searcher._trials = {
+            int(d["request_id"]): _Trial.from_dict(d) for d in snapshot["trials"]
+        }
+        searcher.method.load_state_dict(snapshot["method"])
+        return searcher
+
+
+def make_searcher(config: Mapping[str, Any]) -> Searcher:
+    """Build the searcher for a normalized experiment config.
+
+    Raises:
+        ValueError: naming the offending field (``searcher.name``, ``searcher.divisor``, ...).
+    """
+    if not isinstance(config, Mapping):
+        raise ValueError(f"Expected the experiment config to be a mapping. Received: {config!r}")
+    cfg = config.get("searcher")
+    if not isinstance(cfg, Mapping):
+        raise ValueError(f"Expected searcher to be a mapping. Received: searcher={cfg!r}")
+    name = cfg.get("name")
+    if name not in SEARCH_METHODS:
+        raise ValueError(
+            f"Expected searcher.name to be one of {sorted(SEARCH_METHODS)}. "
+            f"Received: searcher.name={name!r}"
+        )
+    hyperparameters = config.get("hyperparameters")
+    validate_space(hyperparameters)
+    method = SEARCH_METHODS[name].from_config(cfg, hyperparameters)
+    reproducibility = config.get("reproducibility") or {}
+    seed = require(reproducibility, "experiment_seed", "reproducibility")
+    return Searcher(
+        method,
+        hyperparameters,  # type: ignore[arg-type]
+        seed,
+        require(cfg, "metric"),
+        cfg.get("smaller_is_better", True),
+    )

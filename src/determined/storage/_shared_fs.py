@@ -1,0 +1,96 @@
+"""``shared_fs`` checkpoint storage: a directory on a (possibly shared) file system."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid as uuidlib
+from typing import Iterator, List, Optional
+
+from determined.errors import CheckpointError, StorageError
+from determined.storage._base import StorageManager
+
+__all__ = ["SharedFSStorageManager"]
+
+_SCRATCH_PREFIX = ".partial-"
+
+
+class SharedFSStorageManager(StorageManager):
+    """Checkpoints under ``host_path[/storage_path]/<uuid>``.
+
+    Writes go to ``.partial-<uuid>-<random>`` in the same directory, are fsynced,
+    then renamed to ``<uuid>`` (rename is atomic on POSIX file systems).
+    """
+
+    def __init__(self, host_path: str, storage_path: Optional[str] = None):
+        if not os.path.isabs(host_path):
+            raise StorageError(
+                f"Expected an absolute checkpoint_storage.host_path. Received: {host_path!r}"
+            )
+        self.root = os.path.normpath(os.path.join(host_path, storage_path or ""))
+        try:
+            os.makedirs(self.root, exist_ok=True)
+        except OSError as e:
+            raise StorageError(
+                f"cannot create checkpoint storage directory {self.root}: {e.strerror}"
+            ) from None
+
+    def _final(self, uuid: str) -> str:
+        if not uuid or "/" in uuid or uuid.startswith("."):
+            raise CheckpointError(f"Expected a checkpoint UUID. Received: {uuid!r}")
+        return os.path.join(self.root, uuid)
+
+    @contextlib.contextmanager
+    def store_path(self, uuid: str) -> Iterator[str]:
+        final = self._final(uuid)
+        if os.path.exists(final):
+            raise CheckpointError(f"checkpoint {uuid} already exists at {final}")
+        scratch = os.path.join(self.root, f"{_SCRATCH_PREFIX}{uuid}-{uuidlib.uuid4().hex[:8]}")
+        os.makedirs(scratch)
+        try:
+            yield scratch
+            _fsync_tree(scratch)
+            os.rename(scratch, final)
+            _fsync_dir(self.root)
+        finally:
+            if os.path.exists(scratch):
+                shutil.rmtree(scratch, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def restore_path(self, uuid: str) -> Iterator[str]:
+        final = self._final(uuid)
+        if not os.path.isdir(final):
+            raise CheckpointError(f"checkpoint {uuid} not found in {self.root}")
+        yield final
+
+    def delete(self, uuid: str) -> None:
+        shutil.rmtree(self._final(uuid), ignore_errors=True)
+
+    def list_checkpoints(self) -> List[str]:
+        return sorted(
+            n for n in os.listdir(self.root)
+            if not n.startswith(".") and os.path.isdir(os.path.join(self.root, n))
+        )
+
+    def describe(self, uuid: str) -> str:
+        return self._final(uuid)
+
+
+def _fsync_tree(path: str) -> None:
+    for dirpath, _, files in os.walk(path):
+        for name in files:
+            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        _fsync_dir(dirpath)
+
+
+def _fsync_dir(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
