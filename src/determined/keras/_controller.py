@@ -115,7 +115,20 @@ class TFKerasTrialController(TrialController):
                 f"{where} returned a model that is not compiled: call "
                 "model.compile(optimizer=..., loss=..., metrics=[...]) before returning it"
             )
+        if not self.eager:
+            self._use_legacy_optimizer(model, where)
         return model
+
+    def _use_legacy_optimizer(self, model: Any, where: str) -> None:
+        """Keras 2.15's graph-mode engine only drives tf.keras.optimizers.legacy optimizers."""
+        optimizer = model.optimizer
+        if not isinstance(optimizer, tf.keras.optimizers.legacy.Optimizer):
+            raise InvalidTrialError(
+                f"{where}: with eager execution disabled, Keras {tf.keras.__version__} needs a "
+                f"tf.keras.optimizers.legacy optimizer in model.compile() (e.g. "
+                f"tf.keras.optimizers.legacy.{type(optimizer).__name__}). "
+                f"Received: {type(optimizer).__module__}.{type(optimizer).__name__}"
+            )
 
     def _build_loader(self, method: str, role: str, batch_size: int, rank: int, size: int) -> Loader:
         before = self._context._dataset_usage()
@@ -185,7 +198,7 @@ class TFKerasTrialController(TrialController):
                 self._end_epoch()
                 continue
             self._callback("on_train_batch_begin", self.batch_in_epoch)
-            logs = self._call("build_model", lambda: self.loop.train_batch(batch))
+            logs = self._call("build_model (train_step)", lambda: self.loop.train_batch(batch))
             num_inputs += batch_size_of(batch)
             batch_metrics.append(logs)
             self._epoch_logs.append(logs)
@@ -224,7 +237,7 @@ class TFKerasTrialController(TrialController):
         num_inputs = 0
         for i, batch in enumerate(self.val_loader.epoch(0)):
             self._callback("on_test_batch_begin", i)
-            logs = self._call("build_model", lambda: self.loop.test_batch(batch))
+            logs = self._call("build_model (test_step)", lambda: self.loop.test_batch(batch))
             num_inputs += batch_size_of(batch)
             self._callback("on_test_batch_end", i, logs)
         if logs is None:

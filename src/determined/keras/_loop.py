@@ -51,9 +51,8 @@ class KerasLoop:
                 self._train_fn = self._make_train_fn()
             return to_python(self._train_fn(_as_tuple(batch)))
         x, y, w = tf.keras.utils.unpack_x_y_sample_weight(_as_tuple(batch))
-        logs = self.model.train_on_batch(x, y, sample_weight=w, reset_metrics=True,
-                                         return_dict=True)
-        return to_python(logs)
+        result = self.model.train_on_batch(x, y, sample_weight=w, reset_metrics=True)
+        return to_python(self._named(result))
 
     # ---- evaluation
 
@@ -69,8 +68,12 @@ class KerasLoop:
                                             reduce_retracing=True)
             return self._test_fn(_as_tuple(batch))
         x, y, w = tf.keras.utils.unpack_x_y_sample_weight(_as_tuple(batch))
-        return self.model.test_on_batch(x, y, sample_weight=w, reset_metrics=False,
-                                        return_dict=True)
+        return self._named(self.model.test_on_batch(x, y, sample_weight=w, reset_metrics=False))
+
+    def _named(self, result: Any) -> Dict[str, Any]:
+        """Graph-mode Keras returns a list of values ordered like ``model.metrics_names``."""
+        values = list(result) if isinstance(result, (list, tuple)) else [result]
+        return dict(zip(self.model.metrics_names, values))
 
 
 def _as_tuple(batch: Any) -> Any:

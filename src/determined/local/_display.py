@@ -74,9 +74,9 @@ class ProgressDisplay:
             return
         if kind == "started":
             self.counts["running"] += 1
-            if details.get("restart"):
-                log(f"trial {trial.trial_id} restarted from checkpoint {trial.latest_checkpoint} "
-                    f"(restart {details['restart']})")
+            if details.get("resumed"):
+                log(f"trial {trial.trial_id} resumed from checkpoint {trial.latest_checkpoint} "
+                    f"at {trial.checkpoint_batches} batches")
             else:
                 log(f"trial {trial.trial_id} started: {format_hparams(trial.hparams)}")
         elif kind == "validation":
@@ -84,8 +84,11 @@ class ProgressDisplay:
             if value is not None:
                 log(f"trial {trial.trial_id} validated at {trial.batches} batches: "
                     f"{self.metric}={_fmt(value)}")
-        elif kind == "closed":
+        elif kind == "suspended":
             self.counts["running"] -= 1
+        elif kind == "closed":
+            if details.get("was_running", True):
+                self.counts["running"] -= 1
             self.counts["done"] += 1
         elif kind == "restart":
             self.counts["running"] -= 1
@@ -114,16 +117,30 @@ def _first_line(text: Any) -> str:
     return str(text or "").strip().splitlines()[0] if text else ""
 
 
+def _flatten(hparams: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
+    out: Dict[str, Any] = {}
+    for k, v in hparams.items():
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
 def print_summary(console: Console, result: ExperimentResult, metric: str) -> None:
-    """The table of trials and where the best checkpoint is."""
+    """The table of trials (one column per hyperparameter) and the best checkpoint."""
     table = Table(title=f"Experiment {result.experiment_id}: {result.state}")
-    for col in ("trial", "state", "hyperparameters", "batches", f"best {metric}", "restarts"):
-        table.add_column(col)
-    for t in result.trials:
+    flat = [_flatten(t.hparams) for t in result.trials]
+    names = sorted({k for f in flat for k in f})
+    varying = [n for n in names if len({repr(f.get(n)) for f in flat}) > 1] or names
+    for col in ("trial", "state", "batches", metric, *varying):
+        table.add_column(col.replace("global_batch_size", "batch"), overflow="fold")
+    for t, f in zip(result.trials, flat):
         best = "" if t.best_metric is None else _fmt(t.best_metric)
-        mark = " *" if result.best_trial is not None and t.trial_id == result.best_trial.trial_id else ""
-        table.add_row(str(t.trial_id) + mark, t.state, format_hparams(t.hparams), str(t.batches),
-                      best, str(t.restarts))
+        mark = "*" if result.best_trial is not None and t.trial_id == result.best_trial.trial_id else ""
+        state = t.state if not t.restarts else f"{t.state} ({t.restarts} restarts)"
+        table.add_row(f"{t.trial_id}{mark}", state, str(t.batches), best,
+                      *(_fmt(f.get(n, "")) for n in varying))
     console.print(table)
     if result.reason:
         console.print(f"[red]{result.reason}")

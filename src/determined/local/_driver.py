@@ -37,7 +37,7 @@ class TrialRecord:
     hparams: Dict[str, Any]
     seed: int
     checkpoint_of: Optional[int] = None
-    state: str = "PENDING"  # PENDING, RUNNING, COMPLETED, ERROR, CANCELED
+    state: str = "PENDING"  # PENDING, RUNNING, IDLE, COMPLETED, ERROR, CANCELED
     ops: Deque[TrialOp] = dataclasses.field(default_factory=collections.deque)
     current_op: Optional[TrialOp] = None
     waiting_for_op: bool = False
@@ -53,6 +53,7 @@ class TrialRecord:
     retryable: bool = True
     exit_reported: bool = False
     eof: bool = False
+    suspending: bool = False
     warm_start: Optional[str] = None
     start_time: Optional[float] = None
     end_time: Optional[float] = None
@@ -145,6 +146,12 @@ class LocalDriver:
                             "the searcher has no work for any trial but did not shut down"
                         )
                     continue
+                running = self._running()
+                if not self.queue and all(t.waiting_for_op for t in running):
+                    raise RuntimeError(
+                        "every running trial waits for work the searcher never sends "
+                        f"(searcher {self.cfg.searcher['name']})"
+                    )
                 self._wait_and_handle()
         except KeyboardInterrupt:
             self.state = "CANCELED"
@@ -213,6 +220,14 @@ class LocalDriver:
                     trial.ops.append(TrialOp(OpKind.CLOSE))
                 if trial.waiting_for_op:
                     self._send_next_op(trial)
+                elif trial.state == "IDLE":
+                    if trial.ops[0].kind is OpKind.CLOSE:
+                        # Its last checkpoint is its final state: no process needed.
+                        trial.ops.clear()
+                        self._complete(trial, report_close=True)
+                        continue
+                    trial.state = "PENDING"
+                    self.queue.append(trial.request_id)
         self.store.save_searcher(self.searcher.snapshot())
 
     def _create(self, op: Any) -> None:
@@ -243,11 +258,13 @@ class LocalDriver:
         parent = self.trials[trial.checkpoint_of]
         pending = any(o.kind is OpKind.CHECKPOINT for o in parent.ops) or (
             parent.current_op is not None and parent.current_op.kind is OpKind.CHECKPOINT
-            and parent.state == "RUNNING"
+            and parent.state == "RUNNING" and not parent.waiting_for_op
         )
         return not pending and parent.latest_checkpoint is not None
 
     def _start_queued(self) -> None:
+        if self.queue and len(self._running()) >= self.slots:
+            self._suspend_idle()
         for request_id in list(self.queue):
             if len(self._running()) >= self.slots:
                 return
@@ -256,6 +273,16 @@ class LocalDriver:
                 continue
             self.queue.remove(request_id)
             self._spawn(trial)
+
+    def _suspend_idle(self) -> None:
+        """Free the slots of trials that have no work (e.g. waiting for an ASHA
+        promotion): they checkpoint and exit, and resume from that checkpoint
+        when the searcher gives them more work."""
+        for trial in self._running():
+            if trial.waiting_for_op and not trial.suspending:
+                trial.suspending = True
+                trial.waiting_for_op = False
+                trial.conn.send(("op", TrialOp(OpKind.CLOSE).to_dict()))
 
     def _spawn(self, trial: TrialRecord) -> None:
         restore: Optional[str] = None
@@ -294,7 +321,7 @@ class LocalDriver:
         trial.state = "RUNNING"
         trial.waiting_for_op = False
         trial.start_time = trial.start_time or time.time()
-        self.on_event("started", trial, {"restart": trial.restarts})
+        self.on_event("started", trial, {"restart": trial.restarts, "resumed": restore is not None and not warm})
         self._save()
 
     def _handle(self, trial: TrialRecord, msg: Any) -> None:
@@ -360,13 +387,18 @@ class LocalDriver:
         trial.conn.close()
         trial.process = trial.conn = None
         closed = trial.current_op is not None and trial.current_op.kind is OpKind.CLOSE
+        if code == 0 and trial.suspending:
+            trial.suspending = False
+            trial.current_op = None
+            trial.batches = trial.checkpoint_batches
+            trial.state = "PENDING" if trial.ops else "IDLE"
+            if trial.ops:
+                self.queue.append(trial.request_id)
+            self.on_event("suspended", trial, {})
+            return
+        trial.suspending = False
         if code == 0 and (closed or trial.exit_reported):
-            trial.state = "COMPLETED"
-            trial.end_time = time.time()
-            self.on_event("closed", trial, {})
-            if closed and not trial.exit_reported:
-                self._apply(self.searcher.on_trial_closed(trial.request_id))
-            self._save()
+            self._complete(trial, report_close=closed and not trial.exit_reported)
             return
         max_restarts = self.cfg.max_restarts
         if trial.error is None:
@@ -388,6 +420,15 @@ class LocalDriver:
         self.on_event("error", trial, {"error": trial.error})
         self._apply(self.searcher.on_trial_exited_early(
             trial.request_id, searchers.ExitedReason.ERRORED))
+        self._save()
+
+    def _complete(self, trial: TrialRecord, report_close: bool) -> None:
+        was_running = trial.state == "RUNNING"
+        trial.state = "COMPLETED"
+        trial.end_time = time.time()
+        self.on_event("closed", trial, {"was_running": was_running})
+        if report_close:
+            self._apply(self.searcher.on_trial_closed(trial.request_id))
         self._save()
 
     def _kill_all(self) -> None:

@@ -8,6 +8,7 @@ from determined.keras import SequenceAdapter, TFKerasTensorBoard, TFKerasTrial
 
 N_TRAIN, N_VAL = 320, 160
 EVENTS = []  # filled by Recorder in the test process
+CACHE_CALLS = []  # one entry per materialised cached dataset
 
 
 def digits():
@@ -80,8 +81,12 @@ def make_input(context, kind, x, y, train):
     if kind == "cached":
         decorate = (context.experimental.cache_train_dataset("digits", "v1", shuffle=True)
                     if train else context.experimental.cache_validation_dataset("digits-val", "v1"))
-        make = decorate(lambda: tf.data.Dataset.from_tensor_slices((x, y)))
-        return make().batch(bs)
+
+        def make():
+            CACHE_CALLS.append(train)
+            return tf.data.Dataset.from_tensor_slices((x, y))
+
+        return decorate(make)().batch(bs)
     raise ValueError(kind)
 
 
@@ -173,6 +178,18 @@ class GraphModeTrial(LoaderTrial):
     def __init__(self, context):
         tf.compat.v1.disable_eager_execution()
         super().__init__(context)
+
+    def build_model(self):
+        model = self.context.wrap_model(
+            tf.keras.Sequential([tf.keras.layers.Input(shape=(64,)),
+                                 tf.keras.layers.Dense(16, activation="relu"),
+                                 tf.keras.layers.Dense(10)])
+        )
+        optimizer = (tf.keras.optimizers.Adam if self.context.get_hparams().get("new_optimizer")
+                     else tf.keras.optimizers.legacy.Adam)(self.context.get_hparam("lr"))
+        model.compile(optimizer, tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                      metrics=["accuracy"])
+        return model
 
 
 # ---------------------------------------------------------------- broken trials
