@@ -72,3 +72,16 @@ def test_graph_mode_trial_trains_and_resumes(tmp_path):
     assert resumed["training"][0][0] == 40
     ds_losses = [m["validation_metrics"]["val_loss"] for _, m in with_dataset["validations"]]
     assert ds_losses[-1] < 0.7 * ds_losses[0]
+
+
+def test_graph_mode_needs_a_legacy_optimizer(tmp_path):
+    import pytest
+
+    config = make_config("keras_trials:GraphModeTrial",
+                         {"global_batch_size": 32, "loader": "arrays", "lr": 0.02,
+                          "new_optimizer": True})
+    with pytest.raises(AssertionError) as info:
+        run_jobs_in_subprocess([dict(model_dir=TRIALS, config=config, steps=[5],
+                                     storage_dir=str(tmp_path))])
+    assert "GraphModeTrial.build_model" in str(info.value)
+    assert "tf.keras.optimizers.legacy" in str(info.value)

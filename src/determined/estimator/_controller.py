@@ -21,7 +21,7 @@ from typing import Any, Callable, Dict, List, Type
 
 import tensorflow as tf
 
-from determined.errors import CheckpointError, InvalidTrialError
+from determined.errors import CheckpointError, InvalidTrialError, UserCodeError
 from determined.estimator._context import EstimatorTrialContext
 from determined.estimator._driver import TrainingDriver
 from determined.estimator._hooks import RunHook
@@ -122,7 +122,7 @@ class EstimatorTrialController(TrialController):
             except Exception as e:
                 raise user_code_error(e, self.trial_class, f"{method} input_fn") from None
             if not isinstance(dataset, tf.data.Dataset):
-                raise InvalidTrialError(
+                raise UserCodeError(
                     f"the input_fn of {self._where(method)} must return a tf.data.Dataset "
                     f"(EstimatorTrial does not support (features, labels) tuples). "
                     f"Received: {type(dataset).__name__}"
@@ -255,6 +255,10 @@ def _use_model_dir(estimator: Any, model_dir: str) -> None:
     The platform saves checkpoints itself, so the Estimator's own periodic
     checkpointing is switched off. ``Estimator`` has no public setter for these.
     """
+    previous = estimator.model_dir
+    if previous and os.path.isdir(previous) and not os.listdir(previous) and \
+            os.path.dirname(os.path.abspath(previous)) == os.path.abspath(tempfile.gettempdir()):
+        os.rmdir(previous)  # the empty temporary directory Estimator made for itself
     config = estimator.config.replace(
         model_dir=model_dir, save_checkpoints_steps=None, save_checkpoints_secs=None
     )

@@ -63,6 +63,10 @@ class TrialHost(abc.ABC):
     def is_best_validation(self, value: float) -> bool:
         """Whether ``value`` of the searcher metric is the best in the whole experiment."""
 
+    def validate_op_completed(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
+        """The searcher's ``Validate`` operation finished with these metrics (already
+        reported through ``report_validation``, possibly by an earlier workload)."""
+
     def should_stop(self) -> bool:
         """Whether the trial must checkpoint and exit now (pause, preemption)."""
         return False

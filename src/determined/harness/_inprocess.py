@@ -48,6 +48,7 @@ class InProcessHost(TrialHost):
         self.validations: List[Tuple[int, Dict[str, Any]]] = []
         self.checkpoints: List[Tuple[int, str, Dict[str, Any]]] = []
         self.early_exit: Optional[str] = None
+        self.searcher_validations: List[Tuple[int, Dict[str, Any]]] = []
         self._best = math.inf
 
     def next_operation(self) -> TrialOp:
@@ -61,6 +62,9 @@ class InProcessHost(TrialHost):
 
     def report_checkpoint(self, batches_trained: int, uuid: str, metadata: Dict[str, Any]) -> None:
         self.checkpoints.append((batches_trained, uuid, metadata))
+
+    def validate_op_completed(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
+        self.searcher_validations.append((batches_trained, metrics))
 
     def is_best_validation(self, value: float) -> bool:
         signed = value if self.smaller_is_better else -value

@@ -75,6 +75,7 @@ class TrialRunner:
         self.last_validation: Optional[Dict[str, Any]] = None
         self.last_validation_batches = -1
         self.latest_checkpoint: Optional[str] = None
+        self._restored_last_validation = 0
         if env.latest_checkpoint:
             self._restore(env.latest_checkpoint, weights_only=env.warm_start)
         cfg = self.config
@@ -83,6 +84,8 @@ class TrialRunner:
             min_validation_period=cfg.to_batches(cfg.raw.get("min_validation_period"), self.gbs),
             min_checkpoint_period=cfg.to_batches(cfg.raw.get("min_checkpoint_period"), self.gbs),
             batches_trained=self.batches_trained,
+            since_validation=self.batches_trained - max(self._restored_last_validation, 0),
+            since_checkpoint=0,
             need_initial_validation=bool(cfg.raw.get("perform_initial_validation"))
             and self.batches_trained == 0,
         )
@@ -109,10 +112,17 @@ class TrialRunner:
                 elif op.kind is OpKind.VALIDATE:
                     while True:
                         nxt = self.sequencer.next_for_validate()
+                        if nxt.kind is Kind.COMPUTE_VALIDATION_METRICS and self._validated_here():
+                            break  # a period validation already ran at this batch count
                         if self._execute(nxt.kind, nxt.num_batches):
                             return self._stop()
                         if nxt.kind is Kind.COMPUTE_VALIDATION_METRICS:
                             break
+                    if self.is_chief:
+                        assert self.last_validation is not None
+                        self.host.validate_op_completed(
+                            self.batches_trained, {"validation_metrics": self.last_validation}
+                        )
                 elif op.kind is OpKind.CHECKPOINT:
                     nxt = self.sequencer.next_for_checkpoint()
                     if nxt is not None and self._execute(nxt.kind):
@@ -138,6 +148,13 @@ class TrialRunner:
         if self.controller.context.get_stop_requested():
             self.sequencer.stop_requested = True
         return self.host.should_stop() or self.sequencer.stop_requested
+
+    def _validated_here(self) -> bool:
+        return (
+            self.last_validation is not None
+            and self.last_validation_batches == self.batches_trained
+            and not self.sequencer.need_initial_validation
+        )
 
     def _validate(self) -> None:
         metrics = self.controller.validate(self.batches_trained)
@@ -192,6 +209,8 @@ class TrialRunner:
             "hparams": self.env.hparams,
             "experiment_config": self.env.experiment_config,
             "validation_metrics": validation,
+            # Where the validation period stands, so a resumed trial validates on schedule.
+            "last_validation_batches": max(self.last_validation_batches, 0),
             "start_time": start,
             "end_time": time.time(),
             "entrypoint": self.env.experiment_config.get("entrypoint"),
@@ -216,6 +235,10 @@ class TrialRunner:
         if not weights_only:
             self.batches_trained = batches
             self.latest_checkpoint = meta.get("uuid")
+            self._restored_last_validation = int(meta.get("last_validation_batches") or 0)
+            if meta.get("validation_metrics") is not None:
+                self.last_validation = meta["validation_metrics"]
+                self.last_validation_batches = batches
         logger.info(
             "trial %s restored from checkpoint %s (%s batches)%s",
             self.env.trial_id, meta.get("uuid"), batches, " as a warm start" if weights_only else "",

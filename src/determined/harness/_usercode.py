@@ -19,6 +19,22 @@ from determined.errors import InvalidModelDefError, InvalidTrialError, UserCodeE
 __all__ = ["load_trial_class", "user_code_error", "describe_class", "check_trial_class"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_loaded_dirs: set = set()
+
+
+def _forget_other_model_dirs(search_dir: str) -> None:
+    """Unload modules imported from other model directories, so that two model
+    directories with a ``model_def.py`` each can be loaded in one process."""
+    others = [d for d in _loaded_dirs if d != search_dir]
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None) or ""
+        if any(path.startswith(d + os.sep) for d in others):
+            del sys.modules[name]
+    for d in others:
+        while d in sys.path:
+            sys.path.remove(d)
+        _loaded_dirs.discard(d)
+    _loaded_dirs.add(search_dir)
 
 
 def _user_traceback(exc: BaseException) -> str:
@@ -82,6 +98,7 @@ def load_trial_class(entrypoint: str, model_dir: str, base: Optional[Type[Any]] 
         search_dir, module_name = parent, pkg
     else:
         search_dir = model_dir
+    _forget_other_model_dirs(search_dir)
     if search_dir not in sys.path:
         sys.path.insert(0, search_dir)
     rel = module_name.replace(".", os.sep)

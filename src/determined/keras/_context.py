@@ -97,7 +97,7 @@ class TFKerasTrialContext(TrialContext):
                 f"Expected context.wrap_model(model) to receive a tf.keras.Model. "
                 f"Received: {type(model).__name__}"
             )
-        if getattr(model, "optimizer", None) is not None:
+        if getattr(model, "optimizer", None) is not None and not self._is_wrapped(model):
             logger.warning(
                 "context.wrap_model() received a model that is already compiled; wrap the "
                 "model right after creating it and compile it afterwards"

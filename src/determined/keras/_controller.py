@@ -124,7 +124,7 @@ class TFKerasTrialController(TrialController):
         optimizer = model.optimizer
         if not isinstance(optimizer, tf.keras.optimizers.legacy.Optimizer):
             raise InvalidTrialError(
-                f"{where}: with eager execution disabled, Keras {tf.keras.__version__} needs a "
+                f"{where}: with eager execution disabled, Keras 2 needs a "
                 f"tf.keras.optimizers.legacy optimizer in model.compile() (e.g. "
                 f"tf.keras.optimizers.legacy.{type(optimizer).__name__}). "
                 f"Received: {type(optimizer).__module__}.{type(optimizer).__name__}"

@@ -116,7 +116,8 @@ class TFKerasNativeContext(TFKerasTrialContext):
 
         class NativeKerasTrial(TFKerasTrial):
             def build_model(self) -> Any:
-                return self.context.wrap_model(model)
+                self.context._wrapped_models.append(model)  # wrapped by the Native context
+                return model
 
             def build_training_data_loader(self) -> Any:
                 return _wrap(self.context, train)

@@ -335,6 +335,9 @@ class LocalDriver:
             self.on_event("training", trial, metrics)
         elif kind == "validation":
             self._validation(trial, msg[1], msg[2])
+        elif kind == "validate_op_completed":
+            self._apply(self.searcher.on_validation_completed(
+                trial.request_id, msg[2]["validation_metrics"]))
         elif kind == "checkpoint":
             _, batches, uuid, meta = msg
             trial.latest_checkpoint, trial.checkpoint_batches = uuid, batches
@@ -376,9 +379,10 @@ class LocalDriver:
                 self.best_value = signed
             if trial.best_metric is None or signed < self._signed(trial.best_metric):
                 trial.best_metric = float(raw)
+        for c in self.checkpoints.values():
+            if c["trial_id"] == trial.trial_id and c["batches"] == batches:
+                c["validation_metrics"] = values
         self.on_event("validation", trial, values)
-        if trial.current_op is not None and trial.current_op.kind is OpKind.VALIDATE:
-            self._apply(self.searcher.on_validation_completed(trial.request_id, values))
         self._save()
 
     def _process_ended(self, trial: TrialRecord) -> None:

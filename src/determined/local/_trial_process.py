@@ -5,6 +5,7 @@ only ``next_op`` and ``is_best``):
 
     child -> driver: ("next_op",) ("training", b, m) ("validation", b, m)
                      ("checkpoint", b, uuid, meta) ("is_best", value)
+                     ("validate_op_completed", b, m)
                      ("early_exit", reason) ("error", kind, message) ("exit", reason)
     driver -> child: ("op", op_dict) ("best", bool)
 """
@@ -37,6 +38,9 @@ class PipeHost(TrialHost):
 
     def report_validation(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
         self.conn.send(("validation", batches_trained, metrics))
+
+    def validate_op_completed(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
+        self.conn.send(("validate_op_completed", batches_trained, metrics))
 
     def report_checkpoint(self, batches_trained: int, uuid: str, metadata: Dict[str, Any]) -> None:
         self.conn.send(("checkpoint", batches_trained, uuid, metadata))
