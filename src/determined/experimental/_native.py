@@ -160,6 +160,14 @@ class LocalLauncher:
         self.context_dir = os.path.abspath(context_dir or os.getcwd())
         self.test = test
         self.storage = self._storage()
+        root = getattr(self.storage, "root", None)
+        if root and (os.path.abspath(root) + os.sep).startswith(self.context_dir + os.sep):
+            raise InvalidConfigError(
+                [("checkpoint_storage", f"checkpoints would be stored at {root}, inside the "
+                  f"context directory {self.context_dir} that every checkpoint copies; choose "
+                  "another checkpoint_storage.host_path or context_dir")],
+                source="Native API config",
+            )
         self.env = TrialEnv(
             experiment_config=config,
             hparams=hparams,

@@ -101,7 +101,10 @@ class PyTorchTrialContext(TrialContext):
         create_graph: bool = False,
     ) -> None:
         """Compute gradients of ``loss`` (``loss.backward`` with the same arguments)."""
-        loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
+        if gradient is None and not retain_graph and not create_graph:
+            loss.backward()
+        else:
+            loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
 
     def step_optimizer(
         self,
@@ -117,6 +120,11 @@ class PyTorchTrialContext(TrialContext):
             auto_zero_grads: zero gradients after the step.
         """
         k = self._aggregation_frequency
+        if k == 1 and clip_grads is None and not self._before_step_hooks:
+            optimizer.step()
+            if auto_zero_grads:
+                optimizer.zero_grad()
+            return
         if k > 1:
             if not auto_zero_grads:
                 raise ValueError(

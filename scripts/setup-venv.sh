@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Create .venv (if missing) and install the package with the given extras.
+# Usage: scripts/setup-venv.sh EXTRAS   e.g. "pytorch,examples"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+extras="${1:-pytorch,examples}"
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+# torch is pinned: an unpinned torch pulls a multi-GB CUDA build.
+.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python -m pip install --quiet -e ".[${extras}]"

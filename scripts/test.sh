@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Set up the environment with every extra (PyTorch, TensorFlow, test tools) and run the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup-venv.sh "pytorch,tensorflow,examples,test,bench"
+exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -1,0 +1,167 @@
+"""``det experiment create ... --local``: whole experiments, real trial processes."""
+
+import json
+import os
+
+import pytest
+import yaml
+
+from conftest import run_det
+
+
+def write_config(tmp_path, base_dir, **changes):
+    with open(base_dir / "const.yaml") as f:
+        cfg = yaml.safe_load(f)
+    for key, value in changes.items():
+        if value is None:
+            cfg.pop(key, None)
+        else:
+            cfg[key] = value
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def create(tmp_path, config, model_dir, *extra, timeout=300):
+    out = run_det(["experiment", "create", config, model_dir, "--local", "--local-dir",
+                   tmp_path / "local", "--json", *extra], timeout=timeout)
+    result = json.loads(out.stdout) if out.stdout.strip().startswith("{") else None
+    return out, result
+
+
+def metrics_rows(result):
+    rows = []
+    with open(os.path.join(result["directory"], "metrics.jsonl")) as f:
+        for line in f:
+            rows.append(json.loads(line))
+    return rows
+
+
+def test_single_experiment_completes_with_records(tmp_path, tiny_dir):
+    out, result = create(tmp_path, tiny_dir / "const.yaml", tiny_dir)
+    assert out.returncode == 0, out.stderr
+    assert result["state"] == "COMPLETED"
+    (trial,) = result["trials"]
+    assert trial["batches"] == 40 and trial["state"] == "COMPLETED"
+    assert os.path.isdir(result["best_checkpoint_path"])
+    with open(os.path.join(result["best_checkpoint_path"], "metadata.json")) as f:
+        assert json.load(f)["trial_id"] == trial["trial_id"]
+    state = json.load(open(os.path.join(result["directory"], "experiment.json")))
+    assert state["state"] == "COMPLETED" and state["progress"] == 1.0
+    kinds = [(r["kind"], r["batches"]) for r in metrics_rows(result)]
+    assert kinds == [("training", 10), ("training", 20), ("validation", 20),
+                     ("training", 30), ("training", 40), ("validation", 40)]
+    assert os.path.getsize(os.path.join(result["directory"], "trials", f"{trial['trial_id']}.log")) >= 0
+    # Garbage collection kept the default (best + latest of the trial) only.
+    live = [c for c in state["checkpoints"] if c["state"] == "COMPLETED"]
+    assert 1 <= len(live) <= 2
+    for c in state["checkpoints"]:
+        assert os.path.isdir(os.path.join(tmp_path, "local", "checkpoints", c["uuid"])) == (c["state"] == "COMPLETED")
+
+
+def test_summary_for_people(tmp_path, tiny_dir):
+    out = run_det(["e", "create", tiny_dir / "const.yaml", tiny_dir, "--local", "--local-dir",
+                   tmp_path / "local", "--no-progress"])
+    assert out.returncode == 0, out.stderr
+    assert "Experiment 1: COMPLETED" in out.stdout
+    assert "Best checkpoint:" in out.stdout and "validation_loss" in out.stdout
+
+
+def test_random_search_runs_trials_in_parallel(tmp_path, tiny_dir):
+    config = write_config(tmp_path, tiny_dir, hyperparameters={
+        "global_batch_size": 16, "lr": {"type": "log", "minval": -2, "maxval": -0.5},
+        "dropout": {"type": "double", "minval": 0.0, "maxval": 0.5}},
+        searcher={"name": "random", "metric": "validation_loss", "max_trials": 3,
+                  "max_length": {"batches": 20}},
+        reproducibility={"experiment_seed": 7})
+    out, result = create(tmp_path, config, tiny_dir, "--slots", "2")
+    assert out.returncode == 0, out.stderr
+    trials = result["trials"]
+    assert len(trials) == 3 and all(t["state"] == "COMPLETED" for t in trials)
+    assert len({t["hparams"]["lr"] for t in trials}) == 3
+    starts = sorted(t["start_time"] for t in trials)
+    ends = sorted(t["end_time"] for t in trials)
+    assert starts[1] < ends[0], "two trials should have run at the same time"
+    best = min(trials, key=lambda t: t["best_metric"])
+    assert result["best_trial"]["trial_id"] == best["trial_id"]
+
+
+def test_failing_trial_ends_experiment_in_error(tmp_path, tiny_dir):
+    config = write_config(tmp_path, tiny_dir, hyperparameters={
+        "global_batch_size": 16, "fail_at_batch": 5})
+    out, result = create(tmp_path, config, tiny_dir)
+    assert out.returncode == 1
+    assert result["state"] == "ERROR"
+    (trial,) = result["trials"]
+    assert trial["state"] == "ERROR" and trial["restarts"] == 0  # user errors are not retried
+    assert "TinyTrial.train_batch raised ValueError: planned failure at batch 5" in trial["error"]
+    assert "planned failure" in out.stderr
+
+
+def test_crashed_trial_restarts_from_checkpoint_without_losing_metrics(tmp_path, tiny_dir):
+    marker = tmp_path / "crashed"
+    config = write_config(tmp_path, tiny_dir, hyperparameters={
+        "global_batch_size": 16, "crash_once_at_batch": 25},
+        data={"crash_marker": str(marker)})
+    out, result = create(tmp_path, config, tiny_dir)
+    assert out.returncode == 0, out.stderr
+    assert marker.exists()
+    (trial,) = result["trials"]
+    assert trial["restarts"] == 1 and trial["state"] == "COMPLETED" and trial["batches"] == 40
+    from determined.local import LocalStore
+
+    rows = LocalStore.read_metrics(result["directory"])
+    kinds = [(r["kind"], r["batches"]) for r in rows]
+    # The crash came after the checkpoint at 20: rows up to 20 stay, none is duplicated.
+    assert kinds == [("training", 10), ("training", 20), ("validation", 20),
+                     ("training", 30), ("training", 40), ("validation", 40)]
+
+
+def test_test_mode_runs_in_seconds(tmp_path, tiny_dir):
+    out = run_det(["e", "create", tiny_dir / "const.yaml", tiny_dir, "--test", "--local",
+                   "--local-dir", tmp_path / "local"])
+    assert out.returncode == 0, out.stderr
+    assert "Model definition test passed" in out.stdout
+
+
+def test_test_mode_reports_user_error(tmp_path, tiny_dir):
+    config = write_config(tmp_path, tiny_dir, entrypoint="model_def:LegacyNoLoss")
+    out = run_det(["e", "create", config, tiny_dir, "--test", "--local-dir", tmp_path / "local"])
+    assert out.returncode == 1
+    assert "LegacyNoLoss.train_batch" in out.stderr and "'loss'" in out.stderr
+
+
+def test_invalid_config_rejected_before_anything_runs(tmp_path, tiny_dir):
+    config = write_config(tmp_path, tiny_dir, searcher={"name": "random", "metric": "x",
+                                                        "max_trials": 0},
+                          scheduling_unit=-1)
+    out, _ = create(tmp_path, config, tiny_dir)
+    assert out.returncode == 1
+    assert "searcher.max_trials" in out.stderr and "searcher.max_length" in out.stderr
+    assert "scheduling_unit" in out.stderr
+    assert not (tmp_path / "local" / "experiments").exists()
+
+
+def test_missing_model_dir(tmp_path, tiny_dir):
+    out, _ = create(tmp_path, tiny_dir / "const.yaml", tmp_path / "nowhere")
+    assert out.returncode == 1 and "nowhere" in out.stderr and "does not exist" in out.stderr
+
+
+def test_experiment_list_local(tmp_path, tiny_dir):
+    create(tmp_path, tiny_dir / "const.yaml", tiny_dir)
+    out = run_det(["e", "list", "--local", "--local-dir", tmp_path / "local", "--json"])
+    rows = json.loads(out.stdout)
+    assert rows[0]["state"] == "COMPLETED" and rows[0]["searcher"] == "single"
+
+
+def test_source_checkpoint_warm_start(tmp_path, tiny_dir):
+    out, first = create(tmp_path, tiny_dir / "const.yaml", tiny_dir)
+    assert out.returncode == 0, out.stderr
+    config = write_config(tmp_path, tiny_dir, searcher={
+        "name": "single", "metric": "validation_loss", "max_length": {"batches": 10},
+        "source_checkpoint_uuid": first["best_checkpoint"]})
+    out, second = create(tmp_path, config, tiny_dir)
+    assert out.returncode == 0, out.stderr
+    assert second["trials"][0]["warm_start"] == first["best_checkpoint"]
+    # 10 batches from the trained weights beat 10 from scratch by far.
+    assert second["trials"][0]["best_metric"] < 0.5
