@@ -144,7 +144,14 @@ class TFKerasTrialController(TrialController):
                     "dataset = self.context.wrap_dataset(dataset) right after creating it "
                     f"(or build it with context.experimental.cache_{role}_dataset)"
                 )
-        return make_loader(data, where, batch_size, rank, size)
+        loader = make_loader(data, where, batch_size, rank, size)
+        if role == "validation" and loader.endless:
+            raise InvalidTrialError(
+                f"{where} returned a Python generator with no end; validation needs a finite "
+                "input (a Sequence, arrays, a tf.data.Dataset, or validation_steps in the "
+                "Native API)"
+            )
+        return loader
 
     def _build_callbacks(self) -> Any:
         user = self._call("keras_callbacks", self.trial.keras_callbacks)

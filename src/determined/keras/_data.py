@@ -107,6 +107,7 @@ class Loader:
 
     length: Optional[int] = None
     resumable: bool = True
+    endless: bool = False
 
     def epoch(self, start: int = 0) -> Iterator[Any]:
         raise NotImplementedError
@@ -297,6 +298,7 @@ class _GeneratorLoader(Loader):
     def __init__(self, generator: Any, steps: Optional[int] = None):
         self.generator = generator
         self.length = steps
+        self.endless = steps is None
 
     def epoch(self, start: int = 0) -> Iterator[Any]:
         n = 0
@@ -337,7 +339,7 @@ def make_loader(
         if isinstance(data.sequence, tf.keras.utils.Sequence):
             return _SequenceLoader(data.sequence, data.workers, data.use_multiprocessing,
                                    data.max_queue_size, rank, size, where)
-        return _GeneratorLoader(data.sequence, steps)
+        return _GeneratorLoader(data.sequence, getattr(data, "_steps", None) or steps)
     if isinstance(data, tf.keras.utils.Sequence):
         return _SequenceLoader(data, 0, False, 1, rank, size, where)
     if isinstance(data, tf.data.Dataset):

@@ -1,0 +1,11 @@
+"""Experimental APIs: the Native API, checkpoints as Python objects.
+
+The per-framework Native APIs live in ``determined.experimental.keras`` and
+``determined.experimental.estimator``; they import TensorFlow only when used.
+"""
+
+from determined.experimental._checkpoint import Checkpoint
+from determined.experimental._native import Mode
+from determined.experimental._trial_api import create, create_trial_instance
+
+__all__ = ["Checkpoint", "Mode", "create", "create_trial_instance"]
