@@ -59,6 +59,9 @@ def _create(args: argparse.Namespace) -> int:
             f"no master is reachable at {args.master}: the cluster master is not available in "
             "this version yet; run the experiment on this machine with --local"
         )
+    for flag, used in (("--paused", args.paused), ("--follow", args.follow), ("--template", args.template)):
+        if used:
+            raise MasterError(f"{flag} needs a master; it has no meaning for --local/--test runs")
     if args.test_mode:
         local_dir = os.path.abspath(args.local_dir or default_local_dir())
         cfg = prepare_config(args.config_file, args.model_def, local_dir)
