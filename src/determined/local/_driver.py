@@ -23,7 +23,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional
 from determined.config import ExperimentConfig, Length
 from determined.harness import OpKind, TrialEnv, TrialOp
 from determined.local._store import LocalStore
-from determined.local._trial_process import trial_main
+from determined.local._pool import WarmPool, frameworks_used
 from determined.storage import CheckpointRecord, build_storage, checkpoints_to_keep
 from determined import searcher as searchers
 
@@ -130,10 +130,17 @@ class LocalDriver:
         self.source_checkpoint = resolve_source_checkpoint() if resolve_source_checkpoint else None
         self._ctx = multiprocessing.get_context("spawn")
         self._threads = max(1, (os.cpu_count() or 1) // self.slots)
+        self.pool = WarmPool(self._ctx, self.slots, frameworks_used(self.model_dir), self._threads)
 
     # ------------------------------------------------------------------ main loop
 
     def run(self) -> ExperimentResult:
+        try:
+            return self._run()
+        finally:
+            self.pool.close()
+
+    def _run(self) -> ExperimentResult:
         try:
             self._apply(self.searcher.start())
             while self.shutdown is None or self._running():
@@ -152,6 +159,7 @@ class LocalDriver:
                         "every running trial waits for work the searcher never sends "
                         f"(searcher {self.cfg.searcher['name']})"
                     )
+                self._refill_pool()
                 self._wait_and_handle()
         except KeyboardInterrupt:
             self.state = "CANCELED"
@@ -170,6 +178,13 @@ class LocalDriver:
 
     def _running(self) -> List[TrialRecord]:
         return [t for t in self.trials.values() if t.state == "RUNNING"]
+
+    def _refill_pool(self) -> None:
+        """Keep processes warm for trials that may start soon."""
+        waiting = len(self.queue) + sum(1 for t in self.trials.values() if t.state == "IDLE")
+        if self.shutdown is None:
+            waiting = max(waiting, 1)
+        self.pool.fill(min(self.slots, waiting))
 
     def _wait_and_handle(self) -> None:
         running = self._running()
@@ -306,17 +321,10 @@ class LocalDriver:
             latest_checkpoint=restore,
             warm_start=warm,
         )
-        parent_conn, child_conn = self._ctx.Pipe()
-        process = self._ctx.Process(
-            target=trial_main,
-            args=(child_conn, env, self.storage_config, self.store.trial_log_path(trial.trial_id),
-                  self._threads),
-            name=f"det-trial-{trial.trial_id}",
-            daemon=True,
+        process, conn = self.pool.run(
+            (env, self.storage_config, self.store.trial_log_path(trial.trial_id), self._threads)
         )
-        process.start()
-        child_conn.close()
-        trial.process, trial.conn = process, parent_conn
+        trial.process, trial.conn = process, conn
         trial.eof = False
         trial.state = "RUNNING"
         trial.waiting_for_op = False

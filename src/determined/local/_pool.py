@@ -1,0 +1,113 @@
+"""A warm pool of trial processes.
+
+Starting a Python process and importing a framework takes seconds; a trial that
+resumes after an ASHA promotion would pay that every time. The pool keeps
+processes started ahead of need, with the model's framework already imported;
+starting a trial hands one of them the trial's environment. Each process still
+runs exactly one trial and exits, so trials never share state.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any, List, Optional, Tuple
+
+__all__ = ["WarmPool", "frameworks_used"]
+
+_IMPORTS = {
+    "torch": re.compile(r"^\s*(import|from)\s+torch\b", re.M),
+    "tensorflow": re.compile(r"^\s*(import|from)\s+tensorflow\b", re.M),
+}
+
+
+def frameworks_used(model_dir: str) -> List[str]:
+    """Frameworks the model definition imports (top-level modules and one level down)."""
+    found = set()
+    for root, dirs, files in os.walk(model_dir):
+        if root[len(model_dir):].count(os.sep) > 1:
+            dirs[:] = []
+            continue
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            try:
+                with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
+                    text = f.read()
+            except OSError:
+                continue
+            found.update(fw for fw, pattern in _IMPORTS.items() if pattern.search(text))
+    return sorted(found)
+
+
+def _worker_main(conn: Any, preload: List[str], threads: int) -> None:
+    """A pooled process: import the frameworks, then wait to be given a trial."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import importlib
+
+    import determined.harness  # noqa: F401
+
+    for module in preload:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+    try:
+        message = conn.recv()
+    except (EOFError, KeyboardInterrupt):
+        return
+    if message[0] != "run":
+        return
+    from determined.local._trial_process import trial_main
+
+    trial_main(conn, *message[1])
+
+
+class WarmPool:
+    """Keeps up to ``size`` idle processes ready to run a trial."""
+
+    def __init__(self, ctx: Any, size: int, preload: List[str], threads: int):
+        self.ctx, self.size, self.preload, self.threads = ctx, size, preload, threads
+        self.idle: List[Tuple[Any, Any]] = []
+
+    def _start_one(self) -> Tuple[Any, Any]:
+        parent, child = self.ctx.Pipe()
+        process = self.ctx.Process(
+            target=_worker_main, args=(child, self.preload, self.threads),
+            name="det-trial-pool", daemon=True,
+        )
+        process.start()
+        child.close()
+        return process, parent
+
+    def fill(self, wanted: Optional[int] = None) -> None:
+        """Start processes until ``wanted`` (default ``size``) are idle."""
+        self.idle = [(p, c) for p, c in self.idle if p.is_alive()]
+        while len(self.idle) < min(self.size, self.size if wanted is None else wanted):
+            self.idle.append(self._start_one())
+
+    def run(self, args: Tuple[Any, ...]) -> Tuple[Any, Any]:
+        """Start a trial with ``trial_main(conn, *args)`` in a pooled process."""
+        while self.idle:
+            process, conn = self.idle.pop(0)
+            if process.is_alive():
+                conn.send(("run", args))
+                return process, conn
+        process, conn = self._start_one()
+        conn.send(("run", args))
+        return process, conn
+
+    def close(self) -> None:
+        for process, conn in self.idle:
+            try:
+                conn.close()
+            except OSError:
+                pass
+            process.join(2)
+            if process.is_alive():
+                process.terminate()
+        self.idle = []
