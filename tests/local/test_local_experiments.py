@@ -165,3 +165,37 @@ def test_source_checkpoint_warm_start(tmp_path, tiny_dir):
     assert second["trials"][0]["warm_start"] == first["best_checkpoint"]
     # 10 batches from the trained weights beat 10 from scratch by far.
     assert second["trials"][0]["best_metric"] < 0.5
+
+
+def test_grid_search_local(tmp_path, tiny_dir):
+    config = write_config(tmp_path, tiny_dir, hyperparameters={
+        "global_batch_size": 16, "lr": {"type": "double", "minval": 0.05, "maxval": 0.15, "count": 2},
+        "dropout": {"type": "categorical", "vals": [0.0, 0.3]}},
+        searcher={"name": "grid", "metric": "validation_loss", "max_length": {"batches": 10}},
+        min_validation_period=None)
+    out, result = create(tmp_path, config, tiny_dir, "--slots", "2")
+    assert out.returncode == 0, out.stderr
+    points = sorted((t["hparams"]["lr"], t["hparams"]["dropout"]) for t in result["trials"])
+    assert points == [(0.05, 0.0), (0.05, 0.3), (0.15, 0.0), (0.15, 0.3)]
+
+
+def test_pbt_local_warm_starts_from_parents(tmp_path, tiny_dir):
+    config = write_config(tmp_path, tiny_dir, hyperparameters={
+        "global_batch_size": 16, "lr": {"type": "log", "minval": -2, "maxval": -0.5},
+        "dropout": {"type": "double", "minval": 0.0, "maxval": 0.5}},
+        searcher={"name": "pbt", "metric": "validation_loss", "population_size": 3,
+                  "num_rounds": 2, "length_per_round": {"batches": 10},
+                  "replace_function": {"truncate_fraction": 0.34},
+                  "explore_function": {"resample_probability": 0.3, "perturb_factor": 0.2}},
+        min_validation_period=None, reproducibility={"experiment_seed": 3})
+    out, result = create(tmp_path, config, tiny_dir, "--slots", "2")
+    assert out.returncode == 0, out.stderr
+    assert result["state"] == "COMPLETED"
+    trials = result["trials"]
+    children = [t for t in trials if t["warm_start"]]
+    assert len(trials) == 4 and len(children) == 1
+    state = json.load(open(os.path.join(result["directory"], "experiment.json")))
+    all_ckpts = {c["uuid"] for c in state["checkpoints"]}
+    assert children[0]["warm_start"] in all_ckpts
+    # The warm-start source survives garbage collection.
+    assert os.path.isdir(os.path.join(tmp_path, "local", "checkpoints", children[0]["warm_start"]))
