@@ -8,7 +8,7 @@ final checkpoint the runner writes when the trial closes.
 
 Usage::
 
-    PYTHONPATH=src python benchmarks/overhead/keras_overhead.py [--epochs 20] [--reps 5]
+    PYTHONPATH=src python benchmarks/overhead/keras_overhead.py [--epochs 20] [--reps 5] [--hidden 64]
 
 Prints a markdown table row: | model | batches | plain fit (s) | TFKerasTrial (s) | ratio |
 """
@@ -34,6 +34,7 @@ from determined.keras import TFKerasTrial  # noqa: E402
 from determined.storage import SharedFSStorageManager  # noqa: E402
 
 BATCH_SIZE = 32
+HIDDEN = 64
 
 
 def data():
@@ -49,7 +50,7 @@ def build(wrap=lambda m: m):
         tf.keras.Sequential(
             [
                 tf.keras.layers.Input(shape=(64,)),
-                tf.keras.layers.Dense(64, activation="relu"),
+                tf.keras.layers.Dense(HIDDEN, activation="relu"),
                 tf.keras.layers.Dense(10),
             ]
         )
@@ -104,7 +105,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--hidden", type=int, default=64, help="hidden layer width")
     args = parser.parse_args()
+    global HIDDEN
+    HIDDEN = args.hidden
     batches = args.epochs * int(np.ceil(len(X) / BATCH_SIZE))
     with tempfile.TemporaryDirectory() as tmp:
         code = os.path.join(tmp, "code")
@@ -118,7 +122,7 @@ def main() -> None:
     fit_s, our_s = statistics.median(fits), statistics.median(ours)
     print("| model | batches | plain model.fit (s) | TFKerasTrial (s) | ratio |")
     print("|---|---|---|---|---|")
-    print(f"| Dense 64-64-10, digits, bs {BATCH_SIZE} | {batches} | {fit_s:.3f} | {our_s:.3f} "
+    print(f"| Dense 64-{HIDDEN}-10, digits, bs {BATCH_SIZE} | {batches} | {fit_s:.3f} | {our_s:.3f} "
           f"| {our_s / fit_s:.3f} |")
 
 

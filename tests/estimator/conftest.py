@@ -9,3 +9,11 @@ sys.path.insert(0, os.path.join(HERE, "trials"))
 import tensorflow as tf  # noqa: E402
 
 tf.get_logger().setLevel("ERROR")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _tensorboard_dir(tmp_path_factory, monkeypatch):
+    """Keep tfevent files out of /tmp/tensorboard."""
+    monkeypatch.setenv("DET_TENSORBOARD_DIR", str(tmp_path_factory.mktemp("tensorboard")))

@@ -18,7 +18,8 @@ def _config(trial="DigitsEstimator", metric="loss", **hparams):
                        metric=metric)
 
 
-def test_trains_validates_checkpoints_and_exports(tmp_path):
+def test_trains_validates_checkpoints_and_exports(tmp_path, monkeypatch):
+    monkeypatch.setenv("DET_TENSORBOARD_DIR", str(tmp_path / "tb"))
     est_trials.HOOK_EVENTS.clear()
     host, storage = run_trial(TRIALS, _config(), plan("v", 30, "v"), str(tmp_path))
     losses = val_metric(host, "loss")
@@ -30,6 +31,8 @@ def test_trains_validates_checkpoints_and_exports(tmp_path):
     assert final["fn_accuracy"] == pytest.approx(final["accuracy"], abs=1e-6)
     assert final["reducer_accuracy"] == pytest.approx(final["accuracy"], abs=1e-6)
     assert host.training[0][0] == 30 and len(host.training[0][1]["batch_metrics"]) == 30
+    assert host.training[0][1]["num_inputs"] == 30 * 32
+    assert host.validations[-1][1]["num_inputs"] == 160
 
     ckpt = storage.describe(host.checkpoints[-1][1])
     files = os.listdir(ckpt)
@@ -37,6 +40,12 @@ def test_trains_validates_checkpoints_and_exports(tmp_path):
     assert os.path.isfile(os.path.join(ckpt, "raw", "saved_model.pb"))
     assert open(os.path.join(ckpt, "hook.txt")).read() == "written by RunHook"
     assert [e[0] for e in est_trials.HOOK_EVENTS] == ["checkpoint_end", "trial_close"]
+
+    # Estimator summaries (training and eval/) are copied to the TensorBoard directory
+    events = [os.path.relpath(os.path.join(d, f), tmp_path / "tb")
+              for d, _, files in os.walk(tmp_path / "tb") for f in files]
+    assert any(e.startswith("events.out.tfevents") for e in events), events
+    assert any(e.startswith(os.path.join("eval", "events.out.tfevents")) for e in events), events
 
     from determined.estimator import load_estimator_from_checkpoint_path
 
@@ -121,3 +130,11 @@ def test_bad_definitions_fail_clearly(trial, hparams, words, tmp_path):
     message = str(info.value)
     assert words in message, message
     assert f"est_trials.py: {trial}." in message, message
+
+
+def test_trial_seed_makes_initial_weights_reproducible(tmp_path):
+    def first_loss(seed, where):
+        host, _ = run_trial(TRIALS, _config(), plan("v"), str(tmp_path / where), trial_seed=seed)
+        return host.validations[0][1]["validation_metrics"]["loss"]
+
+    assert first_loss(11, "a") == first_loss(11, "b") != first_loss(12, "c")

@@ -95,3 +95,8 @@ def test_checkpoints_inside_the_context_dir_are_refused(tmp_path):
 
     with pytest.raises(InvalidConfigError, match="inside the context directory"):
         det_estimator.init(config(tmp_path), local=True, test=True, context_dir=str(tmp_path))
+
+
+@pytest.fixture(autouse=True)
+def _tensorboard_dir(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("DET_TENSORBOARD_DIR", str(tmp_path_factory.mktemp("tensorboard")))

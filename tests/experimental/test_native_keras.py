@@ -7,7 +7,6 @@ import threading
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
@@ -182,3 +181,8 @@ def test_stop_training_in_native_fit(tmp_path, context_dir):
     host = context.last_run
     assert host.early_exit == "user_requested_stop"
     assert [b for b, _ in host.training] == [20]
+
+
+@pytest.fixture(autouse=True)
+def _tensorboard_dir(tmp_path_factory, monkeypatch):
+    monkeypatch.setenv("DET_TENSORBOARD_DIR", str(tmp_path_factory.mktemp("tensorboard")))

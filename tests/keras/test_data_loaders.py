@@ -71,3 +71,14 @@ def test_cached_dataset_is_stored_once_and_reused(tmp_path):
     host, _ = run_trial(TRIALS, config, plan(20, "v"), str(tmp_path / "b"))
     assert keras_trials.CACHE_CALLS == [True, False]  # read back, not rebuilt
     assert val_metric(host, "val_loss") == pytest.approx(first)  # same seed, same shuffle
+
+
+def test_trial_seed_makes_initial_weights_reproducible(tmp_path):
+    config = make_config("keras_trials:LoaderTrial",
+                         {"global_batch_size": 32, "loader": "arrays", "lr": 0.02})
+
+    def first_loss(seed, where):
+        host, _ = run_trial(TRIALS, config, plan("v"), str(tmp_path / where), trial_seed=seed)
+        return val_metric(host, "val_loss")[0]
+
+    assert first_loss(11, "a") == first_loss(11, "b") != first_loss(12, "c")

@@ -3,7 +3,13 @@
 import os
 
 import numpy as np
-from tf_trial_utils import make_config, plan, run_jobs_in_subprocess, run_trial, val_metric
+from tf_trial_utils import (
+    PREVIOUS,
+    make_config,
+    plan,
+    run_jobs_in_subprocess,
+    val_metric,
+)
 
 from determined.harness import InProcessHost, TrialEnv, TrialRunner
 from determined.storage import SharedFSStorageManager
@@ -55,18 +61,15 @@ def test_graph_mode_trial_trains_and_resumes(tmp_path):
                          {"global_batch_size": 32, "loader": "arrays", "lr": 0.02})
     dataset_config = make_config("keras_trials:GraphModeTrial",
                                  {"global_batch_size": 32, "loader": "dataset", "lr": 0.02})
-    first, = run_jobs_in_subprocess([
+    first, resumed, with_dataset = run_jobs_in_subprocess([
         dict(model_dir=TRIALS, config=config, steps=["v", 30, "v"], storage_dir=str(tmp_path / "a")),
-    ])
-    losses = [m["validation_metrics"]["val_loss"] for _, m in first["validations"]]
-    assert losses[-1] < 0.7 * losses[0]
-    ckpt = first["checkpoints"][-1][1]
-    resumed, with_dataset = run_jobs_in_subprocess([
         dict(model_dir=TRIALS, config=config, steps=["v", 40, "v"],
-             storage_dir=str(tmp_path / "b"), latest_checkpoint=ckpt),
+             storage_dir=str(tmp_path / "b"), latest_checkpoint=PREVIOUS),
         dict(model_dir=TRIALS, config=dataset_config, steps=["v", 30, "v"],
              storage_dir=str(tmp_path / "c")),
     ])
+    losses = [m["validation_metrics"]["val_loss"] for _, m in first["validations"]]
+    assert losses[-1] < 0.7 * losses[0]
     restored = resumed["validations"][0][1]["validation_metrics"]["val_loss"]
     assert abs(restored - losses[-1]) < 1e-5
     assert resumed["training"][0][0] == 40

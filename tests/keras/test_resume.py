@@ -9,7 +9,6 @@ import os
 
 import h5py
 import numpy as np
-import pytest
 from tf_trial_utils import make_config, plan, run_jobs_in_subprocess, run_trial
 
 TRIALS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trials")

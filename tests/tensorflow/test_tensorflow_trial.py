@@ -89,3 +89,11 @@ def test_module_without_make_data_loaders(tmp_path):
                          metric="loss")
     with pytest.raises(InvalidModelDefError, match="tf_trials_noloader.py.*make_data_loaders"):
         run_trial(TRIALS, config, plan(2), str(tmp_path))
+
+
+def test_trial_seed_makes_initial_weights_reproducible(tmp_path):
+    def first_loss(seed, where):
+        host, _ = run_trial(TRIALS, _config(), plan("v"), str(tmp_path / where), trial_seed=seed)
+        return val_metric(host, "loss")[0]
+
+    assert first_loss(11, "a") == first_loss(11, "b") != first_loss(12, "c")

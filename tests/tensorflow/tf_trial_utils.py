@@ -28,6 +28,7 @@ from determined.harness import (  # noqa: E402
 from determined.storage import SharedFSStorageManager  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+PREVIOUS = "<previous job's last checkpoint>"
 SRC = os.path.abspath(os.path.join(HERE, "..", "..", "src"))
 
 
@@ -104,5 +105,9 @@ def _job(model_dir: str, config: Dict[str, Any], steps: List[Any], storage_dir: 
 
 
 if __name__ == "__main__":
-    results = [_job(**job) for job in json.loads(sys.argv[1])]
+    results: List[Dict[str, Any]] = []
+    for job in json.loads(sys.argv[1]):
+        if job.get("latest_checkpoint") == PREVIOUS:
+            job["latest_checkpoint"] = results[-1]["checkpoints"][-1][1]
+        results.append(_job(**job))
     print(json.dumps(results))

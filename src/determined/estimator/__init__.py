@@ -1,4 +1,18 @@
-"""tf.estimator trials: :class:`EstimatorTrial`, its context, ``make_metric`` and ``RunHook``."""
+"""tf.estimator trials: :class:`EstimatorTrial`, its context, ``make_metric`` and ``RunHook``.
+
+Status (tensorflow-estimator 2.15):
+
+- One ``Estimator.train`` call serves the whole trial, paused between workloads,
+  so the input pipeline and session persist across training workloads.
+  Validation runs ``Estimator.evaluate`` on a checkpoint of the live session.
+- Checkpoints hold the TF checkpoint files and one SavedModel per serving input
+  receiver function under ``<checkpoint>/<name>/`` (format ``saved_model``).
+- Resuming restores every variable (weights, optimizer slots, global step) and
+  the Python/NumPy RNG states; the input pipeline restarts from its beginning.
+- ``num_inputs`` counts records from the batch dimension of the input pipeline.
+- Estimator summaries are copied to the TensorBoard directory when the trial
+  closes. One slot per trial (no Horovod).
+"""
 
 from determined.estimator._context import (
     EstimatorContext,

@@ -23,10 +23,15 @@ import tensorflow as tf
 
 from determined.errors import CheckpointError, InvalidTrialError, UserCodeError
 from determined.estimator._context import EstimatorTrialContext
-from determined.estimator._driver import TrainingDriver
+from determined.estimator._driver import TrainingDriver, batch_size_tensor
 from determined.estimator._hooks import RunHook
 from determined.harness import TrialController, TrialEnv, describe_class, user_code_error
-from determined.tensorflow._common import accepts_positional, framework_name, require_single_slot
+from determined.tensorflow._common import (
+    accepts_positional,
+    framework_name,
+    require_single_slot,
+    tensorboard_dir,
+)
 from determined.tensorflow._metrics import average_metrics, to_python
 from determined.tensorflow._rng import load_rng_state, save_rng_state, seed_all
 
@@ -45,6 +50,8 @@ class EstimatorTrialController(TrialController):
         super().__init__(trial_class, env)
         self.framework = framework_name()
         require_single_slot(env, trial_class)
+        if tf.get_logger().level == logging.NOTSET:
+            tf.get_logger().setLevel(logging.WARNING)  # the Estimator logs every step at INFO
         seed_all(env.trial_seed)
         self._graph = tf.Graph()  # user builders run in a graph, as under TF1
         self._context = EstimatorTrialContext(env)
@@ -65,8 +72,9 @@ class EstimatorTrialController(TrialController):
         self.run_hooks: List[RunHook] = [h for h in self.train_spec.hooks if isinstance(h, RunHook)]
 
         self.model_dir = tempfile.mkdtemp(prefix="det-estimator-")
-        _use_model_dir(self.estimator, self.model_dir)
-        self.driver = TrainingDriver(self._start_training, self.model_dir)
+        _use_model_dir(self.estimator, self.model_dir, env.trial_seed)
+        self.driver = TrainingDriver(self._start_training, self.model_dir,
+                                     self._context.get_per_slot_batch_size())
         if self.train_spec.max_steps is not None:
             logger.info("TrainSpec.max_steps=%s is ignored; the searcher decides the length",
                         self.train_spec.max_steps)
@@ -117,8 +125,6 @@ class EstimatorTrialController(TrialController):
             before = context._wrapped_datasets + sum(context.experimental._cache.used.values())
             try:
                 dataset = input_fn(**kwargs)
-            except InvalidTrialError:
-                raise
             except Exception as e:
                 raise user_code_error(e, self.trial_class, f"{method} input_fn") from None
             if not isinstance(dataset, tf.data.Dataset):
@@ -151,19 +157,19 @@ class EstimatorTrialController(TrialController):
             raise user_code_error(e, self.trial_class, "build_estimator (training)") from None
 
     def train(self, num_batches: int, batches_trained: int) -> Dict[str, Any]:
-        losses = self._driver_call(lambda: self.driver.train(num_batches))
+        losses, records = self._driver_call(lambda: self.driver.train(num_batches))
         batch_metrics = [{"loss": v} for v in losses]
         return {
             "batch_metrics": batch_metrics,
             "avg_metrics": average_metrics(batch_metrics),
-            "num_inputs": num_batches * self._context.get_per_slot_batch_size(),
+            "num_inputs": records,
         }
 
     # ------------------------------------------------------------------ validation
 
     def validate(self, batches_trained: int) -> Dict[str, Any]:
         prefix = self._driver_call(self.driver.save)
-        counter = _BatchCounter()
+        counter = _RecordCounter(self._context.get_per_slot_batch_size())
         spec = self.eval_spec
         try:
             results = self.estimator.evaluate(
@@ -176,7 +182,7 @@ class EstimatorTrialController(TrialController):
         metrics = {str(k): to_python(v) for k, v in results.items()}
         return {
             "validation_metrics": metrics,
-            "num_inputs": counter.batches * self._context.get_per_slot_batch_size(),
+            "num_inputs": counter.records,
         }
 
     # ------------------------------------------------------------------ checkpoints
@@ -238,32 +244,61 @@ class EstimatorTrialController(TrialController):
             for hook in self.run_hooks:
                 self._call("build_train_spec (RunHook.on_trial_close)", hook.on_trial_close)
         finally:
+            if self.env.distributed.rank == 0:
+                _copy_summaries(self.model_dir, tensorboard_dir())
             shutil.rmtree(self.model_dir, ignore_errors=True)
 
 
-class _BatchCounter(tf.estimator.SessionRunHook):
-    def __init__(self) -> None:
-        self.batches = 0
+class _RecordCounter(tf.estimator.SessionRunHook):
+    """Counts the records an evaluation consumed."""
+
+    def __init__(self, default_batch_size: int) -> None:
+        self.default = default_batch_size
+        self.records = 0
+
+    def begin(self) -> None:
+        self.batch_size = batch_size_tensor()
+
+    def before_run(self, run_context: Any) -> Any:
+        if self.batch_size is None:
+            return None
+        return tf.compat.v1.train.SessionRunArgs(self.batch_size)
 
     def after_run(self, run_context: Any, run_values: Any) -> None:
-        self.batches += 1
+        size = run_values.results
+        self.records += int(size) if size is not None else self.default
 
 
-def _use_model_dir(estimator: Any, model_dir: str) -> None:
+def _use_model_dir(estimator: Any, model_dir: str, seed: int) -> None:
     """Point the Estimator at the trial's private model directory.
 
     The platform saves checkpoints itself, so the Estimator's own periodic
-    checkpointing is switched off. ``Estimator`` has no public setter for these.
+    checkpointing is switched off; the graph seed defaults to the trial seed.
+    ``Estimator`` has no public setter for these.
     """
     previous = estimator.model_dir
     if previous and os.path.isdir(previous) and not os.listdir(previous) and \
             os.path.dirname(os.path.abspath(previous)) == os.path.abspath(tempfile.gettempdir()):
         os.rmdir(previous)  # the empty temporary directory Estimator made for itself
+    seeded = estimator.config.tf_random_seed
     config = estimator.config.replace(
-        model_dir=model_dir, save_checkpoints_steps=None, save_checkpoints_secs=None
+        model_dir=model_dir, save_checkpoints_steps=None, save_checkpoints_secs=None,
+        tf_random_seed=seed if seeded is None else seeded,
     )
     estimator._config = config
     estimator._model_dir = model_dir
+
+
+def _copy_summaries(model_dir: str, dest: str) -> None:
+    """Copy the Estimator's tfevent files (training and ``eval/``) to the TensorBoard dir."""
+    for path in glob.glob(os.path.join(model_dir, "**", "events.out.tfevents.*"), recursive=True):
+        target = os.path.join(dest, os.path.relpath(path, model_dir))
+        try:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            shutil.copy2(path, target)
+        except OSError as e:
+            logger.warning("cannot copy Estimator summaries to %s: %s", dest, e)
+            return
 
 
 def _write_checkpoint_state(directory: str, name: str) -> None:

@@ -22,7 +22,22 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import tensorflow as tf
 
-__all__ = ["TrainingDriver"]
+__all__ = ["TrainingDriver", "batch_size_tensor"]
+
+
+def batch_size_tensor() -> Any:
+    """The leading dimension of the input pipeline's batches in the current graph, or None.
+
+    The Estimator turns the input_fn's dataset into an ``IteratorGetNext`` op; its
+    first output with a batch dimension tells how many records each step consumes.
+    """
+    graph = tf.compat.v1.get_default_graph()
+    for op in graph.get_operations():
+        if op.type == "IteratorGetNext":
+            for output in op.outputs:
+                if output.shape.rank is None or output.shape.rank >= 1:
+                    return tf.shape(output, out_type=tf.int64)[0]
+    return None
 
 
 class _Stop(Exception):
@@ -43,6 +58,8 @@ class _ControlHook(tf.estimator.SessionRunHook):
         self.saver = savers[0] if savers else tf.compat.v1.train.Saver(
             sharded=True, save_relative_paths=True
         )
+        self.batch_size = batch_size_tensor()
+        self.records = 0
 
     def after_create_session(self, session: Any, coord: Any) -> None:
         self._serve(session)
@@ -51,16 +68,19 @@ class _ControlHook(tf.estimator.SessionRunHook):
         fetches: Dict[str, Any] = {"step": self.global_step}
         if self.loss is not None:
             fetches["loss"] = self.loss
+        if self.batch_size is not None:
+            fetches["batch_size"] = self.batch_size
         return tf.compat.v1.train.SessionRunArgs(fetches)
 
     def after_run(self, run_context: Any, run_values: Any) -> None:
         results = run_values.results
         if "loss" in results:
             self.losses.append(float(results["loss"]))
+        self.records += int(results.get("batch_size", self.driver.batch_size))
         self.remaining -= 1
         if self.remaining <= 0:
-            self.driver._reply(("trained", self.losses))
-            self.losses = []
+            self.driver._reply(("trained", (self.losses, self.records)))
+            self.losses, self.records = [], 0
             self._serve(run_context.session)
 
     def _serve(self, session: Any) -> None:
@@ -87,11 +107,13 @@ class TrainingDriver:
     Args:
         start_training: calls ``Estimator.train`` with the given extra hook.
         model_dir: the estimator's model directory (checkpoints are saved there).
+        batch_size: records per batch assumed when the input pipeline cannot be found.
     """
 
-    def __init__(self, start_training: Callable[[Any], None], model_dir: str):
+    def __init__(self, start_training: Callable[[Any], None], model_dir: str, batch_size: int):
         self._start_training = start_training
         self.model_dir = model_dir
+        self.batch_size = batch_size
         self._commands: "queue.Queue[Tuple[Any, ...]]" = queue.Queue()
         self._replies: "queue.Queue[Tuple[str, Any]]" = queue.Queue()
         self._thread: Optional[threading.Thread] = None
@@ -129,8 +151,8 @@ class TrainingDriver:
             )
         return value
 
-    def train(self, num_batches: int) -> List[float]:
-        """Run ``num_batches`` more batches; return their losses."""
+    def train(self, num_batches: int) -> Tuple[List[float], int]:
+        """Run ``num_batches`` more batches; return their losses and how many records."""
         return self._request(("train", num_batches), "trained")
 
     def save(self) -> str:

@@ -76,6 +76,11 @@ class Checkpoint:
             from determined.keras import load_model_from_checkpoint_path
 
             return load_model_from_checkpoint_path(path, **kwargs)
+        if meta.get("format") == "tf_checkpoint":
+            raise CheckpointError(
+                f"{path} is a low-level TensorFlowTrial checkpoint (TF checkpoint files); "
+                "restore it with tf.compat.v1.train.Saver in the graph your build_graph makes"
+            )
         if meta.get("format") == "saved_model" or framework.startswith("tensorflow"):
             from determined.estimator import load_estimator_from_checkpoint_path
 

@@ -185,7 +185,8 @@ class TrialRunner:
         start = time.time()
         with self.storage.store_path(ckpt_uuid) as path:
             self.controller.save(path, self.batches_trained)
-            copy_code(self.env.model_dir, os.path.join(path, "code"))
+            copy_code(self.env.model_dir, os.path.join(path, "code"),
+                      exclude=[getattr(self.storage, "root", "")])
             metadata = self._metadata(ckpt_uuid, start)
             write_metadata(path, metadata)
         self.latest_checkpoint = ckpt_uuid

@@ -1,4 +1,21 @@
-"""tf.keras trials: :class:`TFKerasTrial`, its context, data inputs and callbacks."""
+"""tf.keras trials: :class:`TFKerasTrial`, its context, data inputs and callbacks.
+
+Status (Keras 2.15 / TensorFlow 2.15):
+
+- Eager execution (the TF 2 default) is the main path: ``model.train_step`` and
+  ``model.test_step`` run as ``tf.function``s, one batch per call; training
+  metrics are per-batch values, validation metrics cover the whole input.
+- Graph mode (``tf.compat.v1.disable_eager_execution()`` in the trial's
+  ``__init__``) runs through Keras's own ``train_on_batch``/``test_on_batch`` and
+  needs a ``tf.keras.optimizers.legacy`` optimizer; it is tested for arrays and
+  tf.data inputs, training, validation and resuming.
+- Resuming restores weights, optimizer state, the Python/NumPy RNG states and the
+  data position: arrays and Sequences continue at the exact batch (bit-identical
+  to an uninterrupted run when the model has no random layers); a
+  ``tf.data.Dataset`` or Python generator restarts its epoch. Keras callback state
+  and TensorFlow's in-graph random streams (dropout) are not checkpointed.
+- One slot per trial (no Horovod).
+"""
 
 from determined.keras._context import TFKerasExperimentalContext, TFKerasTrialContext
 from determined.keras._data import SequenceAdapter

@@ -46,6 +46,8 @@ class TFKerasTrialController(TrialController):
         self._context = TFKerasTrialContext(env)
         self.trial = self._call("__init__", lambda: trial_class(self._context))
         self.eager = tf.executing_eagerly()
+        if not self.eager:  # the trial disabled eager execution: seed the graph too
+            tf.compat.v1.set_random_seed(env.trial_seed)
         self._apply_session_config()
 
         self.model = self._build_model()
@@ -77,9 +79,7 @@ class TFKerasTrialController(TrialController):
     def _call(self, method: str, fn: Any) -> Any:
         try:
             return fn()
-        except InvalidTrialError:
-            raise
-        except Exception as e:
+        except Exception as e:  # InvalidTrialErrors get the class and method prepended
             raise user_code_error(e, self.trial_class, method) from None
 
     def _apply_session_config(self) -> None:
@@ -175,8 +175,6 @@ class TFKerasTrialController(TrialController):
     def _callback(self, hook: str, *args: Any) -> None:
         try:
             getattr(self.callbacks, hook)(*args)
-        except InvalidTrialError:
-            raise
         except Exception as e:
             raise user_code_error(e, self.trial_class, f"keras_callbacks() {hook}") from None
 

@@ -15,7 +15,7 @@ import logging
 import math
 import multiprocessing
 import types
-from typing import Any, Callable, Deque, Dict, Iterator, List, Optional
+from typing import Any, Callable, Deque, Iterator, List, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -181,7 +181,7 @@ class _SequenceLoader(Loader):
             return self._main_thread(indices)
         gen = _prefetch(self.sequence, indices, self.workers, self.use_multiprocessing,
                         self.max_queue_size)
-        self._open.append(gen)
+        self._open = [g for g in self._open if g.gi_frame is not None] + [gen]
         return gen
 
     def _main_thread(self, indices: List[int]) -> Iterator[Any]:
@@ -384,6 +384,3 @@ def _as_array_like(value: Any, where: str, position: int) -> Any:
         )
     return array
 
-
-def loader_summary(loader: Loader) -> Dict[str, Any]:
-    return {"type": type(loader).__name__, "length": loader.length}

@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import tensorflow as tf
 
+from determined.tensorflow._common import tensorboard_dir
+
 __all__ = ["TFKerasTensorBoard", "tensorboard_dir"]
 
 logger = logging.getLogger("determined")
-
-
-def tensorboard_dir(rank: int = 0) -> str:
-    """Where trial processes write tfevent files: ``$DET_TENSORBOARD_DIR`` or
-    ``/tmp/tensorboard``, with ``-<rank>`` appended for non-chief ranks."""
-    base = os.environ.get("DET_TENSORBOARD_DIR") or "/tmp/tensorboard"
-    return base if rank == 0 else f"{base}-{rank}"
 
 
 class TFKerasTensorBoard(tf.keras.callbacks.TensorBoard):

@@ -33,6 +33,21 @@ def read_metadata(path: str) -> Dict[str, Any]:
         raise CheckpointError(f"{file} is not valid JSON: {e}") from None
 
 
-def copy_code(model_dir: str, dest: str, ignore: Iterable[str] = IGNORED_NAMES) -> None:
-    """Copy the model definition directory into ``dest`` (a checkpoint's ``code/``)."""
-    shutil.copytree(model_dir, dest, ignore=shutil.ignore_patterns(*ignore), symlinks=True)
+def copy_code(
+    model_dir: str, dest: str, ignore: Iterable[str] = IGNORED_NAMES, exclude: Iterable[str] = ()
+) -> None:
+    """Copy the model definition directory into ``dest`` (a checkpoint's ``code/``).
+
+    ``exclude``: absolute paths inside ``model_dir`` not to copy (e.g. checkpoint
+    storage that lives inside the model directory, which would copy itself).
+    """
+    patterns = shutil.ignore_patterns(*ignore)
+    excluded = {os.path.abspath(p) for p in exclude}
+    excluded.add(os.path.abspath(dest))
+
+    def _ignore(directory: str, names: list) -> set:
+        skip = set(patterns(directory, names))
+        skip.update(n for n in names if os.path.abspath(os.path.join(directory, n)) in excluded)
+        return skip
+
+    shutil.copytree(model_dir, dest, ignore=_ignore, symlinks=True)

@@ -21,7 +21,7 @@ import os
 import shutil
 import threading
 import uuid
-from typing import Any, Callable, Dict, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping
 
 from determined.errors import InvalidTrialError
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import inspect
+import os
 from typing import Any, Type
 
 from determined.errors import InvalidTrialError
 from determined.harness import TrialEnv, describe_class
 
-__all__ = ["framework_name", "require_single_slot", "accepts_positional"]
+__all__ = ["framework_name", "require_single_slot", "accepts_positional", "tensorboard_dir"]
 
 
 def framework_name() -> str:
@@ -37,3 +38,10 @@ def accepts_positional(method: Any) -> int:
         1 for p in params
         if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty
     )
+
+
+def tensorboard_dir(rank: int = 0) -> str:
+    """Where trial processes write tfevent files (SPEC 8): ``$DET_TENSORBOARD_DIR`` or
+    ``/tmp/tensorboard``, with ``-<rank>`` appended for non-chief ranks."""
+    base = os.environ.get("DET_TENSORBOARD_DIR") or "/tmp/tensorboard"
+    return base if rank == 0 else f"{base}-{rank}"

@@ -69,9 +69,7 @@ class TensorFlowTrialController(TrialController):
     def _call(self, method: str, fn: Any) -> Any:
         try:
             return fn()
-        except InvalidTrialError:
-            raise
-        except Exception as e:
+        except Exception as e:  # InvalidTrialErrors get the class and method prepended
             raise user_code_error(e, self.trial_class, method) from None
 
     def _where(self, method: str) -> str:

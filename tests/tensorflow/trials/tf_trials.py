@@ -1,6 +1,5 @@
 """Low-level TensorFlowTrial definitions used by tests/tensorflow."""
 
-import numpy as np
 import tensorflow as tf
 from sklearn.datasets import load_digits
 

@@ -1,0 +1,266 @@
+"""Experiments, their searcher snapshots and model definitions."""
+
+import datetime
+from typing import Any, Dict, List, Optional
+
+import sqlalchemy as sa
+
+from determined.master.db import _models as m
+from determined.master.db import _states
+from determined.master.db._base import StoreBase
+from determined.master.db._checks import (
+    UNSET,
+    check_bool,
+    check_dict,
+    check_int,
+    check_number,
+    check_str,
+    check_str_list,
+    check_time,
+)
+from determined.master.db._errors import NotFoundError
+from determined.master.db._records import Experiment, SearcherSnapshot
+from determined.master.db._types import utcnow
+
+__all__ = ["ExperimentsMixin"]
+
+
+def _experiment_record(row: m.Experiment) -> Experiment:
+    return Experiment(
+        id=row.id,
+        state=row.state,
+        config=row.config,
+        owner=row.owner.username,
+        parent_id=row.parent_id,
+        description=row.description,
+        labels=list(row.labels or []),
+        archived=row.archived,
+        weight=row.weight,
+        priority=row.priority,
+        max_slots=row.max_slots,
+        progress=row.progress,
+        start_time=row.start_time,
+        end_time=row.end_time,
+    )
+
+
+def _defaults_from_config(config: Dict[str, Any]) -> Dict[str, Any]:
+    """Column values the config determines at creation (all editable later)."""
+    resources = config.get("resources") if isinstance(config.get("resources"), dict) else {}
+    description = config.get("description")
+    labels = config.get("labels")
+    weight = resources.get("weight", 1.0)
+    max_slots = resources.get("max_slots")
+    priority = resources.get("priority")
+    return {
+        "description": description if isinstance(description, str) else "",
+        "labels": [str(x) for x in labels] if isinstance(labels, (list, tuple)) else [],
+        "weight": float(weight) if isinstance(weight, (int, float)) else 1.0,
+        "max_slots": max_slots if isinstance(max_slots, int) else None,
+        "priority": priority if isinstance(priority, int) else None,
+    }
+
+
+class ExperimentsMixin(StoreBase):
+    def create_experiment(
+        self,
+        config: Dict[str, Any],
+        model_def: bytes,
+        owner: str,
+        parent_id: Optional[int] = None,
+        state: str = "PAUSED",
+    ) -> int:
+        """Store a new experiment and return its id.
+
+        ``description``, ``labels``, ``resources.weight``, ``resources.max_slots`` and
+        ``resources.priority`` are copied from ``config`` into their own columns.
+
+        Args:
+            config: the validated experiment config (JSON-able).
+            model_def: the packed context directory.
+            owner: an existing user name.
+            parent_id: the experiment this one was forked from, if any.
+            state: ``PAUSED`` (default; SPEC 1.4: stored paused, then activated) or ``ACTIVE``.
+
+        Raises:
+            NotFoundError: unknown owner or parent.
+
+        Example:
+            >>> exp_id = store.create_experiment({"searcher": {...}}, b"...", "determined")
+        """
+        config = check_dict("config", config)
+        if not isinstance(model_def, (bytes, bytearray, memoryview)):
+            raise ValueError(
+                f"Expected model_def to be bytes. Received: model_def={type(model_def)!r}"
+            )
+        check_str("owner", owner, nonempty=True)
+        check_int("parent_id", parent_id, optional=True)
+        if state not in ("ACTIVE", "PAUSED"):
+            raise ValueError(f"Expected state to be ACTIVE or PAUSED. Received: state={state!r}")
+        with self._write() as s:
+            owner_id = s.scalar(sa.select(m.User.id).where(m.User.username == owner))
+            if owner_id is None:
+                raise NotFoundError("user", owner)
+            if parent_id is not None:
+                self._get(s, m.Experiment, parent_id, "experiment")
+            row = m.Experiment(
+                state=state,
+                config=config,
+                model_def=bytes(model_def),
+                owner_id=owner_id,
+                parent_id=parent_id,
+                archived=False,
+                progress=None,
+                start_time=utcnow(),
+                **_defaults_from_config(config),
+            )
+            s.add(row)
+            s.flush()
+            return row.id
+
+    def get_experiment(self, id: int) -> Experiment:
+        """The experiment ``id``; raises NotFoundError."""
+        with self._read() as s:
+            return _experiment_record(self._get(s, m.Experiment, id, "experiment"))
+
+    def list_experiments(
+        self, include_archived: bool = False, owner: Optional[str] = None
+    ) -> List[Experiment]:
+        """Experiments by ascending id; archived ones only if asked; optionally one owner's."""
+        query = sa.select(m.Experiment).order_by(m.Experiment.id)
+        if not include_archived:
+            query = query.where(m.Experiment.archived.is_(False))
+        if owner is not None:
+            query = query.join(m.User, m.Experiment.owner_id == m.User.id).where(
+                m.User.username == owner
+            )
+        with self._read() as s:
+            return [_experiment_record(row) for row in s.scalars(query).unique()]
+
+    def set_experiment_state(
+        self, id: int, state: str, end_time: Optional[datetime.datetime] = None
+    ) -> Experiment:
+        """Move the experiment to ``state``, checking the SPEC 1.4 lifecycle.
+
+        Entering a terminal state (COMPLETED, CANCELED, ERROR) sets ``end_time``
+        (now unless given). Setting the current state again changes nothing.
+
+        Raises:
+            IllegalTransitionError: e.g. ``COMPLETED -> ACTIVE``; names both states.
+            NotFoundError: no such experiment.
+        """
+        _states.check_state("experiment", state)
+        check_time("end_time", end_time)
+        if end_time is not None and state not in _states.TERMINAL_STATES:
+            raise ValueError(
+                f"Expected end_time only with a terminal state. Received: state={state!r}, "
+                f"end_time={end_time!r}"
+            )
+        with self._write() as s:
+            row = self._get(s, m.Experiment, id, "experiment", lock=True)
+            if _states.check_transition("experiment", id, row.state, state):
+                row.state = state
+                if state in _states.TERMINAL_STATES:
+                    row.end_time = end_time or utcnow()
+            return _experiment_record(row)
+
+    def update_experiment(
+        self,
+        id: int,
+        *,
+        description: Any = UNSET,
+        labels: Any = UNSET,
+        archived: Any = UNSET,
+        weight: Any = UNSET,
+        priority: Any = UNSET,
+        max_slots: Any = UNSET,
+        progress: Any = UNSET,
+        config: Any = UNSET,
+    ) -> Experiment:
+        """Change the given fields only; returns the updated experiment.
+
+        ``priority``, ``max_slots`` and ``progress`` accept None (unset). ``labels``
+        replaces the whole list; ``config`` replaces the stored config (e.g. a new
+        ``checkpoint_storage`` GC policy) without touching the other columns.
+        """
+        changes: Dict[str, Any] = {}
+        if description is not UNSET:
+            changes["description"] = check_str("description", description)
+        if labels is not UNSET:
+            changes["labels"] = check_str_list("labels", labels)
+        if archived is not UNSET:
+            changes["archived"] = check_bool("archived", archived)
+        if weight is not UNSET:
+            changes["weight"] = check_number("weight", weight, minimum=0.0)
+        if priority is not UNSET:
+            changes["priority"] = check_int("priority", priority, optional=True)
+        if max_slots is not UNSET:
+            changes["max_slots"] = check_int("max_slots", max_slots, minimum=0, optional=True)
+        if progress is not UNSET:
+            changes["progress"] = check_number(
+                "progress", progress, minimum=0.0, maximum=1.0, optional=True
+            )
+        if config is not UNSET:
+            changes["config"] = check_dict("config", config)
+        with self._write() as s:
+            row = self._get(s, m.Experiment, id, "experiment", lock=True)
+            for key, value in changes.items():
+                setattr(row, key, value)
+            return _experiment_record(row)
+
+    def delete_experiment(self, id: int) -> None:
+        """Delete the experiment with its trials, metrics, checkpoint records and logs.
+
+        Checkpoint files are not touched: delete them first.
+        """
+        with self._write() as s:
+            row = self._get(s, m.Experiment, id, "experiment")
+            s.delete(row)
+
+    def get_model_def(self, id: int) -> bytes:
+        """The packed context directory given to :meth:`create_experiment`."""
+        with self._read() as s:
+            data = s.scalar(sa.select(m.Experiment.model_def).where(m.Experiment.id == id))
+            if data is None:
+                raise NotFoundError("experiment", id)
+            return bytes(data)
+
+    def save_searcher_snapshot(
+        self, id: int, snapshot: Dict[str, Any], events_applied: int
+    ) -> None:
+        """Replace the experiment's searcher snapshot (JSON-able; NaN/inf allowed).
+
+        ``events_applied`` counts the searcher events folded into the snapshot, so a
+        restarted master replays only later ones.
+        """
+        snapshot = check_dict("snapshot", snapshot)
+        check_int("events_applied", events_applied, minimum=0)
+        table = m.SearcherSnapshot.__table__
+        now = utcnow()
+        with self._write() as s:
+            self._get(s, m.Experiment, id, "experiment")
+            stmt = self._insert(table).values(
+                experiment_id=id, snapshot=snapshot, events_applied=events_applied, updated_at=now
+            )
+            stmt = stmt.on_conflict_do_update(
+                index_elements=[table.c.experiment_id],
+                set_={
+                    "snapshot": stmt.excluded.snapshot,
+                    "events_applied": stmt.excluded.events_applied,
+                    "updated_at": stmt.excluded.updated_at,
+                },
+            )
+            s.execute(stmt)
+
+    def get_searcher_snapshot(self, id: int) -> Optional[SearcherSnapshot]:
+        """The last saved snapshot, or None if none was saved."""
+        with self._read() as s:
+            row = s.get(m.SearcherSnapshot, id)
+            if row is None:
+                return None
+            return SearcherSnapshot(
+                experiment_id=row.experiment_id,
+                snapshot=row.snapshot,
+                events_applied=row.events_applied,
+                updated_at=row.updated_at,
+            )

@@ -1,0 +1,231 @@
+"""Metrics and trial logs: the high-rate writes, group-committed (see ``_writer.py``)."""
+
+import datetime
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+
+import sqlalchemy as sa
+
+from determined.master.db import _models as m
+from determined.master.db._base import StoreBase
+from determined.master.db._checks import check_dict, check_int, check_str
+from determined.master.db._errors import NotFoundError, StoreError
+from determined.master.db._records import (
+    METRIC_KINDS,
+    TRAINING,
+    VALIDATION,
+    LogLine,
+    MetricsRecord,
+    MetricsRowLike,
+)
+from determined.master.db._types import utcnow
+from determined.master.db._writer import Handler
+
+__all__ = ["MetricsMixin"]
+
+_METRICS = "metrics"
+_LOGS = "logs"
+_MetricsKey = Tuple[int, str, int]
+
+
+def _metrics_row(row: MetricsRowLike, now: datetime.datetime, where: str) -> Dict[str, Any]:
+    """Check one metrics row (tuple, NamedTuple or mapping) and return its column values."""
+    if isinstance(row, Mapping):
+        unknown = set(row) - {"trial_id", "kind", "total_batches", "metrics", "batch_metrics"}
+        if unknown:
+            raise ValueError(f"Unexpected keys {sorted(unknown)} in {where}. Received: {row!r}")
+        values = dict(row)
+    else:
+        fields = ("trial_id", "kind", "total_batches", "metrics", "batch_metrics")
+        if not 4 <= len(row) <= 5:
+            raise ValueError(
+                f"Expected {where} to be (trial_id, kind, total_batches, metrics"
+                f"[, batch_metrics]). Received: {row!r}"
+            )
+        values = dict(zip(fields, row))
+    kind = values.get("kind")
+    if kind not in METRIC_KINDS:
+        raise ValueError(
+            f"Expected {where}.kind to be one of {', '.join(METRIC_KINDS)}. Received: kind={kind!r}"
+        )
+    batch_metrics = values.get("batch_metrics")
+    if batch_metrics is not None:
+        if isinstance(batch_metrics, (str, bytes, Mapping)) or not isinstance(
+            batch_metrics, Sequence
+        ):
+            raise ValueError(
+                f"Expected {where}.batch_metrics to be a list of dicts or None. "
+                f"Received: batch_metrics={batch_metrics!r}"
+            )
+        batch_metrics = [dict(b) for b in batch_metrics]
+    return {
+        "trial_id": check_int(f"{where}.trial_id", values.get("trial_id")),
+        "kind": kind,
+        "total_batches": check_int(
+            f"{where}.total_batches", values.get("total_batches"), minimum=0
+        ),
+        "end_time": now,
+        "metrics": check_dict(f"{where}.metrics", values.get("metrics")),
+        "batch_metrics": batch_metrics,
+    }
+
+
+def _metrics_record(row: m.Metrics) -> MetricsRecord:
+    return MetricsRecord(
+        id=row.id,
+        trial_id=row.trial_id,
+        kind=row.kind,
+        total_batches=row.total_batches,
+        end_time=row.end_time,
+        metrics=row.metrics,
+        batch_metrics=row.batch_metrics,
+    )
+
+
+class MetricsMixin(StoreBase):
+    # -- writes (group-committed: each returns once its rows are committed) ------------
+
+    def add_training_metrics(
+        self,
+        trial_id: int,
+        total_batches: int,
+        metrics: Dict[str, Any],
+        batch_metrics: Optional[List[Dict[str, Any]]] = None,
+    ) -> bool:
+        """Store a training workload's metrics (SPEC 8: ``avg_metrics`` etc.).
+
+        Idempotent per ``(trial_id, total_batches)``: reporting the same workload again
+        (a retried request) keeps the first row.
+
+        Returns:
+            True if stored, False if that workload was already stored.
+        """
+        row = _metrics_row(
+            (trial_id, TRAINING, total_batches, metrics, batch_metrics), utcnow(), "row"
+        )
+        return bool(self._submit(_METRICS, [row]))
+
+    def add_validation_metrics(
+        self, trial_id: int, total_batches: int, metrics: Dict[str, Any]
+    ) -> bool:
+        """Store a validation's metrics; idempotent like :meth:`add_training_metrics`."""
+        row = _metrics_row((trial_id, VALIDATION, total_batches, metrics, None), utcnow(), "row")
+        return bool(self._submit(_METRICS, [row]))
+
+    def add_metrics_bulk(self, rows: Iterable[MetricsRowLike]) -> int:
+        """Store many workloads' metrics in one transaction (all or nothing).
+
+        Args:
+            rows: :class:`MetricsRow` s, or tuples ``(trial_id, kind, total_batches,
+                metrics[, batch_metrics])``, or mappings with those keys; ``kind`` is
+                ``"training"`` or ``"validation"``.
+
+        Returns:
+            How many rows were new (duplicates of stored workloads are skipped).
+
+        Example:
+            >>> store.add_metrics_bulk([(7, "training", 100, {"loss": 0.5}),
+            ...                         (7, "validation", 100, {"error": 0.1})])
+            2
+        """
+        now = utcnow()
+        checked = [_metrics_row(row, now, f"rows[{i}]") for i, row in enumerate(rows)]
+        if not checked:
+            return 0
+        return int(self._submit(_METRICS, checked))
+
+    def add_logs(self, trial_id: int, lines: Sequence[str]) -> int:
+        """Append log lines of a trial (one transaction); returns how many."""
+        check_int("trial_id", trial_id)
+        if isinstance(lines, str):
+            raise ValueError(f"Expected lines to be a list of str. Received: lines={lines!r}")
+        now = utcnow()
+        rows = [
+            {"trial_id": trial_id, "timestamp": now, "line": check_str(f"lines[{i}]", line)}
+            for i, line in enumerate(lines)
+        ]
+        if not rows:
+            return 0
+        return int(self._submit(_LOGS, rows))
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def list_metrics(self, trial_id: int, kind: Optional[str] = None) -> List[MetricsRecord]:
+        """The trial's metrics by ascending ``total_batches`` (training before validation)."""
+        if kind is not None and kind not in METRIC_KINDS:
+            raise ValueError(
+                f"Expected kind to be one of {', '.join(METRIC_KINDS)} or None. "
+                f"Received: kind={kind!r}"
+            )
+        query = sa.select(m.Metrics).where(m.Metrics.trial_id == trial_id)
+        if kind is not None:
+            query = query.where(m.Metrics.kind == kind)
+        query = query.order_by(m.Metrics.total_batches, m.Metrics.kind)
+        with self._read() as s:
+            return [_metrics_record(row) for row in s.scalars(query)]
+
+    def get_logs(
+        self, trial_id: int, after_id: int = 0, limit: int = 1000, tail: Optional[int] = None
+    ) -> List[LogLine]:
+        """Log lines with ``id > after_id``, oldest first.
+
+        Args:
+            limit: at most this many, from the oldest (``--head N``).
+            tail: if given, the newest ``tail`` lines instead (``--tail N``).
+
+        Follow a log by passing the last id seen as ``after_id``.
+        """
+        check_int("after_id", after_id, minimum=0)
+        check_int("limit", limit, minimum=0)
+        check_int("tail", tail, minimum=0, optional=True)
+        t = m.TrialLog.__table__
+        query = sa.select(t.c.id, t.c.timestamp, t.c.line).where(
+            t.c.trial_id == trial_id, t.c.id > after_id
+        )
+        if tail is not None:
+            query = query.order_by(t.c.id.desc()).limit(tail)
+        else:
+            query = query.order_by(t.c.id).limit(limit)
+        with self._read() as s:
+            lines = [LogLine(*row) for row in s.execute(query)]
+        return lines[::-1] if tail is not None else lines
+
+    # -- group-commit handlers (run on the writer thread) -------------------------------
+
+    def _writer_handlers(self) -> Dict[str, Handler]:
+        return {_METRICS: self._insert_metrics, _LOGS: self._insert_logs}
+
+    def _insert_metrics(self, conn: sa.Connection, jobs: List[List[Any]]) -> List[int]:
+        t = m.Metrics.__table__
+        stmt = (
+            self._insert(t)
+            .on_conflict_do_nothing(index_elements=[t.c.trial_id, t.c.kind, t.c.total_batches])
+            .returning(t.c.trial_id, t.c.kind, t.c.total_batches)
+        )
+        params = [row for rows in jobs for row in rows]
+        inserted: Set[_MetricsKey] = {
+            (r.trial_id, r.kind, r.total_batches) for r in conn.execute(stmt, params)
+        }
+        counts = []
+        for rows in jobs:
+            n = 0
+            for row in rows:
+                key = (row["trial_id"], row["kind"], row["total_batches"])
+                if key in inserted:
+                    inserted.discard(key)  # a duplicate later in the batch was skipped
+                    n += 1
+            counts.append(n)
+        return counts
+
+    def _insert_logs(self, conn: sa.Connection, jobs: List[List[Any]]) -> List[int]:
+        conn.execute(sa.insert(m.TrialLog.__table__), [row for rows in jobs for row in rows])
+        return [len(rows) for rows in jobs]
+
+    def _explain_write_error(
+        self, conn: sa.Connection, kind: str, rows: List[Any], exc: Exception
+    ) -> Exception:
+        trial_ids = sorted({row["trial_id"] for row in rows})
+        known = set(conn.scalars(sa.select(m.Trial.id).where(m.Trial.id.in_(trial_ids))))
+        missing = [t for t in trial_ids if t not in known]
+        if missing:
+            return NotFoundError("trial", missing[0] if len(missing) == 1 else missing)
+        return StoreError(f"Could not store {kind} rows: {exc}")

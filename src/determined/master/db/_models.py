@@ -1,0 +1,187 @@
+"""SQLAlchemy ORM models: the schema the migrations in ``migrations/versions`` build.
+
+Tables: ``users``, ``experiments``, ``searcher_snapshots``, ``trials``, ``metrics``
+(training and validation, one row per workload), ``checkpoints``, ``trial_logs``,
+``agents``, ``auth_tokens``. Deleting an experiment cascades to its trials and their
+rows. ``tests/master/db/test_db_migrations.py`` checks the migrations match these models.
+"""
+
+import datetime
+from typing import Any, Optional
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+from determined.master.db._types import BigId, JSONText, UTCDateTime, utcnow
+
+__all__ = [
+    "AuthToken",
+    "Agent",
+    "Base",
+    "Checkpoint",
+    "Experiment",
+    "Metrics",
+    "SearcherSnapshot",
+    "Trial",
+    "TrialLog",
+    "User",
+]
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(orm.DeclarativeBase):
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    username: orm.Mapped[str] = orm.mapped_column(sa.String(255), unique=True)
+    # NULL means the blank password.
+    password_hash: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
+    admin: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
+    active: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=True)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime, default=utcnow)
+
+
+class Experiment(Base):
+    __tablename__ = "experiments"
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(32), index=True)
+    config: orm.Mapped[Any] = orm.mapped_column(JSONText)
+    # The gzipped tarball of the context directory; large, so never selected in lists.
+    model_def: orm.Mapped[bytes] = orm.mapped_column(sa.LargeBinary, deferred=True)
+    owner_id: orm.Mapped[int] = orm.mapped_column(sa.ForeignKey("users.id"), index=True)
+    parent_id: orm.Mapped[Optional[int]] = orm.mapped_column(
+        sa.ForeignKey("experiments.id", ondelete="SET NULL")
+    )
+    description: orm.Mapped[str] = orm.mapped_column(sa.Text, default="")
+    labels: orm.Mapped[Any] = orm.mapped_column(JSONText)
+    archived: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False, index=True)
+    weight: orm.Mapped[float] = orm.mapped_column(sa.Float, default=1.0)
+    priority: orm.Mapped[Optional[int]] = orm.mapped_column(sa.Integer)
+    max_slots: orm.Mapped[Optional[int]] = orm.mapped_column(sa.Integer)
+    progress: orm.Mapped[Optional[float]] = orm.mapped_column(sa.Float)
+    start_time: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime, default=utcnow)
+    end_time: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(UTCDateTime)
+
+    owner: orm.Mapped[User] = orm.relationship(lazy="joined", innerjoin=True)
+
+
+class SearcherSnapshot(Base):
+    __tablename__ = "searcher_snapshots"
+
+    experiment_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey("experiments.id", ondelete="CASCADE"), primary_key=True
+    )
+    snapshot: orm.Mapped[Any] = orm.mapped_column(JSONText)
+    events_applied: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    updated_at: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime, default=utcnow)
+
+
+class Trial(Base):
+    __tablename__ = "trials"
+    __table_args__ = (sa.UniqueConstraint("experiment_id", "request_id"),)
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    experiment_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey("experiments.id", ondelete="CASCADE")
+    )
+    request_id: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(32), default="ACTIVE")
+    hparams: orm.Mapped[Any] = orm.mapped_column(JSONText)
+    seed: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)
+    # Not a foreign key: the source checkpoint may belong to another experiment.
+    warm_start_checkpoint: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(64))
+    restarts: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    total_batches: orm.Mapped[int] = orm.mapped_column(sa.Integer, default=0)
+    start_time: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime, default=utcnow)
+    end_time: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(UTCDateTime)
+    latest_checkpoint: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(64))
+    best_validation: orm.Mapped[Optional[float]] = orm.mapped_column(sa.Float)
+
+
+class Metrics(Base):
+    """One training or validation workload's metrics; unique per (trial, kind, batches)."""
+
+    __tablename__ = "metrics"
+    __table_args__ = (sa.UniqueConstraint("trial_id", "kind", "total_batches"),)
+
+    id: orm.Mapped[int] = orm.mapped_column(BigId, primary_key=True)
+    trial_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey("trials.id", ondelete="CASCADE")
+    )
+    kind: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    total_batches: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    end_time: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
+    metrics: orm.Mapped[Any] = orm.mapped_column(JSONText)
+    batch_metrics: orm.Mapped[Any] = orm.mapped_column(JSONText, nullable=True)
+
+
+class Checkpoint(Base):
+    __tablename__ = "checkpoints"
+    __table_args__ = (sa.Index(None, "trial_id", "total_batches"),)
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(64), unique=True)
+    trial_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey("trials.id", ondelete="CASCADE")
+    )
+    total_batches: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    state: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    resources: orm.Mapped[Any] = orm.mapped_column(JSONText)
+    # "metadata" is reserved on declarative classes.
+    metadata_: orm.Mapped[Any] = orm.mapped_column("metadata", JSONText)
+    framework: orm.Mapped[str] = orm.mapped_column(sa.String(255), default="")
+    format: orm.Mapped[str] = orm.mapped_column(sa.String(255), default="")
+    determined_version: orm.Mapped[str] = orm.mapped_column(sa.String(64), default="")
+    start_time: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime, default=utcnow)
+    end_time: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(UTCDateTime)
+
+
+class TrialLog(Base):
+    __tablename__ = "trial_logs"
+    __table_args__ = (sa.Index(None, "trial_id", "id"),)
+
+    id: orm.Mapped[int] = orm.mapped_column(BigId, primary_key=True)
+    trial_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey("trials.id", ondelete="CASCADE")
+    )
+    timestamp: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
+    line: orm.Mapped[str] = orm.mapped_column(sa.Text)
+
+
+class Agent(Base):
+    __tablename__ = "agents"
+
+    id: orm.Mapped[str] = orm.mapped_column(sa.String(255), primary_key=True)
+    slots: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    label: orm.Mapped[str] = orm.mapped_column(sa.String(255), default="")
+    enabled: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=True)
+    registered_at: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
+    last_seen: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
+
+
+class AuthToken(Base):
+    """A bearer token, stored as its SHA-256; for a trial runner or a logged-in user."""
+
+    __tablename__ = "auth_tokens"
+
+    token_hash: orm.Mapped[str] = orm.mapped_column(sa.String(64), primary_key=True)
+    kind: orm.Mapped[str] = orm.mapped_column(sa.String(16))
+    trial_id: orm.Mapped[Optional[int]] = orm.mapped_column(
+        sa.ForeignKey("trials.id", ondelete="CASCADE"), index=True
+    )
+    user_id: orm.Mapped[Optional[int]] = orm.mapped_column(
+        sa.ForeignKey("users.id", ondelete="CASCADE"), index=True
+    )
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
