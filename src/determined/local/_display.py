@@ -133,8 +133,8 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
     flat = [_flatten(t.hparams) for t in result.trials]
     names = sorted({k for f in flat for k in f})
     varying = [n for n in names if len({repr(f.get(n)) for f in flat}) > 1] or names
-    for col in ("trial", "state", "batches"):
-        table.add_column(col, no_wrap=True)
+    for col, width in (("trial", 5), ("state", 9), ("batches", 7)):
+        table.add_column(col, no_wrap=True, min_width=width)
     for col in (metric, *varying):
         table.add_column(col.replace("global_batch_size", "batch"), overflow="ellipsis", no_wrap=True)
     for t, f in zip(result.trials, flat):
