@@ -1,6 +1,6 @@
 """The ``det`` command line, run as a real process."""
 
-from conftest import run_det
+from det_cli_testing import run_det
 
 
 def test_version_and_help():

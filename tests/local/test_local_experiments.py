@@ -6,7 +6,7 @@ import os
 import pytest
 import yaml
 
-from conftest import run_det
+from det_cli_testing import run_det
 
 
 def write_config(tmp_path, base_dir, **changes):
