@@ -41,8 +41,13 @@ def add_parser(nouns: Any) -> None:
     lst.add_argument("--local", action="store_true", help="list local experiments")
     lst.add_argument("--local-dir", default=None)
     lst.add_argument("--json", action="store_true")
+    lst.add_argument("--csv", action="store_true")
+    lst.add_argument("-a", "--all", action="store_true", help="include archived experiments")
     lst.set_defaults(func=_list)
-    exp.set_defaults(func=_list, local=False, local_dir=None, json=False)
+    from determined.cli._experiment_remote import add_verbs
+
+    add_verbs(verbs)
+    exp.set_defaults(func=_list, local=False, local_dir=None, json=False, csv=False, all=False)
 
 
 def _create(args: argparse.Namespace) -> int:
@@ -55,10 +60,9 @@ def _create(args: argparse.Namespace) -> int:
     if args.slots < 1:
         raise SystemExit("det: error: --slots must be at least 1")
     if not (args.local or args.test_mode):
-        raise MasterError(
-            f"no master is reachable at {args.master}: the cluster master is not available in "
-            "this version yet; run the experiment on this machine with --local"
-        )
+        from determined.cli._experiment_remote import create_remote
+
+        return create_remote(args)
     for flag, used in (("--paused", args.paused), ("--follow", args.follow), ("--template", args.template)):
         if used:
             raise MasterError(f"{flag} needs a master; it has no meaning for --local/--test runs")
@@ -93,9 +97,9 @@ def _list(args: argparse.Namespace) -> int:
     from determined.local._store import default_local_dir
 
     if not args.local:
-        raise MasterError(
-            f"no master is reachable at {args.master}: use --local to list local experiments"
-        )
+        from determined.cli._experiment_remote import list_remote
+
+        return list_remote(args)
     root = os.path.join(os.path.abspath(args.local_dir or default_local_dir()), "experiments")
     rows = []
     for name in sorted(os.listdir(root), key=lambda n: int(n) if n.isdigit() else 0) if os.path.isdir(root) else []:

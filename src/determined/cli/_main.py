@@ -18,7 +18,7 @@ def _master_default() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from determined.cli import _experiment, _preview
+    from determined.cli import _cluster, _deploy, _experiment, _preview, _trial
 
     parser = argparse.ArgumentParser(
         prog="det",
@@ -32,6 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     nouns = parser.add_subparsers(dest="noun", metavar="COMMAND")
     _experiment.add_parser(nouns)
     _preview.add_parser(nouns)
+    _trial.add_parser(nouns)
+    _cluster.add_parser(nouns)
+    _deploy.add_parser(nouns)
     version = nouns.add_parser("version", help="print the version")
     version.set_defaults(func=lambda args: print(f"det {determined.__version__}") or 0)
     return parser

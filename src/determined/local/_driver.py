@@ -40,6 +40,7 @@ class TrialRecord:
     state: str = "PENDING"  # PENDING, RUNNING, IDLE, COMPLETED, ERROR, CANCELED
     ops: Deque[TrialOp] = dataclasses.field(default_factory=collections.deque)
     current_op: Optional[TrialOp] = None
+    last_train: Optional[TrialOp] = None
     waiting_for_op: bool = False
     process: Any = None
     conn: Any = None
@@ -263,6 +264,8 @@ class LocalDriver:
             return
         trial.waiting_for_op = False
         trial.current_op = trial.ops.popleft()
+        if trial.current_op.kind is OpKind.TRAIN:
+            trial.last_train = trial.current_op
         trial.conn.send(("op", trial.current_op.to_dict()))
 
     # ------------------------------------------------------------------ processes
@@ -423,6 +426,10 @@ class LocalDriver:
             if trial.current_op is not None:
                 trial.ops.appendleft(trial.current_op)
                 trial.current_op = None
+            # Train lengths are cumulative: training lost since the checkpoint is redone
+            # before anything else (e.g. a Validate must not run at the older batch count).
+            if trial.last_train is not None and (not trial.ops or trial.ops[0] != trial.last_train):
+                trial.ops.appendleft(trial.last_train)
             trial.error = None
             trial.state = "PENDING"
             self.queue.appendleft(trial.request_id)

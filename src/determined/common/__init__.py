@@ -1,0 +1,1 @@
+"""Code shared by the master, the CLI and trial processes (no framework imports)."""

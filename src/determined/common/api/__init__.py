@@ -1,0 +1,13 @@
+"""Typed client for the master's REST API, and context-directory packing."""
+
+from determined.common.api._client import APIError, MasterClient, normalize_master_url
+from determined.common.api._context import MAX_CONTEXT_BYTES, pack_context, unpack_context
+
+__all__ = [
+    "APIError",
+    "MAX_CONTEXT_BYTES",
+    "MasterClient",
+    "normalize_master_url",
+    "pack_context",
+    "unpack_context",
+]

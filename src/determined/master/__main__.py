@@ -1,0 +1,5 @@
+import sys
+
+from determined.master.api._serve import main
+
+sys.exit(main())

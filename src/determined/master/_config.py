@@ -1,0 +1,109 @@
+"""The master's configuration: defaults, overridden by a YAML file and flags.
+
+Example ``master.yaml``::
+
+    port: 8080
+    data_dir: ~/.determined/master
+    db: sqlite:////var/lib/determined/master.db
+    checkpoint_storage: {type: shared_fs, host_path: /mnt/checkpoints}
+    resource_manager:
+      slots: 4
+      scheduler: {type: fair_share, fit: best}
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Literal, Optional
+
+import pydantic
+import yaml
+
+__all__ = ["MasterConfig", "SchedulerConfig", "ResourceManagerConfig", "default_data_dir",
+           "load_master_config"]
+
+
+def default_data_dir() -> str:
+    return os.environ.get("DET_MASTER_DATA_DIR") or os.path.join(
+        os.path.expanduser("~"), ".determined", "master"
+    )
+
+
+class _Strict(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
+class SchedulerConfig(_Strict):
+    type: Literal["fair_share", "priority"] = "fair_share"
+    fit: Literal["best", "worst"] = "best"
+
+
+class ResourceManagerConfig(_Strict):
+    type: Literal["embedded"] = "embedded"
+    slots: int = pydantic.Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
+    scheduler: SchedulerConfig = pydantic.Field(default_factory=SchedulerConfig)
+
+
+class MasterConfig(_Strict):
+    """Everything the master needs to start. Unset paths derive from ``data_dir``."""
+
+    host: str = "127.0.0.1"
+    port: int = pydantic.Field(default=8080, ge=0, le=65535)
+    data_dir: str = pydantic.Field(default_factory=default_data_dir)
+    db: Optional[str] = None
+    checkpoint_storage: Optional[Dict[str, Any]] = None
+    resource_manager: ResourceManagerConfig = pydantic.Field(default_factory=ResourceManagerConfig)
+
+    @pydantic.model_validator(mode="after")
+    def _derive(self) -> "MasterConfig":
+        self.data_dir = os.path.abspath(os.path.expanduser(self.data_dir))
+        if self.db is None:
+            self.db = "sqlite:///" + os.path.join(self.data_dir, "master.db")
+        if self.checkpoint_storage is None:
+            self.checkpoint_storage = {
+                "type": "shared_fs", "host_path": os.path.join(self.data_dir, "checkpoints"),
+            }
+        return self
+
+    def public(self) -> Dict[str, Any]:
+        """The config as served by ``GET /api/v1/master/config`` (no passwords in URLs)."""
+        data = self.model_dump()
+        db = data.get("db") or ""
+        if "@" in db:
+            scheme, rest = db.split("://", 1)
+            data["db"] = f"{scheme}://***@{rest.split('@', 1)[1]}"
+        return data
+
+
+def load_master_config(path: Optional[str] = None, **overrides: Any) -> MasterConfig:
+    """Read ``path`` (YAML; optional), then apply non-None ``overrides``.
+
+    ``slots`` and ``scheduler`` overrides go to ``resource_manager``.
+
+    Raises:
+        ValueError: naming every invalid field.
+    """
+    raw: Dict[str, Any] = {}
+    if path:
+        with open(path, encoding="utf-8") as f:
+            loaded = yaml.safe_load(f) or {}
+        if not isinstance(loaded, dict):
+            raise ValueError(f"Expected master config {path} to be a mapping. Received: {loaded!r}")
+        raw.update(loaded)
+    rm = dict(raw.get("resource_manager") or {})
+    for key, value in overrides.items():
+        if value is None:
+            continue
+        if key == "slots":
+            rm["slots"] = value
+        else:
+            raw[key] = value
+    if rm:
+        raw["resource_manager"] = rm
+    try:
+        return MasterConfig.model_validate(raw)
+    except pydantic.ValidationError as e:
+        lines = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in e.errors()
+        )
+        raise ValueError(f"Invalid master config: {lines}") from None

@@ -1,0 +1,346 @@
+"""The REST API (``/api/v1``): FastAPI routes over :class:`determined.master._core.Master`.
+
+Errors are JSON ``{"error": message, "details": [{"field", "message"}]}`` with 400
+(bad request or config), 401 (trial-runner call without a valid token), 404
+(unknown id), 409 (illegal state transition) or 413 (context too large).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import time
+from typing import Any, Dict, List, Optional, Tuple
+
+import fastapi
+from fastapi import Depends, Header, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+import determined
+from determined.common.api import MAX_CONTEXT_BYTES
+from determined.config import parse_yaml
+from determined.errors import InvalidConfigError
+from determined.master._core import Master
+from determined.master.api import _models as models
+from determined.master.db import IllegalTransitionError, NotFoundError, TERMINAL_STATES
+from determined.master.experiments import ExperimentRun, TrialState
+
+__all__ = ["create_app"]
+
+LONG_POLL_SECONDS = 25.0
+
+
+class APIError(Exception):
+    def __init__(self, status: int, message: str, details: Optional[List[Dict[str, str]]] = None):
+        super().__init__(message)
+        self.status, self.message, self.details = status, message, details or []
+
+
+def _error(status: int, message: str, details: Optional[List[Dict[str, str]]] = None) -> JSONResponse:
+    body: Dict[str, Any] = {"error": message}
+    if details:
+        body["details"] = details
+    return JSONResponse(body, status_code=status)
+
+
+def _iso(t: Any) -> Optional[str]:
+    return t.isoformat() if t is not None else None
+
+
+def _experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[str, Any]:
+    e = master.store.get_experiment(id)
+    trials = master.store.list_trials(id)
+    out = {
+        "id": e.id, "state": e.state, "description": e.description, "labels": e.labels,
+        "archived": e.archived, "progress": e.progress or 0.0, "owner": e.owner,
+        "weight": e.weight, "priority": e.priority, "max_slots": e.max_slots,
+        "start_time": _iso(e.start_time), "end_time": _iso(e.end_time),
+        "searcher": e.config.get("searcher", {}).get("name"),
+        "num_trials": len(trials),
+    }
+    if with_config:
+        out["config"] = e.config
+        out["trials"] = [_trial_json(t) for t in trials]
+    return out
+
+
+def _trial_json(t: Any) -> Dict[str, Any]:
+    return {
+        "id": t.id, "experiment_id": t.experiment_id, "request_id": t.request_id,
+        "state": t.state, "hparams": t.hparams, "seed": t.seed, "restarts": t.restarts,
+        "total_batches": t.total_batches, "latest_checkpoint": t.latest_checkpoint,
+        "best_validation": t.best_validation, "warm_start_checkpoint": t.warm_start_checkpoint,
+        "start_time": _iso(t.start_time), "end_time": _iso(t.end_time),
+    }
+
+
+def _checkpoint_json(c: Any) -> Dict[str, Any]:
+    return {
+        "uuid": c.uuid, "trial_id": c.trial_id, "experiment_id": c.experiment_id,
+        "total_batches": c.total_batches, "state": c.state, "resources": c.resources,
+        "metadata": c.metadata, "framework": c.framework, "format": c.format,
+        "determined_version": c.determined_version, "start_time": _iso(c.start_time),
+        "end_time": _iso(c.end_time), "validation": c.validation,
+    }
+
+
+def create_app(master: Master) -> fastapi.FastAPI:
+    """The FastAPI application serving ``master`` (OpenAPI at ``/openapi.json``)."""
+    app = fastapi.FastAPI(title="Determined master", version=determined.__version__)
+    api = fastapi.APIRouter(prefix="/api/v1")
+
+    @app.exception_handler(APIError)
+    def _api_error(request: Request, exc: APIError) -> JSONResponse:
+        return _error(exc.status, exc.message, exc.details)
+
+    @app.exception_handler(NotFoundError)
+    def _not_found(request: Request, exc: NotFoundError) -> JSONResponse:
+        return _error(404, str(exc))
+
+    @app.exception_handler(IllegalTransitionError)
+    def _illegal(request: Request, exc: IllegalTransitionError) -> JSONResponse:
+        return _error(409, str(exc))
+
+    @app.exception_handler(InvalidConfigError)
+    def _bad_config(request: Request, exc: InvalidConfigError) -> JSONResponse:
+        return _error(400, str(exc), [{"field": f, "message": m} for f, m in exc.errors])
+
+    @app.exception_handler(RequestValidationError)
+    def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        details = [
+            {"field": ".".join(str(p) for p in err["loc"] if p != "body"), "message": err["msg"]}
+            for err in exc.errors()
+        ]
+        return _error(400, f"Invalid request ({len(details)} error(s))", details)
+
+    @app.exception_handler(fastapi.HTTPException)
+    def _http(request: Request, exc: fastapi.HTTPException) -> JSONResponse:
+        return _error(exc.status_code, str(exc.detail))
+
+    # -- cluster ---------------------------------------------------------------------
+
+    @api.get("/master")
+    def get_master() -> Dict[str, Any]:
+        return master.master_info()
+
+    @api.get("/master/config")
+    def get_master_config() -> Dict[str, Any]:
+        return master.config.public()
+
+    @api.get("/agents")
+    def list_agents() -> Dict[str, Any]:
+        with master.lock:
+            used = sum(a.slot_count for _, a in master.allocations.values())
+        return {"agents": [{"id": a.id, "slots": a.slots, "enabled": a.enabled,
+                            "used_slots": used, "label": a.label}
+                           for a in master.store.list_agents()]}
+
+    # -- experiments -------------------------------------------------------------------
+
+    @api.post("/experiments", status_code=201)
+    def create_experiment(body: models.CreateExperiment) -> Dict[str, Any]:
+        try:
+            packed = base64.b64decode(body.model_def, validate=True)
+        except (binascii.Error, ValueError):
+            raise APIError(400, "model_def is not valid base64",
+                           [{"field": "model_def", "message": "expected base64 of a tar.gz"}])
+        if len(packed) > MAX_CONTEXT_BYTES:
+            raise APIError(413, f"The context directory is {len(packed) / 1e6:.1f} MB packed; the "
+                                f"limit is {MAX_CONTEXT_BYTES / 1e6:.0f} MB. Exclude large files "
+                                "with a .detignore file.")
+        raw: Any = body.config
+        if isinstance(raw, str):
+            try:
+                raw = parse_yaml(raw)
+            except Exception as e:
+                raise APIError(400, f"config is not valid YAML: {e}",
+                               [{"field": "config", "message": str(e)}])
+        config = master.validate(raw)
+        try:
+            import io
+            import tarfile
+
+            with tarfile.open(fileobj=io.BytesIO(packed), mode="r:*") as tar:
+                names = tar.getnames()
+        except Exception as e:
+            raise APIError(400, f"model_def is not a tar.gz archive: {e}",
+                           [{"field": "model_def", "message": str(e)}])
+        module = str(config.get("entrypoint", "")).split(":")[0].split(".")[0]
+        if module and f"{module}.py" not in names and module not in names:
+            raise APIError(400, f"The context directory has no module {module!r} named by "
+                                f"entrypoint {config.get('entrypoint')!r}",
+                           [{"field": "entrypoint", "message": f"no {module}.py in the context"}])
+        exp_id = master.create_experiment(config, packed, body.activate)
+        return {"id": exp_id}
+
+    @api.get("/experiments")
+    def list_experiments(archived: bool = False) -> Dict[str, Any]:
+        exps = master.store.list_experiments(include_archived=archived)
+        return {"experiments": [_experiment_json(master, e.id, with_config=False) for e in exps]}
+
+    @api.get("/experiments/{id}")
+    def get_experiment(id: int) -> Dict[str, Any]:
+        return _experiment_json(master, id)
+
+    def _action(id: int, action: str) -> Dict[str, Any]:
+        with master.lock:
+            exp = master.store.get_experiment(id)
+            run: Optional[ExperimentRun] = master.runs.get(id)
+            if action in ("cancel", "kill"):
+                if run is not None:
+                    run.cancel(kill=action == "kill")
+            elif action in ("pause", "activate"):
+                target = "PAUSED" if action == "pause" else "ACTIVE"
+                if run is None or run.state not in ("ACTIVE", "PAUSED"):
+                    master.store.set_experiment_state(id, target)  # raises: illegal
+                elif action == "pause":
+                    run.pause()
+                else:
+                    run.activate()
+            elif action in ("archive", "unarchive"):
+                if exp.state not in TERMINAL_STATES:
+                    raise APIError(409, f"Experiment {id} is {exp.state}; only finished "
+                                        "experiments (COMPLETED, CANCELED, ERROR) can be "
+                                        f"{action}d")
+                master.store.update_experiment(id, archived=action == "archive")
+        return _experiment_json(master, id, with_config=False)
+
+    for _verb in ("pause", "activate", "cancel", "kill", "archive", "unarchive"):
+        def _handler(id: int, _v: str = _verb) -> Dict[str, Any]:
+            return _action(id, _v)
+        api.add_api_route(f"/experiments/{{id}}/{_verb}", _handler, methods=["POST"],
+                          name=f"{_verb}_experiment")
+
+    @api.patch("/experiments/{id}")
+    def patch_experiment(id: int, body: models.Patch) -> Dict[str, Any]:
+        changes = body.model_dump(exclude_none=True)
+        master.store.update_experiment(id, **changes)
+        return _experiment_json(master, id, with_config=False)
+
+    @api.get("/experiments/{id}/trials")
+    def list_trials(id: int) -> Dict[str, Any]:
+        master.store.get_experiment(id)
+        return {"trials": [_trial_json(t) for t in master.store.list_trials(id)]}
+
+    @api.get("/experiments/{id}/checkpoints")
+    def list_checkpoints(id: int) -> Dict[str, Any]:
+        master.store.get_experiment(id)
+        return {"checkpoints": [_checkpoint_json(c)
+                                for c in master.store.list_checkpoints(experiment_id=id)]}
+
+    @api.get("/trials/{id}")
+    def get_trial(id: int) -> Dict[str, Any]:
+        out = _trial_json(master.store.get_trial(id))
+        out["metrics"] = [
+            {"kind": m.kind, "total_batches": m.total_batches, "metrics": m.metrics,
+             "end_time": _iso(m.end_time)}
+            for m in master.store.list_metrics(id)
+        ]
+        return out
+
+    @api.post("/trials/{id}/kill")
+    def kill_trial(id: int) -> Dict[str, Any]:
+        master.store.get_trial(id)
+        with master.lock:
+            found = master.trials.get(id)
+            if found is not None:
+                found[0].kill_trial(found[1])
+            else:
+                run = next((r for r in master.runs.values()
+                            if any(t.trial_id == id for t in r.trials.values())), None)
+                if run is not None:
+                    run.kill_trial(next(t for t in run.trials.values() if t.trial_id == id))
+        return _trial_json(master.store.get_trial(id))
+
+    @api.get("/trials/{id}/logs")
+    def get_logs(id: int, after_id: int = Query(0, ge=0), limit: int = Query(1000, ge=0),
+                 tail: Optional[int] = Query(None, ge=0)) -> Dict[str, Any]:
+        master.store.get_trial(id)
+        lines = master.store.get_logs(id, after_id=after_id, limit=limit, tail=tail)
+        return {"logs": [{"id": l.id, "timestamp": _iso(l.timestamp), "line": l.line}
+                         for l in lines]}
+
+    @api.get("/checkpoints/{uuid}")
+    def get_checkpoint(uuid: str) -> Dict[str, Any]:
+        return _checkpoint_json(master.store.get_checkpoint(uuid))
+
+    # -- trial runner ---------------------------------------------------------------------
+
+    def runner(authorization: Optional[str] = Header(None)) -> Tuple[ExperimentRun, TrialState]:
+        if not authorization or not authorization.startswith("Bearer "):
+            raise APIError(401, "Trial-runner calls need 'Authorization: Bearer <trial token>'")
+        trial_id = master.store.check_trial_token(authorization[len("Bearer "):].strip())
+        with master.lock:
+            found = master.trials.get(trial_id) if trial_id is not None else None
+        if found is None:
+            raise APIError(401, "Unknown or expired trial token")
+        return found
+
+    Runner = Tuple[ExperimentRun, TrialState]
+
+    def _answer(run: ExperimentRun, t: TrialState) -> Dict[str, Any]:
+        return {"stop": run.must_stop(t)}
+
+    @api.get("/trial-runner/next-op")
+    def next_op(found: Runner = Depends(runner)) -> Dict[str, Any]:
+        run, t = found
+        deadline = time.monotonic() + LONG_POLL_SECONDS
+        with master.lock:
+            while True:
+                op = run.next_op(t)
+                remaining = deadline - time.monotonic()
+                if op is not None or remaining <= 0:
+                    return {"op": op}
+                master.cond.wait(min(remaining, 5.0))
+
+    @api.post("/trial-runner/training")
+    def report_training(body: models.Report, found: Runner = Depends(runner)) -> Dict[str, Any]:
+        run, t = found
+        with master.lock:
+            run.training(t, body.batches, body.metrics)
+            return _answer(run, t)
+
+    @api.post("/trial-runner/validation")
+    def report_validation(body: models.Report, found: Runner = Depends(runner)) -> Dict[str, Any]:
+        run, t = found
+        with master.lock:
+            run.validation(t, body.batches, body.metrics)
+            return _answer(run, t)
+
+    @api.post("/trial-runner/checkpoint")
+    def report_checkpoint(body: models.CheckpointReport,
+                          found: Runner = Depends(runner)) -> Dict[str, Any]:
+        run, t = found
+        with master.lock:
+            run.checkpoint(t, body.batches, body.uuid, body.metadata)
+            return _answer(run, t)
+
+    @api.post("/trial-runner/validate-op-completed")
+    def validate_op_completed(body: models.Report,
+                              found: Runner = Depends(runner)) -> Dict[str, Any]:
+        run, t = found
+        with master.lock:
+            run.validate_op_completed(t, body.metrics)
+            return _answer(run, t)
+
+    @api.post("/trial-runner/early-exit")
+    def early_exit(body: models.EarlyExit, found: Runner = Depends(runner)) -> Dict[str, Any]:
+        run, t = found
+        with master.lock:
+            run.early_exit(t)
+            return _answer(run, t)
+
+    @api.get("/trial-runner/is-best")
+    def is_best(value: float, found: Runner = Depends(runner)) -> Dict[str, Any]:
+        run, _ = found
+        with master.lock:
+            return {"best": run.is_best(value)}
+
+    @api.post("/trial-runner/logs")
+    def post_logs(body: models.LogBatch, found: Runner = Depends(runner)) -> Dict[str, Any]:
+        _, t = found
+        return {"stored": master.store.add_logs(t.trial_id, body.lines)}
+
+    app.include_router(api)
+    return app

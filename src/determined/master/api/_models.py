@@ -1,0 +1,45 @@
+"""Request bodies of the REST API (validated by FastAPI; errors become 400s)."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Union
+
+import pydantic
+
+__all__ = ["CreateExperiment", "Report", "CheckpointReport", "EarlyExit", "LogBatch"]
+
+
+class _Body(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
+class CreateExperiment(_Body):
+    config: Union[str, Dict[str, Any]] = pydantic.Field(
+        description="the experiment config, as YAML text or an object")
+    model_def: str = pydantic.Field(description="base64 of a tar.gz of the context directory")
+    activate: bool = True
+
+
+class Report(_Body):
+    batches: int = pydantic.Field(ge=0)
+    metrics: Dict[str, Any]
+
+
+class CheckpointReport(_Body):
+    batches: int = pydantic.Field(ge=0)
+    uuid: str = pydantic.Field(min_length=1)
+    metadata: Dict[str, Any] = {}
+
+
+class EarlyExit(_Body):
+    reason: str
+
+
+class LogBatch(_Body):
+    lines: List[str]
+
+
+class Patch(_Body):
+    description: Optional[str] = None
+    labels: Optional[List[str]] = None
+    weight: Optional[float] = pydantic.Field(default=None, gt=0)
