@@ -10,6 +10,7 @@ reporting); only the training operation is timed, as for the bare loop.
 """
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -95,6 +96,7 @@ def main():
         for rep in range(args.reps):
             order = ["bare", "ours"] if rep % 2 == 0 else ["ours", "bare"]
             for variant in order:
+                gc.collect()  # neither variant pays for the other's garbage
                 fn = bare_loop if variant == "bare" else determined_trial
                 extra = () if variant == "bare" else (tmp,)
                 times[variant].append(fn(sizes, bs, n, rep, *extra))

@@ -103,6 +103,12 @@ class PyTorchTrialContext(TrialContext):
         """Compute gradients of ``loss`` (``loss.backward`` with the same arguments)."""
         if gradient is None and not retain_graph and not create_graph:
             loss.backward()
+            # The graph is spent; cut the tensor loose from it so that metrics kept
+            # until the end of the workload do not hold its memory.
+            try:
+                loss.detach_()
+            except RuntimeError:  # a view cannot be detached in place; harmless
+                pass
         else:
             loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
 
