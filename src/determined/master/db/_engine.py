@@ -45,6 +45,39 @@ class Engines:
             self.write.dispose()
 
 
+def _set_wal(cursor: Any) -> None:
+    """Switch to WAL. Several first connections racing to switch can get SQLITE_BUSY
+    without the busy handler being consulted, so retry for a while."""
+    import sqlite3
+    import time
+
+    for attempt in range(200):
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) and "busy" not in str(e):
+                raise
+            time.sleep(0.01 * (1 + attempt % 10))
+    cursor.execute("PRAGMA journal_mode=WAL")
+
+
+@contextlib.contextmanager
+def _file_lock(path: Optional[str]) -> Any:
+    """An inter-process lock beside a SQLite file (migrations run one at a time)."""
+    if not path:
+        yield
+        return
+    import fcntl
+
+    with open(path + ".migrate-lock", "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
 def _sqlite_engine(url: sa.URL, begin: str, pool_size: int, max_overflow: int) -> Engine:
     engine = sa.create_engine(
         url,
@@ -59,7 +92,8 @@ def _sqlite_engine(url: sa.URL, begin: str, pool_size: int, max_overflow: int) -
         # Let SQLAlchemy, not the sqlite3 module, emit BEGIN (see _on_begin).
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        _set_wal(cursor)
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
@@ -130,7 +164,8 @@ def run_upgrade(engines: Engines, revision: str = "head") -> Tuple[Optional[str]
     from alembic.runtime.migration import MigrationContext
 
     sqlite = engines.backend == "sqlite"
-    with engines.write_lock, engines.write.connect() as conn:
+    lock_path = engines.write.url.database if sqlite else None
+    with _file_lock(lock_path), engines.write_lock, engines.write.connect() as conn:
         raw = conn.connection.driver_connection
         if sqlite:
             # SQLite's recipe for schema changes: with foreign keys on, the table copies
