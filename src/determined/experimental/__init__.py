@@ -5,7 +5,16 @@ The per-framework Native APIs live in ``determined.experimental.keras`` and
 """
 
 from determined.experimental._checkpoint import Checkpoint
+from determined.experimental._client import Determined, ExperimentReference, TrialReference
 from determined.experimental._native import Mode
 from determined.experimental._trial_api import create, create_trial_instance
 
-__all__ = ["Checkpoint", "Mode", "create", "create_trial_instance"]
+__all__ = [
+    "Checkpoint",
+    "Determined",
+    "ExperimentReference",
+    "Mode",
+    "TrialReference",
+    "create",
+    "create_trial_instance",
+]

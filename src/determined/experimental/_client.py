@@ -1,0 +1,190 @@
+"""The Python SDK: experiments, trials and checkpoints of a master (SPEC 5.4).
+
+Example:
+    >>> from determined.experimental import Determined                  # doctest: +SKIP
+    >>> d = Determined("localhost:8080")                                 # doctest: +SKIP
+    >>> trial = d.get_experiment(1).top_checkpoint().load()              # doctest: +SKIP
+    >>> model = trial.context.models[0]                                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from typing import Any, Dict, List, Optional
+
+from determined.errors import CheckpointError
+from determined.experimental._checkpoint import Checkpoint
+
+__all__ = ["Determined", "ExperimentReference", "TrialReference"]
+
+_TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
+
+
+def _default_master() -> str:
+    return os.environ.get("DET_MASTER") or os.environ.get("DET_MASTER_ADDR") or "localhost:8080"
+
+
+class Determined:
+    """A client of the master at ``master`` (default ``$DET_MASTER`` or localhost:8080)."""
+
+    def __init__(self, master: Optional[str] = None, user: Optional[str] = None):
+        from determined.common.api import MasterClient
+
+        self._client = MasterClient(master or _default_master())
+        self.user = user
+
+    def get_experiment(self, experiment_id: int) -> "ExperimentReference":
+        self._client.get_experiment(experiment_id)  # 404s clearly for unknown ids
+        return ExperimentReference(experiment_id, self)
+
+    def get_trial(self, trial_id: int) -> "TrialReference":
+        info = self._client.get_trial(trial_id)
+        return TrialReference(trial_id, info["experiment_id"], self)
+
+    def get_checkpoint(self, uuid: str) -> Checkpoint:
+        return self._checkpoint(self._client.get_checkpoint(uuid))
+
+    def create_experiment(self, config: Any, model_dir: str, activate: bool = True) -> "ExperimentReference":
+        """Submit ``model_dir`` (``.detignore`` honoured) with ``config`` (YAML text or dict)."""
+        from determined.common.api import pack_context
+
+        exp_id = self._client.create_experiment(config, pack_context(model_dir), activate)
+        return ExperimentReference(exp_id, self)
+
+    # ---- helpers shared by the references
+
+    def _config(self, experiment_id: int) -> Dict[str, Any]:
+        return self._client.get_experiment(experiment_id)["config"]
+
+    def _checkpoint(self, data: Dict[str, Any]) -> Checkpoint:
+        from determined.storage import build_storage
+
+        config = self._config(data["experiment_id"])
+        path = build_storage(config["checkpoint_storage"]).describe(data["uuid"])
+        meta: Dict[str, Any] = {}
+        meta.update({
+            "uuid": data["uuid"], "trial_id": data["trial_id"],
+            "experiment_id": data["experiment_id"], "batch_number": data["total_batches"],
+            "framework": data.get("framework", ""), "format": data.get("format", ""),
+            "determined_version": data.get("determined_version", ""),
+            "validation_metrics": data.get("validation"), "metadata": data.get("metadata") or {},
+            "start_time": data.get("start_time"), "end_time": data.get("end_time"),
+            "experiment_config": config,
+        })
+        return Checkpoint(path, meta)
+
+    def _select(self, checkpoints: List[Dict[str, Any]], experiment_id: int,
+                sort_by: Optional[str], smaller_is_better: Optional[bool]) -> List[Dict[str, Any]]:
+        """COMPLETED checkpoints with the metric, best first."""
+        searcher = self._config(experiment_id)["searcher"]
+        metric = sort_by or searcher["metric"]
+        smaller = searcher.get("smaller_is_better", True) if smaller_is_better is None else smaller_is_better
+        scored = []
+        for c in checkpoints:
+            value = (c.get("validation") or {}).get(metric)
+            if c["state"] == "COMPLETED" and isinstance(value, (int, float)) and not math.isnan(value):
+                scored.append(((value if smaller else -value), -c["total_batches"], c))
+        scored.sort(key=lambda t: (t[0], t[1]))
+        return [c for _, _, c in scored]
+
+
+class ExperimentReference:
+    """An experiment on the master."""
+
+    def __init__(self, experiment_id: int, det: Determined):
+        self.id = experiment_id
+        self._det = det
+
+    def _action(self, action: str) -> None:
+        self._det._client.experiment_action(self.id, action)
+
+    def activate(self) -> None:
+        self._action("activate")
+
+    def pause(self) -> None:
+        self._action("pause")
+
+    def cancel(self) -> None:
+        self._action("cancel")
+
+    def kill(self) -> None:
+        self._action("kill")
+
+    def state(self) -> str:
+        return self._det._client.get_experiment(self.id)["state"]
+
+    def wait(self, interval: float = 1.0, timeout: Optional[float] = None) -> str:
+        """Block until the experiment ends; return its final state."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            state = self.state()
+            if state in _TERMINAL:
+                return state
+            if deadline is not None and time.monotonic() > deadline:
+                raise TimeoutError(f"experiment {self.id} still {state} after {timeout} s")
+            time.sleep(interval)
+
+    def get_trials(self) -> List["TrialReference"]:
+        return [TrialReference(t["id"], self.id, self._det)
+                for t in self._det._client.list_trials(self.id)]
+
+    def top_checkpoint(self, sort_by: Optional[str] = None,
+                       smaller_is_better: Optional[bool] = None) -> Checkpoint:
+        """The best validated checkpoint of the experiment."""
+        best = self.top_n_checkpoints(1, sort_by, smaller_is_better)
+        if not best:
+            raise CheckpointError(f"experiment {self.id} has no validated checkpoint")
+        return best[0]
+
+    def top_n_checkpoints(self, limit: int, sort_by: Optional[str] = None,
+                          smaller_is_better: Optional[bool] = None) -> List[Checkpoint]:
+        """The best checkpoint of each of the ``limit`` best trials, best first."""
+        ranked = self._det._select(self._det._client.list_checkpoints(self.id), self.id,
+                                   sort_by, smaller_is_better)
+        seen, out = set(), []
+        for c in ranked:
+            if c["trial_id"] not in seen:
+                seen.add(c["trial_id"])
+                out.append(self._det._checkpoint(c))
+            if len(out) == limit:
+                break
+        return out
+
+
+class TrialReference:
+    """A trial on the master."""
+
+    def __init__(self, trial_id: int, experiment_id: int, det: Determined):
+        self.id = trial_id
+        self.experiment_id = experiment_id
+        self._det = det
+
+    def _checkpoints(self) -> List[Dict[str, Any]]:
+        return [c for c in self._det._client.list_checkpoints(self.experiment_id)
+                if c["trial_id"] == self.id]
+
+    def top_checkpoint(self, sort_by: Optional[str] = None,
+                       smaller_is_better: Optional[bool] = None) -> Checkpoint:
+        return self.select_checkpoint(best=True, sort_by=sort_by, smaller_is_better=smaller_is_better)
+
+    def select_checkpoint(self, latest: bool = False, best: bool = False, uuid: Optional[str] = None,
+                          sort_by: Optional[str] = None,
+                          smaller_is_better: Optional[bool] = None) -> Checkpoint:
+        """Exactly one of ``latest``, ``best`` or ``uuid``; sort arguments only with ``best``."""
+        if sum([bool(latest), bool(best), uuid is not None]) != 1:
+            raise ValueError("Expected exactly one of latest=True, best=True or uuid=...")
+        if (sort_by is not None or smaller_is_better is not None) and not best:
+            raise ValueError("sort_by and smaller_is_better apply only with best=True")
+        if uuid is not None:
+            return self._det.get_checkpoint(uuid)
+        checkpoints = [c for c in self._checkpoints() if c["state"] == "COMPLETED"]
+        if latest:
+            if not checkpoints:
+                raise CheckpointError(f"trial {self.id} has no checkpoint")
+            return self._det._checkpoint(max(checkpoints, key=lambda c: c["total_batches"]))
+        ranked = self._det._select(checkpoints, self.experiment_id, sort_by, smaller_is_better)
+        if not ranked:
+            raise CheckpointError(f"trial {self.id} has no validated checkpoint")
+        return self._det._checkpoint(ranked[0])
