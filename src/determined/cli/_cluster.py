@@ -24,6 +24,22 @@ def add_parser(nouns: Any) -> None:
         p.add_argument("--json", action="store_true")
         p.add_argument("--csv", action="store_true")
         p.set_defaults(func=_agents)
+    slot = nouns.add_parser("slot", aliases=["s"], help="slots")
+    sverbs = slot.add_subparsers(dest="verb", metavar="ACTION")
+    slist = sverbs.add_parser("list", help="list slots and what runs on them")
+    for p in (slot, slist):
+        p.add_argument("--json", action="store_true")
+        p.add_argument("--csv", action="store_true")
+        p.set_defaults(func=_slots)
+
+
+def _slots(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        agents = c.request("GET", "/agents")["agents"]
+    rows = [{"agent_id": a["id"], "slot_id": s["slot_id"], "enabled": a["enabled"],
+             "task": s["task"] or ""} for a in agents for s in a.get("slot_tasks", [])]
+    print_rows(rows, ["agent_id", "slot_id", "enabled", "task"], args)
+    return 0
 
 
 def _config(args: argparse.Namespace) -> int:

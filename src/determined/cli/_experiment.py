@@ -47,6 +47,9 @@ def add_parser(nouns: Any) -> None:
     from determined.cli._experiment_remote import add_verbs
 
     add_verbs(verbs)
+    from determined.cli._experiment_edit import add_experiment_verbs
+
+    add_experiment_verbs(verbs)
     exp.set_defaults(func=_list, local=False, local_dir=None, json=False, csv=False, all=False)
 
 

@@ -18,7 +18,7 @@ def _master_default() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from determined.cli import _cluster, _deploy, _experiment, _preview, _trial
+    from determined.cli import _cluster, _deploy, _experiment, _experiment_edit, _preview, _trial
 
     parser = argparse.ArgumentParser(
         prog="det",
@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     _experiment.add_parser(nouns)
     _preview.add_parser(nouns)
     _trial.add_parser(nouns)
+    _experiment_edit.add_checkpoint_parser(nouns)
     _cluster.add_parser(nouns)
     _deploy.add_parser(nouns)
     version = nouns.add_parser("version", help="print the version")

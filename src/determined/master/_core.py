@@ -215,6 +215,7 @@ class Master:
             f"trial-{t.trial_id}", f"exp-{run.id}", exp.slots_per_trial, arrival=t.arrival,
             weight=float(run.config.get("resources", {}).get("weight") or 1.0),
             max_slots=run.config.get("resources", {}).get("max_slots"),
+            priority=run.config.get("resources", {}).get("priority"),
         )
 
     def _schedule_once(self) -> None:

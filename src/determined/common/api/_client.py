@@ -105,6 +105,9 @@ class MasterClient:
     def experiment_action(self, id: int, action: str) -> Dict[str, Any]:
         return self.request("POST", f"/experiments/{id}/{action}")
 
+    def patch_experiment(self, id: int, **changes: Any) -> Dict[str, Any]:
+        return self.request("PATCH", f"/experiments/{id}", json=changes)
+
     def list_trials(self, experiment_id: int) -> List[Dict[str, Any]]:
         return self.request("GET", f"/experiments/{experiment_id}/trials")["trials"]
 

@@ -130,11 +130,18 @@ def create_app(master: Master) -> fastapi.FastAPI:
 
     @api.get("/agents")
     def list_agents() -> Dict[str, Any]:
+        busy: Dict[Tuple[str, int], str] = {}
         with master.lock:
-            used = sum(a.slot_count for _, a in master.allocations.values())
-        return {"agents": [{"id": a.id, "slots": a.slots, "enabled": a.enabled,
-                            "used_slots": used, "label": a.label}
-                           for a in master.store.list_agents()]}
+            for task_id, (_, alloc) in master.allocations.items():
+                for agent_id, slots in alloc.parts:
+                    for slot in slots:
+                        busy[(agent_id, slot)] = task_id
+        return {"agents": [
+            {"id": a.id, "slots": a.slots, "enabled": a.enabled, "label": a.label,
+             "used_slots": sum(1 for agent_id, _ in busy if agent_id == a.id),
+             "slot_tasks": [{"slot_id": i, "task": busy.get((a.id, i))} for i in range(a.slots)]}
+            for a in master.store.list_agents()
+        ]}
 
     # -- experiments -------------------------------------------------------------------
 
@@ -216,6 +223,13 @@ def create_app(master: Master) -> fastapi.FastAPI:
     def patch_experiment(id: int, body: models.Patch) -> Dict[str, Any]:
         changes = body.model_dump(exclude_none=True)
         master.store.update_experiment(id, **changes)
+        live = {k: v for k, v in changes.items() if k in ("weight", "priority", "max_slots")}
+        if live:
+            with master.lock:  # the scheduler reads these from the running experiment
+                run = master.runs.get(id)
+                if run is not None:
+                    run.config.setdefault("resources", {}).update(live)
+                master.changed()
         return _experiment_json(master, id, with_config=False)
 
     @api.get("/experiments/{id}/trials")

@@ -43,3 +43,5 @@ class Patch(_Body):
     description: Optional[str] = None
     labels: Optional[List[str]] = None
     weight: Optional[float] = pydantic.Field(default=None, gt=0)
+    priority: Optional[int] = pydantic.Field(default=None, ge=1, le=99)
+    max_slots: Optional[int] = pydantic.Field(default=None, ge=1)

@@ -1,0 +1,130 @@
+"""``det experiment label|set|download`` and ``det checkpoint describe|download``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from determined.cli._remote import client, print_rows
+
+__all__ = ["add_experiment_verbs", "add_checkpoint_parser"]
+
+
+def add_experiment_verbs(verbs: Any) -> None:
+    label = verbs.add_parser("label", help="add or remove an experiment label")
+    lverbs = label.add_subparsers(dest="label_action", metavar="ACTION", required=True)
+    for action in ("add", "remove"):
+        p = lverbs.add_parser(action, help=f"{action} a label")
+        p.add_argument("experiment_id", type=int)
+        p.add_argument("label")
+        p.set_defaults(func=_label, label_op=action)
+
+    setp = verbs.add_parser("set", help="change an experiment's description, weight, priority or max slots")
+    sverbs = setp.add_subparsers(dest="set_field", metavar="FIELD", required=True)
+    for field, kind, help_text in (
+        ("description", str, "free text"),
+        ("weight", float, "fair-share weight (> 0)"),
+        ("priority", int, "priority 1..99 (lower runs first with the priority scheduler)"),
+        ("max-slots", int, "most slots the experiment may use"),
+    ):
+        p = sverbs.add_parser(field, help=help_text)
+        p.add_argument("experiment_id", type=int)
+        p.add_argument("value", type=kind)
+        p.set_defaults(func=_set, field=field.replace("-", "_"))
+
+    dl = verbs.add_parser("download", help="download the experiment's best checkpoints")
+    dl.add_argument("experiment_id", type=int)
+    dl.add_argument("-o", "--output-dir", default="checkpoints")
+    dl.add_argument("--top-n", type=int, default=1)
+    dl.add_argument("--sort-by", default=None, help="validation metric (default: the searcher's)")
+    dl.add_argument("--smaller-is-better", type=_bool, default=None)
+    dl.add_argument("-q", "--quiet", action="store_true", help="print only the paths")
+    dl.set_defaults(func=_download)
+
+
+def add_checkpoint_parser(nouns: Any) -> None:
+    ckpt = nouns.add_parser("checkpoint", aliases=["c"], help="checkpoints")
+    verbs = ckpt.add_subparsers(dest="verb", metavar="ACTION", required=True)
+    describe = verbs.add_parser("describe", help="show a checkpoint")
+    describe.add_argument("uuid")
+    describe.add_argument("--json", action="store_true")
+    describe.set_defaults(func=_describe_checkpoint)
+    dl = verbs.add_parser("download", help="copy a checkpoint to a local directory")
+    dl.add_argument("uuid")
+    dl.add_argument("-o", "--output-dir", default=None)
+    dl.add_argument("-q", "--quiet", action="store_true")
+    dl.set_defaults(func=_download_checkpoint)
+
+
+def _bool(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"Expected true or false. Received: {text!r}")
+
+
+def _label(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        labels = list(c.get_experiment(args.experiment_id).get("labels") or [])
+        if args.label_op == "add" and args.label not in labels:
+            labels.append(args.label)
+        elif args.label_op == "remove":
+            labels = [label for label in labels if label != args.label]
+        exp = c.patch_experiment(args.experiment_id, labels=labels)
+    print(f"Experiment {exp['id']} labels: {', '.join(exp.get('labels') or []) or '(none)'}")
+    return 0
+
+
+def _set(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        c.patch_experiment(args.experiment_id, **{args.field: args.value})
+    print(f"Experiment {args.experiment_id}: {args.field} set to {args.value}")
+    return 0
+
+
+def _print_checkpoint(ckpt: Any, path: str, quiet: bool) -> None:
+    if quiet:
+        print(path)
+        return
+    print(f"Local checkpoint path: {path}")
+    print_rows([{"batch": ckpt.batch_number, "uuid": ckpt.uuid,
+                 "validation metrics": json.dumps(ckpt.validation)}],
+               ["batch", "uuid", "validation metrics"], argparse.Namespace())
+
+
+def _download(args: argparse.Namespace) -> int:
+    from determined.experimental import Determined
+
+    exp = Determined(args.master).get_experiment(args.experiment_id)
+    for ckpt in exp.top_n_checkpoints(args.top_n, args.sort_by, args.smaller_is_better):
+        path = ckpt.download(os.path.join(args.output_dir, ckpt.uuid))
+        _print_checkpoint(ckpt, path, args.quiet)
+    return 0
+
+
+def _describe_checkpoint(args: argparse.Namespace) -> int:
+    from determined.experimental import Determined
+
+    ckpt = Determined(args.master).get_checkpoint(args.uuid)
+    row = {"uuid": ckpt.uuid, "experiment_id": ckpt.experiment_id, "trial_id": ckpt.trial_id,
+           "batch": ckpt.batch_number, "framework": ckpt.framework, "format": ckpt.format,
+           "validation": ckpt.validation, "path": ckpt.path,
+           "size_bytes": sum(ckpt.resources.values())}
+    if args.json:
+        print(json.dumps(row, default=str))
+    else:
+        row["validation"] = json.dumps(row["validation"])
+        print_rows([row], list(row), args)
+    return 0
+
+
+def _download_checkpoint(args: argparse.Namespace) -> int:
+    from determined.experimental import Determined
+
+    ckpt = Determined(args.master).get_checkpoint(args.uuid)
+    path = ckpt.download(os.path.join(args.output_dir, ckpt.uuid) if args.output_dir else None)
+    _print_checkpoint(ckpt, path, args.quiet)
+    return 0

@@ -1,0 +1,51 @@
+"""``det experiment label|set|download``, ``det checkpoint``, ``det slot list`` against a master."""
+
+import json
+import os
+
+import yaml
+
+from det_cli_testing import run_det
+
+
+def det(master, *args):
+    out = run_det(["-m", master.url, *args], timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_edit_download_and_slots(master_factory, tiny_dir, tmp_path):
+    master = master_factory(slots=2)
+    config = tmp_path / "c.yaml"
+    cfg = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    cfg["searcher"]["max_length"] = {"batches": 20}
+    config.write_text(yaml.safe_dump(cfg))
+    exp_id = int(det(master, "e", "create", config, tiny_dir, "--json").strip().splitlines()[-1]
+                 .split(":")[1].strip(" }"))
+
+    det(master, "e", "label", "add", exp_id, "baseline")
+    det(master, "e", "label", "add", exp_id, "digits")
+    det(master, "e", "label", "remove", exp_id, "baseline")
+    det(master, "e", "set", "description", exp_id, "renamed")
+    det(master, "e", "set", "weight", exp_id, "2.5")
+    det(master, "e", "set", "priority", exp_id, "10")
+    det(master, "e", "set", "max-slots", exp_id, "1")
+    exp = json.loads(det(master, "e", "describe", exp_id, "--json"))
+    assert exp["labels"] == ["digits"] and exp["description"] == "renamed"
+
+    slots = json.loads(det(master, "slot", "list", "--json"))
+    assert len(slots) == 2 and {s["slot_id"] for s in slots} == {0, 1}
+
+    out = run_det(["-m", master.url, "e", "wait", exp_id, "--polling-interval", "0.3"], timeout=180)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+    paths = det(master, "e", "download", exp_id, "-o", tmp_path / "dl", "-q").split()
+    assert len(paths) == 1 and os.path.exists(os.path.join(paths[0], "state_dict.pth"))
+    uuid = os.path.basename(paths[0])
+    info = json.loads(det(master, "c", "describe", uuid, "--json"))
+    assert info["uuid"] == uuid and info["batch"] == 20 and info["size_bytes"] > 0
+    path = det(master, "checkpoint", "download", uuid, "-o", tmp_path / "dl2", "-q").strip()
+    assert os.path.exists(os.path.join(path, "metadata.json"))
+
+    bad = run_det(["-m", master.url, "e", "set", "weight", exp_id, "0"])
+    assert bad.returncode == 1 and "weight" in bad.stderr
