@@ -81,6 +81,14 @@ def wait_for_state(client: httpx.Client, exp_id: int, states: List[str],
 
 
 
+def _assigned(pid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip() == "det-trial"
+    except OSError:
+        return False
+
+
 def trial_processes(master_pid: int) -> List[int]:
     """Pids of the trial runners the master started."""
     pids = []
@@ -95,6 +103,8 @@ def trial_processes(master_pid: int) -> List[int]:
         except (OSError, ValueError, IndexError):
             continue
         if ppid == master_pid and b"determined.harness._rest_host" in cmd:
+            if b"--pooled" in cmd and not _assigned(name):
+                continue  # an idle process of the warm pool, not a trial
             pids.append(int(name))
     return pids
 
