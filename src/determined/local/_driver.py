@@ -26,6 +26,7 @@ from determined.local._store import LocalStore
 from determined.local._pool import WarmPool, frameworks_used
 from determined.storage import CheckpointRecord, build_storage, checkpoints_to_keep
 from determined import searcher as searchers
+from determined.common.trial_ops import trial_op
 
 __all__ = ["LocalDriver", "TrialRecord", "ExperimentResult"]
 
@@ -226,14 +227,7 @@ class LocalDriver:
                 self.shutdown = op
             else:
                 trial = self.trials[op.request_id]
-                if isinstance(op, searchers.Train):
-                    trial.ops.append(TrialOp(OpKind.TRAIN, op.length))
-                elif isinstance(op, searchers.Validate):
-                    trial.ops.append(TrialOp(OpKind.VALIDATE))
-                elif isinstance(op, searchers.Checkpoint):
-                    trial.ops.append(TrialOp(OpKind.CHECKPOINT))
-                elif isinstance(op, searchers.Close):
-                    trial.ops.append(TrialOp(OpKind.CLOSE))
+                trial.ops.append(trial_op(op))
                 if trial.waiting_for_op:
                     self._send_next_op(trial)
                 elif trial.state == "IDLE":

@@ -18,6 +18,7 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional
 
 from determined import searcher as searchers
+from determined.common.trial_ops import trial_op
 from determined.config import ExperimentConfig
 from determined.harness._host import OpKind, TrialOp
 from determined.master.db import Store
@@ -115,14 +116,7 @@ class ExperimentRun:
                 self.shutdown = op
             else:
                 t = self.trials[op.request_id]
-                if isinstance(op, searchers.Train):
-                    t.ops.append(TrialOp(OpKind.TRAIN, op.length))
-                elif isinstance(op, searchers.Validate):
-                    t.ops.append(TrialOp(OpKind.VALIDATE))
-                elif isinstance(op, searchers.Checkpoint):
-                    t.ops.append(TrialOp(OpKind.CHECKPOINT))
-                elif isinstance(op, searchers.Close):
-                    t.ops.append(TrialOp(OpKind.CLOSE))
+                t.ops.append(trial_op(op))
                 if t.state == IDLE:
                     if t.ops[0].kind is OpKind.CLOSE:
                         t.ops.clear()  # its last checkpoint is its final state
