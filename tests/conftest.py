@@ -25,4 +25,6 @@ def examples_dir() -> pathlib.Path:
 def _isolated_local_dir(tmp_path, monkeypatch):
     """Local experiments write under the test's tmp dir, never ~/.determined."""
     monkeypatch.setenv("DET_LOCAL_DIR", str(tmp_path / "det-local"))
+    # Login tokens of `det` and the SDK (auth.json) likewise.
+    monkeypatch.setenv("DET_AUTH_DIR", str(tmp_path / "det-auth"))
     yield

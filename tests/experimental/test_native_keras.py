@@ -12,7 +12,7 @@ import tensorflow as tf  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 
 import determined.experimental.keras as det_keras  # noqa: E402
-from determined.errors import InvalidTrialError, MasterError  # noqa: E402
+from determined.errors import InvalidModelDefError, InvalidTrialError, MasterError  # noqa: E402
 from determined.experimental._native import Mode  # noqa: E402
 
 
@@ -161,7 +161,7 @@ def test_cluster_mode_uses_det_master(tmp_path, monkeypatch):
     thread.start()
     try:
         monkeypatch.setenv("DET_MASTER", f"127.0.0.1:{server.server_port}")
-        with pytest.raises(MasterError, match="not supported"):
+        with pytest.raises(InvalidModelDefError, match="context_dir is required"):
             det_keras.init(config(tmp_path), mode=Mode.CLUSTER)
     finally:
         server.shutdown()

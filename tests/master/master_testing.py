@@ -81,32 +81,22 @@ def wait_for_state(client: httpx.Client, exp_id: int, states: List[str],
 
 
 
-def _assigned(pid: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip() == "det-trial"
-    except OSError:
-        return False
-
-
 def trial_processes(master_pid: int) -> List[int]:
-    """Pids of the trial runners the master started."""
-    pids = []
+    """Pids of the trial runners the master started (forked by its zygote)."""
+    parents: Dict[int, int] = {}
+    comms: Dict[int, str] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open(f"/proc/{name}/stat") as f:
-                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmd = f.read()
+                parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{name}/comm") as f:
+                comms[int(name)] = f.read().strip()
         except (OSError, ValueError, IndexError):
             continue
-        if ppid == master_pid and b"determined.harness._rest_host" in cmd:
-            if b"--pooled" in cmd and not _assigned(name):
-                continue  # an idle process of the warm pool, not a trial
-            pids.append(int(name))
-    return pids
+    return sorted(pid for pid, comm in comms.items()
+                  if comm == "det-trial" and parents.get(parents.get(pid, -1), -1) == master_pid)
 
 
 def wait_until(predicate: Any, timeout: float = 60.0, what: str = "condition") -> Any:
@@ -127,3 +117,95 @@ LONG_CONFIG = {
     "min_validation_period": {"batches": 1000},
     "max_restarts": 2,
 }
+
+
+class ConfiguredMasterProcess(MasterProcess):
+    """A master started from a master config file (``--config``), e.g. with ``db`` set to
+    a PostgreSQL URL or ``resource_manager.scheduler.type: priority``."""
+
+    def __init__(self, data_dir: str, config: Dict[str, Any], port: Optional[int] = None):
+        rm = config.get("resource_manager") or {}
+        super().__init__(data_dir, int(rm.get("slots", 2)), port)
+        self.config = dict(config, data_dir=data_dir, port=self.port)
+        self.config_path = os.path.join(data_dir, "master.yaml")
+
+    def start(self, timeout: float = 30.0) -> "MasterProcess":
+        import yaml
+
+        with open(self.config_path, "w") as f:
+            yaml.safe_dump(self.config, f)
+        log = open(os.path.join(self.data_dir, "master-test.log"), "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "determined.master", "--config", self.config_path],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc.poll() is None, self.log()
+            try:
+                if httpx.get(self.url + "/api/v1/master", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError("master did not start:\n" + self.log())
+
+
+SLOW_TRIAL = '''"""TinyTrial sleeping ``sleep`` seconds per batch, so a test can act mid-training."""
+import time
+
+from model_def import TinyTrial
+
+
+class SlowTrial(TinyTrial):
+    def train_batch(self, batch, epoch_idx, batch_idx):
+        time.sleep(self.context.get_hparams().get("sleep", 0.0))
+        return super().train_batch(batch, epoch_idx, batch_idx)
+'''
+
+
+def slow_model_dir(tiny_dir: Any, dest: Any) -> str:
+    """A copy of tests/fixtures/tiny_pytorch plus ``slow_def:SlowTrial``; returns its path."""
+    import shutil
+
+    path = os.path.join(str(dest), "slow_model")
+    shutil.copytree(str(tiny_dir), path, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(os.path.join(path, "slow_def.py"), "w") as f:
+        f.write(SLOW_TRIAL)
+    return path
+
+
+def create_experiment(client: httpx.Client, config: Dict[str, Any], model_dir: Any,
+                      activate: bool = True) -> int:
+    """POST /experiments with ``model_dir`` packed as the model definition; the new id."""
+    import base64
+
+    from determined.common.api import pack_context
+
+    body = {"config": config, "activate": activate,
+            "model_def": base64.b64encode(pack_context(str(model_dir))).decode()}
+    r = client.post("/experiments", json=body)
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def trial_pid(data_dir: str, exp_id: int, trial_id: int) -> Optional[int]:
+    """The pid of the runner the master started last for a trial (its pid file)."""
+    path = os.path.join(data_dir, "experiments", str(exp_id), "trials", str(trial_id), "pid")
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def slot_tasks(client: httpx.Client) -> List[Optional[str]]:
+    """The task ("trial-<id>" or None) on each slot of every agent."""
+    agents = client.get("/agents").json()["agents"]
+    return [s["task"] for a in agents for s in a["slot_tasks"]]
+
+
+def metric_rows(client: httpx.Client, trial_id: int) -> List[Any]:
+    """A trial's stored metric rows as (kind, total_batches, metrics) in stored order."""
+    metrics = client.get(f"/trials/{trial_id}").json()["metrics"]
+    return [(m["kind"], m["total_batches"], m["metrics"]) for m in metrics]

@@ -8,7 +8,7 @@ from typing import Any
 
 from determined.cli._remote import client, print_rows
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "version"]
 
 
 def add_parser(nouns: Any) -> None:
@@ -51,5 +51,21 @@ def _config(args: argparse.Namespace) -> int:
 def _agents(args: argparse.Namespace) -> int:
     with client(args) as c:
         rows = c.request("GET", "/agents")["agents"]
-    print_rows(rows, ["id", "slots", "used_slots", "enabled", "label"], args)
+    print_rows(rows, ["id", "type", "address", "slots", "used_slots", "enabled", "label"], args)
+    return 0
+
+
+def version(args: argparse.Namespace) -> int:
+    """``det version``: this client's version and, when reachable, the master's."""
+    import determined
+    from determined.common.api import APIError, MasterClient
+
+    print(f"client: det {determined.__version__}")
+    with MasterClient(args.master, timeout=5.0) as c:  # GET /master needs no login
+        try:
+            info = c.get_master()
+        except APIError as e:
+            print(f"master: not reachable at {c.url} ({e})")
+            return 0
+    print(f"master: {info.get('version')} at {c.url} (cluster {info.get('cluster_id')})")
     return 0

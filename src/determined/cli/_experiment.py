@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 from typing import Any
 
+from determined.cli._remote import usage_error
 from determined.errors import MasterError
 
 __all__ = ["add_parser"]
@@ -21,28 +21,30 @@ def add_parser(nouns: Any) -> None:
     create.add_argument("config_file", help="experiment config (YAML)")
     create.add_argument("model_def", help="model definition (context) directory")
     create.add_argument("--local", action="store_true",
-                        help="run the whole experiment on this machine, no master")
+                        help="run on this machine, no master (with --test: in this process)")
     create.add_argument("-t", "--test-mode", "--test", dest="test_mode", action="store_true",
-                        help="train one batch, validate and checkpoint, to debug the model quickly")
+                        help="train one batch, validate and checkpoint, to debug the model quickly "
+                             "(on the master unless --local)")
     create.add_argument("--slots", type=int, default=1,
                         help="with --local: trials to run at once (default 1)")
     create.add_argument("--local-dir", default=None,
-                        help="with --local: where records and checkpoints go "
+                        help="implies --local: where records and checkpoints go "
                              "(default $DET_LOCAL_DIR or ~/.determined/local)")
     create.add_argument("--no-progress", action="store_true", help="with --local: no progress bar")
     create.add_argument("--paused", action="store_true", help="create the experiment paused")
     create.add_argument("-f", "--follow-first-trial", "--follow", dest="follow", action="store_true",
-                        help="stream the first trial's logs")
-    create.add_argument("--template", default=None, help="config template name")
+                        help="show progress and stream the first trial's logs until the end")
+    create.add_argument("--template", default=None, help="config template name (not supported)")
     create.add_argument("--json", action="store_true", help="print the result as JSON")
     create.set_defaults(func=_create)
 
     lst = verbs.add_parser("list", help="list experiments")
     lst.add_argument("--local", action="store_true", help="list local experiments")
     lst.add_argument("--local-dir", default=None)
-    lst.add_argument("--json", action="store_true")
-    lst.add_argument("--csv", action="store_true")
-    lst.add_argument("-a", "--all", action="store_true", help="include archived experiments")
+    fmt = lst.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print JSON (for scripts)")
+    fmt.add_argument("--csv", action="store_true", help="print CSV (for scripts)")
+    lst.add_argument("-a", "--all", action="store_true", help="include archived experiments and other users'")
     lst.set_defaults(func=_list)
     from determined.cli._experiment_remote import add_verbs
 
@@ -56,19 +58,28 @@ def add_parser(nouns: Any) -> None:
 def _create(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    if args.slots < 1:
+        usage_error(f"--slots must be at least 1. Received: {args.slots}")
+    if args.template is not None:
+        raise MasterError(f"--template {args.template}: config templates are not supported; "
+                          "put the settings in the experiment config")
+    if args.local_dir is not None:
+        args.local = True
+    if not args.local:
+        if args.test_mode:
+            from determined.cli._experiment_test import create_test_remote
+
+            return create_test_remote(args)
+        from determined.cli._experiment_remote import create_remote
+
+        return create_remote(args)
     from determined.local import prepare_config, run_local_experiment, run_test_mode
     from determined.local._store import default_local_dir
 
     console = Console(stderr=args.json)
-    if args.slots < 1:
-        raise SystemExit("det: error: --slots must be at least 1")
-    if not (args.local or args.test_mode):
-        from determined.cli._experiment_remote import create_remote
-
-        return create_remote(args)
-    for flag, used in (("--paused", args.paused), ("--follow", args.follow), ("--template", args.template)):
+    for flag, used in (("--paused", args.paused), ("--follow", args.follow)):
         if used:
-            raise MasterError(f"{flag} needs a master; it has no meaning for --local/--test runs")
+            raise MasterError(f"{flag} needs a master; it has no meaning for --local runs")
     if args.test_mode:
         local_dir = os.path.abspath(args.local_dir or default_local_dir())
         cfg = prepare_config(args.config_file, args.model_def, local_dir)

@@ -9,7 +9,7 @@ from typing import Any
 
 from determined.cli._remote import client, print_rows
 
-__all__ = ["add_experiment_verbs", "add_checkpoint_parser"]
+__all__ = ["add_experiment_verbs", "add_checkpoint_parser", "parse_bool", "print_checkpoint"]
 
 
 def add_experiment_verbs(verbs: Any) -> None:
@@ -39,7 +39,7 @@ def add_experiment_verbs(verbs: Any) -> None:
     dl.add_argument("-o", "--output-dir", default="checkpoints")
     dl.add_argument("--top-n", type=int, default=1)
     dl.add_argument("--sort-by", default=None, help="validation metric (default: the searcher's)")
-    dl.add_argument("--smaller-is-better", type=_bool, default=None)
+    dl.add_argument("--smaller-is-better", type=parse_bool, default=None)
     dl.add_argument("-q", "--quiet", action="store_true", help="print only the paths")
     dl.set_defaults(func=_download)
 
@@ -58,7 +58,7 @@ def add_checkpoint_parser(nouns: Any) -> None:
     dl.set_defaults(func=_download_checkpoint)
 
 
-def _bool(text: str) -> bool:
+def parse_bool(text: str) -> bool:
     if text.lower() in ("true", "1", "yes"):
         return True
     if text.lower() in ("false", "0", "no"):
@@ -85,7 +85,7 @@ def _set(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_checkpoint(ckpt: Any, path: str, quiet: bool) -> None:
+def print_checkpoint(ckpt: Any, path: str, quiet: bool) -> None:
     if quiet:
         print(path)
         return
@@ -98,17 +98,17 @@ def _print_checkpoint(ckpt: Any, path: str, quiet: bool) -> None:
 def _download(args: argparse.Namespace) -> int:
     from determined.experimental import Determined
 
-    exp = Determined(args.master).get_experiment(args.experiment_id)
+    exp = Determined(args.master, user=args.user).get_experiment(args.experiment_id)
     for ckpt in exp.top_n_checkpoints(args.top_n, args.sort_by, args.smaller_is_better):
         path = ckpt.download(os.path.join(args.output_dir, ckpt.uuid))
-        _print_checkpoint(ckpt, path, args.quiet)
+        print_checkpoint(ckpt, path, args.quiet)
     return 0
 
 
 def _describe_checkpoint(args: argparse.Namespace) -> int:
     from determined.experimental import Determined
 
-    ckpt = Determined(args.master).get_checkpoint(args.uuid)
+    ckpt = Determined(args.master, user=args.user).get_checkpoint(args.uuid)
     row = {"uuid": ckpt.uuid, "experiment_id": ckpt.experiment_id, "trial_id": ckpt.trial_id,
            "batch": ckpt.batch_number, "framework": ckpt.framework, "format": ckpt.format,
            "validation": ckpt.validation, "path": ckpt.path,
@@ -124,7 +124,7 @@ def _describe_checkpoint(args: argparse.Namespace) -> int:
 def _download_checkpoint(args: argparse.Namespace) -> int:
     from determined.experimental import Determined
 
-    ckpt = Determined(args.master).get_checkpoint(args.uuid)
+    ckpt = Determined(args.master, user=args.user).get_checkpoint(args.uuid)
     path = ckpt.download(os.path.join(args.output_dir, ckpt.uuid) if args.output_dir else None)
-    _print_checkpoint(ckpt, path, args.quiet)
+    print_checkpoint(ckpt, path, args.quiet)
     return 0

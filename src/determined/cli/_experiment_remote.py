@@ -1,45 +1,56 @@
-"""``det experiment`` commands served by a master."""
+"""``det experiment`` commands served by a master: create, list, state changes, wait."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
+import os
 import time
-from typing import Any
+from typing import Any, Dict
 
-from determined.cli._remote import client, print_rows, unreachable_hint
-from determined.common.api import APIError, pack_context
+from rich.console import Console
 
-__all__ = ["add_verbs", "create_remote", "list_remote"]
+from determined.cli._progress import ExperimentProgress
+from determined.cli._remote import client, print_rows, unreachable_hint, usage_error
+from determined.common.api import APIError, MasterClient, pack_context
+from determined.errors import InvalidModelDefError
+
+__all__ = ["add_verbs", "create_remote", "follow", "list_remote", "read_context"]
 
 TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
 
 
 def add_verbs(verbs: Any) -> None:
-    describe = verbs.add_parser("describe", help="show an experiment and its trials")
-    describe.add_argument("experiment_id", type=int)
-    describe.add_argument("--json", action="store_true")
-    describe.set_defaults(func=_describe)
     for verb in ("pause", "activate", "cancel", "kill", "archive", "unarchive"):
         p = verbs.add_parser(verb, help=f"{verb} an experiment")
         p.add_argument("experiment_id", type=int)
         p.set_defaults(func=_action, action=verb)
     wait = verbs.add_parser("wait", help="wait until the experiment ends (exit 0 iff COMPLETED)")
     wait.add_argument("experiment_id", type=int)
-    wait.add_argument("--polling-interval", type=float, default=5.0)
+    wait.add_argument("--polling-interval", type=float, default=5.0,
+                      help="seconds between polls (default 5)")
     wait.set_defaults(func=_wait)
-    lc = verbs.add_parser("list-checkpoints", aliases=["lc"], help="list an experiment's checkpoints")
-    lc.add_argument("experiment_id", type=int)
-    lc.add_argument("--json", action="store_true")
-    lc.add_argument("--csv", action="store_true")
-    lc.set_defaults(func=_list_checkpoints)
+    from determined.cli._experiment_show import add_show_verbs
+
+    add_show_verbs(verbs)
+
+
+def read_context(args: argparse.Namespace) -> bytes:
+    """The packed model directory of ``det e create`` (clear errors for bad paths)."""
+    if not os.path.isfile(args.config_file):
+        raise InvalidModelDefError(f"Experiment config file {args.config_file} does not exist "
+                                   "or is not a file")
+    try:
+        return pack_context(args.model_def)
+    except ValueError as e:
+        raise InvalidModelDefError(f"model_def: {e}") from None
 
 
 def create_remote(args: argparse.Namespace) -> int:
+    packed = read_context(args)
     with open(args.config_file, encoding="utf-8") as f:
         config_text = f.read()
-    packed = pack_context(args.model_def)
+    console = Console(stderr=True)
     with client(args) as c:
         try:
             exp_id = c.create_experiment(config_text, packed, activate=not args.paused)
@@ -51,76 +62,80 @@ def create_remote(args: argparse.Namespace) -> int:
             print(f"Created experiment {exp_id}")
         if not args.follow:
             return 0
-        return _follow(c, exp_id)
+        exp = follow(c, exp_id, console)
+        _final_line(exp, console)
+        return 0 if exp["state"] == "COMPLETED" else 1
 
 
-def _follow(c: Any, exp_id: int, interval: float = 1.0) -> int:
-    """Print progress and the first trial's logs until the experiment ends."""
-    last_state, log_after, first_trial = None, 0, None
-    while True:
-        exp = c.get_experiment(exp_id)
-        if first_trial is None and exp["trials"]:
-            first_trial = exp["trials"][0]["id"]
-        if first_trial is not None:
-            for line in c.get_trial_logs(first_trial, after_id=log_after):
-                print(line["line"])
-                log_after = line["id"]
-        status = (exp["state"], round(100 * (exp["progress"] or 0)))
-        if status != last_state:
-            print(f"Experiment {exp_id}: {exp['state']} ({status[1]}%)", file=sys.stderr)
-            last_state = status
-        if exp["state"] in TERMINAL:
-            return 0 if exp["state"] == "COMPLETED" else 1
-        time.sleep(interval)
+def follow(c: MasterClient, exp_id: int, console: Console, interval: float = 1.0,
+           logs: bool = True) -> Dict[str, Any]:
+    """Show progress (and the first trial's logs) until the experiment ends; its final JSON."""
+    log_after, first_trial = 0, None
+    with ExperimentProgress(exp_id, console) as progress:
+        while True:
+            exp = c.get_experiment(exp_id)
+            if logs and first_trial is None and exp["trials"]:
+                first_trial = min(t["id"] for t in exp["trials"])
+            if first_trial is not None:
+                while True:
+                    lines = c.get_trial_logs(first_trial, after_id=log_after)
+                    for line in lines:
+                        progress.log(line["line"])
+                        log_after = line["id"]
+                    if len(lines) < 1000:
+                        break
+            progress.update(exp)
+            if exp["state"] in TERMINAL:
+                return exp
+            time.sleep(interval)
+
+
+def _final_line(exp: Dict[str, Any], console: Console) -> None:
+    searcher = exp["config"]["searcher"]
+    scored = [t for t in exp["trials"] if isinstance(t.get("best_validation"), (int, float))]
+    text = f"Experiment {exp['id']} {exp['state']}"
+    if scored:
+        pick = min if searcher.get("smaller_is_better", True) else max
+        best = pick(scored, key=lambda t: t["best_validation"])
+        text += (f": best {searcher['metric']} {best['best_validation']:.6g} (trial {best['id']}, "
+                 f"checkpoint {best.get('latest_checkpoint') or '-'})")
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 
 def list_remote(args: argparse.Namespace) -> int:
     with client(args) as c:
         try:
-            rows = c.list_experiments(archived=getattr(args, "all", False))
+            everything = getattr(args, "all", False)  # -a: archived and other users' too
+            rows = c.list_experiments(archived=everything,
+                                      user=None if everything else c.username)
         except APIError as e:
             raise unreachable_hint(e) from None
-    for r in rows:
-        r["progress"] = f"{100 * (r.get('progress') or 0):.0f}%" if not args.json else r["progress"]
-    print_rows(rows, ["id", "owner", "description", "state", "progress", "num_trials",
-                      "start_time", "end_time"], args)
-    return 0
-
-
-def _describe(args: argparse.Namespace) -> int:
-    with client(args) as c:
-        exp = c.get_experiment(args.experiment_id)
-    if args.json:
-        print(json.dumps(exp, default=str))
-        return 0
-    print(f"Experiment {exp['id']}: {exp['state']}  progress {100 * (exp['progress'] or 0):.0f}%  "
-          f"searcher {exp['searcher']}  {exp['description']}")
-    print_rows(exp["trials"], ["id", "state", "total_batches", "restarts", "best_validation",
-                               "latest_checkpoint", "hparams"], args)
+    if not args.json:
+        for r in rows:
+            r["progress"] = f"{100 * (r.get('progress') or 0):.0f}%"
+            r["labels"] = ",".join(r.get("labels") or [])
+    columns = ["id", "owner", "description", "state", "progress", "num_trials", "labels",
+               "start_time", "end_time"]
+    if getattr(args, "all", False):
+        columns.append("archived")
+    print_rows(rows, columns, args)
     return 0
 
 
 def _action(args: argparse.Namespace) -> int:
     with client(args) as c:
         exp = c.experiment_action(args.experiment_id, args.action)
-    print(f"Experiment {exp['id']}: {exp['state']}")
+    archived = " (archived)" if exp.get("archived") else ""
+    print(f"Experiment {exp['id']}: {exp['state']}{archived}")
     return 0
 
 
 def _wait(args: argparse.Namespace) -> int:
+    if args.polling_interval <= 0:
+        usage_error(f"--polling-interval must be positive. Received: {args.polling_interval}")
     with client(args) as c:
-        while True:
-            state = c.get_experiment(args.experiment_id)["state"]
-            if state in TERMINAL:
-                print(f"Experiment {args.experiment_id}: {state}")
-                return 0 if state == "COMPLETED" else 1
-            time.sleep(args.polling_interval)
+        exp = follow(c, args.experiment_id, Console(stderr=True),
+                     interval=args.polling_interval, logs=False)
+    print(f"Experiment {args.experiment_id}: {exp['state']}")
+    return 0 if exp["state"] == "COMPLETED" else 1
 
-
-def _list_checkpoints(args: argparse.Namespace) -> int:
-    with client(args) as c:
-        rows = c.list_checkpoints(args.experiment_id)
-    for r in rows:
-        r["validation"] = json.dumps(r.get("validation")) if not args.json else r["validation"]
-    print_rows(rows, ["trial_id", "total_batches", "state", "uuid", "validation"], args)
-    return 0

@@ -26,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-m", "--master", default=_master_default(),
                         help="master address (default: $DET_MASTER or localhost:8080)")
-    parser.add_argument("-u", "--user", default=None, help="user name")
+    parser.add_argument("-u", "--user", default=None,
+                        help="act as this user (default: the last one logged in, else "
+                             "determined); see `det user login`")
     parser.add_argument("-v", "--version", action="version",
                         version=f"det {determined.__version__}")
     nouns = parser.add_subparsers(dest="noun", metavar="COMMAND")
@@ -36,8 +38,11 @@ def build_parser() -> argparse.ArgumentParser:
     _experiment_edit.add_checkpoint_parser(nouns)
     _cluster.add_parser(nouns)
     _deploy.add_parser(nouns)
-    version = nouns.add_parser("version", help="print the version")
-    version.set_defaults(func=lambda args: print(f"det {determined.__version__}") or 0)
+    from determined.cli import _user
+
+    _user.add_parser(nouns)
+    version = nouns.add_parser("version", help="print the client's and the master's versions")
+    version.set_defaults(func=_cluster.version)
     return parser
 
 

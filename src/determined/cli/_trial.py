@@ -1,32 +1,55 @@
-"""``det trial`` (alias ``t``)."""
+"""``det trial`` (alias ``t``): describe, logs, download, kill."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import time
 from typing import Any
 
-from determined.cli._remote import client, print_rows
+from determined.cli._experiment_edit import parse_bool, print_checkpoint
+from determined.cli._remote import add_format_flags, client, csv_text, print_rows, usage_error
 
 __all__ = ["add_parser"]
+
+TRIAL_COLUMNS = ["trial_id", "experiment_id", "state", "hparams", "total_batches", "restarts",
+                 "best_validation", "latest_checkpoint", "start_time", "end_time"]
 
 
 def add_parser(nouns: Any) -> None:
     trial = nouns.add_parser("trial", aliases=["t"], help="inspect trials")
     verbs = trial.add_subparsers(dest="verb", metavar="ACTION")
-    describe = verbs.add_parser("describe", help="show a trial and its metrics")
+    describe = verbs.add_parser("describe", help="show a trial and its workloads")
     describe.add_argument("trial_id", type=int)
-    describe.add_argument("--json", action="store_true")
-    describe.add_argument("--csv", action="store_true")
+    describe.add_argument("--metrics", action="store_true",
+                          help="add a column per training and validation metric")
+    add_format_flags(describe)
     describe.set_defaults(func=_describe)
+
     logs = verbs.add_parser("logs", help="print a trial's logs")
     logs.add_argument("trial_id", type=int)
     logs.add_argument("-f", "--follow", action="store_true", help="wait for new lines")
     group = logs.add_mutually_exclusive_group()
-    group.add_argument("--head", type=int, default=None)
-    group.add_argument("--tail", type=int, default=None)
+    group.add_argument("--head", type=int, default=None, metavar="N", help="only the first N lines")
+    group.add_argument("--tail", type=int, default=None, metavar="N", help="only the last N lines")
     logs.set_defaults(func=_logs)
+
+    dl = verbs.add_parser("download", help="download one of a trial's checkpoints")
+    dl.add_argument("trial_id", type=int)
+    which = dl.add_mutually_exclusive_group(required=True)
+    which.add_argument("--best", action="store_true", help="the best validated checkpoint")
+    which.add_argument("--latest", action="store_true", help="the latest checkpoint")
+    which.add_argument("--uuid", default=None, help="the checkpoint with this UUID")
+    dl.add_argument("-o", "--output-dir", default=None,
+                    help="directory to copy it to (default checkpoints/<uuid>)")
+    dl.add_argument("--sort-by", default=None, help="with --best: validation metric to rank by")
+    dl.add_argument("--smaller-is-better", type=parse_bool, default=None, metavar="BOOL",
+                    help="with --best: whether smaller values of --sort-by are better")
+    dl.add_argument("-q", "--quiet", action="store_true", help="print only the local path")
+    dl.set_defaults(func=_download)
+
     kill = verbs.add_parser("kill", help="kill a trial")
     kill.add_argument("trial_id", type=int)
     kill.set_defaults(func=_kill)
@@ -34,23 +57,40 @@ def add_parser(nouns: Any) -> None:
 
 
 def _describe(args: argparse.Namespace) -> int:
+    from determined.cli._experiment_show import WORKLOAD_COLUMNS, metric_columns, workload_rows
+
     with client(args) as c:
         t = c.get_trial(args.trial_id)
+        exp = c.get_experiment(t["experiment_id"])
+        checkpoints = c.list_checkpoints(t["experiment_id"])
+    metric = exp["config"]["searcher"]["metric"]
+    t["workloads"] = workload_rows(t, checkpoints, metric, args.metrics)
+    t["checkpoints"] = [ck for ck in checkpoints if ck["trial_id"] == t["id"]]
+    if not args.metrics:
+        t.pop("metrics", None)
     if args.json:
         print(json.dumps(t, default=str))
         return 0
-    print(f"Trial {t['id']} (experiment {t['experiment_id']}): {t['state']}, "
-          f"{t['total_batches']} batches, {t['restarts']} restarts, hparams {t['hparams']}")
-    rows = [{"kind": m["kind"], "total_batches": m["total_batches"],
-             "metrics": json.dumps(m["metrics"])} for m in t["metrics"]]
-    print_rows(rows, ["kind", "total_batches", "metrics"], args)
+    columns = [col for col in WORKLOAD_COLUMNS if col != "experiment_id"]
+    columns += metric_columns(t["workloads"])
+    trial_row = [{**t, "trial_id": t["id"]}]
+    if args.csv:
+        sys.stdout.write(csv_text(trial_row, TRIAL_COLUMNS) + "\n" + csv_text(t["workloads"], columns))
+        return 0
+    print_rows(trial_row, TRIAL_COLUMNS, args, title="Trial")
+    print()
+    print_rows(t["workloads"], columns, args, title=f"Workloads (validation: {metric})")
     return 0
 
 
 def _logs(args: argparse.Namespace) -> int:
+    for flag, n in (("--head", args.head), ("--tail", args.tail)):
+        if n is not None and n < 0:
+            usage_error(f"{flag} must be 0 or more. Received: {n}")
     with client(args) as c:
         after = 0
-        lines = c.get_trial_logs(args.trial_id, limit=args.head or 1000, tail=args.tail)
+        lines = c.get_trial_logs(args.trial_id, limit=1000 if args.head is None else args.head,
+                                 tail=args.tail)
         while True:
             for line in lines:
                 print(line["line"], flush=True)
@@ -68,6 +108,25 @@ def _logs(args: argparse.Namespace) -> int:
                 return 0
             time.sleep(0.5)
             lines = c.get_trial_logs(args.trial_id, after_id=after)
+
+
+def _download(args: argparse.Namespace) -> int:
+    from determined.experimental import Determined
+
+    if (args.sort_by is not None or args.smaller_is_better is not None) and not args.best:
+        usage_error("--sort-by and --smaller-is-better apply only with --best")
+    if args.smaller_is_better is not None and args.sort_by is None:
+        usage_error("--smaller-is-better needs --sort-by")
+    trial = Determined(args.master, user=args.user).get_trial(args.trial_id)
+    ckpt = trial.select_checkpoint(latest=args.latest, best=args.best, uuid=args.uuid,
+                                   sort_by=args.sort_by, smaller_is_better=args.smaller_is_better)
+    if ckpt.trial_id != args.trial_id:
+        usage_error(f"--uuid {args.uuid} is a checkpoint of trial {ckpt.trial_id}, "
+                    f"not of trial {args.trial_id}")
+    out = args.output_dir or os.path.join("checkpoints", ckpt.uuid)
+    path = ckpt.download(out)
+    print_checkpoint(ckpt, path, args.quiet)
+    return 0
 
 
 def _kill(args: argparse.Namespace) -> int:

@@ -27,13 +27,20 @@ def _default_master() -> str:
 
 
 class Determined:
-    """A client of the master at ``master`` (default ``$DET_MASTER`` or localhost:8080)."""
+    """A client of the master at ``master`` (default ``$DET_MASTER`` or localhost:8080).
+
+    Requests are made as ``user``: its cached session token (``det user login``) or, with
+    none cached, a login with the blank password. Default: the last user logged in to
+    that master, else ``determined``.
+    """
 
     def __init__(self, master: Optional[str] = None, user: Optional[str] = None):
-        from determined.common.api import MasterClient
+        from determined.common.api import Authenticator, MasterClient
 
-        self._client = MasterClient(master or _default_master())
-        self.user = user
+        url = master or _default_master()
+        self._client = MasterClient(url, auth=Authenticator(url, user=user))
+        #: The user requests are made as.
+        self.user: str = self._client.username or ""
 
     def get_experiment(self, experiment_id: int) -> "ExperimentReference":
         self._client.get_experiment(experiment_id)  # 404s clearly for unknown ids

@@ -4,8 +4,8 @@
 build a framework Native context around a *launcher* from this module. In local
 modes the launcher runs the trial in the calling process with
 :class:`~determined.harness.TrialRunner` and an
-:class:`~determined.harness.InProcessHost`; in cluster mode :func:`submit_to_cluster`
-contacts the master.
+:class:`~determined.harness.InProcessHost`; cluster mode lives in
+:mod:`determined.experimental._native_cluster`.
 """
 
 from __future__ import annotations
@@ -17,12 +17,10 @@ import os
 import random
 import sys
 import tempfile
-import urllib.error
-import urllib.request
 from typing import Any, Callable, Dict, List, Optional
 
 from determined.config import Length, validate_config
-from determined.errors import InvalidConfigError, MasterError
+from determined.errors import InvalidConfigError
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 from determined.storage import SharedFSStorageManager, StorageManager, build_storage
 
@@ -30,8 +28,8 @@ __all__ = [
     "Mode",
     "native_config",
     "native_hparams",
+    "native_raw_config",
     "master_url",
-    "submit_to_cluster",
     "LocalLauncher",
     "default_checkpoint_dir",
 ]
@@ -53,17 +51,10 @@ _NATIVE_DEFAULTS: Dict[str, Any] = {
 }
 
 
-def native_config(
-    config: Optional[Dict[str, Any]],
-    default_metric: str,
-    command: Optional[List[str]] = None,
-) -> Dict[str, Any]:
-    """The validated config of a Native experiment.
-
-    ``config`` is merged shallowly over the Native defaults (single searcher,
-    100 batches); a searcher without ``metric`` gets ``default_metric`` and a
-    config without ``hyperparameters.global_batch_size`` gets 32.
-    """
+def native_raw_config(config: Optional[Dict[str, Any]], default_metric: str) -> Dict[str, Any]:
+    """``config`` merged shallowly over the Native defaults (single searcher, 100
+    batches); a searcher without ``metric`` gets ``default_metric`` and a config
+    without ``hyperparameters.global_batch_size`` gets 32. Not validated."""
     if config is not None and not isinstance(config, dict):
         raise InvalidConfigError(
             [("", f"Expected config to be a dict. Received: {type(config).__name__}")]
@@ -77,7 +68,18 @@ def native_config(
     if isinstance(hparams, dict) and "global_batch_size" not in hparams:
         logger.warning("the config sets no hyperparameters.global_batch_size; using 32")
         hparams["global_batch_size"] = 32
-    internal = merged.setdefault("internal", {}) or {}
+    return merged
+
+
+def native_config(
+    config: Optional[Dict[str, Any]],
+    default_metric: str,
+    command: Optional[List[str]] = None,
+) -> Dict[str, Any]:
+    """The validated config of a local Native experiment (see :func:`native_raw_config`);
+    ``internal.native.command`` records ``command`` (default: this script)."""
+    merged = native_raw_config(config, default_metric)
+    internal = merged.get("internal") or {}
     merged["internal"] = internal
     internal.setdefault("native", {})["command"] = list(command or _default_command())
     return validate_config(merged, source="Native API config")
@@ -110,33 +112,6 @@ def master_url(url: Optional[str] = None) -> str:
     if "://" not in url:
         url = "http://" + url
     return url.rstrip("/")
-
-
-def submit_to_cluster(url: Optional[str], timeout: float = 3.0) -> None:
-    """Submit a Native experiment to the master at ``url``; always raises MasterError here.
-
-    The master is contacted with ``GET <url>/api/v1/master``; if nothing answers the
-    error says so, otherwise that this installation cannot submit Native experiments.
-    """
-    url = master_url(url)
-    probe = f"{url}/api/v1/master"
-    try:
-        with urllib.request.urlopen(probe, timeout=timeout) as response:
-            status = response.status
-    except urllib.error.HTTPError as e:
-        status = e.code
-    except (urllib.error.URLError, OSError, ValueError) as e:
-        reason = getattr(e, "reason", e)
-        raise MasterError(
-            f"no Determined master is reachable at {url} (GET {probe} failed: {reason}). "
-            "Start a master, pass master_url= or set DET_MASTER, or run in the calling "
-            "process with mode=Mode.LOCAL (Keras) or local=True, test=True"
-        ) from None
-    raise MasterError(
-        f"the master at {url} answered (HTTP {status}), but submitting Native API experiments "
-        "to a cluster is not supported by this installation yet; run locally with "
-        "mode=Mode.LOCAL (Keras) or local=True, test=True"
-    )
 
 
 def default_checkpoint_dir() -> str:

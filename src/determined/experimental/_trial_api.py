@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import tempfile
-from typing import Any, Dict, List, Optional, Type
+from typing import Any, Dict, List, Optional, Type, Union
 
 from determined.config import Length, validate_config
-from determined.errors import MasterError
+from determined.experimental._native import Mode, native_raw_config
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner, controller_for
 from determined.storage import SharedFSStorageManager
 
 __all__ = ["create", "create_trial_instance"]
+
+logger = logging.getLogger("determined")
 
 
 def _config(trial_def: Type[Any], config: Optional[Dict[str, Any]]) -> Dict[str, Any]:
@@ -32,20 +35,52 @@ def create(
     context_dir: str = "",
     command: Optional[List[str]] = None,
     master_url: Optional[str] = None,
-) -> Optional[Dict[str, Any]]:
+    mode: Optional[Union[Mode, str]] = None,
+) -> Any:
     """Run ``trial_def`` from Python.
 
-    ``local=True, test=True`` trains one batch, validates and checkpoints in this
-    process and returns what was reported. Other modes need a master.
+    Args:
+        trial_def: the trial class.
+        config: the experiment config (merged over the Native defaults: single
+            searcher, 100 batches, metric ``validation_loss``; no ``entrypoint`` needed).
+        local: train in this process; needs ``test=True``.
+        test: a minimal loop of one batch, a validation and a checkpoint (with
+            ``local=False``, a test-mode experiment on the master, waited for).
+        context_dir: the model directory, uploaded when not local (required there).
+        command: when ``trial_def`` is defined in the running script: the entrypoint
+            on the cluster (default: this script relative to ``context_dir``).
+        master_url: the master (default ``$DET_MASTER`` or ``localhost:8080``).
+        mode: 0.12 spelling: ``Mode.LOCAL`` is ``local=True, test=True``.
+
+    Returns:
+        Not local: the new experiment's id (also printed as ``Created experiment N``).
+        The config's ``entrypoint`` becomes ``module:Class`` when the class's module is
+        a file of ``context_dir``; a class of the running script is found by re-running
+        the script on the cluster. ``local=True, test=True``: what was reported
+        (``training``, ``validations``, ``checkpoints``).
+
+    Example::
+
+        from model_def import MyTrial
+        exp_id = det.experimental.create(MyTrial, config, context_dir=".")
     """
+    if mode is not None and Mode(mode) is Mode.LOCAL:
+        local, test = True, True
     if local and not test:
         raise ValueError("create(local=True) needs test=True; use `det experiment create --local` "
                          "for a full local experiment")
     if not local:
-        from determined.experimental._native import submit_to_cluster
+        from determined.experimental._native_submit import submit_experiment
+        from determined.experimental._native_trial import current_trial_env, hand_over
 
-        submit_to_cluster(master_url)
-        raise MasterError("submitting trial classes to a master is not available yet")
+        if current_trial_env() is not None:  # the cluster re-runs the script: train now
+            hand_over(trial_def)
+        if os.environ.get("DET_TRIAL_SPEC"):  # a trial's module calls create() on import
+            logger.warning("det.experimental.create() called inside a trial of the cluster; "
+                           "not submitting another experiment")
+            return None
+        return submit_experiment(native_raw_config(config, "validation_loss"), context_dir,
+                                 command, master_url, test=test, trial_def=trial_def)
     from determined import searcher as searchers
 
     cfg = _config(trial_def, config)

@@ -9,13 +9,20 @@ Example::
     optimizer = context.wrap_optimizer(tf.compat.v1.train.AdamOptimizer(1e-2))
     estimator = tf.estimator.Estimator(model_fn)
     context.train_and_evaluate(estimator, train_spec, eval_spec)
+
+With ``local=False`` (the default) ``init()`` submits an experiment that re-runs
+this script on the master's trial processes and exits; there ``init()`` returns a
+context with the trial's hyperparameters and ``train_and_evaluate`` trains as the
+trial.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, List, Optional, Union
 
-from determined.experimental._native import Mode, make_launcher, native_config, submit_to_cluster
+from determined.experimental._native import Mode, make_launcher, native_config, native_raw_config
+from determined.experimental._native_trial import current_trial_env, hand_over
 
 __all__ = ["init", "Mode"]
 
@@ -36,29 +43,42 @@ def init(
             single searcher, 100 batches, searcher metric ``loss``).
         local: train in the calling process (requires ``test=True``).
         test: a minimal loop: one scheduling unit of training, a validation and a
-            checkpoint.
-        context_dir: the model directory (copied into checkpoints; default: cwd).
-        command: the entrypoint in the cluster (default: this script and its arguments).
+            checkpoint (with ``local=False``, a test-mode experiment on the master,
+            waited for).
+        context_dir: the model directory: uploaded when not local (required there, at
+            most 96 MB, ``.detignore`` honoured); locally the default is the cwd.
+        command: the entrypoint in the cluster (default: this script, relative to
+            ``context_dir``, and its arguments; required in notebooks).
         master_url: the master (default ``$DET_MASTER`` or ``localhost:8080``).
         mode: 0.12 spelling: ``Mode.LOCAL`` trains locally for the searcher's
             ``max_length``; ``Mode.CLUSTER`` is ``local=False``.
 
     Returns:
-        A :class:`determined.estimator.EstimatorNativeContext`.
+        A :class:`determined.estimator.EstimatorNativeContext`. When submitting to a
+        master, the calling process exits (code 0) after printing the experiment id.
 
     Raises:
-        MasterError: when not local (no master is reachable, or cluster submission is
-            not available in this installation).
+        MasterError: when not local, no master is reachable or it refused the experiment.
+        InvalidModelDefError: when not local, ``context_dir`` or ``command`` is unusable.
     """
+    env = current_trial_env()
+    if env is not None:  # re-run by a trial of the cluster: the master's config rules
+        from determined.estimator import EstimatorNativeContext
+
+        return EstimatorNativeContext(env, hand_over)
     full_local = mode is not None and Mode(mode) is Mode.LOCAL
     if local and not test and not full_local:
         raise NotImplementedError(
             "determined.experimental.estimator.init(local=True, test=False) is not supported; "
             "use test=True for a quick local loop or mode=Mode.LOCAL to train locally"
         )
-    cfg = native_config(config, "loss", command)
     if not (local or full_local):
-        submit_to_cluster(master_url)
+        from determined.experimental._native_submit import submit_experiment
+
+        submit_experiment(native_raw_config(config, "loss"), context_dir, command,
+                          master_url, test=test)
+        sys.exit(0)
+    cfg = native_config(config, "loss", command)
     from determined.estimator import EstimatorNativeContext
 
     launcher = make_launcher(cfg, context_dir, test=bool(local and test and not full_local))

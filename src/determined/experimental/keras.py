@@ -9,13 +9,19 @@ Example::
     model = context.wrap_model(tf.keras.Sequential([...]))
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     model.fit(x_train, y_train, validation_data=(x_val, y_val))
+
+In cluster mode (the default) ``init()`` submits an experiment that re-runs this
+script on the master's trial processes and exits; there ``init()`` returns a
+context with the trial's hyperparameters and ``model.fit`` trains as the trial.
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, List, Optional, Union
 
-from determined.experimental._native import Mode, make_launcher, native_config, submit_to_cluster
+from determined.experimental._native import Mode, make_launcher, native_config, native_raw_config
+from determined.experimental._native_trial import current_trial_env, hand_over
 
 __all__ = ["init", "Mode"]
 
@@ -36,30 +42,42 @@ def init(
             single searcher, 100 batches, searcher metric ``val_loss``).
         mode: ``Mode.CLUSTER`` submits to a master; ``Mode.LOCAL`` trains in the
             calling process for the searcher's ``max_length``, validating at the end.
-        context_dir: the model directory (copied into checkpoints; default: the
-            current directory).
-        command: the entrypoint in the cluster (default: this script and its arguments).
+        context_dir: the model directory: uploaded in cluster mode (required there,
+            at most 96 MB, ``.detignore`` honoured); locally it defaults to the
+            current directory.
+        command: the entrypoint in the cluster (default: this script, relative to
+            ``context_dir``, and its arguments; required in notebooks).
         master_url: the master (default ``$DET_MASTER`` or ``localhost:8080``).
         local: 0.13 spelling of ``mode=Mode.LOCAL``; needs ``test=True``.
-        test: with ``local=True``, train one scheduling unit, validate and checkpoint.
+        test: with ``local=True``, train one scheduling unit, validate and checkpoint
+            here; in cluster mode, submit a test-mode experiment and wait for it.
 
     Returns:
-        A :class:`determined.keras.TFKerasNativeContext`.
+        A :class:`determined.keras.TFKerasNativeContext`. In cluster mode outside a
+        trial, the calling process exits (code 0) after printing the experiment id.
 
     Raises:
-        MasterError: in cluster mode (no master is reachable, or cluster submission is
-            not available in this installation).
+        MasterError: in cluster mode, no master is reachable or it refused the experiment.
+        InvalidModelDefError: in cluster mode, ``context_dir`` or ``command`` is unusable.
     """
+    env = current_trial_env()
+    if env is not None:  # re-run by a trial of the cluster: the master's config rules
+        from determined.keras import TFKerasNativeContext
+
+        return TFKerasNativeContext(env, hand_over)
     mode = Mode(mode)
     if local and not test:
         raise NotImplementedError(
             "determined.experimental.keras.init(local=True, test=False) is not supported; "
             "use test=True for a quick local loop or mode=Mode.LOCAL to train locally"
         )
-    run_local = local or mode is Mode.LOCAL
+    if not (local or mode is Mode.LOCAL):
+        from determined.experimental._native_submit import submit_experiment
+
+        submit_experiment(native_raw_config(config, "val_loss"), context_dir, command,
+                          master_url, test=test)
+        sys.exit(0)
     cfg = native_config(config, "val_loss", command)
-    if not run_local:
-        submit_to_cluster(master_url)
     from determined.keras import TFKerasNativeContext
 
     launcher = make_launcher(cfg, context_dir, test=bool(local and test))

@@ -79,34 +79,7 @@ class RestTrialHost(TrialHost):
         self._post("early-exit", {"reason": reason})
 
 
-def _wait_for_assignment() -> None:
-    """A pooled process: import what trials need, then wait on stdin for a trial."""
-    import importlib
-
-    import determined.harness._runner  # noqa: F401
-    import determined.storage  # noqa: F401
-
-    for module in filter(None, os.environ.get("DET_POOL_PRELOAD", "").split(",")):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass
-    line = sys.stdin.readline()
-    if not line:
-        sys.exit(0)  # the master closed the pool
-    assignment = json.loads(line)
-    os.environ.update(assignment["env"])
-    os.chdir(assignment["cwd"])
-    try:  # name the process after its role (ps, /proc/<pid>/comm); Linux only
-        with open("/proc/self/comm", "w") as f:
-            f.write("det-trial")
-    except OSError:
-        pass
-
-
 def main() -> int:
-    if "--pooled" in sys.argv[1:]:
-        _wait_for_assignment()
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="%(asctime)s %(levelname)s %(message)s")
     with open(os.environ["DET_TRIAL_SPEC"], encoding="utf-8") as f:
@@ -130,7 +103,12 @@ def main() -> int:
             torch.set_num_threads(threads)
         except ImportError:
             pass
-        runner = TrialRunner(env, RestTrialHost(client), build_storage(spec["storage"]))
+        # A Native API experiment (internal.native.command, no entrypoint): re-run the
+        # user's script up to its training call, which hands over the trial class.
+        from determined.experimental._native_trial import native_trial_class
+
+        runner = TrialRunner(env, RestTrialHost(client), build_storage(spec["storage"]),
+                             trial_class=native_trial_class(env))
         reason = runner.run()
         print(f"trial {env.trial_id} exited: {reason}", flush=True)
         return 0

@@ -26,6 +26,9 @@ def _forget_other_model_dirs(search_dir: str) -> None:
     """Unload modules imported from other model directories, so that two model
     directories with a ``model_def.py`` each can be loaded in one process."""
     others = [d for d in _loaded_dirs if d != search_dir]
+    if not others:  # the common case (a trial process loads one model dir)
+        _loaded_dirs.add(search_dir)
+        return
     for name, module in list(sys.modules.items()):
         path = getattr(module, "__file__", None) or ""
         if any(path.startswith(d + os.sep) for d in others):

@@ -19,8 +19,8 @@ from typing import Any, Dict, Literal, Optional
 import pydantic
 import yaml
 
-__all__ = ["MasterConfig", "SchedulerConfig", "ResourceManagerConfig", "default_data_dir",
-           "load_master_config"]
+__all__ = ["MasterConfig", "SchedulerConfig", "ResourceManagerConfig", "SecurityConfig",
+           "default_data_dir", "load_master_config"]
 
 
 def default_data_dir() -> str:
@@ -40,8 +40,26 @@ class SchedulerConfig(_Strict):
 
 class ResourceManagerConfig(_Strict):
     type: Literal["embedded"] = "embedded"
-    slots: int = pydantic.Field(default_factory=lambda: os.cpu_count() or 1, ge=1)
+    #: Slots of the embedded agent (trials on the master's machine); 0: none, only
+    #: remote agents (``python -m determined.agent --master URL``) run trials.
+    slots: int = pydantic.Field(default_factory=lambda: os.cpu_count() or 1, ge=0)
+    #: Seconds without a request from a remote agent before it counts as lost: its
+    #: trials count as crashed and its slots leave the cluster.
+    agent_timeout: float = pydantic.Field(default=30.0, gt=0)
     scheduler: SchedulerConfig = pydantic.Field(default_factory=SchedulerConfig)
+
+
+class SecurityConfig(_Strict):
+    """Who may call the REST API (users and sessions: ``determined.master.api._auth``)."""
+
+    #: Requests without a bearer token act as user ``determined`` (upstream's default
+    #: user with a blank password); false makes them fail with 401.
+    allow_anonymous: bool = True
+    #: How long a login session lasts.
+    session_ttl_hours: float = pydantic.Field(default=168.0, gt=0)
+    #: A shared secret remote agents must send (``det-agent --token``); unset: any
+    #: agent that reaches the master may register.
+    agent_token: Optional[str] = pydantic.Field(default=None, min_length=1)
 
 
 class MasterConfig(_Strict):
@@ -53,6 +71,7 @@ class MasterConfig(_Strict):
     db: Optional[str] = None
     checkpoint_storage: Optional[Dict[str, Any]] = None
     resource_manager: ResourceManagerConfig = pydantic.Field(default_factory=ResourceManagerConfig)
+    security: SecurityConfig = pydantic.Field(default_factory=SecurityConfig)
 
     @pydantic.model_validator(mode="after")
     def _derive(self) -> "MasterConfig":
@@ -72,6 +91,8 @@ class MasterConfig(_Strict):
         if "@" in db:
             scheme, rest = db.split("://", 1)
             data["db"] = f"{scheme}://***@{rest.split('@', 1)[1]}"
+        if data.get("security", {}).get("agent_token"):
+            data["security"]["agent_token"] = "***"
         return data
 
 

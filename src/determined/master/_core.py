@@ -6,13 +6,14 @@ thread and process-exit callbacks take it. Long polls wait on ``Master.cond``.
 
 from __future__ import annotations
 
+import compileall
 import json
 import os
 import signal
 import threading
 import time
 import uuid as uuidlib
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import determined
 from determined.common.api import unpack_context
@@ -21,9 +22,24 @@ from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master.db import Store
 from determined.master.experiments import ExperimentRun, TrialState
-from determined.master.resource_managers import AGENT_ID, EmbeddedResourceManager
+from determined.master.resource_managers import (
+    AGENT_ID,
+    CompositeResourceManager,
+    EmbeddedResourceManager,
+    RemoteResourceManager,
+)
 
 __all__ = ["Master"]
+
+
+class _Launch(NamedTuple):
+    run: "ExperimentRun"
+    trial: "TrialState"
+    spec: Dict[str, Any]
+    trial_dir: str
+    agent_id: str
+    slot_ids: List[int]
+    restarts: int
 
 OWNER = "determined"
 
@@ -43,9 +59,16 @@ class Master:
         self.cluster_id = self._cluster_id()
         rm = config.resource_manager
         self.policy = scheduler.SchedulerPolicy(type=rm.scheduler.type, fit=rm.scheduler.fit)
-        self.rm = EmbeddedResourceManager(rm.slots, self._process_exited, self._store_logs)
-        self.store.upsert_agent(AGENT_ID, rm.slots)
         self._wake = threading.Event()
+        self._split_warned: set = set()  # trials told they wait for one agent's slots
+        embedded = None
+        if rm.slots > 0:  # slots 0: no embedded agent, remote agents only
+            embedded = EmbeddedResourceManager(rm.slots, self._process_exited, self._store_logs)
+            self.store.upsert_agent(AGENT_ID, rm.slots)
+        remote = RemoteResourceManager(self._process_exited, self._store_logs,
+                                       timeout=rm.agent_timeout, on_change=self._wake.set,
+                                       on_lost=self.store.revoke_trial_tokens)
+        self.rm = CompositeResourceManager(embedded, remote)
         self._stopping = False
         self._thread: Optional[threading.Thread] = None
 
@@ -97,7 +120,9 @@ class Master:
                 with open(path, encoding="utf-8") as f:
                     pid = int(f.read().strip())
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
-                    ours = b"determined.harness._rest_host" in f.read()
+                    cmdline = f.read()
+                ours = (b"determined.harness._rest_host" in cmdline
+                        or b"determined.agent._zygote" in cmdline)
                 if ours:
                     os.killpg(pid, signal.SIGKILL)
             except (OSError, ValueError):
@@ -111,6 +136,8 @@ class Master:
         model_dir = os.path.join(self.config.data_dir, "experiments", str(exp_id), "model_def")
         if not os.path.isdir(model_dir):
             unpack_context(self.store.get_model_def(exp_id), model_dir)
+            # Byte-compile once here rather than in every trial process.
+            compileall.compile_dir(model_dir, quiet=2, workers=1)
         run = ExperimentRun(self, exp_id, config, state, model_dir)
         return run
 
@@ -126,9 +153,10 @@ class Master:
             defaults = {}
         return validate_config(raw, defaults=defaults)
 
-    def create_experiment(self, config: Dict[str, Any], model_def: bytes, activate: bool) -> int:
+    def create_experiment(self, config: Dict[str, Any], model_def: bytes, activate: bool,
+                          owner: str = OWNER) -> int:
         with self.lock:
-            exp_id = self.store.create_experiment(config, model_def, owner=OWNER)
+            exp_id = self.store.create_experiment(config, model_def, owner=owner)
             run = self._make_run(exp_id, config, "PAUSED")
             self.runs[exp_id] = run
             run.start()
@@ -167,7 +195,9 @@ class Master:
             run.process_exited(t, code)
             self.changed()
 
-    def _launch(self, run: ExperimentRun, t: TrialState, alloc: scheduler.Allocation) -> None:
+    def _prepare_launch(self, run: ExperimentRun, t: TrialState,
+                        alloc: scheduler.Allocation) -> "_Launch":
+        """The in-memory part of starting a trial (called with the lock held)."""
         restore, warm = run.restore_path(t)
         spec = {
             "env": {
@@ -177,23 +207,39 @@ class Master:
             },
             "storage": run.storage_config,
             # Leave a core to the master: torch threads spinning on every core stall it.
-            "threads": max(1, ((os.cpu_count() or 1) - 1) // self.rm.slots),
+            "threads": max(1, ((os.cpu_count() or 1) - 1) // max(1, self.rm.local_slots)),
         }
         trial_dir = os.path.join(self.config.data_dir, "experiments", str(run.id), "trials",
                                  str(t.trial_id))
-        os.makedirs(trial_dir, exist_ok=True)
-        spec_path = os.path.join(trial_dir, f"spec-{t.restarts}.json")
-        with open(spec_path, "w", encoding="utf-8") as f:
-            json.dump(spec, f, default=str)
-        self.store.revoke_trial_tokens(t.trial_id)  # an earlier runner must not report
-        token = self.store.create_trial_token(t.trial_id)
         run.started(t)
         self.trials[t.trial_id] = (run, t)
-        slot_ids = [s for _, slots in alloc.parts for s in slots]
-        pid = self.rm.launch(t.trial_id, {"DET_MASTER": self.url, "DET_TRIAL_TOKEN": token,
-                                          "DET_TRIAL_SPEC": spec_path}, slot_ids, run.model_dir)
-        with open(os.path.join(trial_dir, "pid"), "w", encoding="utf-8") as f:
-            f.write(str(pid))
+        ((agent_id, slot_ids),) = alloc.parts  # _schedule_once keeps trials on one agent
+        return _Launch(run, t, spec, trial_dir, agent_id, list(slot_ids), t.restarts)
+
+    def _launch(self, launch: "_Launch") -> None:
+        """Start a prepared trial's process (without the lock: API calls go on)."""
+        t = launch.trial
+        try:
+            os.makedirs(launch.trial_dir, exist_ok=True)
+            spec_path = os.path.join(launch.trial_dir, f"spec-{launch.restarts}.json")
+            with open(spec_path, "w", encoding="utf-8") as f:
+                json.dump(launch.spec, f, default=str)
+            self.store.revoke_trial_tokens(t.trial_id)  # an earlier runner must not report
+            token = self.store.create_trial_token(t.trial_id)
+            pid = self.rm.launch(launch.agent_id, t.trial_id,
+                                 {"DET_MASTER": self.url, "DET_TRIAL_TOKEN": token,
+                                  "DET_TRIAL_SPEC": spec_path},
+                                 launch.slot_ids, launch.run.model_dir, launch.spec, launch.run.id)
+            if pid is not None:  # the embedded agent's (orphan cleanup after a crash)
+                with open(os.path.join(launch.trial_dir, "pid"), "w", encoding="utf-8") as f:
+                    f.write(str(pid))
+        except Exception as e:
+            print(f"det-master: could not start trial {t.trial_id}: {e}", flush=True)
+            with self.lock:
+                self.allocations.pop(f"trial-{t.trial_id}", None)
+                if t.state == "RUNNING":
+                    launch.run.process_exited(t, 1)  # a failed start: restart rules apply
+                self.changed()
 
     # ------------------------------------------------------------------ scheduling
 
@@ -205,7 +251,9 @@ class Master:
                 return
             try:
                 with self.lock:
-                    self._schedule_once()
+                    launches = self._schedule_once()
+                for launch in launches:
+                    self._launch(launch)
             except Exception as e:  # keep scheduling; the error is in the master log
                 print(f"det-master: scheduling failed: {type(e).__name__}: {e}", flush=True)
 
@@ -216,35 +264,43 @@ class Master:
             weight=float(run.config.get("resources", {}).get("weight") or 1.0),
             max_slots=run.config.get("resources", {}).get("max_slots"),
             priority=run.config.get("resources", {}).get("priority"),
+            agent_label=str(run.config.get("resources", {}).get("agent_label") or ""),
         )
 
-    def _schedule_once(self) -> None:
+    def _schedule_once(self) -> "List[_Launch]":
         pending: Dict[str, Tuple[ExperimentRun, TrialState]] = {}
         for run in list(self.runs.values()):
             for t in run.schedulable():
                 pending[f"trial-{t.trial_id}"] = (run, t)
-        running = {k: v for k, v in self.allocations.items()}
+        # Running tasks with their experiment's current weight/priority/max_slots: a live
+        # edit must reach them too (the scheduler wants one setting per group).
+        running = {}
+        for task_id, (task, alloc) in self.allocations.items():
+            found = self.trials.get(int(task_id.split("-", 1)[1]))
+            running[task_id] = (self._task(*found) if found else task, alloc)
         if pending and sum(a.slot_count for _, a in running.values()) >= self.rm.slots:
             self._suspend_idle()
         decision = scheduler.schedule(
             self.rm.agents(), [self._task(r, t) for r, t in pending.values()], running,
             self.policy,
         )
+        launches = []
         for alloc in decision.start:
             run, t = pending[alloc.task_id]
+            if len(alloc.parts) > 1:  # trials spanning agents are not supported: wait
+                if t.trial_id not in self._split_warned:
+                    self._split_warned.add(t.trial_id)
+                    print(f"det-master: trial {t.trial_id} needs {alloc.slot_count} slots on "
+                          "one agent; it waits until an agent has that many free", flush=True)
+                continue
             self.allocations[alloc.task_id] = (self._task(run, t), alloc)
-            try:
-                self._launch(run, t, alloc)
-            except Exception as e:
-                self.allocations.pop(alloc.task_id, None)
-                print(f"det-master: could not start trial {t.trial_id}: {e}", flush=True)
-                if t.state == "RUNNING":
-                    run.process_exited(t, 1)  # counts as a failed start: restart rules apply
+            launches.append(self._prepare_launch(run, t, alloc))
         for task_id in decision.preempt:
             found = self.trials.get(int(task_id.split("-", 1)[1]))
             if found:
                 found[1].stop = True
                 self.cond.notify_all()
+        return launches
 
     def _suspend_idle(self) -> None:
         """Free slots of runners waiting for work (e.g. an ASHA promotion)."""

@@ -1,13 +1,17 @@
 """Typed client for the master's REST API, and context-directory packing."""
 
+from determined.common.api._authentication import Authenticator, TokenCache, auth_dir
 from determined.common.api._client import APIError, MasterClient, normalize_master_url
 from determined.common.api._context import MAX_CONTEXT_BYTES, pack_context, unpack_context
 
 __all__ = [
     "APIError",
+    "Authenticator",
     "MAX_CONTEXT_BYTES",
     "MasterClient",
     "normalize_master_url",
+    "TokenCache",
+    "auth_dir",
     "pack_context",
     "unpack_context",
 ]

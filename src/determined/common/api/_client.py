@@ -8,11 +8,14 @@ is in ``.status`` (None when unreachable).
 from __future__ import annotations
 
 import base64
-from typing import Any, Dict, List, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
 
 import httpx
 
 from determined.errors import MasterError
+
+if TYPE_CHECKING:
+    from determined.common.api._authentication import Authenticator
 
 __all__ = ["MasterClient", "normalize_master_url", "APIError"]
 
@@ -39,6 +42,8 @@ class MasterClient:
     Args:
         master: ``host:port`` or a URL.
         token: a bearer token (a trial runner's per-trial token).
+        auth: logs in as a user when the first request needs a token, and again
+            once if the master answers 401 (an expired session).
         transport: an ``httpx`` transport (tests pass ``httpx.MockTransport``).
 
     Example:
@@ -48,11 +53,17 @@ class MasterClient:
     """
 
     def __init__(self, master: str, token: Optional[str] = None,
-                 transport: Optional[httpx.BaseTransport] = None, timeout: float = 60.0):
+                 transport: Optional[httpx.BaseTransport] = None, timeout: float = 60.0,
+                 auth: Optional["Authenticator"] = None):
         self.url = normalize_master_url(master)
+        self._auth = auth
         headers = {"Authorization": f"Bearer {token}"} if token else {}
+        # Plain HTTP needs no TLS context; building one loads the CA bundle (~50 ms),
+        # which every trial process would pay at start.
+        plain = self.url.startswith("http://")
         self._http = httpx.Client(base_url=self.url + "/api/v1", headers=headers,
-                                  transport=transport, timeout=timeout)
+                                  transport=transport, timeout=timeout,
+                                  verify=False if plain else True)
 
     def close(self) -> None:
         self._http.close()
@@ -63,11 +74,24 @@ class MasterClient:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+    @property
+    def username(self) -> Optional[str]:
+        """The user this client logs in as (None without ``auth``)."""
+        return self._auth.username if self._auth is not None else None
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
-            r = self._http.request(method, path, **kwargs)
+            return self._http.request(method, path, **kwargs)
         except httpx.TransportError as e:
             raise APIError(f"no master is reachable at {self.url}: {e}") from None
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        if self._auth is not None and "Authorization" not in self._http.headers:
+            self._http.headers["Authorization"] = f"Bearer {self._auth.token()}"
+        r = self._send(method, path, **kwargs)
+        if r.status_code == 401 and self._auth is not None:
+            self._http.headers["Authorization"] = f"Bearer {self._auth.token(refresh=True)}"
+            r = self._send(method, path, **kwargs)
         if r.status_code >= 400:
             try:
                 body = r.json()
@@ -89,6 +113,32 @@ class MasterClient:
     def get_master_config(self) -> Dict[str, Any]:
         return self.request("GET", "/master/config")
 
+    # -- users and sessions ------------------------------------------------------------
+    def login(self, username: str, password: str) -> Dict[str, Any]:
+        """``{"token": ..., "user": {...}}``; raises APIError (401) for a refused login."""
+        return self.request("POST", "/auth/login",
+                            json={"username": username, "password": password})
+
+    def logout(self) -> bool:
+        return bool(self.request("POST", "/auth/logout")["logged_out"])
+
+    def me(self) -> Dict[str, Any]:
+        return self.request("GET", "/me")
+
+    def list_users(self) -> List[Dict[str, Any]]:
+        return self.request("GET", "/users")["users"]
+
+    def create_user(self, username: str, admin: bool = False, password: str = "") -> Dict[str, Any]:
+        return self.request("POST", "/users",
+                            json={"username": username, "admin": admin, "password": password})
+
+    def patch_user(self, name: str, /, **changes: Any) -> Dict[str, Any]:
+        """Change ``active``, ``admin`` or ``username`` (rename) of user ``name`` (admins)."""
+        return self.request("PATCH", f"/users/{name}", json=changes)
+
+    def set_password(self, username: str, password: str) -> None:
+        self.request("POST", f"/users/{username}/password", json={"password": password})
+
     # -- experiments -------------------------------------------------------------------
     def create_experiment(self, config: Union[str, Dict[str, Any]], model_def: bytes,
                           activate: bool = True) -> int:
@@ -96,8 +146,13 @@ class MasterClient:
                 "activate": activate}
         return int(self.request("POST", "/experiments", json=body)["id"])
 
-    def list_experiments(self, archived: bool = False) -> List[Dict[str, Any]]:
-        return self.request("GET", "/experiments", params={"archived": archived})["experiments"]
+    def list_experiments(self, archived: bool = False,
+                         user: Optional[str] = None) -> List[Dict[str, Any]]:
+        """Experiments (archived ones too if ``archived``); only ``user``'s if given."""
+        params: Dict[str, Any] = {"archived": archived}
+        if user is not None:
+            params["user"] = user
+        return self.request("GET", "/experiments", params=params)["experiments"]
 
     def get_experiment(self, id: int) -> Dict[str, Any]:
         return self.request("GET", f"/experiments/{id}")

@@ -1,8 +1,9 @@
 """The REST API (``/api/v1``): FastAPI routes over :class:`determined.master._core.Master`.
 
 Errors are JSON ``{"error": message, "details": [{"field", "message"}]}`` with 400
-(bad request or config), 401 (trial-runner call without a valid token), 404
-(unknown id), 409 (illegal state transition) or 413 (context too large).
+(bad request or config), 401 (no valid user or trial-runner token; users and sessions
+in ``_auth.py``), 403 (not the experiment's owner or an admin), 404 (unknown id), 409
+(illegal state transition or a taken name) or 413 (context too large).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ from determined.config import parse_yaml
 from determined.errors import InvalidConfigError
 from determined.master._core import Master
 from determined.master.api import _models as models
-from determined.master.db import IllegalTransitionError, NotFoundError, TERMINAL_STATES
+from determined.master.api._agents import agent_auth, agents_listing, agents_router
+from determined.master.api._auth import Auth, check_owner
+from determined.master.db import IllegalTransitionError, NotFoundError, TERMINAL_STATES, User
 from determined.master.experiments import ExperimentRun, TrialState
 
 __all__ = ["create_app"]
@@ -89,6 +92,8 @@ def create_app(master: Master) -> fastapi.FastAPI:
     """The FastAPI application serving ``master`` (OpenAPI at ``/openapi.json``)."""
     app = fastapi.FastAPI(title="Determined master", version=determined.__version__)
     api = fastapi.APIRouter(prefix="/api/v1")
+    auth = Auth(master)  # users, sessions, ownership: _auth.py
+    Caller = Depends(auth.caller)
 
     @app.exception_handler(APIError)
     def _api_error(request: Request, exc: APIError) -> JSONResponse:
@@ -130,23 +135,13 @@ def create_app(master: Master) -> fastapi.FastAPI:
 
     @api.get("/agents")
     def list_agents() -> Dict[str, Any]:
-        busy: Dict[Tuple[str, int], str] = {}
-        with master.lock:
-            for task_id, (_, alloc) in master.allocations.items():
-                for agent_id, slots in alloc.parts:
-                    for slot in slots:
-                        busy[(agent_id, slot)] = task_id
-        return {"agents": [
-            {"id": a.id, "slots": a.slots, "enabled": a.enabled, "label": a.label,
-             "used_slots": sum(1 for agent_id, _ in busy if agent_id == a.id),
-             "slot_tasks": [{"slot_id": i, "task": busy.get((a.id, i))} for i in range(a.slots)]}
-            for a in master.store.list_agents()
-        ]}
+        """Live agents (embedded and remote), their slots and the task on each."""
+        return agents_listing(master)
 
     # -- experiments -------------------------------------------------------------------
 
     @api.post("/experiments", status_code=201)
-    def create_experiment(body: models.CreateExperiment) -> Dict[str, Any]:
+    def create_experiment(body: models.CreateExperiment, user: User = Caller) -> Dict[str, Any]:
         try:
             packed = base64.b64decode(body.model_def, validate=True)
         except (binascii.Error, ValueError):
@@ -173,26 +168,30 @@ def create_app(master: Master) -> fastapi.FastAPI:
         except Exception as e:
             raise APIError(400, f"model_def is not a tar.gz archive: {e}",
                            [{"field": "model_def", "message": str(e)}])
-        module = str(config.get("entrypoint", "")).split(":")[0].split(".")[0]
+        module = str(config.get("entrypoint") or "").split(":")[0].split(".")[0]
         if module and f"{module}.py" not in names and module not in names:
             raise APIError(400, f"The context directory has no module {module!r} named by "
                                 f"entrypoint {config.get('entrypoint')!r}",
                            [{"field": "entrypoint", "message": f"no {module}.py in the context"}])
-        exp_id = master.create_experiment(config, packed, body.activate)
+        exp_id = master.create_experiment(config, packed, body.activate, owner=user.username)
         return {"id": exp_id}
 
     @api.get("/experiments")
-    def list_experiments(archived: bool = False) -> Dict[str, Any]:
-        exps = master.store.list_experiments(include_archived=archived)
+    def list_experiments(archived: bool = False, user: Optional[str] = Query(
+            None, description="only this user's experiments")) -> Dict[str, Any]:
+        if user is not None:
+            master.store.get_user(user)  # 404 for an unknown user
+        exps = master.store.list_experiments(include_archived=archived, owner=user)
         return {"experiments": [_experiment_json(master, e.id, with_config=False) for e in exps]}
 
     @api.get("/experiments/{id}")
     def get_experiment(id: int) -> Dict[str, Any]:
         return _experiment_json(master, id)
 
-    def _action(id: int, action: str) -> Dict[str, Any]:
+    def _action(id: int, action: str, user: User) -> Dict[str, Any]:
         with master.lock:
             exp = master.store.get_experiment(id)
+            check_owner(user, exp.owner, f"experiment {id}", action)
             run: Optional[ExperimentRun] = master.runs.get(id)
             if action in ("cancel", "kill"):
                 if run is not None:
@@ -214,13 +213,14 @@ def create_app(master: Master) -> fastapi.FastAPI:
         return _experiment_json(master, id, with_config=False)
 
     for _verb in ("pause", "activate", "cancel", "kill", "archive", "unarchive"):
-        def _handler(id: int, _v: str = _verb) -> Dict[str, Any]:
-            return _action(id, _v)
+        def _handler(id: int, user: User = Caller, _v: str = _verb) -> Dict[str, Any]:
+            return _action(id, _v, user)
         api.add_api_route(f"/experiments/{{id}}/{_verb}", _handler, methods=["POST"],
                           name=f"{_verb}_experiment")
 
     @api.patch("/experiments/{id}")
-    def patch_experiment(id: int, body: models.Patch) -> Dict[str, Any]:
+    def patch_experiment(id: int, body: models.Patch, user: User = Caller) -> Dict[str, Any]:
+        check_owner(user, master.store.get_experiment(id).owner, f"experiment {id}", "edit")
         changes = body.model_dump(exclude_none=True)
         master.store.update_experiment(id, **changes)
         live = {k: v for k, v in changes.items() if k in ("weight", "priority", "max_slots")}
@@ -243,6 +243,12 @@ def create_app(master: Master) -> fastapi.FastAPI:
         return {"checkpoints": [_checkpoint_json(c)
                                 for c in master.store.list_checkpoints(experiment_id=id)]}
 
+    @api.get("/experiments/{id}/model_def")
+    def get_model_def(id: int) -> Dict[str, Any]:
+        """The uploaded context directory: ``{"b64_tgz": base64 of the tar.gz}``."""
+        master.store.get_experiment(id)
+        return {"b64_tgz": base64.b64encode(master.store.get_model_def(id)).decode("ascii")}
+
     @api.get("/trials/{id}")
     def get_trial(id: int) -> Dict[str, Any]:
         out = _trial_json(master.store.get_trial(id))
@@ -254,8 +260,9 @@ def create_app(master: Master) -> fastapi.FastAPI:
         return out
 
     @api.post("/trials/{id}/kill")
-    def kill_trial(id: int) -> Dict[str, Any]:
-        master.store.get_trial(id)
+    def kill_trial(id: int, user: User = Caller) -> Dict[str, Any]:
+        exp_id = master.store.get_trial(id).experiment_id
+        check_owner(user, master.store.get_experiment(exp_id).owner, f"trial {id}", "kill")
         with master.lock:
             found = master.trials.get(id)
             if found is not None:
@@ -356,5 +363,8 @@ def create_app(master: Master) -> fastapi.FastAPI:
         _, t = found
         return {"stored": master.store.add_logs(t.trial_id, body.lines)}
 
-    app.include_router(api)
+    app.include_router(api, dependencies=[Depends(auth.resolve)])
+    app.include_router(auth.router(), dependencies=[Depends(auth.resolve)])
+    # Agents authenticate with security.agent_token, not as users (see _agents.py).
+    app.include_router(agents_router(master), dependencies=[Depends(agent_auth(master))])
     return app

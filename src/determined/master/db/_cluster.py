@@ -3,7 +3,7 @@
 import hashlib
 import hmac
 import secrets
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
 import sqlalchemy as sa
 
@@ -195,20 +195,39 @@ class ClusterMixin(StoreBase):
                     created_at=utcnow(),
                 )
             )
+        self._trial_token_cache()[_token_hash(token)] = trial_id
         return token
+
+    def _trial_token_cache(self) -> Dict[str, int]:
+        # Every trial-runner request checks its token: answer from memory. This
+        # process is the only writer of trial tokens, so the cache stays exact.
+        cache = getattr(self, "_trial_tokens", None)
+        if cache is None:
+            cache = self._trial_tokens = {}
+        return cache
 
     def check_trial_token(self, token: str) -> Optional[int]:
         """The trial id the token was issued for, or None for an unknown token."""
         if not isinstance(token, str) or not token:
             return None
+        digest = _token_hash(token)
+        cached = self._trial_token_cache().get(digest)
+        if cached is not None:
+            return cached
         query = sa.select(m.AuthToken.trial_id).where(
-            m.AuthToken.token_hash == _token_hash(token), m.AuthToken.kind == _TRIAL
+            m.AuthToken.token_hash == digest, m.AuthToken.kind == _TRIAL
         )
         with self._read() as s:
-            return s.scalar(query)
+            trial_id = s.scalar(query)
+        if trial_id is not None:
+            self._trial_token_cache()[digest] = trial_id
+        return trial_id
 
     def revoke_trial_tokens(self, trial_id: int) -> int:
         """Forget every token of the trial (e.g. once it ended); returns how many."""
+        cache = self._trial_token_cache()
+        for digest in [d for d, t in cache.items() if t == trial_id]:
+            del cache[digest]
         with self._write() as s:
             result = s.execute(
                 sa.delete(m.AuthToken).where(

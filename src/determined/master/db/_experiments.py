@@ -213,6 +213,7 @@ class ExperimentsMixin(StoreBase):
 
         Checkpoint files are not touched: delete them first.
         """
+        getattr(self, "_trial_tokens", {}).clear()  # its trials' tokens go with it
         with self._write() as s:
             row = self._get(s, m.Experiment, id, "experiment")
             s.delete(row)

@@ -185,3 +185,5 @@ class AuthToken(Base):
         sa.ForeignKey("users.id", ondelete="CASCADE"), index=True
     )
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
+    # When a user session ends (migration 0002); NULL: never (trial tokens).
+    expires_at: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(UTCDateTime)

@@ -5,11 +5,14 @@ from determined.master.db._cluster import ClusterMixin
 from determined.master.db._experiments import ExperimentsMixin
 from determined.master.db._metrics import MetricsMixin
 from determined.master.db._trials import TrialsMixin
+from determined.master.db._users import UsersMixin
 
 __all__ = ["Store"]
 
 
-class Store(ExperimentsMixin, TrialsMixin, MetricsMixin, CheckpointsMixin, ClusterMixin):
+class Store(
+    ExperimentsMixin, TrialsMixin, MetricsMixin, CheckpointsMixin, ClusterMixin, UsersMixin
+):
     """The master's database: experiments, trials, metrics, checkpoints, logs, agents,
     users and tokens, on SQLite (embedded default) or PostgreSQL.
 

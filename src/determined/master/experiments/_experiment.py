@@ -98,7 +98,7 @@ class ExperimentRun:
             t.latest_checkpoint = latest.uuid if latest else None
             self.store.rollback_trial(rec.id, t.checkpoint_batches)
             t.batches = t.checkpoint_batches
-            t.requeue_after_exit()
+            t.requeue_after_exit(self._last_train_done(t))
             if t.ops and t.ops[0].kind is OpKind.CLOSE and t.latest_checkpoint:
                 t.ops.clear()
                 self._complete(t, report_close=True)
@@ -183,6 +183,16 @@ class ExperimentRun:
         if t.warm_start:
             return self.storage.describe(t.warm_start), True
         return None, False
+
+    def _last_train_done(self, t: TrialState) -> bool:
+        """Whether ``t``'s latest checkpoint already holds all of its last Train."""
+        if t.last_train is None or not t.latest_checkpoint:
+            return False
+        try:
+            target = self.cfg.length_to_batches(t.last_train, int(t.hparams["global_batch_size"]))
+        except (KeyError, TypeError, ValueError):
+            return False
+        return t.checkpoint_batches >= target
 
     def started(self, t: TrialState) -> None:
         t.state = RUNNING
@@ -290,7 +300,7 @@ class ExperimentRun:
             # Stopped as asked (pause, preemption, suspension): resume later.
             t.suspending = t.stop = False
             t.batches = t.checkpoint_batches
-            t.requeue_after_exit()
+            t.requeue_after_exit(self._last_train_done(t))
             t.state = PENDING if t.ops else IDLE
         elif code == 0:
             self._complete(t, report_close=closed and not t.exit_reported)
@@ -307,7 +317,7 @@ class ExperimentRun:
             self.store.rollback_trial(t.trial_id, t.checkpoint_batches)
             self.store.update_trial(t.trial_id, restarts=t.restarts)
             t.batches = t.checkpoint_batches
-            t.requeue_after_exit()
+            t.requeue_after_exit(self._last_train_done(t))
             t.state = PENDING
             return
         self._end_trial(t, ERROR)

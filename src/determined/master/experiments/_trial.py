@@ -46,12 +46,19 @@ class TrialState:
     def alive(self) -> bool:
         return self.state in (PENDING, RUNNING, IDLE)
 
-    def requeue_after_exit(self) -> None:
+    def requeue_after_exit(self, last_train_done: bool = False) -> None:
         """Put back the work a stopped or crashed runner did not finish. Train lengths are
-        cumulative, so repeating the last Train from an older checkpoint is exact."""
+        cumulative, so repeating the last Train from an older checkpoint is exact.
+
+        ``last_train_done``: the latest checkpoint already covers the last Train; it is
+        not redone (an idle trial suspended after its work must stay IDLE, not PENDING).
+        """
         if self.current_op is not None:
-            self.ops.appendleft(self.current_op)
+            if not (last_train_done and self.current_op.kind is OpKind.TRAIN):
+                self.ops.appendleft(self.current_op)
             self.current_op = None
+        if last_train_done:
+            return
         if self.last_train is not None and not (self.ops and self.ops[0].kind is OpKind.TRAIN):
             self.ops.appendleft(TrialOp(OpKind.TRAIN, self.last_train))
 

@@ -1,28 +1,26 @@
 """The embedded agent: trial processes started on the master's own machine.
 
-Each trial runs ``python -m determined.harness._rest_host`` in a new session (its own
+Each trial runs ``determined.harness._rest_host`` in a new session (its own
 process group), so killing a trial kills everything it started. Its stdout and
 stderr are read line by line and shipped to the log store in batches.
 
-Trial processes come from a warm pool: processes started ahead of need that have
-already imported the platform and PyTorch (if installed) and wait on stdin for
-their trial. Handing one over takes milliseconds instead of an interpreter start
-and a framework import; each still runs exactly one trial.
+Trial processes are forked from a zygote that has already imported the platform
+and PyTorch (if installed), see :class:`determined.agent.Spawner`: starting one
+takes milliseconds instead of an interpreter start and a framework import, and
+each still runs exactly one trial in a fresh process.
 """
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import os
 import queue
 import signal
-import subprocess
 import sys
 import threading
 import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from determined.agent import Spawner
 from determined.master import scheduler
 
 __all__ = ["EmbeddedResourceManager", "AGENT_ID"]
@@ -50,18 +48,23 @@ class EmbeddedResourceManager:
         self.slots = slots
         self._on_exit = on_exit
         self._log_sink = log_sink
-        self._procs: Dict[int, subprocess.Popen] = {}
+        self._procs: Dict[int, int] = {}  # trial id -> pid
+        self._exits: Dict[int, "queue.Queue[int]"] = {}  # pid -> its exit code, once known
         self._lock = threading.Lock()
         self._lines: "queue.Queue[Optional[Tuple[int, str]]]" = queue.Queue()
         self._closed = False
         self._shipper = threading.Thread(target=self._ship_logs, name="det-log-shipper",
                                          daemon=True)
         self._shipper.start()
-        self._idle: List[subprocess.Popen] = []
-        self._preload = [m for m in ("torch",) if importlib.util.find_spec(m) is not None]
-        self._refill = threading.Event()
-        self._pooler = threading.Thread(target=self._keep_pool, name="det-trial-pool", daemon=True)
-        self._pooler.start()
+        self._spawner = Spawner(self._exited)
+        # Import the frameworks in the zygote now, not when the first trial starts.
+        threading.Thread(target=self._warm_up, name="det-zygote-start", daemon=True).start()
+
+    def _warm_up(self) -> None:
+        try:
+            self._spawner.start()
+        except Exception as e:  # the first launch retries and reports
+            print(f"det-master: could not start the trial zygote: {e}", file=sys.stderr)
 
     def agents(self) -> List[scheduler.Agent]:
         return [scheduler.Agent(AGENT_ID, self.slots)]
@@ -71,95 +74,55 @@ class EmbeddedResourceManager:
         """Start the trial's process; returns its pid."""
         assignment = dict(env)
         assignment["DET_SLOT_IDS"] = ",".join(str(s) for s in slot_ids)
-        proc = self._take_warm()
-        try:
-            assert proc.stdin is not None
-            proc.stdin.write((json.dumps({"env": assignment, "cwd": cwd}) + "\n").encode())
-            proc.stdin.close()
-        except (BrokenPipeError, OSError):  # it died while waiting: start one cold
-            proc = self._start_pooled()
-            assert proc.stdin is not None
-            proc.stdin.write((json.dumps({"env": assignment, "cwd": cwd}) + "\n").encode())
-            proc.stdin.close()
-        self._refill.set()
+        pid, out_fd = self._spawner.spawn(assignment, cwd)
         with self._lock:
-            self._procs[trial_id] = proc
-        threading.Thread(target=self._read, args=(trial_id, proc),
+            self._procs[trial_id] = pid
+            self._exits.setdefault(pid, queue.Queue())
+        threading.Thread(target=self._read, args=(trial_id, pid, out_fd),
                          name=f"det-trial-{trial_id}", daemon=True).start()
-        return proc.pid
+        return pid
 
-    def _start_pooled(self) -> subprocess.Popen:
-        full_env = dict(os.environ)
-        full_env["PYTHONUNBUFFERED"] = "1"
-        full_env["DET_POOL_PRELOAD"] = ",".join(self._preload)
-        return subprocess.Popen(
-            [sys.executable, "-m", "determined.harness._rest_host", "--pooled"],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.PIPE,
-            env=full_env, start_new_session=True,
-        )
-
-    def _take_warm(self) -> subprocess.Popen:
+    def _exited(self, pid: int, code: int) -> None:
         with self._lock:
-            while self._idle:
-                proc = self._idle.pop(0)
-                if proc.poll() is None:
-                    return proc
-        return self._start_pooled()
-
-    def _keep_pool(self) -> None:
-        """Keep as many idle processes as there are slots (started one at a time)."""
-        while not self._closed:
-            with self._lock:
-                self._idle = [p for p in self._idle if p.poll() is None]
-                missing = self.slots - len(self._idle)
-            if missing > 0 and not self._closed:
-                proc = self._start_pooled()
-                with self._lock:
-                    if self._closed:
-                        _kill_group(proc)
-                    else:
-                        self._idle.append(proc)
-                continue
-            self._refill.wait(5.0)
-            self._refill.clear()
+            self._exits.setdefault(pid, queue.Queue()).put(code)
 
     def kill(self, trial_id: int) -> None:
         """SIGKILL the trial's whole process group (no-op if it is gone)."""
         with self._lock:
-            proc = self._procs.get(trial_id)
-        if proc is None:
+            pid = self._procs.get(trial_id)
+        if pid is None:
             return
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
 
     def pid(self, trial_id: int) -> Optional[int]:
         with self._lock:
-            proc = self._procs.get(trial_id)
-        return None if proc is None else proc.pid
+            return self._procs.get(trial_id)
 
     def close(self) -> None:
         """Kill every trial process and stop shipping logs."""
         self._closed = True  # exits from now on are the master's own doing
-        self._refill.set()
         with self._lock:
             ids = list(self._procs)
-            idle, self._idle = self._idle, []
-        for proc in idle:
-            _kill_group(proc)
         for trial_id in ids:
             self.kill(trial_id)
+        self._spawner.close()
         self._lines.put(None)
         self._shipper.join(5)
 
     # -- threads ------------------------------------------------------------------------
 
-    def _read(self, trial_id: int, proc: subprocess.Popen) -> None:
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            self._lines.put((trial_id, raw.decode("utf-8", errors="replace").rstrip("\n")))
-        code = proc.wait()
+    def _read(self, trial_id: int, pid: int, out_fd: int) -> None:
+        with os.fdopen(out_fd, "rb") as out:
+            for raw in out:
+                self._lines.put((trial_id, raw.decode("utf-8", errors="replace").rstrip("\n")))
+        with self._lock:
+            exits = self._exits[pid]
+        code = exits.get()
+        with self._lock:
+            self._exits.pop(pid, None)
         done = threading.Event()
         self._lines.put((trial_id, done))  # type: ignore[arg-type]
         done.wait(5)  # its lines are stored before the exit is handled
@@ -180,6 +143,7 @@ class EmbeddedResourceManager:
                 trial_id, line = item
                 if isinstance(line, threading.Event):
                     markers.append(line)
+                    deadline = 0.0  # a trial ended: store now, its exit waits for this
                 else:
                     batch.setdefault(trial_id, []).append(line)
                 timeout = deadline - time.monotonic()
@@ -200,13 +164,3 @@ class EmbeddedResourceManager:
             if item is None:
                 return
 
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        pass

@@ -1,0 +1,86 @@
+"""A master subprocess for the cluster benchmarks (own data dir, free loopback port)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+import httpx
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NOOP_DIR = os.path.join(HERE, "noop")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class BenchMaster:
+    def __init__(self, data_dir: str, slots: int, extra_args: Optional[List[str]] = None):
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.slots = slots
+        self.extra_args = extra_args or []
+        self.proc: Optional[subprocess.Popen] = None
+        self.api = httpx.Client(base_url=self.url + "/api/v1", timeout=60)
+
+    def __enter__(self) -> "BenchMaster":
+        log = open(os.path.join(self.data_dir, "master.log"), "ab")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "determined.master", "--port", str(self.port),
+             "--data-dir", self.data_dir, "--slots", str(self.slots), *self.extra_args],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("master exited; see " + os.path.join(self.data_dir, "master.log"))
+            try:
+                if self.api.get("/master").status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise RuntimeError("master did not start")
+
+    def __exit__(self, *exc: Any) -> None:
+        self.api.close()
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def det(self, *args: str) -> subprocess.CompletedProcess:
+        env = dict(os.environ, DET_MASTER=self.url)
+        out = subprocess.run([sys.executable, "-m", "determined.cli", *args], env=env,
+                             capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError(f"det {' '.join(args)} failed:\n{out.stdout}{out.stderr}")
+        return out
+
+    def wait_done(self, exp_id: int, poll: float = 0.05, timeout: float = 3600) -> Dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            exp = self.api.get(f"/experiments/{exp_id}").json()
+            if exp["state"] in ("COMPLETED", "CANCELED", "ERROR"):
+                return exp
+            time.sleep(poll)
+        raise RuntimeError(f"experiment {exp_id} did not finish in {timeout} s")
+
+    def warm_up(self, config_path: str) -> int:
+        """Run one experiment to completion so the agent's zygote (the pre-imported
+        process trials are forked from) is up before anything is measured."""
+        out = self.det("experiment", "create", config_path, NOOP_DIR)
+        exp_id = int(out.stdout.split("Created experiment")[1].split()[0])
+        if self.wait_done(exp_id)["state"] != "COMPLETED":
+            raise RuntimeError("the warm-up experiment failed")
+        return exp_id

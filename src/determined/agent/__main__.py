@@ -1,0 +1,49 @@
+"""Run an agent: ``python -m determined.agent --master URL [--slots N] [--id NAME] ...``
+(also the ``det-agent`` command)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import List, Optional
+
+__all__ = ["main"]
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="det-agent",
+        description="Offer this machine's slots to a Determined master and run the trials "
+                    "it schedules here.")
+    p.add_argument("--master", default=os.environ.get("DET_MASTER"),
+                   help="the master's URL (default: $DET_MASTER)")
+    p.add_argument("--slots", type=int, default=None,
+                   help="slots to offer (default: one per NVIDIA GPU, else the CPU count)")
+    p.add_argument("--id", dest="agent_id", default=None,
+                   help="agent id, unique in the cluster (default: the host name)")
+    p.add_argument("--label", default="",
+                   help="only experiments with this resources.agent_label (or none) run here")
+    p.add_argument("--work-dir", dest="work_dir", default=None,
+                   help="model definitions and trial specs (default: ~/.determined/agent/ID)")
+    p.add_argument("--token", default=os.environ.get("DET_AGENT_TOKEN"),
+                   help="the master's security.agent_token (default: $DET_AGENT_TOKEN)")
+    args = p.parse_args(argv)
+    if not args.master:
+        p.error("--master is required (or set DET_MASTER), e.g. --master http://10.0.0.5:8080")
+    import faulthandler
+    import signal
+
+    faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack
+    from determined.agent._agent import Agent
+
+    try:
+        agent = Agent(args.master, slots=args.slots, agent_id=args.agent_id, label=args.label,
+                      work_dir=args.work_dir, token=args.token)
+    except ValueError as e:
+        p.error(str(e))
+    return agent.run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,427 @@
+"""A remote agent: offers this machine's slots to a master and runs the trials it sends.
+
+The agent registers (slots, label), then long-polls the master for commands; each poll
+is also its heartbeat (the master's side: ``determined.master.resource_managers._remote``).
+``launch`` fetches the experiment's model definition once (cached in the work dir),
+writes the trial's spec file and forks the trial runner from a zygote
+(:class:`~determined.agent.Spawner`, as the embedded agent does); ``kill`` SIGKILLs a
+trial's process group. The trials' output lines go to the master in batches, each
+trial's exit code after its last lines.
+
+If the master is unreachable the agent retries with backoff and keeps its trials
+running (they retry their own requests); when it is back, the agent registers again
+and names the trials it still runs. On SIGTERM it kills its trials, reports their
+exits and deregisters.
+"""
+
+from __future__ import annotations
+
+import compileall
+import json
+import os
+import queue
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from determined.agent._spawner import Spawner
+from determined.common.api import APIError, MasterClient, unpack_context
+
+__all__ = ["Agent", "AgentRejectedError", "detect_gpus", "default_work_dir"]
+
+#: Most lines kept while the master is unreachable (older ones are dropped).
+MAX_PENDING_LINES = 100_000
+_MAX_BACKOFF = 10.0
+
+
+class AgentRejectedError(RuntimeError):
+    """The master refused this agent (wrong token, bad id): retrying would not help."""
+
+
+def detect_gpus() -> List[str]:
+    """Indices of the NVIDIA GPUs ``nvidia-smi -L`` lists ([] without nvidia-smi)."""
+    if shutil.which("nvidia-smi") is None:
+        return []
+    try:
+        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
+                             timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    gpus = []
+    for line in out.splitlines():
+        if line.startswith("GPU "):
+            gpus.append(line[4:].split(":", 1)[0].strip())
+    return gpus
+
+
+def default_work_dir(agent_id: str) -> str:
+    return os.path.join(os.path.expanduser("~"), ".determined", "agent", agent_id)
+
+
+class _Trial:
+    def __init__(self, launch_id: str, trial_id: int):
+        self.launch_id = launch_id
+        self.trial_id = trial_id
+        self.pid: Optional[int] = None
+        self.killed = False
+
+
+class Agent:
+    """One agent process's state and threads.
+
+    Args:
+        master: the master's URL (``host:port`` works too).
+        slots: CPU slots to offer (default: the CPU count). With NVIDIA GPUs there is
+            one slot per GPU; ``slots`` then uses only the first ``slots`` GPUs.
+        agent_id: unique in the cluster (default: the host name).
+        label: only experiments with this ``resources.agent_label`` (or none) run here.
+        work_dir: model definitions and trial spec files (default
+            ``~/.determined/agent/<id>``).
+        token: the master's ``security.agent_token``, if it sets one.
+        gpus: GPU indices (default: :func:`detect_gpus`).
+    """
+
+    def __init__(self, master: str, slots: Optional[int] = None, agent_id: Optional[str] = None,
+                 label: str = "", work_dir: Optional[str] = None, token: Optional[str] = None,
+                 gpus: Optional[Sequence[str]] = None, preload: Optional[List[str]] = None):
+        self.id = agent_id or socket.gethostname()
+        if not self.id or any(c.isspace() for c in self.id):
+            raise ValueError(f"Expected --id to be a name without spaces. Received: {self.id!r}")
+        if slots is not None and slots < 1:
+            raise ValueError(f"Expected --slots to be >= 1. Received: --slots {slots}")
+        gpus = list(detect_gpus() if gpus is None else gpus)
+        if gpus:
+            if slots is not None and slots > len(gpus):
+                raise ValueError(f"Expected --slots <= {len(gpus)}, the GPUs nvidia-smi lists. "
+                                 f"Received: --slots {slots}")
+            gpus = gpus[:slots] if slots is not None else gpus
+            self.slots = len(gpus)
+        else:
+            self.slots = slots if slots is not None else (os.cpu_count() or 1)
+        self.gpus = gpus
+        self.label = label
+        self.work_dir = os.path.abspath(os.path.expanduser(work_dir or default_work_dir(self.id)))
+        self.token = token
+        self.master_url = master
+        self._poller = MasterClient(master, token=token)
+        self._shipper_client = MasterClient(master, token=token)
+        self._fetcher = MasterClient(master)  # model definitions: with each trial's token
+        self._lock = threading.Lock()  # guards _trials and the session
+        self._trials: Dict[str, _Trial] = {}  # launch id -> trial, until its exit is shipped
+        self._session: Optional[str] = None
+        self._registered = False
+        self._poll_seconds = 10.0
+        self._cluster_id = "cluster"
+        self._model_locks: Dict[int, threading.Lock] = {}
+        self._exit_lock = threading.Lock()  # never held while calling the spawner
+        self._exit_codes: Dict[int, "queue.Queue[int]"] = {}
+        self._events: "queue.Queue[Tuple[str, str, Any]]" = queue.Queue()
+        self._stop = threading.Event()
+        self._fatal: Optional[str] = None
+        self._spawner = Spawner(self._exited, preload=preload)
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def run(self) -> int:
+        """Serve until SIGTERM/SIGINT (or a refusal by the master); the exit status."""
+        os.makedirs(self.work_dir, exist_ok=True)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self._stop.set())
+        shipper = threading.Thread(target=self._ship, name="det-agent-shipper", daemon=True)
+        shipper.start()
+        poller = threading.Thread(target=self._poll_loop, name="det-agent-poller", daemon=True)
+        poller.start()
+        while not self._stop.wait(0.5):
+            pass
+        self._shutdown()
+        if self._fatal:
+            print(f"det-agent: {self._fatal}", file=sys.stderr, flush=True)
+            return 2
+        return 0
+
+    def stop(self) -> None:
+        """Ask :meth:`run` to shut down (as SIGTERM does)."""
+        self._stop.set()
+
+    def _warm_up(self) -> None:
+        try:
+            self._spawner.start()
+        except Exception as e:  # the first launch retries and reports
+            print(f"det-agent: could not start the trial zygote: {e}", file=sys.stderr)
+
+    def _shutdown(self) -> None:
+        with self._lock:
+            trials = list(self._trials.values())
+        for t in trials:
+            self._kill(t)
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:  # let the shipper report their exits
+            with self._lock:
+                if not self._trials or self._session is None:
+                    break
+            time.sleep(0.1)
+        with self._lock:
+            session = self._session
+        if session is not None and self._fatal is None:
+            try:
+                self._poller.request("POST", f"/agents/{self.id}/deregister",
+                                     json={"session": session}, timeout=5.0)
+                print(f"det-agent: {self.id} deregistered", flush=True)
+            except APIError as e:
+                print(f"det-agent: could not deregister: {e}", file=sys.stderr, flush=True)
+        self._spawner.close()
+        for client in (self._poller, self._shipper_client, self._fetcher):
+            client.close()
+
+    def _refuse(self, why: str) -> None:
+        self._fatal = why
+        self._stop.set()
+
+    # -- talking to the master ------------------------------------------------------------
+
+    def _register(self) -> None:
+        try:
+            info = self._poller.get_master()
+            self._cluster_id = str(info.get("cluster_id") or self._cluster_id)
+        except APIError:
+            pass  # registering tells whether the master is there
+        with self._lock:
+            running = list(self._trials)
+        import determined
+
+        answer = self._poller.request("POST", f"/agents/{self.id}/register", json={
+            "slots": self.slots, "label": self.label, "running": running,
+            "version": determined.__version__})
+        with self._lock:
+            first = self._session is None and not self._registered
+            self._registered = True
+            self._session = answer["session"]
+            self._poll_seconds = float(answer.get("poll_seconds", 10.0))
+        if first:  # import the frameworks in the zygote now, not at the first trial
+            threading.Thread(target=self._warm_up, name="det-zygote-start", daemon=True).start()
+        print(f"det-agent: {self.id} registered with {self.master_url}: {self.slots} "
+              f"{'GPU' if self.gpus else 'CPU'} slot(s)", flush=True)
+
+    def _poll_loop(self) -> None:
+        backoff = 0.5
+        outage = False
+        while not self._stop.is_set():
+            try:
+                with self._lock:
+                    session = self._session
+                if session is None:
+                    self._register()
+                    continue
+                wait = self._poll_seconds
+                commands = self._poller.request(
+                    "GET", f"/agents/{self.id}/commands",
+                    params={"session": session, "wait": wait}, timeout=wait + 30.0,
+                )["commands"]
+                if outage:
+                    print("det-agent: the master is reachable again", flush=True)
+                backoff, outage = 0.5, False
+                for command in commands:
+                    self._handle(command)
+            except APIError as e:
+                if e.status == 410:  # lost, replaced or a restarted master: register again
+                    with self._lock:
+                        self._session = None
+                    continue
+                if e.status in (400, 401, 403):
+                    self._refuse(f"the master refused agent {self.id}: {e}")
+                    return
+                if not outage:
+                    print(f"det-agent: {e}; retrying (trials keep running)", file=sys.stderr,
+                          flush=True)
+                outage = True
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF)
+            except Exception as e:  # never let the heartbeat die
+                print(f"det-agent: poll failed: {type(e).__name__}: {e}", file=sys.stderr,
+                      flush=True)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF)
+
+    def _handle(self, command: Dict[str, Any]) -> None:
+        kind = command.get("type")
+        if kind == "launch":
+            t = _Trial(command["launch_id"], int(command["trial_id"]))
+            with self._lock:
+                self._trials[t.launch_id] = t  # named in "running" from now on
+            threading.Thread(target=self._launch, args=(t, command),
+                             name=f"det-launch-{t.trial_id}", daemon=True).start()
+        elif kind == "kill":
+            with self._lock:
+                t = self._trials.get(command.get("launch_id", ""))
+            if t is not None:
+                self._kill(t)
+        else:
+            print(f"det-agent: ignoring unknown command {kind!r}", file=sys.stderr, flush=True)
+
+    def _ship(self) -> None:
+        """Send output lines and exits in batches, in order; retry until the master has them."""
+        logs: Dict[str, List[str]] = {}
+        exits: Dict[str, int] = {}
+        pending = 0
+        backoff = 0.5
+        while True:
+            try:
+                item = self._events.get(timeout=0.2 if (logs or exits) else 1.0)
+            except queue.Empty:
+                item = None
+            deadline = time.monotonic() + 0.1
+            while item is not None:
+                kind, launch_id, value = item
+                if kind == "line":
+                    logs.setdefault(launch_id, []).append(value)
+                    pending += 1
+                else:
+                    exits[launch_id] = value
+                    deadline = 0.0  # an exit: send it now
+                if pending > MAX_PENDING_LINES:
+                    pending -= self._drop_oldest(logs)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    item = self._events.get(timeout=remaining)
+                except queue.Empty:
+                    item = None
+            with self._lock:
+                session = self._session
+            if not (logs or exits) or session is None:
+                continue
+            try:
+                self._shipper_client.request("POST", f"/agents/{self.id}/events", json={
+                    "session": session, "logs": logs, "exits": exits}, timeout=30.0)
+            except APIError as e:
+                if e.status in (400, 401, 403):
+                    print(f"det-agent: the master refused trial output: {e}", file=sys.stderr,
+                          flush=True)
+                    logs, exits, pending = {}, {}, 0
+                    continue
+                if e.status == 410:
+                    with self._lock:  # the poller registers again
+                        if self._session == session:
+                            self._session = None
+                time.sleep(backoff)
+                backoff = min(backoff * 2, _MAX_BACKOFF)
+                continue
+            backoff = 0.5
+            with self._lock:
+                for launch_id in exits:
+                    self._trials.pop(launch_id, None)
+            logs, exits, pending = {}, {}, 0
+
+    @staticmethod
+    def _drop_oldest(logs: Dict[str, List[str]]) -> int:
+        biggest = max(logs, key=lambda k: len(logs[k]))
+        n = len(logs[biggest]) // 2
+        logs[biggest][:n] = [f"det-agent: {n} lines dropped (the master was unreachable)"]
+        return n - 1
+
+    # -- trials ------------------------------------------------------------------------
+
+    def _log(self, t: _Trial, line: str) -> None:
+        self._events.put(("line", t.launch_id, line))
+
+    def _launch(self, t: _Trial, command: Dict[str, Any]) -> None:
+        env_in = dict(command.get("env") or {})
+        try:
+            slot_ids = [int(s) for s in command.get("slot_ids") or []]
+            self._log(t, f"det-agent {self.id}: starting trial {t.trial_id} on slot(s) "
+                         f"{','.join(map(str, slot_ids))} (launch {t.launch_id})")
+            model_dir = self._model_def(int(command["experiment_id"]), env_in["DET_TRIAL_TOKEN"])
+            spec = dict(command["spec"])
+            spec["env"] = dict(spec["env"], model_dir=model_dir)
+            spec["threads"] = max(1, (os.cpu_count() or 1) // self.slots)
+            trial_dir = os.path.join(self.work_dir, "trials", str(t.trial_id))
+            os.makedirs(trial_dir, exist_ok=True)
+            spec_path = os.path.join(trial_dir, f"spec-{t.launch_id}.json")
+            with open(spec_path, "w", encoding="utf-8") as f:
+                json.dump(spec, f)
+            env = {"DET_MASTER": self._poller.url, "DET_TRIAL_TOKEN": env_in["DET_TRIAL_TOKEN"],
+                   "DET_TRIAL_SPEC": spec_path, "DET_AGENT_ID": self.id,
+                   "DET_SLOT_IDS": ",".join(map(str, slot_ids))}
+            if self.gpus:
+                env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus[s] for s in slot_ids)
+            with self._lock:
+                if t.killed:
+                    raise _Killed()
+            # Not under the lock: the first spawn may wait for the zygote's imports.
+            pid, out_fd = self._spawner.spawn(env, model_dir)
+            with self._exit_lock:
+                self._exit_codes.setdefault(pid, queue.Queue())
+            with self._lock:
+                t.pid = pid
+                killed = t.killed
+            if killed:  # killed while it was being spawned
+                self._kill(t)
+        except _Killed:
+            self._log(t, f"det-agent {self.id}: trial {t.trial_id} killed before it started")
+            self._events.put(("exit", t.launch_id, -9))
+            return
+        except Exception as e:
+            self._log(t, f"det-agent {self.id}: could not start trial {t.trial_id}: "
+                         f"{type(e).__name__}: {e}")
+            self._events.put(("exit", t.launch_id, 1))
+            return
+        with os.fdopen(out_fd, "rb") as out:
+            for raw in out:
+                self._log(t, raw.decode("utf-8", errors="replace").rstrip("\n"))
+        with self._exit_lock:
+            codes = self._exit_codes[pid]
+        code = codes.get()
+        with self._exit_lock:
+            self._exit_codes.pop(pid, None)
+        self._events.put(("exit", t.launch_id, code))
+
+    def _exited(self, pid: int, code: int) -> None:
+        with self._exit_lock:
+            self._exit_codes.setdefault(pid, queue.Queue()).put(code)
+
+    def _kill(self, t: _Trial) -> None:
+        with self._lock:
+            t.killed = True
+            pid = t.pid
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def _model_def(self, experiment_id: int, trial_token: str) -> str:
+        """The experiment's model definition, fetched once into the work dir."""
+        root = os.path.join(self.work_dir, "models", self._cluster_id)
+        path = os.path.join(root, str(experiment_id))
+        with self._lock:
+            lock = self._model_locks.setdefault(experiment_id, threading.Lock())
+        with lock:
+            if os.path.isdir(path):
+                return path
+            import base64
+
+            answer = self._fetcher.request(
+                "GET", f"/experiments/{experiment_id}/model_def",
+                headers={"Authorization": f"Bearer {trial_token}"})
+            os.makedirs(root, exist_ok=True)
+            tmp = tempfile.mkdtemp(prefix=f".{experiment_id}-", dir=root)
+            try:
+                unpack_context(base64.b64decode(answer["b64_tgz"]), tmp)
+                os.rename(tmp, path)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            # Byte-compile once here rather than in every trial process.
+            compileall.compile_dir(path, quiet=2, workers=1)
+            return path
+
+
+class _Killed(Exception):
+    pass

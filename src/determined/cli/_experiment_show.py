@@ -1,0 +1,211 @@
+"""``det experiment describe|config|list-trials|list-checkpoints|download-model-def``."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import math
+import os
+import sys
+from typing import Any, Dict, List, Sequence, Tuple
+
+from determined.cli._remote import add_format_flags, client, csv_text, id_list, print_rows, usage_error
+from determined.common.api import MasterClient
+
+__all__ = ["WORKLOAD_COLUMNS", "add_show_verbs", "metric_columns", "workload_rows"]
+
+EXPERIMENT_COLUMNS = ["id", "owner", "state", "progress", "archived", "labels", "searcher",
+                      "start_time", "end_time", "description"]
+TRIAL_COLUMNS = ["experiment_id", "trial_id", "state", "hparams", "total_batches", "restarts",
+                 "best_validation", "latest_checkpoint", "start_time", "end_time"]
+WORKLOAD_COLUMNS = ["experiment_id", "trial_id", "batches", "end_time", "checkpoint_state",
+                    "checkpoint_uuid", "validation"]
+CHECKPOINT_COLUMNS = ["trial_id", "batches", "state", "validation", "uuid", "size_bytes", "end_time"]
+
+
+def add_show_verbs(verbs: Any) -> None:
+    describe = verbs.add_parser("describe", help="show experiments, their trials and workloads")
+    describe.add_argument("experiment_ids", type=id_list, metavar="IDS",
+                          help="experiment ids, comma-separated (1,2,3)")
+    describe.add_argument("--metrics", action="store_true",
+                          help="add a column per training and validation metric")
+    fmt = describe.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true",
+                     help="print JSON: the experiment with its trials (a list for several ids)")
+    fmt.add_argument("--csv", action="store_true",
+                     help="print the experiments, trials and workloads tables as CSV, "
+                          "separated by blank lines")
+    fmt.add_argument("--outdir", default=None,
+                     help="write experiments.csv, trials.csv and workloads.csv to this directory")
+    describe.set_defaults(func=_describe)
+
+    config = verbs.add_parser("config", help="print an experiment's config (YAML)")
+    config.add_argument("experiment_id", type=int)
+    config.add_argument("--json", action="store_true", help="print JSON instead of YAML")
+    config.set_defaults(func=_config)
+
+    lt = verbs.add_parser("list-trials", aliases=["lt"], help="list an experiment's trials")
+    lt.add_argument("experiment_id", type=int)
+    add_format_flags(lt)
+    lt.set_defaults(func=_list_trials)
+
+    lc = verbs.add_parser("list-checkpoints", aliases=["lc"], help="list an experiment's checkpoints")
+    lc.add_argument("experiment_id", type=int)
+    lc.add_argument("--best", type=int, default=None, metavar="N",
+                    help="only the N best checkpoints by the searcher metric")
+    add_format_flags(lc)
+    lc.set_defaults(func=_list_checkpoints)
+
+    dl = verbs.add_parser("download-model-def",
+                          help="download the model definition (context directory) as a .tgz")
+    dl.add_argument("experiment_id", type=int)
+    dl.add_argument("--output-dir", default=".", help="directory to write the .tgz to (default .)")
+    dl.set_defaults(func=_download_model_def)
+
+
+def workload_rows(trial: Dict[str, Any], checkpoints: Sequence[Dict[str, Any]], metric: str,
+                  all_metrics: bool) -> List[Dict[str, Any]]:
+    """One row per batch count a trial reported at: when, its checkpoint, the searcher metric
+    and (``all_metrics``) a ``training.NAME`` / ``validation.NAME`` column per metric."""
+    rows: Dict[int, Dict[str, Any]] = {}
+
+    def row(batches: int) -> Dict[str, Any]:
+        return rows.setdefault(batches, {"experiment_id": trial["experiment_id"],
+                                         "trial_id": trial["id"], "batches": batches})
+
+    for m in trial.get("metrics") or []:
+        r = row(m["total_batches"])
+        r["end_time"] = max(filter(None, [r.get("end_time"), m.get("end_time")]), default=None)
+        if m["kind"] == "validation":
+            r["validation"] = m["metrics"].get(metric)
+        if all_metrics:
+            r.update({f"{m['kind']}.{k}": v for k, v in m["metrics"].items()})
+    for ck in checkpoints:
+        if ck["trial_id"] == trial["id"]:
+            r = row(ck["total_batches"])
+            r["checkpoint_state"], r["checkpoint_uuid"] = ck["state"], ck["uuid"]
+    return [rows[b] for b in sorted(rows)]
+
+
+def metric_columns(rows: Sequence[Dict[str, Any]]) -> List[str]:
+    """The ``training.*`` then ``validation.*`` columns present in workload rows."""
+    seen: Dict[str, None] = {}
+    for r in rows:
+        for k in r:
+            if k.startswith(("training.", "validation.")):
+                seen[k] = None
+    return sorted(seen, key=lambda k: (not k.startswith("training."), k))
+
+
+def _gather(c: MasterClient, ids: Sequence[int], all_metrics: bool) -> Tuple[List[Dict[str, Any]], ...]:
+    """(experiments, trials, workloads): the JSON of each experiment, with its trials and
+    checkpoints, and the flat rows of the three tables."""
+    exps: List[Dict[str, Any]] = []
+    trial_rows: List[Dict[str, Any]] = []
+    workloads: List[Dict[str, Any]] = []
+    for exp_id in ids:
+        exp = c.get_experiment(exp_id)
+        exp["checkpoints"] = c.list_checkpoints(exp_id)
+        metric = exp["config"]["searcher"]["metric"]
+        for i, t in enumerate(exp["trials"]):
+            t = exp["trials"][i] = c.get_trial(t["id"])
+            t["workloads"] = workload_rows(t, exp["checkpoints"], metric, all_metrics)
+            if not all_metrics:
+                t.pop("metrics", None)
+            trial_rows.append({**t, "trial_id": t["id"]})
+            workloads += t["workloads"]
+        exps.append(exp)
+    return exps, trial_rows, workloads
+
+
+def _describe(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        exps, trials, workloads = _gather(c, args.experiment_ids, args.metrics)
+    if args.json:
+        print(json.dumps(exps[0] if len(exps) == 1 else exps, default=str))
+        return 0
+    exp_rows = [{**e, "labels": ",".join(e.get("labels") or [])} for e in exps]
+    if not (args.csv or args.outdir):
+        for r in exp_rows:
+            r["progress"] = f"{100 * (r.get('progress') or 0):.0f}%"
+    workload_columns = WORKLOAD_COLUMNS + metric_columns(workloads)
+    tables = [("experiments", exp_rows, EXPERIMENT_COLUMNS), ("trials", trials, TRIAL_COLUMNS),
+              ("workloads", workloads, workload_columns)]
+    if args.outdir:
+        os.makedirs(args.outdir, exist_ok=True)
+        for name, rows, columns in tables:
+            path = os.path.join(args.outdir, f"{name}.csv")
+            with open(path, "w", encoding="utf-8", newline="") as f:
+                f.write(csv_text(rows, columns))
+            print(path)
+        return 0
+    if args.csv:
+        sys.stdout.write("\n".join(csv_text(rows, columns) for _, rows, columns in tables))
+        return 0
+    for i, (name, rows, columns) in enumerate(tables):
+        if i:
+            print()
+        print_rows(rows, columns, args, title=name.capitalize())
+    return 0
+
+
+def _config(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        config = c.get_experiment(args.experiment_id)["config"]
+    if args.json:
+        print(json.dumps(config, default=str))
+    else:
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(config, sort_keys=False, default_flow_style=False))
+    return 0
+
+
+def _list_trials(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        trials = c.list_trials(args.experiment_id)
+    rows = [{**t, "trial_id": t["id"]} for t in trials]
+    print_rows(rows, [col for col in TRIAL_COLUMNS if col != "experiment_id"], args)
+    return 0
+
+
+def _list_checkpoints(args: argparse.Namespace) -> int:
+    if args.best is not None and args.best < 1:
+        usage_error(f"--best must be at least 1. Received: {args.best}")
+    with client(args) as c:
+        searcher = c.get_experiment(args.experiment_id)["config"]["searcher"]
+        checkpoints = c.list_checkpoints(args.experiment_id)
+    metric, smaller = searcher["metric"], searcher.get("smaller_is_better", True)
+    for ck in checkpoints:
+        value = (ck.get("validation") or {}).get(metric)
+        ck["batches"], ck["validation_metric"] = ck["total_batches"], value
+        ck["size_bytes"] = sum((ck.get("resources") or {}).values())
+    if args.best is not None:
+        scored = [ck for ck in checkpoints if ck["state"] == "COMPLETED"
+                  and isinstance(ck["validation_metric"], (int, float))
+                  and not math.isnan(ck["validation_metric"])]
+        scored.sort(key=lambda ck: (ck["validation_metric"] if smaller else -ck["validation_metric"],
+                                    -ck["batches"]))
+        checkpoints = scored[:args.best]
+    if args.json:
+        print(json.dumps(checkpoints, default=str))
+        return 0
+    # The searcher metric gets a column of its own name.
+    rows = [{**ck, metric: ck["validation_metric"]} for ck in checkpoints]
+    columns = [metric if col == "validation" else col for col in CHECKPOINT_COLUMNS]
+    print_rows(rows, columns, args)
+    return 0
+
+
+def _download_model_def(args: argparse.Namespace) -> int:
+    if os.path.exists(args.output_dir) and not os.path.isdir(args.output_dir):
+        usage_error(f"--output-dir must be a directory. Received: {args.output_dir!r} is a file")
+    with client(args) as c:
+        data = c.request("GET", f"/experiments/{args.experiment_id}/model_def")
+    os.makedirs(args.output_dir, exist_ok=True)
+    path = os.path.join(args.output_dir, f"experiment_{args.experiment_id}_model_def.tgz")
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(data["b64_tgz"]))
+    print(path)
+    return 0

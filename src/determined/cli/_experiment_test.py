@@ -1,0 +1,80 @@
+"""``det experiment create --test`` against a master: a minimal copy of the experiment.
+
+The copy (SPEC 6.2) has searcher ``single`` (one random hyperparameter sample) of one batch,
+``scheduling_unit: 1``, ``min_validation_period: {batches: 1}``, ``save_*: 0``,
+``max_restarts: 0`` and description ``[test-mode] ...``. The CLI streams its trial's logs,
+archives it when it ends, and exits non-zero unless it completed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+from typing import Any, Dict
+
+from rich.console import Console
+
+from determined.cli._experiment_remote import follow, read_context
+from determined.cli._remote import client, unreachable_hint
+from determined.common.api import APIError
+from determined.config import load_config, validate_config
+from determined.errors import MasterError
+
+__all__ = ["test_mode_config", "create_test_remote"]
+
+
+def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
+    """The test-mode copy of a validated config (the master fills in its checkpoint storage)."""
+    cfg = copy.deepcopy(config)
+    cfg["searcher"] = {
+        "name": "single",
+        "metric": config["searcher"]["metric"],
+        "smaller_is_better": config["searcher"].get("smaller_is_better", True),
+        "max_length": {"batches": 1},
+    }
+    cfg["scheduling_unit"] = 1
+    cfg["min_validation_period"] = {"batches": 1}
+    cfg["min_checkpoint_period"] = None
+    cfg["max_restarts"] = 0
+    cfg["description"] = f"[test-mode] {config.get('description') or ''}".rstrip()
+    storage = dict(cfg.get("checkpoint_storage") or {})
+    storage.update(save_experiment_best=0, save_trial_best=0, save_trial_latest=0)
+    cfg["checkpoint_storage"] = storage
+    return cfg
+
+
+def create_test_remote(args: argparse.Namespace) -> int:
+    """Submit the test-mode copy, follow it and report; 0 iff its trial completed."""
+    if args.paused:
+        raise MasterError("--paused cannot be combined with --test-mode: a test experiment "
+                          "runs at once")
+    packed = read_context(args)
+    source = f"experiment config {args.config_file}"
+    config = test_mode_config(validate_config(load_config(args.config_file), source=source))
+    console = Console(stderr=True)
+    with client(args) as c:
+        try:
+            exp_id = c.create_experiment(config, packed, activate=True)
+        except APIError as e:
+            raise unreachable_hint(e) from None
+        if not args.json:
+            print(f"Created test-mode experiment {exp_id}", flush=True)
+        exp = follow(c, exp_id, console)
+        c.experiment_action(exp_id, "archive")
+    trials = exp["trials"]
+    passed = exp["state"] == "COMPLETED" and bool(trials) and all(
+        t["state"] == "COMPLETED" for t in trials)
+    if args.json:
+        print(json.dumps({"id": exp_id, "state": exp["state"], "passed": passed,
+                          "trials": trials}, default=str))
+    if not passed:
+        trial = f"trial {trials[0]['id']}" if trials else "no trial"
+        raise MasterError(f"Model definition test failed: test-mode experiment {exp_id} ended "
+                          f"{exp['state']} ({trial}; its logs are above, or see "
+                          f"`det trial logs {trials[0]['id'] if trials else '<id>'}`)")
+    if not args.json:
+        Console().print(f"[green]Model definition test passed[/green]: experiment {exp_id} "
+                        "trained 1 batch, validated and checkpointed (now archived)", highlight=False,
+                        soft_wrap=True)
+    return 0

@@ -1,0 +1,96 @@
+"""Live progress of an experiment on a master (``det e create --follow``, ``det e wait``).
+
+Progress goes to the given console (stderr in ``det``), trial logs to stdout. When the
+console is a terminal: a rich progress bar with a status line (trials running/completed,
+batches trained, best validation metric) that log lines scroll above. Otherwise: one plain
+line per change, e.g. ``Experiment 3: ACTIVE 50% | trials: 1 running, 1 completed | batches: 80 |
+best validation_loss: 0.2231``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Dict, List, Optional
+
+from rich.console import Console
+
+__all__ = ["ExperimentProgress", "summarize"]
+
+
+def _best(trials: List[Dict[str, Any]], smaller_is_better: bool) -> Optional[float]:
+    values = [t["best_validation"] for t in trials
+              if isinstance(t.get("best_validation"), (int, float))
+              and not math.isnan(t["best_validation"])]
+    if not values:
+        return None
+    return min(values) if smaller_is_better else max(values)
+
+
+def summarize(exp: Dict[str, Any]) -> str:
+    """The status text of an experiment JSON from ``GET /experiments/{id}`` (with trials)."""
+    trials = exp.get("trials") or []
+    counts: Dict[str, int] = {}
+    for t in trials:
+        counts[t["state"]] = counts.get(t["state"], 0) + 1
+    parts = [f"{counts.get('ACTIVE', 0)} running", f"{counts.get('COMPLETED', 0)} completed"]
+    parts += [f"{n} {state.lower()}" for state, n in sorted(counts.items())
+              if state not in ("ACTIVE", "COMPLETED")]
+    searcher = (exp.get("config") or {}).get("searcher") or {}
+    metric = searcher.get("metric", "metric")
+    best = _best(trials, searcher.get("smaller_is_better", True))
+    text = (f"trials: {', '.join(parts)} | "
+            f"batches: {sum(t.get('total_batches') or 0 for t in trials)}")
+    if best is not None:
+        text += f" | best {metric}: {best:.4g}"
+    return text
+
+
+class ExperimentProgress:
+    """Shows an experiment's progress; use as a context manager and call :meth:`update`
+    with each polled experiment JSON, :meth:`log` for a line of trial output.
+
+    Example:
+        >>> with ExperimentProgress(7, Console(stderr=True)) as progress:
+        ...     progress.update(client.get_experiment(7))
+    """
+
+    def __init__(self, experiment_id: int, console: Console):
+        self.experiment_id = experiment_id
+        self.console = console
+        self.live = console.is_terminal
+        self._last: Optional[str] = None
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> "ExperimentProgress":
+        if self.live:
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                TextColumn(f"Experiment {self.experiment_id} [bold]{{task.fields[state]}}"),
+                BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[status]}"),
+                TimeElapsedColumn(), console=self.console, transient=False,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("experiment", total=100, state="", status="")
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+    def update(self, exp: Dict[str, Any]) -> None:
+        status = summarize(exp)
+        percent = round(100 * (exp.get("progress") or 0))
+        if self._progress is not None:
+            self._progress.update(self._task, completed=percent, state=exp["state"], status=status)
+            return
+        line = f"Experiment {self.experiment_id}: {exp['state']} {percent}% | {status}"
+        if line != self._last:
+            self.console.print(line, markup=False, highlight=False, soft_wrap=True)
+            self._last = line
+
+    def log(self, line: str) -> None:
+        """A line of trial output, on stdout (rich keeps it above a live bar)."""
+        print(line, flush=True)

@@ -1,0 +1,165 @@
+"""The agent protocol (``/api/v1/agents/{id}/...``) and the agent listing.
+
+Remote agents (``python -m determined.agent``) authenticate with the master's
+``security.agent_token`` (``Authorization: Bearer <agent token>``), not as users: when
+the master sets no agent token, every agent that reaches it may register. Routes:
+
+- ``POST /agents/{id}/register`` ``{slots, label, running, version}`` ->
+  ``{session, poll_seconds, timeout}``; ``running`` lists the launch ids the agent
+  still runs (after a reconnect).
+- ``GET /agents/{id}/commands?session=S&wait=W`` -> ``{commands: [...]}``, a long poll
+  that is also the agent's heartbeat. Commands: ``{type: "launch", launch_id,
+  trial_id, experiment_id, slot_ids, env, spec}`` and ``{type: "kill", launch_id}``.
+- ``POST /agents/{id}/events`` ``{session, logs: {launch_id: [line]}, exits:
+  {launch_id: code}}``: output lines are stored before the exits are handled.
+- ``POST /agents/{id}/deregister`` ``{session}``.
+
+An unknown or replaced session gets 410: the agent registers again. A wrong or
+missing agent token gets 401.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hmac
+from typing import Any, Dict, List, Optional, Tuple
+
+import fastapi
+import pydantic
+from fastapi import Header, Query, Request
+
+from determined.master._core import Master
+from determined.master.resource_managers import AGENT_ID, UnknownSessionError
+
+__all__ = ["agent_auth", "agents_listing", "agents_router"]
+
+_MAX_WAIT = 60.0
+
+
+class _Body(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
+class Register(_Body):
+    slots: int = pydantic.Field(ge=0, description="slots the agent offers")
+    label: str = ""
+    running: List[str] = pydantic.Field(default_factory=list,
+                                        description="launch ids the agent still runs")
+    version: str = ""
+
+
+class Events(_Body):
+    session: str
+    logs: Dict[str, List[str]] = pydantic.Field(default_factory=dict)
+    exits: Dict[str, int] = pydantic.Field(default_factory=dict)
+
+
+class Session(_Body):
+    session: str
+
+
+def _fail(status: int, message: str) -> fastapi.HTTPException:
+    return fastapi.HTTPException(status_code=status, detail=message)
+
+
+def agent_auth(master: Master) -> Any:
+    """A dependency checking the agent token of ``master``'s ``security.agent_token``."""
+
+    def check(authorization: Optional[str] = Header(None)) -> None:
+        expected = master.config.security.agent_token
+        if not expected:
+            return
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise _fail(401, "This master requires an agent token (security.agent_token): "
+                             "start the agent with --token TOKEN or DET_AGENT_TOKEN")
+        if not hmac.compare_digest(token.strip().encode(), expected.encode()):
+            raise _fail(401, "Agent token rejected: it does not match the master's "
+                             "security.agent_token")
+
+    return check
+
+
+def _agent_id(agent_id: str) -> str:
+    if not agent_id or len(agent_id) > 255 or any(c.isspace() for c in agent_id) \
+            or agent_id == AGENT_ID:
+        raise _fail(400, "Expected the agent id to be 1-255 characters without spaces and "
+                         f"not {AGENT_ID!r} (the master's own agent). Received: {agent_id!r}")
+    return agent_id
+
+
+def agents_router(master: Master) -> fastapi.APIRouter:
+    """The routes remote agents call (include with :func:`agent_auth`)."""
+    api = fastapi.APIRouter(prefix="/api/v1/agents", tags=["agents"])
+    remote = master.rm.remote
+
+    def gone(e: UnknownSessionError) -> fastapi.HTTPException:
+        return _fail(410, str(e))
+
+    @api.post("/{agent_id}/register")
+    def register(agent_id: str, body: Register, request: Request) -> Dict[str, Any]:
+        _agent_id(agent_id)
+        master.store.upsert_agent(agent_id, body.slots, label=body.label)
+        address = request.client.host if request.client is not None else ""
+        answer = remote.register(agent_id, body.slots, body.label, body.running, address)
+        print(f"det-master: agent {agent_id} registered from {address} with {body.slots} "
+              f"slot(s)", flush=True)
+        return answer
+
+    @api.get("/{agent_id}/commands")
+    def commands(agent_id: str, session: str = Query(...),
+                 wait: float = Query(10.0, ge=0, le=_MAX_WAIT)) -> Dict[str, Any]:
+        try:
+            return {"commands": remote.poll(agent_id, session, wait)}
+        except UnknownSessionError as e:
+            raise gone(e) from None
+
+    @api.post("/{agent_id}/events")
+    def events(agent_id: str, body: Events) -> Dict[str, Any]:
+        try:
+            remote.report(agent_id, body.session, body.logs, body.exits)
+        except UnknownSessionError as e:
+            raise gone(e) from None
+        return {}
+
+    @api.post("/{agent_id}/deregister")
+    def deregister(agent_id: str, body: Session) -> Dict[str, Any]:
+        try:
+            remote.deregister(agent_id, body.session)
+        except UnknownSessionError as e:
+            raise gone(e) from None
+        print(f"det-master: agent {agent_id} deregistered", flush=True)
+        return {}
+
+    return api
+
+
+def _iso(t: Optional[datetime.datetime]) -> Optional[str]:
+    return t.isoformat() if t is not None else None
+
+
+def agents_listing(master: Master) -> Dict[str, Any]:
+    """``GET /agents``: live agents, their slots and the task on each slot."""
+    busy: Dict[Tuple[str, int], str] = {}
+    with master.lock:
+        for task_id, (_, alloc) in master.allocations.items():
+            for agent_id, slots in alloc.parts:
+                for slot in slots:
+                    busy[(agent_id, slot)] = task_id
+    records = {a.id: a for a in master.store.list_agents()}
+    remote = {d["id"]: d for d in master.rm.remote.describe()}
+    out = []
+    for a in master.rm.agents():
+        rec = records.get(a.id)
+        info = remote.get(a.id, {})
+        out.append({
+            "id": a.id, "slots": a.slots, "label": a.label,
+            "enabled": rec.enabled if rec is not None else True,
+            "type": "remote" if a.id in remote else "embedded",
+            "address": info.get("address", ""),
+            "registered_at": _iso(rec.registered_at) if rec is not None else None,
+            "last_seen_seconds_ago": info.get("last_seen_seconds_ago", 0.0),
+            "used_slots": sum(1 for agent_id, _ in busy if agent_id == a.id),
+            "slot_tasks": [{"slot_id": i, "task": busy.get((a.id, i))} for i in range(a.slots)],
+        })
+    return {"agents": out}

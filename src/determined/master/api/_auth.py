@@ -1,0 +1,231 @@
+"""Users, login sessions and ownership on the REST API (SPEC 6.1, 6.4 ``det user``).
+
+Every ``/api/v1`` route except ``POST /auth/login``, ``GET /master`` and the trial-runner
+routes (which keep their per-trial tokens) runs :meth:`Auth.resolve` first:
+
+- ``Authorization: Bearer <token>`` of a login session -> that user; a trial runner's
+  token -> the owner of the trial's experiment; an unknown or expired token -> 401.
+- no token -> user ``determined`` if the master config has ``security.allow_anonymous``
+  (the default, as upstream's blank-password default user), else 401.
+- a deactivated user -> 403 (so clients do not try to log in again), also at login.
+
+Routes: ``POST /auth/login`` {username, password} -> {token, user};
+``POST /auth/logout``; ``GET /me``; ``GET /users``; ``GET /users/{name}``;
+``POST /users`` (admin); ``PATCH /users/{name}`` {active, admin, username} (admin);
+``POST /users/{name}/password`` {password} (the user or an admin).
+Experiments may be paused, killed or edited only by their owner or an admin
+(:func:`check_owner`, 403 otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional
+
+import fastapi
+import pydantic
+from fastapi import Depends, Header, Request
+
+from determined.master._core import Master
+from determined.master.db import ConflictError, NotFoundError, User
+from determined.master.db._users import AuthenticationError
+
+__all__ = ["ANONYMOUS_USER", "Auth", "check_owner", "user_json"]
+
+#: The user a request without a token acts as, when the master allows it.
+ANONYMOUS_USER = "determined"
+
+_PUBLIC = ("/api/v1/auth/login", "/api/v1/master")
+_RUNNER_PREFIX = "/api/v1/trial-runner/"
+
+
+def _fail(status: int, message: str) -> fastapi.HTTPException:
+    return fastapi.HTTPException(status_code=status, detail=message)
+
+
+def user_json(u: User) -> Dict[str, Any]:
+    return {"id": u.id, "username": u.username, "admin": u.admin, "active": u.active}
+
+
+def check_owner(user: User, owner: str, what: str, action: str) -> None:
+    """403 unless ``user`` is ``owner`` or an admin.
+
+    Example: ``check_owner(user, exp.owner, f"experiment {id}", "pause")``.
+    """
+    if user.admin or user.username == owner:
+        return
+    raise _fail(403, f"User {user.username!r} may not {action} {what}: it belongs to "
+                     f"{owner!r}; only its owner or an admin can")
+
+
+def _bearer(authorization: Optional[str]) -> Optional[str]:
+    if authorization is None:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise _fail(401, "Expected the header 'Authorization: Bearer <token>'. Received: "
+                         f"Authorization: {scheme} ...")
+    return token.strip()
+
+
+def _username(name: str, field: str = "username") -> str:
+    if not name or len(name) > 255 or any(c.isspace() for c in name) or "/" in name:
+        raise _fail(400, f"Expected {field} to be 1-255 characters without spaces or '/'. "
+                         f"Received: {field}={name!r}")
+    return name
+
+
+class _Body(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
+class Login(_Body):
+    username: str
+    password: str = ""
+
+
+class CreateUser(_Body):
+    username: str
+    admin: bool = False
+    active: bool = True
+    password: str = ""
+
+
+class PatchUser(_Body):
+    username: Optional[str] = pydantic.Field(default=None, description="a new name")
+    admin: Optional[bool] = None
+    active: Optional[bool] = None
+
+
+class Password(_Body):
+    password: str
+
+
+class Auth:
+    """Authentication for ``master``'s REST API.
+
+    Use ``Depends(auth.resolve)`` on a router and ``user: User = Depends(auth.caller)``
+    on routes that need the caller (FastAPI runs the shared dependency once per request).
+    """
+
+    def __init__(self, master: Master):
+        self.master = master
+        resolve = self.resolve
+
+        def caller(resolved: Optional[User] = Depends(resolve)) -> User:
+            if resolved is None:
+                raise _fail(401, "This route needs a logged-in user")
+            return resolved
+
+        #: A dependency giving the calling :class:`User` (runs :meth:`resolve` once).
+        self.caller = caller
+
+    @property
+    def _security(self) -> Any:
+        return self.master.config.security
+
+    def resolve(self, request: Request,
+                authorization: Optional[str] = Header(None)) -> Optional[User]:
+        """The calling user, or None on routes needing none; raises 401."""
+        path = request.url.path
+        if path in _PUBLIC or path.startswith(_RUNNER_PREFIX):
+            return None
+        store = self.master.store
+        token = _bearer(authorization)
+        if token is not None:
+            user = store.session_user(token) or store.trial_token_owner(token)
+            if user is None:
+                raise _fail(401, "Invalid or expired session token: log in again "
+                                 "(`det user login`)")
+        elif self._security.allow_anonymous:
+            try:
+                user = store.get_user(ANONYMOUS_USER)
+            except NotFoundError:
+                raise _fail(401, f"Requests without a token act as user {ANONYMOUS_USER!r}, "
+                                 "which no longer exists (renamed?): log in") from None
+        else:
+            raise _fail(401, "Authentication required: log in (`det user login`, or POST "
+                             "/api/v1/auth/login) and send 'Authorization: Bearer <token>'")
+        if not user.active:  # 403, not 401: logging in again would not help
+            raise _fail(403, f"User {user.username!r} is deactivated; an admin can run "
+                             f"`det user activate {user.username}`")
+        return user
+
+    def router(self) -> fastapi.APIRouter:
+        """The ``/auth``, ``/me`` and ``/users`` routes."""
+        api = fastapi.APIRouter(prefix="/api/v1", tags=["users"])
+        store = self.master.store
+        Caller = Depends(self.caller)
+
+        def require_admin(user: User, action: str) -> None:
+            if not user.admin:
+                raise _fail(403, f"Only an admin can {action}; {user.username!r} is not one")
+
+        @api.post("/auth/login")
+        def login(body: Login) -> Dict[str, Any]:
+            ttl = self._security.session_ttl_hours * 3600.0
+            try:
+                token, user = store.login(body.username, body.password, ttl=ttl)
+            except AuthenticationError as e:
+                raise _fail(403 if e.deactivated else 401, str(e)) from None
+            return {"token": token, "user": user_json(user)}
+
+        @api.post("/auth/logout")
+        def logout(user: User = Caller,
+                   authorization: Optional[str] = Header(None)) -> Dict[str, Any]:
+            token = _bearer(authorization)
+            if token is None:
+                raise _fail(400, "Logging out needs the session's 'Authorization: Bearer "
+                                 "<token>' header")
+            return {"logged_out": store.logout(token)}
+
+        @api.get("/me")
+        def me(user: User = Caller) -> Dict[str, Any]:
+            return user_json(user)
+
+        @api.get("/users")
+        def list_users(user: User = Caller) -> Dict[str, Any]:
+            return {"users": [user_json(u) for u in store.list_users()]}
+
+        @api.get("/users/{username}")
+        def get_user(username: str, user: User = Caller) -> Dict[str, Any]:
+            return user_json(store.get_user(username))
+
+        @api.post("/users", status_code=201)
+        def create_user(body: CreateUser, user: User = Caller) -> Dict[str, Any]:
+            require_admin(user, "create users")
+            try:
+                created = store.create_user(_username(body.username), admin=body.admin,
+                                            password=body.password)
+            except ConflictError as e:
+                raise _fail(409, str(e)) from None
+            if not body.active:
+                created = store.update_user(created.username, active=False)
+            return user_json(created)
+
+        @api.patch("/users/{username}")
+        def patch_user(username: str, body: PatchUser, user: User = Caller) -> Dict[str, Any]:
+            changes = body.model_dump(exclude_none=True)
+            if not changes:
+                raise _fail(400, "Expected at least one of username, admin, active. "
+                                 "Received: an empty change")
+            require_admin(user, "change users (" + ", ".join(sorted(changes)) + ")")
+            store.get_user(username)  # 404 first
+            if "username" in changes:
+                changes["new_name"] = _username(changes.pop("username"))
+            if changes.get("active") is False and username == user.username:
+                raise _fail(400, f"Admin {username!r} cannot deactivate itself")
+            try:
+                updated = store.update_user(username, **changes)
+            except ConflictError as e:
+                raise _fail(409, str(e)) from None
+            return user_json(updated)
+
+        @api.post("/users/{username}/password")
+        def set_password(username: str, body: Password, user: User = Caller) -> Dict[str, Any]:
+            if username != user.username:
+                require_admin(user, f"change the password of {username!r}")
+            store.get_user(username)
+            store.set_user_password(username, body.password)
+            return {}
+
+        return api

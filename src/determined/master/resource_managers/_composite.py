@@ -1,0 +1,69 @@
+"""One resource manager over the embedded agent (if it has slots) and remote agents."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, Sequence
+
+from determined.master import scheduler
+from determined.master.resource_managers._embedded import AGENT_ID, EmbeddedResourceManager
+from determined.master.resource_managers._remote import RemoteResourceManager
+
+__all__ = ["CompositeResourceManager"]
+
+
+class CompositeResourceManager:
+    """What ``Master.rm`` is: the agents of both kinds behind one interface.
+
+    Args:
+        embedded: the agent on the master's machine, or None (``slots: 0``).
+        remote: the registry of remote agents.
+    """
+
+    def __init__(self, embedded: Optional[EmbeddedResourceManager],
+                 remote: RemoteResourceManager):
+        self.embedded = embedded
+        self.remote = remote
+
+    @property
+    def slots(self) -> int:
+        """Slots of every live agent."""
+        return self.local_slots + self.remote.slots
+
+    @property
+    def local_slots(self) -> int:
+        """Slots of the embedded agent (0 without one)."""
+        return self.embedded.slots if self.embedded is not None else 0
+
+    def agents(self) -> List[scheduler.Agent]:
+        local = self.embedded.agents() if self.embedded is not None else []
+        return local + self.remote.agents()
+
+    def launch(self, agent_id: str, trial_id: int, env: Dict[str, str],
+               slot_ids: Sequence[int], cwd: str, spec: Dict[str, Any],
+               experiment_id: int) -> Optional[int]:
+        """Start the trial on ``agent_id``; the pid for the embedded agent, else None.
+
+        ``env`` has ``DET_MASTER``, ``DET_TRIAL_TOKEN`` and ``DET_TRIAL_SPEC`` (a file
+        on the master's disk holding ``spec``; remote agents get ``spec`` itself).
+        """
+        if agent_id == AGENT_ID and self.embedded is not None:
+            return self.embedded.launch(trial_id, env, slot_ids, cwd)
+        remote_env = {"DET_TRIAL_TOKEN": env["DET_TRIAL_TOKEN"]}
+        self.remote.launch(agent_id, trial_id, slot_ids, remote_env, spec, experiment_id)
+        return None
+
+    def kill(self, trial_id: int) -> None:
+        """SIGKILL the trial wherever it runs (no-op if it runs nowhere)."""
+        if self.remote.holds(trial_id):
+            self.remote.kill(trial_id)
+        elif self.embedded is not None:
+            self.embedded.kill(trial_id)
+
+    def pid(self, trial_id: int) -> Optional[int]:
+        """The pid of an embedded trial (None for remote ones)."""
+        return self.embedded.pid(trial_id) if self.embedded is not None else None
+
+    def close(self) -> None:
+        self.remote.close()
+        if self.embedded is not None:
+            self.embedded.close()

@@ -1,0 +1,316 @@
+"""Remote agents: machines that register with the master and long-poll it for commands.
+
+An agent (``python -m determined.agent``, see :mod:`determined.agent._agent`) registers
+with its slots and gets a *session*. It then polls for commands -- ``launch`` (start a
+trial) and ``kill`` -- and reports its trials' output lines and exit codes; every
+request doubles as a heartbeat. An agent that sends nothing for ``timeout`` seconds is
+*lost*: its trials count as crashed (restart rules apply) and its slots leave the
+cluster until it registers again.
+
+Each launch has an id of its own, so a report about an earlier run of a trial (say from
+an agent that was lost and came back) is never mistaken for the current one.
+
+Locking: one lock guards the registry; callbacks into the master (``on_exit``,
+``log_sink``, ``on_change``) are always made without it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+import time
+import uuid
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from determined.master import scheduler
+
+__all__ = ["RemoteResourceManager", "UnknownSessionError", "LOST_EXIT_CODE"]
+
+#: The exit code a trial of a lost agent is reported with (as if SIGKILLed).
+LOST_EXIT_CODE = -9
+
+ExitCallback = Callable[[int, int], None]
+LogSink = Callable[[int, List[str]], None]
+
+
+class UnknownSessionError(Exception):
+    """The agent's session is not (or no longer) valid: it must register again."""
+
+
+@dataclasses.dataclass
+class _Launch:
+    id: str
+    trial_id: int
+    slot_ids: Tuple[int, ...]
+    command: Dict[str, Any]
+    delivered: bool = False
+
+
+@dataclasses.dataclass
+class _RemoteAgent:
+    id: str
+    slots: int
+    label: str
+    session: str
+    address: str
+    last_seen: float
+    registered_at: float
+    commands: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    launches: Dict[str, _Launch] = dataclasses.field(default_factory=dict)  # live ones
+    wake: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+
+class RemoteResourceManager:
+    """The registry of remote agents, their command queues and their liveness.
+
+    Args:
+        on_exit: ``(trial_id, exit_code)`` once a remote trial ended (its logs are
+            stored by then) or its agent was lost.
+        log_sink: stores a trial's log lines.
+        timeout: seconds without a request before an agent is lost.
+        on_change: called when the set of agents or their slots changed (wake the
+            scheduler).
+        on_lost: called with a trial id before its loss is reported through
+            ``on_exit`` (revoke its token: a runner cut off from its agent must not
+            report any more).
+    """
+
+    def __init__(self, on_exit: ExitCallback, log_sink: LogSink, timeout: float = 30.0,
+                 on_change: Optional[Callable[[], None]] = None,
+                 on_lost: Optional[Callable[[int], Any]] = None):
+        if not timeout > 0:
+            raise ValueError(f"Expected timeout > 0 seconds. Received: timeout={timeout!r}")
+        self.timeout = float(timeout)
+        #: How long a poll waits for commands: well within the timeout.
+        self.poll_seconds = min(10.0, self.timeout / 3.0)
+        self._on_exit = on_exit
+        self._log_sink = log_sink
+        self._on_change = on_change or (lambda: None)
+        self._on_lost = on_lost or (lambda trial_id: None)
+        self._lock = threading.Lock()
+        self._agents: Dict[str, _RemoteAgent] = {}
+        self._trial_launch: Dict[int, Tuple[str, str]] = {}  # trial id -> (agent, launch)
+        self._history: Dict[str, int] = {}  # every launch id sent -> trial id (for logs)
+        self._closed = threading.Event()
+        self._monitor = threading.Thread(target=self._watch, name="det-agent-monitor",
+                                         daemon=True)
+        self._monitor.start()
+
+    # -- the agent's side ----------------------------------------------------------------
+
+    def register(self, agent_id: str, slots: int, label: str = "",
+                 running: Sequence[str] = (), address: str = "") -> Dict[str, Any]:
+        """(Re-)register an agent; returns ``{"session", "poll_seconds", "timeout"}``.
+
+        ``running`` names the launches the agent still runs. Launches the master sent it
+        earlier that it no longer runs count as crashed; launches the master does not
+        know (e.g. from before a master restart) are killed by its first commands.
+        """
+        now = time.monotonic()
+        lost: List[Tuple[int, str]] = []
+        with self._lock:
+            old = self._agents.get(agent_id)
+            agent = _RemoteAgent(agent_id, slots, label, uuid.uuid4().hex, address, now, now)
+            running_set = set(running)
+            if old is not None:
+                old.wake.set()  # a poll of the old session answers "register again"
+                for launch in old.launches.values():
+                    if launch.delivered and launch.id not in running_set:
+                        lost.append((launch.trial_id, launch.id))
+                        self._trial_launch.pop(launch.trial_id, None)
+                    else:
+                        agent.launches[launch.id] = launch
+                # Launches not yet sent and kills of launches it still runs carry over.
+                agent.commands = [c for c in old.commands
+                                  if c.get("launch_id") in agent.launches]
+            known = set(agent.launches)
+            agent.commands[:0] = [{"type": "kill", "launch_id": lid}
+                                  for lid in running_set - known]
+            self._agents[agent_id] = agent
+            session = agent.session
+        for trial_id, _ in lost:
+            self._lose(trial_id, f"agent {agent_id} registered again without it")
+        self._on_change()
+        return {"session": session, "poll_seconds": self.poll_seconds, "timeout": self.timeout}
+
+    def poll(self, agent_id: str, session: str, wait: float) -> List[Dict[str, Any]]:
+        """The agent's pending commands, waiting up to ``wait`` seconds for one."""
+        deadline = time.monotonic() + max(0.0, min(wait, self.poll_seconds))
+        while True:
+            with self._lock:
+                agent = self._checked(agent_id, session)
+                if agent.commands or time.monotonic() >= deadline or self._closed.is_set():
+                    commands, agent.commands = agent.commands, []
+                    for command in commands:
+                        launch = agent.launches.get(command.get("launch_id", ""))
+                        if command["type"] == "launch" and launch is not None:
+                            launch.delivered = True
+                    agent.wake.clear()
+                    return commands
+                wake = agent.wake
+            wake.wait(max(0.0, deadline - time.monotonic()))
+
+    def report(self, agent_id: str, session: str, logs: Dict[str, List[str]],
+               exits: Dict[str, int]) -> None:
+        """Store output lines of launches, then handle their exits (in that order)."""
+        ended: List[int] = []
+        with self._lock:
+            agent = self._checked(agent_id, session)
+            lines = [(self._history[lid], batch) for lid, batch in logs.items()
+                     if lid in self._history and batch]
+            for launch_id, _ in exits.items():
+                launch = agent.launches.pop(launch_id, None)
+                if launch is None:
+                    continue  # an earlier run the master already gave up on
+                if self._trial_launch.get(launch.trial_id, ("", ""))[1] == launch_id:
+                    del self._trial_launch[launch.trial_id]
+                ended.append(launch.trial_id)
+            codes = {self._history[lid]: code for lid, code in exits.items()
+                     if lid in self._history}
+        for trial_id, batch in lines:
+            self._store(trial_id, batch)
+        for trial_id in ended:
+            self._on_exit(trial_id, int(codes[trial_id]))
+
+    def deregister(self, agent_id: str, session: str) -> None:
+        """The agent is shutting down: its remaining trials count as crashed."""
+        with self._lock:
+            agent = self._checked(agent_id, session)
+            del self._agents[agent_id]
+            agent.wake.set()
+        self._drop(agent, f"agent {agent_id} shut down")
+
+    # -- the master's side -------------------------------------------------------------
+
+    def agents(self) -> List[scheduler.Agent]:
+        """Live agents, for the scheduler."""
+        with self._lock:
+            return [scheduler.Agent(a.id, a.slots, label=a.label) for a in self._agents.values()]
+
+    def describe(self) -> List[Dict[str, Any]]:
+        """Live agents with address, seconds since last contact and their trials."""
+        now = time.monotonic()
+        with self._lock:
+            return [{"id": a.id, "slots": a.slots, "label": a.label, "address": a.address,
+                     "last_seen_seconds_ago": round(now - a.last_seen, 3),
+                     "trials": sorted(launch.trial_id for launch in a.launches.values())}
+                    for a in self._agents.values()]
+
+    def has_agent(self, agent_id: str) -> bool:
+        with self._lock:
+            return agent_id in self._agents
+
+    @property
+    def slots(self) -> int:
+        with self._lock:
+            return sum(a.slots for a in self._agents.values())
+
+    def launch(self, agent_id: str, trial_id: int, slot_ids: Sequence[int],
+               env: Dict[str, str], spec: Dict[str, Any], experiment_id: int) -> str:
+        """Queue a launch on the agent; returns the launch id.
+
+        ``env`` holds ``DET_TRIAL_TOKEN``; ``spec`` is the trial spec (the agent points
+        its ``model_dir`` at its own copy of the model definition).
+        """
+        with self._lock:
+            agent = self._agents.get(agent_id)
+            if agent is None:
+                raise RuntimeError(f"agent {agent_id!r} is not connected (lost or shut down)")
+            launch_id = uuid.uuid4().hex[:16]
+            command = {"type": "launch", "launch_id": launch_id, "trial_id": trial_id,
+                       "experiment_id": experiment_id, "slot_ids": list(slot_ids),
+                       "env": dict(env), "spec": json.loads(json.dumps(spec, default=str))}
+            agent.launches[launch_id] = _Launch(launch_id, trial_id, tuple(slot_ids), command)
+            agent.commands.append(command)
+            self._trial_launch[trial_id] = (agent_id, launch_id)
+            self._history[launch_id] = trial_id
+            agent.wake.set()
+            return launch_id
+
+    def holds(self, trial_id: int) -> bool:
+        """Whether the trial runs (or is about to) on a remote agent."""
+        with self._lock:
+            return trial_id in self._trial_launch
+
+    def kill(self, trial_id: int) -> None:
+        """Ask the trial's agent to SIGKILL it (a launch not yet sent is dropped)."""
+        with self._lock:
+            found = self._trial_launch.get(trial_id)
+            if found is None:
+                return
+            agent = self._agents.get(found[0])
+            launch = agent.launches.get(found[1]) if agent is not None else None
+            if agent is None or launch is None:
+                return
+            if not launch.delivered:
+                agent.commands = [c for c in agent.commands if c.get("launch_id") != launch.id]
+                del agent.launches[launch.id]
+                del self._trial_launch[trial_id]
+                undelivered = True
+            else:
+                agent.commands.append({"type": "kill", "launch_id": launch.id})
+                agent.wake.set()
+                undelivered = False
+        if undelivered:  # never started: it ended now (callers may hold the master's lock)
+            threading.Thread(target=self._on_exit, args=(trial_id, LOST_EXIT_CODE),
+                             daemon=True).start()
+
+    def close(self) -> None:
+        """Stop watching; agents find the master gone and retry until it is back."""
+        self._closed.set()
+        with self._lock:
+            for agent in self._agents.values():
+                agent.wake.set()
+
+    # -- internals -------------------------------------------------------------------
+
+    def _checked(self, agent_id: str, session: str) -> _RemoteAgent:
+        agent = self._agents.get(agent_id)
+        if agent is None or agent.session != session:
+            raise UnknownSessionError(
+                f"Agent {agent_id!r} is not registered with this session (lost, replaced, "
+                "or the master restarted): register again")
+        agent.last_seen = time.monotonic()
+        return agent
+
+    def _store(self, trial_id: int, lines: List[str]) -> None:
+        try:
+            self._log_sink(trial_id, lines)
+        except Exception as e:  # a log write must never stop an agent's reports
+            print(f"det-master: could not store logs of trial {trial_id}: {e}", flush=True)
+
+    def _lose(self, trial_id: int, why: str) -> None:
+        self._store(trial_id, [f"det-master: {why}; the trial counts as crashed"])
+        try:
+            self._on_lost(trial_id)
+        except Exception as e:
+            print(f"det-master: cleaning up lost trial {trial_id} failed: {e}", flush=True)
+        self._on_exit(trial_id, LOST_EXIT_CODE)
+
+    def _drop(self, agent: _RemoteAgent, why: str) -> None:
+        with self._lock:
+            trials = []
+            for launch in agent.launches.values():
+                if self._trial_launch.get(launch.trial_id, ("", ""))[1] == launch.id:
+                    del self._trial_launch[launch.trial_id]
+                    trials.append(launch.trial_id)
+            agent.launches.clear()
+        for trial_id in trials:
+            self._lose(trial_id, why)
+        self._on_change()
+
+    def _watch(self) -> None:
+        period = min(0.5, self.timeout / 4.0)
+        while not self._closed.wait(period):
+            now = time.monotonic()
+            with self._lock:
+                lost = [a for a in self._agents.values() if now - a.last_seen > self.timeout]
+                for agent in lost:
+                    del self._agents[agent.id]
+                    agent.wake.set()
+            for agent in lost:
+                print(f"det-master: agent {agent.id} lost (no request for "
+                      f"{now - agent.last_seen:.1f} s)", flush=True)
+                self._drop(agent, f"agent {agent.id} lost (no contact for "
+                                  f"{now - agent.last_seen:.1f} s)")

@@ -1,0 +1,113 @@
+"""The zygote spawner: real forked processes, their output, exit codes and kills."""
+
+import os
+import queue
+import signal
+import time
+
+import pytest
+
+from determined.agent import Spawner
+
+
+@pytest.fixture
+def spawner():
+    exits: "queue.Queue" = queue.Queue()
+    s = Spawner(lambda pid, code: exits.put((pid, code)), preload=[])
+    s.exits = exits
+    yield s
+    s.close()
+
+
+def read_all(fd: int) -> str:
+    with os.fdopen(fd, "rb") as f:
+        return f.read().decode()
+
+
+def script(tmp_path, name: str, body: str) -> str:
+    (tmp_path / f"{name}.py").write_text(body)
+    return name
+
+
+def test_output_exit_code_env_and_session(spawner, tmp_path):
+    mod = script(tmp_path, "hello", (
+        "import os, sys\n"
+        "print('hello', os.environ['GREETING'], sys.argv[1:], os.getcwd())\n"
+        "print('to stderr', file=sys.stderr)\n"
+        "print('sid', os.getsid(0) == os.getpid())\n"
+        "sys.exit(3)\n"))
+    pid, fd = spawner.spawn({"GREETING": "world"}, str(tmp_path), module=mod, args=["a", "b"])
+    out = read_all(fd)
+    assert f"hello world ['a', 'b'] {tmp_path}" in out
+    assert "to stderr" in out and "sid True" in out
+    assert spawner.exits.get(timeout=10) == (pid, 3)
+
+
+def test_raising_module_exits_1_with_traceback(spawner, tmp_path):
+    mod = script(tmp_path, "boom", "raise ValueError('no good')\n")
+    pid, fd = spawner.spawn({}, str(tmp_path), module=mod)
+    out = read_all(fd)
+    assert "ValueError: no good" in out and "Traceback" in out
+    assert spawner.exits.get(timeout=10) == (pid, 1)
+
+
+def test_trial_runner_without_a_spec_fails_clearly(spawner, tmp_path):
+    pid, fd = spawner.spawn({}, str(tmp_path))
+    assert "DET_TRIAL_SPEC" in read_all(fd)
+    assert spawner.exits.get(timeout=10) == (pid, 1)
+
+
+def test_killpg_reports_the_signal_and_children_die_too(spawner, tmp_path):
+    mod = script(tmp_path, "sleeper", (
+        "import subprocess, sys, time\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
+        "print(child.pid, flush=True)\n"
+        "time.sleep(60)\n"))
+    pid, fd = spawner.spawn({}, str(tmp_path), module=mod)
+    with os.fdopen(fd, "rb") as out:
+        grandchild = int(out.readline())
+        assert os.getpgid(grandchild) == pid
+        os.killpg(pid, signal.SIGKILL)
+        out.read()
+    assert spawner.exits.get(timeout=10) == (pid, -signal.SIGKILL)
+    assert _gone(grandchild)
+
+
+def test_close_kills_running_processes(tmp_path):
+    exits: "queue.Queue" = queue.Queue()
+    s = Spawner(lambda pid, code: exits.put((pid, code)), preload=[])
+    mod = script(tmp_path, "forever", "import time\ntime.sleep(60)\n")
+    pid, fd = s.spawn({}, str(tmp_path), module=mod)
+    os.close(fd)
+    s.close()
+    assert _gone(pid)
+
+
+def test_a_dead_zygote_is_replaced_and_its_children_reported(spawner, tmp_path):
+    mod = script(tmp_path, "forever2", "import time\ntime.sleep(60)\n")
+    pid, fd = spawner.spawn({}, str(tmp_path), module=mod)
+    os.close(fd)
+    zygote = spawner._proc.pid
+    os.kill(zygote, signal.SIGKILL)
+    assert spawner.exits.get(timeout=10) == (pid, -9)
+    assert _gone(pid)
+    quick = script(tmp_path, "quick", "print('again')\n")
+    pid2, fd2 = spawner.spawn({}, str(tmp_path), module=quick)
+    assert "again" in read_all(fd2)
+    assert spawner.exits.get(timeout=10) == (pid2, 0)
+    assert spawner._proc.pid != zygote
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _gone(pid: int, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not _alive(pid)

@@ -1,0 +1,67 @@
+"""The live experiment progress display and the plain table/CSV output of ``det``."""
+
+import csv
+import io
+
+from rich.console import Console
+
+from determined.cli._progress import ExperimentProgress, summarize
+from determined.cli._remote import csv_text, table_text
+
+
+def experiment(state, progress, trials):
+    return {"id": 4, "state": state, "progress": progress,
+            "config": {"searcher": {"metric": "validation_loss", "smaller_is_better": True}},
+            "trials": [{"id": i + 1, "state": s, "total_batches": b, "best_validation": v}
+                       for i, (s, b, v) in enumerate(trials)]}
+
+
+RUNNING = experiment("ACTIVE", 0.25, [("ACTIVE", 30, 0.5), ("COMPLETED", 40, 0.25),
+                                      ("ERROR", 0, None)])
+
+
+def test_summary_counts_trials_batches_and_best_metric():
+    assert summarize(RUNNING) == ("trials: 1 running, 1 completed, 1 error | batches: 70 | "
+                                  "best validation_loss: 0.25")
+    larger = experiment("ACTIVE", 0, [("ACTIVE", 5, 0.5), ("ACTIVE", 5, 0.7)])
+    larger["config"]["searcher"]["smaller_is_better"] = False
+    assert summarize(larger).endswith("best validation_loss: 0.7")
+    assert "best" not in summarize(experiment("ACTIVE", 0, []))
+
+
+def test_plain_lines_when_not_a_terminal():
+    out = io.StringIO()
+    with ExperimentProgress(4, Console(file=out, force_terminal=False)) as progress:
+        progress.update(RUNNING)
+        progress.update(RUNNING)  # unchanged: no second line
+        progress.update(experiment("COMPLETED", 1.0, [("COMPLETED", 40, 0.25)]))
+    assert out.getvalue().splitlines() == [
+        "Experiment 4: ACTIVE 25% | trials: 1 running, 1 completed, 1 error | batches: 70 | "
+        "best validation_loss: 0.25",
+        "Experiment 4: COMPLETED 100% | trials: 0 running, 1 completed | batches: 40 | "
+        "best validation_loss: 0.25",
+    ]
+
+
+def test_live_bar_on_a_terminal():
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=160)
+    with ExperimentProgress(4, console) as progress:
+        assert progress.live
+        progress.update(RUNNING)
+    text = out.getvalue()
+    assert "\x1b[" in text  # drawn with terminal control codes
+    assert "Experiment 4" in text and "ACTIVE" in text and "25%" in text
+    assert "1 running, 1 completed" in text
+
+
+def test_plain_table_and_csv_keep_every_value():
+    rows = [{"id": 1, "hparams": {"lr": 0.1}, "loss": 0.123456789, "note": None},
+            {"id": 22, "hparams": {"lr": 0.01}, "loss": 2.0, "note": "a, b"}]
+    lines = table_text(rows, ["id", "hparams", "loss", "note"]).splitlines()
+    assert [c.strip() for c in lines[0].split(" | ")] == ["id", "hparams", "loss", "note"]
+    assert set(lines[1]) == {"-", "+"}
+    assert lines[2].split(" | ") == ["1 ", '{"lr": 0.1} ', "0.123457", "    "]
+    parsed = list(csv.DictReader(io.StringIO(csv_text(rows, ["id", "loss", "note"]))))
+    assert parsed == [{"id": "1", "loss": "0.123456789", "note": ""},
+                      {"id": "22", "loss": "2.0", "note": "a, b"}]

@@ -1,0 +1,258 @@
+"""Users, login and ownership against a real master: ``det user``, the REST API, the SDK."""
+
+import base64
+import json
+import os
+import stat
+import subprocess
+import sys
+import time
+from typing import Any, Dict, Optional
+
+import httpx
+import pytest
+import yaml
+
+from determined.common.api import pack_context
+from determined.errors import MasterError
+from determined.experimental import Determined
+from master_testing import wait_for_state
+
+
+def det(master: Any, *args: str, input: str = "", user: Optional[str] = None,
+        check: bool = True) -> subprocess.CompletedProcess:
+    """The real ``det`` (stdin piped, so it never prompts); ``check`` wants exit 0."""
+    cmd = [sys.executable, "-m", "determined.cli", "-m", master.url]
+    if user is not None:
+        cmd += ["-u", user]
+    result = subprocess.run([*cmd, *args], input=input, capture_output=True, text=True,
+                            timeout=120)
+    if check:
+        assert result.returncode == 0, (args, result.stdout, result.stderr)
+    return result
+
+
+def login(master: Any, username: str, password: str = "") -> Dict[str, str]:
+    """A session's bearer header, from ``POST /auth/login``."""
+    r = httpx.post(master.url + "/api/v1/auth/login",
+                   json={"username": username, "password": password})
+    assert r.status_code == 200, r.text
+    return {"Authorization": f"Bearer {r.json()['token']}"}
+
+
+def auth_cache() -> Dict[str, Any]:
+    with open(os.path.join(os.environ["DET_AUTH_DIR"], "auth.json")) as f:
+        return json.load(f)
+
+
+def test_login_logout_whoami(shared_master) -> None:
+    m = shared_master
+    # No cached token: det logs in by itself as `determined` (blank password).
+    assert "logged in as user 'determined'" in det(m, "user", "whoami").stdout
+    path = os.path.join(os.environ["DET_AUTH_DIR"], "auth.json")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    entry = auth_cache()["masters"][m.url]
+    assert entry["active_user"] == "determined" and entry["tokens"]["determined"]
+
+    assert "Logged in as user 'admin'" in det(m, "user", "login", "admin", "--password", "").stdout
+    assert "'admin' (admin)" in det(m, "user", "whoami").stdout  # admin is now active
+    assert "'determined'" in det(m, "user", "whoami", user="determined").stdout
+    admin_token = auth_cache()["masters"][m.url]["tokens"]["admin"]
+
+    assert "Logged out user 'admin'" in det(m, "user", "logout").stdout
+    assert "admin" not in auth_cache()["masters"][m.url]["tokens"]
+    # The session is gone on the master too.
+    r = httpx.get(m.url + "/api/v1/me", headers={"Authorization": f"Bearer {admin_token}"})
+    assert r.status_code == 401 and "Invalid or expired session token" in r.json()["error"]
+    assert "'determined'" in det(m, "user", "whoami").stdout
+
+    users = json.loads(det(m, "user", "list", "--json").stdout)
+    assert {(u["username"], u["admin"], u["active"]) for u in users} >= {
+        ("admin", True, True), ("determined", False, True)}
+    assert "username,admin,active" in det(m, "u", "--csv").stdout  # `list` is the default
+
+
+def test_users_admin_commands(shared_master) -> None:
+    m = shared_master
+    # Only admins create users.
+    denied = det(m, "user", "create", "mallory", check=False)
+    assert denied.returncode == 1
+    assert "Only an admin can create users; 'determined' is not one (HTTP 403)" in denied.stderr
+    det(m, "user", "create", "alice", "--password", "pw1", user="admin")
+    taken = det(m, "user", "create", "alice", user="admin", check=False)
+    assert taken.returncode == 1 and "already exists (HTTP 409)" in taken.stderr
+    bad = det(m, "user", "create", "has space", user="admin", check=False)
+    assert "Expected username to be 1-255 characters without spaces" in bad.stderr
+
+    # A bad password: 401 with a clear message (API and CLI).
+    r = httpx.post(m.url + "/api/v1/auth/login", json={"username": "alice", "password": "no"})
+    assert r.status_code == 401 and r.json() == {"error": "Invalid username or password"}
+    failed = det(m, "user", "login", "alice", input="no\n", check=False)
+    assert failed.returncode == 1 and "Invalid username or password (HTTP 401)" in failed.stderr
+
+    # Password from piped stdin.
+    assert "Logged in as user 'alice'" in det(m, "user", "login", "alice", input="pw1\n").stdout
+    assert "'alice'" in det(m, "user", "whoami").stdout
+
+    # Deactivated: the session stops working and a new login is refused (403).
+    det(m, "user", "deactivate", "alice", user="admin")
+    blocked = det(m, "user", "whoami", check=False)
+    assert blocked.returncode == 1
+    assert "User 'alice' is deactivated; an admin can run `det user activate alice` (HTTP 403)" \
+        in blocked.stderr
+    r = httpx.post(m.url + "/api/v1/auth/login", json={"username": "alice", "password": "pw1"})
+    assert r.status_code == 403 and "'alice' is deactivated" in r.json()["error"]
+    refused = det(m, "user", "login", "alice", "--password", "pw1", check=False)
+    assert refused.returncode == 1 and "'alice' is deactivated" in refused.stderr
+    not_admin = det(m, "user", "activate", "alice", user="determined", check=False)
+    assert "Only an admin can change users (active)" in not_admin.stderr
+    det(m, "user", "activate", "alice", user="admin")
+    assert "'alice'" in det(m, "user", "whoami").stdout  # the session works again
+
+    # change-password: oneself (stdin), or another user only as an admin.
+    det(m, "user", "change-password", input="pw2\n")
+    assert httpx.post(m.url + "/api/v1/auth/login",
+                      json={"username": "alice", "password": "pw1"}).status_code == 401
+    login(m, "alice", "pw2")
+    other = det(m, "user", "change-password", "admin", "--password", "x", check=False)
+    assert "Only an admin can change the password of 'admin'" in other.stderr
+    det(m, "user", "change-password", "alice", "--password", "pw3", user="admin")
+    login(m, "alice", "pw3")
+
+    # rename: the cached session follows the new name.
+    det(m, "user", "rename", "alice", "alicia", user="admin")
+    assert "'alicia'" in det(m, "user", "whoami", user="alicia").stdout
+    assert "alice" not in auth_cache()["masters"][m.url]["tokens"]
+    missing = det(m, "user", "rename", "nobody", "x", user="admin", check=False)
+    assert "user 'nobody' not found (HTTP 404)" in missing.stderr
+
+
+def test_ownership_and_list_filtering(shared_master, tiny_dir) -> None:
+    m = shared_master
+    det(m, "user", "create", "olive", "--password", "o", user="admin")
+    det(m, "user", "login", "olive", "--password", "o")
+    config = str(tiny_dir / "const.yaml")
+    out = det(m, "e", "create", config, str(tiny_dir), "--paused", "--json", user="olive").stdout
+    olive_exp = json.loads(out)["id"]
+    with m.client() as anon:  # no token: acts as `determined`
+        packed = base64.b64encode(pack_context(str(tiny_dir))).decode()
+        with open(config) as f:
+            body = {"config": f.read(), "model_def": packed, "activate": False}
+        r = anon.post("/experiments", json=body)
+        assert r.status_code == 201, r.text
+        anon_exp = r.json()["id"]
+        assert anon.get(f"/experiments/{olive_exp}").json()["owner"] == "olive"
+        assert anon.get(f"/experiments/{anon_exp}").json()["owner"] == "determined"
+
+        ids = [e["id"] for e in anon.get("/experiments", params={"user": "olive"}).json()[
+            "experiments"]]
+        assert ids == [olive_exp]
+        r = anon.get("/experiments", params={"user": "nobody"})
+        assert r.status_code == 404 and r.json()["error"] == "user 'nobody' not found"
+
+        # Not the owner: 403 naming the owner; reads stay open to everyone.
+        for method, path, body in [
+            ("POST", f"/experiments/{olive_exp}/activate", None),
+            ("POST", f"/experiments/{olive_exp}/kill", None),
+            ("PATCH", f"/experiments/{olive_exp}", {"description": "mine now"}),
+        ]:
+            r = anon.request(method, path, json=body)
+            assert r.status_code == 403, (path, r.text)
+            assert "it belongs to 'olive'; only its owner or an admin can" in r.json()["error"]
+        assert anon.get(f"/experiments/{olive_exp}").status_code == 200
+
+    # `det e list` shows one's own experiments; -a shows everyone's.
+    mine = json.loads(det(m, "e", "list", "--json", user="olive").stdout)
+    assert [e["id"] for e in mine] == [olive_exp]
+    everyone = {e["id"] for e in json.loads(det(m, "e", "list", "-a", "--json",
+                                                user="olive").stdout)}
+    assert {olive_exp, anon_exp} <= everyone
+    # Without -u: the user last logged in (olive).
+    assert json.loads(det(m, "e", "list", "--json").stdout) == mine
+    theirs = [e["id"] for e in json.loads(det(m, "e", "list", "--json",
+                                              user="determined").stdout)]
+    assert anon_exp in theirs and olive_exp not in theirs
+
+    refused = det(m, "e", "kill", str(anon_exp), user="olive", check=False)
+    assert refused.returncode == 1
+    assert "User 'olive' may not kill experiment" in refused.stderr
+    assert "belongs to 'determined'" in refused.stderr
+    # The owner and an admin may.
+    det(m, "e", "kill", str(olive_exp), user="olive")
+    det(m, "e", "kill", str(anon_exp), user="admin")
+    with m.client() as c:
+        for exp_id in (olive_exp, anon_exp):
+            assert wait_for_state(c, exp_id, ["CANCELED"])["state"] == "CANCELED"
+
+
+def test_no_anonymous_access(master_factory, tiny_dir, tmp_path, monkeypatch) -> None:
+    """With ``security.allow_anonymous: false`` only logged-in callers get in; the CLI and
+    SDK log in by themselves, trial runners keep their own tokens, sessions expire."""
+    config_path = tmp_path / "master.yaml"
+    config_path.write_text(yaml.safe_dump(
+        {"security": {"allow_anonymous": False, "session_ttl_hours": 3 / 3600}}))
+    monkeypatch.setenv("DET_MASTER_CONFIG", str(config_path))
+    m = master_factory(slots=1)
+
+    with m.client() as anon:
+        r = anon.get("/experiments")
+        assert r.status_code == 401
+        assert r.json()["error"].startswith("Authentication required: log in")
+        assert anon.get("/master").status_code == 200  # public
+        r = anon.get("/me", headers={"Authorization": "Basic abc"})
+        assert r.status_code == 401 and "Expected the header 'Authorization: Bearer" in \
+            r.json()["error"]
+        public = anon.get("/master/config", headers=login(m, "determined")).json()
+        assert public["security"] == {"allow_anonymous": False, "session_ttl_hours": 3 / 3600}
+
+    # The SDK logs in as `determined`, or as the user named.
+    d = Determined(m.url)
+    assert d.user == "determined"
+    with open(tiny_dir / "const.yaml") as f:
+        exp_config = yaml.safe_load(f)
+    exp_config["searcher"]["max_length"] = {"batches": 20}
+    exp = d.create_experiment(exp_config, str(tiny_dir))
+    # The trial runner reports with its per-trial token: the experiment completes.
+    assert exp.wait(interval=0.3, timeout=180) == "COMPLETED"
+    assert Determined(m.url, user="admin")._client.me()["admin"] is True
+    with pytest.raises(MasterError, match="Could not log in .* as 'nobody'"):
+        Determined(m.url, user="nobody").get_experiment(exp.id)
+
+    # Trials too are killed only by their experiment's owner or an admin.
+    admin = login(m, "admin")
+    with m.client() as c:
+        assert c.post("/users", json={"username": "eve"}, headers=admin).status_code == 201
+        trial_id = exp.get_trials()[0].id
+        r = c.post(f"/trials/{trial_id}/kill", headers=login(m, "eve"))
+        assert r.status_code == 403
+        assert r.json()["error"] == (f"User 'eve' may not kill trial {trial_id}: it belongs to "
+                                     "'determined'; only its owner or an admin can")
+        assert c.post(f"/trials/{trial_id}/kill", headers=admin).status_code == 200
+        # Admins cannot lock themselves out; an empty change is refused.
+        r = c.patch("/users/admin", json={"active": False}, headers=admin)
+        assert r.status_code == 400 and "cannot deactivate itself" in r.json()["error"]
+        r = c.patch("/users/eve", json={}, headers=admin)
+        assert r.status_code == 400 and "Expected at least one of" in r.json()["error"]
+        r = c.patch("/users/eve", json={"admin": "maybe"}, headers=admin)
+        assert r.status_code == 400 and r.json()["details"][0]["field"] == "admin"
+
+    # An expired session: the API refuses it; det logs in again by itself.
+    det(m, "user", "login", "admin", "--password", "")
+    token = auth_cache()["masters"][m.url]["tokens"]["admin"]
+    time.sleep(3.5)
+    r = httpx.get(m.url + "/api/v1/me", headers={"Authorization": f"Bearer {token}"})
+    assert r.status_code == 401
+    listed = json.loads(det(m, "e", "list", "-a", "--json").stdout)
+    assert [e["id"] for e in listed] == [exp.id] and listed[0]["owner"] == "determined"
+    assert auth_cache()["masters"][m.url]["tokens"]["admin"] != token
+
+
+def test_unreadable_login_cache(shared_master) -> None:
+    os.makedirs(os.environ["DET_AUTH_DIR"], exist_ok=True)
+    path = os.path.join(os.environ["DET_AUTH_DIR"], "auth.json")
+    with open(path, "w") as f:
+        f.write("{not json")
+    broken = det(shared_master, "user", "whoami", check=False)
+    assert broken.returncode == 1
+    assert f"Cannot read the login cache {path}" in broken.stderr
+    assert "Delete it and log in again" in broken.stderr
