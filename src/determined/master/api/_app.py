@@ -318,8 +318,8 @@ def create_app(master: Master) -> fastapi.FastAPI:
     @api.post("/trial-runner/training")
     def report_training(body: models.Report, found: Runner = Depends(runner)) -> Dict[str, Any]:
         run, t = found
+        run.training(t, body.batches, body.metrics)  # outside the lock: group commit
         with master.lock:
-            run.training(t, body.batches, body.metrics)
             return _answer(run, t)
 
     @api.post("/trial-runner/validation")

@@ -227,10 +227,11 @@ class ExperimentRun:
         return None
 
     def training(self, t: TrialState, batches: int, metrics: Dict[str, Any]) -> None:
+        """Store a training report. Needs no lock: it touches the database and the
+        trial's own counter only, so reports of many trials are committed together."""
         self.store.add_training_metrics(t.trial_id, batches, metrics.get("avg_metrics") or {},
-                                        metrics.get("batch_metrics"))
+                                        metrics.get("batch_metrics"), set_progress=True)
         t.batches = batches
-        self.store.update_trial(t.trial_id, total_batches=batches)
 
     def validation(self, t: TrialState, batches: int, metrics: Dict[str, Any]) -> None:
         values = metrics.get("validation_metrics") or {}
