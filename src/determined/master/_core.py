@@ -44,6 +44,20 @@ class _Launch(NamedTuple):
 OWNER = "determined"
 
 
+class NotifyingCondition(threading.Condition):
+    """A condition that also calls ``listeners`` on ``notify_all`` (async long polls
+    wait on the event loop, not in a thread)."""
+
+    def __init__(self, lock: Any):
+        super().__init__(lock)
+        self.listeners: List[Any] = []
+
+    def notify_all(self) -> None:
+        super().notify_all()
+        for listener in self.listeners:
+            listener()
+
+
 class Master:
     def __init__(self, config: MasterConfig):
         self.config = config
@@ -51,7 +65,7 @@ class Master:
         self.store = Store(config.db or "")
         self.store.upgrade()
         self.lock = threading.RLock()
-        self.cond = threading.Condition(self.lock)
+        self.cond = NotifyingCondition(self.lock)
         self.runs: Dict[int, ExperimentRun] = {}
         self.trials: Dict[int, Tuple[ExperimentRun, TrialState]] = {}
         self.allocations: Dict[str, Tuple[scheduler.Task, scheduler.Allocation]] = {}

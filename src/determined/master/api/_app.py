@@ -8,15 +8,17 @@ in ``_auth.py``), 403 (not the experiment's owner or an admin), 404 (unknown id)
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import time
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import fastapi
 from fastapi import Depends, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 import determined
 from determined.common.api import MAX_CONTEXT_BYTES
@@ -32,6 +34,45 @@ from determined.master.experiments import ExperimentRun, TrialState
 __all__ = ["create_app"]
 
 LONG_POLL_SECONDS = 25.0
+
+
+class _Wakeups:
+    """Async waiters woken by ``Master.cond.notify_all()`` from any thread."""
+
+    def __init__(self) -> None:
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._futures: Set["asyncio.Future[None]"] = set()
+
+    def arm(self) -> "asyncio.Future[None]":
+        self._loop = asyncio.get_running_loop()
+        future = self._loop.create_future()
+        self._futures.add(future)
+        return future
+
+    def disarm(self, future: "asyncio.Future[None]") -> None:
+        self._futures.discard(future)
+
+    async def wait(self, future: "asyncio.Future[None]", timeout: float) -> None:
+        try:
+            await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._futures.discard(future)
+
+    def notify(self) -> None:
+        loop = self._loop
+        if loop is not None and self._futures:
+            try:
+                loop.call_soon_threadsafe(self._release)
+            except RuntimeError:  # the loop has closed: the master is stopping
+                pass
+
+    def _release(self) -> None:
+        futures, self._futures = self._futures, set()
+        for future in futures:
+            if not future.done():
+                future.set_result(None)
 
 
 class APIError(Exception):
@@ -303,17 +344,26 @@ def create_app(master: Master) -> fastapi.FastAPI:
     def _answer(run: ExperimentRun, t: TrialState) -> Dict[str, Any]:
         return {"stop": run.must_stop(t)}
 
+    wakeups = _Wakeups()
+    master.cond.listeners.append(wakeups.notify)
+
+    def next_op_now(run: ExperimentRun, t: TrialState) -> Optional[Dict[str, Any]]:
+        with master.lock:
+            return run.next_op(t)
+
     @api.get("/trial-runner/next-op")
-    def next_op(found: Runner = Depends(runner)) -> Dict[str, Any]:
+    async def next_op(found: Runner = Depends(runner)) -> Dict[str, Any]:
+        # Async, so a waiting runner holds no worker thread (there are only 40).
         run, t = found
         deadline = time.monotonic() + LONG_POLL_SECONDS
-        with master.lock:
-            while True:
-                op = run.next_op(t)
-                remaining = deadline - time.monotonic()
-                if op is not None or remaining <= 0:
-                    return {"op": op}
-                master.cond.wait(min(remaining, 5.0))
+        while True:
+            woken = wakeups.arm()  # before looking, so no notification is missed
+            op = await run_in_threadpool(next_op_now, run, t)
+            remaining = deadline - time.monotonic()
+            if op is not None or remaining <= 0:
+                wakeups.disarm(woken)
+                return {"op": op}
+            await wakeups.wait(woken, min(remaining, 5.0))
 
     @api.post("/trial-runner/training")
     def report_training(body: models.Report, found: Runner = Depends(runner)) -> Dict[str, Any]:
