@@ -1,8 +1,6 @@
 """Shared fixtures: paths to the repository's examples and test model directories."""
 
-import os
 import pathlib
-import sys
 
 import pytest
 

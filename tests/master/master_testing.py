@@ -6,7 +6,7 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Any, Dict, List, Optional
 
 import httpx
 

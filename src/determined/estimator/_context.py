@@ -6,8 +6,8 @@ from typing import Any, Callable, List, Tuple, Union
 
 from determined.errors import InvalidTrialError
 from determined.estimator._metric import MetricReducer, make_metric
-from determined.harness import TrialContext, TrialEnv
-from determined.tensorflow._cache import DatasetCache
+from determined.harness import TrialEnv
+from determined.tensorflow._data_context import DatasetCacheContext, TFDataContext
 
 __all__ = [
     "EstimatorContext",
@@ -16,11 +16,8 @@ __all__ = [
 ]
 
 
-class EstimatorExperimentalContext:
+class EstimatorExperimentalContext(DatasetCacheContext):
     """Experimental features of an Estimator trial, reached as ``context.experimental``."""
-
-    def __init__(self, cache: DatasetCache):
-        self._cache = cache
 
     def make_metric(
         self,
@@ -51,49 +48,19 @@ class EstimatorExperimentalContext:
         """
         return make_metric(metric, reducer, numpy_dtype)
 
-    def cache_train_dataset(
-        self,
-        dataset_id: str,
-        dataset_version: str,
-        shuffle: bool = False,
-        skip_shuffle_at_epoch_end: bool = False,
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Cache an unbatched training ``tf.data.Dataset`` on disk by id and version (SPEC 4.9).
 
-        Example::
-
-            @self.context.experimental.cache_train_dataset("iris", "v1", shuffle=True)
-            def make_dataset():
-                return tf.data.Dataset.from_tensor_slices((features, labels))
-        """
-        return self._cache.decorator(
-            "train", dataset_id, dataset_version, shuffle, not skip_shuffle_at_epoch_end
-        )
-
-    def cache_validation_dataset(
-        self, dataset_id: str, dataset_version: str, shuffle: bool = False
-    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Cache an unbatched validation ``tf.data.Dataset`` on disk by id and version."""
-        return self._cache.decorator("validation", dataset_id, dataset_version, shuffle, False)
-
-
-class EstimatorContext(TrialContext):
+class EstimatorContext(TFDataContext):
     """Runtime information and wrappers shared by Estimator trials and the Native API.
 
     ``context.distributed`` says where this process sits; ``context.experimental``
     holds :class:`EstimatorExperimentalContext`.
     """
 
+    experimental_class = EstimatorExperimentalContext
+
     def __init__(self, env: TrialEnv):
         super().__init__(env)
         self._optimizers: List[Any] = []
-        self._wrapped_datasets = 0
-        self.experimental = EstimatorExperimentalContext(
-            DatasetCache(
-                env.experiment_config, env.trial_seed,
-                env.distributed.rank, env.distributed.size,
-            )
-        )
 
     def wrap_optimizer(self, optimizer: Any) -> Any:
         """Register an optimizer right after creating it; use the returned object.
@@ -106,27 +73,6 @@ class EstimatorContext(TrialContext):
             raise InvalidTrialError("Expected context.wrap_optimizer(optimizer) to receive an optimizer. Received: None")
         self._optimizers.append(optimizer)
         return optimizer
-
-    def wrap_dataset(self, dataset: Any, shard_dataset: bool = True) -> Any:
-        """Register a ``tf.data.Dataset`` right after creating it; use the returned dataset.
-
-        Args:
-            dataset: a ``tf.data.Dataset``.
-            shard_dataset: in multi-slot trials, shard so each slot sees distinct
-                records; with False the user must make each slot's data distinct.
-        """
-        import tensorflow as tf
-
-        if not isinstance(dataset, tf.data.Dataset):
-            raise InvalidTrialError(
-                f"Expected context.wrap_dataset(dataset) to receive a tf.data.Dataset. "
-                f"Received: {type(dataset).__name__}"
-            )
-        self._wrapped_datasets += 1
-        size = self.distributed.get_size()
-        if shard_dataset and size > 1:
-            dataset = dataset.shard(size, self.distributed.get_rank())
-        return dataset
 
 
 class EstimatorTrialContext(EstimatorContext):

@@ -6,7 +6,7 @@ import pytest
 import torch
 import yaml
 
-from determined.errors import CheckpointError, MasterError
+from determined.errors import MasterError
 from determined.experimental import Determined
 
 

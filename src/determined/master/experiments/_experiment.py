@@ -286,6 +286,7 @@ class ExperimentRun:
     # ------------------------------------------------------------------ process exits
 
     def process_exited(self, t: TrialState, code: int) -> None:
+        events_before = self.events
         closed = t.current_op is not None and t.current_op.kind is OpKind.CLOSE
         t.waiting = False
         if self.state == "STOPPING_CANCELED":
@@ -307,7 +308,8 @@ class ExperimentRun:
             self._complete(t, report_close=closed and not t.exit_reported)
         else:
             self._failed(t, code)
-        self._save_snapshot()
+        if self.events == events_before:  # a searcher event saved one already
+            self._save_snapshot()
         self.maybe_finish()
 
     def _failed(self, t: TrialState, code: int) -> None:
