@@ -1,6 +1,6 @@
 """Metric ingestion through the master: N trial processes reporting at once.
 
-    python benchmarks/cluster/ingest_master.py               # 50 trials x 200 workloads
+    python benchmarks/cluster/ingest_master.py               # 50 trials x 1,000 workloads
     python benchmarks/cluster/ingest_master.py --unit 10     # 10 batches per report
 
 A master with ``--trials`` slots runs that many no-op trials at once; each trains
@@ -66,7 +66,7 @@ def run(trials: int, workloads: int, unit: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=50)
-    parser.add_argument("--workloads", type=int, default=200, help="training reports per trial")
+    parser.add_argument("--workloads", type=int, default=1000, help="training reports per trial")
     parser.add_argument("--unit", type=int, default=1, help="batches per report")
     args = parser.parse_args()
     r = run(args.trials, args.workloads, args.unit)

@@ -16,9 +16,10 @@ import json
 import logging
 import os
 import sys
+import threading
 import time
 import traceback
-from typing import Any, Dict
+from typing import Any, Dict, List, Optional
 
 from determined.common.api import APIError, MasterClient
 from determined.harness._host import TrialHost, TrialOp
@@ -33,11 +34,59 @@ class RestTrialHost(TrialHost):
 
     Every answer to a report says whether the trial must stop (pause, preemption,
     cancel); :meth:`should_stop` returns the latest such answer.
+
+    Training reports are sent by a background thread, several per request when
+    the trial reports faster than the master answers, so training never waits
+    for the network. Every other call first waits until they are all stored
+    (:meth:`flush`): a checkpoint or validation is never recorded ahead of the
+    training it follows. Reports not yet sent when a trial crashes lie after its
+    latest checkpoint, which is where a restarted trial resumes anyway.
     """
+
+    #: training reports queued before report_training blocks (backpressure)
+    MAX_PENDING = 1000
 
     def __init__(self, client: MasterClient):
         self.client = client
         self._stop = False
+        self._cv = threading.Condition()
+        self._pending: List[Dict[str, Any]] = []
+        self._sending = False
+        self._failure: Optional[BaseException] = None
+        self._sender: Optional[threading.Thread] = None
+
+    def flush(self) -> None:
+        """Wait until every training report is stored; re-raise a failed send."""
+        with self._cv:
+            while self._pending or self._sending:
+                self._cv.wait()
+            self._raise_failure()
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            failure, self._failure = self._failure, None
+            raise failure
+
+    def _send_training(self) -> None:
+        while True:
+            with self._cv:
+                while not self._pending:
+                    self._cv.wait()
+                batch, self._pending = self._pending, []
+                self._sending = True
+                self._cv.notify_all()
+            try:
+                if len(batch) == 1:
+                    self._post("training", batch[0])
+                else:
+                    self._post("training-batch", {"reports": batch})
+            except BaseException as e:  # noqa: BLE001 - raised in the trial's thread
+                with self._cv:
+                    self._failure = e
+            finally:
+                with self._cv:
+                    self._sending = False
+                    self._cv.notify_all()
 
     def _post(self, what: str, body: Dict[str, Any]) -> Dict[str, Any]:
         for attempt in range(5):
@@ -52,30 +101,45 @@ class RestTrialHost(TrialHost):
         return {}
 
     def next_operation(self) -> TrialOp:
+        self.flush()
         while True:
             answer = self.client.runner_next_op()
             if answer.get("op") is not None:
                 return TrialOp.from_dict(answer["op"])
 
     def report_training(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
-        self._post("training", {"batches": batches_trained, "metrics": metrics})
+        with self._cv:
+            self._raise_failure()
+            while len(self._pending) >= self.MAX_PENDING:
+                self._cv.wait()
+            self._pending.append({"batches": batches_trained, "metrics": metrics})
+            self._cv.notify_all()
+            if self._sender is None:
+                self._sender = threading.Thread(target=self._send_training,
+                                                name="det-training-reports", daemon=True)
+                self._sender.start()
 
     def report_validation(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
+        self.flush()
         self._post("validation", {"batches": batches_trained, "metrics": metrics})
 
     def validate_op_completed(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
+        self.flush()
         self._post("validate-op-completed", {"batches": batches_trained, "metrics": metrics})
 
     def report_checkpoint(self, batches_trained: int, uuid: str, metadata: Dict[str, Any]) -> None:
+        self.flush()
         self._post("checkpoint", {"batches": batches_trained, "uuid": uuid, "metadata": metadata})
 
     def is_best_validation(self, value: float) -> bool:
+        self.flush()
         return self.client.runner_is_best(value)
 
     def should_stop(self) -> bool:
         return self._stop
 
     def report_early_exit(self, reason: str) -> None:
+        self.flush()
         self._post("early-exit", {"reason": reason})
 
 
@@ -96,6 +160,7 @@ def main() -> int:
     os.chdir(env.model_dir)
     sys.path.insert(0, env.model_dir)
     client = MasterClient(os.environ["DET_MASTER"], token=os.environ["DET_TRIAL_TOKEN"])
+    host = RestTrialHost(client)
     try:
         try:
             import torch
@@ -107,7 +172,7 @@ def main() -> int:
         # user's script up to its training call, which hands over the trial class.
         from determined.experimental._native_trial import native_trial_class
 
-        runner = TrialRunner(env, RestTrialHost(client), build_storage(spec["storage"]),
+        runner = TrialRunner(env, host, build_storage(spec["storage"]),
                              trial_class=native_trial_class(env))
         reason = runner.run()
         print(f"trial {env.trial_id} exited: {reason}", flush=True)
@@ -120,6 +185,10 @@ def main() -> int:
         sys.stdout.flush()
         return 1
     finally:
+        try:  # training reported before a failure is still worth storing
+            host.flush()
+        except Exception:  # noqa: BLE001 - the master may be gone; nothing to add
+            pass
         client.close()
 
 

@@ -103,3 +103,28 @@ def test_master_imports_no_framework():
             "print(sorted(m for m in ('torch', 'tensorflow') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_every_training_report_is_stored_once_in_order(master_factory, tmp_path, tiny_dir):
+    """One batch per workload: the runner reports faster than the master answers, so
+    reports travel in batches; none may be lost, duplicated or stored out of order."""
+    master = master_factory(slots=2)
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    config.update(scheduling_unit=1, min_validation_period={"batches": 50},
+                  min_checkpoint_period={"batches": 75})
+    config["searcher"]["max_length"] = {"batches": 300}
+    cfg_path = tmp_path / "unit1.yaml"
+    cfg_path.write_text(yaml.safe_dump(config))
+    out = det("e", "create", cfg_path, tiny_dir, env=dict(os.environ, DET_MASTER=master.url))
+    assert out.returncode == 0, out.stderr
+    with master.client() as api:
+        exp = wait_for_state(api, 1, ["COMPLETED", "ERROR", "CANCELED"])
+        assert exp["state"] == "COMPLETED", exp
+        (trial,) = exp["trials"]
+        assert trial["total_batches"] == 300
+        metrics = api.get(f"/trials/{trial['id']}").json()["metrics"]
+        training = [m["total_batches"] for m in metrics if m["kind"] == "training"]
+        assert training == list(range(1, 301))
+        validations = [m["total_batches"] for m in metrics if m["kind"] == "validation"]
+        assert validations == [50, 100, 150, 200, 250, 300]
+        assert len({m["metrics"]["loss"] for m in metrics if m["kind"] == "training"}) > 1

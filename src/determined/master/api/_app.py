@@ -372,6 +372,14 @@ def create_app(master: Master) -> fastapi.FastAPI:
         with master.lock:
             return _answer(run, t)
 
+    @api.post("/trial-runner/training-batch")
+    def report_training_batch(body: models.ReportBatch,
+                              found: Runner = Depends(runner)) -> Dict[str, Any]:
+        run, t = found
+        run.training_many(t, [(r.batches, r.metrics) for r in body.reports])
+        with master.lock:
+            return _answer(run, t)
+
     @api.post("/trial-runner/validation")
     def report_validation(body: models.Report, found: Runner = Depends(runner)) -> Dict[str, Any]:
         run, t = found

@@ -25,6 +25,12 @@ class Report(_Body):
     metrics: Dict[str, Any]
 
 
+class ReportBatch(_Body):
+    """Training reports of one trial, oldest first."""
+
+    reports: List[Report] = pydantic.Field(min_length=1, max_length=10000)
+
+
 class CheckpointReport(_Body):
     batches: int = pydantic.Field(ge=0)
     uuid: str = pydantic.Field(min_length=1)

@@ -109,6 +109,28 @@ class MetricsMixin(StoreBase):
         )
         return bool(self._submit(_TRAINING_PROGRESS if set_progress else _METRICS, [row]))
 
+    def add_training_metrics_many(
+        self,
+        trial_id: int,
+        reports: Sequence[Tuple[int, Dict[str, Any], Optional[List[Dict[str, Any]]]]],
+    ) -> int:
+        """Store several training workloads of one trial, ``(total_batches, metrics,
+        batch_metrics)`` each, and set its ``total_batches`` to the last one's, in one
+        group-committed job; idempotent per workload like :meth:`add_training_metrics`.
+
+        Returns:
+            How many rows were new.
+        """
+        now = utcnow()
+        rows = [
+            _metrics_row((trial_id, TRAINING, batches, metrics, batch_metrics), now,
+                         f"reports[{i}]")
+            for i, (batches, metrics, batch_metrics) in enumerate(reports)
+        ]
+        if not rows:
+            return 0
+        return int(self._submit(_TRAINING_PROGRESS, rows))
+
     def add_validation_metrics(
         self, trial_id: int, total_batches: int, metrics: Dict[str, Any]
     ) -> bool:

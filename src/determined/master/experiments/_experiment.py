@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from determined import searcher as searchers
 from determined.common.trial_ops import trial_op
@@ -232,6 +232,16 @@ class ExperimentRun:
         self.store.add_training_metrics(t.trial_id, batches, metrics.get("avg_metrics") or {},
                                         metrics.get("batch_metrics"), set_progress=True)
         t.batches = batches
+
+    def training_many(self, t: TrialState, reports: List[Tuple[int, Dict[str, Any]]]) -> None:
+        """Store several training reports of one trial at once (no lock needed)."""
+        if not reports:
+            return
+        self.store.add_training_metrics_many(t.trial_id, [
+            (batches, metrics.get("avg_metrics") or {}, metrics.get("batch_metrics"))
+            for batches, metrics in reports
+        ])
+        t.batches = reports[-1][0]
 
     def validation(self, t: TrialState, batches: int, metrics: Dict[str, Any]) -> None:
         values = metrics.get("validation_metrics") or {}
