@@ -33,15 +33,17 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from determined.agent._spawner import Spawner
 from determined.common.api import APIError, MasterClient, unpack_context
 
-__all__ = ["Agent", "AgentRejectedError", "detect_gpus", "default_work_dir"]
+__all__ = ["Agent", "detect_gpus", "default_work_dir"]
 
 #: Most lines kept while the master is unreachable (older ones are dropped).
 MAX_PENDING_LINES = 100_000
 _MAX_BACKOFF = 10.0
 
 
-class AgentRejectedError(RuntimeError):
-    """The master refused this agent (wrong token, bad id): retrying would not help."""
+def _say(message: str, err: bool = False) -> None:
+    """Print one line of the agent's own log, with the local time."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    print(f"{stamp} {message}", file=sys.stderr if err else sys.stdout, flush=True)
 
 
 def detect_gpus() -> List[str]:
@@ -122,7 +124,8 @@ class Agent:
         self._exit_lock = threading.Lock()  # never held while calling the spawner
         self._exit_codes: Dict[int, "queue.Queue[int]"] = {}
         self._events: "queue.Queue[Tuple[str, str, Any]]" = queue.Queue()
-        self._stop = threading.Event()
+        self._stop = threading.Event()  # SIGTERM: drain (no new trials), then deregister
+        self._done = threading.Event()  # deregistered: stop polling
         self._fatal: Optional[str] = None
         self._spawner = Spawner(self._exited, preload=preload)
 
@@ -139,9 +142,14 @@ class Agent:
         poller.start()
         while not self._stop.wait(0.5):
             pass
-        self._shutdown()
+        try:
+            self._shutdown()
+        finally:
+            self._done.set()
+            for client in (self._poller, self._shipper_client, self._fetcher):
+                client.close()
         if self._fatal:
-            print(f"det-agent: {self._fatal}", file=sys.stderr, flush=True)
+            _say(f"det-agent: {self._fatal}", err=True)
             return 2
         return 0
 
@@ -153,11 +161,24 @@ class Agent:
         try:
             self._spawner.start()
         except Exception as e:  # the first launch retries and reports
-            print(f"det-agent: could not start the trial zygote: {e}", file=sys.stderr)
+            _say(f"det-agent: could not start the trial zygote: {e}", err=True)
 
     def _shutdown(self) -> None:
         with self._lock:
+            session = self._session
+        if session is not None and self._fatal is None:
+            try:  # drain first: the master must not send trials we would kill
+                with MasterClient(self.master_url, token=self.token, timeout=5.0) as client:
+                    for command in client.request(
+                            "GET", f"/agents/{self.id}/commands",
+                            params={"session": session, "wait": 0, "draining": True},
+                    )["commands"]:
+                        self._handle(command)
+            except APIError as e:
+                _say(f"det-agent: could not tell the master it drains: {e}", err=True)
+        with self._lock:
             trials = list(self._trials.values())
+        _say(f"det-agent: {self.id} shutting down; killing {len(trials)} trial(s)")
         for t in trials:
             self._kill(t)
         deadline = time.monotonic() + 10.0
@@ -170,14 +191,16 @@ class Agent:
             session = self._session
         if session is not None and self._fatal is None:
             try:
-                self._poller.request("POST", f"/agents/{self.id}/deregister",
-                                     json={"session": session}, timeout=5.0)
-                print(f"det-agent: {self.id} deregistered", flush=True)
+                with MasterClient(self.master_url, token=self.token, timeout=5.0) as client:
+                    client.request("POST", f"/agents/{self.id}/deregister",
+                                   json={"session": session})
+                _say(f"det-agent: {self.id} deregistered")
             except APIError as e:
-                print(f"det-agent: could not deregister: {e}", file=sys.stderr, flush=True)
+                _say(f"det-agent: could not deregister: {e}", err=True)
+        elif session is None:
+            _say(f"det-agent: {self.id} is not registered (master unreachable?); "
+                  "not deregistering")
         self._spawner.close()
-        for client in (self._poller, self._shipper_client, self._fetcher):
-            client.close()
 
     def _refuse(self, why: str) -> None:
         self._fatal = why
@@ -205,26 +228,33 @@ class Agent:
             self._poll_seconds = float(answer.get("poll_seconds", 10.0))
         if first:  # import the frameworks in the zygote now, not at the first trial
             threading.Thread(target=self._warm_up, name="det-zygote-start", daemon=True).start()
-        print(f"det-agent: {self.id} registered with {self.master_url}: {self.slots} "
-              f"{'GPU' if self.gpus else 'CPU'} slot(s)", flush=True)
+        _say(f"det-agent: {self.id} registered with {self.master_url}: {self.slots} "
+              f"{'GPU' if self.gpus else 'CPU'} slot(s)")
 
     def _poll_loop(self) -> None:
         backoff = 0.5
         outage = False
-        while not self._stop.is_set():
+        # After SIGTERM it goes on polling (a heartbeat, and "draining": the master sends
+        # no more trials) until the trials' exits are reported and it deregistered.
+        while not self._done.is_set():
             try:
                 with self._lock:
                     session = self._session
+                draining = self._stop.is_set()
                 if session is None:
-                    self._register()
+                    if draining or self._fatal:
+                        self._done.wait(0.2)
+                    else:
+                        self._register()
                     continue
-                wait = self._poll_seconds
+                wait = 0.5 if draining else self._poll_seconds
                 commands = self._poller.request(
                     "GET", f"/agents/{self.id}/commands",
-                    params={"session": session, "wait": wait}, timeout=wait + 30.0,
+                    params={"session": session, "wait": wait, "draining": draining},
+                    timeout=wait + 30.0,
                 )["commands"]
                 if outage:
-                    print("det-agent: the master is reachable again", flush=True)
+                    _say("det-agent: the master is reachable again")
                 backoff, outage = 0.5, False
                 for command in commands:
                     self._handle(command)
@@ -236,15 +266,18 @@ class Agent:
                 if e.status in (400, 401, 403):
                     self._refuse(f"the master refused agent {self.id}: {e}")
                     return
+                if self._stop.is_set():
+                    self._done.wait(0.2)
+                    continue
                 if not outage:
-                    print(f"det-agent: {e}; retrying (trials keep running)", file=sys.stderr,
-                          flush=True)
+                    _say(f"det-agent: {e}; retrying (trials keep running)", err=True)
                 outage = True
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF)
             except Exception as e:  # never let the heartbeat die
-                print(f"det-agent: poll failed: {type(e).__name__}: {e}", file=sys.stderr,
-                      flush=True)
+                if self._done.is_set():
+                    return
+                _say(f"det-agent: poll failed: {type(e).__name__}: {e}", err=True)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF)
 
@@ -254,6 +287,11 @@ class Agent:
             t = _Trial(command["launch_id"], int(command["trial_id"]))
             with self._lock:
                 self._trials[t.launch_id] = t  # named in "running" from now on
+            if self._stop.is_set():  # sent before the master knew we are draining
+                self._log(t, f"det-agent {self.id}: shutting down; trial {t.trial_id} "
+                             "not started")
+                self._events.put(("exit", t.launch_id, 0))  # as if stopped: no restart
+                return
             threading.Thread(target=self._launch, args=(t, command),
                              name=f"det-launch-{t.trial_id}", daemon=True).start()
         elif kind == "kill":
@@ -262,7 +300,7 @@ class Agent:
             if t is not None:
                 self._kill(t)
         else:
-            print(f"det-agent: ignoring unknown command {kind!r}", file=sys.stderr, flush=True)
+            _say(f"det-agent: ignoring unknown command {kind!r}", err=True)
 
     def _ship(self) -> None:
         """Send output lines and exits in batches, in order; retry until the master has them."""
@@ -301,9 +339,11 @@ class Agent:
                 self._shipper_client.request("POST", f"/agents/{self.id}/events", json={
                     "session": session, "logs": logs, "exits": exits}, timeout=30.0)
             except APIError as e:
-                if e.status in (400, 401, 403):
-                    print(f"det-agent: the master refused trial output: {e}", file=sys.stderr,
-                          flush=True)
+                if e.status in (400, 401, 403):  # retrying would not help: drop them
+                    _say(f"det-agent: the master refused trial output: {e}", err=True)
+                    with self._lock:
+                        for launch_id in exits:
+                            self._trials.pop(launch_id, None)
                     logs, exits, pending = {}, {}, 0
                     continue
                 if e.status == 410:
@@ -323,6 +363,8 @@ class Agent:
     def _drop_oldest(logs: Dict[str, List[str]]) -> int:
         biggest = max(logs, key=lambda k: len(logs[k]))
         n = len(logs[biggest]) // 2
+        if n < 2:
+            return 0
         logs[biggest][:n] = [f"det-agent: {n} lines dropped (the master was unreachable)"]
         return n - 1
 

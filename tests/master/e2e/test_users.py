@@ -203,7 +203,8 @@ def test_no_anonymous_access(master_factory, tiny_dir, tmp_path, monkeypatch) ->
         assert r.status_code == 401 and "Expected the header 'Authorization: Bearer" in \
             r.json()["error"]
         public = anon.get("/master/config", headers=login(m, "determined")).json()
-        assert public["security"] == {"allow_anonymous": False, "session_ttl_hours": 3 / 3600}
+        assert public["security"] == {"allow_anonymous": False, "session_ttl_hours": 3 / 3600,
+                                      "agent_token": None}
 
     # The SDK logs in as `determined`, or as the user named.
     d = Determined(m.url)

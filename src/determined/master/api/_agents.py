@@ -7,8 +7,9 @@ the master sets no agent token, every agent that reaches it may register. Routes
 - ``POST /agents/{id}/register`` ``{slots, label, running, version}`` ->
   ``{session, poll_seconds, timeout}``; ``running`` lists the launch ids the agent
   still runs (after a reconnect).
-- ``GET /agents/{id}/commands?session=S&wait=W`` -> ``{commands: [...]}``, a long poll
-  that is also the agent's heartbeat. Commands: ``{type: "launch", launch_id,
+- ``GET /agents/{id}/commands?session=S&wait=W[&draining=true]`` -> ``{commands:
+  [...]}``, a long poll that is also the agent's heartbeat (``draining``: it shuts
+  down; no new trials). Commands: ``{type: "launch", launch_id,
   trial_id, experiment_id, slot_ids, env, spec}`` and ``{type: "kill", launch_id}``.
 - ``POST /agents/{id}/events`` ``{session, logs: {launch_id: [line]}, exits:
   {launch_id: code}}``: output lines are stored before the exits are handled.
@@ -20,9 +21,11 @@ missing agent token gets 401.
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import hmac
-from typing import Any, Dict, List, Optional, Tuple
+import time
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 import fastapi
 import pydantic
@@ -106,11 +109,30 @@ def agents_router(master: Master) -> fastapi.APIRouter:
               f"slot(s)", flush=True)
         return answer
 
+    wakeups = _AgentWakeups()
+    remote.listeners.append(wakeups.notify)
+
     @api.get("/{agent_id}/commands")
-    def commands(agent_id: str, session: str = Query(...),
-                 wait: float = Query(10.0, ge=0, le=_MAX_WAIT)) -> Dict[str, Any]:
+    async def commands(agent_id: str, session: str = Query(...),
+                       wait: float = Query(10.0, ge=0, le=_MAX_WAIT),
+                       draining: bool = Query(False)) -> Dict[str, Any]:
+        # Async, so a waiting agent holds no worker thread (there are only 40).
+        deadline = time.monotonic() + remote.poll_wait(wait)
         try:
-            return {"commands": remote.poll(agent_id, session, wait)}
+            if draining:
+                remote.drain(agent_id, session)
+            while True:
+                woken = wakeups.arm(agent_id)  # before looking: no wake-up is missed
+                try:
+                    found = remote.take(agent_id, session,
+                                        force=time.monotonic() >= deadline)
+                except UnknownSessionError:
+                    wakeups.disarm(agent_id, woken)
+                    raise
+                if found is not None:
+                    wakeups.disarm(agent_id, woken)
+                    return {"commands": found}
+                await wakeups.wait(agent_id, woken, deadline - time.monotonic())
         except UnknownSessionError as e:
             raise gone(e) from None
 
@@ -132,6 +154,49 @@ def agents_router(master: Master) -> fastapi.APIRouter:
         return {}
 
     return api
+
+
+class _AgentWakeups:
+    """Async polls per agent, woken from any thread by the registry's listeners."""
+
+    def __init__(self) -> None:
+        self._loop: Optional[asyncio.AbstractEventLoop] = None
+        self._futures: Dict[str, Set["asyncio.Future[None]"]] = {}
+
+    def arm(self, agent_id: str) -> "asyncio.Future[None]":
+        self._loop = asyncio.get_running_loop()
+        future = self._loop.create_future()
+        self._futures.setdefault(agent_id, set()).add(future)
+        return future
+
+    def disarm(self, agent_id: str, future: "asyncio.Future[None]") -> None:
+        waiting = self._futures.get(agent_id)
+        if waiting is not None:
+            waiting.discard(future)
+            if not waiting:
+                del self._futures[agent_id]
+
+    async def wait(self, agent_id: str, future: "asyncio.Future[None]",
+                   timeout: float) -> None:
+        try:
+            await asyncio.wait_for(future, max(0.0, timeout))
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self.disarm(agent_id, future)
+
+    def notify(self, agent_id: str) -> None:
+        loop = self._loop
+        if loop is not None:
+            try:
+                loop.call_soon_threadsafe(self._release, agent_id)
+            except RuntimeError:  # the loop has closed: the master is stopping
+                pass
+
+    def _release(self, agent_id: str) -> None:
+        for future in self._futures.pop(agent_id, set()):
+            if not future.done():
+                future.set_result(None)
 
 
 def _iso(t: Optional[datetime.datetime]) -> Optional[str]:

@@ -226,8 +226,9 @@ class ClusterMixin(StoreBase):
     def revoke_trial_tokens(self, trial_id: int) -> int:
         """Forget every token of the trial (e.g. once it ended); returns how many."""
         cache = self._trial_token_cache()
-        for digest in [d for d, t in cache.items() if t == trial_id]:
-            del cache[digest]
+        for digest, owner in list(cache.items()):  # list(): a C-level copy, safe vs. writers
+            if owner == trial_id:
+                cache.pop(digest, None)
         with self._write() as s:
             result = s.execute(
                 sa.delete(m.AuthToken).where(

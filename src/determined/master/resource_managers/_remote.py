@@ -59,6 +59,7 @@ class _RemoteAgent:
     commands: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
     launches: Dict[str, _Launch] = dataclasses.field(default_factory=dict)  # live ones
     wake: threading.Event = dataclasses.field(default_factory=threading.Event)
+    draining: bool = False  # shutting down: gets no new trials
 
 
 class RemoteResourceManager:
@@ -88,6 +89,9 @@ class RemoteResourceManager:
         self._log_sink = log_sink
         self._on_change = on_change or (lambda: None)
         self._on_lost = on_lost or (lambda trial_id: None)
+        #: Called with an agent id (with a lock held: must not block) when its polls
+        #: should look again (commands, a new session, shutdown).
+        self.listeners: List[Callable[[str], None]] = []
         self._lock = threading.Lock()
         self._agents: Dict[str, _RemoteAgent] = {}
         self._trial_launch: Dict[int, Tuple[str, str]] = {}  # trial id -> (agent, launch)
@@ -114,7 +118,7 @@ class RemoteResourceManager:
             agent = _RemoteAgent(agent_id, slots, label, uuid.uuid4().hex, address, now, now)
             running_set = set(running)
             if old is not None:
-                old.wake.set()  # a poll of the old session answers "register again"
+                self._wake(old)  # a poll of the old session answers "register again"
                 for launch in old.launches.values():
                     if launch.delivered and launch.id not in running_set:
                         lost.append((launch.trial_id, launch.id))
@@ -134,22 +138,51 @@ class RemoteResourceManager:
         self._on_change()
         return {"session": session, "poll_seconds": self.poll_seconds, "timeout": self.timeout}
 
-    def poll(self, agent_id: str, session: str, wait: float) -> List[Dict[str, Any]]:
-        """The agent's pending commands, waiting up to ``wait`` seconds for one."""
-        deadline = time.monotonic() + max(0.0, min(wait, self.poll_seconds))
+    def poll(self, agent_id: str, session: str, wait: float,
+             draining: bool = False) -> List[Dict[str, Any]]:
+        """The agent's pending commands, waiting up to ``wait`` seconds for one
+        (blocking; an async server uses :meth:`take` and :attr:`listeners`).
+
+        ``draining``: the agent shuts down; its slots leave scheduling at once.
+        """
+        deadline = time.monotonic() + self.poll_wait(wait)
+        if draining:
+            self.drain(agent_id, session)
         while True:
             with self._lock:
-                agent = self._checked(agent_id, session)
-                if agent.commands or time.monotonic() >= deadline or self._closed.is_set():
-                    commands, agent.commands = agent.commands, []
-                    for command in commands:
-                        launch = agent.launches.get(command.get("launch_id", ""))
-                        if command["type"] == "launch" and launch is not None:
-                            launch.delivered = True
-                    agent.wake.clear()
-                    return commands
-                wake = agent.wake
+                wake = self._checked(agent_id, session).wake
+            commands = self.take(agent_id, session, force=time.monotonic() >= deadline)
+            if commands is not None:
+                return commands
             wake.wait(max(0.0, deadline - time.monotonic()))
+
+    def poll_wait(self, wait: float) -> float:
+        """How long a poll asking to wait ``wait`` seconds may wait."""
+        return max(0.0, min(wait, self.poll_seconds))
+
+    def drain(self, agent_id: str, session: str) -> None:
+        """The agent shuts down: its slots leave scheduling at once."""
+        with self._lock:
+            agent = self._checked(agent_id, session)
+            changed, agent.draining = not agent.draining, True
+        if changed:
+            self._on_change()
+
+    def take(self, agent_id: str, session: str, force: bool = False
+             ) -> Optional[List[Dict[str, Any]]]:
+        """The agent's pending commands (now delivered), or None if it has none and not
+        ``force`` (then ``[]``). Raises UnknownSessionError (also a heartbeat)."""
+        with self._lock:
+            agent = self._checked(agent_id, session)
+            agent.wake.clear()  # under the lock: a new command sets it again
+            if not agent.commands and not force and not self._closed.is_set():
+                return None
+            commands, agent.commands = agent.commands, []
+            for command in commands:
+                launch = agent.launches.get(command.get("launch_id", ""))
+                if command["type"] == "launch" and launch is not None:
+                    launch.delivered = True
+            return commands
 
     def report(self, agent_id: str, session: str, logs: Dict[str, List[str]],
                exits: Dict[str, int]) -> None:
@@ -178,7 +211,7 @@ class RemoteResourceManager:
         with self._lock:
             agent = self._checked(agent_id, session)
             del self._agents[agent_id]
-            agent.wake.set()
+            self._wake(agent)
         self._drop(agent, f"agent {agent_id} shut down")
 
     # -- the master's side -------------------------------------------------------------
@@ -186,7 +219,8 @@ class RemoteResourceManager:
     def agents(self) -> List[scheduler.Agent]:
         """Live agents, for the scheduler."""
         with self._lock:
-            return [scheduler.Agent(a.id, a.slots, label=a.label) for a in self._agents.values()]
+            return [scheduler.Agent(a.id, a.slots, label=a.label)
+                    for a in self._agents.values() if not a.draining]
 
     def describe(self) -> List[Dict[str, Any]]:
         """Live agents with address, seconds since last contact and their trials."""
@@ -204,7 +238,7 @@ class RemoteResourceManager:
     @property
     def slots(self) -> int:
         with self._lock:
-            return sum(a.slots for a in self._agents.values())
+            return sum(a.slots for a in self._agents.values() if not a.draining)
 
     def launch(self, agent_id: str, trial_id: int, slot_ids: Sequence[int],
                env: Dict[str, str], spec: Dict[str, Any], experiment_id: int) -> str:
@@ -225,7 +259,7 @@ class RemoteResourceManager:
             agent.commands.append(command)
             self._trial_launch[trial_id] = (agent_id, launch_id)
             self._history[launch_id] = trial_id
-            agent.wake.set()
+            self._wake(agent)
             return launch_id
 
     def holds(self, trial_id: int) -> bool:
@@ -250,7 +284,7 @@ class RemoteResourceManager:
                 undelivered = True
             else:
                 agent.commands.append({"type": "kill", "launch_id": launch.id})
-                agent.wake.set()
+                self._wake(agent)
                 undelivered = False
         if undelivered:  # never started: it ended now (callers may hold the master's lock)
             threading.Thread(target=self._on_exit, args=(trial_id, LOST_EXIT_CODE),
@@ -261,9 +295,15 @@ class RemoteResourceManager:
         self._closed.set()
         with self._lock:
             for agent in self._agents.values():
-                agent.wake.set()
+                self._wake(agent)
 
     # -- internals -------------------------------------------------------------------
+
+    def _wake(self, agent: _RemoteAgent) -> None:
+        """Wake the agent's waiting polls (called with the lock held)."""
+        agent.wake.set()
+        for listener in self.listeners:
+            listener(agent.id)
 
     def _checked(self, agent_id: str, session: str) -> _RemoteAgent:
         agent = self._agents.get(agent_id)
@@ -308,7 +348,7 @@ class RemoteResourceManager:
                 lost = [a for a in self._agents.values() if now - a.last_seen > self.timeout]
                 for agent in lost:
                     del self._agents[agent.id]
-                    agent.wake.set()
+                    self._wake(agent)
             for agent in lost:
                 print(f"det-master: agent {agent.id} lost (no request for "
                       f"{now - agent.last_seen:.1f} s)", flush=True)
