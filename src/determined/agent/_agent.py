@@ -23,7 +23,6 @@ import queue
 import shutil
 import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -31,6 +30,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from determined.agent._spawner import Spawner
+from determined.agent._gpus import detect_gpus
 from determined.common.api import APIError, MasterClient, unpack_context
 
 __all__ = ["Agent", "detect_gpus", "default_work_dir"]
@@ -44,22 +44,6 @@ def _say(message: str, err: bool = False) -> None:
     """Print one line of the agent's own log, with the local time."""
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     print(f"{stamp} {message}", file=sys.stderr if err else sys.stdout, flush=True)
-
-
-def detect_gpus() -> List[str]:
-    """Indices of the NVIDIA GPUs ``nvidia-smi -L`` lists ([] without nvidia-smi)."""
-    if shutil.which("nvidia-smi") is None:
-        return []
-    try:
-        out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True,
-                             timeout=20).stdout
-    except (OSError, subprocess.SubprocessError):
-        return []
-    gpus = []
-    for line in out.splitlines():
-        if line.startswith("GPU "):
-            gpus.append(line[4:].split(":", 1)[0].strip())
-    return gpus
 
 
 def default_work_dir(agent_id: str) -> str:

@@ -25,7 +25,7 @@ def add_parser(nouns: Any) -> None:
     local = kinds.add_parser("local", help="a master and agent on this machine, no Docker")
     verbs = local.add_subparsers(dest="verb", metavar="ACTION")
     up = verbs.add_parser("up", help="start the master in the background")
-    up.add_argument("--slots", type=int, default=None, help="slots (default: CPU count)")
+    up.add_argument("--slots", type=int, default=None, help="slots (default: one per GPU, else one per CPU)")
     up.add_argument("--port", type=int, default=8080)
     up.add_argument("--data-dir", default=None)
     up.add_argument("--master-config", default=None, help="master config YAML")

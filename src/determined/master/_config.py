@@ -17,6 +17,8 @@ import os
 from typing import Any, Dict, Literal, Optional
 
 import pydantic
+
+from determined.agent._gpus import default_slots
 import yaml
 
 __all__ = ["MasterConfig", "SchedulerConfig", "ResourceManagerConfig", "SecurityConfig",
@@ -42,7 +44,7 @@ class ResourceManagerConfig(_Strict):
     type: Literal["embedded"] = "embedded"
     #: Slots of the embedded agent (trials on the master's machine); 0: none, only
     #: remote agents (``python -m determined.agent --master URL``) run trials.
-    slots: int = pydantic.Field(default_factory=lambda: os.cpu_count() or 1, ge=0)
+    slots: int = pydantic.Field(default_factory=default_slots, ge=0)
     #: Seconds without a request from a remote agent before it counts as lost: its
     #: trials count as crashed and its slots leave the cluster.
     agent_timeout: float = pydantic.Field(default=30.0, gt=0)
