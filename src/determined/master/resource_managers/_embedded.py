@@ -21,6 +21,7 @@ import time
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from determined.agent import Spawner
+from determined.agent._gpus import detect_gpus
 from determined.master import scheduler
 
 __all__ = ["EmbeddedResourceManager", "AGENT_ID"]
@@ -46,6 +47,9 @@ class EmbeddedResourceManager:
         if slots < 1:
             raise ValueError(f"Expected slots >= 1. Received: slots={slots}")
         self.slots = slots
+        gpus = detect_gpus()
+        # Slots are GPUs when there are as many GPUs as slots (the default).
+        self._gpus = gpus if len(gpus) >= slots else []
         self._on_exit = on_exit
         self._log_sink = log_sink
         self._procs: Dict[int, int] = {}  # trial id -> pid
@@ -74,6 +78,8 @@ class EmbeddedResourceManager:
         """Start the trial's process; returns its pid."""
         assignment = dict(env)
         assignment["DET_SLOT_IDS"] = ",".join(str(s) for s in slot_ids)
+        if self._gpus:
+            assignment["CUDA_VISIBLE_DEVICES"] = ",".join(self._gpus[s] for s in slot_ids)
         pid, out_fd = self._spawner.spawn(assignment, cwd)
         with self._lock:
             self._procs[trial_id] = pid
