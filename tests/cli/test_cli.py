@@ -26,3 +26,12 @@ def test_preview_search_shows_the_asha_plan(examples_dir):
     assert out.returncode == 0, out.stderr
     assert "Total: 16 trials" in out.stdout
     assert "epochs" in out.stdout
+
+
+def test_config_that_is_not_yaml_is_named_before_contacting_a_master(tiny_dir, tmp_path):
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("searcher: [1,\n")
+    out = run_det(["-m", "localhost:1", "e", "create", bad, tiny_dir])
+    assert out.returncode == 1
+    assert f"Invalid config file {bad}" in out.stderr and "not valid YAML" in out.stderr
+    assert "localhost:1" not in out.stderr  # failed before any request

@@ -8,12 +8,13 @@ import os
 import time
 from typing import Any, Dict
 
+import yaml
 from rich.console import Console
 
 from determined.cli._progress import ExperimentProgress
 from determined.cli._remote import client, print_rows, unreachable_hint, usage_error
 from determined.common.api import APIError, MasterClient, pack_context
-from determined.errors import InvalidModelDefError
+from determined.errors import InvalidConfigError, InvalidModelDefError
 
 __all__ = ["add_verbs", "create_remote", "follow", "list_remote", "read_context"]
 
@@ -46,10 +47,25 @@ def read_context(args: argparse.Namespace) -> bytes:
         raise InvalidModelDefError(f"model_def: {e}") from None
 
 
+def read_config_text(path: str) -> str:
+    """The config file's text, checked to be YAML here (the master validates the rest)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise InvalidConfigError([("", f"cannot read it: {e.strerror}")],
+                                 source=f"config file {path}") from None
+    try:
+        yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InvalidConfigError([("", f"not valid YAML: {e}")],
+                                 source=f"config file {path}") from None
+    return text
+
+
 def create_remote(args: argparse.Namespace) -> int:
     packed = read_context(args)
-    with open(args.config_file, encoding="utf-8") as f:
-        config_text = f.read()
+    config_text = read_config_text(args.config_file)
     console = Console(stderr=True)
     with client(args) as c:
         try:

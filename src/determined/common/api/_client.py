@@ -98,9 +98,10 @@ class MasterClient:
                 message, details = body.get("error") or r.text, body.get("details")
             except ValueError:
                 message, details = r.text, None
-            if details:
-                message += "".join(f"\n  - {d.get('field') or '<root>'}: {d.get('message')}"
-                                   for d in details)
+            for d in details or []:  # unless the message lists them already
+                line = f"{d.get('field') or '<root>'}: {d.get('message')}"
+                if line not in message:
+                    message += f"\n  - {line}"
             raise APIError(f"{message} (HTTP {r.status_code})", r.status_code, details)
         if not r.content:
             return None

@@ -196,9 +196,11 @@ def create_app(master: Master) -> fastapi.FastAPI:
         if isinstance(raw, str):
             try:
                 raw = parse_yaml(raw)
+            except InvalidConfigError as e:
+                reason = e.errors[0][1] if e.errors else str(e)
+                raise APIError(400, f"The config is not valid YAML: {reason}") from None
             except Exception as e:
-                raise APIError(400, f"config is not valid YAML: {e}",
-                               [{"field": "config", "message": str(e)}])
+                raise APIError(400, f"The config is not valid YAML: {e}") from None
         config = master.validate(raw)
         try:
             import io
