@@ -3,7 +3,6 @@
 import json
 import os
 
-import pytest
 import yaml
 
 from det_cli_testing import run_det

@@ -1,7 +1,6 @@
 """Run trials in-process for tests."""
 
 import os
-from typing import Any, Dict, Optional
 
 from determined.config import Length, load_config, validate_config
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner

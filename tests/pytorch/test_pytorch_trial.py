@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from determined.errors import InvalidModelDefError, InvalidTrialError, UserCodeError
-from determined.harness import ExitReason, TrialRunner
+from determined.harness import ExitReason
 from determined.pytorch import load_trial_from_checkpoint_path
 
 from pytorch_helpers import make_env, run_trial, train_plan
@@ -108,7 +108,6 @@ def test_lr_scheduler_steps_every_epoch_and_callbacks_run(tiny_dir, tmp_path):
     # 24 batches per epoch: lr is 0.1 for batches 0-23, 0.09 for 24-47, 0.081 after.
     assert lrs[0] == pytest.approx(0.1) and lrs[23] == pytest.approx(0.1)
     assert lrs[24] == pytest.approx(0.09) and lrs[48] == pytest.approx(0.081)
-    lines = events.read_text().split()
     text = events.read_text().splitlines()
     assert text[:1] == ["epoch_start 0"] and "epoch_start 2" in text
     assert sum(l.startswith("validation_end") for l in text) == 3

@@ -51,6 +51,12 @@ class TrialContext:
         if gbs is None:
             raise ValueError("hyperparameters must include global_batch_size")
         size = env.distributed.size
+        if int(gbs) < size:
+            raise ValueError(
+                f"Expected hyperparameters.global_batch_size >= resources.slots_per_trial "
+                f"({size}): every slot needs at least one record per batch. "
+                f"Received: global_batch_size={gbs}"
+            )
         self._per_slot_batch_size = int(gbs) // size
         self._global_batch_size = self._per_slot_batch_size * size
         if self._global_batch_size != int(gbs):

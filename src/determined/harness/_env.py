@@ -10,11 +10,28 @@ __all__ = ["TrialEnv", "DistributedInfo"]
 
 @dataclasses.dataclass(frozen=True)
 class DistributedInfo:
+    """Where this process sits in its trial's group of processes (one per slot).
+
+    Attributes:
+        rank: 0..size-1; rank 0 is the chief.
+        size: processes in the trial (``resources.slots_per_trial``).
+        local_rank, local_size: the same on this machine.
+        num_agents: machines the trial spans.
+        master_addr, master_port: where rank 0 listens for the others to join
+            (``torch.distributed``'s rendezvous; unused when ``size`` is 1).
+    """
+
     rank: int = 0
     size: int = 1
     local_rank: int = 0
     local_size: int = 1
     num_agents: int = 1
+    master_addr: str = "127.0.0.1"
+    master_port: int = 0
+
+    @property
+    def is_chief(self) -> bool:
+        return self.rank == 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,6 +45,7 @@ class TrialEnv:
         latest_checkpoint: path of a checkpoint to resume from (restart or warm start).
         warm_start: True when ``latest_checkpoint`` only supplies weights (a warm start
             from another trial) rather than a restart of this trial.
+        distributed: this process's place among the trial's processes.
     """
 
     experiment_config: Dict[str, Any]
@@ -41,3 +59,22 @@ class TrialEnv:
     distributed: DistributedInfo = dataclasses.field(default_factory=DistributedInfo)
     test_mode: bool = False
     managed: bool = True  # False for the Native API's in-process trials
+
+    @property
+    def slots_per_trial(self) -> int:
+        """``resources.slots_per_trial`` of the config (1 when absent)."""
+        resources = self.experiment_config.get("resources") or {}
+        return int(resources.get("slots_per_trial") or 1)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """Plain JSON-able fields (the inverse of :meth:`from_dict`)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "TrialEnv":
+        """Build from :meth:`to_dict` output (``distributed`` may be a dict or absent)."""
+        d = dict(d)
+        info = d.get("distributed")
+        if isinstance(info, dict):
+            d["distributed"] = DistributedInfo(**info)
+        return cls(**d)

@@ -156,7 +156,7 @@ def main() -> int:
     from determined.harness._runner import TrialRunner
     from determined.storage import build_storage
 
-    env = TrialEnv(**spec["env"])
+    env = TrialEnv.from_dict(spec["env"])
     os.chdir(env.model_dir)
     sys.path.insert(0, env.model_dir)
     client = MasterClient(os.environ["DET_MASTER"], token=os.environ["DET_TRIAL_TOKEN"])
@@ -172,9 +172,15 @@ def main() -> int:
         # user's script up to its training call, which hands over the trial class.
         from determined.experimental._native_trial import native_trial_class
 
-        runner = TrialRunner(env, host, build_storage(spec["storage"]),
-                             trial_class=native_trial_class(env))
-        reason = runner.run()
+        from determined.harness._distributed import FollowerHost, distributed_trial
+
+        # slots_per_trial > 1: rank 0 (unless DET_RANK says otherwise) starts the other
+        # ranks on this machine; only rank 0 talks to the master.
+        with distributed_trial(env, spec["storage"], threads) as env:
+            runner = TrialRunner(env, host if env.distributed.rank == 0 else FollowerHost(),
+                                 build_storage(spec["storage"]),
+                                 trial_class=native_trial_class(env))
+            reason = runner.run()
         print(f"trial {env.trial_id} exited: {reason}", flush=True)
         return 0
     except (InvalidTrialError, InvalidModelDefError) as e:

@@ -4,6 +4,11 @@ Who owns what: the *host* owns the searcher's operations and where results go;
 the *sequencer* owns the counters that decide between training, validating and
 checkpointing (SPEC 1.3); the *controller* owns the user's trial and the
 framework; *storage* owns checkpoint files. The runner only connects them.
+
+Distributed trials (``slots_per_trial`` > 1): every rank runs a runner; only
+the chief (rank 0) talks to the host, and the runner broadcasts its operations
+and decisions (stop, checkpoint after a validation, the checkpoint's UUID), so
+all ranks run the same workloads (see ``_distributed``).
 """
 
 from __future__ import annotations
@@ -22,9 +27,10 @@ import determined
 from determined.config import ExperimentConfig
 from determined.errors import InvalidTrialError
 from determined.harness._controller import TrialController
+from determined.harness._distributed import Collective, connect
 from determined.harness._env import TrialEnv
 from determined.harness._frameworks import controller_for
-from determined.harness._host import OpKind, TrialHost
+from determined.harness._host import OpKind, TrialHost, TrialOp
 from determined.harness._sequencer import Sequencer
 from determined.harness._usercode import load_trial_class
 from determined.harness._workload import Kind
@@ -69,6 +75,7 @@ class TrialRunner:
         self.trial_class = trial_class
         self.controller: TrialController = controller_for(trial_class)(trial_class, env)
         self.is_chief = env.distributed.rank == 0
+        self.dist: Optional[Collective] = connect(env.distributed)  # None on one slot
         self.gbs = self.controller.context.get_global_batch_size()
         self.batches_trained = 0
         self.step_id = 0
@@ -96,7 +103,7 @@ class TrialRunner:
         """Execute operations until the trial is closed or stopped; return an ExitReason."""
         try:
             while True:
-                op = self.host.next_operation()
+                op = self._next_operation()
                 if op.kind is OpKind.CLOSE:
                     self._finish()
                     return ExitReason.COMPLETED
@@ -145,9 +152,24 @@ class TrialRunner:
             self._validate()
         elif kind is Kind.CHECKPOINT_MODEL:
             self._checkpoint()
-        if self.controller.context.get_stop_requested():
-            self.sequencer.stop_requested = True
-        return self.host.should_stop() or self.sequencer.stop_requested
+        return self._must_stop()
+
+    def _next_operation(self) -> TrialOp:
+        if self.dist is None:
+            return self.host.next_operation()
+        op = self.host.next_operation().to_dict() if self.is_chief else None
+        return TrialOp.from_dict(self.dist.broadcast(op))
+
+    def _must_stop(self) -> bool:
+        """Whether to stop after this workload: the host says so (chief) or the user
+        asked (any rank)."""
+        user = self.sequencer.stop_requested or self.controller.context.get_stop_requested()
+        host = self.is_chief and self.host.should_stop()
+        if self.dist is not None:
+            flags = self.dist.allgather((user, host))
+            user, host = any(f[0] for f in flags), flags[0][1]
+        self.sequencer.stop_requested = user
+        return host or user
 
     def _validated_here(self) -> bool:
         return (
@@ -166,8 +188,6 @@ class TrialRunner:
                 f"metric {name!r} (received: {', '.join(sorted(values)) or 'none'}); "
                 "return it from evaluate_batch/evaluate_full_dataset or change searcher.metric"
             )
-        self.last_validation = values
-        self.last_validation_batches = self.batches_trained
         post_ckpt = False
         if self.is_chief:
             value = _as_float(values[name], name)
@@ -175,12 +195,22 @@ class TrialRunner:
             post_ckpt = policy == "all" or (policy == "best" and self.host.is_best_validation(value))
             self.host.report_validation(self.batches_trained, metrics)
             self.controller.on_validation_end(values)
+        if self.dist is not None:
+            values, post_ckpt = self.dist.broadcast((values, post_ckpt))
+        self.last_validation = values
+        self.last_validation_batches = self.batches_trained
         self.sequencer.validated(post_ckpt)
 
     def _checkpoint(self) -> None:
         self.sequencer.checkpointed()
-        if not self.is_chief:
-            return
+        ckpt_uuid = self._save_checkpoint() if self.is_chief else None
+        if self.dist is not None:
+            # Also keeps the other ranks from training on while the chief writes.
+            ckpt_uuid = self.dist.broadcast(ckpt_uuid)
+        self.latest_checkpoint = ckpt_uuid
+
+    def _save_checkpoint(self) -> str:
+        """Write, publish and report a checkpoint (chief only); return its UUID."""
         ckpt_uuid = str(uuidlib.uuid4())
         start = time.time()
         with self.storage.store_path(ckpt_uuid) as path:
@@ -189,10 +219,10 @@ class TrialRunner:
                       exclude=[getattr(self.storage, "root", "")])
             metadata = self._metadata(ckpt_uuid, start)
             write_metadata(path, metadata)
-        self.latest_checkpoint = ckpt_uuid
         self.host.report_checkpoint(self.batches_trained, ckpt_uuid, metadata)
         with self.storage.restore_path(ckpt_uuid) as path:
             self.controller.on_checkpoint_end(path)
+        return ckpt_uuid
 
     def _metadata(self, ckpt_uuid: str, start: float) -> Dict[str, Any]:
         validation = (
@@ -226,7 +256,8 @@ class TrialRunner:
         if self.sequencer.since_checkpoint > 0:
             self._checkpoint()
         if self.sequencer.stop_requested:
-            self.host.report_early_exit(ExitReason.USER_REQUESTED_STOP)
+            if self.is_chief:
+                self.host.report_early_exit(ExitReason.USER_REQUESTED_STOP)
             return ExitReason.USER_REQUESTED_STOP
         return ExitReason.STOPPED
 

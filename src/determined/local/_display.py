@@ -6,6 +6,7 @@ import json
 from typing import Any, Dict, Optional
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -97,7 +98,7 @@ class ProgressDisplay:
         elif kind == "error":
             self.counts["running"] -= 1
             self.counts["errors"] += 1
-            log(f"[red]trial {trial.trial_id} failed:[/red]\n{details.get('error')}")
+            log(f"[red]trial {trial.trial_id} failed:[/red]\n{escape(str(details.get('error')))}")
         if trial.best_metric is not None:
             self.best = (
                 trial.best_metric if self.best is None else self._pick(self.best, trial.best_metric)
@@ -114,7 +115,8 @@ class ProgressDisplay:
 
 
 def _first_line(text: Any) -> str:
-    return str(text or "").strip().splitlines()[0] if text else ""
+    """The first line of an error, escaped for rich markup (errors may hold ``[...]``)."""
+    return escape(str(text or "").strip().splitlines()[0]) if text else ""
 
 
 def _flatten(hparams: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
@@ -145,7 +147,7 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
                       *(_fmt(f.get(n, "")) for n in varying))
     console.print(table)
     if result.reason:
-        console.print(f"[red]{result.reason}")
+        console.print(f"[red]{escape(result.reason)}")
     if result.best_trial is not None:
         bt = result.best_trial
         console.print(

@@ -1,5 +1,6 @@
 """Run a whole experiment on this machine: the searcher in this process, each
-trial in a process of its own, ``slots`` trials at a time.
+trial in a process of its own (one per slot for a distributed trial: see
+``determined.harness._distributed``), ``slots // slots_per_trial`` trials at a time.
 
 The driver is a single-threaded event loop. It applies the searcher's operations
 (queueing each trial's operations in order), starts trial processes when slots
@@ -20,7 +21,7 @@ import os
 import time
 from typing import Any, Callable, Deque, Dict, List, Optional
 
-from determined.config import ExperimentConfig, Length
+from determined.config import ExperimentConfig
 from determined.harness import OpKind, TrialEnv, TrialOp
 from determined.local._store import LocalStore
 from determined.local._pool import WarmPool, frameworks_used
@@ -92,7 +93,8 @@ class LocalDriver:
         experiment_id: this experiment's id (see ``allocate_ids``).
         store: where records go.
         storage_config: the checkpoint_storage section to use.
-        slots: how many trials may run at once.
+        slots: slots of this machine; ``slots // resources.slots_per_trial`` trials
+            run at once.
         on_event: called with (kind, trial, details) for progress displays.
         first_trial_id: the id of the first trial; later ones count up.
     """
@@ -118,6 +120,13 @@ class LocalDriver:
         self.storage_config = storage_config
         self.storage = build_storage(storage_config)
         self.slots = max(1, slots)
+        per_trial = self.cfg.slots_per_trial
+        if per_trial > self.slots:
+            raise ValueError(
+                f"Expected at least resources.slots_per_trial={per_trial} slots to run a trial. "
+                f"Received: slots={self.slots}"
+            )
+        self.concurrent = self.slots // per_trial  # trials running at once
         self.on_event = on_event or (lambda kind, trial, details: None)
         self._next_trial_id = first_trial_id
         self._allocate_trial_id = allocate_trial_id
@@ -132,7 +141,7 @@ class LocalDriver:
         self.source_checkpoint = resolve_source_checkpoint() if resolve_source_checkpoint else None
         self._ctx = multiprocessing.get_context("spawn")
         self._threads = max(1, (os.cpu_count() or 1) // self.slots)
-        self.pool = WarmPool(self._ctx, self.slots, frameworks_used(self.model_dir), self._threads)
+        self.pool = WarmPool(self._ctx, self.concurrent, frameworks_used(self.model_dir), self._threads)
 
     # ------------------------------------------------------------------ main loop
 
@@ -186,7 +195,7 @@ class LocalDriver:
         waiting = len(self.queue) + sum(1 for t in self.trials.values() if t.state == "IDLE")
         if self.shutdown is None:
             waiting = max(waiting, 1)
-        self.pool.fill(min(self.slots, waiting))
+        self.pool.fill(min(self.concurrent, waiting))
 
     def _wait_and_handle(self) -> None:
         running = self._running()
@@ -275,10 +284,10 @@ class LocalDriver:
         return not pending and parent.latest_checkpoint is not None
 
     def _start_queued(self) -> None:
-        if self.queue and len(self._running()) >= self.slots:
+        if self.queue and len(self._running()) >= self.concurrent:
             self._suspend_idle()
         for request_id in list(self.queue):
-            if len(self._running()) >= self.slots:
+            if len(self._running()) >= self.concurrent:
                 return
             trial = self.trials[request_id]
             if not self._parent_ready(trial):

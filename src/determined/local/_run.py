@@ -39,13 +39,6 @@ def prepare_config(
     cfg = validate_config(raw, defaults=defaults, source=source)
     if not os.path.isdir(model_dir):
         raise InvalidModelDefError(f"Model directory {model_dir} does not exist or is not a directory")
-    if cfg["resources"]["slots_per_trial"] > 1:
-        raise InvalidConfigError(
-            [("resources.slots_per_trial",
-              "distributed training (slots_per_trial > 1) needs a cluster; --local runs one "
-              "process per trial (set it to 1)")],
-            source,
-        )
     return cfg
 
 
@@ -131,7 +124,8 @@ def run_local_experiment(
     Args:
         config: a YAML path or a config dict.
         model_dir: the model definition directory.
-        slots: trials to run at once (each in its own process).
+        slots: slots of this machine (processes at once); a trial takes
+            ``resources.slots_per_trial`` of them, one process each.
         local_dir: where records and (by default) checkpoints go.
 
     Returns:
@@ -142,6 +136,14 @@ def run_local_experiment(
     console = console or Console()
     local_dir = os.path.abspath(local_dir or default_local_dir())
     cfg = prepare_config(config, model_dir, local_dir)
+    if cfg["resources"]["slots_per_trial"] > slots:
+        raise InvalidConfigError(
+            [("resources.slots_per_trial",
+              f"a trial needs {cfg['resources']['slots_per_trial']} slots (one process each) "
+              f"but this run has {slots}: pass --slots {cfg['resources']['slots_per_trial']} "
+              "or more")],
+            f"experiment config {config}" if not isinstance(config, dict) else "experiment config",
+        )
     exp_id = allocate_ids(local_dir, experiments=1)["experiment"]
     store = LocalStore(local_dir, exp_id)
     storage_config = cfg["checkpoint_storage"]

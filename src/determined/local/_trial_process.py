@@ -71,6 +71,7 @@ def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_pat
     )
     from determined.errors import InvalidTrialError, InvalidModelDefError
     from determined.harness import TrialRunner
+    from determined.harness._distributed import distributed_trial
     from determined.storage import build_storage
 
     os.chdir(env.model_dir)
@@ -81,8 +82,10 @@ def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_pat
             torch.set_num_threads(num_threads)
         except ImportError:
             pass
-        runner = TrialRunner(env, PipeHost(conn), build_storage(storage_config))
-        reason = runner.run()
+        # A distributed trial: this process is rank 0 and starts the others.
+        with distributed_trial(env, storage_config, num_threads) as env:
+            runner = TrialRunner(env, PipeHost(conn), build_storage(storage_config))
+            reason = runner.run()
         conn.send(("exit", reason))
     except (InvalidTrialError, InvalidModelDefError) as e:
         print(str(e), file=log)

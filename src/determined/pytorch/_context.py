@@ -10,6 +10,7 @@ import torch
 
 from determined.harness import TrialContext, TrialEnv
 from determined.pytorch._data import to_device
+from determined.pytorch._distributed import allreduce_gradients
 from determined.pytorch._lr_scheduler import LRScheduler
 
 __all__ = ["PyTorchTrialContext"]
@@ -34,6 +35,8 @@ class PyTorchTrialContext(TrialContext):
         self._aggregation_frequency = int(opts.get("aggregation_frequency", 1))
         self._average_aggregated_gradients = bool(opts.get("average_aggregated_gradients", True))
         self._before_step_hooks: List[Callable[[Iterator[Any]], None]] = []
+        # Ranks to average gradients over (0: one slot, nothing to exchange).
+        self._grad_ranks = env.distributed.size if env.distributed.size > 1 else 0
         # Set by the controller while training.
         self._batch_idx = 0
         self._epoch_len = 1
@@ -120,13 +123,16 @@ class PyTorchTrialContext(TrialContext):
     ) -> None:
         """Step ``optimizer`` (every ``aggregation_frequency``-th batch), then zero grads.
 
+        In a distributed trial the gradients are first averaged over the ranks (once
+        per step, after ``aggregation_frequency`` batches of accumulation).
+
         Args:
             clip_grads: called with the parameters before the step, e.g.
                 ``lambda p: torch.nn.utils.clip_grad_norm_(p, 1.0)``.
             auto_zero_grads: zero gradients after the step.
         """
         k = self._aggregation_frequency
-        if k == 1 and clip_grads is None and not self._before_step_hooks:
+        if k == 1 and clip_grads is None and not self._before_step_hooks and not self._grad_ranks:
             optimizer.step()
             if auto_zero_grads:
                 optimizer.zero_grad()
@@ -138,6 +144,9 @@ class PyTorchTrialContext(TrialContext):
                 )
             if (self._batch_idx + 1) % k != 0:
                 return
+        if self._grad_ranks:
+            allreduce_gradients(optimizer, self._grad_ranks)
+        if k > 1:
             if self._average_aggregated_gradients:
                 for group in optimizer.param_groups:
                     for p in group["params"]:

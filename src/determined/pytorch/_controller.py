@@ -4,13 +4,17 @@ Hot path: ``train`` calls the user's ``train_batch`` in a tight loop and does
 nothing else per batch unless the trial asked for it (LR schedulers, epoch
 callbacks, a non-CPU device). Per-batch metrics stay tensors until the end of
 the workload, when each metric is stacked and copied to the host once.
+
+Distributed trials (see ``_distributed``): the same loop on every rank, each on
+its own shard of batches; ``context.step_optimizer`` averages gradients over
+the ranks; metrics are combined on the chief at the end of a workload.
 """
 
 from __future__ import annotations
 
 import os
 import random
-from typing import Any, Callable, Dict, List, Optional, Type
+from typing import Any, Dict, List, Optional, Type
 
 import cloudpickle
 import numpy as np
@@ -19,9 +23,16 @@ import torch
 from determined.errors import CheckpointError, InvalidTrialError
 from determined.harness import TrialController, TrialEnv, check_trial_class, describe_class
 from determined.harness import user_code_error
+from determined.harness._distributed import CollectiveError, connect
 from determined.pytorch._callback import PyTorchCallback, overrides
 from determined.pytorch._context import PyTorchTrialContext
 from determined.pytorch._data import DataLoader, to_device
+from determined.pytorch._distributed import (
+    average_batch_metrics,
+    broadcast_models,
+    combine_slot_metrics,
+    slot_metrics,
+)
 from determined.pytorch._lr_scheduler import LRScheduler
 from determined.pytorch._reducer import reduce_metric, reducers_for, _to_python
 from determined.pytorch._trial import PyTorchTrial, overridden
@@ -41,6 +52,11 @@ class PyTorchTrialController(TrialController):
         check_trial_class(trial_class, PyTorchTrial)
         torch.manual_seed(env.trial_seed)
         info = env.distributed
+        self._dist = connect(info)  # None on one slot
+        self._is_chief = info.rank == 0
+        self._average_training = self._dist is not None and bool(
+            env.experiment_config.get("optimizations", {}).get("average_training_metrics", False)
+        )
         device = (
             torch.device("cuda", info.local_rank) if torch.cuda.is_available() else torch.device("cpu")
         )
@@ -52,9 +68,17 @@ class PyTorchTrialController(TrialController):
         if self._legacy:
             self._build_legacy()
         self._check_evaluation_methods()
+        if self._dist is not None:
+            broadcast_models(self._context.models)
         self.callbacks = self._build_callbacks()
         self.train_loader = self._loader("build_training_data_loader")
         self._val_loader: Optional[DataLoader] = None
+        if info.size > 1 and not self.train_loader.is_iterable and len(self.train_loader) < info.size:
+            raise InvalidTrialError(
+                f"{describe_class(self.trial_class)}.build_training_data_loader gives "
+                f"{len(self.train_loader)} batch(es) per epoch; with slots_per_trial={info.size} "
+                f"it needs at least {info.size} (one per slot)"
+            )
         self._epoch_len = self.train_loader.batches_per_epoch(info.size)
         self._context._epoch_len = self._epoch_len
         self._train_iter: Optional[Any] = None
@@ -223,11 +247,19 @@ class PyTorchTrialController(TrialController):
                 append(out)
                 if hooks:
                     self._after_batch(batch_idx)
+        except CollectiveError:
+            self._train_iter = None
+            raise
         except Exception as e:
             self._train_iter = None
             raise user_code_error(e, self.trial_class, where) from None
         self._iter_position = batches_trained + num_batches
         metrics = _training_metrics(outs)
+        if self._average_training:
+            assert self._dist is not None
+            per_rank = self._dist.gather(metrics["batch_metrics"])
+            if per_rank is not None:
+                metrics = _summarize(average_batch_metrics(per_rank))
         metrics["num_inputs"] = num_batches * self._context.get_global_batch_size()
         for cb in self.callbacks.values():
             cb.on_training_workload_end(metrics["avg_metrics"], metrics["batch_metrics"])
@@ -271,7 +303,9 @@ class PyTorchTrialController(TrialController):
             model.eval()
         try:
             with torch.no_grad():
-                if self._evaluate_full:
+                if self._evaluate_full and not self._is_chief:
+                    metrics, num_inputs = {}, 0  # the chief evaluates the whole dataset
+                elif self._evaluate_full:
                     metrics, num_inputs = self._evaluate_full_dataset()
                 else:
                     metrics, num_inputs = self._evaluate_batches()
@@ -329,14 +363,27 @@ class PyTorchTrialController(TrialController):
                 where = "build_validation_data_loader (while loading a batch)"
         except Exception as e:
             raise user_code_error(e, self.trial_class, where) from None
-        if keys is None:
+        if keys is None and self._dist is None:
             raise InvalidTrialError(
                 f"{describe_class(self.trial_class)}.build_validation_data_loader yielded no batches"
             )
         spec = self._user(None, "evaluation_reducer")
         try:
             reducers = reducers_for(spec, columns)
-            return {k: reduce_metric(k, v, reducers[k]) for k, v in columns.items()}, num_inputs
+            if self._dist is None:
+                return {k: reduce_metric(k, v, reducers[k]) for k, v in columns.items()}, num_inputs
+            part = slot_metrics(columns, reducers) if keys is not None else None
+            parts = self._dist.gather((part, num_inputs))
+            if parts is None:
+                return {}, 0  # not the chief: the runner broadcasts the chief's result
+            if all(p is None for p, _ in parts):
+                raise InvalidTrialError(
+                    f"{describe_class(self.trial_class)}.build_validation_data_loader yielded no "
+                    "batches on any rank"
+                )
+            spec_all = reducers_for(spec, next(p for p, _ in parts if p is not None))
+            metrics = combine_slot_metrics([p for p, _ in parts], spec_all)
+            return metrics, sum(n for _, n in parts)
         except (TypeError, ValueError) as e:
             raise user_code_error(e, self.trial_class, "evaluation_reducer") from None
 
@@ -445,10 +492,21 @@ def _training_metrics(outs: List[Dict[str, Any]]) -> Dict[str, Any]:
     columns = {k: _column([o.get(k) for o in outs]) for k in keys}
     n = len(outs)
     batch_metrics = [{k: columns[k][i] for k in keys} for i in range(n)]
+    return {"batch_metrics": batch_metrics, "avg_metrics": _averages(columns, n)}
+
+
+def _summarize(batch_metrics: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Training metrics of a workload from its per-batch metrics (Python values)."""
+    keys = list(batch_metrics[0]) if batch_metrics else []
+    columns = {k: [m.get(k) for m in batch_metrics] for k in keys}
+    return {"batch_metrics": batch_metrics, "avg_metrics": _averages(columns, len(batch_metrics))}
+
+
+def _averages(columns: Dict[str, List[Any]], n: int) -> Dict[str, Optional[float]]:
     avg: Dict[str, Optional[float]] = {}
     for k, col in columns.items():
         if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in col):
             avg[k] = float(sum(col)) / n
         else:
             avg[k] = None
-    return {"batch_metrics": batch_metrics, "avg_metrics": avg}
+    return avg

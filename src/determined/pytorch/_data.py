@@ -129,7 +129,7 @@ class DataLoader:
     ) -> Iterator[Any]:
         """Endless batches for training, starting at this rank's batch ``start_batch``."""
         if self.is_iterable:
-            return _iterable_training(self, start_batch)
+            return _iterable_training(self, start_batch, num_replicas, rank)
         batches = TrainingBatches(self, seed, start_batch, num_replicas, rank)
         gen = torch.Generator().manual_seed(_mix(seed, start_batch, 0x5EED))
         return iter(self._torch_loader(batch_sampler=batches, generator=gen))
@@ -184,15 +184,25 @@ class TrainingBatches(tud.Sampler):
             skip = 0
 
 
-def _iterable_training(loader: DataLoader, start_batch: int) -> Iterator[Any]:
+def _iterable_training(
+    loader: DataLoader, start_batch: int, num_replicas: int = 1, rank: int = 0
+) -> Iterator[Any]:
+    """Passes over an IterableDataset, end to end; rank r of N takes batches r, r+N, ..."""
     torch_loader = loader.get_data_loader()
-    skip = start_batch
-    while True:
-        it = iter(torch_loader)
-        if skip:
-            it = itertools.islice(it, skip, None)
-            skip = 0
-        yield from it
+
+    def endless() -> Iterator[Any]:
+        while True:
+            yield from iter(torch_loader)
+
+    if num_replicas == 1:
+        skip = start_batch
+        while True:
+            it = iter(torch_loader)
+            if skip:
+                it = itertools.islice(it, skip, None)
+                skip = 0
+            yield from it
+    yield from itertools.islice(endless(), start_batch * num_replicas + rank, None, num_replicas)
 
 
 def to_device(data: Any, device: torch.device) -> Any:

@@ -23,7 +23,8 @@ def require_single_slot(env: TrialEnv, trial_class: Type[Any]) -> None:
     if env.distributed.size > 1:
         raise InvalidTrialError(
             f"{describe_class(trial_class)}: TensorFlow-based trials support "
-            f"resources.slots_per_trial=1 only in this installation (no Horovod). "
+            f"resources.slots_per_trial=1 only in this installation (no Horovod; "
+            f"PyTorch trials train on several slots). "
             f"Received: slots_per_trial={env.distributed.size}"
         )
 

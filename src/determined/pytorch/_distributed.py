@@ -1,0 +1,168 @@
+"""What PyTorch trials exchange across ranks (``slots_per_trial`` > 1).
+
+Gradients: one all-reduce per step of each optimizer (all of its gradients in a
+flat buffer per dtype), averaged over ranks. Initial weights: broadcast from
+rank 0. Validation metrics: each rank reduces its own batches, the chief
+combines the ranks' results. Training metrics: the chief's, or per-batch means
+over ranks when ``optimizations.average_training_metrics`` is set.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from determined.harness._distributed import CollectiveError
+from determined.pytorch._reducer import (
+    MetricReducer,
+    Reducer,
+    _to_python,
+    reduce_metric,
+)
+
+__all__ = [
+    "allreduce_gradients",
+    "average_batch_metrics",
+    "broadcast_models",
+    "combine_slot_metrics",
+    "slot_metrics",
+]
+
+
+def broadcast_models(models: Sequence[torch.nn.Module]) -> None:
+    """Make every rank's weights and buffers rank 0's."""
+    with torch.no_grad():
+        for model in models:
+            for tensor in model.state_dict(keep_vars=False).values():
+                if isinstance(tensor, torch.Tensor):
+                    try:
+                        dist.broadcast(tensor, src=0)
+                    except RuntimeError as e:
+                        raise CollectiveError.wrap("broadcasting rank 0's weights", e) from None
+
+
+def allreduce_gradients(optimizer: torch.optim.Optimizer, size: int) -> None:
+    """Average the gradients of ``optimizer``'s parameters over the ranks.
+
+    Each parameter also sends whether it has a gradient here, so that a
+    parameter no rank computed a gradient for stays ``None`` everywhere and one
+    that some ranks skipped gets their zeros.
+    """
+    buckets: Dict[Tuple[torch.dtype, torch.device], List[torch.Tensor]] = {}
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            dtype = p.grad.dtype if p.grad is not None else p.dtype
+            buckets.setdefault((dtype, p.device), []).append(p)
+    for (dtype, device), params in buckets.items():
+        pieces = []
+        for p in params:
+            g = p.grad
+            if g is None:
+                pieces.append(torch.zeros(p.numel(), dtype=dtype, device=device))
+            else:
+                pieces.append((g.to_dense() if g.is_sparse else g).reshape(-1))
+        presence = torch.tensor([0.0 if p.grad is None else 1.0 for p in params],
+                                dtype=dtype, device=device)
+        flat = torch.cat(pieces + [presence])
+        try:
+            dist.all_reduce(flat)
+        except RuntimeError as e:
+            raise CollectiveError.wrap("averaging gradients", e) from None
+        counts = flat[-len(params):].tolist()
+        flat = flat[: -len(params)].div_(size)
+        offset = 0
+        for p, count in zip(params, counts):
+            n = p.numel()
+            if count > 0:
+                value = flat[offset:offset + n].view_as(p)
+                if p.grad is None or p.grad.is_sparse:
+                    p.grad = value.clone()
+                else:
+                    p.grad.copy_(value)
+            offset += n
+
+
+# ---------------------------------------------------------------------- metrics
+
+
+def slot_metrics(columns: Dict[str, List[Any]], reducers: Dict[str, Any]) -> Dict[str, Any]:
+    """This rank's part of each validation metric: what the chief needs to combine.
+
+    AVG: (mean, batches); SUM/MAX/MIN: the reduction; a ``MetricReducer``: its
+    ``per_slot_reduce()``; a function of all values: the raw values.
+    """
+    part: Dict[str, Any] = {}
+    for name, values in columns.items():
+        reducer = reducers[name]
+        if isinstance(reducer, Reducer):
+            part[name] = (reduce_metric(name, values, reducer), len(values))
+        elif isinstance(reducer, MetricReducer):
+            reducer.reset()
+            for v in values:
+                reducer.update(v)
+            part[name] = reducer.per_slot_reduce()
+        else:
+            part[name] = [_to_python(v) for v in values]
+    return part
+
+
+def combine_slot_metrics(
+    parts: List[Optional[Dict[str, Any]]], reducers: Dict[str, Any]
+) -> Dict[str, Any]:
+    """The chief's cross-rank reduction of :func:`slot_metrics` results (None: a rank
+    that had no validation batches)."""
+    present = [p for p in parts if p is not None]
+    keys = list(present[0])
+    for p in present[1:]:
+        if set(p) != set(keys):
+            raise ValueError(
+                "Expected every rank's evaluate_batch to return the same metric names. "
+                f"Received: {sorted(keys)} and {sorted(p)}"
+            )
+    out: Dict[str, Any] = {}
+    for name in keys:
+        reducer = reducers[name]
+        values = [p[name] for p in present]
+        if isinstance(reducer, Reducer):
+            out[name] = _combine_builtin(reducer, values)
+        elif isinstance(reducer, MetricReducer):
+            out[name] = reducer.cross_slot_reduce(values)
+        else:
+            out[name] = _to_python(reducer([v for per_rank in values for v in per_rank]))
+    return out
+
+
+def _combine_builtin(reducer: Reducer, values: List[Tuple[Any, int]]) -> Any:
+    arrays = [np.asarray(v, dtype=np.float64) for v, _ in values]
+    if reducer is Reducer.AVG:
+        weights = np.asarray([n for _, n in values], dtype=np.float64)
+        out = sum(a * w for a, w in zip(arrays, weights)) / weights.sum()
+    elif reducer is Reducer.SUM:
+        out = sum(arrays)
+    elif reducer is Reducer.MAX:
+        out = np.maximum.reduce(arrays)
+    else:
+        out = np.minimum.reduce(arrays)
+    return _to_python(np.asarray(out))
+
+
+def average_batch_metrics(per_rank: List[List[Dict[str, Any]]]) -> List[Dict[str, Any]]:
+    """Per-batch means over ranks of numeric metrics (None and non-numbers ignored;
+    a metric no rank has a number for keeps the chief's value)."""
+    chief = per_rank[0]
+    out = []
+    for i, metrics in enumerate(chief):
+        row = {}
+        for name, value in metrics.items():
+            nums = [
+                r[i][name] for r in per_rank
+                if i < len(r) and isinstance(r[i].get(name), numbers.Real)
+                and not isinstance(r[i].get(name), bool)
+            ]
+            row[name] = float(sum(nums)) / len(nums) if nums else value
+        out.append(row)
+    return out

@@ -1,0 +1,62 @@
+"""``det experiment create --local`` with ``resources.slots_per_trial: 2``: one process per slot."""
+
+import json
+import os
+import pathlib
+
+import yaml
+
+from det_cli_testing import run_det
+
+MODEL = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "dist_pytorch"
+
+
+def create(tmp_path, slots, **changes):
+    with open(MODEL / "const.yaml") as f:
+        cfg = yaml.safe_load(f)
+    cfg.update(changes)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    out = run_det(["experiment", "create", config, MODEL, "--local", "--local-dir",
+                   tmp_path / "local", "--slots", slots, "--json"], timeout=240)
+    result = json.loads(out.stdout) if out.stdout.strip().startswith("{") else None
+    return out, result
+
+
+def test_distributed_local_experiment_completes(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    out, result = create(tmp_path, 2, data={"log_dir": str(logs)})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert result["state"] == "COMPLETED"
+    (trial,) = result["trials"]
+    assert trial["batches"] == 40 and trial["state"] == "COMPLETED" and trial["restarts"] == 0
+    assert os.path.isdir(result["best_checkpoint_path"])
+    # Both ranks trained every batch, on different data.
+    for rank in (0, 1):
+        assert len((logs / f"seen-{rank}.txt").read_text().splitlines()) == 40
+    events = (logs / "events.txt").read_text().splitlines()
+    assert events and all(e.startswith("0 ") for e in events)  # chief-only callbacks
+
+
+def test_a_killed_rank_fails_the_trial_which_restarts_from_its_checkpoint(tmp_path):
+    marker = tmp_path / "crashed"
+    out, result = create(
+        tmp_path, 2,
+        hyperparameters={"global_batch_size": 16, "lr": 0.1, "crash_rank": 1,
+                         "crash_once_at_batch": 25},
+        data={"crash_marker": str(marker)},
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert marker.exists()
+    (trial,) = result["trials"]
+    assert trial["state"] == "COMPLETED" and trial["batches"] == 40
+    assert trial["restarts"] == 1
+    log = pathlib.Path(result["directory"], "trials", f"{trial['trial_id']}.log").read_text()
+    assert "restored from checkpoint" in log and "rank 1" in log
+
+
+def test_too_few_slots_for_a_trial_is_a_clear_error(tmp_path):
+    out, _ = create(tmp_path, 1)
+    assert out.returncode != 0
+    assert "resources.slots_per_trial" in out.stderr and "--slots 2" in out.stderr
