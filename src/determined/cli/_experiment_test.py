@@ -9,39 +9,17 @@ archives it when it ends, and exits non-zero unless it completed.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
-from typing import Any, Dict
 
 from rich.console import Console
 
 from determined.cli._experiment_remote import follow, read_context
 from determined.cli._remote import client, unreachable_hint
 from determined.common.api import APIError
-from determined.config import load_config, validate_config
+from determined.config import load_config, test_mode_config, validate_config
 from determined.errors import MasterError
 
-__all__ = ["test_mode_config", "create_test_remote"]
-
-
-def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
-    """The test-mode copy of a validated config (the master fills in its checkpoint storage)."""
-    cfg = copy.deepcopy(config)
-    cfg["searcher"] = {
-        "name": "single",
-        "metric": config["searcher"]["metric"],
-        "smaller_is_better": config["searcher"].get("smaller_is_better", True),
-        "max_length": {"batches": 1},
-    }
-    cfg["scheduling_unit"] = 1
-    cfg["min_validation_period"] = {"batches": 1}
-    cfg["min_checkpoint_period"] = None
-    cfg["max_restarts"] = 0
-    cfg["description"] = f"[test-mode] {config.get('description') or ''}".rstrip()
-    storage = dict(cfg.get("checkpoint_storage") or {})
-    storage.update(save_experiment_best=0, save_trial_best=0, save_trial_latest=0)
-    cfg["checkpoint_storage"] = storage
-    return cfg
+__all__ = ["create_test_remote"]
 
 
 def create_test_remote(args: argparse.Namespace) -> int:

@@ -13,6 +13,7 @@ Example:
 
 from determined.config._hparams import Categorical, Constant, Double, Integer, Log
 from determined.config._load import load_config, merge_configs, parse_yaml, validate_config
+from determined.config._test_mode import test_mode_config
 from determined.config._units import Length, Unit
 from determined.config._access import ExperimentConfig
 
@@ -28,5 +29,6 @@ __all__ = [
     "load_config",
     "merge_configs",
     "parse_yaml",
+    "test_mode_config",
     "validate_config",
 ]

@@ -19,7 +19,7 @@ import time
 from typing import Any, Dict, List, Optional
 
 from determined.common.api import MAX_CONTEXT_BYTES, APIError, MasterClient, pack_context
-from determined.config import validate_config
+from determined.config import test_mode_config, validate_config
 from determined.errors import InvalidModelDefError, MasterError
 from determined.experimental._native import master_url as resolve_master_url
 
@@ -112,24 +112,6 @@ def trial_entrypoint(trial_def: type, context_dir: str) -> Optional[str]:
     return f"{module_name}:{qualname}"
 
 
-def _test_mode(raw: Dict[str, Any]) -> Dict[str, Any]:
-    """The test-mode experiment (SPEC 6.2): one batch, validate, checkpoint, no restarts."""
-    cfg = copy.deepcopy(raw)
-    searcher = dict(cfg.get("searcher") or {})
-    cfg["searcher"] = {"name": "single", "metric": searcher.get("metric"),
-                       "smaller_is_better": searcher.get("smaller_is_better", True),
-                       "max_length": {"batches": 1}}
-    cfg["scheduling_unit"] = 1
-    cfg["min_validation_period"] = {"batches": 1}
-    cfg["max_restarts"] = 0
-    cfg["description"] = f"[test-mode] {cfg.get('description') or ''}".rstrip()
-    storage = cfg.get("checkpoint_storage")
-    if isinstance(storage, dict):
-        for key in ("save_experiment_best", "save_trial_best", "save_trial_latest"):
-            storage[key] = 0
-    return cfg
-
-
 def _wait(client: MasterClient, exp_id: int, interval: float = 1.0) -> str:
     while True:
         exp = client.get_experiment(exp_id)
@@ -180,7 +162,7 @@ def submit_experiment(
     else:
         raw.pop("internal", None)
     if test:
-        raw = _test_mode(raw)
+        raw = test_mode_config(raw)
     validate_config(raw, source="Native API config")
     packed = pack_context(root)
     if len(packed) > MAX_CONTEXT_BYTES:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 import random
 import time
@@ -10,14 +9,14 @@ from typing import Any, Dict, Optional, Union
 
 from rich.console import Console
 
-from determined.config import Length, load_config, validate_config
+from determined.config import Length, load_config, test_mode_config, validate_config
 from determined.errors import InvalidConfigError, InvalidModelDefError
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 from determined.local._driver import ExperimentResult, LocalDriver
 from determined.local._store import LocalStore, allocate_ids, default_local_dir
 from determined.storage import build_storage
 
-__all__ = ["run_local_experiment", "run_test_mode", "test_mode_config", "prepare_config"]
+__all__ = ["run_local_experiment", "run_test_mode", "prepare_config"]
 
 
 def prepare_config(
@@ -42,26 +41,6 @@ def prepare_config(
     return cfg
 
 
-def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
-    """The minimal experiment of ``--test``: one trial, one batch, validate, checkpoint."""
-    cfg = copy.deepcopy(config)
-    cfg["searcher"] = {
-        "name": "single",
-        "metric": config["searcher"]["metric"],
-        "smaller_is_better": config["searcher"].get("smaller_is_better", True),
-        "max_length": {"batches": 1},
-        "source_trial_id": None,
-        "source_checkpoint_uuid": None,
-    }
-    cfg["scheduling_unit"] = 1
-    cfg["min_validation_period"] = {"batches": 1}
-    cfg["max_restarts"] = 0
-    cfg["description"] = f"[test-mode] {config.get('description', '')}"
-    for key in ("save_experiment_best", "save_trial_best", "save_trial_latest"):
-        cfg["checkpoint_storage"][key] = 0
-    return cfg
-
-
 def run_test_mode(
     config: Dict[str, Any], model_dir: str, console: Optional[Console] = None
 ) -> Dict[str, Any]:
@@ -69,7 +48,7 @@ def run_test_mode(
     from determined import searcher as searchers
 
     console = console or Console()
-    cfg = test_mode_config(config)
+    cfg = validate_config(test_mode_config(config))
     rng = random.Random(cfg["reproducibility"]["experiment_seed"])
     hparams = searchers.sample_hparams(cfg["hyperparameters"], rng)
     env = TrialEnv(cfg, hparams, os.path.abspath(model_dir), trial_seed=rng.randrange(2**31),

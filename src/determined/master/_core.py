@@ -160,6 +160,8 @@ class Master:
     def validate(self, raw: Any) -> Dict[str, Any]:
         """Validate an experiment config with the master's defaults (raises
         InvalidConfigError listing every error)."""
+        if isinstance(raw, dict) and raw.get("checkpoint_storage", {}) is None:
+            raw = {k: v for k, v in raw.items() if k != "checkpoint_storage"}  # the default
         defaults = {"checkpoint_storage": dict(self.config.checkpoint_storage or {})}
         if isinstance(raw, dict) and isinstance(raw.get("checkpoint_storage"), dict) and raw[
             "checkpoint_storage"

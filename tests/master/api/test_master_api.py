@@ -100,3 +100,12 @@ def test_trial_runner_endpoints_need_a_token(api):
         assert r.status_code == 401 and "token" in r.json()["error"]
         r = api.request(method, path, json=body, headers={"Authorization": "Bearer forged"})
         assert r.status_code == 401
+
+
+def test_null_checkpoint_storage_means_the_masters_default(api, tiny_dir):
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    config["checkpoint_storage"] = None
+    r = api.post("/experiments", json=_body(tiny_dir, config=config))
+    assert r.status_code == 201, r.text
+    exp = api.get(f"/experiments/{r.json()['id']}").json()
+    assert exp["config"]["checkpoint_storage"]["type"] == "shared_fs"

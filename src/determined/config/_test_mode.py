@@ -1,0 +1,38 @@
+"""The test-mode copy of an experiment config (SPEC 6.2, ``det e create --test``)."""
+
+import copy
+from typing import Any, Dict
+
+__all__ = ["test_mode_config"]
+
+
+def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
+    """One trial of one batch that validates and checkpoints, with no restarts and no
+    checkpoints kept; works on raw and validated configs (validate the result).
+
+    Example:
+        >>> cfg = test_mode_config({"searcher": {"name": "random", "metric": "loss"},
+        ...                         "description": "mnist"})
+        >>> cfg["searcher"]["max_length"], cfg["description"], cfg["max_restarts"]
+        ({'batches': 1}, '[test-mode] mnist', 0)
+    """
+    cfg = copy.deepcopy(config)
+    searcher = dict(config.get("searcher") or {})
+    cfg["searcher"] = {
+        "name": "single",
+        "metric": searcher.get("metric"),
+        "smaller_is_better": searcher.get("smaller_is_better", True),
+        "max_length": {"batches": 1},
+    }
+    cfg["scheduling_unit"] = 1
+    cfg["min_validation_period"] = {"batches": 1}
+    cfg["min_checkpoint_period"] = None
+    cfg["max_restarts"] = 0
+    cfg["description"] = f"[test-mode] {config.get('description') or ''}".rstrip()
+    keep_none = {"save_experiment_best": 0, "save_trial_best": 0, "save_trial_latest": 0}
+    storage = cfg.get("checkpoint_storage")
+    if isinstance(storage, dict):
+        storage.update(keep_none)
+    elif "checkpoint_storage" in cfg:  # validated without a storage: the master's default
+        cfg["checkpoint_storage"] = dict(keep_none)
+    return cfg
