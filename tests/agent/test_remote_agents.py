@@ -354,6 +354,8 @@ def test_registry_kill_drain_and_liveness():
     reg.poll("a", session, 0, draining=True)
     assert reg.agents() == [] and reg.slots == 0  # draining: no new trials
     wait_until(lambda: not reg.has_agent("a"), timeout=5, what="the agent to be lost")
-    assert rec.exits[-1] == (8, -9) and rec.lost == [8]
+    # Its trial's exit is reported by the same sweep, possibly a moment later.
+    wait_until(lambda: rec.exits[-1:] == [(8, -9)], timeout=5, what="the lost trial's exit")
+    assert rec.lost == [8]
     assert "agent a lost" in rec.logs[-1][1][0]
     reg.close()

@@ -259,11 +259,18 @@ class Searcher:
         trial.pending_validations = []
         return self._apply(self.method.on_trial_exited_early(self._ctx, request_id, reason))
 
-    def progress(self) -> float:
-        """Fraction of the search done, in [0, 1]; 1 after ``Shutdown``."""
+    def progress(self, trained_units: Optional[Mapping[int, int]] = None) -> float:
+        """Fraction of the search done, in [0, 1]; 1 after ``Shutdown``.
+
+        Args:
+            trained_units: units each trial (by request id) has trained so far, when
+                the caller knows; otherwise only validated lengths count, and a
+                trial that validates only at its end shows no progress until then.
+        """
         if self._shutdown is not None:
             return 1.0
-        units = sum(t.validated_units for t in self._trials.values())
+        trained = trained_units or {}
+        units = sum(max(t.validated_units, trained.get(r, 0)) for r, t in self._trials.items())
         return min(max(self.method.progress(units), 0.0), 1.0)
 
     # Bookkeeping.

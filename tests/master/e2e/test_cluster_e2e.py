@@ -128,3 +128,24 @@ def test_every_training_report_is_stored_once_in_order(master_factory, tmp_path,
         validations = [m["total_batches"] for m in metrics if m["kind"] == "validation"]
         assert validations == [50, 100, 150, 200, 250, 300]
         assert len({m["metrics"]["loss"] for m in metrics if m["kind"] == "training"}) > 1
+
+
+def test_progress_counts_training_before_the_first_validation(master_factory, tmp_path, tiny_dir):
+    from master_testing import create_experiment, slow_model_dir, wait_until
+
+    master = master_factory(slots=1)
+    model = slow_model_dir(tiny_dir, tmp_path)
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    config.update(entrypoint="slow_def:SlowTrial", scheduling_unit=5)
+    config.pop("min_validation_period", None)  # one validation, at the very end
+    config["hyperparameters"]["sleep"] = 0.05
+    config["searcher"]["max_length"] = {"batches": 60}
+    with master.client() as api:
+        exp_id = create_experiment(api, config, model)
+        seen = wait_until(lambda: api.get(f"/experiments/{exp_id}").json()["progress"] or None,
+                          timeout=60, what="progress above 0 before the validation")
+        trial_id = api.get(f"/experiments/{exp_id}").json()["trials"][0]["id"]
+        metrics = api.get(f"/trials/{trial_id}").json()["metrics"]
+        assert 0 < seen < 1 and not any(m["kind"] == "validation" for m in metrics)
+        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"])
+        assert exp["state"] == "COMPLETED" and exp["progress"] == 1.0

@@ -344,6 +344,7 @@ def create_app(master: Master) -> fastapi.FastAPI:
     Runner = Tuple[ExperimentRun, TrialState]
 
     def _answer(run: ExperimentRun, t: TrialState) -> Dict[str, Any]:
+        run.refresh_progress()  # throttled; reports are when trained lengths change
         return {"stop": run.must_stop(t)}
 
     wakeups = _Wakeups()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from determined import searcher as searchers
 from determined.common.trial_ops import trial_op
-from determined.config import ExperimentConfig
+from determined.config import ExperimentConfig, Unit
 from determined.harness._host import OpKind, TrialOp
 from determined.master.db import Store
 from determined.master.experiments._trial import (
@@ -63,6 +63,8 @@ class ExperimentRun:
         self.best_value: Optional[float] = None  # signed: smaller is better
         self.events = 0
         self.killed = False
+        self._progress = -1.0  # as last stored
+        self._progress_at = 0.0
 
     # ------------------------------------------------------------------ start, restore
 
@@ -140,7 +142,29 @@ class ExperimentRun:
         """A searcher event was applied: persist it with the trials' queues."""
         self.events += 1
         self._save_snapshot()
-        self.store.update_experiment(self.id, progress=min(1.0, max(0.0, self.searcher.progress())))
+        self.refresh_progress(force=True)
+
+    def refresh_progress(self, force: bool = False) -> None:
+        """Store the search's progress, counting what trials have trained so far (at
+        most once a second unless ``force``; call with the master's lock held)."""
+        now = time.monotonic()
+        if not force and now - self._progress_at < 1.0:
+            return
+        self._progress_at = now
+        unit, gbs_key = self.searcher.unit, "global_batch_size"
+        trained: Dict[int, int] = {}
+        for r, t in self.trials.items():
+            batches = t.batches
+            if unit is Unit.RECORDS:
+                batches *= int(t.hparams.get(gbs_key, 1))
+            elif unit is Unit.EPOCHS:
+                per_epoch = self.cfg.records_per_epoch
+                batches = batches * int(t.hparams.get(gbs_key, 1)) // per_epoch if per_epoch else 0
+            trained[r] = batches
+        progress = round(self.searcher.progress(trained), 4)
+        if progress != self._progress:
+            self._progress = progress
+            self.store.update_experiment(self.id, progress=progress)
 
     def _save_snapshot(self) -> None:
         self.store.save_searcher_snapshot(self.id, {
