@@ -27,13 +27,15 @@ class MasterProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.proc: Optional[subprocess.Popen] = None
 
+    def command(self) -> List[str]:
+        """The master's command line."""
+        return [sys.executable, "-m", "determined.master", "--port", str(self.port),
+                "--data-dir", self.data_dir, "--slots", str(self.slots)]
+
     def start(self, timeout: float = 30.0) -> "MasterProcess":
         log = open(os.path.join(self.data_dir, "master-test.log"), "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "determined.master", "--port", str(self.port),
-             "--data-dir", self.data_dir, "--slots", str(self.slots)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+        self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, self.log()
@@ -129,26 +131,12 @@ class ConfiguredMasterProcess(MasterProcess):
         self.config = dict(config, data_dir=data_dir, port=self.port)
         self.config_path = os.path.join(data_dir, "master.yaml")
 
-    def start(self, timeout: float = 30.0) -> "MasterProcess":
+    def command(self) -> List[str]:
         import yaml
 
         with open(self.config_path, "w") as f:
             yaml.safe_dump(self.config, f)
-        log = open(os.path.join(self.data_dir, "master-test.log"), "ab")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "determined.master", "--config", self.config_path],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log()
-            try:
-                if httpx.get(self.url + "/api/v1/master", timeout=1).status_code == 200:
-                    return self
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise AssertionError("master did not start:\n" + self.log())
+        return [sys.executable, "-m", "determined.master", "--config", self.config_path]
 
 
 SLOW_TRIAL = '''"""TinyTrial sleeping ``sleep`` seconds per batch, so a test can act mid-training."""

@@ -39,10 +39,8 @@ class Spawner:
     def __init__(self, on_exit: ExitCallback, preload: Optional[List[str]] = None):
         self._on_exit = on_exit
         if preload is None:
-            preload = []
-            if importlib.util.find_spec("torch") is not None:
-                # torch._dynamo is imported lazily by the first optimizer built (1-2 s).
-                preload = ["torch", "torch._dynamo", "determined.pytorch"]
+            # With torch, the zygote also warms up what trials import lazily.
+            preload = ["torch"] if importlib.util.find_spec("torch") is not None else []
         self._preload = preload
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)

@@ -49,10 +49,10 @@ def _preload() -> None:
         except ImportError:
             pass
     if "torch" in sys.modules:
-        _warm_torch()
+        warm_torch()
 
 
-def _warm_torch() -> None:
+def warm_torch() -> None:
     """Run once what every PyTorch trial runs first, so its lazy imports happen here.
 
     Nothing here starts a thread (no tensor math), so forking stays safe.
@@ -60,6 +60,7 @@ def _warm_torch() -> None:
     import io
 
     import torch
+    import torch._dynamo  # noqa: F401  (the first optimizer built imports it: 1-2 s)
 
     import determined.pytorch._controller  # noqa: F401
 

@@ -54,9 +54,10 @@ def _worker_main(conn: Any, preload: List[str], threads: int) -> None:
     for module in preload:
         try:
             importlib.import_module(module)
-            if module == "torch":  # the first optimizer built imports these (1-2 s)
-                importlib.import_module("torch._dynamo")
-                importlib.import_module("determined.pytorch._controller")
+            if module == "torch":  # what every PyTorch trial imports lazily (1-2 s)
+                from determined.agent._zygote import warm_torch
+
+                warm_torch()
         except ImportError:
             pass
     try:
