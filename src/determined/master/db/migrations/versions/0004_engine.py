@@ -1,0 +1,22 @@
+"""Experiment engine: persisted scheduling edits and core state.
+
+Reserved revision: a no-op until its owner fills it in. Revisions are chained
+linearly (0003 -> 0007) so that parallel work never creates two heads.
+
+Revision ID: 0004
+Revises: 0003
+Create Date: 2026-11-23
+"""
+
+revision = "0004"
+down_revision = "0003"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass

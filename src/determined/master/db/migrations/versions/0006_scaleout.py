@@ -1,0 +1,22 @@
+"""Scale-out: Ray nodes, object-store checkpoints.
+
+Reserved revision: a no-op until its owner fills it in. Revisions are chained
+linearly (0003 -> 0007) so that parallel work never creates two heads.
+
+Revision ID: 0006
+Revises: 0005
+Create Date: 2026-11-23
+"""
+
+revision = "0006"
+down_revision = "0005"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass

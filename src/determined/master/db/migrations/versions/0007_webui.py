@@ -1,0 +1,22 @@
+"""Web UI support: whatever the UI's API needs stored.
+
+Reserved revision: a no-op until its owner fills it in. Revisions are chained
+linearly (0003 -> 0007) so that parallel work never creates two heads.
+
+Revision ID: 0007
+Revises: 0006
+Create Date: 2026-11-23
+"""
+
+revision = "0007"
+down_revision = "0006"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
