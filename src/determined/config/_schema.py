@@ -118,6 +118,7 @@ class _SearcherBase(_Strict):
 
 
 Mode = Literal["aggressive", "standard", "conservative"]
+Sampler = Literal["random", "tpe"]  # searcher.sampler: determined.searcher._sampler
 
 
 class SingleSearcher(_SearcherBase):
@@ -131,6 +132,7 @@ class RandomSearcher(_SearcherBase):
     max_length: Dict[str, Any]
     max_trials: int = Field(gt=0)
     max_concurrent_trials: int = Field(default=0, ge=0)
+    sampler: Sampler = "random"
     _v = _length_validator("max_length")
 
 
@@ -146,6 +148,7 @@ class _Adaptive(_SearcherBase):
     mode: Mode = "standard"
     divisor: float = Field(default=4.0, gt=1)
     max_rungs: int = Field(default=5, gt=0)
+    sampler: Sampler = "random"
     _v = _length_validator("max_length")
 
 

@@ -31,10 +31,12 @@ from determined.searcher._operations import (
 )
 from determined.searcher._pbt import PBTSearch, explore
 from determined.searcher._random import RandomSearch
+from determined.searcher._sampler import RandomSampler, Sampler
 from determined.searcher._searcher import SEARCH_METHODS, Searcher, make_searcher
 from determined.searcher._sha import SyncHalvingSearch
 from determined.searcher._simulate import SimulatedTrial, SimulationResult, simulate
 from determined.searcher._single import SingleSearch
+from determined.searcher._tpe import TPESampler
 
 __all__ = [
     "AdaptiveASHASearch",
@@ -47,8 +49,10 @@ __all__ = [
     "GridSearch",
     "Operation",
     "PBTSearch",
+    "RandomSampler",
     "RandomSearch",
     "SEARCH_METHODS",
+    "Sampler",
     "SearchContext",
     "SearchMethod",
     "Searcher",
@@ -58,6 +62,7 @@ __all__ = [
     "SimulationResult",
     "SingleSearch",
     "SyncHalvingSearch",
+    "TPESampler",
     "Train",
     "Validate",
     "explore",

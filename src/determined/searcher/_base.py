@@ -25,8 +25,8 @@ import random
 from typing import Any, Dict, List, Mapping, Optional
 
 from determined.config import Unit
-from determined.searcher._hparams import sample_hparams
 from determined.searcher._operations import Create, ExitedReason, Operation
+from determined.searcher._sampler import RandomSampler, Sampler
 
 __all__ = ["SearchContext", "SearchMethod", "WORST_METRIC", "encode_metric", "decode_metric"]
 
@@ -46,24 +46,30 @@ def decode_metric(value: Optional[float]) -> float:
 
 
 class SearchContext:
-    """The experiment RNG, the hyperparameter space, and request-id assignment.
+    """The experiment RNG, the hyperparameter space, the sampler and request-id assignment.
 
     Args:
         hyperparameters: The normalized hyperparameter space.
         rng: The one RNG of the experiment.
         next_request_id: The id the next ``Create`` gets.
+        sampler: Where new trials' hyperparameters come from (default: random).
     """
 
     def __init__(
-        self, hyperparameters: Mapping[str, Any], rng: random.Random, next_request_id: int = 1
+        self,
+        hyperparameters: Mapping[str, Any],
+        rng: random.Random,
+        next_request_id: int = 1,
+        sampler: Optional[Sampler] = None,
     ) -> None:
         self.hyperparameters = hyperparameters
         self.rng = rng
         self.next_request_id = next_request_id
+        self.sampler = sampler if sampler is not None else RandomSampler()
 
     def sample(self) -> Dict[str, Any]:
-        """Sample a full hparam assignment (sorted-name order)."""
-        return sample_hparams(self.hyperparameters, self.rng)
+        """A full hparam assignment for a new trial, from the sampler."""
+        return self.sampler.suggest(self.hyperparameters, self.rng)
 
     def create(
         self, hparams: Optional[Dict[str, Any]] = None, checkpoint_of: Optional[int] = None

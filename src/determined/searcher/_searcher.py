@@ -44,6 +44,7 @@ from determined.searcher._operations import (
 )
 from determined.searcher._pbt import PBTSearch
 from determined.searcher._random import RandomSearch
+from determined.searcher._sampler import Sampler, make_sampler
 from determined.searcher._single import SingleSearch
 
 __all__ = ["SEARCH_METHODS", "Searcher", "make_searcher"]
@@ -97,6 +98,8 @@ class Searcher:
         experiment_seed: Seeds the one experiment RNG (hparams and trial seeds).
         metric: Name of the validation metric to optimise.
         smaller_is_better: Whether smaller metric values are better.
+        sampler: Where new trials' hyperparameters come from (default: random); it is
+            told every result with the length it was measured at.
 
     Example:
         >>> config = {
@@ -120,6 +123,7 @@ class Searcher:
         experiment_seed: int,
         metric: str,
         smaller_is_better: bool = True,
+        sampler: Optional[Sampler] = None,
     ) -> None:
         if not isinstance(method, SearchMethod):
             raise ValueError(f"Expected a SearchMethod. Received: method={method!r}")
@@ -138,7 +142,7 @@ class Searcher:
         self.metric = metric
         self.smaller_is_better = smaller_is_better
         self.experiment_seed = experiment_seed
-        self._ctx = SearchContext(hyperparameters, random.Random(experiment_seed))
+        self._ctx = SearchContext(hyperparameters, random.Random(experiment_seed), sampler=sampler)
         self._trials: Dict[int, _Trial] = {}
         self._started = False
         self._shutdown: Optional[Shutdown] = None
@@ -152,6 +156,10 @@ class Searcher:
     @property
     def unit(self) -> Unit:
         return self.method.unit
+
+    @property
+    def sampler(self) -> Sampler:
+        return self._ctx.sampler
 
     @property
     def shutdown(self) -> Optional[Shutdown]:
@@ -238,6 +246,7 @@ class Searcher:
         if math.isnan(signed):
             signed = math.inf  # a NaN metric ranks worst
         trial.validated_units = trial.pending_validations.pop(0)
+        self._ctx.sampler.observe(trial.hparams, trial.validated_units, signed)
         return self._apply(self.method.on_validation_completed(self._ctx, request_id, signed))
 
     def on_trial_closed(self, request_id: int) -> List[Operation]:
@@ -256,6 +265,8 @@ class Searcher:
         if trial.finished:
             return []
         trial.exited = reason.value
+        if trial.pending_validations:  # it counts as the worst result where it was heading
+            self._ctx.sampler.observe(trial.hparams, trial.pending_validations[0], math.inf)
         trial.pending_validations = []
         return self._apply(self.method.on_trial_exited_early(self._ctx, request_id, reason))
 
@@ -327,6 +338,7 @@ class Searcher:
             "shutdown": None if self._shutdown is None else self._shutdown.to_dict(),
             "trials": [t.to_dict() for _, t in sorted(self._trials.items())],
             "method": self.method.state_dict(),
+            "sampler": {"name": self.sampler.name, "state": self.sampler.state_dict()},
         }
 
     @classmethod
@@ -350,6 +362,13 @@ class Searcher:
             int(d["request_id"]): _Trial.from_dict(d) for d in snapshot["trials"]
         }
         searcher.method.load_state_dict(snapshot["method"])
+        sampler = snapshot.get("sampler") or {"name": "random", "state": {}}
+        if sampler["name"] != searcher.sampler.name:
+            raise ValueError(
+                f"Expected a snapshot of a searcher with sampler {searcher.sampler.name!r}. "
+                f"Received: sampler={sampler['name']!r}"
+            )
+        searcher.sampler.load_state_dict(sampler["state"])
         return searcher
 
 
@@ -375,10 +394,12 @@ def make_searcher(config: Mapping[str, Any]) -> Searcher:
     method = SEARCH_METHODS[name].from_config(cfg, hyperparameters)
     reproducibility = config.get("reproducibility") or {}
     seed = require(reproducibility, "experiment_seed", "reproducibility")
+    sampler = make_sampler(cfg.get("sampler") or "random", name, hyperparameters)  # type: ignore[arg-type]
     return Searcher(
         method,
         hyperparameters,  # type: ignore[arg-type]
         seed,
         require(cfg, "metric"),
         cfg.get("smaller_is_better", True),
+        sampler,
     )
