@@ -51,7 +51,8 @@ def checkpoints_to_keep(
     keep: Set[str] = set(protected) & {c.uuid for c in all_ckpts}
 
     def best(cands: List[CheckpointRecord], n: int) -> List[str]:
-        validated = [c for c in cands if c.metric is not None]
+        # NaN compares false with everything: such a checkpoint counts as unvalidated.
+        validated = [c for c in cands if c.metric is not None and c.metric == c.metric]
         validated.sort(key=lambda c: (sign * c.metric, c.order))  # type: ignore[operator]
         return [c.uuid for c in validated[:n]]
 

@@ -1,0 +1,42 @@
+"""The experiment lifecycle as a pure object (events in, effects out, JSON snapshots).
+
+The local driver (``determined.local``) and the master (``determined.master.experiments``)
+are adapters around :class:`ExperimentCore`; this package does no I/O and imports no
+framework and nothing from the master.
+"""
+
+from determined.engine._core import ExperimentCore, EngineError
+from determined.engine._effects import (
+    CreateTrial,
+    DeleteCheckpoint,
+    Effect,
+    FinishExperiment,
+    KillTrial,
+    LaunchTrial,
+    RegisterCheckpoint,
+    RollbackMetrics,
+    SaveSnapshot,
+    SetExperimentState,
+    StopTrial,
+    StoreMetrics,
+    TrialLog,
+    UpdateTrial,
+    WakeTrial,
+)
+from determined.engine._states import (
+    LIVE,
+    TERMINAL,
+    TRANSITIONS,
+    ExperimentState,
+    IllegalTransition,
+    TrialState,
+)
+from determined.engine._trial import CoreTrial
+
+__all__ = [
+    "CoreTrial", "CreateTrial", "DeleteCheckpoint", "Effect", "EngineError",
+    "ExperimentCore", "ExperimentState", "FinishExperiment", "IllegalTransition", "KillTrial",
+    "LaunchTrial", "LIVE", "RegisterCheckpoint", "RollbackMetrics", "SaveSnapshot",
+    "SetExperimentState", "StopTrial", "StoreMetrics", "TERMINAL", "TRANSITIONS", "TrialLog",
+    "TrialState", "UpdateTrial", "WakeTrial",
+]

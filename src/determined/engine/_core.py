@@ -1,0 +1,658 @@
+"""The experiment lifecycle as a plain object: events in, effects out, JSON snapshots.
+
+:class:`ExperimentCore` feeds its searcher the events its trials report, queues the
+searcher's operations per trial, moves trials through :class:`TrialState` (one
+transition table, ``_states.TRANSITIONS``) and answers every event with the effects
+an adapter must carry out (create a trial record, store metrics, register or delete a
+checkpoint, stop or kill a process, finish the experiment). It does no I/O: the local
+driver and the master are adapters around it.
+
+Who owns what: the core owns trial states, each trial's queue of searcher operations,
+the restart budget, the best metric, the checkpoint records needed for garbage
+collection and the experiment's state. The adapter owns processes, slots (it asks
+``schedulable()`` which trials want one), ids (it maps request ids to trial ids) and
+storage.
+
+Example:
+    >>> cfg = {"hyperparameters": {"global_batch_size": 8},
+    ...        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 4}},
+    ...        "reproducibility": {"experiment_seed": 1}, "max_restarts": 1,
+    ...        "resources": {"slots_per_trial": 1}, "checkpoint_storage": {}}
+    >>> core = ExperimentCore(cfg)
+    >>> [type(e).__name__ for e in core.start()][:2]
+    ['SetExperimentState', 'CreateTrial']
+    >>> core.schedulable()
+    [1]
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+from determined import searcher as searchers
+from determined.config import ExperimentConfig, Length
+from determined.engine import _effects as fx
+from determined.engine._states import (
+    LIVE,
+    TERMINAL,
+    TRANSITIONS,
+    ExperimentState,
+    IllegalTransition,
+    TrialState,
+)
+from determined.engine._trial import CoreTrial
+from determined.storage._gc import CheckpointRecord, checkpoints_to_keep
+
+__all__ = ["ExperimentCore", "EngineError"]
+
+_S, _E = TrialState, ExperimentState
+_STOPPING = {_E.STOPPING_COMPLETED: _E.COMPLETED, _E.STOPPING_CANCELED: _E.CANCELED,
+             _E.STOPPING_ERROR: _E.ERROR}
+_SNAPSHOT_VERSION = 1
+
+
+class EngineError(ValueError):
+    """An event that does not fit the experiment's state (e.g. an unknown trial)."""
+
+
+def _finite(value: Any) -> Optional[float]:
+    """``value`` as a float, or None if it is not a finite-or-infinite number (NaN)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+class ExperimentCore:
+    """One experiment's lifecycle.
+
+    Args:
+        config: the normalized experiment config.
+        source_checkpoint: the uuid every trial without a searcher parent warm-starts
+            from (``searcher.source_checkpoint_uuid`` / ``source_trial_id``, resolved
+            by the adapter).
+
+    Every event method returns the effects to carry out, in order.
+    """
+
+    def __init__(self, config: Mapping[str, Any], source_checkpoint: Optional[str] = None):
+        self.config = dict(config)
+        self.cfg = ExperimentConfig(self.config)
+        self.searcher = searchers.make_searcher(self.config)
+        self.state = _E.PAUSED
+        self.trials: Dict[int, CoreTrial] = {}
+        self.shutdown: Optional[searchers.Shutdown] = None
+        self.best_value: Optional[float] = None  # signed: smaller is better
+        self.killed = False
+        self.source_checkpoint = source_checkpoint
+        self.checkpoints: Dict[str, Dict[str, Any]] = {}
+        self.reason = ""
+        self.events = 0  # searcher events applied
+        self._seq = 0
+        self._out: List[fx.Effect] = []
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _emit(self, *effects: fx.Effect) -> None:
+        self._out.extend(effects)
+
+    def _take(self) -> List[fx.Effect]:
+        out, self._out = self._out, []
+        return out
+
+    def trial(self, request_id: int) -> CoreTrial:
+        try:
+            return self.trials[request_id]
+        except KeyError:
+            raise EngineError(f"Expected the request id of a trial of this experiment. "
+                              f"Received: request_id={request_id!r}") from None
+
+    def _move(self, t: CoreTrial, new: TrialState, event: str) -> None:
+        if new is t.state:
+            return
+        if new not in TRANSITIONS[t.state]:
+            raise IllegalTransition(t.request_id, t.state, new, event)
+        t.state = new
+        if new is _S.PENDING:
+            self._emit(fx.LaunchTrial(t.request_id))
+        self._show(t)
+
+    def _display(self, t: CoreTrial) -> str:
+        if t.state in TERMINAL:
+            return t.state.value
+        return "PAUSED" if self.state is _E.PAUSED else "ACTIVE"
+
+    def _show(self, t: CoreTrial) -> None:
+        shown = self._display(t)
+        if shown != t.shown_state:
+            t.shown_state = shown
+            self._emit(fx.UpdateTrial(t.request_id, {"state": shown}))
+
+    def _set_state(self, state: ExperimentState) -> None:
+        if state is self.state:
+            return
+        self.state = state
+        self._emit(fx.SetExperimentState(state.value))
+        for t in self.trials.values():
+            self._show(t)
+
+    def _signed(self, value: float) -> float:
+        return value if self.cfg.smaller_is_better else -value
+
+    # ------------------------------------------------------------------ searcher ops
+
+    def start(self, activate: bool = True) -> List[fx.Effect]:
+        """The searcher's first operations; ``activate`` starts the experiment ACTIVE."""
+        self._set_state(_E.ACTIVE if activate else _E.PAUSED)
+        self._searcher_event(self.searcher.start())
+        return self._take()
+
+    def _searcher_event(self, ops: List[Any]) -> None:
+        self.events += 1
+        self._apply(ops)
+        self._emit(fx.SaveSnapshot())
+        self._maybe_finish()
+
+    def _apply(self, ops: Iterable[Any]) -> None:
+        for op in ops:
+            if isinstance(op, searchers.Create):
+                self._create(op)
+            elif isinstance(op, searchers.Shutdown):
+                self.shutdown = op
+                self.reason = op.reason
+            else:
+                t = self.trial(op.request_id)
+                t.ops.append(op)
+                if t.state is _S.WAITING:
+                    self._emit(fx.WakeTrial(t.request_id))
+                elif t.state is _S.IDLE:
+                    if isinstance(t.ops[0], searchers.Close):
+                        t.ops.clear()  # its last checkpoint is its final state
+                        self._complete(t, report_close=True)
+                    else:
+                        self._move(t, _S.PENDING, "searcher operation")
+
+    def _create(self, op: searchers.Create) -> None:
+        if op.request_id in self.trials:
+            raise EngineError(f"The searcher created request id {op.request_id} twice")
+        warm = None if op.checkpoint_of is not None else self.source_checkpoint
+        t = CoreTrial(op.request_id, copy.deepcopy(op.hparams), op.trial_seed,
+                      op.checkpoint_of, warm_start=warm, arrival=len(self.trials) + 1)
+        self.trials[op.request_id] = t
+        self._emit(fx.CreateTrial(t.request_id, t.hparams, t.seed, t.checkpoint_of, warm))
+        t.shown_state = self._display(t)
+        self._emit(fx.LaunchTrial(t.request_id))
+        self._apply(self.searcher.on_trial_created(op.request_id))
+
+    # ------------------------------------------------------------------ scheduling view
+
+    def schedulable(self) -> List[int]:
+        """Request ids of trials that want a slot now, oldest first."""
+        if self.state is not _E.ACTIVE:
+            return []
+        return [r for r, t in sorted(self.trials.items(), key=lambda kv: kv[1].arrival)
+                if t.state is _S.PENDING and self._parent_ready(t)]
+
+    def live(self) -> List[int]:
+        """Request ids of trials with a process."""
+        return [r for r, t in self.trials.items() if t.state in LIVE]
+
+    def waiting(self) -> List[int]:
+        """Running trials that wait for work (they could give their slot back)."""
+        return [r for r, t in self.trials.items() if t.state is _S.WAITING]
+
+    def _parent_ready(self, t: CoreTrial) -> bool:
+        if t.checkpoint_of is None:
+            return True
+        parent = self.trial(t.checkpoint_of)
+        pending = any(isinstance(o, searchers.Checkpoint) for o in parent.ops) or (
+            isinstance(parent.current_op, searchers.Checkpoint) and parent.state in LIVE
+        )
+        return not pending and parent.latest_checkpoint is not None
+
+    def restore_point(self, request_id: int) -> Tuple[Optional[str], bool]:
+        """(checkpoint uuid or None, whether it is a warm start) for a trial to start."""
+        t = self.trial(request_id)
+        if t.latest_checkpoint:
+            return t.latest_checkpoint, False
+        if t.checkpoint_of is not None:
+            parent = self.trial(t.checkpoint_of).latest_checkpoint
+            if parent:
+                return parent, True
+        if t.warm_start:
+            return t.warm_start, True
+        return None, False
+
+    # ------------------------------------------------------------------ trial events
+
+    def trial_started(self, request_id: int) -> List[fx.Effect]:
+        """A process for the trial was started (the adapter took a slot for it)."""
+        t = self.trial(request_id)
+        self._move(t, _S.RUNNING, "trial started")
+        uuid, warm = self.restore_point(request_id)
+        if warm and t.warm_start != uuid:
+            t.warm_start = uuid
+            self._emit(fx.UpdateTrial(request_id, {"warm_start_checkpoint": uuid}))
+        what = ("starts" if t.starts == 0 else "restarts" if t.failed_last
+                else "resumes")
+        t.starts += 1
+        line = f"Trial {what}"
+        if t.restarts:
+            line += f" (restart {t.restarts} of {self.cfg.max_restarts})"
+        if uuid and not warm:
+            line += f", restoring checkpoint {uuid} at {t.checkpoint_batches} batches"
+        elif uuid:
+            line += f", warm-started from checkpoint {uuid}"
+        self._emit(fx.TrialLog(request_id, line))
+        return self._take()
+
+    def next_op(self, request_id: int) -> Optional[Any]:
+        """The trial's next searcher operation (``Close`` to make it stop), or None
+        if the searcher has not sent one yet (the trial is WAITING). Asking again
+        means the previous operation is done."""
+        t = self.trial(request_id)
+        if t.state not in LIVE or t.state in (_S.STOPPING, _S.KILLING):
+            return searchers.Close(request_id)
+        if t.state is _S.RUNNING and t.current_op is not None and not isinstance(
+                t.current_op, searchers.Close):
+            t.current_op = None
+        if self.state is not _E.ACTIVE:
+            self._move(t, _S.STOPPING, "next operation")
+            return searchers.Close(request_id)
+        if t.ops:
+            op = t.ops.pop(0)
+            t.current_op = op
+            if isinstance(op, searchers.Train):
+                t.last_train = op.length
+            self._move(t, _S.RUNNING, "next operation")
+            return op
+        self._move(t, _S.WAITING, "next operation")
+        return None
+
+    def should_stop(self, request_id: int) -> bool:
+        """Whether the trial's process must checkpoint and exit now."""
+        t = self.trial(request_id)
+        return t.state not in (_S.RUNNING, _S.WAITING) or self.state is not _E.ACTIVE
+
+    def trial_trained(self, request_id: int, batches: int,
+                      metrics: Mapping[str, Any]) -> List[fx.Effect]:
+        """A training report; a report at or below a count already stored is dropped."""
+        t = self.trial(request_id)
+        if t.state in LIVE and batches > t.batches:
+            t.batches = batches
+            self._emit(fx.StoreMetrics(request_id, "training", batches, dict(metrics)))
+        return self._take()
+
+    def trial_validated(self, request_id: int, batches: int,
+                        metrics: Mapping[str, Any]) -> List[fx.Effect]:
+        """A validation report (``metrics``: the validation metrics by name)."""
+        t = self.trial(request_id)
+        if t.state not in LIVE or batches <= t.validated_batches:
+            return self._take()
+        t.validated_batches = batches
+        t.batches = max(t.batches, batches)
+        self._emit(fx.StoreMetrics(request_id, "validation", batches, dict(metrics)))
+        value = _finite(metrics.get(self.cfg.metric))
+        t.last_validation = (batches, value)
+        for c in self.checkpoints.values():
+            if c["request_id"] == request_id and c["batches"] == batches:
+                c["metric"] = value
+        if value is not None:
+            signed = self._signed(value)
+            if self.best_value is None or signed < self.best_value:
+                self.best_value = signed
+            if t.best_metric is None or signed < self._signed(t.best_metric):
+                t.best_metric = value
+                self._emit(fx.UpdateTrial(request_id, {"best_validation": value}))
+        return self._take()
+
+    def is_best(self, value: Any) -> bool:
+        """Whether a validation metric value would be the experiment's best so far
+        (NaN never is)."""
+        v = _finite(value)
+        if v is None:
+            return False
+        return self.best_value is None or self._signed(v) <= self.best_value
+
+    def trial_checkpointed(self, request_id: int, batches: int, uuid: str) -> List[fx.Effect]:
+        """A checkpoint was written completely."""
+        t = self.trial(request_id)
+        if uuid in self.checkpoints:
+            raise EngineError(f"Checkpoint {uuid} was already reported")
+        self._seq += 1
+        metric = t.last_validation[1] if t.last_validation and t.last_validation[0] == batches \
+            else None
+        self.checkpoints[uuid] = {"request_id": request_id, "batches": batches,
+                                  "order": self._seq, "metric": metric, "deleted": False}
+        t.latest_checkpoint, t.checkpoint_batches = uuid, batches
+        self._emit(fx.RegisterCheckpoint(request_id, uuid, batches),
+                   fx.UpdateTrial(request_id, {"latest_checkpoint": uuid,
+                                               "total_batches": batches}))
+        for child in self.trials.values():  # a warm-start child may wait for it
+            if child.checkpoint_of == request_id and child.state is _S.PENDING:
+                self._emit(fx.LaunchTrial(child.request_id))
+        self._emit(fx.SaveSnapshot())
+        return self._take()
+
+    def validate_op_completed(self, request_id: int,
+                              metrics: Mapping[str, Any]) -> List[fx.Effect]:
+        """The searcher's Validate operation for the trial finished with ``metrics``."""
+        t = self.trial(request_id)
+        if not isinstance(t.current_op, searchers.Validate):
+            raise EngineError(f"Trial (request id {request_id}) reported a Validate "
+                              f"operation done, but its operation is {t.current_op!r}")
+        t.current_op = None  # done: never replayed after a restart
+        self._searcher_event(self.searcher.on_validation_completed(request_id, dict(metrics)))
+        return self._take()
+
+    def early_exit(self, request_id: int) -> List[fx.Effect]:
+        """The user's code asked to stop the trial (it closes normally afterwards)."""
+        t = self.trial(request_id)
+        if not t.exit_reported and t.state not in TERMINAL:
+            t.exit_reported = True
+            self._emit(fx.TrialLog(request_id, "Trial requested to stop early"))
+            self._searcher_event(self.searcher.on_trial_exited_early(
+                request_id, searchers.ExitedReason.USER_REQUESTED_STOP))
+        return self._take()
+
+    def trial_exited(self, request_id: int, code: Optional[int] = 0,
+                     signal: Optional[int] = None, message: str = "") -> List[fx.Effect]:
+        """The trial's process ended with exit ``code`` or killed by ``signal``."""
+        t = self.trial(request_id)
+        if t.state not in LIVE:
+            raise EngineError(f"Trial (request id {request_id}) exited, but it has no "
+                              f"process (state {t.state.value})")
+        how = (f"killed by signal {signal}" if signal else f"exit code {code}")
+        closed = isinstance(t.current_op, searchers.Close)
+        t.failed_last = False
+        if t.state is _S.KILLING:
+            self._end(t, _S.CANCELED, f"Trial killed ({how})")
+            if not t.exit_reported and self.state not in _STOPPING:
+                t.exit_reported = True
+                self._searcher_event(self.searcher.on_trial_exited_early(
+                    request_id, searchers.ExitedReason.USER_REQUESTED_STOP))
+        elif self.state is _E.STOPPING_CANCELED:
+            self._end(t, _S.CANCELED, f"Trial stopped: experiment canceled ({how})")
+        elif code == 0 and not signal and not closed and not t.exit_reported:
+            self._requeue(t)
+            self._emit(fx.TrialLog(request_id, f"Trial stopped after a checkpoint at "
+                                   f"{t.checkpoint_batches} batches; it resumes later"))
+            self._move(t, _S.PENDING if t.ops else _S.IDLE, "trial exited")
+        elif code == 0 and not signal:
+            self._complete(t, report_close=closed and not t.exit_reported)
+        else:
+            self._failed(t, how, message)
+        self._emit(fx.SaveSnapshot())
+        self._maybe_finish()
+        return self._take()
+
+    def _failed(self, t: CoreTrial, how: str, message: str) -> None:
+        error = f"Trial failed ({how})" + (f": {message}" if message else "")
+        t.error = error
+        budget = self.cfg.max_restarts
+        if t.restarts < budget and not self.killed and self.state not in _STOPPING:
+            t.restarts += 1
+            t.failed_last = True
+            self._requeue(t)
+            self._emit(fx.TrialLog(t.request_id, f"{error}; restart {t.restarts} of {budget} "
+                                   f"from {t.latest_checkpoint or 'the beginning'} at "
+                                   f"{t.checkpoint_batches} batches"),
+                       fx.UpdateTrial(t.request_id, {"restarts": t.restarts}))
+            self._move(t, _S.PENDING, "trial failed")
+            return
+        why = "no restarts left" if t.restarts >= budget else "experiment stopping"
+        self._end(t, _S.ERROR, f"{error}; {why} ({t.restarts} of {budget} restarts used)")
+        if not t.exit_reported and self.state not in _STOPPING:
+            t.exit_reported = True
+            self._searcher_event(self.searcher.on_trial_exited_early(
+                t.request_id, searchers.ExitedReason.ERRORED))
+
+    def _requeue(self, t: CoreTrial) -> None:
+        """Put back the work a stopped or failed process did not finish. Train lengths
+        are cumulative, so repeating the last Train from an older checkpoint is exact."""
+        done = self._last_train_done(t)
+        if t.current_op is not None:
+            if not (done and isinstance(t.current_op, searchers.Train)):
+                t.ops.insert(0, t.current_op)
+            t.current_op = None
+        if not done and t.last_train is not None and not (
+                t.ops and isinstance(t.ops[0], searchers.Train)):
+            t.ops.insert(0, searchers.Train(t.request_id, t.last_train))
+        if t.batches > t.checkpoint_batches or t.validated_batches > t.checkpoint_batches:
+            self._emit(fx.RollbackMetrics(t.request_id, t.checkpoint_batches))
+        t.batches = t.checkpoint_batches
+        t.validated_batches = min(t.validated_batches, t.checkpoint_batches)
+
+    def _last_train_done(self, t: CoreTrial) -> bool:
+        if t.last_train is None:
+            return True
+        if not t.latest_checkpoint:
+            return False
+        try:
+            gbs = int(t.hparams["global_batch_size"])
+            target = self.cfg.length_to_batches(t.last_train, gbs)
+        except (KeyError, TypeError, ValueError):
+            return False
+        return t.checkpoint_batches >= target
+
+    def _complete(self, t: CoreTrial, report_close: bool) -> None:
+        self._end(t, _S.COMPLETED, "Trial exited: completed")
+        if report_close:
+            self._searcher_event(self.searcher.on_trial_closed(t.request_id))
+
+    def _end(self, t: CoreTrial, state: TrialState, line: str) -> None:
+        t.ops.clear()
+        t.current_op = None
+        self._move(t, state, "trial ended")
+        self._emit(fx.TrialLog(t.request_id, line))
+
+    # ------------------------------------------------------------------ user actions
+
+    def activate(self) -> List[fx.Effect]:
+        if self.state is _E.PAUSED:
+            self._set_state(_E.ACTIVE)
+            for r in self.schedulable():
+                self._emit(fx.LaunchTrial(r))
+            self._emit(fx.SaveSnapshot())
+        return self._take()
+
+    def pause(self) -> List[fx.Effect]:
+        """Running trials checkpoint and exit; nothing starts until ``activate``."""
+        if self.state is _E.ACTIVE:
+            self._set_state(_E.PAUSED)
+            for t in self.trials.values():
+                if t.state in (_S.RUNNING, _S.WAITING):
+                    self._move(t, _S.STOPPING, "pause")
+                    self._emit(fx.StopTrial(t.request_id))
+            self._emit(fx.SaveSnapshot())
+        return self._take()
+
+    def cancel(self, kill: bool = False) -> List[fx.Effect]:
+        """Stop the experiment (``kill``: without checkpointing first)."""
+        if self.state in TERMINAL_EXPERIMENT:
+            return self._take()
+        if self.state not in _STOPPING:
+            self._set_state(_E.STOPPING_CANCELED)
+        if kill:
+            self.killed = True
+        for t in self.trials.values():
+            if kill and t.state in LIVE and t.state is not _S.KILLING:
+                self._move(t, _S.KILLING, "kill")
+                self._emit(fx.KillTrial(t.request_id))
+            elif t.state in (_S.RUNNING, _S.WAITING):
+                self._move(t, _S.STOPPING, "cancel")
+                self._emit(fx.StopTrial(t.request_id))
+        self._emit(fx.SaveSnapshot())
+        self._maybe_finish()
+        return self._take()
+
+    def kill_trial(self, request_id: int) -> List[fx.Effect]:
+        """End one trial now: CANCELED, never restarted."""
+        t = self.trial(request_id)
+        if t.state in LIVE and t.state is not _S.KILLING:
+            self._move(t, _S.KILLING, "kill trial")
+            self._emit(fx.KillTrial(request_id))
+        elif t.state in (_S.PENDING, _S.IDLE):
+            self._end(t, _S.CANCELED, "Trial killed")
+            if not t.exit_reported and self.state not in _STOPPING:
+                t.exit_reported = True
+                self._searcher_event(self.searcher.on_trial_exited_early(
+                    request_id, searchers.ExitedReason.USER_REQUESTED_STOP))
+            self._emit(fx.SaveSnapshot())
+            self._maybe_finish()
+        return self._take()
+
+    def stop_trial(self, request_id: int) -> List[fx.Effect]:
+        """Ask a running trial to checkpoint and give its slot back (preemption,
+        suspension of an idle trial); it resumes when it has work and a slot."""
+        t = self.trial(request_id)
+        if t.state in (_S.RUNNING, _S.WAITING):
+            self._move(t, _S.STOPPING, "stop trial")
+            self._emit(fx.StopTrial(request_id))
+        return self._take()
+
+    def suspend_idle(self) -> List[fx.Effect]:
+        """Stop every WAITING trial (they have no work and hold a slot)."""
+        for r in self.waiting():
+            self._out.extend(self.stop_trial(r))
+        return self._take()
+
+    # ------------------------------------------------------------------ the end
+
+    def _maybe_finish(self) -> None:
+        if self.live():
+            return
+        if self.state in (_E.ACTIVE, _E.PAUSED):
+            alive = [t for t in self.trials.values() if t.state not in TERMINAL]
+            if self.shutdown is not None:
+                target = _E.STOPPING_ERROR if self.shutdown.failure else _E.STOPPING_COMPLETED
+            elif self.state is _E.ACTIVE and alive and all(t.state is _S.IDLE for t in alive):
+                target = _E.STOPPING_ERROR
+                self.reason = "every trial waits for work the searcher never sends"
+            else:
+                return
+            self._set_state(target)
+        if self.state not in _STOPPING:
+            return
+        final = _STOPPING[self.state]
+        for t in self.trials.values():
+            if t.state not in TERMINAL:
+                self._end(t, _S.CANCELED, "Trial canceled: the experiment ended")
+        for uuid in self.garbage():
+            self.checkpoints[uuid]["deleted"] = True
+            self._emit(fx.DeleteCheckpoint(uuid))
+        self._set_state(final)
+        self._emit(fx.SaveSnapshot(), fx.FinishExperiment(final.value, self.reason))
+
+    def garbage(self) -> List[str]:
+        """Checkpoints the storage policy (save_experiment_best, save_trial_best,
+        save_trial_latest) does not keep; NaN metrics count as unvalidated."""
+        policy = self.config.get("checkpoint_storage") or {}
+        live = {u: c for u, c in self.checkpoints.items() if not c["deleted"]}
+        records = [CheckpointRecord(u, c["request_id"], c["order"], c["metric"])
+                   for u, c in live.items()]
+        protected = {t.warm_start for t in self.trials.values() if t.warm_start}
+        keep = checkpoints_to_keep(
+            records, int(policy.get("save_experiment_best", 0) or 0),
+            int(policy.get("save_trial_best", 1) if policy.get("save_trial_best") is not None
+                else 1),
+            int(policy.get("save_trial_latest", 1) if policy.get("save_trial_latest")
+                is not None else 1),
+            self.cfg.smaller_is_better, protected)
+        return sorted((u for u in live if u not in keep), key=lambda u: live[u]["order"])
+
+    def best_checkpoint(self) -> Optional[str]:
+        """The kept checkpoint with the best metric (else the newest kept one)."""
+        live = [(u, c) for u, c in self.checkpoints.items() if not c["deleted"]]
+        scored = [(u, c) for u, c in live if c["metric"] is not None]
+        if scored:
+            return min(scored, key=lambda uc: (self._signed(uc[1]["metric"]),
+                                               -uc[1]["order"]))[0]
+        return max(live, key=lambda uc: uc[1]["order"])[0] if live else None
+
+    @property
+    def finished(self) -> bool:
+        return self.state in TERMINAL_EXPERIMENT
+
+    # ------------------------------------------------------------------ snapshots
+
+    def snapshot(self) -> Dict[str, Any]:
+        """All state as JSON-able data; ``ExperimentCore.restore`` continues from it."""
+        return {
+            "version": _SNAPSHOT_VERSION,
+            "state": self.state.value,
+            "searcher": self.searcher.snapshot(),
+            "shutdown": self.shutdown.to_dict() if self.shutdown else None,
+            "best_value": self.best_value,
+            "killed": self.killed,
+            "source_checkpoint": self.source_checkpoint,
+            "reason": self.reason,
+            "events": self.events,
+            "seq": self._seq,
+            "checkpoints": copy.deepcopy(self.checkpoints),
+            "trials": [t.to_dict() for t in self.trials.values()],
+        }
+
+    @classmethod
+    def restore(cls, config: Mapping[str, Any], snapshot: Mapping[str, Any]) -> "ExperimentCore":
+        if snapshot.get("version") != _SNAPSHOT_VERSION:
+            raise EngineError(f"Expected an experiment snapshot of version {_SNAPSHOT_VERSION}. "
+                              f"Received: version={snapshot.get('version')!r}")
+        core = cls(config, snapshot.get("source_checkpoint"))
+        core.searcher = searchers.Searcher.restore(core.config, snapshot["searcher"])
+        core.state = _E(snapshot["state"])
+        if snapshot.get("shutdown"):
+            core.shutdown = searchers.Shutdown.from_dict(snapshot["shutdown"])
+        core.best_value = snapshot.get("best_value")
+        core.killed = bool(snapshot.get("killed"))
+        core.reason = snapshot.get("reason", "")
+        core.events = int(snapshot.get("events", 0))
+        core._seq = int(snapshot.get("seq", 0))
+        core.checkpoints = copy.deepcopy(dict(snapshot.get("checkpoints", {})))
+        for d in snapshot["trials"]:
+            t = CoreTrial.from_dict(d)
+            core.trials[t.request_id] = t
+        return core
+
+    def recover(self, latest: Optional[Mapping[int, Tuple[str, int]]] = None) -> List[fx.Effect]:
+        """After a restore from a snapshot taken while processes ran (the driver or
+        master died): their processes are gone. Each rolls back to its latest
+        checkpoint (``latest``: request id -> (uuid, batches) the adapter's records
+        know, if newer than the snapshot's) and waits for a slot again; not counted
+        as a restart."""
+        for r, (uuid, batches) in (latest or {}).items():
+            t = self.trials.get(r)
+            if t is not None and uuid and batches >= t.checkpoint_batches and \
+                    uuid != t.latest_checkpoint:
+                t.latest_checkpoint, t.checkpoint_batches = uuid, batches
+                if uuid not in self.checkpoints:
+                    self._seq += 1
+                    self.checkpoints[uuid] = {"request_id": r, "batches": batches,
+                                              "order": self._seq, "metric": None,
+                                              "deleted": False}
+        for t in list(self.trials.values()):
+            if t.state not in LIVE:
+                continue
+            if t.state is _S.KILLING:  # its process is gone: the kill is done
+                self._out.extend(self.trial_exited(t.request_id, code=None, signal=9))
+                continue
+            self._requeue(t)
+            ops_first = t.ops[0] if t.ops else None
+            t.state = _S.PENDING  # no process any more (not a transition of a live one)
+            self._emit(fx.TrialLog(t.request_id, "Trial process lost (driver or master "
+                                   f"restarted); it resumes at {t.checkpoint_batches} batches"))
+            if isinstance(ops_first, searchers.Close) and t.latest_checkpoint:
+                t.ops.clear()
+                self._complete(t, report_close=True)
+            elif not t.ops:
+                self._move(t, _S.IDLE, "recover")
+            else:
+                self._emit(fx.LaunchTrial(t.request_id))
+        self._emit(fx.SaveSnapshot())
+        self._maybe_finish()
+        return self._take()
+
+
+TERMINAL_EXPERIMENT = frozenset({_E.COMPLETED, _E.CANCELED, _E.ERROR})

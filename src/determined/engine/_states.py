@@ -1,0 +1,73 @@
+"""Trial and experiment states, and the one table of legal trial transitions."""
+
+from __future__ import annotations
+
+import enum
+from typing import Dict, FrozenSet
+
+__all__ = ["TrialState", "ExperimentState", "IllegalTransition", "TRANSITIONS", "LIVE", "TERMINAL"]
+
+
+class TrialState(str, enum.Enum):
+    """Where a trial stands.
+
+    ``PENDING``: has work, wants a slot. ``RUNNING``: a process runs an operation.
+    ``WAITING``: a process runs, but has asked for an operation the searcher has not
+    sent yet. ``STOPPING``: a process was asked to checkpoint and exit (pause,
+    preemption, suspension of an idle trial, cancel). ``KILLING``: a process was
+    killed and its exit not yet seen. ``IDLE``: no process and no work (e.g. waiting
+    for an ASHA promotion). ``COMPLETED``, ``ERROR``, ``CANCELED``: the end.
+    """
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    WAITING = "WAITING"
+    STOPPING = "STOPPING"
+    KILLING = "KILLING"
+    IDLE = "IDLE"
+    COMPLETED = "COMPLETED"
+    ERROR = "ERROR"
+    CANCELED = "CANCELED"
+
+
+class ExperimentState(str, enum.Enum):
+    ACTIVE = "ACTIVE"
+    PAUSED = "PAUSED"
+    STOPPING_COMPLETED = "STOPPING_COMPLETED"
+    STOPPING_CANCELED = "STOPPING_CANCELED"
+    STOPPING_ERROR = "STOPPING_ERROR"
+    COMPLETED = "COMPLETED"
+    CANCELED = "CANCELED"
+    ERROR = "ERROR"
+
+
+_S = TrialState
+#: A process is attached to the trial in these states.
+LIVE: FrozenSet[TrialState] = frozenset({_S.RUNNING, _S.WAITING, _S.STOPPING, _S.KILLING})
+TERMINAL: FrozenSet[TrialState] = frozenset({_S.COMPLETED, _S.ERROR, _S.CANCELED})
+_EXITS = frozenset({_S.PENDING, _S.IDLE, _S.COMPLETED, _S.ERROR, _S.CANCELED})
+
+#: state -> the states it may move to. Every trial state change goes through it.
+TRANSITIONS: Dict[TrialState, FrozenSet[TrialState]] = {
+    _S.PENDING: frozenset({_S.RUNNING, _S.IDLE, _S.COMPLETED, _S.CANCELED}),
+    _S.RUNNING: frozenset({_S.WAITING, _S.STOPPING, _S.KILLING}) | _EXITS,
+    _S.WAITING: frozenset({_S.RUNNING, _S.STOPPING, _S.KILLING}) | _EXITS,
+    _S.STOPPING: frozenset({_S.KILLING}) | _EXITS,
+    _S.KILLING: frozenset({_S.CANCELED}),
+    _S.IDLE: frozenset({_S.PENDING, _S.COMPLETED, _S.CANCELED}),
+    _S.COMPLETED: frozenset(),
+    _S.ERROR: frozenset(),
+    _S.CANCELED: frozenset(),
+}
+
+
+class IllegalTransition(RuntimeError):
+    """A trial was asked to move between two states the transition table does not link."""
+
+    def __init__(self, request_id: int, old: TrialState, new: TrialState, event: str):
+        allowed = ", ".join(sorted(s.value for s in TRANSITIONS[old])) or "none (terminal)"
+        super().__init__(
+            f"{event}: trial (request id {request_id}) cannot move from {old.value} to "
+            f"{new.value}. Expected one of: {allowed}"
+        )
+        self.request_id, self.old, self.new, self.event = request_id, old, new, event

@@ -1,0 +1,62 @@
+"""A trial as the experiment core sees it."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from typing import Any, Dict, List, Optional, Tuple
+
+from determined import searcher as searchers
+from determined.config import Length
+from determined.engine._states import TrialState
+
+__all__ = ["CoreTrial"]
+
+
+@dataclasses.dataclass
+class CoreTrial:
+    """One trial's lifecycle data; every field survives a snapshot."""
+
+    request_id: int
+    hparams: Dict[str, Any]
+    seed: int
+    checkpoint_of: Optional[int] = None  # request id of the searcher's warm-start parent
+    warm_start: Optional[str] = None
+    arrival: int = 0
+    state: TrialState = TrialState.PENDING
+    shown_state: str = "ACTIVE"
+    ops: List[Any] = dataclasses.field(default_factory=list)  # queued searcher ops
+    current_op: Optional[Any] = None
+    last_train: Optional[Length] = None
+    batches: int = 0  # highest training/validation count stored
+    validated_batches: int = 0
+    last_validation: Optional[Tuple[int, Optional[float]]] = None
+    checkpoint_batches: int = 0
+    latest_checkpoint: Optional[str] = None
+    restarts: int = 0
+    starts: int = 0
+    failed_last: bool = False
+    best_metric: Optional[float] = None
+    exit_reported: bool = False
+    error: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        d["state"] = self.state.value
+        d["ops"] = [op.to_dict() for op in self.ops]
+        d["current_op"] = self.current_op.to_dict() if self.current_op else None
+        d["last_train"] = self.last_train.to_dict() if self.last_train else None
+        d["last_validation"] = list(self.last_validation) if self.last_validation else None
+        return d
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "CoreTrial":
+        d = copy.deepcopy(dict(d))
+        d["state"] = TrialState(d["state"])
+        d["ops"] = [searchers.operation_from_dict(o) for o in d.get("ops", [])]
+        d["current_op"] = (searchers.operation_from_dict(d["current_op"])
+                           if d.get("current_op") else None)
+        d["last_train"] = Length.from_dict(d["last_train"]) if d.get("last_train") else None
+        d["last_validation"] = tuple(d["last_validation"]) if d.get("last_validation") else None
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
