@@ -9,8 +9,9 @@ from typing import Any, Dict, Optional, Union
 
 from rich.console import Console
 
+from determined.common.validation import validate_experiment
 from determined.config import Length, load_config, test_mode_config, validate_config
-from determined.errors import InvalidConfigError, InvalidModelDefError
+from determined.errors import InvalidConfigError
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 from determined.local._driver import ExperimentResult, LocalDriver
 from determined.local._store import LocalStore, allocate_ids, default_local_dir
@@ -25,19 +26,9 @@ def prepare_config(
     """Load and validate; default checkpoint storage to the local directory."""
     raw = load_config(config) if not isinstance(config, dict) else config
     source = f"experiment config {config}" if not isinstance(config, dict) else "experiment config"
-    defaults = {
-        "checkpoint_storage": {
-            "type": "shared_fs",
-            "host_path": os.path.join(os.path.abspath(local_dir), "checkpoints"),
-        }
-    }
-    if isinstance(raw, dict) and isinstance(raw.get("checkpoint_storage"), dict) and raw[
-        "checkpoint_storage"
-    ].get("type") not in (None, "shared_fs"):
-        defaults = {}
-    cfg = validate_config(raw, defaults=defaults, source=source)
-    if not os.path.isdir(model_dir):
-        raise InvalidModelDefError(f"Model directory {model_dir} does not exist or is not a directory")
+    storage = {"type": "shared_fs", "host_path": os.path.join(os.path.abspath(local_dir), "checkpoints")}
+    # The one validation path (determined.common.validation), as on a master.
+    cfg = validate_experiment(raw, default_storage=storage, model_dir=model_dir, source=source).config
     return cfg
 
 

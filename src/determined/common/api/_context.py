@@ -8,6 +8,8 @@ import os
 import tarfile
 from typing import List
 
+from determined.common.api._context_archive import extract_context
+
 __all__ = ["pack_context", "unpack_context", "MAX_CONTEXT_BYTES"]
 
 #: Upload limit for a packed context directory (SPEC 6.3; 96 MB in the API docs).
@@ -70,10 +72,7 @@ def pack_context(root: str) -> bytes:
 
 
 def unpack_context(data: bytes, dest: str) -> None:
-    """Extract packed context bytes into ``dest`` (no absolute paths or ``..``)."""
-    os.makedirs(dest, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:*") as tar:
-        for member in tar.getmembers():
-            if member.name.startswith("/") or ".." in member.name.split("/"):
-                raise ValueError(f"Unsafe path in context archive: {member.name!r}")
-        tar.extractall(dest, filter="data")
+    """Extract packed context bytes into ``dest`` after checking them
+    (:func:`~determined.common.api.check_context_archive`: no traversal, no links out,
+    bounded size); raises ``ContextArchiveError`` before writing anything."""
+    extract_context(data, dest)

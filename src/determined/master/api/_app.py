@@ -21,9 +21,10 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 import determined
-from determined.common.api import MAX_CONTEXT_BYTES
+from determined.common.api import MAX_CONTEXT_BYTES, ContextArchiveError
+from determined.common.validation import validate_experiment
 from determined.config import parse_yaml
-from determined.errors import InvalidConfigError
+from determined.errors import InvalidConfigError, InvalidModelDefError
 from determined.master._core import Master
 from determined.master.api import _models as models
 from determined.master.api._agents import agent_auth, agents_listing, agents_router
@@ -152,6 +153,11 @@ def create_app(master: Master) -> fastapi.FastAPI:
     def _bad_config(request: Request, exc: InvalidConfigError) -> JSONResponse:
         return _error(400, str(exc), [{"field": f, "message": m} for f, m in exc.errors])
 
+    @app.exception_handler(InvalidModelDefError)
+    def _bad_model_def(request: Request, exc: InvalidModelDefError) -> JSONResponse:
+        member = exc.member if isinstance(exc, ContextArchiveError) else None
+        return _error(400, str(exc), [{"field": "model_def", "message": member or str(exc)}])
+
     @app.exception_handler(RequestValidationError)
     def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         details = [
@@ -201,21 +207,9 @@ def create_app(master: Master) -> fastapi.FastAPI:
                 raise APIError(400, f"The config is not valid YAML: {reason}") from None
             except Exception as e:
                 raise APIError(400, f"The config is not valid YAML: {e}") from None
-        config = master.validate(raw)
-        try:
-            import io
-            import tarfile
-
-            with tarfile.open(fileobj=io.BytesIO(packed), mode="r:*") as tar:
-                names = tar.getnames()
-        except Exception as e:
-            raise APIError(400, f"model_def is not a tar.gz archive: {e}",
-                           [{"field": "model_def", "message": str(e)}])
-        module = str(config.get("entrypoint") or "").split(":")[0].split(".")[0]
-        if module and f"{module}.py" not in names and module not in names:
-            raise APIError(400, f"The context directory has no module {module!r} named by "
-                                f"entrypoint {config.get('entrypoint')!r}",
-                           [{"field": "entrypoint", "message": f"no {module}.py in the context"}])
+        # Everything that could fail later is checked before the experiment is stored.
+        config = validate_experiment(raw, default_storage=master.config.checkpoint_storage,
+                                     context=packed).config
         exp_id = master.create_experiment(config, packed, body.activate, owner=user.username)
         return {"id": exp_id}
 
