@@ -36,6 +36,7 @@ def _preload() -> None:
     import determined.harness._rest_host  # noqa: F401
     import determined.harness._runner  # noqa: F401
     import determined.storage  # noqa: F401
+    import determined.tensorboard._events  # noqa: F401  (every chief writes event files)
 
     import encodings.idna  # noqa: F401  (socket.getaddrinfo imports it on first use)
 

@@ -58,6 +58,8 @@ def add_parser(nouns: Any) -> None:
 def _create(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    _print_config_warnings(args.config_file)
+
     if args.slots < 1:
         usage_error(f"--slots must be at least 1. Received: {args.slots}")
     if args.template is not None:
@@ -82,7 +84,11 @@ def _create(args: argparse.Namespace) -> int:
             raise MasterError(f"{flag} needs a master; it has no meaning for --local runs")
     if args.test_mode:
         local_dir = os.path.abspath(args.local_dir or default_local_dir())
-        cfg = prepare_config(args.config_file, args.model_def, local_dir)
+        from determined.config import load_config, local_test_config
+
+        # As 0.13: a partial config (a searcher without a name) works in local test mode.
+        raw = local_test_config(load_config(args.config_file))
+        cfg = prepare_config(raw, args.model_def, local_dir)
         summary = run_test_mode(cfg, args.model_def, console)
         if args.json:
             print(json.dumps(summary, default=str))
@@ -102,6 +108,21 @@ def _create(args: argparse.Namespace) -> int:
             "trials": [t.summary() for t in result.trials],
         }, default=str))
     return 0 if result.state == "COMPLETED" else 1
+
+
+def _print_config_warnings(path: str) -> None:
+    """One line on stderr per config field accepted without effect here."""
+    import sys
+
+    from determined.config import config_warnings, load_config
+    from determined.errors import InvalidConfigError
+
+    try:
+        warnings = config_warnings(load_config(path))
+    except InvalidConfigError:
+        return  # the create path reports it
+    for warning in warnings:
+        print(f"det: warning: {warning}", file=sys.stderr)
 
 
 def _list(args: argparse.Namespace) -> int:

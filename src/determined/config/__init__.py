@@ -12,12 +12,21 @@ Example:
 """
 
 from determined.config._hparams import Categorical, Constant, Double, Integer, Log
-from determined.config._load import load_config, merge_configs, parse_yaml, validate_config
+from determined.config._load import (
+    MAX_ALIAS_EXPANSION,
+    config_warnings,
+    load_config,
+    local_test_config,
+    merge_configs,
+    parse_yaml,
+    validate_config,
+)
 from determined.config._test_mode import test_mode_config
 from determined.config._units import Length, Unit
 from determined.config._access import ExperimentConfig
 
 __all__ = [
+    "MAX_ALIAS_EXPANSION",
     "Categorical",
     "Constant",
     "Double",
@@ -26,7 +35,9 @@ __all__ = [
     "Length",
     "Log",
     "Unit",
+    "config_warnings",
     "load_config",
+    "local_test_config",
     "merge_configs",
     "parse_yaml",
     "test_mode_config",

@@ -4,6 +4,11 @@
 whole config against the schema and returns the normalized config as a plain dict
 with every default filled in. Every problem found is reported at once, each with
 its field path, in one :class:`~determined.errors.InvalidConfigError`.
+
+YAML is read as upstream Determined read it: YAML 1.2 (ruamel.yaml), so ``1e-4``
+is a float and ``yes`` a string. Aliases may not expand to more than
+``MAX_ALIAS_EXPANSION`` values (a few hundred bytes of nested aliases would
+otherwise expand to billions of values once anything walks the config).
 """
 
 from __future__ import annotations
@@ -15,32 +20,106 @@ import time
 from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 import pydantic
-import yaml
+from ruamel.yaml import YAML
+from ruamel.yaml.error import YAMLError
 
 from determined.config import _schema
 from determined.config._hparams import tag_space, untag_space
 from determined.config._legacy import apply_legacy_aliases
 from determined.errors import InvalidConfigError
 
-__all__ = ["load_config", "validate_config", "merge_configs", "parse_yaml"]
+__all__ = [
+    "MAX_ALIAS_EXPANSION",
+    "config_warnings",
+    "load_config",
+    "local_test_config",
+    "merge_configs",
+    "parse_yaml",
+    "validate_config",
+]
+
+# Values that aliases may add to a config beyond those written out in its text.
+MAX_ALIAS_EXPANSION = 100_000
 
 _ADJECTIVES = "brave calm eager fancy gentle happy jolly kind lively merry nimble proud quick sunny swift witty".split()
 _ANIMALS = "otter falcon panda lynx heron koala badger marten gecko ibis lemur puffin quokka tapir wombat yak".split()
 
 
-def parse_yaml(text: str, source: str = "experiment config") -> Dict[str, Any]:
-    """Parse YAML text that must hold a mapping."""
+def _yaml_loader() -> YAML:
+    return YAML(typ="safe", pure=True)  # YAML 1.2 core schema; duplicate keys are errors
+
+
+def _expanded_size(data: Any, source: str) -> Tuple[int, int]:
+    """(values after alias expansion, values written out): linear time; a node that
+    aliases share counts once per reference in the first number, once in the second.
+    A recursive alias is an error."""
+    sizes: Dict[int, int] = {}
+    active: set = set()
+    literal = 0
+
+    def size(node: Any) -> int:
+        nonlocal literal
+        if not isinstance(node, (dict, list)):
+            return 1
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise InvalidConfigError([("", "a YAML alias refers to a node that contains it "
+                                           "(recursive alias)")], source)
+        active.add(key)
+        children = list(node.keys()) + list(node.values()) if isinstance(node, dict) else node
+        literal += 1 + sum(1 for c in children if not isinstance(c, (dict, list)))
+        total = 1 + sum(size(c) for c in children)
+        active.discard(key)
+        sizes[key] = total
+        return total
+
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
+        return size(data), literal
+    except RecursionError:
+        raise InvalidConfigError([("", "nested too deeply")], source) from None
+
+
+def _unshare(node: Any) -> Any:
+    """A tree copy of ``node``: values that aliases shared become independent copies."""
+    if isinstance(node, dict):
+        return {k: _unshare(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_unshare(v) for v in node]
+    return node
+
+
+def parse_yaml(text: str, source: str = "experiment config") -> Dict[str, Any]:
+    """Parse YAML 1.2 text that must hold a mapping.
+
+    Raises:
+        InvalidConfigError: not YAML, not a mapping, or aliases expanding to more than
+            ``MAX_ALIAS_EXPANSION`` values.
+
+    Example:
+        >>> parse_yaml("lr: 1e-4\\nflag: yes")
+        {'lr': 0.0001, 'flag': 'yes'}
+    """
+    try:
+        data = _yaml_loader().load(text)
+    except YAMLError as e:
         raise InvalidConfigError([("", f"not valid YAML: {e}")], source) from None
+    except RecursionError:
+        raise InvalidConfigError([("", "not valid YAML: nested too deeply")], source) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise InvalidConfigError(
             [("", f"Expected a mapping at the top level. Received: {type(data).__name__}")], source
         )
-    return data
+    expanded, distinct = _expanded_size(data, source)
+    if expanded - distinct > MAX_ALIAS_EXPANSION:
+        raise InvalidConfigError(
+            [("", f"YAML aliases expand this config to {expanded:,} values; at most "
+                  f"{MAX_ALIAS_EXPANSION:,} values may come from aliases (write the values "
+                  "out, or use fewer nested aliases)")], source)
+    return _unshare(data) if expanded != distinct else data
 
 
 def load_config(path: Union[str, os.PathLike]) -> Dict[str, Any]:
@@ -142,6 +221,75 @@ def _cross_field_errors(config: Mapping[str, Any]) -> List[Tuple[str, str]]:
                     (path, "a length in epochs needs records_per_epoch > 0 in the experiment config")
                 )
     return errors
+
+
+# Fields 0.13 accepted whose effect needs containers (Docker, Kubernetes) or Horovod;
+# accepted here without effect. Paths are dotted; ``[]`` means every list element.
+_WITHOUT_EFFECT = {
+    "environment.image": "the trial runs in this machine's Python environment, not an image",
+    "environment.force_pull_image": "no container images are pulled",
+    "environment.registry_auth": "no container registry is used",
+    "environment.ports": "no container ports are exposed",
+    "environment.pod_spec": "there is no Kubernetes",
+    "resources.shm_size": "trials share /dev/shm of this machine",
+    "resources.native_parallel": "slots_per_trial > 1 runs one process per slot",
+    "resources.agent_label": "agents have no labels",
+    "optimizations.tensor_fusion_threshold": "there is no Horovod",
+    "optimizations.tensor_fusion_cycle_time": "there is no Horovod",
+    "optimizations.auto_tune_tensor_fusion": "there is no Horovod",
+    "optimizations.gradient_compression": "gradients are all-reduced uncompressed (gloo)",
+    "bind_mounts[].propagation": "mounts are links, not container mounts",
+    "bind_mounts[].read_only": "mounts are links; the host directory's own permissions apply",
+    "checkpoint_storage.propagation": "checkpoints are written to host_path directly",
+    "data_layer.container_storage_path": "host_storage_path is used directly",
+    "data_layer.local_cache_container_path": "local_cache_host_path is used directly",
+    "searcher.bracket_rungs": "brackets follow mode and max_rungs",
+}
+
+
+def _present(config: Any, parts: List[str]) -> bool:
+    if not parts:
+        return True
+    head, rest = parts[0], parts[1:]
+    if head.endswith("[]"):
+        items = config.get(head[:-2]) if isinstance(config, Mapping) else None
+        return isinstance(items, list) and any(_present(i, rest) for i in items)
+    return isinstance(config, Mapping) and head in config and _present(config[head], rest)
+
+
+def config_warnings(raw: Mapping[str, Any]) -> List[str]:
+    """One warning per field of ``raw`` that is accepted but has no effect here.
+
+    Example:
+        >>> config_warnings({"resources": {"shm_size": 1024}})
+        ['resources.shm_size is accepted but has no effect here: trials share /dev/shm of this machine']
+    """
+    if not isinstance(raw, Mapping):
+        return []
+    config = apply_legacy_aliases(dict(raw))
+    return [
+        f"{path.replace('[]', '[*]')} is accepted but has no effect here: {why}"
+        for path, why in _WITHOUT_EFFECT.items()
+        if _present(config, path.split("."))
+    ]
+
+
+# What ``det e create --local --test`` merges a partial config over (as 0.13's
+# local test mode did): a searcher without a name or metric works there.
+_LOCAL_TEST_DEFAULTS: Dict[str, Any] = {
+    "searcher": {"name": "single", "metric": "", "max_length": {"batches": 1}},
+    "hyperparameters": {},
+}
+
+
+def local_test_config(raw: Mapping[str, Any]) -> Dict[str, Any]:
+    """``raw`` merged over local-test-mode defaults (then use ``test_mode_config``).
+
+    Example:
+        >>> local_test_config({"searcher": {"metric": "loss"}})["searcher"]["name"]
+        'single'
+    """
+    return merge_configs(_LOCAL_TEST_DEFAULTS, raw)
 
 
 def _default_description(seed: int) -> str:

@@ -149,6 +149,7 @@ class _Adaptive(_SearcherBase):
     divisor: float = Field(default=4.0, gt=1)
     max_rungs: int = Field(default=5, gt=0)
     sampler: Sampler = "random"
+    bracket_rungs: Optional[List[int]] = None  # accepted as 0.13 did (see config_warnings)
     _v = _length_validator("max_length")
 
 
@@ -168,7 +169,6 @@ class AdaptiveSearcher(_Adaptive):
     name: Literal["adaptive"]
     budget: Dict[str, Any]
     train_stragglers: bool = True
-    bracket_rungs: Optional[List[int]] = None
     _vb = _length_validator("budget")
 
     @model_validator(mode="after")
@@ -367,7 +367,7 @@ class BindMount(_Strict):
 
 
 class DataLayer(_Strict):
-    type: Literal["shared_fs", "s3", "gcs"] = "shared_fs"
+    type: Literal["shared_fs", "s3", "gcs", "lfs"] = "shared_fs"
     host_storage_path: Optional[str] = None
     container_storage_path: Optional[str] = None
     bucket: Optional[str] = None
@@ -428,6 +428,8 @@ class ExperimentConfigModel(_Strict):
 
     @model_validator(mode="after")
     def _batch_size(self) -> "ExperimentConfigModel":
+        # global_batch_size < slots_per_trial is accepted here, as 0.13 accepted it: the
+        # trial checks it when it starts (harness.TrialContext).
         gbs = self.hyperparameters.get("global_batch_size")
         if gbs is None:
             return self  # reported before schema validation, with the other missing fields
@@ -436,11 +438,6 @@ class ExperimentConfigModel(_Strict):
             raise ValueError(
                 "hyperparameters.global_batch_size: Expected a positive integer, an int "
                 "range or a categorical of positive integers."
-            )
-        if min(values) < self.resources.slots_per_trial:
-            raise ValueError(
-                "hyperparameters.global_batch_size: Expected at least slots_per_trial="
-                f"{self.resources.slots_per_trial}. Received: {min(values)}"
             )
         return self
 

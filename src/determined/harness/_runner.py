@@ -24,6 +24,7 @@ from typing import Any, Dict, Optional, Type
 import numpy as np
 
 import determined
+from determined import tensorboard
 from determined.config import ExperimentConfig
 from determined.errors import InvalidTrialError
 from determined.harness._controller import TrialController
@@ -73,8 +74,11 @@ class TrialRunner:
         if trial_class is None:
             trial_class = load_trial_class(env.experiment_config["entrypoint"], env.model_dir)
         self.trial_class = trial_class
+        tensorboard.prepare_base_path(env)  # before user code picks its event directory
         self.controller: TrialController = controller_for(trial_class)(trial_class, env)
         self.is_chief = env.distributed.rank == 0
+        # The chief writes the platform's metrics as event files and syncs them.
+        self.tensorboard = tensorboard.build(env, storage) if self.is_chief else None
         self.dist: Optional[Collective] = connect(env.distributed)  # None on one slot
         self.gbs = self.controller.context.get_global_batch_size()
         self.batches_trained = 0
@@ -138,6 +142,8 @@ class TrialRunner:
                         self._checkpoint()
         finally:
             self.controller.close()
+            if self.tensorboard is not None:
+                self.tensorboard.close()
 
     def _execute(self, kind: Kind, num_batches: int = 0) -> bool:
         """Run one workload; True when the trial must stop now."""
@@ -148,6 +154,9 @@ class TrialRunner:
             self.sequencer.trained(num_batches)
             if self.is_chief:
                 self.host.report_training(self.batches_trained, metrics)
+                if self.tensorboard is not None:
+                    self.tensorboard.training(self.batches_trained - num_batches, num_batches,
+                                              metrics)
         elif kind is Kind.COMPUTE_VALIDATION_METRICS:
             self._validate()
         elif kind is Kind.CHECKPOINT_MODEL:
@@ -194,6 +203,8 @@ class TrialRunner:
             policy = self.config.checkpoint_policy
             post_ckpt = policy == "all" or (policy == "best" and self.host.is_best_validation(value))
             self.host.report_validation(self.batches_trained, metrics)
+            if self.tensorboard is not None:
+                self.tensorboard.validation(self.batches_trained, values)
             self.controller.on_validation_end(values)
         if self.dist is not None:
             values, post_ckpt = self.dist.broadcast((values, post_ckpt))

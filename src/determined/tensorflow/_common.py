@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 from typing import Any, Type
 
 from determined.errors import InvalidTrialError
@@ -44,5 +43,6 @@ def accepts_positional(method: Any) -> int:
 def tensorboard_dir(rank: int = 0) -> str:
     """Where trial processes write tfevent files (SPEC 8): ``$DET_TENSORBOARD_DIR`` or
     ``/tmp/tensorboard``, with ``-<rank>`` appended for non-chief ranks."""
-    base = os.environ.get("DET_TENSORBOARD_DIR") or "/tmp/tensorboard"
-    return base if rank == 0 else f"{base}-{rank}"
+    from determined.tensorboard import get_base_path
+
+    return get_base_path(rank)

@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 import determined
 from determined.common.api import MAX_CONTEXT_BYTES, ContextArchiveError
 from determined.common.validation import validate_experiment
-from determined.config import parse_yaml
+from determined.config import config_warnings, parse_yaml
 from determined.errors import InvalidConfigError, InvalidModelDefError
 from determined.master._core import Master
 from determined.master.api import _models as models
@@ -211,7 +211,8 @@ def create_app(master: Master) -> fastapi.FastAPI:
         config = validate_experiment(raw, default_storage=master.config.checkpoint_storage,
                                      context=packed).config
         exp_id = master.create_experiment(config, packed, body.activate, owner=user.username)
-        return {"id": exp_id}
+        # Fields accepted without effect here (container-only), one line each.
+        return {"id": exp_id, "warnings": config_warnings(raw) if isinstance(raw, dict) else []}
 
     @api.get("/experiments")
     def list_experiments(archived: bool = False, user: Optional[str] = Query(

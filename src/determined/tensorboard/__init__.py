@@ -1,0 +1,35 @@
+"""TensorBoard: every trial's metrics as event files, synced to checkpoint storage.
+
+Each trial process writes event files to its own directory (:func:`get_base_path`):
+the platform's training and validation metrics (tags ``Determined/<name>`` and
+``Determined/val_<name>``, see :mod:`~determined.tensorboard.metric_writers`), plus what
+``TorchWriter``, ``TFKerasTensorBoard`` and Estimator summaries write there. After
+every workload the chief copies new or grown files to checkpoint storage under
+``tensorboard/experiment/<exp_id>/trial/<trial_id>/`` (:func:`get_sync_path`), where
+``det tensorboard start`` reads them, after the trial or experiment ended too.
+"""
+
+from determined.tensorboard._manager import SharedFSTensorboardManager, TensorboardManager
+from determined.tensorboard._paths import (
+    ENV_VAR,
+    STORAGE_DIR,
+    get_base_path,
+    get_sync_path,
+    prepare_base_path,
+)
+from determined.tensorboard._trial import TrialTensorboard, build
+from determined.tensorboard.metric_writers import BatchMetricWriter, MetricWriter
+
+__all__ = [
+    "BatchMetricWriter",
+    "ENV_VAR",
+    "MetricWriter",
+    "STORAGE_DIR",
+    "SharedFSTensorboardManager",
+    "TensorboardManager",
+    "TrialTensorboard",
+    "build",
+    "get_base_path",
+    "get_sync_path",
+    "prepare_base_path",
+]

@@ -1,0 +1,43 @@
+"""Where a trial's TensorBoard event files live, locally and in checkpoint storage (SPEC 8).
+
+Locally: ``$DET_TENSORBOARD_DIR`` (set per trial by the platform), with ``-<rank>``
+appended for non-chief ranks. In checkpoint storage:
+``<storage root>/tensorboard/experiment/<exp_id>/trial/<trial_id>/``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any
+
+__all__ = ["ENV_VAR", "get_base_path", "get_sync_path", "prepare_base_path", "STORAGE_DIR"]
+
+#: The environment variable naming the local event-file directory of a trial process.
+ENV_VAR = "DET_TENSORBOARD_DIR"
+#: The directory under the checkpoint storage root holding every trial's event files.
+STORAGE_DIR = "tensorboard"
+
+
+def get_base_path(rank: int = 0) -> str:
+    """The local directory this process writes event files to (every writer uses it)."""
+    base = os.environ.get(ENV_VAR) or os.path.join(tempfile.gettempdir(), "tensorboard")
+    return base if rank == 0 else f"{base}-{rank}"
+
+
+def prepare_base_path(env: Any) -> str:
+    """Give the trial process a per-trial event directory unless the platform set one.
+
+    Several trials share an agent's ``/tmp``, so the default is
+    ``<tmp>/det-tensorboard/exp-<id>-trial-<id>-<pid>``.
+    """
+    if not os.environ.get(ENV_VAR):
+        os.environ[ENV_VAR] = os.path.join(
+            tempfile.gettempdir(), "det-tensorboard",
+            f"exp-{env.experiment_id}-trial-{env.trial_id}-{os.getpid()}")
+    return get_base_path(getattr(getattr(env, "distributed", None), "rank", 0))
+
+
+def get_sync_path(experiment_id: int, trial_id: int) -> str:
+    """The trial's event directory relative to the checkpoint storage root."""
+    return os.path.join(STORAGE_DIR, "experiment", str(experiment_id), "trial", str(trial_id))

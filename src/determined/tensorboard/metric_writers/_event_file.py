@@ -1,0 +1,36 @@
+"""The platform's own metric writer: scalar event files without any framework."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from determined.tensorboard._paths import get_base_path
+from determined.tensorboard.metric_writers import MetricWriter
+
+__all__ = ["EventFileWriter"]
+
+
+class EventFileWriter(MetricWriter):
+    """Writes scalars to a new event file in ``log_dir`` (default: the trial's)."""
+
+    def __init__(self, log_dir: Optional[str] = None):
+        self.log_dir = log_dir or get_base_path()
+        self._writer: Any = None
+
+    def add_scalar(self, name: str, value: Any, step: int) -> None:
+        if self._writer is None:
+            # Imported here: ``import determined`` must not pay for TensorBoard's protobufs
+            # (trial processes forked from the zygote have them already).
+            from determined.tensorboard._events import ScalarEventWriter
+
+            self._writer = ScalarEventWriter(self.log_dir)
+        self._writer.add_scalar(name, value, step)
+
+    def reset(self) -> None:
+        if self._writer is not None:
+            self._writer.flush()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None

@@ -1,0 +1,73 @@
+"""Every trial writes TensorBoard event files with upstream's tags, synced to storage."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from determined.tensorboard import SharedFSTensorboardManager, get_sync_path
+from determined.tensorboard.metric_writers import BatchMetricWriter
+from determined.tensorboard.metric_writers._event_file import EventFileWriter
+
+from det_cli_testing import run_det
+from tb_testing import scalars
+
+
+def test_batch_metric_writer_uses_upstream_tags(tmp_path):
+    writer = EventFileWriter(str(tmp_path))
+    metrics = BatchMetricWriter(writer)
+    metrics.on_train_step_end(1, 2, 10, {"batch_metrics": [{"loss": 0.5, "name": "x"},
+                                                           {"loss": 0.25, "name": "y"}]})
+    metrics.on_validation_step_end(1, 12, {"validation_loss": 0.1, "accuracy": 0.9,
+                                           "matrix": [[1, 2]]})
+    writer.close()
+    got = scalars(str(tmp_path))
+    assert got == {"Determined/loss": [(11, 0.5), (12, 0.25)],
+                   "Determined/validation_loss": [(12, pytest.approx(0.1))],
+                   "Determined/val_accuracy": [(12, pytest.approx(0.9))]}
+
+
+def test_sync_copies_new_and_grown_files_only(tmp_path):
+    base, storage = tmp_path / "local", tmp_path / "storage"
+    writer = EventFileWriter(str(base))
+    writer.add_scalar("a", 1.0, 1)
+    writer.reset()
+    manager = SharedFSTensorboardManager(str(storage), str(base), get_sync_path(3, 7))
+    assert len(manager.to_sync()) == 1
+    manager.sync()
+    assert manager.to_sync() == []
+    writer.add_scalar("a", 2.0, 2)
+    writer.reset()
+    assert len(manager.to_sync()) == 1
+    manager.sync()
+    target = storage / "tensorboard" / "experiment" / "3" / "trial" / "7"
+    assert scalars(str(target)) == {"a": [(1, 1.0), (2, 2.0)]}
+
+
+def test_torch_writer_does_not_import_tensorflow(tmp_path):
+    code = (
+        "import os, sys\n"
+        f"os.environ['DET_TENSORBOARD_DIR'] = {str(tmp_path)!r}\n"
+        "from determined.tensorboard.metric_writers.pytorch import TorchWriter\n"
+        "w = TorchWriter(); w.add_scalar('x', 3.0, 5); import torch; w.writer.add_histogram('h', torch.tensor([1.0, 2.0]), 5)\n"
+        "w.reset()\n"
+        "print('tensorflow' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+    assert scalars(str(tmp_path))["x"] == [(5, 3.0)]
+
+
+def test_local_pytorch_trial_syncs_event_files_to_checkpoint_storage(tmp_path, tiny_dir):
+    out = run_det(["experiment", "create", tiny_dir / "const.yaml", tiny_dir, "--local",
+                   "--local-dir", tmp_path / "local"], timeout=300)
+    assert out.returncode == 0, out.stderr
+    root = tmp_path / "local" / "checkpoints" / "tensorboard" / "experiment"
+    (exp_dir,) = os.listdir(root)
+    (trial_dir,) = os.listdir(root / exp_dir / "trial")
+    got = scalars(str(root / exp_dir / "trial" / trial_dir))
+    assert [step for step, _ in got["Determined/loss"]] == list(range(1, 41))
+    assert [step for step, _ in got["Determined/validation_loss"]] == [20, 40]
