@@ -98,6 +98,8 @@ class _AsyncBracket:
         self.divisor = divisor
         self.stop_once = stop_once
         self.rungs = [_Rung() for _ in lengths]
+        # Following the capacity: keep ``concurrency`` trials with work (see ``fill``).
+        self.follow = False
         self.trial_rung: Dict[int, int] = {}
         self.awaiting: Set[int] = set()  # has Train/Validate at its rung not yet reported
         self.exited: Set[int] = set()
@@ -114,6 +116,13 @@ class _AsyncBracket:
     def initial_operations(self, ctx: SearchContext) -> List[Operation]:
         ops: List[Operation] = []
         for _ in range(min(self.concurrency, self.max_trials)):
+            ops += self._create(ctx)
+        return ops
+
+    def fill(self, ctx: SearchContext) -> List[Operation]:
+        """Create trials until ``concurrency`` have work or all ``max_trials`` exist."""
+        ops: List[Operation] = []
+        while len(self.awaiting) < self.concurrency and len(self.trial_rung) < self.max_trials:
             ops += self._create(ctx)
         return ops
 
@@ -188,7 +197,9 @@ class _AsyncBracket:
         trained = False
         if metric is not None:
             ops, trained = self._report(request_id, metric)
-        if not trained and len(self.trial_rung) < self.max_trials:
+        if self.follow:
+            ops += self.fill(ctx)
+        elif not trained and len(self.trial_rung) < self.max_trials:
             ops += self._create(ctx)
         if not self.stop_once and len(self.rungs[0].results) >= self.max_trials:
             ops += self._close_out()
@@ -216,9 +227,13 @@ class _AsyncBracket:
             "awaiting": sorted(self.awaiting),
             "exited": sorted(self.exited),
             "closed": sorted(self.closed),
+            "concurrency": self.concurrency,
+            "follow": self.follow,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self.concurrency = int(state.get("concurrency", self.concurrency))
+        self.follow = bool(state.get("follow", False))
         for rung, saved in zip(self.rungs, state["rungs"]):
             rung.results = [[int(r), decode_metric(m), bool(p)] for r, m, p in saved["results"]]
             rung.outstanding = int(saved["outstanding"])
@@ -248,7 +263,11 @@ class AdaptiveASHASearch(SearchMethod):
         divisor: Reduction factor between rungs (> 1).
         max_rungs: Upper bound on rungs per bracket (>= 1).
         mode: ``aggressive`` | ``standard`` | ``conservative``.
-        max_concurrent_trials: Trials open at once over all brackets; 0 = automatic.
+        max_concurrent_trials: Trials open at once over all brackets; 0 = automatic:
+            once the driver reports the experiment's capacity
+            (:meth:`~determined.searcher.Searcher.on_capacity_changed`), as if set to it,
+            following its changes; until then ``max(trials of the last bracket,
+            floor(divisor))`` per bracket.
         stop_once: Close unpromoted trials at once (see above).
 
     Example:
@@ -300,6 +319,7 @@ class AdaptiveASHASearch(SearchMethod):
             for r, t, c in zip(rungs, trials, concurrency)
         ]
         self._owner: Dict[int, int] = {}
+        self._started = False
 
     @classmethod
     def from_config(
@@ -326,9 +346,27 @@ class AdaptiveASHASearch(SearchMethod):
         return ops
 
     def initial_operations(self, ctx: SearchContext) -> List[Operation]:
+        self._started = True
         ops: List[Operation] = []
         for i, bracket in enumerate(self.brackets):
             ops += self._claim(i, bracket.initial_operations(ctx))
+        return ops
+
+    def on_capacity_changed(self, ctx: SearchContext, capacity: int) -> List[Operation]:
+        """With automatic concurrency, ``capacity`` trials are split over the brackets as
+        an explicit ``max_concurrent_trials`` would be, and each bracket keeps that many
+        trials with work from then on (more as capacity grows; fewer new ones as it
+        shrinks, without stopping any)."""
+        if self.max_concurrent_trials != 0:
+            return []
+        trials = [b.max_trials for b in self.brackets]
+        shares = asha_bracket_concurrency(capacity, self.divisor, trials)
+        ops: List[Operation] = []
+        for i, (bracket, share) in enumerate(zip(self.brackets, shares)):
+            bracket.concurrency = share
+            bracket.follow = True
+            if self._started:
+                ops += self._claim(i, bracket.fill(ctx))
         return ops
 
     def on_validation_completed(
@@ -356,9 +394,11 @@ class AdaptiveASHASearch(SearchMethod):
         return {
             "owner": [[r, i] for r, i in self._owner.items()],
             "brackets": [b.state_dict() for b in self.brackets],
+            "started": self._started,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self._started = bool(state.get("started", True))
         self._owner = {int(r): int(i) for r, i in state["owner"]}
         for bracket, saved in zip(self.brackets, state["brackets"]):
             bracket.load_state_dict(saved)

@@ -112,6 +112,12 @@ class SearchMethod(abc.ABC):
         """A ``Close`` finished."""
         return []
 
+    def on_capacity_changed(self, ctx: SearchContext, capacity: int) -> List[Operation]:
+        """``capacity`` trials can run at once for this experiment (may come before
+        ``initial_operations``). Methods whose concurrency is automatic follow it; the
+        default ignores it."""
+        return []
+
     @abc.abstractmethod
     def on_trial_exited_early(
         self, ctx: SearchContext, request_id: int, reason: ExitedReason

@@ -25,7 +25,8 @@ class RandomSearch(SearchMethod):
     Args:
         max_length: How long every trial trains.
         max_trials: How many trials to run (> 0).
-        max_concurrent_trials: 0 creates every trial up front; otherwise at most this many
+        max_concurrent_trials: 0 creates every trial up front, or, once the driver reports
+            the experiment's capacity, keeps that many open; otherwise at most this many
             trials are open at once and a new one is created as each closes or exits.
 
     Example:
@@ -45,6 +46,8 @@ class RandomSearch(SearchMethod):
         )
         self._created = 0
         self._finished: List[int] = []
+        self._capacity: Optional[int] = None  # automatic concurrency, once known
+        self._started = False
 
     @classmethod
     def from_config(
@@ -70,11 +73,29 @@ class RandomSearch(SearchMethod):
         return [create, Train(create.request_id, self.max_length), Validate(create.request_id)]
 
     def initial_operations(self, ctx: SearchContext) -> List[Operation]:
+        self._started = True
         n = self.max_trials
         if self.max_concurrent_trials > 0:
             n = min(n, self.max_concurrent_trials)
+        elif self._capacity is not None:
+            n = min(n, self._capacity)
         ops: List[Operation] = []
         for _ in range(n):
+            ops += self._create(ctx)
+        return ops
+
+    def on_capacity_changed(self, ctx: SearchContext, capacity: int) -> List[Operation]:
+        if self.max_concurrent_trials != 0:
+            return []
+        self._capacity = capacity
+        return self._fill(ctx) if self._started else []
+
+    def _fill(self, ctx: SearchContext) -> List[Operation]:
+        ops: List[Operation] = []
+        assert self._capacity is not None
+        while self._created < self.max_trials and (
+            self._created - len(self._finished) < self._capacity
+        ):
             ops += self._create(ctx)
         return ops
 
@@ -87,6 +108,8 @@ class RandomSearch(SearchMethod):
         if request_id in self._finished:
             return []
         self._finished.append(request_id)
+        if self._capacity is not None and self.max_concurrent_trials == 0:
+            return self._fill(ctx)
         if self._created < self.max_trials:
             return self._create(ctx)
         return []
@@ -103,8 +126,16 @@ class RandomSearch(SearchMethod):
         return units_done / (self.max_length.units * self.max_trials)
 
     def state_dict(self) -> Dict[str, Any]:
-        return {"created": self._created, "finished": list(self._finished)}
+        return {
+            "created": self._created,
+            "finished": list(self._finished),
+            "capacity": self._capacity,
+            "started": self._started,
+        }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         self._created = int(state["created"])
         self._finished = [int(r) for r in state["finished"]]
+        capacity = state.get("capacity")
+        self._capacity = None if capacity is None else int(capacity)
+        self._started = bool(state.get("started", True))

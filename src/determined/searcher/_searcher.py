@@ -146,6 +146,7 @@ class Searcher:
         self._trials: Dict[int, _Trial] = {}
         self._started = False
         self._shutdown: Optional[Shutdown] = None
+        self._capacity: Optional[int] = None
 
     # Read-only views for drivers.
 
@@ -270,6 +271,25 @@ class Searcher:
         trial.pending_validations = []
         return self._apply(self.method.on_trial_exited_early(self._ctx, request_id, reason))
 
+    def on_capacity_changed(self, capacity: int) -> List[Operation]:
+        """``capacity`` trials can run at once: the slots available to the experiment
+        divided by ``resources.slots_per_trial``. Call it before ``start()`` when known and
+        again whenever it changes. Searchers with automatic concurrency
+        (``max_concurrent_trials: 0``) then keep about that many trials busy instead of
+        opening a fixed number; others ignore it. Repeats of the same value do nothing.
+        """
+        capacity = check_int("capacity", capacity, min_value=1)
+        if capacity == self._capacity or self._shutdown is not None:
+            return []
+        self._capacity = capacity
+        ops = self.method.on_capacity_changed(self._ctx, capacity)
+        return self._apply(ops) if self._started else ops
+
+    @property
+    def capacity(self) -> Optional[int]:
+        """The latest ``on_capacity_changed`` value (None: never told)."""
+        return self._capacity
+
     def progress(self, trained_units: Optional[Mapping[int, int]] = None) -> float:
         """Fraction of the search done, in [0, 1]; 1 after ``Shutdown``.
 
@@ -335,6 +355,7 @@ class Searcher:
             "rng": [version, list(internal), gauss],
             "next_request_id": self._ctx.next_request_id,
             "started": self._started,
+            "capacity": self._capacity,
             "shutdown": None if self._shutdown is None else self._shutdown.to_dict(),
             "trials": [t.to_dict() for _, t in sorted(self._trials.items())],
             "method": self.method.state_dict(),
@@ -356,6 +377,8 @@ class Searcher:
         searcher._ctx.rng.setstate((version, tuple(internal), gauss))
         searcher._ctx.next_request_id = int(snapshot["next_request_id"])
         searcher._started = bool(snapshot["started"])
+        capacity = snapshot.get("capacity")
+        searcher._capacity = None if capacity is None else int(capacity)
         shutdown = snapshot.get("shutdown")
         searcher._shutdown = None if shutdown is None else Shutdown.from_dict(shutdown)
         searcher._trials = {

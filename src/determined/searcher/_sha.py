@@ -7,7 +7,7 @@ A bracket's plan is fixed up front: rung ``i`` trains ``starts[i]`` trials to
 from __future__ import annotations
 
 import bisect
-from typing import Any, Dict, List, Mapping, Set
+from typing import Any, Dict, List, Mapping, Optional, Set
 
 from determined.config import Length, Unit
 from determined.searcher._base import (
@@ -53,15 +53,32 @@ class _SyncBracket:
         self.awaiting: Set[int] = set()
         self.exited: Set[int] = set()
         self.closed: Set[int] = set()
+        # Following the capacity: rung-0 trials are created while fewer than ``window``
+        # trials have work, instead of all up front (None).
+        self.window: Optional[int] = None
+
+    def _create(self, ctx: SearchContext) -> List[Operation]:
+        create: Create = ctx.create()
+        rid = create.request_id
+        self.trial_rung[rid] = 0
+        self.awaiting.add(rid)
+        return [create, Train(rid, Length(self.unit, self.lengths[0])), Validate(rid)]
 
     def initial_operations(self, ctx: SearchContext) -> List[Operation]:
+        if self.window is not None:
+            return self.fill(ctx)
         ops: List[Operation] = []
         for _ in range(self.starts[0]):
-            create: Create = ctx.create()
-            rid = create.request_id
-            self.trial_rung[rid] = 0
-            self.awaiting.add(rid)
-            ops += [create, Train(rid, Length(self.unit, self.lengths[0])), Validate(rid)]
+            ops += self._create(ctx)
+        return ops
+
+    def fill(self, ctx: SearchContext) -> List[Operation]:
+        """Create rung-0 trials while fewer than ``window`` trials have work."""
+        ops: List[Operation] = []
+        while self.window is not None and len(self.trial_rung) < self.starts[0] and (
+            len(self.awaiting) < self.window
+        ):
+            ops += self._create(ctx)
         return ops
 
     def _close(self, request_id: int, ops: List[Operation]) -> None:
@@ -119,6 +136,7 @@ class _SyncBracket:
             "awaiting": sorted(self.awaiting),
             "exited": sorted(self.exited),
             "closed": sorted(self.closed),
+            "window": self.window,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -129,6 +147,8 @@ class _SyncBracket:
         self.awaiting = {int(r) for r in state["awaiting"]}
         self.exited = {int(r) for r in state["exited"]}
         self.closed = {int(r) for r in state["closed"]}
+        window = state.get("window")
+        self.window = None if window is None else int(window)
 
 
 class SyncHalvingSearch(SearchMethod):
@@ -166,29 +186,52 @@ class SyncHalvingSearch(SearchMethod):
         self.brackets = [_SyncBracket(list(l), list(s), unit) for l, s in plans]
         self.expected_units = sum(plan_cost(b.lengths, b.starts) for b in self.brackets)
         self._owner: Dict[int, int] = {}
+        self._started = False
 
     @property
     def unit(self) -> Unit:
         return self._unit
 
+    def _claim(self, bracket: int, ops: List[Operation]) -> List[Operation]:
+        for op in ops:
+            if isinstance(op, Create):
+                self._owner[op.request_id] = bracket
+        return ops
+
     def initial_operations(self, ctx: SearchContext) -> List[Operation]:
+        self._started = True
         ops: List[Operation] = []
         for i, bracket in enumerate(self.brackets):
-            for op in bracket.initial_operations(ctx):
-                if isinstance(op, Create):
-                    self._owner[op.request_id] = i
-                ops.append(op)
+            ops += self._claim(i, bracket.initial_operations(ctx))
+        return ops
+
+    def on_capacity_changed(self, ctx: SearchContext, capacity: int) -> List[Operation]:
+        """Rung-0 trials are then created as capacity frees up (split over the brackets
+        as ASHA splits ``max_concurrent_trials``) instead of all up front; the plan, and
+        with the random sampler every trial's hyperparameters, stay the same."""
+        from determined.searcher._asha import asha_bracket_concurrency
+
+        shares = asha_bracket_concurrency(capacity, 2.0, [b.starts[0] for b in self.brackets])
+        ops: List[Operation] = []
+        for i, (bracket, share) in enumerate(zip(self.brackets, shares)):
+            bracket.window = share
+            if self._started:
+                ops += self._claim(i, bracket.fill(ctx))
         return ops
 
     def on_validation_completed(
         self, ctx: SearchContext, request_id: int, metric: float
     ) -> List[Operation]:
-        return self.brackets[self._owner[request_id]].report(request_id, metric)
+        i = self._owner[request_id]
+        ops = self.brackets[i].report(request_id, metric)
+        return ops + self._claim(i, self.brackets[i].fill(ctx))
 
     def on_trial_exited_early(
         self, ctx: SearchContext, request_id: int, reason: ExitedReason
     ) -> List[Operation]:
-        return self.brackets[self._owner[request_id]].on_exit(request_id)
+        i = self._owner[request_id]
+        ops = self.brackets[i].on_exit(request_id)
+        return ops + self._claim(i, self.brackets[i].fill(ctx))
 
     def progress(self, units_done: int) -> float:
         return units_done / self.expected_units
@@ -197,9 +240,11 @@ class SyncHalvingSearch(SearchMethod):
         return {
             "owner": [[r, i] for r, i in self._owner.items()],
             "brackets": [b.state_dict() for b in self.brackets],
+            "started": self._started,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        self._started = bool(state.get("started", True))
         self._owner = {int(r): int(i) for r, i in state["owner"]}
         for bracket, saved in zip(self.brackets, state["brackets"]):
             bracket.load_state_dict(saved)

@@ -114,6 +114,8 @@ def simulate(
     exits: Optional[Mapping[int, ExitSpec]] = None,
     restore_at: Collection[int] = (),
     max_events: int = 100_000,
+    capacity: Optional[int] = None,
+    capacity_at: Optional[Mapping[int, int]] = None,
 ) -> SimulationResult:
     """Run a whole search against synthetic trials.
 
@@ -130,6 +132,11 @@ def simulate(
         restore_at: After these event counts (1 = right after ``start``), replace the
             searcher with ``Searcher.restore(config, <JSON round trip of snapshot()>)``.
         max_events: Safety limit on searcher calls.
+        capacity: Tell the searcher, before ``start``, that this many trials can run at
+            once (``Searcher.on_capacity_changed``); usually equal to ``concurrency``.
+        capacity_at: ``{event_count: capacity}``: change the capacity after these events
+            (an event of its own); ``concurrency`` follows it when it was equal to
+            ``capacity``.
 
     Returns:
         A :class:`SimulationResult`; ``shutdown`` is None only if the search got stuck.
@@ -248,8 +255,18 @@ def simulate(
             s.closed = True
             call(searcher.on_trial_closed, rid)
 
+    capacity_plan = dict(capacity_at or {})
+    follow = capacity is not None and concurrency == capacity
+    if capacity is not None:
+        enqueue(searcher.on_capacity_changed(capacity))
     call(searcher.start)
     while shutdown is None:
+        if events in capacity_plan:
+            new = capacity_plan.pop(events)
+            if follow:
+                concurrency = new
+            call(searcher.on_capacity_changed, new)
+            continue
         running = [r for r in running if ready(r)]
         in_slot = set(running)
         waiting = sorted(
