@@ -131,6 +131,7 @@ class LocalDriver:
         self._next_trial_id = first_trial_id
         self._allocate_trial_id = allocate_trial_id
         self.searcher = searchers.make_searcher(config)
+        self.searcher.on_capacity_changed(self.concurrent)  # automatic concurrency follows it
         self.trials: Dict[int, TrialRecord] = {}  # by request id
         self.queue: Deque[int] = collections.deque()  # request ids waiting for a slot
         self.checkpoints: Dict[str, Dict[str, Any]] = {}
