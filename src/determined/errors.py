@@ -24,6 +24,14 @@ __all__ = [
     "CheckpointError",
     "StorageError",
     "MasterError",
+    "InternalException",
+    "InvalidExperimentException",
+    "InvalidDataTypeException",
+    "InvalidConfigurationException",
+    "StopLoadingImplementation",
+    "WorkerError",
+    "WorkerFinishedGracefully",
+    "SkipWorkloadException",
 ]
 
 
@@ -67,3 +75,50 @@ class StorageError(DeterminedError):
 
 class MasterError(DeterminedError):
     """The master rejected a request or could not be reached."""
+
+
+# ---- upstream 0.13 names, for trial code that raises or catches them --------------------
+
+
+class InternalException(Exception):
+    """An error inside the platform (upstream 0.13 name)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidExperimentException(BaseException):
+    """The experiment cannot run (upstream 0.13 name; a ``BaseException`` as upstream)."""
+
+
+class InvalidDataTypeException(InvalidExperimentException):
+    """A data loader returned an unsupported type."""
+
+    def __init__(self, type: type, message: str):  # noqa: A002 - upstream parameter name
+        super().__init__(f"Invalid data type ({getattr(type, '__name__', type)}): {message}")
+        self.type = type
+
+
+class InvalidConfigurationException(InvalidExperimentException):
+    """The experiment config is unusable for this trial."""
+
+    def __init__(self, config: dict, message: str):
+        super().__init__(f"Invalid experiment configuration: {message}")
+        self.config = config
+
+
+class StopLoadingImplementation(Exception):
+    """Raised to stop loading user code (upstream's Native API)."""
+
+
+class WorkerError(Exception):
+    """A worker process of a distributed trial failed."""
+
+
+class WorkerFinishedGracefully(Exception):
+    """A worker process exited cleanly."""
+
+
+class SkipWorkloadException(Exception):
+    """A workload was skipped (not the chief)."""

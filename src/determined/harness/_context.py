@@ -43,8 +43,11 @@ class TrialContext:
         >>> batch = context.get_per_slot_batch_size()           # doctest: +SKIP
     """
 
-    def __init__(self, env: TrialEnv):
+    def __init__(self, env: TrialEnv, hvd_config: Any = None):
+        if not isinstance(env, TrialEnv) and hasattr(env, "to_trial_env"):
+            env = env.to_trial_env()  # an upstream det.EnvContext
         self.env = env
+        self.hvd_config = hvd_config
         self.distributed = DistributedContext(env.distributed)
         self._stop_requested = False
         gbs = env.hparams.get("global_batch_size")

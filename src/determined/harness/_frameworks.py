@@ -21,6 +21,12 @@ TRIAL_BASES = {
 
 def controller_for(trial_class: Type[Any]) -> Type[Any]:
     """The TrialController class that runs ``trial_class``."""
+    if inspect.isclass(trial_class) and not any(
+            k.__module__.rsplit("._", 1)[0] in TRIAL_BASES for k in trial_class.__mro__):
+        from determined.harness._upstream import UpstreamController, is_upstream_trial
+
+        if is_upstream_trial(trial_class):  # upstream's low-level det.Trial API
+            return UpstreamController
     if inspect.isclass(trial_class):
         for klass in trial_class.__mro__:
             package = klass.__module__.rsplit("._", 1)[0]
@@ -30,6 +36,7 @@ def controller_for(trial_class: Type[Any]) -> Type[Any]:
                 return getattr(importlib.import_module(module), name)
     raise InvalidModelDefError(
         f"Expected a subclass of one of det.pytorch.PyTorchTrial, det.keras.TFKerasTrial, "
-        f"det.estimator.EstimatorTrial or det.tensorflow.TensorFlowTrial. "
+        f"det.estimator.EstimatorTrial, det.tensorflow.TensorFlowTrial, or a det.Trial "
+        f"whose trial_controller_class is a det.TrialController. "
         f"Received: {trial_class!r}"
     )
