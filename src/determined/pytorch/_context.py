@@ -79,8 +79,32 @@ class PyTorchTrialContext(TrialContext):
     def _wrap_det_lr_scheduler(self, scheduler: LRScheduler) -> None:
         self.lr_schedulers.append(scheduler)
 
-    def configure_apex_amp(self, models: Any, optimizers: Any, enabled: bool = True, **kwargs: Any) -> Any:
-        """Apex AMP needs a CUDA GPU and the apex package."""
+    def configure_apex_amp(
+        self,
+        models: Any,
+        optimizers: Any,
+        enabled: Optional[bool] = True,
+        opt_level: Optional[str] = "O1",
+        cast_model_type: Any = None,
+        patch_torch_functions: Optional[bool] = None,
+        keep_batchnorm_fp32: Optional[bool] = None,
+        master_weights: Optional[bool] = None,
+        loss_scale: Any = None,
+        cast_model_outputs: Any = None,
+        num_losses: Optional[int] = 1,
+        verbosity: Optional[int] = 1,
+        min_loss_scale: Optional[float] = None,
+        max_loss_scale: Optional[float] = 2.0**24,
+    ) -> Any:
+        """Apex AMP (``apex.amp.initialize`` with these arguments); needs a CUDA GPU and
+        the apex package."""
+        kwargs = dict(
+            opt_level=opt_level, cast_model_type=cast_model_type,
+            patch_torch_functions=patch_torch_functions, keep_batchnorm_fp32=keep_batchnorm_fp32,
+            master_weights=master_weights, loss_scale=loss_scale,
+            cast_model_outputs=cast_model_outputs, num_losses=num_losses, verbosity=verbosity,
+            min_loss_scale=min_loss_scale, max_loss_scale=max_loss_scale,
+        )
         if not enabled:
             return models, optimizers
         if not torch.cuda.is_available():

@@ -330,7 +330,7 @@ class PyTorchTrialController(TrialController):
     def _evaluate_batches(self) -> Any:
         assert self._val_loader is not None
         info = self.env.distributed
-        loader = self._val_loader.get_data_loader(info.size, info.rank)
+        loader = self._val_loader.get_data_loader(num_replicas=info.size, rank=info.rank)
         columns: Dict[str, List[Any]] = {}
         keys: Optional[List[str]] = None
         num_inputs = 0

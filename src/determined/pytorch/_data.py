@@ -11,13 +11,31 @@ uninterrupted one would.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterator, List, Optional
+import logging
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import torch
 import torch.utils.data as tud
 
-__all__ = ["DataLoader", "to_device", "TrainingBatches"]
+__all__ = [
+    "DataLoader",
+    "DistributedBatchSampler",
+    "RepeatBatchSampler",
+    "SkipBatchSampler",
+    "TorchData",
+    "TrainingBatches",
+    "adapt_batch_sampler",
+    "data_length",
+    "to_device",
+]
+
+logger = logging.getLogger("determined")
+
+#: What ``train_batch``/``evaluate_batch`` receive: a tensor or a dict or sequence of them.
+TorchData = Union[Dict[str, torch.Tensor], Sequence[torch.Tensor], torch.Tensor]
+_Array = Union[np.ndarray, torch.Tensor]
+_Data = Union[Dict[str, _Array], Sequence[_Array], _Array]
 
 
 class DataLoader:
@@ -115,13 +133,22 @@ class DataLoader:
         kwargs.update(overrides)
         return tud.DataLoader(self.dataset, **kwargs)
 
-    def get_data_loader(self, num_replicas: int = 1, rank: int = 0) -> tud.DataLoader:
-        """One pass over the data (validation); every ``num_replicas``-th batch from ``rank``."""
+    def get_data_loader(
+        self, repeat: bool = False, skip: int = 0, num_replicas: int = 1, rank: int = 0
+    ) -> tud.DataLoader:
+        """A ``torch.utils.data.DataLoader`` of this loader's arguments: one pass over the
+        data, or endless passes (``repeat``); the first ``skip`` batches left out; every
+        ``num_replicas``-th batch from ``rank`` (see :func:`adapt_batch_sampler`)."""
         if self.is_iterable:
+            if repeat or skip or num_replicas > 1:
+                raise ValueError("get_data_loader: repeat, skip and num_replicas need a map-style "
+                                 "dataset; this DataLoader's dataset is an IterableDataset")
             return self._torch_loader(batch_size=self.batch_size, drop_last=self.drop_last)
         sampler = self._epoch_batch_sampler(torch.Generator().manual_seed(0))
-        if num_replicas > 1:
+        if num_replicas > 1 and not repeat and not skip:
             sampler = _Shard(sampler, num_replicas, rank)
+        else:
+            sampler = adapt_batch_sampler(sampler, repeat, skip, num_replicas, rank)
         return self._torch_loader(batch_sampler=sampler)
 
     def training_iterator(
@@ -205,16 +232,123 @@ def _iterable_training(
     yield from itertools.islice(endless(), start_batch * num_replicas + rank, None, num_replicas)
 
 
-def to_device(data: Any, device: torch.device) -> Any:
-    """Move tensors and arrays in any nesting of tuples, lists and dicts to ``device``."""
-    if isinstance(data, torch.Tensor):
-        return data.to(device, non_blocking=True)
-    if isinstance(data, np.ndarray):
-        return torch.from_numpy(data).to(device, non_blocking=True)
+def to_device(data: Any, device: torch.device, log_warning: bool = False) -> Any:
+    """Move tensors and arrays in any nesting of tuples, lists and dicts to ``device``;
+    other values stay as they are (``log_warning``: say so, once per call)."""
+    warned: List[type] = []
+
+    def move(d: Any) -> Any:
+        if isinstance(d, torch.Tensor):
+            return d.to(device, non_blocking=True)
+        if isinstance(d, np.ndarray):
+            return torch.from_numpy(d).to(device, non_blocking=True)
+        if isinstance(d, dict):
+            return {k: move(v) for k, v in d.items()}
+        if isinstance(d, tuple) and hasattr(d, "_fields"):
+            return type(d)(*(move(v) for v in d))
+        if isinstance(d, (list, tuple)):
+            return type(d)(move(v) for v in d)
+        if log_warning and type(d) not in warned and not isinstance(d, (str, int, float, bool,
+                                                                        type(None))):
+            warned.append(type(d))
+            logger.warning("to_device: left a %s where it is (not a tensor or array)",
+                           type(d).__name__)
+        return d
+
+    return move(data)
+
+
+def data_length(data: Any) -> int:
+    """Records in a batch: the first dimension of its first tensor or array.
+
+    Example:
+        >>> data_length({"x": torch.zeros(4, 3), "y": torch.zeros(4)})
+        4
+    """
+    if isinstance(data, (torch.Tensor, np.ndarray)):
+        return int(data.shape[0]) if data.ndim else 1
     if isinstance(data, dict):
-        return {k: to_device(v, device) for k, v in data.items()}
-    if isinstance(data, tuple) and hasattr(data, "_fields"):
-        return type(data)(*(to_device(v, device) for v in data))
+        if not data:
+            raise ValueError("data_length: an empty dict holds no records")
+        return data_length(next(iter(data.values())))
     if isinstance(data, (list, tuple)):
-        return type(data)(to_device(v, device) for v in data)
-    return data
+        if not data:
+            raise ValueError("data_length: an empty sequence holds no records")
+        return data_length(data[0])
+    raise TypeError(f"data_length: expected a tensor, an array, or a dict, list or tuple of "
+                    f"them. Received: {type(data).__name__}")
+
+
+class SkipBatchSampler(tud.BatchSampler):
+    """The batches of ``batch_sampler`` after its first ``skip`` (resuming mid-epoch).
+    ``same_length``: report the wrapped sampler's length (for an endless one)."""
+
+    def __init__(self, batch_sampler: Any, skip: int, same_length: bool = False) -> None:
+        if skip < 0:
+            raise ValueError(f"Expected skip >= 0. Received: skip={skip}")
+        self.batch_sampler = batch_sampler
+        self.skip = skip
+        self.same_length = same_length
+
+    def __len__(self) -> int:
+        n = len(self.batch_sampler)
+        return n if self.same_length else max(n - self.skip, 0)
+
+    def __iter__(self) -> Iterator[List[int]]:
+        return itertools.islice(iter(self.batch_sampler), self.skip, None)
+
+
+class RepeatBatchSampler(tud.BatchSampler):
+    """``batch_sampler``'s epochs, one after another, forever (``len`` is one epoch)."""
+
+    def __init__(self, batch_sampler: Any) -> None:
+        self.batch_sampler = batch_sampler
+
+    def __len__(self) -> int:
+        return len(self.batch_sampler)
+
+    def __iter__(self) -> Iterator[List[int]]:
+        while True:
+            empty = True
+            for batch in self.batch_sampler:
+                empty = False
+                yield batch
+            if empty:
+                return
+
+
+class DistributedBatchSampler(tud.BatchSampler):
+    """Every ``num_replicas``-th batch of ``batch_sampler``, starting at ``rank``."""
+
+    def __init__(self, batch_sampler: Any, num_replicas: int, rank: int) -> None:
+        if num_replicas < 1 or not 0 <= rank < num_replicas:
+            raise ValueError(f"Expected 0 <= rank < num_replicas. Received: rank={rank}, "
+                             f"num_replicas={num_replicas}")
+        self.batch_sampler = batch_sampler
+        self.num_replicas = num_replicas
+        self.rank = rank
+
+    def __len__(self) -> int:
+        n = len(self.batch_sampler)
+        return max(0, (n - self.rank + self.num_replicas - 1) // self.num_replicas)
+
+    def __iter__(self) -> Iterator[List[int]]:
+        return itertools.islice(iter(self.batch_sampler), self.rank, None, self.num_replicas)
+
+
+def adapt_batch_sampler(
+    batch_sampler: Any,
+    repeat: bool = False,
+    skip: int = 0,
+    num_replicas: int = 1,
+    rank: int = 0,
+) -> Any:
+    """Wrap ``batch_sampler``: repeat it, shard it across replicas, then skip ``skip`` of
+    this replica's batches (as upstream 0.13 composed them)."""
+    if repeat:
+        batch_sampler = RepeatBatchSampler(batch_sampler)
+    if num_replicas > 1:
+        batch_sampler = DistributedBatchSampler(batch_sampler, num_replicas, rank)
+    if skip > 0:
+        batch_sampler = SkipBatchSampler(batch_sampler, skip, same_length=repeat)
+    return batch_sampler

@@ -86,15 +86,34 @@ def reduce_metric(name: str, values: List[Any], reducer: ReducerSpec) -> Any:
         raise TypeError(
             f"Expected numeric values of the same shape for metric {name!r} in every batch: {e}"
         ) from None
+    # Over every element, as upstream 0.13 (np.average etc. without an axis): per-batch
+    # values of shape (1,) give a scalar.
     if reducer is Reducer.AVG:
-        out = arr.mean(axis=0)
+        out = np.average(arr)
     elif reducer is Reducer.SUM:
-        out = arr.sum(axis=0)
+        out = np.sum(arr)
     elif reducer is Reducer.MAX:
-        out = arr.max(axis=0)
+        out = np.max(arr)
     else:
-        out = arr.min(axis=0)
+        out = np.min(arr)
     return _to_python(out)
+
+
+def _reduce_metrics(reducer: Reducer, metrics: Any, num_batches: Any = None) -> Any:
+    """Upstream 0.13's reduction of per-batch (or, with ``num_batches``, per-slot) values:
+    ``np.average`` weighted by ``num_batches``, ``np.sum``, ``np.max`` or ``np.min``."""
+    if reducer is Reducer.AVG:
+        if num_batches is not None and len(num_batches) != len(metrics):
+            raise ValueError(f"Expected one batch count per value. Received: {len(metrics)} "
+                             f"values, {len(num_batches)} batch counts")
+        return np.average(metrics, weights=num_batches)
+    if reducer is Reducer.SUM:
+        return np.sum(metrics)
+    if reducer is Reducer.MAX:
+        return np.max(metrics)
+    if reducer is Reducer.MIN:
+        return np.min(metrics)
+    raise NotImplementedError(f"Expected a det.pytorch.Reducer. Received: {reducer!r}")
 
 
 def _to_python(value: Any) -> Any:

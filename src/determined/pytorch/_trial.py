@@ -7,7 +7,9 @@ from typing import Any, Dict, Optional, Union
 
 import torch
 
+from determined._trial_controller import Trial
 from determined.pytorch._callback import PyTorchCallback
+from determined.pytorch._compat import PyTorchTrialController
 from determined.pytorch._context import PyTorchTrialContext
 from determined.pytorch._data import DataLoader
 from determined.pytorch._lr_scheduler import LRScheduler
@@ -19,7 +21,7 @@ Batch = Any
 TorchData = Union[Dict[str, torch.Tensor], Any]
 
 
-class PyTorchTrial(abc.ABC):
+class PyTorchTrial(Trial):
     """Subclass this to train a PyTorch model on the platform.
 
     Context style (0.13): build and wrap models and optimizers in ``__init__``
@@ -47,12 +49,15 @@ class PyTorchTrial(abc.ABC):
     """
 
     trial_context_class = PyTorchTrialContext
+    trial_controller_class = PyTorchTrialController  # upstream's name (not used to run it)
 
     def __init__(self, context: PyTorchTrialContext) -> None:
         self.context = context
 
     @abc.abstractmethod
-    def train_batch(self, batch: Batch, *args: Any, **kwargs: Any) -> Union[torch.Tensor, Dict[str, Any]]:
+    def train_batch(
+        self, batch: Batch, epoch_idx: int, batch_idx: int
+    ) -> Union[torch.Tensor, Dict[str, Any]]:
         """Train on one batch; return a loss tensor or a dict of metrics.
 
         Context style: ``train_batch(batch, epoch_idx, batch_idx)``. Legacy style:
@@ -68,11 +73,11 @@ class PyTorchTrial(abc.ABC):
     def build_validation_data_loader(self) -> DataLoader:
         """Return a ``det.pytorch.DataLoader`` for validation (one pass)."""
 
-    def evaluate_batch(self, batch: Batch, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+    def evaluate_batch(self, batch: Batch) -> Dict[str, Any]:
         """Metrics of one validation batch; reduced by ``evaluation_reducer()``."""
         raise NotImplementedError
 
-    def evaluate_full_dataset(self, data_loader: Any, *args: Any, **kwargs: Any) -> Dict[str, Any]:
+    def evaluate_full_dataset(self, data_loader: Any) -> Dict[str, Any]:
         """Metrics of the whole validation set (chief only)."""
         raise NotImplementedError
 
