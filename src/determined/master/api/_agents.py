@@ -1,8 +1,9 @@
 """The agent protocol (``/api/v1/agents/{id}/...``) and the agent listing.
 
 Remote agents (``python -m determined.agent``) authenticate with the master's
-``security.agent_token`` (``Authorization: Bearer <agent token>``), not as users: when
-the master sets no agent token, every agent that reaches it may register. Routes:
+``security.agent_token`` or an admin's login session (``Authorization: Bearer
+<token>``; :func:`agent_auth`). A master with neither an agent token nor
+``security.allow_anonymous: false`` lets every agent that reaches it register. Routes:
 
 - ``POST /agents/{id}/register`` ``{slots, label, running, version}`` ->
   ``{session, poll_seconds, timeout}``; ``running`` lists the launch ids the agent
@@ -15,8 +16,8 @@ the master sets no agent token, every agent that reaches it may register. Routes
   {launch_id: code}}``: output lines are stored before the exits are handled.
 - ``POST /agents/{id}/deregister`` ``{session}``.
 
-An unknown or replaced session gets 410: the agent registers again. A wrong or
-missing agent token gets 401.
+An unknown or replaced session gets 410: the agent registers again. Missing or wrong
+credentials get 401, a session of a user who is no admin 403.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from determined.master.resource_managers import AGENT_ID, UnknownSessionError
 __all__ = ["agent_auth", "agents_listing", "agents_router"]
 
 _MAX_WAIT = 60.0
+MAX_AGENT_SLOTS = 65536
 
 
 class _Body(pydantic.BaseModel):
@@ -44,7 +46,7 @@ class _Body(pydantic.BaseModel):
 
 
 class Register(_Body):
-    slots: int = pydantic.Field(ge=0, description="slots the agent offers")
+    slots: int = pydantic.Field(ge=0, le=MAX_AGENT_SLOTS, description="slots the agent offers")
     label: str = ""
     running: List[str] = pydantic.Field(default_factory=list,
                                         description="launch ids the agent still runs")
@@ -66,19 +68,34 @@ def _fail(status: int, message: str) -> fastapi.HTTPException:
 
 
 def agent_auth(master: Master) -> Any:
-    """A dependency checking the agent token of ``master``'s ``security.agent_token``."""
+    """A dependency checking an agent's credentials: the master's
+    ``security.agent_token``, or the session token of an active admin. Without an agent
+    token in the master config, agents need credentials only when
+    ``security.allow_anonymous`` is false."""
 
     def check(authorization: Optional[str] = Header(None)) -> None:
-        expected = master.config.security.agent_token
-        if not expected:
-            return
+        security = master.config.security
+        expected = security.agent_token
         scheme, _, token = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
-            raise _fail(401, "This master requires an agent token (security.agent_token): "
-                             "start the agent with --token TOKEN or DET_AGENT_TOKEN")
-        if not hmac.compare_digest(token.strip().encode(), expected.encode()):
-            raise _fail(401, "Agent token rejected: it does not match the master's "
-                             "security.agent_token")
+        token = token.strip() if scheme.lower() == "bearer" else ""
+        if not expected and security.allow_anonymous:
+            return
+        if expected and token and hmac.compare_digest(token.encode(), expected.encode()):
+            return
+        if token:
+            user = master.store.session_user(token)
+            if user is not None and user.active:
+                if not user.admin:
+                    raise _fail(403, f"User {user.username!r} is no admin: only an admin's "
+                                     "session (or the agent token) may run an agent")
+                return
+        else:
+            raise _fail(401, "This master requires credentials of agents (security."
+                             + ("agent_token" if expected else "allow_anonymous: false")
+                             + "): start the agent with --token TOKEN or DET_AGENT_TOKEN (the "
+                             "agent token, or an admin's session token)")
+        raise _fail(401, "Agent token rejected: it is neither the master's "
+                         "security.agent_token nor an admin's valid session token")
 
     return check
 

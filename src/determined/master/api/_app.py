@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import logging
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
@@ -29,10 +30,20 @@ from determined.master._core import Master
 from determined.master.api import _models as models
 from determined.master.api._agents import agent_auth, agents_listing, agents_router
 from determined.master.api._auth import Auth, check_owner
-from determined.master.db import IllegalTransitionError, NotFoundError, TERMINAL_STATES, User
+from determined.master.api._bounds import int64_params
+from determined.master.db import (
+    TERMINAL_STATES,
+    ConflictError,
+    IllegalTransitionError,
+    NotFoundError,
+    User,
+)
 from determined.master.experiments import ExperimentRun, TrialState
+from determined.searcher import SearcherError
 
 __all__ = ["create_app"]
+
+logger = logging.getLogger(__name__)
 
 LONG_POLL_SECONDS = 25.0
 
@@ -133,6 +144,7 @@ def _checkpoint_json(c: Any) -> Dict[str, Any]:
 def create_app(master: Master) -> fastapi.FastAPI:
     """The FastAPI application serving ``master`` (OpenAPI at ``/openapi.json``)."""
     app = fastapi.FastAPI(title="Determined master", version=determined.__version__)
+    app.router.dependencies.append(Depends(int64_params))  # ids and counts fit int64
     api = fastapi.APIRouter(prefix="/api/v1")
     auth = Auth(master)  # users, sessions, ownership: _auth.py
     Caller = Depends(auth.caller)
@@ -148,6 +160,20 @@ def create_app(master: Master) -> fastapi.FastAPI:
     @app.exception_handler(IllegalTransitionError)
     def _illegal(request: Request, exc: IllegalTransitionError) -> JSONResponse:
         return _error(409, str(exc))
+
+    @app.exception_handler(ConflictError)
+    @app.exception_handler(SearcherError)
+    def _conflict(request: Request, exc: Exception) -> JSONResponse:
+        return _error(409, str(exc))
+
+    @app.exception_handler(ValueError)
+    def _value_error(request: Request, exc: ValueError) -> JSONResponse:
+        # A report that does not fit the trial's state (a checkpoint reported twice, a
+        # Validate done while training) is a conflict; elsewhere a value was refused.
+        runner = request.url.path.startswith("/api/v1/trial-runner/")
+        logger.warning("%s %s refused: %s", request.method, request.url.path, exc,
+                       exc_info=exc)
+        return _error(409 if runner else 400, str(exc))
 
     @app.exception_handler(InvalidConfigError)
     def _bad_config(request: Request, exc: InvalidConfigError) -> JSONResponse:

@@ -3,8 +3,11 @@
 Every ``/api/v1`` route except ``POST /auth/login``, ``GET /master`` and the trial-runner
 routes (which keep their per-trial tokens) runs :meth:`Auth.resolve` first:
 
-- ``Authorization: Bearer <token>`` of a login session -> that user; a trial runner's
-  token -> the owner of the trial's experiment; an unknown or expired token -> 401.
+- ``Authorization: Bearer <token>`` of a login session -> that user; an unknown or
+  expired token -> 401.
+- a trial runner's token is no login: it authorizes only its own trial's runner routes
+  (checked there) and ``GET /experiments/{its experiment}/model_def`` (how an agent
+  fetches the code it runs); anywhere else it gets 403.
 - no token -> user ``determined`` if the master config has ``security.allow_anonymous``
   (the default, as upstream's blank-password default user), else 401.
 - a deactivated user -> 403 (so clients do not try to log in again), also at login.
@@ -19,6 +22,7 @@ Experiments may be paused, killed or edited only by their owner or an admin
 
 from __future__ import annotations
 
+import re
 from typing import Any, Dict, Optional
 
 import fastapi
@@ -36,6 +40,7 @@ ANONYMOUS_USER = "determined"
 
 _PUBLIC = ("/api/v1/auth/login", "/api/v1/master")
 _RUNNER_PREFIX = "/api/v1/trial-runner/"
+_MODEL_DEF = re.compile(r"/api/v1/experiments/(\d+)/model_def")
 
 
 def _fail(status: int, message: str) -> fastapi.HTTPException:
@@ -132,7 +137,9 @@ class Auth:
         store = self.master.store
         token = _bearer(authorization)
         if token is not None:
-            user = store.session_user(token) or store.trial_token_owner(token)
+            user = store.session_user(token)
+            if user is None and self._trial_scope(request, token):
+                return None
             if user is None:
                 raise _fail(401, "Invalid or expired session token: log in again "
                                  "(`det user login`)")
@@ -149,6 +156,19 @@ class Auth:
             raise _fail(403, f"User {user.username!r} is deactivated; an admin can run "
                              f"`det user activate {user.username}`")
         return user
+
+    def _trial_scope(self, request: Request, token: str) -> bool:
+        """True if ``token`` is a trial's and may make this request; 403 if it is a
+        trial's and may not; False if it is no trial's token."""
+        trial_id = self.master.store.check_trial_token(token)
+        if trial_id is None:
+            return False
+        found = _MODEL_DEF.fullmatch(request.url.path)
+        if request.method == "GET" and found is not None:
+            if self.master.store.get_trial(trial_id).experiment_id == int(found.group(1)):
+                return True
+        raise _fail(403, f"A trial token authorizes only trial {trial_id}'s runner routes, "
+                         f"not {request.method} {request.url.path}: log in as a user")
 
     def router(self) -> fastapi.APIRouter:
         """The ``/auth``, ``/me`` and ``/users`` routes."""

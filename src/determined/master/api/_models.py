@@ -6,6 +6,8 @@ from typing import Any, Dict, List, Optional, Union
 
 import pydantic
 
+from determined.common.validation import INT64_MAX
+
 __all__ = ["CreateExperiment", "Report", "CheckpointReport", "EarlyExit", "LogBatch"]
 
 
@@ -21,7 +23,7 @@ class CreateExperiment(_Body):
 
 
 class Report(_Body):
-    batches: int = pydantic.Field(ge=0)
+    batches: int = pydantic.Field(ge=0, le=INT64_MAX)
     metrics: Dict[str, Any]
 
 
@@ -32,7 +34,7 @@ class ReportBatch(_Body):
 
 
 class CheckpointReport(_Body):
-    batches: int = pydantic.Field(ge=0)
+    batches: int = pydantic.Field(ge=0, le=INT64_MAX)
     uuid: str = pydantic.Field(min_length=1)
     metadata: Dict[str, Any] = {}
 
@@ -48,6 +50,6 @@ class LogBatch(_Body):
 class Patch(_Body):
     description: Optional[str] = None
     labels: Optional[List[str]] = None
-    weight: Optional[float] = pydantic.Field(default=None, gt=0)
+    weight: Optional[float] = pydantic.Field(default=None, gt=0, allow_inf_nan=False)
     priority: Optional[int] = pydantic.Field(default=None, ge=1, le=99)
-    max_slots: Optional[int] = pydantic.Field(default=None, ge=1)
+    max_slots: Optional[int] = pydantic.Field(default=None, ge=1, le=INT64_MAX)

@@ -9,6 +9,7 @@ PostgreSQL gets one pooled engine for both.
 """
 
 import contextlib
+import os
 import pathlib
 import threading
 from typing import Any, ContextManager, Optional, Tuple
@@ -78,6 +79,17 @@ def _file_lock(path: Optional[str]) -> Any:
             fcntl.flock(f, fcntl.LOCK_UN)
 
 
+def _private_file(path: str) -> None:
+    """Create ``path`` readable by its owner only (0600), or make it so; SQLite gives its
+    -wal and -shm files the database file's mode."""
+    if not os.path.exists(path):
+        os.close(os.open(path, os.O_CREAT | os.O_RDWR, 0o600))
+    try:
+        os.chmod(path, 0o600)
+    except PermissionError:  # another user's file: leave its mode to its owner
+        pass
+
+
 def _sqlite_engine(url: sa.URL, begin: str, pool_size: int, max_overflow: int) -> Engine:
     engine = sa.create_engine(
         url,
@@ -121,6 +133,7 @@ def create_engines(url: str) -> Engines:
                 f"database cannot be shared by the store's connections. Received: url={url!r}"
             )
         pathlib.Path(database).parent.mkdir(parents=True, exist_ok=True)
+        _private_file(database)
         read = _sqlite_engine(parsed, "BEGIN", pool_size=8, max_overflow=56)
         write = _sqlite_engine(parsed, "BEGIN IMMEDIATE", pool_size=2, max_overflow=2)
         return Engines(read, write, "sqlite")
