@@ -59,9 +59,11 @@ def test_plain_table_and_csv_keep_every_value():
     rows = [{"id": 1, "hparams": {"lr": 0.1}, "loss": 0.123456789, "note": None},
             {"id": 22, "hparams": {"lr": 0.01}, "loss": 2.0, "note": "a, b"}]
     lines = table_text(rows, ["id", "hparams", "loss", "note"]).splitlines()
-    assert [c.strip() for c in lines[0].split(" | ")] == ["id", "hparams", "loss", "note"]
+    assert [c.strip() for c in lines[0].split(" | ")] == ["id", "hyperparameters", "loss",
+                                                          "note"]
     assert set(lines[1]) == {"-", "+"}
-    assert lines[2].split(" | ") == ["1 ", '{"lr": 0.1} ', "0.123457", "    "]
+    assert lines[2].split(" | ") == ["1 ", "lr=0.1         ", "0.123457 |"]  # compact
+    assert lines[3].split(" | ") == ["22", "lr=0.01        ", "2       ", "a, b"]
     parsed = list(csv.DictReader(io.StringIO(csv_text(rows, ["id", "loss", "note"]))))
     assert parsed == [{"id": "1", "loss": "0.123456789", "note": ""},
                       {"id": "22", "loss": "2.0", "note": "a, b"}]

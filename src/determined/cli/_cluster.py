@@ -1,12 +1,14 @@
-"""``det master config``, ``det agent list``, ``det slot list``."""
+"""``det master config|info|logs``, ``det agent list|enable|disable``,
+``det slot list|enable|disable``, ``det version``."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from typing import Any
 
-from determined.cli._remote import client, print_rows
+from determined.cli._remote import add_format_flags, client, print_rows, usage_error
 
 __all__ = ["add_parser", "version"]
 
@@ -16,28 +18,52 @@ def add_parser(nouns: Any) -> None:
     mverbs = master.add_subparsers(dest="verb", metavar="ACTION")
     cfg = mverbs.add_parser("config", help="print the master's config (JSON)")
     cfg.set_defaults(func=_config)
+    info = mverbs.add_parser("info", help="the master's version, cluster id and address")
+    info.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                      help="print JSON (for scripts)")
+    info.set_defaults(func=_info)
+    logs = mverbs.add_parser("logs", help="print the master's own log")
+    logs.add_argument("-f", "--follow", action="store_true", help="wait for new lines")
+    logs.add_argument("--tail", type=int, default=None, metavar="N",
+                      help="only the last N lines")
+    logs.set_defaults(func=_logs)
     master.set_defaults(func=_config)
+
     agent = nouns.add_parser("agent", aliases=["a"], help="agents")
     averbs = agent.add_subparsers(dest="verb", metavar="ACTION")
     alist = averbs.add_parser("list", help="list agents")
+    add_format_flags(agent)
+    add_format_flags(alist, suppress=True)
     for p in (agent, alist):
-        p.add_argument("--json", action="store_true")
-        p.add_argument("--csv", action="store_true")
         p.set_defaults(func=_agents)
+    for verb in ("enable", "disable"):
+        p = averbs.add_parser(verb, help=f"{verb} scheduling new trials on an agent"
+                              + (" (running trials go on)" if verb == "disable" else ""))
+        p.add_argument("agent_id", nargs="?", default=None, help="the agent (or --all)")
+        p.add_argument("--all", action="store_true", help=f"{verb} every agent")
+        p.set_defaults(func=_agent_toggle, enable=verb == "enable")
+
     slot = nouns.add_parser("slot", aliases=["s"], help="slots")
     sverbs = slot.add_subparsers(dest="verb", metavar="ACTION")
     slist = sverbs.add_parser("list", help="list slots and what runs on them")
+    add_format_flags(slot)
+    add_format_flags(slist, suppress=True)
     for p in (slot, slist):
-        p.add_argument("--json", action="store_true")
-        p.add_argument("--csv", action="store_true")
         p.set_defaults(func=_slots)
+    for verb in ("enable", "disable"):
+        p = sverbs.add_parser(verb, help=f"{verb} scheduling new trials on a slot"
+                              + (" (a running trial goes on)" if verb == "disable" else ""))
+        p.add_argument("agent_id")
+        p.add_argument("slot_id", type=int)
+        p.set_defaults(func=_slot_toggle, enable=verb == "enable")
 
 
 def _slots(args: argparse.Namespace) -> int:
     with client(args) as c:
         agents = c.request("GET", "/agents")["agents"]
-    rows = [{"agent_id": a["id"], "slot_id": s["slot_id"], "enabled": a["enabled"],
-             "task": s["task"] or ""} for a in agents for s in a.get("slot_tasks", [])]
+    rows = [{"agent_id": a["id"], "slot_id": s["slot_id"],
+             "enabled": a["enabled"] and s.get("enabled", True), "task": s["task"] or ""}
+            for a in agents for s in a.get("slot_tasks", [])]
     print_rows(rows, ["agent_id", "slot_id", "enabled", "task"], args)
     return 0
 
@@ -48,10 +74,64 @@ def _config(args: argparse.Namespace) -> int:
     return 0
 
 
+def _info(args: argparse.Namespace) -> int:
+    from determined.common.api import MasterClient
+
+    with MasterClient(args.master, timeout=10.0) as c:  # GET /master needs no login
+        info = c.get_master()
+    if getattr(args, "json", False):
+        print(json.dumps(info))
+        return 0
+    for key in ("version", "cluster_id", "master_id", "url"):
+        if key in info:
+            print(f"{key}: {info[key]}")
+    return 0
+
+
+def _logs(args: argparse.Namespace) -> int:
+    if args.tail is not None and args.tail < 0:
+        usage_error(f"--tail must be 0 or more. Received: {args.tail}")
+    with client(args) as c:
+        params: Any = {"tail": args.tail} if args.tail is not None else {}
+        after = 0
+        while True:
+            lines = c.request("GET", "/master/logs", params={**params, "after_id": after})["logs"]
+            for line in lines:
+                print(line["line"], flush=True)
+                after = line["id"]
+            params = {}
+            if len(lines) >= 1000:
+                continue
+            if not args.follow:
+                return 0
+            time.sleep(0.5)
+
+
 def _agents(args: argparse.Namespace) -> int:
     with client(args) as c:
         rows = c.request("GET", "/agents")["agents"]
     print_rows(rows, ["id", "type", "address", "slots", "used_slots", "enabled", "label"], args)
+    return 0
+
+
+def _agent_toggle(args: argparse.Namespace) -> int:
+    if bool(args.agent_id) == bool(args.all):
+        usage_error("give an agent id or --all (not both)")
+    verb = "enable" if args.enable else "disable"
+    with client(args) as c:
+        ids = ([a["id"] for a in c.request("GET", "/agents")["agents"]] if args.all
+               else [args.agent_id])
+        for agent_id in ids:
+            c.request("POST", f"/agents/{agent_id}/{verb}")
+            print(f"{verb.capitalize()}d agent {agent_id}")
+    return 0
+
+
+def _slot_toggle(args: argparse.Namespace) -> int:
+    verb = "enable" if args.enable else "disable"
+    with client(args) as c:
+        c.request("POST", f"/agents/{args.agent_id}/slots/{args.slot_id}/{verb}")
+    print(f"{verb.capitalize()}d slot {args.slot_id} of agent {args.agent_id}")
     return 0
 
 

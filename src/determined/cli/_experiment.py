@@ -34,7 +34,8 @@ def add_parser(nouns: Any) -> None:
     create.add_argument("--paused", action="store_true", help="create the experiment paused")
     create.add_argument("-f", "--follow-first-trial", "--follow", dest="follow", action="store_true",
                         help="show progress and stream the first trial's logs until the end")
-    create.add_argument("--template", default=None, help="config template name (not supported)")
+    create.add_argument("--template", default=None,
+                        help="merge the config over this template (`det template list`)")
     create.add_argument("--json", action="store_true", help="print the result as JSON")
     create.set_defaults(func=_create)
 
@@ -52,6 +53,9 @@ def add_parser(nouns: Any) -> None:
     from determined.cli._experiment_edit import add_experiment_verbs
 
     add_experiment_verbs(verbs)
+    from determined.cli._experiment_admin import add_admin_verbs
+
+    add_admin_verbs(verbs)
     exp.set_defaults(func=_list, local=False, local_dir=None, json=False, csv=False, all=False)
 
 
@@ -62,9 +66,9 @@ def _create(args: argparse.Namespace) -> int:
 
     if args.slots < 1:
         usage_error(f"--slots must be at least 1. Received: {args.slots}")
-    if args.template is not None:
-        raise MasterError(f"--template {args.template}: config templates are not supported; "
-                          "put the settings in the experiment config")
+    if args.template is not None and (args.local or args.local_dir is not None):
+        raise MasterError(f"--template {args.template}: templates live on a master; "
+                          "--local runs cannot use them")
     if args.local_dir is not None:
         args.local = True
     if not args.local:

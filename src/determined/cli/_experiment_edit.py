@@ -91,8 +91,14 @@ def print_checkpoint(ckpt: Any, path: str, quiet: bool) -> None:
         return
     print(f"Local checkpoint path: {path}")
     print_rows([{"batch": ckpt.batch_number, "uuid": ckpt.uuid,
-                 "validation metrics": json.dumps(ckpt.validation)}],
+                 "validation metrics": json.dumps(_flat_validation(ckpt))}],
                ["batch", "uuid", "validation metrics"], argparse.Namespace())
+
+
+def _flat_validation(ckpt: Any) -> Any:
+    from determined.experimental._client import validation_metrics
+
+    return validation_metrics(ckpt) or None
 
 
 def _download(args: argparse.Namespace) -> int:
@@ -116,7 +122,7 @@ def _describe_checkpoint(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(row, default=str))
     else:
-        row["validation"] = json.dumps(row["validation"])
+        row["validation"] = json.dumps(_flat_validation(ckpt))
         print_rows([row], list(row), args)
     return 0
 

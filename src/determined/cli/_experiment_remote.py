@@ -14,9 +14,9 @@ from rich.console import Console
 from determined.cli._progress import ExperimentProgress
 from determined.cli._remote import client, print_rows, unreachable_hint, usage_error
 from determined.common.api import APIError, MasterClient, pack_context
-from determined.errors import InvalidConfigError, InvalidModelDefError
+from determined.errors import InvalidConfigError, InvalidModelDefError, MasterError
 
-__all__ = ["add_verbs", "create_remote", "follow", "list_remote", "read_context"]
+__all__ = ["add_verbs", "create_remote", "follow", "list_remote", "read_context", "templated"]
 
 TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
 
@@ -63,11 +63,33 @@ def read_config_text(path: str) -> str:
     return text
 
 
+def templated(c: MasterClient, template: str, config: Any, path: str) -> Dict[str, Any]:
+    """The config (YAML text or a mapping) merged over the master's template."""
+    from determined.cli._template import merge_template
+    from determined.config import parse_yaml
+
+    if isinstance(config, str):
+        config = parse_yaml(config)
+    if not isinstance(config, dict):
+        raise InvalidConfigError([("", "expected a mapping of config fields")],
+                                 source=f"config file {path}")
+    try:
+        base = c.request("GET", f"/templates/{template}")["config"]
+    except APIError as e:
+        if e.status == 404:
+            raise MasterError(f"--template {template}: the master has no template of that "
+                              "name (see `det template list`)") from None
+        raise unreachable_hint(e) from None
+    return merge_template(config, base)
+
+
 def create_remote(args: argparse.Namespace) -> int:
     packed = read_context(args)
-    config_text = read_config_text(args.config_file)
+    config_text: Any = read_config_text(args.config_file)
     console = Console(stderr=True)
     with client(args) as c:
+        if getattr(args, "template", None):
+            config_text = templated(c, args.template, config_text, args.config_file)
         try:
             exp_id = c.create_experiment(config_text, packed, activate=not args.paused)
         except APIError as e:

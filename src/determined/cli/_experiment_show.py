@@ -13,7 +13,8 @@ from typing import Any, Dict, List, Sequence, Tuple
 from determined.cli._remote import add_format_flags, client, csv_text, id_list, print_rows, usage_error
 from determined.common.api import MasterClient
 
-__all__ = ["WORKLOAD_COLUMNS", "add_show_verbs", "metric_columns", "workload_rows"]
+__all__ = ["WORKLOAD_COLUMNS", "add_show_verbs", "list_checkpoints", "metric_columns",
+           "steps_json", "workload_rows"]
 
 EXPERIMENT_COLUMNS = ["id", "owner", "state", "progress", "archived", "labels", "searcher",
                       "start_time", "end_time", "description"]
@@ -55,7 +56,7 @@ def add_show_verbs(verbs: Any) -> None:
     lc.add_argument("--best", type=int, default=None, metavar="N",
                     help="only the N best checkpoints by the searcher metric")
     add_format_flags(lc)
-    lc.set_defaults(func=_list_checkpoints)
+    lc.set_defaults(func=list_checkpoints)
 
     dl = verbs.add_parser("download-model-def",
                           help="download the model definition (context directory) as a .tgz")
@@ -98,6 +99,31 @@ def metric_columns(rows: Sequence[Dict[str, Any]]) -> List[str]:
     return sorted(seen, key=lambda k: (not k.startswith("training."), k))
 
 
+def steps_json(workloads: Sequence[Dict[str, Any]],
+               checkpoints: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """A trial's workloads in upstream's ``steps`` shape, one per batch count reported:
+    ``{"total_batches", "end_time", "metrics": {"avg_metrics", "batch_metrics",
+    "num_inputs"} | None, "validation": {"metrics": {"validation_metrics", "num_inputs"}}
+    | None, "checkpoint": {"uuid", "state"} | None}``."""
+    steps: Dict[int, Dict[str, Any]] = {}
+    for w in workloads:
+        step = steps.setdefault(w["total_batches"], {
+            "total_batches": w["total_batches"], "end_time": w["end_time"], "metrics": None,
+            "validation": None, "checkpoint": None})
+        if w["kind"] == "training":
+            step["metrics"] = {"avg_metrics": w["metrics"], "batch_metrics": w["batch_metrics"],
+                               "num_inputs": w["num_inputs"]}
+        else:
+            step["validation"] = {"metrics": {"validation_metrics": w["metrics"],
+                                              "num_inputs": w["num_inputs"]}}
+    for ck in checkpoints:
+        step = steps.setdefault(ck["total_batches"], {
+            "total_batches": ck["total_batches"], "end_time": ck.get("end_time"),
+            "metrics": None, "validation": None, "checkpoint": None})
+        step["checkpoint"] = {"uuid": ck["uuid"], "state": ck["state"]}
+    return [steps[b] for b in sorted(steps)]
+
+
 def _gather(c: MasterClient, ids: Sequence[int], all_metrics: bool) -> Tuple[List[Dict[str, Any]], ...]:
     """(experiments, trials, workloads): the JSON of each experiment, with its trials and
     checkpoints, and the flat rows of the three tables."""
@@ -111,7 +137,11 @@ def _gather(c: MasterClient, ids: Sequence[int], all_metrics: bool) -> Tuple[Lis
         for i, t in enumerate(exp["trials"]):
             t = exp["trials"][i] = c.get_trial(t["id"])
             t["workloads"] = workload_rows(t, exp["checkpoints"], metric, all_metrics)
-            if not all_metrics:
+            if all_metrics:  # per-batch metrics and num_inputs, as upstream's steps
+                loads = c.request("GET", f"/trials/{t['id']}/workloads")["workloads"]
+                t["steps"] = steps_json(loads, [ck for ck in exp["checkpoints"]
+                                                if ck["trial_id"] == t["id"]])
+            else:
                 t.pop("metrics", None)
             trial_rows.append({**t, "trial_id": t["id"]})
             workloads += t["workloads"]
@@ -123,7 +153,7 @@ def _describe(args: argparse.Namespace) -> int:
     with client(args) as c:
         exps, trials, workloads = _gather(c, args.experiment_ids, args.metrics)
     if args.json:
-        print(json.dumps(exps[0] if len(exps) == 1 else exps, default=str))
+        print(json.dumps(exps, default=str))  # a list, as upstream, even for one id
         return 0
     exp_rows = [{**e, "labels": ",".join(e.get("labels") or [])} for e in exps]
     if not (args.csv or args.outdir):
@@ -170,7 +200,8 @@ def _list_trials(args: argparse.Namespace) -> int:
     return 0
 
 
-def _list_checkpoints(args: argparse.Namespace) -> int:
+def list_checkpoints(args: argparse.Namespace) -> int:
+    """`det e list-checkpoints` and `det checkpoint list`."""
     if args.best is not None and args.best < 1:
         usage_error(f"--best must be at least 1. Received: {args.best}")
     with client(args) as c:

@@ -1,53 +1,102 @@
-"""``det``: argument parsing and dispatch. Handlers live in one module per noun."""
+"""``det``: argument parsing and dispatch. Handlers live in one module per noun.
+
+Global flags (``-m/--master``, ``-u/--user``) work before or after the command
+(``det e list -m URL``). Errors are one line on stderr (``det: error: ...``), never a
+traceback; ``DET_DEBUG=1`` shows the traceback of an unexpected one. Shell completion:
+``eval "$(register-python-argcomplete det)"`` (argcomplete).
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from typing import List, Optional
+from typing import Any, Callable, List, Optional
 
 import determined
 from determined.errors import DeterminedError
 
-__all__ = ["main", "build_parser"]
+__all__ = ["main", "build_parser", "NOUN_MODULES"]
+
+#: Modules that each add one noun (or more) with ``add_parser(nouns)``; a new command
+#: module only needs a line here.
+NOUN_MODULES = [
+    "determined.cli._experiment",
+    "determined.cli._preview",
+    "determined.cli._trial",
+    "determined.cli._checkpoint",
+    "determined.cli._cluster",
+    "determined.cli._deploy",
+    "determined.cli._user",
+    "determined.cli._model",
+    "determined.cli._template",
+    "determined.cli._tasks",
+]
 
 
 def _master_default() -> str:
     return os.environ.get("DET_MASTER") or os.environ.get("DET_MASTER_ADDR") or "localhost:8080"
 
 
+def _global_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    default: Callable[[Any], Any] = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)
+    parser.add_argument("-m", "--master", default=default(_master_default()),
+                        help="master address (default: $DET_MASTER or localhost:8080)")
+    parser.add_argument("-u", "--user", default=default(None),
+                        help="act as this user for this command (default: the last one "
+                             "logged in, else determined); see `det user login`")
+
+
+def _share_global_flags(parser: argparse.ArgumentParser) -> None:
+    """Accept the global flags in every sub-command too (default: the top level's)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                if not any(o in sub._option_string_actions for o in ("-m", "-u", "--master")):
+                    _global_flags(sub, suppress=True)
+                _share_global_flags(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    from determined.cli import _cluster, _deploy, _experiment, _experiment_edit, _preview, _trial
+    import importlib
 
     parser = argparse.ArgumentParser(
         prog="det",
         description="Determined: run and track deep-learning experiments.",
     )
-    parser.add_argument("-m", "--master", default=_master_default(),
-                        help="master address (default: $DET_MASTER or localhost:8080)")
-    parser.add_argument("-u", "--user", default=None,
-                        help="act as this user (default: the last one logged in, else "
-                             "determined); see `det user login`")
+    _global_flags(parser, suppress=False)
     parser.add_argument("-v", "--version", action="version",
                         version=f"det {determined.__version__}")
     nouns = parser.add_subparsers(dest="noun", metavar="COMMAND")
-    _experiment.add_parser(nouns)
-    _preview.add_parser(nouns)
-    _trial.add_parser(nouns)
-    _experiment_edit.add_checkpoint_parser(nouns)
-    _cluster.add_parser(nouns)
-    _deploy.add_parser(nouns)
-    from determined.cli import _user
+    for name in NOUN_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name != name:  # a module that is there but fails to import
+                raise
+            continue
+        module.add_parser(nouns)
+    from determined.cli import _cluster
 
-    _user.add_parser(nouns)
     version = nouns.add_parser("version", help="print the client's and the master's versions")
     version.set_defaults(func=_cluster.version)
+    _share_global_flags(parser)
     return parser
+
+
+def _one_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
+    try:
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
+    except ImportError:  # completion is a convenience
+        pass
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
@@ -60,3 +109,16 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         print("det: interrupted", file=sys.stderr)
         return 130
+    except EOFError:  # Ctrl-D at a prompt
+        print("det: error: no input (end of file at a prompt); nothing was changed",
+              file=sys.stderr)
+        return 1
+    except UnicodeDecodeError as e:
+        print(f"det: error: a file is not UTF-8 text ({e.reason} at byte {e.start})",
+              file=sys.stderr)
+        return 1
+    except Exception as e:  # noqa: BLE001 - one line, never a traceback
+        if os.environ.get("DET_DEBUG"):
+            raise
+        print(f"det: error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
+        return 1

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime
 import io
 import json
+import re
+import shutil
 import sys
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO
 
@@ -15,10 +18,13 @@ __all__ = [
     "add_format_flags",
     "cell",
     "client",
+    "compact",
     "csv_text",
     "id_list",
     "print_rows",
+    "human_time",
     "table_text",
+    "terminal_width",
     "unreachable_hint",
     "usage_error",
 ]
@@ -57,24 +63,58 @@ def id_list(text: str) -> List[int]:
     return ids
 
 
-def add_format_flags(parser: argparse.ArgumentParser, csv_flag: bool = True) -> argparse._MutuallyExclusiveGroup:
-    """``--json`` and (optionally) ``--csv``, mutually exclusive."""
+def add_format_flags(parser: argparse.ArgumentParser, csv_flag: bool = True,
+                     suppress: bool = False) -> argparse._MutuallyExclusiveGroup:
+    """``--json`` and (optionally) ``--csv``, mutually exclusive. ``suppress``: no
+    default, so a flag given to the parent command (``det agent --json list``) holds."""
     group = parser.add_mutually_exclusive_group()
-    group.add_argument("--json", action="store_true", help="print JSON (for scripts)")
+    default = argparse.SUPPRESS if suppress else False
+    group.add_argument("--json", action="store_true", default=default,
+                       help="print JSON (for scripts)")
     if csv_flag:
-        group.add_argument("--csv", action="store_true", help="print CSV (for scripts)")
+        group.add_argument("--csv", action="store_true", default=default,
+                           help="print CSV (for scripts)")
     return group
+
+
+_ISO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?$")
+
+
+def human_time(value: str) -> str:
+    """An ISO timestamp as local time to the second (``2026-11-23 19:03:25``)."""
+    try:
+        t = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return value
+    if t.tzinfo is not None:
+        t = t.astimezone()
+    return t.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def compact(value: Any) -> str:
+    """A map as ``k=v k=v`` (hyperparameters), floats to 4 significant digits."""
+    if isinstance(value, dict):
+        return " ".join(f"{k}={compact(v) if not isinstance(v, dict) else cell(v)}"
+                        for k, v in value.items())
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return cell(value)
 
 
 def cell(value: Any, short: bool = True) -> str:
     """One table or CSV cell: blanks for None, compact JSON for maps and lists; ``short``
-    rounds floats to 6 significant digits (tables; CSV keeps every digit)."""
+    (tables) rounds floats to 6 significant digits, shows times to the second and maps as
+    ``k=v`` pairs (CSV keeps every digit)."""
     if value is None:
         return ""
+    if isinstance(value, dict) and short:
+        return compact(value)
     if isinstance(value, (dict, list)):
         return json.dumps(value, default=str, separators=(", ", ": "))
     if isinstance(value, float) and short:
         return f"{value:.6g}"
+    if isinstance(value, str) and short and _ISO_TIME.match(value):
+        return human_time(value)
     return str(value)
 
 
@@ -87,22 +127,75 @@ def csv_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str]) -> str:
     return buf.getvalue()
 
 
-def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str]) -> str:
-    """A plain table (``a | b`` with a ``---+---`` rule), never wrapped or truncated."""
-    cells = [[cell(r.get(c)) for c in columns] for r in rows]
-    widths = [max([len(c)] + [len(row[i]) for row in cells]) for i, c in enumerate(columns)]
+#: Shorter headers for tables (CSV and JSON keep the field names).
+LABELS = {
+    "experiment_id": "exp", "trial_id": "trial", "total_batches": "batches",
+    "best_validation": "best val", "latest_checkpoint": "checkpoint",
+    "checkpoint_uuid": "checkpoint", "checkpoint_state": "ckpt state", "num_trials": "trials",
+    "start_time": "started", "end_time": "ended", "used_slots": "used", "size_bytes": "bytes",
+    "description": "description", "hparams": "hyperparameters", "searcher": "searcher",
+}
+ELLIPSIS = "\u2026"
+#: Columns never shortened below this width (times to the second, states).
+_KEEP_WIDTH = {"start_time": 19, "end_time": 19, "state": 9}
+#: Columns a narrow terminal leaves out first, in this order.
+_DROP_FIRST = ["archived", "labels", "end_time", "restarts", "size_bytes", "address",
+               "latest_checkpoint", "owner"]
+
+
+def terminal_width() -> int:
+    """``$COLUMNS``, else the terminal's width, else 80."""
+    return shutil.get_terminal_size((80, 24)).columns
+
+
+def _shorten(text: str, width: int) -> str:
+    text = text.replace("\n", " ")
+    return text if len(text) <= width else text[:max(0, width - 1)] + ELLIPSIS
+
+
+def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
+               width: Optional[int] = None) -> str:
+    """A plain table (``a | b`` with a ``---+---`` rule) at most ``width`` columns wide
+    (default: the terminal's): long cells are shortened with an ellipsis, widest first;
+    columns that still do not fit are left out (named in a last line; ``--csv`` and
+    ``--json`` show every value)."""
+    width = width or terminal_width()
+    labels = [LABELS.get(c, c) for c in columns]
+    cells = [[cell(r.get(c)).replace("\n", " ") for c in columns] for r in rows]
+    widths = [max([len(label)] + [len(row[i]) for row in cells]) for i, label in enumerate(labels)]
+    floors = [min(w, max(len(label), 8, _KEEP_WIDTH.get(c, 0)))
+              for w, label, c in zip(widths, labels, columns)]
+    shown = list(range(len(columns)))
+
+    def total(idx: List[int]) -> int:
+        return sum(widths[i] for i in idx) + 3 * max(0, len(idx) - 1)
+
+    while len(shown) > 1 and sum(floors[i] for i in shown) + 3 * (len(shown) - 1) > width:
+        # Leave out what matters least: the listed columns first, then the rightmost.
+        droppable = [i for i in shown if columns[i] in _DROP_FIRST]
+        shown.remove(min(droppable, key=lambda i: _DROP_FIRST.index(columns[i]))
+                     if droppable else shown[-1])
+    while total(shown) > width:
+        widest = max(shown, key=lambda i: (widths[i] - floors[i], i))
+        if widths[widest] <= floors[widest]:
+            break
+        widths[widest] -= 1
 
     def line(values: Sequence[str]) -> str:
-        return " | ".join(v.ljust(w) for v, w in zip(values, widths))
+        return " | ".join(_shorten(values[i], widths[i]).ljust(widths[i]) for i in shown).rstrip()
 
-    out = [line(columns), "-+-".join("-" * w for w in widths)]
+    out = [line(labels), "-+-".join("-" * widths[i] for i in shown)]
     out += [line(row) for row in cells]
+    hidden = [columns[i] for i in range(len(columns)) if i not in shown]
+    if hidden:
+        out.append(_shorten(f"({len(hidden)} more column(s): {', '.join(hidden)}; "
+                            "see --csv or --json)", width))
     return "\n".join(out) + "\n"
 
 
 def print_rows(rows: List[Dict[str, Any]], columns: Sequence[str], args: argparse.Namespace,
                title: Optional[str] = None, out: Optional[TextIO] = None) -> None:
-    """Rows as a table (rich on a terminal, plain text otherwise), or JSON (--json) or CSV (--csv)."""
+    """Rows as a table fitting the terminal, or JSON (--json) or CSV (--csv)."""
     out = out or sys.stdout
     if getattr(args, "json", False):
         out.write(json.dumps(rows, default=str) + "\n")
@@ -110,17 +203,6 @@ def print_rows(rows: List[Dict[str, Any]], columns: Sequence[str], args: argpars
     if getattr(args, "csv", False):
         out.write(csv_text(rows, columns))
         return
-    if not out.isatty():
-        if title:
-            out.write(title + "\n")
-        out.write(table_text(rows, columns))
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left")
-    for col in columns:
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        table.add_row(*(cell(r.get(c)) for c in columns))
-    Console(file=out).print(table)
+    if title:
+        out.write(title + "\n")
+    out.write(table_text(rows, columns))

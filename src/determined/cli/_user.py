@@ -71,8 +71,12 @@ def _read_password(args: argparse.Namespace, prompt: str, confirm: bool = False)
         return str(args.password)
     if not sys.stdin.isatty():
         return sys.stdin.readline().rstrip("\r\n")
-    password = getpass.getpass(prompt)
-    if confirm and getpass.getpass("Confirm password: ") != password:
+    try:
+        password = getpass.getpass(prompt)
+        again = getpass.getpass("Confirm password: ") if confirm else password
+    except EOFError:  # Ctrl-D at the prompt
+        raise DeterminedError("No password given (end of input); nothing was changed") from None
+    if again != password:
         raise DeterminedError("The passwords do not match; nothing was changed")
     return password
 
@@ -86,7 +90,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _login(args: argparse.Namespace) -> int:
     name = args.username or args.user or "determined"
-    auth = Authenticator(args.master, user=name)
+    auth = Authenticator(args.master, user=name, activate=True)  # the default user from now
     auth.login(_read_password(args, f"Password for user {name!r}: "))
     print(f"Logged in as user {name!r}")
     return 0

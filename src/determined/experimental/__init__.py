@@ -6,6 +6,7 @@ The per-framework Native APIs live in ``determined.experimental.keras`` and
 
 from determined.experimental._checkpoint import Checkpoint
 from determined.experimental._client import Determined, ExperimentReference, TrialReference
+from determined.experimental._model import Model, ModelOrderBy, ModelSortBy
 from determined.experimental._native import Mode
 from determined.experimental._trial_api import create, create_trial_instance
 
@@ -14,6 +15,9 @@ __all__ = [
     "Determined",
     "ExperimentReference",
     "Mode",
+    "Model",
+    "ModelOrderBy",
+    "ModelSortBy",
     "TrialReference",
     "create",
     "create_trial_instance",

@@ -87,11 +87,28 @@ class Checkpoint:
         raise CheckpointError(f"{path}: unknown checkpoint framework {framework!r}")
 
     def add_metadata(self, metadata: Dict[str, Any]) -> None:
-        """Merge ``metadata`` into the user metadata (top-level keys replaced)."""
+        """Merge ``metadata`` into the user metadata (top-level keys replaced): stored by
+        the master for a checkpoint of a master, else in ``metadata.json``."""
+        if not isinstance(metadata, dict):
+            raise ValueError(f"Expected metadata to be a dict. Received: metadata={metadata!r}")
+        client = getattr(self, "_master_client", None)
+        if client is not None:
+            self.metadata = client.request("POST", f"/checkpoints/{self.uuid}/metadata",
+                                           json={"metadata": metadata})["metadata"]
+            return
         self.metadata.update(metadata)
         self._write()
 
     def remove_metadata(self, keys: Iterable[str]) -> None:
+        """Drop top-level ``keys`` from the user metadata (where :meth:`add_metadata`
+        stores it)."""
+        keys = [keys] if isinstance(keys, str) else list(keys)
+        client = getattr(self, "_master_client", None)
+        if client is not None:
+            if keys:
+                self.metadata = client.request("DELETE", f"/checkpoints/{self.uuid}/metadata",
+                                               params={"keys": keys})["metadata"]
+            return
         for key in keys:
             self.metadata.pop(key, None)
         self._write()

@@ -16,8 +16,10 @@ from typing import Any, Dict, List, Optional
 
 from determined.errors import CheckpointError
 from determined.experimental._checkpoint import Checkpoint
+from determined.experimental._model import Model, ModelOrderBy, ModelSortBy
 
-__all__ = ["Determined", "ExperimentReference", "TrialReference"]
+__all__ = ["Determined", "ExperimentReference", "TrialReference", "validation_json",
+           "validation_metrics"]
 
 _TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
 
@@ -60,6 +62,43 @@ class Determined:
         exp_id = self._client.create_experiment(config, pack_context(model_dir), activate)
         return ExperimentReference(exp_id, self)
 
+    # ---- the model registry
+
+    def create_model(self, name: str, description: Optional[str] = "",
+                     metadata: Optional[Dict[str, Any]] = None) -> Model:
+        """Add a model named ``name`` to the registry (409 if the name is taken)."""
+        from urllib.parse import quote
+
+        data = self._client.request("POST", f"/models/{quote(name, safe='')}",
+                                    json={"description": description or "",
+                                          "metadata": metadata or {}})
+        return Model.from_json(data, self)
+
+    def get_model(self, name: str) -> Model:
+        """The registry's model ``name``."""
+        from urllib.parse import quote
+
+        return Model.from_json(self._client.request("GET", f"/models/{quote(name, safe='')}"),
+                               self)
+
+    def get_models(self, sort_by: ModelSortBy = ModelSortBy.NAME,
+                   order_by: ModelOrderBy = ModelOrderBy.ASCENDING, name: str = "",
+                   description: str = "") -> List[Model]:
+        """Models whose name and description contain ``name`` and ``description``,
+        sorted by ``sort_by``."""
+        params = {"sort_by": ModelSortBy(sort_by)._api(),
+                  "order_by": ModelOrderBy(order_by)._api(),
+                  "name": name or "", "description": description or ""}
+        data = self._client.request("GET", "/models", params=params)
+        return [Model.from_json(m, self) for m in data["models"]]
+
+    def _version_checkpoint(self, data: Dict[str, Any]) -> Checkpoint:
+        """The checkpoint of a model version JSON, with ``model_version``/``model_name``."""
+        ckpt = self._checkpoint(data["checkpoint"])
+        ckpt.model_version = data["version"]
+        ckpt.model_name = data["model"]["name"]
+        return ckpt
+
     # ---- helpers shared by the references
 
     def _config(self, experiment_id: int) -> Dict[str, Any]:
@@ -76,11 +115,16 @@ class Determined:
             "experiment_id": data["experiment_id"], "batch_number": data["total_batches"],
             "framework": data.get("framework", ""), "format": data.get("format", ""),
             "determined_version": data.get("determined_version", ""),
-            "validation_metrics": data.get("validation"), "metadata": data.get("metadata") or {},
+            "validation_metrics": validation_json(data.get("validation")),
+            "metadata": data.get("metadata") or {},
             "start_time": data.get("start_time"), "end_time": data.get("end_time"),
             "experiment_config": config,
         })
-        return Checkpoint(path, meta)
+        ckpt = Checkpoint(path, meta)
+        ckpt._master_client = self._client  # add_metadata/remove_metadata go to the master
+        ckpt.model_version = None
+        ckpt.model_name = None
+        return ckpt
 
     def _select(self, checkpoints: List[Dict[str, Any]], experiment_id: int,
                 sort_by: Optional[str], smaller_is_better: Optional[bool]) -> List[Dict[str, Any]]:
@@ -95,6 +139,22 @@ class Determined:
                 scored.append(((value if smaller else -value), -c["total_batches"], c))
         scored.sort(key=lambda t: (t[0], t[1]))
         return [c for _, _, c in scored]
+
+
+def validation_json(metrics: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """A checkpoint's validation in upstream's shape: ``{"metrics": {"validationMetrics":
+    {...}}, "state": "STATE_COMPLETED"}``, or None if none was taken at its batch."""
+    if metrics is None:
+        return None
+    return {"metrics": {"validationMetrics": metrics}, "state": "STATE_COMPLETED"}
+
+
+def validation_metrics(ckpt: Checkpoint) -> Dict[str, Any]:
+    """The flat validation metrics of a checkpoint (``{}`` if none)."""
+    value = ckpt.validation or {}
+    if isinstance(value.get("metrics"), dict) and "validationMetrics" in value["metrics"]:
+        return dict(value["metrics"]["validationMetrics"] or {})
+    return dict(value)
 
 
 class ExperimentReference:
@@ -167,6 +227,12 @@ class TrialReference:
         self.id = trial_id
         self.experiment_id = experiment_id
         self._det = det
+
+    def get_workloads(self) -> List[Dict[str, Any]]:
+        """Every stored workload of the trial, oldest first: ``{"kind": "training" |
+        "validation", "total_batches", "end_time", "metrics", "batch_metrics" (per-batch
+        training metrics), "num_inputs"}``."""
+        return self._det._client.request("GET", f"/trials/{self.id}/workloads")["workloads"]
 
     def _checkpoints(self) -> List[Dict[str, Any]]:
         return [c for c in self._det._client.list_checkpoints(self.experiment_id)

@@ -30,7 +30,7 @@ def test_edit_download_and_slots(master_factory, tiny_dir, tmp_path):
     det(master, "e", "set", "weight", exp_id, "2.5")
     det(master, "e", "set", "priority", exp_id, "10")
     det(master, "e", "set", "max-slots", exp_id, "1")
-    exp = json.loads(det(master, "e", "describe", exp_id, "--json"))
+    (exp,) = json.loads(det(master, "e", "describe", exp_id, "--json"))
     assert exp["labels"] == ["digits"] and exp["description"] == "renamed"
 
     slots = json.loads(det(master, "slot", "list", "--json"))

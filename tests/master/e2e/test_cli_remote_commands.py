@@ -61,7 +61,7 @@ def test_follow_shows_progress_logs_and_best_metric(shared_master, finished):
 
 def test_experiment_describe_outputs(shared_master, finished, tmp_path):
     first, second = finished["ids"]
-    exp = json.loads(det(shared_master, "e", "describe", first, "--json").stdout)
+    (exp,) = json.loads(det(shared_master, "e", "describe", first, "--json").stdout)
     assert exp["id"] == first and exp["state"] == "COMPLETED"
     (trial,) = exp["trials"]
     assert [w["batches"] for w in trial["workloads"]] == [10, 20]
@@ -167,8 +167,8 @@ def test_list_archive_and_cluster_views(shared_master, finished):
 def test_create_test_mode_passes_and_is_archived(shared_master, tiny_dir):
     out = det(shared_master, "e", "create", tiny_dir / "const.yaml", tiny_dir, "--test")
     exp_id = int(out.stdout.split("Created test-mode experiment ")[1].split()[0])
-    assert "Model definition test passed" in out.stdout and "exited: completed" in out.stdout
-    exp = json.loads(det(shared_master, "e", "describe", exp_id, "--json").stdout)
+    assert "Model definition test succeeded" in out.stdout and "exited: completed" in out.stdout
+    (exp,) = json.loads(det(shared_master, "e", "describe", exp_id, "--json").stdout)
     assert exp["archived"] and exp["state"] == "COMPLETED"
     cfg = exp["config"]
     assert cfg["searcher"]["name"] == "single" and cfg["searcher"]["max_length"] == {"batches": 1}
@@ -191,7 +191,7 @@ def test_create_test_mode_fails_when_the_trial_raises(shared_master, tiny_dir, t
     exp_id = int(out.stdout.split("Created test-mode experiment ")[1].split()[0])
     assert "planned failure at batch 0" in out.stdout  # the trial's traceback, streamed
     assert f"Model definition test failed: test-mode experiment {exp_id} ended ERROR" in out.stderr
-    exp = json.loads(det(shared_master, "e", "describe", exp_id, "--json").stdout)
+    (exp,) = json.loads(det(shared_master, "e", "describe", exp_id, "--json").stdout)
     assert exp["archived"] and exp["trials"][0]["state"] == "ERROR"
 
 

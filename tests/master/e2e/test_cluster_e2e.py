@@ -28,7 +28,7 @@ def test_deploy_create_follow_and_inspect(tmp_path, tiny_dir):
         out = det("e", "create", tiny_dir / "const.yaml", tiny_dir, "--follow", env=env)
         assert out.returncode == 0, out.stdout + out.stderr
         assert "Created experiment 1" in out.stdout and "COMPLETED" in out.stderr
-        exp = json.loads(det("e", "describe", 1, "--json", env=env).stdout)
+        (exp,) = json.loads(det("e", "describe", 1, "--json", env=env).stdout)
         assert exp["state"] == "COMPLETED" and exp["progress"] == 1.0
         (trial,) = exp["trials"]
         assert trial["state"] == "COMPLETED" and trial["total_batches"] == 40

@@ -26,7 +26,8 @@ def test_sdk_selects_and_loads_checkpoints(master_factory, tiny_dir, tmp_path):
     top = exp.top_checkpoint()
     best_two = exp.top_n_checkpoints(2)
     assert [c.uuid for c in best_two][0] == top.uuid and len(best_two) == 2
-    assert best_two[0].validation["validation_loss"] <= best_two[1].validation["validation_loss"]
+    first, second = (c.validation["metrics"]["validationMetrics"] for c in best_two)
+    assert first["validation_loss"] <= second["validation_loss"]
     worst_first = exp.top_n_checkpoints(2, smaller_is_better=False)
     assert worst_first[0].uuid == best_two[1].uuid
 

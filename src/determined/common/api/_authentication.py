@@ -128,6 +128,9 @@ class Authenticator:
         password: used when a login is needed; None tries the blank password, then
             prompts on an interactive terminal.
         cache: where tokens are kept (default: :class:`TokenCache` in :func:`auth_dir`).
+        activate: whether a login makes ``user`` the master's active user (the default
+            of later commands); default: only when no ``user`` was named, so
+            ``det -u NAME ...`` acts as NAME for that command only.
 
     Example:
         >>> auth = Authenticator("localhost:8080", user="alice")     # doctest: +SKIP
@@ -136,13 +139,14 @@ class Authenticator:
     """
 
     def __init__(self, master: str, user: Optional[str] = None, password: Optional[str] = None,
-                 cache: Optional[TokenCache] = None):
+                 cache: Optional[TokenCache] = None, activate: Optional[bool] = None):
         from determined.common.api._client import normalize_master_url
 
         self.master = normalize_master_url(master)
         self.cache = cache or TokenCache()
         self.username = user or self.cache.active_user(self.master) or DEFAULT_USER
         self.password = password
+        self.activate = user is None if activate is None else activate
 
     def token(self, refresh: bool = False) -> str:
         """The cached token, or a new one from a login (``refresh`` forces a login)."""
@@ -169,14 +173,19 @@ class Authenticator:
                     raise
                 if password is None and sys.stdin is not None and sys.stdin.isatty():
                     prompt = f"Password for user {self.username!r}: "
-                    answer = c.login(self.username, getpass.getpass(prompt))
+                    try:
+                        typed = getpass.getpass(prompt)
+                    except EOFError:  # Ctrl-D
+                        raise APIError(f"No password given for user {self.username!r} "
+                                       "(end of input); not logged in", e.status) from None
+                    answer = c.login(self.username, typed)
                 else:
                     raise APIError(
                         f"Could not log in to {self.master} as {self.username!r}: {e}. Log in "
                         f"with `det -m {self.master} user login {self.username}`", e.status,
                     ) from None
         token = str(answer["token"])
-        self.cache.put(self.master, self.username, token)
+        self.cache.put(self.master, self.username, token, activate=self.activate)
         return token
 
     def forget(self) -> Optional[str]:

@@ -29,10 +29,27 @@ class APIError(MasterError):
 
 
 def normalize_master_url(master: str) -> str:
-    """``localhost:8080`` -> ``http://localhost:8080``."""
-    master = master.strip().rstrip("/")
+    """``localhost:8080`` -> ``http://localhost:8080``.
+
+    Raises:
+        MasterError: not ``host[:port]`` or an ``http(s)://`` URL (named in the message).
+    """
+    from urllib.parse import urlsplit
+
+    given = master
+    master = str(master).strip().rstrip("/")
     if "://" not in master:
         master = "http://" + master
+    try:
+        parts = urlsplit(master)
+        port = parts.port  # raises ValueError for a port that is not a number 0-65535
+        ok = (parts.scheme in ("http", "https") and bool(parts.hostname)
+              and not any(c.isspace() for c in master) and port != 0)
+    except ValueError:
+        ok = False
+    if not ok:
+        raise MasterError(f"Invalid master address {given!r}: expected host:port or "
+                          "http(s)://host:port (-m/--master or $DET_MASTER)")
     return master
 
 

@@ -242,6 +242,7 @@ def agents_listing(master: Master) -> Dict[str, Any]:
             "registered_at": _iso(rec.registered_at) if rec is not None else None,
             "last_seen_seconds_ago": info.get("last_seen_seconds_ago", 0.0),
             "used_slots": sum(1 for agent_id, _ in busy if agent_id == a.id),
-            "slot_tasks": [{"slot_id": i, "task": busy.get((a.id, i))} for i in range(a.slots)],
+            "slot_tasks": [{"slot_id": i, "task": busy.get((a.id, i)),
+                            "enabled": i not in a.disabled_slots} for i in range(a.slots)],
         })
     return {"agents": out}

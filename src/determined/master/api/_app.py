@@ -447,6 +447,14 @@ def create_app(master: Master) -> fastapi.FastAPI:
 
     app.include_router(api, dependencies=[Depends(auth.resolve)])
     app.include_router(auth.router(), dependencies=[Depends(auth.resolve)])
+    # Master parity (issue 9 parts 5-6): _operations.py, _registry.py.
+    from determined.master.api._operations import operations_router
+    from determined.master.api._registry import registry_router
+
+    app.include_router(operations_router(master, auth.caller),
+                       dependencies=[Depends(auth.resolve)])
+    app.include_router(registry_router(master, auth.caller, _checkpoint_json),
+                       dependencies=[Depends(auth.resolve)])
     # Agents authenticate with security.agent_token, not as users (see _agents.py).
     app.include_router(agents_router(master), dependencies=[Depends(agent_auth(master))])
     return app

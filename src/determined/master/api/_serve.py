@@ -19,6 +19,9 @@ def serve(config: "object") -> None:
     from determined.master.api._app import create_app
 
     assert isinstance(config, MasterConfig)
+    from determined.master._master_log import install
+
+    install()  # `det master logs`: logging and stdout/stderr lines, kept in memory
     master = Master(config)
     master.start(url=f"http://{config.host}:{config.port}")
     app = create_app(master)

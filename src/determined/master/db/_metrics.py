@@ -31,7 +31,8 @@ _MetricsKey = Tuple[int, str, int]
 def _metrics_row(row: MetricsRowLike, now: datetime.datetime, where: str) -> Dict[str, Any]:
     """Check one metrics row (tuple, NamedTuple or mapping) and return its column values."""
     if isinstance(row, Mapping):
-        unknown = set(row) - {"trial_id", "kind", "total_batches", "metrics", "batch_metrics"}
+        unknown = set(row) - {"trial_id", "kind", "total_batches", "metrics", "batch_metrics",
+                              "num_inputs"}
         if unknown:
             raise ValueError(f"Unexpected keys {sorted(unknown)} in {where}. Received: {row!r}")
         values = dict(row)
@@ -67,6 +68,8 @@ def _metrics_row(row: MetricsRowLike, now: datetime.datetime, where: str) -> Dic
         "end_time": now,
         "metrics": check_dict(f"{where}.metrics", values.get("metrics")),
         "batch_metrics": batch_metrics,
+        "num_inputs": check_int(f"{where}.num_inputs", values.get("num_inputs"), minimum=0,
+                                optional=True),
     }
 
 
@@ -92,6 +95,7 @@ class MetricsMixin(StoreBase):
         metrics: Dict[str, Any],
         batch_metrics: Optional[List[Dict[str, Any]]] = None,
         set_progress: bool = False,
+        num_inputs: Optional[int] = None,
     ) -> bool:
         """Store a training workload's metrics (SPEC 8: ``avg_metrics`` etc.).
 
@@ -105,17 +109,19 @@ class MetricsMixin(StoreBase):
             True if stored, False if that workload was already stored.
         """
         row = _metrics_row(
-            (trial_id, TRAINING, total_batches, metrics, batch_metrics), utcnow(), "row"
+            {"trial_id": trial_id, "kind": TRAINING, "total_batches": total_batches,
+             "metrics": metrics, "batch_metrics": batch_metrics, "num_inputs": num_inputs},
+            utcnow(), "row",
         )
         return bool(self._submit(_TRAINING_PROGRESS if set_progress else _METRICS, [row]))
 
     def add_training_metrics_many(
         self,
         trial_id: int,
-        reports: Sequence[Tuple[int, Dict[str, Any], Optional[List[Dict[str, Any]]]]],
+        reports: Sequence[Tuple[Any, ...]],
     ) -> int:
         """Store several training workloads of one trial, ``(total_batches, metrics,
-        batch_metrics)`` each, and set its ``total_batches`` to the last one's, in one
+        batch_metrics[, num_inputs])`` each, and set its ``total_batches`` to the last one's, in one
         group-committed job; idempotent per workload like :meth:`add_training_metrics`.
 
         Returns:
@@ -123,19 +129,24 @@ class MetricsMixin(StoreBase):
         """
         now = utcnow()
         rows = [
-            _metrics_row((trial_id, TRAINING, batches, metrics, batch_metrics), now,
-                         f"reports[{i}]")
-            for i, (batches, metrics, batch_metrics) in enumerate(reports)
+            _metrics_row({"trial_id": trial_id, "kind": TRAINING, "total_batches": report[0],
+                          "metrics": report[1], "batch_metrics": report[2],
+                          "num_inputs": report[3] if len(report) > 3 else None},
+                         now, f"reports[{i}]")
+            for i, report in enumerate(reports)
         ]
         if not rows:
             return 0
         return int(self._submit(_TRAINING_PROGRESS, rows))
 
     def add_validation_metrics(
-        self, trial_id: int, total_batches: int, metrics: Dict[str, Any]
+        self, trial_id: int, total_batches: int, metrics: Dict[str, Any],
+        num_inputs: Optional[int] = None,
     ) -> bool:
         """Store a validation's metrics; idempotent like :meth:`add_training_metrics`."""
-        row = _metrics_row((trial_id, VALIDATION, total_batches, metrics, None), utcnow(), "row")
+        row = _metrics_row({"trial_id": trial_id, "kind": VALIDATION,
+                            "total_batches": total_batches, "metrics": metrics,
+                            "num_inputs": num_inputs}, utcnow(), "row")
         return bool(self._submit(_METRICS, [row]))
 
     def add_metrics_bulk(self, rows: Iterable[MetricsRowLike]) -> int:

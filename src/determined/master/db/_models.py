@@ -21,7 +21,10 @@ __all__ = [
     "Checkpoint",
     "Experiment",
     "Metrics",
+    "ModelVersion",
+    "RegistryModel",
     "SearcherSnapshot",
+    "Template",
     "Trial",
     "TrialLog",
     "User",
@@ -125,6 +128,8 @@ class Metrics(Base):
     end_time: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
     metrics: orm.Mapped[Any] = orm.mapped_column(JSONText)
     batch_metrics: orm.Mapped[Any] = orm.mapped_column(JSONText, nullable=True)
+    # Records trained or validated on (migration 0003); NULL when not reported.
+    num_inputs: orm.Mapped[Optional[int]] = orm.mapped_column(sa.BigInteger, nullable=True)
 
 
 class Checkpoint(Base):
@@ -167,6 +172,8 @@ class Agent(Base):
     slots: orm.Mapped[int] = orm.mapped_column(sa.Integer)
     label: orm.Mapped[str] = orm.mapped_column(sa.String(255), default="")
     enabled: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=True)
+    # Slot indices taken out of scheduling by `det slot disable` (migration 0003).
+    disabled_slots: orm.Mapped[Any] = orm.mapped_column(JSONText, nullable=True)
     registered_at: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
     last_seen: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
 
@@ -187,3 +194,41 @@ class AuthToken(Base):
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
     # When a user session ends (migration 0002); NULL: never (trial tokens).
     expires_at: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(UTCDateTime)
+
+
+class RegistryModel(Base):
+    """A model of the model registry (migration 0003); versions are checkpoints."""
+
+    __tablename__ = "models"
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255), unique=True)
+    description: orm.Mapped[str] = orm.mapped_column(sa.Text, default="")
+    metadata_: orm.Mapped[Any] = orm.mapped_column("metadata", JSONText)
+    creation_time: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
+    last_updated_time: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
+
+
+class ModelVersion(Base):
+    """Version ``version`` (1, 2, ...) of a registry model: a checkpoint's uuid."""
+
+    __tablename__ = "model_versions"
+    __table_args__ = (sa.UniqueConstraint("model_id", "version"),)
+
+    id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
+    model_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey("models.id", ondelete="CASCADE")
+    )
+    version: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    # Not a foreign key: deleting an experiment is refused while a version uses it.
+    checkpoint_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(64), index=True)
+    creation_time: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
+
+
+class Template(Base):
+    """A named experiment-config template (``det template set``)."""
+
+    __tablename__ = "templates"
+
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255), primary_key=True)
+    config: orm.Mapped[Any] = orm.mapped_column(JSONText)

@@ -254,7 +254,8 @@ class ExperimentRun:
         """Store a training report. Needs no lock: it touches the database and the
         trial's own counter only, so reports of many trials are committed together."""
         self.store.add_training_metrics(t.trial_id, batches, metrics.get("avg_metrics") or {},
-                                        metrics.get("batch_metrics"), set_progress=True)
+                                        metrics.get("batch_metrics"), set_progress=True,
+                                        num_inputs=metrics.get("num_inputs"))
         t.batches = batches
 
     def training_many(self, t: TrialState, reports: List[Tuple[int, Dict[str, Any]]]) -> None:
@@ -262,14 +263,16 @@ class ExperimentRun:
         if not reports:
             return
         self.store.add_training_metrics_many(t.trial_id, [
-            (batches, metrics.get("avg_metrics") or {}, metrics.get("batch_metrics"))
+            (batches, metrics.get("avg_metrics") or {}, metrics.get("batch_metrics"),
+             metrics.get("num_inputs"))
             for batches, metrics in reports
         ])
         t.batches = reports[-1][0]
 
     def validation(self, t: TrialState, batches: int, metrics: Dict[str, Any]) -> None:
         values = metrics.get("validation_metrics") or {}
-        self.store.add_validation_metrics(t.trial_id, batches, values)
+        self.store.add_validation_metrics(t.trial_id, batches, values,
+                                          num_inputs=metrics.get("num_inputs"))
         raw = values.get(self.cfg.metric)
         if isinstance(raw, (int, float)):
             signed = self._signed(raw)

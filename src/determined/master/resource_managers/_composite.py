@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence
+import dataclasses
+from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from determined.master import scheduler
 from determined.master.resource_managers._embedded import AGENT_ID, EmbeddedResourceManager
@@ -23,6 +24,9 @@ class CompositeResourceManager:
                  remote: RemoteResourceManager):
         self.embedded = embedded
         self.remote = remote
+        #: ``{agent_id: (enabled, disabled slot indices)}`` set by ``det agent|slot
+        #: enable|disable``: a disabled agent or slot gets no new trials (drain).
+        self.flags: Dict[str, Tuple[bool, FrozenSet[int]]] = {}
 
     @property
     def slots(self) -> int:
@@ -36,7 +40,14 @@ class CompositeResourceManager:
 
     def agents(self) -> List[scheduler.Agent]:
         local = self.embedded.agents() if self.embedded is not None else []
-        return local + self.remote.agents()
+        return [self._flagged(a) for a in local + self.remote.agents()]
+
+    def _flagged(self, agent: scheduler.Agent) -> scheduler.Agent:
+        enabled, disabled = self.flags.get(agent.id, (True, frozenset()))
+        disabled = frozenset(s for s in disabled if s < agent.slots)
+        if enabled and not disabled:
+            return agent
+        return dataclasses.replace(agent, enabled=enabled, disabled_slots=disabled)
 
     def launch(self, agent_id: str, trial_id: int, env: Dict[str, str],
                slot_ids: Sequence[int], cwd: str, spec: Dict[str, Any],

@@ -1,0 +1,106 @@
+"""``det template|tpl list|ls [-d] | describe NAME | set NAME FILE | remove|rm NAME``.
+
+A template is a partial experiment config stored on the master; ``det e create
+--template NAME`` merges the experiment's config over it (maps merged key by key,
+any other value of the experiment's config replacing the template's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+from typing import Any, Dict
+
+import yaml
+
+from determined.cli._remote import client, print_rows
+from determined.errors import InvalidConfigError
+
+__all__ = ["add_parser", "merge_template"]
+
+
+def add_parser(nouns: Any) -> None:
+    tpl = nouns.add_parser("template", aliases=["tpl"], help="experiment config templates")
+    verbs = tpl.add_subparsers(dest="verb", metavar="ACTION")
+    lst = verbs.add_parser("list", aliases=["ls"], help="list templates")
+    lst.add_argument("-d", "--details", action="store_true", help="show each config")
+    lst.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                     help="print JSON")
+    lst.set_defaults(func=_list)
+    tpl.set_defaults(func=_list, details=False)
+    describe = verbs.add_parser("describe", help="print a template's config (YAML)")
+    describe.add_argument("template_name")
+    describe.add_argument("--json", action="store_true", help="print JSON")
+    describe.set_defaults(func=_describe)
+    setp = verbs.add_parser("set", help="create or replace a template from a YAML file")
+    setp.add_argument("template_name")
+    setp.add_argument("template_file", help="a YAML file with a (partial) experiment config")
+    setp.set_defaults(func=_set)
+    remove = verbs.add_parser("remove", aliases=["rm"], help="delete a template")
+    remove.add_argument("template_name")
+    remove.set_defaults(func=_remove)
+
+
+def merge_template(config: Dict[str, Any], template: Dict[str, Any]) -> Dict[str, Any]:
+    """``config`` over ``template``: maps are merged recursively, other values of
+    ``config`` win (as upstream merges a template into an experiment config).
+
+    Example:
+        >>> merge_template({"a": {"x": 1}, "b": [2]}, {"a": {"y": 0}, "b": [1], "c": 3})
+        {'a': {'y': 0, 'x': 1}, 'b': [2], 'c': 3}
+    """
+    out = copy.deepcopy(template)
+    for key, value in config.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge_template(value, out[key])
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _list(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        templates = c.request("GET", "/templates")["templates"]
+    if getattr(args, "json", False):
+        print(json.dumps(templates))
+        return 0
+    if getattr(args, "details", False):
+        rows = [{"name": t["name"], "config": yaml.safe_dump(t["config"], default_flow_style=True,
+                                                             width=10**6).strip()}
+                for t in templates]
+        print_rows(rows, ["name", "config"], args)
+    else:
+        print_rows([{"name": t["name"]} for t in templates], ["name"], args)
+    return 0
+
+
+def _describe(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        config = c.request("GET", f"/templates/{args.template_name}")["config"]
+    if args.json:
+        print(json.dumps(config))
+    else:
+        print(yaml.safe_dump(config, sort_keys=False, default_flow_style=False), end="")
+    return 0
+
+
+def _set(args: argparse.Namespace) -> int:
+    from determined.cli._experiment_remote import read_config_text
+    from determined.config import parse_yaml
+
+    config = parse_yaml(read_config_text(args.template_file))
+    if not isinstance(config, dict):
+        raise InvalidConfigError([("", "expected a mapping of config fields")],
+                                 source=f"template file {args.template_file}")
+    with client(args) as c:
+        c.request("PUT", f"/templates/{args.template_name}", json={"config": config})
+    print(f"Set template {args.template_name}")
+    return 0
+
+
+def _remove(args: argparse.Namespace) -> int:
+    with client(args) as c:
+        c.request("DELETE", f"/templates/{args.template_name}")
+    print(f"Removed template {args.template_name}")
+    return 0

@@ -1,0 +1,270 @@
+"""Master-parity routes (issue 9 part 5): workloads with per-batch metrics, checkpoint
+metadata, experiment deletion, checkpoint GC policy, config templates, the master's
+log, and draining agents and slots.
+
+- ``GET /trials/{id}/workloads`` -> ``{"workloads": [{kind, total_batches, end_time,
+  metrics, batch_metrics, num_inputs}]}``.
+- ``POST /checkpoints/{uuid}/metadata`` ``{metadata}`` merges top-level keys;
+  ``DELETE /checkpoints/{uuid}/metadata?keys=a&keys=b`` drops keys; both answer
+  ``{"metadata": ...}`` (the experiment's owner or an admin).
+- ``DELETE /experiments/{id}`` (admins; finished experiments only): deletes its
+  checkpoints from storage, then its records and files on the master.
+- ``GET /experiments/{id}/gc-preview?save_experiment_best=&save_trial_best=&
+  save_trial_latest=`` -> ``{"checkpoints": [...]}`` that policy would delete;
+  ``PATCH /experiments/{id}/gc-policy`` ``{save_*}`` stores it and, for a finished
+  experiment, deletes them now -> ``{"deleted": [uuid...]}``.
+- ``GET /templates``, ``GET|PUT|DELETE /templates/{name}`` (``PUT`` ``{config}``).
+- ``GET /master/logs?after_id=&limit=&tail=`` -> ``{"logs": [{id, timestamp, level, line}]}``.
+- ``POST /agents/{id}/enable|disable`` and ``POST /agents/{id}/slots/{slot}/enable|disable``
+  (admins): a disabled agent or slot gets no new trials; running ones go on.
+
+Slow I/O (deleting checkpoint files, removing directories) happens outside
+``Master.lock``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from typing import Any, Dict, List, Optional
+
+import fastapi
+import pydantic
+from fastapi import Depends, Query
+
+from determined.master._core import Master
+from determined.master._master_log import MASTER_LOG
+from determined.master.api._auth import check_owner
+from determined.master.db import TERMINAL_STATES, User
+from determined.storage import CheckpointRecord, build_storage, checkpoints_to_keep
+
+__all__ = ["operations_router", "gc_candidates"]
+
+
+class _Body(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="forbid")
+
+
+class Metadata(_Body):
+    metadata: Dict[str, Any]
+
+
+class GCPolicy(_Body):
+    save_experiment_best: int = pydantic.Field(ge=0)
+    save_trial_best: int = pydantic.Field(ge=0)
+    save_trial_latest: int = pydantic.Field(ge=0)
+
+
+class TemplateBody(_Body):
+    config: Dict[str, Any]
+
+
+def _fail(status: int, message: str) -> fastapi.HTTPException:
+    return fastapi.HTTPException(status_code=status, detail=message)
+
+
+def _iso(t: Any) -> Optional[str]:
+    return t.isoformat() if t is not None else None
+
+
+def _checkpoint_json(c: Any) -> Dict[str, Any]:
+    return {"uuid": c.uuid, "trial_id": c.trial_id, "experiment_id": c.experiment_id,
+            "total_batches": c.total_batches, "state": c.state, "validation": c.validation,
+            "end_time": _iso(c.end_time)}
+
+
+def gc_candidates(master: Master, exp_id: int, policy: Dict[str, int]) -> List[Any]:
+    """COMPLETED checkpoints of the experiment that ``policy`` (``save_*`` counts) would
+    delete; warm-start sources and registered model versions are always kept."""
+    exp = master.store.get_experiment(exp_id)
+    searcher = exp.config.get("searcher") or {}
+    metric_name = searcher.get("metric")
+    ckpts = master.store.list_checkpoints(experiment_id=exp_id, states=["COMPLETED"])
+    protected = master.store.warm_start_checkpoints()
+    protected |= master.store.registered_checkpoints(c.uuid for c in ckpts)
+    records = []
+    for c in ckpts:
+        metric = (c.validation or {}).get(metric_name)
+        usable = isinstance(metric, (int, float)) and metric == metric  # not NaN
+        records.append(CheckpointRecord(c.uuid, c.trial_id,
+                                        c.end_time.timestamp() if c.end_time else time.time(),
+                                        float(metric) if usable else None))
+    keep = checkpoints_to_keep(records, policy["save_experiment_best"],
+                               policy["save_trial_best"], policy["save_trial_latest"],
+                               bool(searcher.get("smaller_is_better", True)), protected)
+    return [c for c in ckpts if c.uuid not in keep]
+
+
+def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
+    """The routes above; ``caller`` is the dependency giving the calling user."""
+    api = fastapi.APIRouter(prefix="/api/v1", tags=["operations"])
+    store = master.store
+    Caller = Depends(caller)
+
+    def require_admin(user: User, action: str) -> None:
+        if not user.admin:
+            raise _fail(403, f"Only an admin can {action}; {user.username!r} is not one")
+
+    # -- workloads ------------------------------------------------------------------------
+
+    @api.get("/trials/{id}/workloads")
+    def trial_workloads(id: int) -> Dict[str, Any]:
+        store.get_trial(id)
+        return {"workloads": [
+            {"kind": w.kind, "total_batches": w.total_batches, "end_time": _iso(w.end_time),
+             "metrics": w.metrics, "batch_metrics": w.batch_metrics, "num_inputs": w.num_inputs}
+            for w in store.list_workloads(id)
+        ]}
+
+    # -- checkpoint metadata ------------------------------------------------------------------
+
+    def _checkpoint_owner(uuid: str, user: User) -> None:
+        ckpt = store.get_checkpoint(uuid)
+        owner = store.get_experiment(ckpt.experiment_id).owner
+        check_owner(user, owner, f"checkpoint {uuid}", "edit the metadata of")
+
+    @api.post("/checkpoints/{uuid}/metadata")
+    def add_checkpoint_metadata(uuid: str, body: Metadata, user: User = Caller) -> Dict[str, Any]:
+        _checkpoint_owner(uuid, user)
+        return {"metadata": store.add_checkpoint_metadata(uuid, body.metadata)}
+
+    @api.delete("/checkpoints/{uuid}/metadata")
+    def remove_checkpoint_metadata(uuid: str, keys: List[str] = Query(...),
+                                   user: User = Caller) -> Dict[str, Any]:
+        _checkpoint_owner(uuid, user)
+        return {"metadata": store.remove_checkpoint_metadata(uuid, keys)}
+
+    # -- experiment deletion and GC -------------------------------------------------------------
+
+    def _delete_files(exp_id: int, config: Dict[str, Any], uuids: List[str]) -> List[str]:
+        """Delete checkpoint files (no lock held); the uuids whose files are gone."""
+        storage = build_storage(config["checkpoint_storage"])
+        gone = []
+        for uuid in uuids:
+            try:
+                storage.delete(uuid)
+                gone.append(uuid)
+            except Exception as e:  # keep the record: the files may still be there
+                print(f"det-master: experiment {exp_id}: could not delete checkpoint "
+                      f"{uuid}: {e}", flush=True)
+        return gone
+
+    @api.delete("/experiments/{id}")
+    def delete_experiment(id: int, user: User = Caller) -> Dict[str, Any]:
+        require_admin(user, "delete experiments")
+        with master.lock:
+            exp = store.get_experiment(id)
+            if exp.state not in TERMINAL_STATES or id in master.runs:
+                raise _fail(409, f"Experiment {id} is {exp.state}; only finished experiments "
+                                 "(COMPLETED, CANCELED, ERROR) can be deleted: kill it first")
+        ckpts = store.list_checkpoints(experiment_id=id)
+        registered = store.registered_checkpoints(c.uuid for c in ckpts)
+        if registered:
+            raise _fail(409, f"Experiment {id} has checkpoints registered as model versions "
+                             f"({', '.join(sorted(registered))}); delete those models first")
+        live = [c.uuid for c in ckpts if c.state != "DELETED"]
+        gone = set(_delete_files(id, exp.config, live))
+        if len(gone) < len(live):
+            for uuid in gone:
+                store.set_checkpoint_state(uuid, "DELETED")
+            raise _fail(503, f"Could not delete {len(live) - len(gone)} checkpoint(s) of "
+                             f"experiment {id} (see `det master logs`); the experiment is kept")
+        store.delete_experiment(id)
+        shutil.rmtree(os.path.join(master.config.data_dir, "experiments", str(id)),
+                      ignore_errors=True)
+        print(f"det-master: experiment {id} deleted by {user.username} "
+              f"({len(gone)} checkpoint(s) removed from storage)", flush=True)
+        return {"id": id, "deleted_checkpoints": sorted(gone)}
+
+    @api.get("/experiments/{id}/gc-preview")
+    def gc_preview(id: int, save_experiment_best: int = Query(..., ge=0),
+                   save_trial_best: int = Query(..., ge=0),
+                   save_trial_latest: int = Query(..., ge=0)) -> Dict[str, Any]:
+        policy = {"save_experiment_best": save_experiment_best,
+                  "save_trial_best": save_trial_best, "save_trial_latest": save_trial_latest}
+        return {"checkpoints": [_checkpoint_json(c) for c in gc_candidates(master, id, policy)]}
+
+    @api.patch("/experiments/{id}/gc-policy")
+    def set_gc_policy(id: int, body: GCPolicy, user: User = Caller) -> Dict[str, Any]:
+        policy = body.model_dump()
+        with master.lock:
+            exp = store.get_experiment(id)
+            check_owner(user, exp.owner, f"experiment {id}", "change the GC policy of")
+            config = dict(exp.config)
+            config["checkpoint_storage"] = {**(config.get("checkpoint_storage") or {}), **policy}
+            store.update_experiment(id, config=config)
+            run = master.runs.get(id)
+            if run is not None:  # applies when the running experiment ends
+                for live in (run.config.get("checkpoint_storage"),
+                             getattr(run, "storage_config", None)):
+                    if isinstance(live, dict):
+                        live.update(policy)
+                return {"deleted": [], "applies": "when the experiment ends"}
+        doomed = gc_candidates(master, id, policy)
+        gone = _delete_files(id, config, [c.uuid for c in doomed])
+        for uuid in gone:
+            store.set_checkpoint_state(uuid, "DELETED")
+        return {"deleted": gone, "applies": "now"}
+
+    # -- templates ---------------------------------------------------------------------------
+
+    @api.get("/templates")
+    def list_templates() -> Dict[str, Any]:
+        return {"templates": [{"name": n, "config": c}
+                              for n, c in store.list_templates().items()]}
+
+    @api.get("/templates/{name}")
+    def get_template(name: str) -> Dict[str, Any]:
+        return {"name": name, "config": store.get_template(name)}
+
+    @api.put("/templates/{name}")
+    def put_template(name: str, body: TemplateBody, user: User = Caller) -> Dict[str, Any]:
+        if not name.strip() or len(name) > 255:
+            raise _fail(400, f"Expected a template name of 1-255 characters. Received: {name!r}")
+        store.set_template(name, body.config)
+        return {"name": name, "config": body.config}
+
+    @api.delete("/templates/{name}")
+    def delete_template(name: str, user: User = Caller) -> Dict[str, Any]:
+        store.delete_template(name)
+        return {"name": name}
+
+    # -- the master's log --------------------------------------------------------------------
+
+    @api.get("/master/logs")
+    def master_logs(after_id: int = Query(0, ge=0), limit: int = Query(1000, ge=0, le=10000),
+                    tail: Optional[int] = Query(None, ge=0)) -> Dict[str, Any]:
+        return {"logs": MASTER_LOG.read(after_id=after_id, limit=limit, tail=tail)}
+
+    # -- draining agents and slots -----------------------------------------------------------
+
+    def _refresh_flags() -> None:
+        flags = store.scheduling_flags()
+        with master.lock:
+            master.rm.flags = flags
+            master.changed()
+
+    for _verb in ("enable", "disable"):
+        def _agent(agent_id: str, user: User = Caller, _v: str = _verb) -> Dict[str, Any]:
+            require_admin(user, f"{_v} agents")
+            store.set_agent_enabled(agent_id, _v == "enable")
+            _refresh_flags()
+            return {"id": agent_id, "enabled": _v == "enable"}
+
+        def _slot(agent_id: str, slot_id: int, user: User = Caller,
+                  _v: str = _verb) -> Dict[str, Any]:
+            require_admin(user, f"{_v} slots")
+            disabled = store.set_slot_enabled(agent_id, slot_id, _v == "enable")
+            _refresh_flags()
+            return {"agent_id": agent_id, "slot_id": slot_id, "enabled": _v == "enable",
+                    "disabled_slots": disabled}
+
+        api.add_api_route(f"/agents/{{agent_id}}/{_verb}", _agent, methods=["POST"],
+                          name=f"{_verb}_agent")
+        api.add_api_route(f"/agents/{{agent_id}}/slots/{{slot_id}}/{_verb}", _slot,
+                          methods=["POST"], name=f"{_verb}_slot")
+
+    # Flags stored by an earlier master apply from the start.
+    master.rm.flags = store.scheduling_flags()
+    return api

@@ -1,0 +1,234 @@
+"""Master parity (issue 9 part 5-6) against a real master and the real ``det``: per-batch
+metrics and num_inputs, checkpoint metadata, the model registry, templates, GC policy,
+experiment deletion, the master's log, draining agents and slots, ``det -u``."""
+
+import json
+import os
+import time
+
+import httpx
+import pytest
+import yaml
+
+from det_cli_testing import run_det
+from master_testing import wait_for_state, wait_until
+from determined.experimental import Determined, ModelOrderBy, ModelSortBy
+
+pytestmark = pytest.mark.e2e
+
+
+def det(master, *args, code=0, env=None, stdin=None):
+    out = run_det(["-m", master.url, *args], timeout=180, env=env)
+    assert out.returncode == code, f"{args}: {out.returncode}\n{out.stdout}\n{out.stderr}"
+    return out
+
+
+def config_file(tmp_path, tiny_dir, name="c.yaml", **changes):
+    cfg = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    cfg.update(changes)
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def create(master, config, tiny_dir, *flags):
+    out = det(master, "e", "create", config, tiny_dir, *flags)
+    return int(out.stdout.split("Created experiment")[1].split()[0])
+
+
+@pytest.fixture(scope="module")
+def done(shared_master, tmp_path_factory):
+    """One completed experiment (checkpoints at 20 and 40 batches; GC keeps 40)."""
+    import pathlib
+
+    tiny_dir = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "tiny_pytorch"
+    tmp = tmp_path_factory.mktemp("parity")
+    exp_id = create(shared_master, config_file(tmp, tiny_dir), tiny_dir)
+    det(shared_master, "e", "wait", exp_id, "--polling-interval", "0.3")
+    return exp_id
+
+
+def test_batch_metrics_and_num_inputs(shared_master, done):
+    exp = json.loads(det(shared_master, "e", "describe", done, "--json", "--metrics").stdout)
+    assert isinstance(exp, list) and len(exp) == 1  # upstream prints a list
+    steps = exp[0]["trials"][0]["steps"]
+    training = [s for s in steps if s["metrics"]]
+    assert [s["total_batches"] for s in training] == [10, 20, 30, 40]
+    for s in training:  # scheduling_unit 10, global_batch_size 16
+        assert len(s["metrics"]["batch_metrics"]) == 10 and s["metrics"]["num_inputs"] == 160
+        assert set(s["metrics"]["batch_metrics"][0]) >= {"loss"}
+    validated = [s for s in steps if s["validation"]]
+    assert validated[-1]["validation"]["metrics"]["num_inputs"] > 0
+    assert "validation_loss" in validated[-1]["validation"]["metrics"]["validation_metrics"]
+
+    trial = Determined(shared_master.url).get_experiment(done).get_trials()[0]
+    loads = trial.get_workloads()
+    assert [w["num_inputs"] for w in loads if w["kind"] == "training"] == [160] * 4
+    avg = sum(b["loss"] for b in loads[0]["batch_metrics"]) / 10
+    assert abs(loads[0]["metrics"]["loss"] - avg) < 1e-6
+
+
+def test_checkpoint_metadata_is_stored_by_the_master(shared_master, done):
+    d = Determined(shared_master.url)
+    ckpt = d.get_experiment(done).top_checkpoint()
+    assert ckpt.validation["state"] == "STATE_COMPLETED"
+    assert "validation_loss" in ckpt.validation["metrics"]["validationMetrics"]
+    ckpt.add_metadata({"stage": "prod", "tags": ["a", "b"]})
+    ckpt.add_metadata({"stage": "staging"})
+    ckpt.remove_metadata(["tags"])
+    assert ckpt.metadata == {"stage": "staging"}
+    again = Determined(shared_master.url).get_checkpoint(ckpt.uuid)  # a fresh client
+    assert again.metadata == {"stage": "staging"}
+    described = json.loads(det(shared_master, "c", "describe", ckpt.uuid, "--json").stdout)
+    assert described["validation"]["metrics"]["validationMetrics"]["validation_loss"] > 0
+
+
+def test_model_registry_sdk_and_cli(shared_master, done):
+    d = Determined(shared_master.url)
+    uuid = d.get_experiment(done).top_checkpoint().uuid
+    beta = d.create_model("beta-net", description="second", metadata={"team": "x"})
+    alpha = d.create_model("alpha-net", description="first")
+    assert [m.name for m in d.get_models()] == ["alpha-net", "beta-net"]
+    assert [m.name for m in d.get_models(sort_by=ModelSortBy.NAME,
+                                         order_by=ModelOrderBy.DESC)] == ["beta-net", "alpha-net"]
+    assert [m.name for m in d.get_models(sort_by=ModelSortBy.DESCRIPTION,
+                                         order_by=ModelOrderBy.DESCENDING)] == ["beta-net",
+                                                                                 "alpha-net"]
+    assert [m.name for m in d.get_models(name="alp")] == ["alpha-net"]
+    assert alpha.get_version() is None
+    v1 = alpha.register_version(uuid)
+    v2 = alpha.register_version(uuid)
+    assert (v1.model_version, v2.model_version, v2.model_name) == (1, 2, "alpha-net")
+    assert alpha.get_version().model_version == 2 and alpha.get_version(1).uuid == uuid
+    assert [c.model_version for c in alpha.get_versions()] == [2, 1]
+    assert [c.model_version for c in alpha.get_versions(ModelOrderBy.ASC)] == [1, 2]
+    beta.add_metadata({"owner": "ml", "team": "y"})
+    beta.remove_metadata(["owner"])
+    assert d.get_model("beta-net").metadata == {"team": "y"}
+    with pytest.raises(Exception, match="409|already exists"):
+        d.create_model("alpha-net")
+
+    det(shared_master, "model", "create", "cli-net", "--description", "via det")
+    out = det(shared_master, "model", "register-version", "cli-net", uuid, "--json").stdout
+    assert json.loads(out)["version"] == 1
+    listed = json.loads(det(shared_master, "model", "list", "--sort-by", "name",
+                            "--order-by", "desc", "--json").stdout)
+    assert [m["name"] for m in listed] == ["cli-net", "beta-net", "alpha-net"]
+    described = json.loads(det(shared_master, "model", "describe", "cli-net", "--json").stdout)
+    assert described["description"] == "via det" and described["version"]["uuid"] == uuid
+    versions = json.loads(det(shared_master, "model", "list-versions", "alpha-net",
+                              "--json").stdout)
+    assert [v["version"] for v in versions["versions"]] == [2, 1]
+    text = det(shared_master, "model", "list-versions", "alpha-net",
+               env={"COLUMNS": "80"}).stdout
+    assert all(len(line) <= 80 for line in text.splitlines()) and uuid[:8] in text
+    bad = det(shared_master, "model", "register-version", "cli-net", "nope", code=1)
+    assert "not found" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_templates_merge_into_created_experiments(shared_master, tiny_dir, tmp_path):
+    tpl = tmp_path / "tpl.yaml"
+    tpl.write_text("description: from the template\nlabels: [tpl]\n"
+                   "hyperparameters: {extra: 7}\nmax_restarts: 1\n")
+    det(shared_master, "template", "set", "base", tpl)
+    assert json.loads(det(shared_master, "tpl", "ls", "--json").stdout)[0]["name"] == "base"
+    assert "from the template" in det(shared_master, "template", "describe", "base").stdout
+    exp_id = create(shared_master, config_file(tmp_path, tiny_dir), tiny_dir,
+                    "--template", "base", "--paused")
+    config = json.loads(det(shared_master, "e", "config", exp_id, "--json").stdout)
+    assert config["description"] == "from the template" and config["labels"] == ["tpl"]
+    hparams = config["hyperparameters"]
+    assert hparams["extra"]["val"] == 7 and hparams["lr"]["val"] == 0.1
+    assert config["max_restarts"] == 2  # the experiment's own value wins
+    det(shared_master, "e", "kill", exp_id)
+    det(shared_master, "template", "rm", "base")
+    missing = det(shared_master, "e", "create", config_file(tmp_path, tiny_dir), tiny_dir,
+                  "--template", "base", code=1)
+    assert "no template" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_gc_policy_previews_then_applies(shared_master, tiny_dir, tmp_path):
+    cfg = config_file(tmp_path, tiny_dir, checkpoint_storage={"save_trial_latest": 2,
+                                                              "save_trial_best": 0})
+    exp_id = create(shared_master, cfg, tiny_dir)
+    det(shared_master, "e", "wait", exp_id, "--polling-interval", "0.3")
+    c = httpx.Client(base_url=shared_master.url + "/api/v1")
+    kept = [ck for ck in c.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]
+            if ck["state"] == "COMPLETED"]
+    assert sorted(ck["total_batches"] for ck in kept) == [20, 40]
+    root = c.get("/master/config").json().get("checkpoint_storage", {}).get("host_path")
+    flags = ["--save-experiment-best", "0", "--save-trial-best", "0",
+             "--save-trial-latest", "1"]
+    preview = det(shared_master, "e", "set", "gc-policy", exp_id, *flags).stdout
+    first = min(kept, key=lambda ck: ck["total_batches"])["uuid"]
+    assert "deletes 1 checkpoint" in preview and first[:8] in preview
+    assert "Nothing changed" in preview
+    states = {ck["uuid"]: ck["state"]
+              for ck in c.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]}
+    assert states[first] == "COMPLETED"
+    applied = det(shared_master, "e", "set", "gc-policy", exp_id, *flags, "--yes").stdout
+    assert "deleted 1 checkpoint" in applied
+    states = {ck["uuid"]: ck["state"]
+              for ck in c.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]}
+    assert states[first] == "DELETED" and list(states.values()).count("COMPLETED") == 1
+    if root:
+        assert not os.path.exists(os.path.join(root, first))
+    stored = c.get(f"/experiments/{exp_id}").json()["config"]["checkpoint_storage"]
+    assert stored["save_trial_latest"] == 1 and stored["save_trial_best"] == 0
+
+
+def test_delete_experiment_is_admin_only_and_removes_checkpoints(shared_master, tiny_dir,
+                                                                 tmp_path):
+    exp_id = create(shared_master, config_file(tmp_path, tiny_dir), tiny_dir)
+    det(shared_master, "e", "wait", exp_id, "--polling-interval", "0.3")
+    d = Determined(shared_master.url)
+    ckpt = d.get_experiment(exp_id).top_checkpoint()
+    assert os.path.isdir(ckpt.path)
+    refused = det(shared_master, "e", "delete", exp_id, "--yes", code=1)
+    assert "Only an admin" in refused.stderr
+    det(shared_master, "-u", "admin", "e", "delete", exp_id, "--yes")
+    assert not os.path.exists(ckpt.path)
+    c = httpx.Client(base_url=shared_master.url + "/api/v1")
+    assert c.get(f"/experiments/{exp_id}").status_code == 404
+    logs = det(shared_master, "master", "logs").stdout
+    assert f"experiment {exp_id} deleted by admin" in logs
+    tail = det(shared_master, "master", "logs", "--tail", "1").stdout.strip().splitlines()
+    assert len(tail) == 1
+
+
+def test_user_flag_acts_for_one_command(shared_master, tmp_path):
+    auth = tmp_path / "auth"
+    env = {"DET_AUTH_DIR": str(auth)}
+    assert "'determined'" in det(shared_master, "user", "whoami", env=env).stdout
+    assert "'admin'" in det(shared_master, "-u", "admin", "user", "whoami", env=env).stdout
+    assert "'admin'" in det(shared_master, "user", "whoami", "-u", "admin", env=env).stdout
+    assert "'determined'" in det(shared_master, "user", "whoami", env=env).stdout
+
+
+def test_disabled_agent_and_slot_get_no_new_trials(shared_master, tiny_dir, tmp_path):
+    c = httpx.Client(base_url=shared_master.url + "/api/v1")
+    refused = det(shared_master, "slot", "disable", "embedded", "0", code=1)
+    assert "Only an admin" in refused.stderr
+    det(shared_master, "-u", "admin", "slot", "disable", "embedded", "0")
+    slots = json.loads(det(shared_master, "slot", "list", "--json").stdout)
+    assert [s["enabled"] for s in slots] == [False, True]
+    slow = config_file(tmp_path, tiny_dir, "slow.yaml",
+                       searcher={"name": "single", "metric": "validation_loss",
+                                 "max_length": {"batches": 60}})
+    exp_id = create(shared_master, slow, tiny_dir)
+    wait_until(lambda: any(s["task"] for a in c.get("/agents").json()["agents"]
+                           for s in a["slot_tasks"]), 60, "a running trial")
+    tasks = [s["task"] for a in c.get("/agents").json()["agents"] for s in a["slot_tasks"]]
+    assert tasks[0] is None and tasks[1] is not None  # not on the disabled slot
+    det(shared_master, "-u", "admin", "agent", "disable", "embedded")
+    assert json.loads(det(shared_master, "agent", "--json", "list").stdout)[0]["enabled"] is False
+    wait_for_state(c, exp_id, ["COMPLETED"], timeout=120)  # the running trial goes on
+    second = create(shared_master, config_file(tmp_path, tiny_dir, "c2.yaml"), tiny_dir)
+    time.sleep(3)
+    exp = c.get(f"/experiments/{second}").json()
+    assert exp["state"] == "ACTIVE" and all(t["total_batches"] == 0 for t in exp["trials"])
+    assert all(s["task"] is None for a in c.get("/agents").json()["agents"]
+               for s in a["slot_tasks"])
+    det(shared_master, "-u", "admin", "agent", "enable", "--all")
+    det(shared_master, "-u", "admin", "slot", "enable", "embedded", "0")
+    wait_for_state(c, second, ["COMPLETED"], timeout=120)
