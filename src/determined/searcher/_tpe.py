@@ -113,9 +113,12 @@ def _ndtr(x: np.ndarray) -> np.ndarray:
 class _Density:
     """A product-kernel Parzen density over encoded points (rows of ``data``)."""
 
-    def __init__(self, data: np.ndarray, dims: Sequence[_Dim], min_bandwidth: float) -> None:
+    def __init__(
+        self, data: np.ndarray, dims: Sequence[_Dim], min_bandwidth: float, prior: bool
+    ) -> None:
         self.data = data
         self.dims = dims
+        self.prior = prior  # a uniform component of weight 1, as one more point
         n = len(data)
         bw = 1.06 * data.std(axis=0) * n ** (-0.2)
         bw = np.maximum(bw, min_bandwidth)
@@ -130,23 +133,39 @@ class _Density:
         hi = _ndtr((1.0 - data[:, num]) / bw[num])
         self.log_mass = np.log(np.maximum(hi - lo, 1e-300))
 
-    def log_pdf(self, x: np.ndarray) -> np.ndarray:
-        """Log density at each row of ``x``."""
+    def _log_kernels(self, x: np.ndarray) -> np.ndarray:
+        """``[candidate, point, dim]`` log kernel values (each dim a density of its own)."""
         num, cat = ~self.cat, self.cat
-        total = np.zeros((len(x), len(self.data)))
+        out = np.zeros((len(x), len(self.data), len(self.dims)))
         if num.any():
             h = self.bw[num]
             z = (x[:, None, num] - self.data[None, :, num]) / h
-            log_k = -0.5 * z**2 - np.log(h * math.sqrt(2 * math.pi)) - self.log_mass[None]
-            total += log_k.sum(axis=2)
+            out[:, :, num] = (
+                -0.5 * z**2 - np.log(h * math.sqrt(2 * math.pi)) - self.log_mass[None]
+            )
         if cat.any():
             lam = self.bw[cat]
             k = np.array([d.k for d in self.dims])[cat]
             same = x[:, None, cat] == self.data[None, :, cat]
-            total += np.where(same, np.log1p(-lam), np.log(lam / (k - 1))).sum(axis=2)
-        peak = total.max(axis=1, keepdims=True)
-        lse = peak[:, 0] + np.log(np.exp(total - peak).sum(axis=1))
-        return lse - math.log(len(self.data))
+            out[:, :, cat] = np.where(same, np.log1p(-lam), np.log(lam / (k - 1)))
+        return out
+
+    def log_pdf(self, x: np.ndarray, multivariate: bool = True) -> np.ndarray:
+        """Log density at each row of ``x``: of the product kernels (multivariate) or the
+        sum over dimensions of each dimension's own mixture (independent)."""
+        log_k = self._log_kernels(x)
+        log_prior = np.array([-math.log(d.k) if d.categorical else 0.0 for d in self.dims])
+        if multivariate:
+            log_k = log_k.sum(axis=2, keepdims=True)
+            log_prior = np.array([log_prior.sum()])
+        n = len(self.data)
+        if self.prior:
+            prior = np.broadcast_to(log_prior, (len(x), 1, len(log_prior)))
+            log_k = np.concatenate([log_k, prior], axis=1)
+            n += 1
+        peak = log_k.max(axis=1, keepdims=True)
+        lse = peak[:, 0] + np.log(np.exp(log_k - peak).sum(axis=1))
+        return (lse - math.log(n)).sum(axis=1)
 
     def sample(self, gen: np.random.Generator, n: int, factor: float, min_bw: float) -> np.ndarray:
         """``n`` points near random rows: widened truncated normals, categoricals kept with
@@ -166,6 +185,11 @@ class _Density:
                     break
                 col[bad] = rows[bad, j] + sd * gen.standard_normal(int(bad.sum()))
             out[:, j] = np.clip(col, 0.0, 1.0)
+        if self.prior:  # the uniform component's share of the draws
+            fresh = gen.random(n) < 1.0 / (len(self.data) + 1)
+            for j, d in enumerate(self.dims):
+                m = int(fresh.sum())
+                out[fresh, j] = gen.integers(d.k, size=m) if d.categorical else gen.random(m)
         return out
 
 
@@ -199,6 +223,8 @@ class TPESampler(Sampler):
         random_fraction: float = 1.0 / 3.0,
         bandwidth_factor: float = 3.0,
         min_bandwidth: float = 1e-3,
+        prior: bool = True,
+        multivariate: bool = True,
     ) -> None:
         if not 0.0 < gamma < 1.0:
             raise ValueError(f"Expected 0 < gamma < 1. Received: gamma={gamma!r}")
@@ -214,6 +240,8 @@ class TPESampler(Sampler):
         self.random_fraction = random_fraction
         self.bandwidth_factor = bandwidth_factor
         self.min_bandwidth = min_bandwidth
+        self.prior = prior
+        self.multivariate = multivariate
         self.leaves = list(iter_leaves(space))
         self.dims = [_Dim(path, spec) for path, spec in self.leaves if _free(spec)]
         # units -> [(encoded point, signed metric)], in the order observed
@@ -272,10 +300,11 @@ class TPESampler(Sampler):
         order = np.argsort(metrics, kind="stable")
         points = np.array([p for p, _ in rows], dtype=float)
         n_good, _ = self._split(len(rows))
-        good = _Density(points[order[:n_good]], self.dims, self.min_bandwidth)
-        bad = _Density(points[order[n_good:]], self.dims, self.min_bandwidth)
+        good = _Density(points[order[:n_good]], self.dims, self.min_bandwidth, self.prior)
+        bad = _Density(points[order[n_good:]], self.dims, self.min_bandwidth, self.prior)
         candidates = good.sample(gen, self.n_candidates, self.bandwidth_factor, self.min_bandwidth)
-        score = good.log_pdf(candidates) - bad.log_pdf(candidates)
+        mv = self.multivariate
+        score = good.log_pdf(candidates, mv) - bad.log_pdf(candidates, mv)
         best = candidates[int(np.argmax(score))]
         return self._decode(best)
 
