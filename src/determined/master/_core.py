@@ -61,7 +61,8 @@ class NotifyingCondition(threading.Condition):
 class Master:
     def __init__(self, config: MasterConfig):
         self.config = config
-        os.makedirs(config.data_dir, exist_ok=True)
+        os.makedirs(config.data_dir, mode=0o700, exist_ok=True)
+        os.chmod(config.data_dir, 0o700)  # holds the database, code and logs of every user
         self.store = Store(config.db or "")
         self.store.upgrade()
         self.lock = threading.RLock()
