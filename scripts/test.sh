@@ -2,5 +2,5 @@
 # Set up the environment with every extra (PyTorch, TensorFlow, test tools) and run the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup-venv.sh "pytorch,tensorflow,examples,test,bench"
+scripts/setup-venv.sh "pytorch,tensorflow,examples,test,bench,s3,gcs,ray"
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

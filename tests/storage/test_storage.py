@@ -64,7 +64,9 @@ def test_bad_storage_config(tmp_path):
     with pytest.raises(StorageError, match="absolute"):
         SharedFSStorageManager("relative")
     with pytest.raises(StorageError, match="not available"):
-        build_storage({"type": "s3", "bucket": "b"})
+        build_storage({"type": "hdfs", "hdfs_url": "h", "hdfs_path": "/p"})
+    with pytest.raises(StorageError, match="shared_fs, s3 or gcs"):
+        build_storage({"type": "ftp"})
     s = SharedFSStorageManager(str(tmp_path))
     with pytest.raises(CheckpointError):
         with s.store_path("../escape"):

@@ -263,6 +263,7 @@ class SharedFSStorage(_StorageBase):
 class S3Storage(_StorageBase):
     type: Literal["s3"]
     bucket: str
+    prefix: Optional[str] = None
     access_key: Optional[str] = None
     secret_key: Optional[str] = None
     endpoint_url: Optional[str] = None
@@ -271,6 +272,7 @@ class S3Storage(_StorageBase):
 class GCSStorage(_StorageBase):
     type: Literal["gcs"]
     bucket: str
+    prefix: Optional[str] = None
 
 
 class HDFSStorage(_StorageBase):

@@ -44,8 +44,18 @@ class Checkpoint:
         return cls(path, read_metadata(path))
 
     def download(self, path: Optional[str] = None) -> str:
-        """Copy the checkpoint to ``path`` (default ``checkpoints/<uuid>``); return it."""
+        """Copy the checkpoint to ``path`` (default ``checkpoints/<uuid>``); return it.
+
+        A master's checkpoint is read straight from its storage when this machine
+        can, else streamed by the master (``DET_CHECKPOINT_SOURCE`` forces one way).
+        """
         dest = os.path.abspath(path or os.path.join("checkpoints", self.uuid))
+        client = getattr(self, "_master_client", None)
+        if client is not None and os.path.abspath(self.path) != dest:
+            from determined.experimental._checkpoint_fetch import fetch_checkpoint
+
+            storage = self.experiment_config.get("checkpoint_storage") or {}
+            return fetch_checkpoint(client, storage, self.uuid, dest)
         if os.path.abspath(self.path) != dest:
             if os.path.exists(dest):
                 shutil.rmtree(dest)
@@ -53,8 +63,10 @@ class Checkpoint:
         return dest
 
     def load(self, path: Optional[str] = None, tags: Optional[List[str]] = None, **kwargs: Any) -> Any:
-        """Load the trained model (downloading to ``path`` first if given)."""
-        return Checkpoint.load_from_path(self.download(path) if path else self.path, tags, **kwargs)
+        """Load the trained model (downloading to ``path`` first if given, or if the
+        checkpoint is not on this machine)."""
+        local = self.download(path) if path or not os.path.isdir(self.path) else self.path
+        return Checkpoint.load_from_path(local, tags, **kwargs)
 
     @staticmethod
     def load_from_path(path: str, tags: Optional[List[str]] = None, **kwargs: Any) -> Any:

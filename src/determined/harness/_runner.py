@@ -230,9 +230,12 @@ class TrialRunner:
                       exclude=[getattr(self.storage, "root", "")])
             metadata = self._metadata(ckpt_uuid, start)
             write_metadata(path, metadata)
+            if not self.storage.local_paths:  # an object store: no second download
+                self.controller.on_checkpoint_end(path)
         self.host.report_checkpoint(self.batches_trained, ckpt_uuid, metadata)
-        with self.storage.restore_path(ckpt_uuid) as path:
-            self.controller.on_checkpoint_end(path)
+        if self.storage.local_paths:
+            with self.storage.restore_path(ckpt_uuid) as path:
+                self.controller.on_checkpoint_end(path)
         return ckpt_uuid
 
     def _metadata(self, ckpt_uuid: str, start: float) -> Dict[str, Any]:
@@ -272,9 +275,10 @@ class TrialRunner:
             return ExitReason.USER_REQUESTED_STOP
         return ExitReason.STOPPED
 
-    def _restore(self, path: str, weights_only: bool) -> None:
-        meta = read_metadata(path)
-        batches = self.controller.load(path, weights_only=weights_only)
+    def _restore(self, ref: str, weights_only: bool) -> None:
+        with self.storage.local_checkpoint(ref) as path:  # object stores: downloaded
+            meta = read_metadata(path)
+            batches = self.controller.load(path, weights_only=weights_only)
         if not weights_only:
             self.batches_trained = batches
             self.latest_checkpoint = meta.get("uuid")

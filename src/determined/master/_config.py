@@ -95,6 +95,8 @@ class MasterConfig(_Strict):
             data["db"] = f"{scheme}://***@{rest.split('@', 1)[1]}"
         if data.get("security", {}).get("agent_token"):
             data["security"]["agent_token"] = "***"
+        if (data.get("checkpoint_storage") or {}).get("secret_key"):
+            data["checkpoint_storage"]["secret_key"] = "***"
         return data
 
 

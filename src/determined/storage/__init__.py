@@ -3,18 +3,22 @@
 from typing import Any, Mapping
 
 from determined.errors import StorageError
-from determined.storage._base import StorageManager
+from determined.storage._base import StorageManager, checkpoint_ref_uuid
 from determined.storage._gc import CheckpointRecord, checkpoints_to_keep
 from determined.storage._metadata import METADATA_FILE, copy_code, read_metadata, write_metadata
+from determined.storage._object_store import ObjectStore, ObjectStoreStorageManager
 from determined.storage._shared_fs import SharedFSStorageManager
 
 __all__ = [
     "CheckpointRecord",
     "checkpoints_to_keep",
     "METADATA_FILE",
+    "ObjectStore",
+    "ObjectStoreStorageManager",
     "SharedFSStorageManager",
     "StorageManager",
     "build_storage",
+    "checkpoint_ref_uuid",
     "copy_code",
     "read_metadata",
     "write_metadata",
@@ -22,13 +26,31 @@ __all__ = [
 
 
 def build_storage(config: Mapping[str, Any]) -> StorageManager:
-    """The storage manager for a validated ``checkpoint_storage`` section."""
+    """The storage manager for a validated ``checkpoint_storage`` section.
+
+    ``shared_fs`` (``host_path``, ``storage_path``); ``s3`` (``bucket``, ``prefix``,
+    ``access_key``, ``secret_key``, ``endpoint_url``); ``gcs`` (``bucket``, ``prefix``).
+    The object stores' client libraries are imported only when used.
+    """
     kind = config.get("type")
     if kind == "shared_fs":
         return SharedFSStorageManager(config["host_path"], config.get("storage_path"))
-    if kind in ("s3", "gcs", "hdfs"):
-        raise StorageError(
-            f"checkpoint_storage.type {kind!r} is accepted in configs but not available in "
-            "this installation; use type: shared_fs"
+    if kind == "s3":
+        from determined.storage._s3 import S3StorageManager
+
+        return S3StorageManager(
+            config["bucket"], prefix=config.get("prefix"),
+            access_key=config.get("access_key"), secret_key=config.get("secret_key"),
+            endpoint_url=config.get("endpoint_url"),
         )
-    raise StorageError(f"Expected checkpoint_storage.type shared_fs. Received: {kind!r}")
+    if kind == "gcs":
+        from determined.storage._gcs import GCSStorageManager
+
+        return GCSStorageManager(config["bucket"], prefix=config.get("prefix"))
+    if kind == "hdfs":
+        raise StorageError(
+            "checkpoint_storage.type 'hdfs' is accepted in configs but not available in "
+            "this installation; use type shared_fs, s3 or gcs"
+        )
+    raise StorageError(
+        f"Expected checkpoint_storage.type shared_fs, s3 or gcs. Received: {kind!r}")

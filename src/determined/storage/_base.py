@@ -2,22 +2,32 @@
 
 A checkpoint is a directory named by a UUID. ``store_path`` hands out a private
 scratch directory and publishes it under its UUID only after the block exits
-without error, in one atomic step: a reader never sees a half-written checkpoint,
-and a crash mid-write leaves at most scratch files that ``list_checkpoints`` does
-not report. ``restore_path`` yields a local directory with the checkpoint's files.
-Backends are safe to use from several processes at once.
+without error: a reader never sees a half-written checkpoint, and a crash
+mid-write leaves at most scratch files (or objects) that ``list_checkpoints``
+does not report. ``restore_path`` yields a local directory with the checkpoint's
+files. Backends are safe to use from several processes at once.
+
+Besides checkpoints, a backend stores plain directories (``upload_dir`` /
+``download_dir``) under relative paths such as ``tensorboard/experiment/1/...``,
+for files that follow checkpoint storage (TensorBoard event files).
 """
 
 from __future__ import annotations
 
 import abc
 import contextlib
+import os
 from typing import Iterator, List
 
-__all__ = ["StorageManager"]
+from determined.errors import CheckpointError
+
+__all__ = ["StorageManager", "checkpoint_ref_uuid"]
 
 
 class StorageManager(abc.ABC):
+    #: Whether :meth:`describe` is a local directory holding the checkpoint.
+    local_paths = True
+
     @abc.abstractmethod
     @contextlib.contextmanager
     def store_path(self, uuid: str) -> Iterator[str]:
@@ -39,3 +49,42 @@ class StorageManager(abc.ABC):
     @abc.abstractmethod
     def describe(self, uuid: str) -> str:
         """Where checkpoint ``uuid`` lives, for people (a path or URL)."""
+
+    def download(self, uuid: str, dest: str) -> None:
+        """Copy checkpoint ``uuid``'s files into the new directory ``dest``."""
+        import shutil
+
+        with self.restore_path(uuid) as path:
+            shutil.copytree(path, dest)
+
+    def upload_dir(self, local_dir: str, dest: str) -> None:
+        """Copy every file under ``local_dir`` to ``dest`` (a relative storage path),
+        replacing files of the same name.
+
+        Example:
+            >>> storage.upload_dir("/tmp/tensorboard", "tensorboard/experiment/1/trial/2")  # doctest: +SKIP
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot store directories")
+
+    def download_dir(self, src: str, local_dir: str) -> List[str]:
+        """Copy every file under ``src`` (a relative storage path) into ``local_dir``;
+        return the relative paths copied (empty when ``src`` holds nothing)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot store directories")
+
+    @contextlib.contextmanager
+    def local_checkpoint(self, ref: str) -> Iterator[str]:
+        """A local directory for ``ref``: a directory path as it is, otherwise what
+        :meth:`describe` returned for a checkpoint (a URL), fetched by its UUID."""
+        if os.path.isdir(ref):
+            yield ref
+            return
+        with self.restore_path(checkpoint_ref_uuid(ref)) as path:
+            yield path
+
+
+def checkpoint_ref_uuid(ref: str) -> str:
+    """The UUID in a checkpoint reference (``s3://b/p/<uuid>``, a path or a UUID)."""
+    uuid = ref.rstrip("/").rsplit("/", 1)[-1]
+    if not uuid:
+        raise CheckpointError(f"Expected a checkpoint path or URL. Received: {ref!r}")
+    return uuid

@@ -70,11 +70,30 @@ class SharedFSStorageManager(StorageManager):
     def list_checkpoints(self) -> List[str]:
         return sorted(
             n for n in os.listdir(self.root)
-            if not n.startswith(".") and os.path.isdir(os.path.join(self.root, n))
+            if not n.startswith(".") and n != "tensorboard"  # upload_dir's, not a checkpoint
+            and os.path.isdir(os.path.join(self.root, n))
         )
 
     def describe(self, uuid: str) -> str:
         return self._final(uuid)
+
+    def _inside(self, rel: str) -> str:
+        path = os.path.normpath(os.path.join(self.root, rel))
+        if path != self.root and not path.startswith(self.root + os.sep):
+            raise StorageError(f"Expected a path inside {self.root}. Received: {rel!r}")
+        return path
+
+    def upload_dir(self, local_dir: str, dest: str) -> None:
+        shutil.copytree(local_dir, self._inside(dest), dirs_exist_ok=True)
+
+    def download_dir(self, src: str, local_dir: str) -> List[str]:
+        path = self._inside(src)
+        if not os.path.isdir(path):
+            return []
+        shutil.copytree(path, local_dir, dirs_exist_ok=True)
+        return sorted(
+            os.path.relpath(os.path.join(d, n), path) for d, _, names in os.walk(path) for n in names
+        )
 
 
 def _fsync_tree(path: str) -> None:

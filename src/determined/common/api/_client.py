@@ -8,7 +8,8 @@ is in ``.status`` (None when unreachable).
 from __future__ import annotations
 
 import base64
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Union
+import contextlib
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Union
 
 import httpx
 
@@ -109,6 +110,34 @@ class MasterClient:
         if r.status_code == 401 and self._auth is not None:
             self._http.headers["Authorization"] = f"Bearer {self._auth.token(refresh=True)}"
             r = self._send(method, path, **kwargs)
+        self._raise_for(r)
+        if not r.content:
+            return None
+        return r.json()
+
+    @contextlib.contextmanager
+    def stream(self, path: str, **kwargs: Any) -> Iterator[httpx.Response]:
+        """GET ``path`` without reading its body (read it with ``iter_bytes()``);
+        errors as :meth:`request`."""
+        if self._auth is not None and "Authorization" not in self._http.headers:
+            self._http.headers["Authorization"] = f"Bearer {self._auth.token()}"
+        for attempt in (0, 1):
+            try:
+                with self._http.stream("GET", path, **kwargs) as r:
+                    if r.status_code == 401 and self._auth is not None and attempt == 0:
+                        self._http.headers["Authorization"] = (
+                            f"Bearer {self._auth.token(refresh=True)}")
+                        continue
+                    if r.status_code >= 400:
+                        r.read()
+                        self._raise_for(r)
+                    yield r
+                    return
+            except httpx.TransportError as e:
+                raise APIError(f"no master is reachable at {self.url}: {e}") from None
+
+    @staticmethod
+    def _raise_for(r: httpx.Response) -> None:
         if r.status_code >= 400:
             try:
                 body = r.json()
@@ -120,9 +149,6 @@ class MasterClient:
                 if line not in message:
                     message += f"\n  - {line}"
             raise APIError(f"{message} (HTTP {r.status_code})", r.status_code, details)
-        if not r.content:
-            return None
-        return r.json()
 
     # -- cluster ---------------------------------------------------------------------
     def get_master(self) -> Dict[str, Any]:

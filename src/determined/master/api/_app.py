@@ -455,6 +455,9 @@ def create_app(master: Master) -> fastapi.FastAPI:
                        dependencies=[Depends(auth.resolve)])
     app.include_router(registry_router(master, auth.caller, _checkpoint_json),
                        dependencies=[Depends(auth.resolve)])
+    from determined.master.api._checkpoint_download import checkpoint_download_router
+
+    app.include_router(checkpoint_download_router(master), dependencies=[Depends(auth.resolve)])
     # Agents authenticate with security.agent_token, not as users (see _agents.py).
     app.include_router(agents_router(master), dependencies=[Depends(agent_auth(master))])
     return app

@@ -1,0 +1,227 @@
+"""Checkpoints in an object store (S3, GCS): the part every store shares.
+
+A checkpoint ``<uuid>`` is the objects under ``[prefix/]<uuid>/``. It is written
+to a local scratch directory first; on success every file is uploaded (in
+parallel, streamed from disk) and ``metadata.json`` last. A checkpoint exists
+when its ``metadata.json`` does, so a writer killed mid-upload leaves only
+objects that ``list_checkpoints`` and ``restore_path`` ignore (and the trial
+never reports that checkpoint to its host: it reports after ``store_path``
+returns). Deleting removes ``metadata.json`` first for the same reason.
+
+A store only needs the object primitives of :class:`ObjectStore`.
+"""
+
+from __future__ import annotations
+
+import abc
+import concurrent.futures
+import contextlib
+import os
+import shutil
+import tempfile
+import threading
+from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+
+from determined.errors import CheckpointError, StorageError
+from determined.storage._base import StorageManager
+from determined.storage._metadata import METADATA_FILE
+
+__all__ = ["ObjectStore", "ObjectStoreStorageManager", "TRANSFER_THREADS"]
+
+#: Files moved at once per checkpoint upload or download.
+TRANSFER_THREADS = 8
+
+T = TypeVar("T")
+
+
+class ObjectStore(abc.ABC):
+    """The operations on one bucket a checkpoint store needs. Thread safe."""
+
+    #: URL scheme for people, e.g. ``s3``
+    scheme = ""
+
+    def __init__(self, bucket: str):
+        self.bucket = bucket
+
+    @abc.abstractmethod
+    def upload_file(self, local_path: str, key: str) -> None:
+        """Stream a local file to object ``key`` (replacing it)."""
+
+    @abc.abstractmethod
+    def download_file(self, key: str, local_path: str) -> None:
+        """Stream object ``key`` into a local file."""
+
+    @abc.abstractmethod
+    def list_keys(self, prefix: str) -> List[str]:
+        """Keys starting with ``prefix``."""
+
+    @abc.abstractmethod
+    def exists(self, key: str) -> bool:
+        """Whether object ``key`` exists."""
+
+    @abc.abstractmethod
+    def delete_keys(self, keys: Sequence[str]) -> None:
+        """Delete objects (missing ones are no error)."""
+
+    def list_dirs(self, prefix: str) -> List[str]:
+        """Names of the "directories" directly under ``prefix`` (ending in ``/``)."""
+        names = {k[len(prefix):].split("/", 1)[0] for k in self.list_keys(prefix)
+                 if "/" in k[len(prefix):]}
+        return sorted(names)
+
+
+class ObjectStoreStorageManager(StorageManager):
+    """Checkpoints as objects under ``[prefix/]<uuid>/`` in one bucket.
+
+    Args:
+        store: the bucket's primitives.
+        prefix: a key prefix for everything this manager stores ("" for none).
+        threads: parallel transfers.
+    """
+
+    local_paths = False
+
+    def __init__(self, store: ObjectStore, prefix: Optional[str] = None,
+                 threads: int = TRANSFER_THREADS):
+        self.store = store
+        self.prefix = (prefix or "").strip("/")
+        self.threads = max(1, threads)
+
+    # ---- keys
+
+    def _key(self, *parts: str) -> str:
+        return "/".join(p.strip("/") for p in (self.prefix, *parts) if p.strip("/"))
+
+    def _ckpt_prefix(self, uuid: str) -> str:
+        if not uuid or "/" in uuid or uuid.startswith("."):
+            raise CheckpointError(f"Expected a checkpoint UUID. Received: {uuid!r}")
+        return self._key(uuid) + "/"
+
+    # ---- checkpoints
+
+    @contextlib.contextmanager
+    def store_path(self, uuid: str) -> Iterator[str]:
+        prefix = self._ckpt_prefix(uuid)
+        if self._call(self.store.exists, prefix + METADATA_FILE):
+            raise CheckpointError(f"checkpoint {uuid} already exists at {self.describe(uuid)}")
+        scratch = tempfile.mkdtemp(prefix=f"det-ckpt-{uuid}-")
+        try:
+            yield scratch
+            files = _relative_files(scratch)
+            if METADATA_FILE not in files:
+                raise CheckpointError(
+                    f"checkpoint {uuid} has no {METADATA_FILE}; it would never be complete")
+            rest = [f for f in files if f != METADATA_FILE]
+            self._parallel(lambda rel: self.store.upload_file(
+                os.path.join(scratch, rel), prefix + rel), rest)
+            self._call(self.store.upload_file, os.path.join(scratch, METADATA_FILE),
+                       prefix + METADATA_FILE)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def restore_path(self, uuid: str) -> Iterator[str]:
+        prefix = self._ckpt_prefix(uuid)
+        if not self._call(self.store.exists, prefix + METADATA_FILE):
+            raise CheckpointError(f"checkpoint {uuid} not found at {self.describe(uuid)}")
+        local = tempfile.mkdtemp(prefix=f"det-restore-{uuid}-")
+        try:
+            self._download_prefix(prefix, local)
+            yield local
+        finally:
+            shutil.rmtree(local, ignore_errors=True)
+
+    def download(self, uuid: str, dest: str) -> None:
+        prefix = self._ckpt_prefix(uuid)
+        if not self._call(self.store.exists, prefix + METADATA_FILE):
+            raise CheckpointError(f"checkpoint {uuid} not found at {self.describe(uuid)}")
+        os.makedirs(dest)
+        self._download_prefix(prefix, dest)
+
+    def delete(self, uuid: str) -> None:
+        prefix = self._ckpt_prefix(uuid)
+        self._call(self.store.delete_keys, [prefix + METADATA_FILE])  # incomplete from now on
+        keys = self._call(self.store.list_keys, prefix)
+        if keys:
+            self._call(self.store.delete_keys, keys)
+
+    def list_checkpoints(self) -> List[str]:
+        root = self._key() + "/" if self.prefix else ""
+        return sorted(
+            name for name in self._call(self.store.list_dirs, root)
+            if not name.startswith(".") and name != "tensorboard"
+            and self._call(self.store.exists, f"{root}{name}/{METADATA_FILE}")
+        )
+
+    def describe(self, uuid: str) -> str:
+        return f"{self.store.scheme}://{self.store.bucket}/{self._key(uuid)}"
+
+    # ---- plain directories (TensorBoard files)
+
+    def upload_dir(self, local_dir: str, dest: str) -> None:
+        prefix = self._key(dest) + "/"
+        self._parallel(lambda rel: self.store.upload_file(
+            os.path.join(local_dir, rel), prefix + rel), _relative_files(local_dir))
+
+    def download_dir(self, src: str, local_dir: str) -> List[str]:
+        return self._download_prefix(self._key(src) + "/", local_dir)
+
+    # ---- helpers
+
+    def _download_prefix(self, prefix: str, local: str) -> List[str]:
+        pairs: List[Tuple[str, str]] = []
+        for key in self._call(self.store.list_keys, prefix):
+            rel = key[len(prefix):]
+            if not rel or rel.endswith("/"):
+                continue
+            target = os.path.normpath(os.path.join(local, rel))
+            if not target.startswith(os.path.normpath(local) + os.sep):
+                raise CheckpointError(f"object {key!r} would be written outside {local}")
+            pairs.append((key, target))
+        for _, target in pairs:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+        self._parallel(lambda pair: self.store.download_file(*pair), pairs)
+        return sorted(key[len(prefix):] for key, _ in pairs)
+
+    def _parallel(self, fn: Callable[[T], None], items: Iterable[T]) -> None:
+        items = list(items)
+        if len(items) <= 1 or self.threads == 1:
+            for item in items:
+                self._call(fn, item)
+            return
+        with concurrent.futures.ThreadPoolExecutor(min(self.threads, len(items))) as pool:
+            futures = [pool.submit(self._call, fn, item) for item in items]
+            for future in concurrent.futures.as_completed(futures):
+                future.result()  # the first failure is raised; the rest still finish
+
+    def _call(self, fn: Callable[..., T], *args: object) -> T:
+        """Run a store operation; connection and permission problems become StorageError."""
+        try:
+            return fn(*args)
+        except (CheckpointError, StorageError, FileNotFoundError, KeyboardInterrupt):
+            raise
+        except Exception as e:  # the vendors' exception trees differ
+            raise StorageError(
+                f"{self.store.scheme}://{self.store.bucket}: {type(e).__name__}: {e}"
+            ) from e
+
+
+def _relative_files(root: str) -> List[str]:
+    out = []
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            out.append(os.path.relpath(os.path.join(dirpath, name), root).replace(os.sep, "/"))
+    return sorted(out)
+
+
+_local = threading.local()
+
+
+def thread_local(key: str, make: Callable[[], T]) -> T:
+    """One ``make()`` per thread and key (for clients that must not be shared)."""
+    cache = getattr(_local, "cache", None)
+    if cache is None:
+        cache = _local.cache = {}
+    if key not in cache:
+        cache[key] = make()
+    return cache[key]

@@ -1,0 +1,104 @@
+"""``s3`` checkpoint storage: AWS S3 or an S3-compatible store (MinIO, ...) via boto3."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, List, Optional, Sequence
+
+from determined.errors import StorageError
+from determined.storage._object_store import ObjectStore, ObjectStoreStorageManager
+
+__all__ = ["S3Store", "S3StorageManager"]
+
+
+class S3Store(ObjectStore):
+    """One S3 bucket. Credentials: ``access_key``/``secret_key`` when given, else
+    boto3's usual chain (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, profiles,
+    instance roles)."""
+
+    scheme = "s3"
+
+    def __init__(self, bucket: str, access_key: Optional[str] = None,
+                 secret_key: Optional[str] = None, endpoint_url: Optional[str] = None):
+        super().__init__(bucket)
+        self._args = (access_key, secret_key, endpoint_url)
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def client(self) -> Any:
+        """The boto3 client, made on first use (describe() needs none)."""
+        with self._lock:
+            if self._client is None:
+                self._client = self._make_client()
+            return self._client
+
+    def _make_client(self) -> Any:
+        try:
+            import boto3
+            import boto3.s3.transfer
+            import botocore.config
+        except ImportError:
+            raise StorageError(
+                "checkpoint_storage.type s3 needs boto3: pip install 'determined[s3]'"
+            ) from None
+        access_key, secret_key, endpoint_url = self._args
+        session = boto3.session.Session(aws_access_key_id=access_key,
+                                        aws_secret_access_key=secret_key)
+        # Multipart in 8 MiB parts: big files are streamed, never held in memory.
+        self._transfer = boto3.s3.transfer.TransferConfig(use_threads=False)
+        # boto3 clients are thread safe; one pool connection per parallel transfer.
+        return session.client(
+            "s3", endpoint_url=endpoint_url,
+            config=botocore.config.Config(max_pool_connections=32, connect_timeout=10,
+                                          retries={"max_attempts": 5, "mode": "standard"}),
+        )
+
+    def upload_file(self, local_path: str, key: str) -> None:
+        client = self.client
+        client.upload_file(local_path, self.bucket, key, Config=self._transfer)
+
+    def download_file(self, key: str, local_path: str) -> None:
+        client = self.client
+        client.download_file(self.bucket, key, local_path, Config=self._transfer)
+
+    def list_keys(self, prefix: str) -> List[str]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=prefix)
+        return [o["Key"] for page in pages for o in page.get("Contents", ())]
+
+    def list_dirs(self, prefix: str) -> List[str]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=prefix, Delimiter="/")
+        return sorted(p["Prefix"][len(prefix):].rstrip("/")
+                      for page in pages for p in page.get("CommonPrefixes", ()))
+
+    def exists(self, key: str) -> bool:
+        import botocore.exceptions
+
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=key)
+            return True
+        except botocore.exceptions.ClientError as e:
+            if e.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+
+    def delete_keys(self, keys: Sequence[str]) -> None:
+        for start in range(0, len(keys), 1000):  # the API's limit per request
+            chunk = keys[start:start + 1000]
+            self.client.delete_objects(Bucket=self.bucket, Delete={
+                "Objects": [{"Key": k} for k in chunk], "Quiet": True})
+
+
+class S3StorageManager(ObjectStoreStorageManager):
+    """Checkpoints under ``s3://bucket/[prefix/]<uuid>/``.
+
+    Example:
+        >>> S3StorageManager("ckpts", prefix="team-a", endpoint_url="http://minio:9000")  # doctest: +SKIP
+    """
+
+    def __init__(self, bucket: str, prefix: Optional[str] = None,
+                 access_key: Optional[str] = None, secret_key: Optional[str] = None,
+                 endpoint_url: Optional[str] = None):
+        super().__init__(S3Store(bucket, access_key, secret_key, endpoint_url), prefix)

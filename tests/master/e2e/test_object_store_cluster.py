@@ -1,0 +1,113 @@
+"""Trials on a master checkpointing to real object stores (moto's S3 server, the GCS
+emulator): a paused trial resumes from its object-store checkpoint, GC deletes
+objects, and clients without access to the store download through the master."""
+
+import filecmp
+import os
+
+import pytest
+
+from det_cli_testing import run_det
+from determined.storage import build_storage
+from master_testing import (
+    create_experiment,
+    slow_model_dir,
+    trial_processes,
+    wait_for_state,
+    wait_until,
+)
+from object_store_testing import BUCKET, S3_KEYS, gcs_server, s3_server
+
+pytestmark = pytest.mark.e2e
+
+NO_AMBIENT_CREDENTIALS = {  # the test process must not find credentials elsewhere
+    "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent", "AWS_CONFIG_FILE": "/nonexistent",
+    "AWS_EC2_METADATA_DISABLED": "true", "NO_GCE_CHECK": "True",
+    "GOOGLE_APPLICATION_CREDENTIALS": "/nonexistent",
+}
+
+
+@pytest.fixture(params=["s3", "gcs"])
+def store(request, tmp_path, monkeypatch):
+    """(checkpoint_storage section without credentials, environment giving access)."""
+    for k, v in NO_AMBIENT_CREDENTIALS.items():
+        monkeypatch.setenv(k, v)
+    if request.param == "s3":
+        with s3_server(str(tmp_path)) as section:
+            yield ({"type": "s3", "bucket": BUCKET, "prefix": "exp",
+                    "endpoint_url": section["endpoint_url"]}, dict(S3_KEYS))
+    else:
+        with gcs_server(str(tmp_path)) as env:
+            yield {"type": "gcs", "bucket": BUCKET, "prefix": "exp"}, env
+
+
+def _same_tree(a, b):
+    files = sorted(os.path.relpath(os.path.join(d, n), a) for d, _, ns in os.walk(a) for n in ns)
+    other = sorted(os.path.relpath(os.path.join(d, n), b) for d, _, ns in os.walk(b) for n in ns)
+    assert files == other and files
+    match, mismatch, errors = filecmp.cmpfiles(a, b, files, shallow=False)
+    assert not mismatch and not errors
+
+
+def test_object_store_checkpoints_on_a_master(store, master_factory, tiny_dir, tmp_path,
+                                              monkeypatch):
+    section, access = store
+    for k, v in access.items():  # the master and its trials can reach the store
+        monkeypatch.setenv(k, v)
+    master = master_factory(slots=1)
+    for k in access:  # this test process (the client) cannot
+        monkeypatch.delenv(k)
+    config = {
+        "entrypoint": "slow_def:SlowTrial", "scheduling_unit": 10, "max_restarts": 0,
+        "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "sleep": 0.02},
+        "searcher": {"name": "single", "metric": "validation_loss",
+                     "max_length": {"batches": 80}},
+        "min_validation_period": {"batches": 20}, "min_checkpoint_period": {"batches": 20},
+        "checkpoint_storage": dict(section, save_trial_latest=1, save_trial_best=0,
+                                   save_experiment_best=0),
+    }
+    with master.client() as api:
+        exp_id = create_experiment(api, config, slow_model_dir(tiny_dir, tmp_path))
+
+        def checkpoints():
+            return api.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]
+
+        wait_until(lambda: len(checkpoints()) >= 1, what="a first checkpoint")
+        api.post(f"/experiments/{exp_id}/pause")
+        wait_until(lambda: not trial_processes(master.proc.pid), what="the runner to stop")
+        api.post(f"/experiments/{exp_id}/activate")
+        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=120)
+        assert exp["state"] == "COMPLETED", exp
+        trial = exp["trials"][0]
+        assert trial["total_batches"] == 80
+        logs = "\n".join(l["line"] for l in
+                         api.get(f"/trials/{trial['id']}/logs", params={"limit": 10000})
+                         .json()["logs"])
+        assert "restored from checkpoint" in logs  # from the object store, after the pause
+        ckpts = checkpoints()
+
+    kept = sorted(c["uuid"] for c in ckpts if c["state"] == "COMPLETED")
+    assert len(kept) == 1 and len(ckpts) >= 3
+    for k, v in access.items():
+        monkeypatch.setenv(k, v)
+    storage = build_storage(section)
+    # GC deletes every other checkpoint's objects (in the background).
+    wait_until(lambda: storage.list_checkpoints() == kept, what="GC to delete checkpoints")
+    wait_until(lambda: {k.split("/")[1] for k in storage.store.list_keys("exp/")} <= {
+        kept[0], "tensorboard"}, what="GC of objects")
+    assert storage.store.list_keys(f"exp/{kept[0]}/")
+    direct = str(tmp_path / "direct")
+    storage.download(kept[0], direct)
+    for k in access:
+        monkeypatch.delenv(k)
+
+    # A client that cannot read the store: the SDK and the CLI go through the master.
+    from determined.experimental import Determined
+
+    ckpt = Determined(master.url).get_checkpoint(kept[0])
+    _same_tree(direct, ckpt.download(str(tmp_path / "sdk")))
+    assert ckpt.load().context.models[0] is not None
+    out = run_det(["-m", master.url, "checkpoint", "download", kept[0], "-o",
+                   str(tmp_path / "cli")])
+    assert out.returncode == 0, out.stderr
+    _same_tree(direct, str(tmp_path / "cli" / kept[0]))
