@@ -348,6 +348,10 @@ def distributed_trial(
         ...     host = my_host if env.distributed.rank == 0 else FollowerHost()
         ...     TrialRunner(env, host, build_storage(storage_config)).run()
     """
+    from determined.harness._trial_setup import prepare_trial_process
+
+    # What a trial's container gave it upstream: working dir, variables, hook, mounts.
+    env = prepare_trial_process(env, storage_config)
     given = info_from_environ()
     if given is not None:
         env = _with_info(env, given)
