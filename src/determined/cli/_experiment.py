@@ -62,6 +62,7 @@ def add_parser(nouns: Any) -> None:
 def _create(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    _check_utf8(args.config_file)
     _print_config_warnings(args.config_file)
 
     if args.slots < 1:
@@ -112,6 +113,20 @@ def _create(args: argparse.Namespace) -> int:
             "trials": [t.summary() for t in result.trials],
         }, default=str))
     return 0 if result.state == "COMPLETED" else 1
+
+
+def _check_utf8(path: str) -> None:
+    """A config that is not UTF-8 text: one clear line naming the file."""
+    from determined.errors import DeterminedError
+
+    try:
+        with open(path, "rb") as f:
+            f.read().decode("utf-8")
+    except OSError:
+        return  # the create path names a missing or unreadable file
+    except UnicodeDecodeError as e:
+        raise DeterminedError(f"config file {path} is not UTF-8 text ({e.reason} at byte "
+                              f"{e.start}); save it as UTF-8") from None
 
 
 def _print_config_warnings(path: str) -> None:

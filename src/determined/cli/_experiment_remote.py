@@ -55,6 +55,9 @@ def read_config_text(path: str) -> str:
     except OSError as e:
         raise InvalidConfigError([("", f"cannot read it: {e.strerror}")],
                                  source=f"config file {path}") from None
+    except UnicodeDecodeError as e:
+        raise MasterError(f"config file {path} is not UTF-8 text ({e.reason} at byte "
+                          f"{e.start}); save it as UTF-8") from None
     try:
         yaml.safe_load(text)
     except yaml.YAMLError as e:

@@ -26,8 +26,9 @@ def _best(trials: List[Dict[str, Any]], smaller_is_better: bool) -> Optional[flo
     return min(values) if smaller_is_better else max(values)
 
 
-def summarize(exp: Dict[str, Any]) -> str:
-    """The status text of an experiment JSON from ``GET /experiments/{id}`` (with trials)."""
+def summarize(exp: Dict[str, Any], width: Optional[int] = None) -> str:
+    """The status text of an experiment JSON from ``GET /experiments/{id}`` (with trials);
+    with ``width``, a shorter form that fits it (counts, batches, best metric first)."""
     trials = exp.get("trials") or []
     counts: Dict[str, int] = {}
     for t in trials:
@@ -38,11 +39,17 @@ def summarize(exp: Dict[str, Any]) -> str:
     searcher = (exp.get("config") or {}).get("searcher") or {}
     metric = searcher.get("metric", "metric")
     best = _best(trials, searcher.get("smaller_is_better", True))
-    text = (f"trials: {', '.join(parts)} | "
-            f"batches: {sum(t.get('total_batches') or 0 for t in trials)}")
+    batches = sum(t.get("total_batches") or 0 for t in trials)
+    text = f"trials: {', '.join(parts)} | batches: {batches}"
     if best is not None:
         text += f" | best {metric}: {best:.4g}"
-    return text
+    if width is None or len(text) <= width:
+        return text
+    short = f"{counts.get('ACTIVE', 0)} run {counts.get('COMPLETED', 0)} done | {batches} b"
+    if best is not None:
+        name = metric if len(short) + len(metric) + 11 <= width else metric[:8] + "\u2026"
+        short += f" | {name} {best:.4g}"
+    return short[:width]
 
 
 class ExperimentProgress:
@@ -68,7 +75,7 @@ class ExperimentProgress:
 
             self._progress = Progress(
                 TextColumn(f"Experiment {self.experiment_id} [bold]{{task.fields[state]}}"),
-                BarColumn(), TaskProgressColumn(), TextColumn("{task.fields[status]}"),
+                BarColumn(bar_width=20), TaskProgressColumn(), TextColumn("{task.fields[status]}"),
                 TimeElapsedColumn(), console=self.console, transient=False,
             )
             self._progress.start()
@@ -81,12 +88,18 @@ class ExperimentProgress:
             self._progress = None
 
     def update(self, exp: Dict[str, Any]) -> None:
-        status = summarize(exp)
         percent = round(100 * (exp.get("progress") or 0))
+        width = self.console.width
         if self._progress is not None:
+            # The bar's other columns take "Experiment N STATE", 20 + 5 + 8 cells, spaces.
+            used = len(f"Experiment {self.experiment_id} {exp['state']}") + 20 + 5 + 8 + 5
+            status = summarize(exp, max(10, width - used))
             self._progress.update(self._task, completed=percent, state=exp["state"], status=status)
             return
-        line = f"Experiment {self.experiment_id}: {exp['state']} {percent}% | {status}"
+        head = f"Experiment {self.experiment_id}: {exp['state']} {percent}% | "
+        # Piped to a file: the whole line; on a terminal: one that fits it.
+        fit = max(10, width - len(head)) if self.console.is_terminal else None
+        line = head + summarize(exp, fit)
         if line != self._last:
             self.console.print(line, markup=False, highlight=False, soft_wrap=True)
             self._last = line

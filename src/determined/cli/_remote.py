@@ -188,8 +188,9 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
     out += [line(row) for row in cells]
     hidden = [columns[i] for i in range(len(columns)) if i not in shown]
     if hidden:
-        out.append(_shorten(f"({len(hidden)} more column(s): {', '.join(hidden)}; "
-                            "see --csv or --json)", width))
+        tail = "; --csv/--json show all)"
+        names = _shorten(", ".join(hidden), max(10, width - len(tail) - 9))
+        out.append(f"(hidden: {names}{tail}")
     return "\n".join(out) + "\n"
 
 
