@@ -10,4 +10,6 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 # torch is pinned: an unpinned torch pulls a multi-GB CUDA build.
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
+# The web UI (npm ci + build into the package) when its sources changed.
+scripts/build-webui.sh
 .venv/bin/python -m pip install --quiet -e ".[${extras}]"

@@ -3,4 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup-venv.sh "pytorch,tensorflow,examples,test,bench,s3,gcs,ray"
+# The web UI's unit tests (Vitest) first, so pytest's summary stays the last line.
+scripts/build-webui.sh --test
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

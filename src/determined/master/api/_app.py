@@ -30,6 +30,7 @@ from determined.master._core import Master
 from determined.master.api import _models as models
 from determined.master.api._agents import agent_auth, agents_listing, agents_router
 from determined.master.api._auth import Auth, check_owner
+from determined.master.api._ui import ui_router
 from determined.master.api._bounds import int64_params
 from determined.master.db import (
     TERMINAL_STATES,
@@ -39,6 +40,7 @@ from determined.master.db import (
     User,
 )
 from determined.master.experiments import ExperimentRun, TrialState
+from determined.master import webui
 from determined.searcher import SearcherError
 
 __all__ = ["create_app"]
@@ -143,7 +145,9 @@ def _checkpoint_json(c: Any) -> Dict[str, Any]:
 
 def create_app(master: Master) -> fastapi.FastAPI:
     """The FastAPI application serving ``master`` (OpenAPI at ``/openapi.json``)."""
-    app = fastapi.FastAPI(title="Determined master", version=determined.__version__)
+    # /docs is served by webui.install, with Swagger UI assets from the package (offline).
+    app = fastapi.FastAPI(title="Determined master", version=determined.__version__,
+                          docs_url=None)
     app.router.dependencies.append(Depends(int64_params))  # ids and counts fit int64
     api = fastapi.APIRouter(prefix="/api/v1")
     auth = Auth(master)  # users, sessions, ownership: _auth.py
@@ -460,4 +464,6 @@ def create_app(master: Master) -> fastapi.FastAPI:
     app.include_router(checkpoint_download_router(master), dependencies=[Depends(auth.resolve)])
     # Agents authenticate with security.agent_token, not as users (see _agents.py).
     app.include_router(agents_router(master), dependencies=[Depends(agent_auth(master))])
+    app.include_router(ui_router(master), dependencies=[Depends(auth.resolve)])
+    webui.install(app)  # the web UI at / (SPA fallback for GETs no route matched)
     return app

@@ -1,0 +1,170 @@
+"""Read-only queries behind the web UI's routes (``_ui.py``): lists with aggregates,
+metric series and the change feed, each one SQL round trip instead of one per row.
+
+They read through the store's read sessions (``Store._read``) and its ORM models; they
+never write.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+import sqlalchemy as sa
+
+from determined.master.db import Store
+from determined.master.db import _models as m
+
+__all__ = ["ExperimentRow", "experiment_rows", "metric_rows", "new_metric_rows",
+           "new_log_lines", "trial_rows", "max_ids", "log_lines"]
+
+ExperimentRow = Dict[str, Any]
+
+
+def _iso(t: Optional[datetime.datetime]) -> Optional[str]:
+    return t.isoformat() if t is not None else None
+
+
+def searcher_metric(config: Dict[str, Any]) -> Tuple[str, bool]:
+    """The searcher's metric name and whether smaller is better."""
+    searcher = config.get("searcher") if isinstance(config.get("searcher"), dict) else {}
+    return str(searcher.get("metric") or ""), bool(searcher.get("smaller_is_better", True))
+
+
+def experiment_rows(store: Store) -> List[ExperimentRow]:
+    """Every experiment with its owner, trial count and best searcher metric."""
+    t = m.Trial.__table__
+    agg = (sa.select(t.c.experiment_id, sa.func.count(t.c.id), sa.func.min(t.c.best_validation),
+                     sa.func.max(t.c.best_validation))
+           .group_by(t.c.experiment_id))
+    e = m.Experiment.__table__
+    u = m.User.__table__
+    query = (sa.select(e.c.id, e.c.state, e.c.config, e.c.description, e.c.labels, e.c.archived,
+                       e.c.progress, e.c.start_time, e.c.end_time, e.c.parent_id, u.c.username)
+             .join(u, e.c.owner_id == u.c.id).order_by(e.c.id))
+    with store._read() as s:
+        counts = {row[0]: row[1:] for row in s.execute(agg)}
+        rows = list(s.execute(query))
+    out = []
+    for r in rows:
+        config = r.config if isinstance(r.config, dict) else {}
+        metric, smaller = searcher_metric(config)
+        n, lo, hi = counts.get(r.id, (0, None, None))
+        end = r.end_time
+        out.append({
+            "id": r.id, "state": r.state, "description": r.description or "",
+            "labels": list(r.labels or []), "archived": bool(r.archived),
+            "progress": r.progress or 0.0, "owner": r.username, "parent_id": r.parent_id,
+            "start_time": _iso(r.start_time), "end_time": _iso(end),
+            "duration": ((end or datetime.datetime.now(datetime.timezone.utc)) - r.start_time
+                         ).total_seconds() if r.start_time is not None else None,
+            "searcher": (config.get("searcher") or {}).get("name"),
+            "metric": metric, "smaller_is_better": smaller,
+            "best_metric": lo if smaller else hi, "num_trials": n,
+        })
+    return out
+
+
+def trial_rows(store: Store, experiment_id: int) -> List[Dict[str, Any]]:
+    """The experiment's trials as JSON rows (by id)."""
+    out = []
+    for tr in store.list_trials(experiment_id):
+        out.append({
+            "id": tr.id, "experiment_id": tr.experiment_id, "request_id": tr.request_id,
+            "state": tr.state, "hparams": tr.hparams, "seed": tr.seed,
+            "restarts": tr.restarts, "total_batches": tr.total_batches,
+            "best_validation": tr.best_validation, "latest_checkpoint": tr.latest_checkpoint,
+            "start_time": _iso(tr.start_time), "end_time": _iso(tr.end_time),
+        })
+    return out
+
+
+def _metric_query(trial_ids: Iterable[int], kind: Optional[str]) -> Any:
+    t = m.Metrics.__table__
+    query = sa.select(t.c.id, t.c.trial_id, t.c.kind, t.c.total_batches, t.c.end_time,
+                      t.c.metrics).where(t.c.trial_id.in_(list(trial_ids)))
+    if kind is not None:
+        query = query.where(t.c.kind == kind)
+    return query
+
+
+def metric_rows(store: Store, trial_ids: List[int], kind: str,
+                with_batches: bool = False) -> List[Any]:
+    """Metric rows ``(id, trial_id, kind, total_batches, end_time, metrics[,
+    batch_json])`` of the trials, by trial and batches."""
+    t = m.Metrics.__table__
+    query = _metric_query(trial_ids, kind)
+    if with_batches:  # the raw JSON text: per_batch_values parses only what it needs
+        query = query.add_columns(sa.type_coerce(t.c.batch_metrics, sa.Text).label("batch_json"))
+    query = query.order_by(t.c.trial_id, t.c.total_batches)
+    with store._read() as s:
+        return list(s.execute(query))
+
+
+def new_metric_rows(store: Store, trial_ids: List[int], after_id: int,
+                    limit: int = 5000) -> List[Any]:
+    """Rows stored after id ``after_id`` for the trials, oldest first."""
+    if not trial_ids:
+        return []
+    t = m.Metrics.__table__
+    query = (_metric_query(trial_ids, None).where(t.c.id > after_id)
+             .order_by(t.c.id).limit(limit))
+    with store._read() as s:
+        return list(s.execute(query))
+
+
+def max_ids(store: Store, trial_ids: List[int]) -> Tuple[int, int]:
+    """The newest metrics id and log id among the trials (0 when none)."""
+    if not trial_ids:
+        return 0, 0
+    mt = m.Metrics.__table__
+    lt = m.TrialLog.__table__
+    with store._read() as s:
+        mid = s.scalar(sa.select(sa.func.max(mt.c.id)).where(mt.c.trial_id.in_(trial_ids)))
+        lid = s.scalar(sa.select(sa.func.max(lt.c.id)).where(lt.c.trial_id.in_(trial_ids)))
+    return int(mid or 0), int(lid or 0)
+
+
+def new_log_lines(store: Store, trial_id: int, after_id: int, limit: int = 2000) -> List[Any]:
+    lt = m.TrialLog.__table__
+    query = (sa.select(lt.c.id, lt.c.timestamp, lt.c.line)
+             .where(lt.c.trial_id == trial_id, lt.c.id > after_id).order_by(lt.c.id).limit(limit))
+    with store._read() as s:
+        return list(s.execute(query))
+
+
+def log_lines(store: Store, trial_id: int, search: str, after_id: int,
+              limit: int) -> List[Any]:
+    """Log lines containing ``search`` (case-insensitive), oldest first."""
+    lt = m.TrialLog.__table__
+    query = sa.select(lt.c.id, lt.c.timestamp, lt.c.line).where(
+        lt.c.trial_id == trial_id, lt.c.id > after_id)
+    if search:
+        escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        query = query.where(lt.c.line.ilike(f"%{escaped}%", escape="\\"))
+    query = query.order_by(lt.c.id).limit(limit)
+    with store._read() as s:
+        return list(s.execute(query))
+
+
+def per_batch_values(batch_json: Optional[str], metric: str) -> List[float]:
+    """One workload's per-batch values of ``metric`` (NaN where missing) from the stored
+    JSON list of flat dicts. A regular expression finds the values without building a
+    million dicts; rows it cannot read exactly (nested values) are parsed as JSON."""
+    if not batch_json:
+        return []
+    pattern = _patterns.get(metric)
+    if pattern is None:
+        pattern = _patterns[metric] = re.compile(
+            '"' + re.escape(json.dumps(metric)[1:-1]) + '":(-?Infinity|NaN|-?[0-9][0-9.eE+-]*)')
+    found = pattern.findall(batch_json)
+    if len(found) == batch_json.count("{"):
+        return list(map(float, found))
+    values = [b.get(metric) if isinstance(b, dict) else None for b in json.loads(batch_json)]
+    return [float(v) if type(v) in (float, int) else math.nan for v in values]
+
+
+_patterns: Dict[str, Any] = {}

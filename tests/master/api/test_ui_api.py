@@ -1,0 +1,245 @@
+"""The web UI's API (``/api/v1/ui/...``) and the UI's serving, against a real master."""
+
+import json
+import math
+import os
+import threading
+import time
+
+import httpx
+import pytest
+import yaml
+
+from determined.master import webui
+from determined.master.db import Store
+from master_testing import create_experiment, wait_for_state
+
+
+@pytest.fixture(scope="module")
+def master(tmp_path_factory):
+    from master_testing import MasterProcess
+
+    m = MasterProcess(str(tmp_path_factory.mktemp("ui_master")), slots=2).start()
+    yield m
+    m.stop()
+
+
+@pytest.fixture(scope="module")
+def api(master):
+    with master.client() as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def store(master):
+    s = Store("sqlite:///" + os.path.join(master.data_dir, "master.db"))
+    yield s
+    s.close()
+
+
+def _config(tiny_dir, **changes):
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    config.update(changes)
+    return config
+
+
+@pytest.fixture(scope="module")
+def experiments(api, tiny_dir_module):
+    """Three paused experiments and one finished (and archived) one."""
+    ids = {}
+    for name, labels in (("alpha", ["a", "shared"]), ("beta", ["b"]), ("gamma", ["shared"])):
+        ids[name] = create_experiment(api, _config(tiny_dir_module, description=name,
+                                                   labels=labels), tiny_dir_module,
+                                      activate=False)
+    done = create_experiment(api, _config(tiny_dir_module, description="done run"),
+                             tiny_dir_module)
+    wait_for_state(api, done, ["COMPLETED"])
+    assert api.post(f"/experiments/{done}/archive").status_code == 200
+    ids["done"] = done
+    return ids
+
+
+@pytest.fixture(scope="module")
+def tiny_dir_module():
+    import pathlib
+
+    return pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "tiny_pytorch"
+
+
+def test_list_filters_sort_and_paginate(api, experiments):
+    r = api.get("/ui/experiments").json()
+    assert [e["id"] for e in r["experiments"]] == sorted(
+        (experiments[n] for n in ("alpha", "beta", "gamma")), reverse=True)
+    assert r["total"] == 3 and r["owners"] == ["determined"] and "shared" in r["labels"]
+    row = r["experiments"][0]
+    for key in ("description", "labels", "owner", "state", "progress", "best_metric",
+                "start_time", "duration", "num_trials", "metric"):
+        assert key in row
+    by = lambda **q: [e["description"] for e in api.get("/ui/experiments", params=q).json()[
+        "experiments"]]
+    assert by(label="shared", sort="description", order="asc") == ["alpha", "gamma"]
+    assert by(text="BET") == ["beta"]
+    assert by(state="PAUSED", sort="description", order="desc", limit=2) == ["gamma", "beta"]
+    assert by(state="PAUSED", sort="description", order="desc", limit=2, offset=2) == ["alpha"]
+    assert by(archived="true") == ["done run"]
+    assert len(by(archived="any")) == 4
+    assert by(owner="admin") == []
+    done = api.get("/ui/experiments", params={"archived": "true"}).json()["experiments"][0]
+    assert done["state"] == "COMPLETED" and done["num_trials"] == 1
+    assert isinstance(done["best_metric"], float) and done["progress"] == 1.0
+    bad = api.get("/ui/experiments", params={"sort": "password"})
+    assert bad.status_code == 400 and "sort" in bad.text
+
+
+def test_experiment_detail_and_series_match_stored_metrics(api, experiments):
+    exp_id = experiments["done"]
+    d = api.get(f"/ui/experiments/{exp_id}").json()
+    assert yaml.safe_load(d["config_yaml"]) == d["config"]
+    assert d["metric_names"]["validation"] == ["accuracy", "validation_loss"]
+    trial = d["trials"][0]
+    stored = api.get(f"/trials/{trial['id']}").json()["metrics"]
+    s = api.get(f"/ui/experiments/{exp_id}/metrics",
+                params={"metric": "validation_loss"}).json()["series"][0]
+    expected = [(m["total_batches"], m["metrics"]["validation_loss"]) for m in stored
+                if m["kind"] == "validation"]
+    assert list(zip(s["batches"], s["values"])) == expected
+    assert s["records_per_batch"] == 16 and all(t >= 0 for t in s["time"])
+    assert api.get(f"/ui/experiments/{exp_id}/metrics",
+                   params={"metric": "loss", "trial_ids": "x"}).status_code == 400
+    assert api.get("/ui/experiments/99999").status_code == 404
+
+
+def test_a_million_batch_trial_is_downsampled_keeping_its_shape(api, experiments, store):
+    exp_id = experiments["done"]
+    trial_id = api.get(f"/ui/experiments/{exp_id}").json()["trials"][0]["id"]
+    rows, per_batch = [], []
+    for k in range(10_000):  # 10,000 workloads of 100 batches: 1,000,000 batches
+        batch = [{"loss": 2.0 + math.sin((k * 100 + i) / 20_000.0)} for i in range(100)]
+        if k == 4321:
+            batch[7]["loss"] = 50.0  # a spike the chart must keep
+        per_batch.extend(b["loss"] for b in batch)
+        rows.append((trial_id, "training", 1000 + (k + 1) * 100,
+                     {"loss": sum(b["loss"] for b in batch) / 100}, batch))
+    store.add_metrics_bulk(rows)
+    t0 = time.monotonic()
+    s = api.get(f"/ui/trials/{trial_id}/metrics",
+                params={"metric": "loss", "per_batch": True, "max_points": 2000}).json()
+    elapsed = time.monotonic() - t0
+    assert s["count"] == 1_000_040  # the trial's own 40 batches and ours
+    assert len(s["values"]) <= 2000 and max(s["values"]) == 50.0
+    assert any(abs(v - min(per_batch)) < 1e-9 for v in s["values"])
+    assert s["batches"][-1] == 1_001_000 and s["values"][-1] == pytest.approx(per_batch[-1])
+    w = api.get(f"/ui/experiments/{exp_id}/metrics",
+                params={"metric": "loss", "kind": "training"}).json()["series"][0]
+    assert w["count"] == 10_004 and len(w["batches"]) <= 2000 and w["batches"][-1] == 1_001_000
+    print(f"per-batch series of 1,000,000 batches: {elapsed:.2f} s")
+
+
+def _read_events(response, out, stop):
+    name = None
+    for line in response.iter_lines():
+        if stop.is_set():
+            return
+        if line.startswith("event:"):
+            name = line[6:].strip()
+        elif line.startswith("data:"):
+            out.append((time.monotonic(), name, json.loads(line[5:])))
+
+
+def test_live_channel_sends_state_changes_metrics_and_logs(master, api, experiments, store):
+    exp_id = experiments["alpha"]
+    trial_id = None
+    api.post(f"/experiments/{exp_id}/activate")
+    deadline = time.monotonic() + 30
+    while trial_id is None and time.monotonic() < deadline:
+        trials = api.get(f"/experiments/{exp_id}/trials").json()["trials"]
+        trial_id = trials[0]["id"] if trials else None
+        time.sleep(0.1)
+    wait_for_state(api, exp_id, ["COMPLETED"])
+    events, stop = [], threading.Event()
+    after = api.get(f"/ui/experiments/{exp_id}").json()["last_metric_id"]
+    with httpx.Client(base_url=master.url, timeout=30) as c:
+        params = {"experiments": True, "experiment_id": exp_id, "trial_id": trial_id,
+                  "metrics_after": after, "logs_after": 10**9}
+        with c.stream("GET", "/api/v1/ui/events", params=params) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            reader = threading.Thread(target=_read_events, args=(response, events, stop),
+                                      daemon=True)
+            reader.start()
+            time.sleep(1.5)  # the first poll: every trial once
+            assert any(name == "trials" for _, name, _ in events)
+            t0 = time.monotonic()
+            store.add_training_metrics(trial_id, 5_000_000, {"loss": 0.125})
+            assert api.patch(f"/experiments/{exp_id}", json={"description": "renamed"}
+                             ).status_code == 200
+            deadline = t0 + 5
+            while time.monotonic() < deadline:
+                names = {name for t, name, _ in events if t >= t0}
+                if {"metrics", "experiments"} <= names:
+                    break
+                time.sleep(0.05)
+            stop.set()
+    metrics = [(t, d) for t, name, d in events if name == "metrics"]
+    assert metrics, events
+    t_metric, rows = metrics[-1]
+    assert rows[-1]["total_batches"] == 5_000_000 and rows[-1]["metrics"] == {"loss": 0.125}
+    assert t_metric - t0 < 2.0
+    changed = [d for _, name, d in events if name == "experiments"]
+    assert any(e["id"] == exp_id and e["description"] == "renamed"
+               for d in changed for e in d["changed"])
+
+
+def test_logs_search_and_cluster(api, experiments, store):
+    exp_id = experiments["done"]
+    trial_id = api.get(f"/ui/experiments/{exp_id}").json()["trials"][0]["id"]
+    store.add_logs(trial_id, ["epoch 1 <script>x</script>", "needle 100% found_", "other"])
+    found = api.get(f"/ui/trials/{trial_id}/logs", params={"search": "NEEDLE 100%"}).json()
+    assert [l["line"] for l in found["logs"]] == ["needle 100% found_"]
+    assert api.get(f"/ui/trials/{trial_id}/logs", params={"search": "d_"}).json()["logs"][0][
+        "line"] == "needle 100% found_"
+    c = api.get("/ui/cluster").json()
+    assert c["slots"] == 2 and len(c["agents"][0]["slot_tasks"]) == 2
+    assert 0.0 <= c["utilization"] <= 1.0
+
+
+def test_rungs_of_an_adaptive_search(api, tiny_dir_module):
+    config = _config(tiny_dir_module, searcher={
+        "name": "adaptive_asha", "metric": "validation_loss", "max_trials": 4,
+        "max_length": {"batches": 40}, "divisor": 2, "max_rungs": 2})
+    config["hyperparameters"]["lr"] = {"type": "double", "minval": 0.01, "maxval": 0.3}
+    config["min_validation_period"] = {"batches": 10}
+    exp_id = create_experiment(api, config, tiny_dir_module)
+    wait_for_state(api, exp_id, ["COMPLETED"], timeout=120)
+    r = api.get(f"/ui/experiments/{exp_id}/rungs").json()
+    assert r["searcher"] == "adaptive_asha"
+    lengths = [rung["length"] for rung in r["rungs"]]
+    assert lengths == [20, 40], r
+    first = r["rungs"][0]["trials"]
+    assert len(first) == 4
+    promoted = {t["trial_id"] for t in first if t["promoted"]}
+    assert promoted == {t["trial_id"] for t in r["rungs"][1]["trials"]} and promoted
+    metrics = [t["metric"] for t in first]
+    assert metrics == sorted(metrics)
+
+
+def test_the_app_is_served_with_deep_links_and_offline_docs(master):
+    assert webui.is_built(), "build the web UI first: scripts/build-webui.sh"
+    with httpx.Client(base_url=master.url, timeout=30) as c:
+        index = c.get("/").text
+        assert '<div id="root">' in index
+        deep = c.get("/experiments/12/trials/40")
+        assert deep.status_code == 200 and deep.text == index
+        asset = next(p for p in webui.static_files() if p.startswith("assets/") and
+                     p.endswith(".js"))
+        r = c.get("/" + asset)
+        assert r.status_code == 200 and "immutable" in r.headers["cache-control"]
+        assert c.get("/assets/missing-0000.js").status_code == 404
+        assert c.get("/api/v1/no-such-route").status_code == 404
+        assert c.post("/experiments/1").status_code in (404, 405)
+        assert "root:" not in c.get("/..%2f..%2f..%2f..%2fetc/passwd").text
+        docs = c.get("/docs").text
+        assert "cdn" not in docs.lower() and "/swagger/swagger-ui-bundle.js" in docs
+        for name in ("swagger-ui-bundle.js", "swagger-ui.css"):
+            assert c.get(f"/swagger/{name}").status_code == 200
+        assert "/api/v1/ui/experiments" in c.get("/openapi.json").json()["paths"]

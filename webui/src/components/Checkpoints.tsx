@@ -1,0 +1,61 @@
+/** Checkpoints of an experiment or a trial: size, metrics, metadata, download. */
+import { useEffect, useState } from "react";
+import { Link } from "react-router";
+import { api, authHeaders, type Checkpoint } from "../api";
+import { formatBytes, formatNumber, formatTime } from "../format";
+import Table, { type Column } from "./Table";
+import { ErrorLine } from "./Bits";
+
+/** Where a checkpoint's files are downloaded from (a tar.gz, through the master). */
+export const downloadPath = (uuid: string) => `/api/v1/checkpoints/${uuid}/download`;
+
+async function download(uuid: string): Promise<void> {
+  const response = await fetch(downloadPath(uuid), { headers: authHeaders() });
+  if (!response.ok) {
+    let message = `${response.status} ${response.statusText}`;
+    try {
+      message = (await response.json()).error ?? message;
+    } catch {
+      /* not JSON */
+    }
+    throw new Error(`Download of ${uuid} failed: ${message}`);
+  }
+  const url = URL.createObjectURL(await response.blob());
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = `checkpoint-${uuid}.tar.gz`;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+export default function Checkpoints({ experimentId, trialId, metric }: { experimentId: number; trialId?: number; metric: string }) {
+  const [rows, setRows] = useState<Checkpoint[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    api<{ checkpoints: Checkpoint[] }>(`/experiments/${experimentId}/checkpoints`)
+      .then((r) => setRows(trialId == null ? r.checkpoints : r.checkpoints.filter((c) => c.trial_id === trialId)))
+      .catch(setError);
+  }, [experimentId, trialId]);
+  if (error) return <ErrorLine error={error} />;
+  if (!rows) return <p className="muted">Loading…</p>;
+  if (!rows.length) return <p className="muted">No checkpoints.</p>;
+  const size = (c: Checkpoint) => Object.values(c.resources ?? {}).reduce((a, b) => a + (Number(b) || 0), 0);
+  const value = (c: Checkpoint) => {
+    const v = (c.validation as any)?.[metric] ?? (c.validation as any)?.validation_metrics?.[metric];
+    return typeof v === "number" ? v : null;
+  };
+  const columns: Column<Checkpoint>[] = [
+    { key: "uuid", title: "UUID", value: (c) => c.uuid, render: (c) => <code>{c.uuid}</code> },
+    { key: "trial", title: "Trial", value: (c) => c.trial_id, render: (c) => <Link to={`/experiments/${c.experiment_id}/trials/${c.trial_id}`}>{c.trial_id}</Link> },
+    { key: "batches", title: "Batches", value: (c) => c.total_batches },
+    { key: "state", title: "State", value: (c) => c.state },
+    { key: "size", title: "Size", value: size, render: (c) => formatBytes(size(c)) },
+    { key: "metric", title: metric, value: value, render: (c) => formatNumber(value(c)) },
+    { key: "metadata", title: "Metadata", value: (c) => JSON.stringify(c.metadata ?? {}), sortable: false,
+      render: (c) => <code className="small">{JSON.stringify(c.metadata ?? {})}</code> },
+    { key: "time", title: "Saved", value: (c) => c.end_time, render: (c) => formatTime(c.end_time) },
+    { key: "download", title: "", value: () => null, sortable: false,
+      render: (c) => c.state === "COMPLETED" ? <a href={downloadPath(c.uuid)} onClick={(e) => { e.preventDefault(); download(c.uuid).catch((err) => setError(err)); }}>download</a> : null },
+  ];
+  return <Table testId="checkpoints-table" columns={columns} rows={rows} rowKey={(c) => c.uuid} initialSort={{ key: "batches" }} />;
+}

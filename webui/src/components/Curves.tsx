@@ -1,0 +1,136 @@
+/** Learning curves of one metric for many trials: trial picker, log scale, smoothing, x axis. */
+import { useEffect, useMemo, useState } from "react";
+import { api, type MetricRow, type Series, type Trial } from "../api";
+import { seriesColor, smooth } from "../format";
+import LineChart, { type ChartSeries } from "./LineChart";
+
+export type XAxis = "batches" | "records" | "time";
+
+export interface CurveData {
+  metric: string;
+  kind: "training" | "validation";
+  series: Series[];
+}
+
+/** Appends live metric rows to the series they belong to (a new trial gets a series). */
+export function appendRows(data: CurveData, rows: MetricRow[], trials: Trial[]): CurveData {
+  let changed = false;
+  const byTrial = new Map(data.series.map((s) => [s.trial_id, s]));
+  const next = new Map<number, Series>();
+  for (const r of rows) {
+    if (r.kind !== data.kind) continue;
+    const v = r.metrics[data.metric];
+    if (typeof v !== "number") continue;
+    let s = next.get(r.trial_id) ?? byTrial.get(r.trial_id);
+    const trial = trials.find((t) => t.id === r.trial_id);
+    const start = trial?.start_time ? new Date(trial.start_time).getTime() / 1000 : r.end_time;
+    if (!s) s = { trial_id: r.trial_id, batches: [], values: [], time: [], count: 0, records_per_batch: trial?.records_per_batch };
+    if (s.batches.length && s.batches[s.batches.length - 1] >= r.total_batches) continue;
+    s = { ...s, batches: [...s.batches, r.total_batches], values: [...s.values, v], time: [...s.time, r.end_time - start], count: s.count + 1 };
+    next.set(r.trial_id, s);
+    changed = true;
+  }
+  if (!changed) return data;
+  const series = data.series.map((s) => next.get(s.trial_id) ?? s);
+  for (const [id, s] of next) if (!byTrial.has(id)) series.push(s);
+  return { ...data, series };
+}
+
+export function xValues(s: Series, axis: XAxis): number[] {
+  if (axis === "time") return s.time;
+  if (axis === "records") return s.batches.map((b) => b * (s.records_per_batch ?? 1));
+  return s.batches;
+}
+
+interface Props {
+  data: CurveData | null;
+  trials: Trial[];
+  bestTrialId: number | null;
+  onDrawn?: (ms: number) => void;
+}
+
+export default function Curves({ data, trials, bestTrialId, onDrawn }: Props) {
+  const [axis, setAxis] = useState<XAxis>("batches");
+  const [logY, setLogY] = useState(false);
+  const [smoothing, setSmoothing] = useState(0);
+  const [hidden, setHidden] = useState<Set<number>>(new Set());
+  const ids = useMemo(() => (data?.series ?? []).map((s) => s.trial_id), [data]);
+  const series: ChartSeries[] = useMemo(() => {
+    if (!data) return [];
+    return data.series
+      .filter((s) => !hidden.has(s.trial_id))
+      .map((s) => ({
+        label: `trial ${s.trial_id}`,
+        xs: xValues(s, axis),
+        ys: smooth(s.values, smoothing),
+        color: s.trial_id === bestTrialId ? "#000" : seriesColor(ids.indexOf(s.trial_id)),
+        highlight: s.trial_id === bestTrialId,
+      }));
+  }, [data, hidden, axis, smoothing, bestTrialId, ids]);
+  if (!data) return <p className="muted">Loading metrics…</p>;
+  const stateOf = new Map(trials.map((t) => [t.id, t.state]));
+  return (
+    <div className="curves">
+      <div className="controls">
+        <label>x axis{" "}
+          <select aria-label="x axis" value={axis} onChange={(e) => setAxis(e.target.value as XAxis)}>
+            <option value="batches">batches</option>
+            <option value="records">records</option>
+            <option value="time">time (s)</option>
+          </select>
+        </label>
+        <label><input type="checkbox" aria-label="log scale" checked={logY} onChange={(e) => setLogY(e.target.checked)} /> log scale</label>
+        <label>smoothing{" "}
+          <input type="range" aria-label="smoothing" min={0} max={0.99} step={0.01} value={smoothing} onChange={(e) => setSmoothing(Number(e.target.value))} />
+          {" "}{smoothing.toFixed(2)}
+        </label>
+      </div>
+      <div className="chart-and-picker">
+        <LineChart series={series} xLabel={axis} yLabel={data.metric} logY={logY} onDrawn={onDrawn} testId="learning-curves" />
+        <div className="picker" data-testid="trial-picker">
+          <div>
+            <button className="link" onClick={() => setHidden(new Set())}>all</button> ·{" "}
+            <button className="link" onClick={() => setHidden(new Set(ids))}>none</button>
+            {bestTrialId != null && <> · <button className="link" onClick={() => setHidden(new Set(ids.filter((i) => i !== bestTrialId)))}>best</button></>}
+          </div>
+          {ids.map((id, i) => (
+            <label key={id} className={id === bestTrialId ? "best" : ""}>
+              <input type="checkbox" checked={!hidden.has(id)} onChange={(e) => {
+                const h = new Set(hidden);
+                if (e.target.checked) h.delete(id); else h.add(id);
+                setHidden(h);
+              }} />
+              <span className="swatch" style={{ background: id === bestTrialId ? "#000" : seriesColor(i) }} />
+              trial {id}{id === bestTrialId ? " ★ best" : ""} <small className="muted">{stateOf.get(id) ?? ""}</small>
+            </label>
+          ))}
+        </div>
+      </div>
+    </div>
+  );
+}
+
+/** Fetches a metric's curves for every trial of an experiment (downsampled on the server). */
+export function useExperimentCurves(experimentId: number, kind: "training" | "validation", metric: string | null) {
+  const [data, setData] = useState<CurveData | null>(null);
+  const [lastId, setLastId] = useState(0);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    if (!metric) return;
+    let live = true;
+    setData(null);
+    api<{ series: Series[]; last_id: number }>(
+      `/ui/experiments/${experimentId}/metrics?kind=${kind}&metric=${encodeURIComponent(metric)}&max_points=2000`,
+    )
+      .then((r) => {
+        if (!live) return;
+        setData({ metric, kind, series: r.series });
+        setLastId(r.last_id);
+      })
+      .catch((e) => live && setError(e));
+    return () => {
+      live = false;
+    };
+  }, [experimentId, kind, metric]);
+  return { data, setData, lastId, error };
+}

@@ -1,0 +1,90 @@
+/** A trial's logs: live tail, search, download. Lines are text, never HTML. */
+import { useEffect, useRef, useState } from "react";
+import { api, type LogLine } from "../api";
+import { ErrorLine } from "./Bits";
+
+const KEEP = 5000;
+
+export function filterLines(lines: LogLine[], search: string): LogLine[] {
+  if (!search) return lines;
+  const s = search.toLowerCase();
+  return lines.filter((l) => l.line.toLowerCase().includes(s));
+}
+
+async function downloadAll(trialId: number): Promise<void> {
+  const parts: string[] = [];
+  let after = 0;
+  for (;;) {
+    const { logs } = await api<{ logs: LogLine[] }>(`/trials/${trialId}/logs?after_id=${after}&limit=10000`);
+    if (!logs.length) break;
+    for (const l of logs) parts.push(l.line.endsWith("\n") ? l.line : `${l.line}\n`);
+    after = logs[logs.length - 1].id;
+  }
+  const url = URL.createObjectURL(new Blob(parts, { type: "text/plain" }));
+  const a = document.createElement("a");
+  a.href = url;
+  a.download = `trial-${trialId}-logs.txt`;
+  a.click();
+  setTimeout(() => URL.revokeObjectURL(url), 10000);
+}
+
+/** ``live`` lines come from the page's event subscription (the ``logs`` events). */
+export default function Logs({ trialId, live }: { trialId: number; live: LogLine[] }) {
+  const [lines, setLines] = useState<LogLine[]>([]);
+  const [search, setSearch] = useState("");
+  const [found, setFound] = useState<LogLine[] | null>(null);
+  const [follow, setFollow] = useState(true);
+  const [error, setError] = useState<unknown>(null);
+  const box = useRef<HTMLPreElement>(null);
+
+  useEffect(() => {
+    api<{ logs: LogLine[] }>(`/trials/${trialId}/logs?tail=1000`)
+      .then((r) => setLines((cur) => merge(r.logs, cur)))
+      .catch(setError);
+  }, [trialId]);
+  useEffect(() => {
+    if (live.length) setLines((cur) => merge(cur, live));
+  }, [live]);
+  useEffect(() => {
+    if (!search) {
+      setFound(null);
+      return;
+    }
+    const t = setTimeout(() => {
+      api<{ logs: LogLine[] }>(`/ui/trials/${trialId}/logs?search=${encodeURIComponent(search)}&limit=5000`)
+        .then((r) => setFound(r.logs))
+        .catch(setError);
+    }, 250);
+    return () => clearTimeout(t);
+  }, [search, trialId]);
+  useEffect(() => {
+    if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;
+  }, [lines, follow, found]);
+
+  const shown = found ? merge(found, filterLines(lines, search)) : lines;
+  return (
+    <section className="logs">
+      <div className="controls">
+        <input aria-label="search logs" placeholder="search logs" value={search} onChange={(e) => setSearch(e.target.value)} />
+        <label><input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> follow</label>
+        <button onClick={() => void downloadAll(trialId).catch(setError)}>download</button>
+        <span className="muted">{shown.length} lines</span>
+      </div>
+      <ErrorLine error={error} />
+      <pre ref={box} className="log" data-testid="trial-logs">
+        {shown.map((l) => (
+          <div key={l.id} className="log-line">{l.line}</div>
+        ))}
+      </pre>
+    </section>
+  );
+}
+
+/** Lines of both lists by id, without duplicates, at most the newest KEEP. */
+export function merge(a: LogLine[], b: LogLine[]): LogLine[] {
+  const byId = new Map<number, LogLine>();
+  for (const l of a) byId.set(l.id, l);
+  for (const l of b) byId.set(l.id, l);
+  const out = [...byId.values()].sort((x, y) => x.id - y.id);
+  return out.length > KEEP ? out.slice(out.length - KEEP) : out;
+}

@@ -1,0 +1,81 @@
+/** Pure helpers: formatting, hyperparameter flattening, smoothing. */
+
+export function formatDuration(seconds: number | null | undefined): string {
+  if (seconds == null || !isFinite(seconds)) return "";
+  const s = Math.max(0, Math.round(seconds));
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  if (h) return `${h}h ${m}m`;
+  if (m) return `${m}m ${sec}s`;
+  return `${sec}s`;
+}
+
+export function formatTime(iso: string | null | undefined): string {
+  if (!iso) return "";
+  const d = new Date(iso);
+  return isNaN(d.getTime()) ? "" : d.toLocaleString();
+}
+
+export function formatNumber(v: unknown, digits = 4): string {
+  if (v == null) return "";
+  if (typeof v !== "number") return String(v);
+  if (!isFinite(v)) return String(v);
+  if (Number.isInteger(v)) return v.toLocaleString("en-US");
+  const abs = Math.abs(v);
+  if (abs !== 0 && (abs < 1e-3 || abs >= 1e6)) return v.toExponential(digits - 1);
+  return Number(v.toPrecision(digits)).toString();
+}
+
+export function formatBytes(n: number): string {
+  if (!isFinite(n)) return "";
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  let i = 0;
+  while (n >= 1000 && i < units.length - 1) {
+    n /= 1000;
+    i++;
+  }
+  return `${i ? n.toFixed(1) : n} ${units[i]}`;
+}
+
+/** Nested hyperparameters as dotted keys: {opt: {lr: 1}} -> {"opt.lr": 1}. */
+export function flattenHparams(h: Record<string, unknown>, prefix = ""): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(h ?? {})) {
+    const key = prefix ? `${prefix}.${k}` : k;
+    if (v && typeof v === "object" && !Array.isArray(v)) Object.assign(out, flattenHparams(v as Record<string, unknown>, key));
+    else out[key] = v;
+  }
+  return out;
+}
+
+/** Exponential moving average with TensorBoard's debiasing; ``weight`` in [0, 1). */
+export function smooth(values: (number | null)[], weight: number): (number | null)[] {
+  if (weight <= 0) return values;
+  let last = 0;
+  let n = 0;
+  return values.map((v) => {
+    if (v == null || !isFinite(v)) return v;
+    last = last * weight + (1 - weight) * v;
+    n++;
+    return last / (1 - Math.pow(weight, n));
+  });
+}
+
+/** Compare for sorting: numbers numerically, strings naturally, empty last. */
+export function compareValues(a: unknown, b: unknown): number {
+  const empty = (x: unknown) => x == null || x === "" || (typeof x === "number" && isNaN(x));
+  if (empty(a) && empty(b)) return 0;
+  if (empty(a)) return 1;
+  if (empty(b)) return -1;
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  return String(a).localeCompare(String(b), undefined, { numeric: true });
+}
+
+export const TERMINAL = new Set(["COMPLETED", "CANCELED", "ERROR"]);
+
+/** A palette of distinguishable colors for many series. */
+export function seriesColor(i: number): string {
+  const hue = (i * 137.508) % 360;
+  return `hsl(${hue.toFixed(1)}, 65%, 45%)`;
+}

@@ -1,0 +1,52 @@
+/** Agents and slots, which trial runs where, utilization; refreshed every 2 s. */
+import { useEffect, useState } from "react";
+import { Link } from "react-router";
+import { api } from "../api";
+import { ErrorLine, Progress } from "../components/Bits";
+
+interface Slot { slot_id: number; task: string | null; trial_id: number | null; experiment_id: number | null }
+interface Agent { id: string; slots: number; used_slots: number; label: string; enabled: boolean; type: string; address: string; last_seen_seconds_ago: number; slot_tasks: Slot[] }
+interface ClusterResponse { agents: Agent[]; slots: number; used_slots: number; utilization: number }
+
+export default function ClusterPage() {
+  const [data, setData] = useState<ClusterResponse | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    let live = true;
+    const load = () => api<ClusterResponse>("/ui/cluster").then((d) => live && setData(d)).catch((e) => live && setError(e));
+    void load();
+    const timer = setInterval(load, 2000);
+    return () => {
+      live = false;
+      clearInterval(timer);
+    };
+  }, []);
+  if (error) return <ErrorLine error={error} />;
+  if (!data) return <p className="muted">Loading…</p>;
+  return (
+    <div>
+      <h1>Cluster</h1>
+      <p data-testid="utilization">
+        {data.used_slots} of {data.slots} slots in use <Progress value={data.utilization} />
+      </p>
+      {data.agents.map((a) => (
+        <section key={a.id} className="agent" data-testid="agent">
+          <h2>{a.id} <small className="muted">{a.type}{a.label ? ` · label ${a.label}` : ""}{a.address ? ` · ${a.address}` : ""}{a.enabled ? "" : " · disabled"}</small></h2>
+          <div className="slots">
+            {a.slot_tasks.map((s) => (
+              <div key={s.slot_id} className={`slot ${s.task ? "busy" : "free"}`} data-testid="slot">
+                <strong>slot {s.slot_id}</strong>
+                <div>
+                  {s.trial_id != null ? (
+                    <Link to={`/experiments/${s.experiment_id}/trials/${s.trial_id}`}>trial {s.trial_id}</Link>
+                  ) : s.task ? s.task : <span className="muted">free</span>}
+                  {s.experiment_id != null && <> · <Link to={`/experiments/${s.experiment_id}`}>experiment {s.experiment_id}</Link></>}
+                </div>
+              </div>
+            ))}
+          </div>
+        </section>
+      ))}
+    </div>
+  );
+}

@@ -1,0 +1,184 @@
+/** The experiment list: filters, sort and pagination in the URL; batch actions; live updates. */
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { Link, useSearchParams } from "react-router";
+import { api, canEdit, post, type ExperimentRow } from "../api";
+import { subscribe } from "../events";
+import { formatDuration, formatNumber, formatTime } from "../format";
+import { useSession } from "../session";
+import Table, { type Column } from "../components/Table";
+import { ErrorLine, Labels, Progress, StateBadge } from "../components/Bits";
+
+const STATES = ["ACTIVE", "PAUSED", "STOPPING_CANCELED", "STOPPING_COMPLETED", "STOPPING_ERROR", "COMPLETED", "CANCELED", "ERROR"];
+const ACTIONS = ["pause", "activate", "cancel", "kill", "archive", "unarchive"] as const;
+const PAGE_SIZES = [25, 100, 1000];
+
+interface ListResponse {
+  experiments: ExperimentRow[];
+  total: number;
+  owners: string[];
+  labels: string[];
+}
+
+export default function ExperimentList() {
+  const { user } = useSession();
+  const [params, setParams] = useSearchParams();
+  const [data, setData] = useState<ListResponse | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [selected, setSelected] = useState<Set<number>>(new Set());
+  const [actionErrors, setActionErrors] = useState<string[]>([]);
+  const [loadMs, setLoadMs] = useState<number | null>(null);
+  const started = useRef(0);
+
+  const get = (k: string, d = "") => params.get(k) ?? d;
+  const limit = Number(get("limit", "100"));
+  const page = Number(get("page", "0"));
+  const query = useMemo(() => {
+    const q = new URLSearchParams({
+      sort: get("sort", "id"),
+      order: get("order", "desc"),
+      offset: String(page * limit),
+      limit: String(limit),
+      archived: get("archived", "false"),
+    });
+    for (const k of ["state", "owner", "label", "text"]) if (get(k)) q.set(k, get(k));
+    return q.toString();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [params]);
+
+  const load = useCallback(async () => {
+    started.current = performance.now();
+    try {
+      setData(await api<ListResponse>(`/ui/experiments?${query}`));
+      setError(null);
+    } catch (e) {
+      setError(e);
+    }
+  }, [query]);
+
+  useEffect(() => {
+    void load();
+  }, [load]);
+
+  useEffect(() => {
+    if (!data || !started.current) return;
+    requestAnimationFrame(() => {
+      setLoadMs(performance.now() - started.current);
+      started.current = 0;
+    });
+  }, [data]);
+
+  // Live: merge changed rows; a new or removed experiment reloads the page of the list.
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const stop = subscribe(() => ({ experiments: true }), (name, payload) => {
+      if (name !== "experiments") return;
+      setData((d) => {
+        if (!d) return d;
+        const known = new Set(d.experiments.map((e) => e.id));
+        const changed = new Map<number, ExperimentRow>(payload.changed.map((e: ExperimentRow) => [e.id, e]));
+        const appeared = payload.changed.some((e: ExperimentRow) => !known.has(e.id)) || payload.removed.length;
+        if (appeared && !timer) timer = setTimeout(() => { timer = null; void load(); }, 300);
+        return { ...d, experiments: d.experiments.map((e) => changed.get(e.id) ?? e) };
+      });
+    });
+    return () => {
+      stop();
+      if (timer) clearTimeout(timer);
+    };
+  }, [load]);
+
+  const set = (changes: Record<string, string | null>) => {
+    const next = new URLSearchParams(params);
+    for (const [k, v] of Object.entries(changes)) {
+      if (v == null || v === "") next.delete(k);
+      else next.set(k, v);
+    }
+    if (!("page" in changes)) next.delete("page");
+    setParams(next);
+    setSelected(new Set());
+  };
+
+  const rows = data?.experiments ?? [];
+  const runAction = async (verb: (typeof ACTIONS)[number]) => {
+    const errors: string[] = [];
+    await Promise.all(
+      [...selected].map((id) => post(`/experiments/${id}/${verb}`).catch((e) => errors.push(`#${id}: ${e.message}`))),
+    );
+    setActionErrors(errors);
+    await load();
+  };
+
+  const columns: Column<ExperimentRow>[] = [
+    { key: "id", title: "ID", value: (e) => e.id, render: (e) => <Link to={`/experiments/${e.id}`}>{e.id}</Link> },
+    { key: "description", title: "Description", value: (e) => e.description,
+      render: (e) => <Link to={`/experiments/${e.id}`} className="desc">{e.description || <span className="muted">(none)</span>}</Link> },
+    { key: "labels", title: "Labels", value: (e) => e.labels.join(","), render: (e) => <Labels labels={e.labels} />, sortable: false },
+    { key: "owner", title: "Owner", value: (e) => e.owner },
+    { key: "state", title: "State", value: (e) => e.state, render: (e) => <StateBadge state={e.state} /> },
+    { key: "progress", title: "Progress", value: (e) => e.progress, render: (e) => <Progress value={e.progress} /> },
+    { key: "num_trials", title: "Trials", value: (e) => e.num_trials },
+    { key: "best_metric", title: "Best metric", value: (e) => e.best_metric,
+      render: (e) => e.best_metric == null ? "" : <span title={e.metric}>{formatNumber(e.best_metric)} <small className="muted">{e.metric}</small></span> },
+    { key: "start_time", title: "Started", value: (e) => e.start_time, render: (e) => formatTime(e.start_time) },
+    { key: "duration", title: "Duration", value: (e) => e.duration, render: (e) => formatDuration(e.duration) },
+  ];
+  const editable = rows.filter((e) => selected.has(e.id) && canEdit(user, e.owner));
+  const total = data?.total ?? 0;
+  const pages = Math.max(1, Math.ceil(total / limit));
+
+  return (
+    <div>
+      <h1>Experiments</h1>
+      <div className="filters">
+        <input placeholder="Search id, description, label, owner" aria-label="search" defaultValue={get("text")}
+          onKeyDown={(e) => { if (e.key === "Enter") set({ text: (e.target as HTMLInputElement).value }); }}
+          onBlur={(e) => { if (e.target.value !== get("text")) set({ text: e.target.value }); }} />
+        <select aria-label="state" value={get("state")} onChange={(e) => set({ state: e.target.value })}>
+          <option value="">any state</option>
+          {STATES.map((s) => <option key={s}>{s}</option>)}
+        </select>
+        <select aria-label="owner" value={get("owner")} onChange={(e) => set({ owner: e.target.value })}>
+          <option value="">any owner</option>
+          {data?.owners.map((o) => <option key={o}>{o}</option>)}
+        </select>
+        <select aria-label="label" value={get("label")} onChange={(e) => set({ label: e.target.value })}>
+          <option value="">any label</option>
+          {data?.labels.map((l) => <option key={l}>{l}</option>)}
+        </select>
+        <select aria-label="archived" value={get("archived", "false")} onChange={(e) => set({ archived: e.target.value })}>
+          <option value="false">not archived</option>
+          <option value="true">archived</option>
+          <option value="any">archived or not</option>
+        </select>
+      </div>
+      <div className="actions">
+        <span className="muted">{selected.size} selected</span>
+        {ACTIONS.map((a) => (
+          <button key={a} disabled={!editable.length} onClick={() => void runAction(a)} data-testid={`batch-${a}`}>{a}</button>
+        ))}
+      </div>
+      {actionErrors.map((m) => <p key={m} className="error">{m}</p>)}
+      <ErrorLine error={error} />
+      <Table
+        testId="experiment-table"
+        columns={columns}
+        rows={rows}
+        rowKey={(e) => e.id}
+        sort={{ key: get("sort", "id"), desc: get("order", "desc") === "desc" }}
+        onSort={(key, desc) => set({ sort: key, order: desc ? "desc" : "asc" })}
+        leadingHeader={<input type="checkbox" aria-label="select all" checked={rows.length > 0 && selected.size === rows.length}
+          onChange={(e) => setSelected(e.target.checked ? new Set(rows.map((r) => r.id)) : new Set())} />}
+        leading={(e) => <input type="checkbox" aria-label={`select ${e.id}`} checked={selected.has(e.id)}
+          onChange={(ev) => { const s = new Set(selected); if (ev.target.checked) s.add(e.id); else s.delete(e.id); setSelected(s); }} />}
+      />
+      <div className="pager" data-load-ms={loadMs ?? ""} data-testid="pager">
+        <button disabled={page <= 0} onClick={() => set({ page: String(page - 1) })}>‹ prev</button>
+        <span>page {page + 1} of {pages} · {total} experiments</span>
+        <button disabled={page + 1 >= pages} onClick={() => set({ page: String(page + 1) })}>next ›</button>
+        <select aria-label="page size" value={limit} onChange={(e) => set({ limit: e.target.value })}>
+          {PAGE_SIZES.map((n) => <option key={n} value={n}>{n} per page</option>)}
+        </select>
+      </div>
+    </div>
+  );
+}

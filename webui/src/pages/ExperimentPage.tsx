@@ -1,0 +1,278 @@
+/** One experiment: summary and actions, curves, trials, hyperparameter views, rungs,
+ * checkpoints, config and fork. Live: trials and metrics arrive over /ui/events. */
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { Link, useParams, useSearchParams } from "react-router";
+import { api, canEdit, post, type ExperimentDetail, type MetricRow, type Trial } from "../api";
+import { subscribe } from "../events";
+import { flattenHparams, formatDuration, formatNumber, formatTime, TERMINAL } from "../format";
+import { useSession } from "../session";
+import { ErrorLine, Progress, StateBadge } from "../components/Bits";
+import Curves, { appendRows, useExperimentCurves } from "../components/Curves";
+import Table, { type Column } from "../components/Table";
+import { HparamScatters, ParallelCoordinates } from "../components/HparamViews";
+import Checkpoints from "../components/Checkpoints";
+import { ForkForm, Rungs } from "../components/ExperimentExtras";
+
+const TABS = ["curves", "trials", "hyperparameters", "rungs", "checkpoints", "config", "fork"] as const;
+
+export function bestTrial(trials: Trial[], smallerIsBetter: boolean): Trial | null {
+  let best: Trial | null = null;
+  for (const t of trials) {
+    if (t.best_validation == null) continue;
+    if (!best || (smallerIsBetter ? t.best_validation < best.best_validation! : t.best_validation > best.best_validation!)) best = t;
+  }
+  return best;
+}
+
+export default function ExperimentPage() {
+  const id = Number(useParams().id);
+  const { user } = useSession();
+  const [params, setParams] = useSearchParams();
+  const tab = (params.get("tab") ?? "curves") as (typeof TABS)[number];
+  const [exp, setExp] = useState<ExperimentDetail | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
+  const [metricKey, setMetricKey] = useState<string | null>(null);
+
+  const load = useCallback(async () => {
+    try {
+      setExp(await api<ExperimentDetail>(`/ui/experiments/${id}`));
+    } catch (e) {
+      setError(e);
+    }
+  }, [id]);
+  useEffect(() => {
+    void load();
+  }, [load]);
+
+  const metricOptions = useMemo(() => {
+    if (!exp) return [];
+    return [
+      ...exp.metric_names.validation.map((m) => `validation:${m}`),
+      ...exp.metric_names.training.map((m) => `training:${m}`),
+    ];
+  }, [exp]);
+  const chosen = metricKey ?? (exp ? (metricOptions.includes(`validation:${exp.metric}`) ? `validation:${exp.metric}` : metricOptions[0] ?? null) : null);
+  const [kind, metric] = chosen ? (chosen.split(/:(.*)/s) as ["training" | "validation", string]) : ["validation" as const, null];
+  const curves = useExperimentCurves(id, kind, metric);
+
+  // Live: trial changes and new metric rows.
+  const expRef = useRef(exp);
+  expRef.current = exp;
+  const curveRef = useRef(curves);
+  curveRef.current = curves;
+  const ready = exp != null;
+  useEffect(() => {
+    if (!ready) return;
+    let metricsAfter = expRef.current?.last_metric_id ?? 0;
+    const stop = subscribe(() => ({ experiment_id: id, experiments: true, metrics_after: metricsAfter }), (name, payload) => {
+      if (name === "trials") {
+        setExp((e) => {
+          if (!e) return e;
+          const byId = new Map(e.trials.map((t) => [t.id, t]));
+          for (const t of payload as Trial[]) byId.set(t.id, t);
+          return { ...e, trials: [...byId.values()].sort((a, b) => a.id - b.id) };
+        });
+      } else if (name === "experiments") {
+        const mine = (payload.changed as ExperimentDetail[]).find((e) => e.id === id);
+        if (mine) setExp((e) => (e ? { ...e, ...mine, config: e.config, config_yaml: e.config_yaml, trials: e.trials, metric_names: e.metric_names } : e));
+      } else if (name === "metrics") {
+        const rows = payload as MetricRow[];
+        metricsAfter = Math.max(metricsAfter, ...rows.map((r) => r.id));
+        const trials = expRef.current?.trials ?? [];
+        curveRef.current.setData((d) => (d ? appendRows(d, rows, trials) : d));
+        setExp((e) => {
+          if (!e) return e;
+          const add = (names: string[], k: string) => {
+            const s = new Set(names);
+            for (const r of rows) if (r.kind === k) for (const [m, v] of Object.entries(r.metrics)) if (typeof v === "number") s.add(m);
+            return s.size === names.length ? names : [...s].sort();
+          };
+          const training = add(e.metric_names.training, "training");
+          const validation = add(e.metric_names.validation, "validation");
+          return training === e.metric_names.training && validation === e.metric_names.validation ? e : { ...e, metric_names: { training, validation } };
+        });
+      }
+    });
+    return stop;
+  }, [id, ready]);
+
+  if (error) return <ErrorLine error={error} />;
+  if (!exp) return <p className="muted">Loading…</p>;
+  const mayEdit = canEdit(user, exp.owner);
+  const best = bestTrial(exp.trials, exp.smaller_is_better);
+  const act = async (verb: string) => {
+    setActionError(null);
+    try {
+      await post(`/experiments/${id}/${verb}`);
+      await load();
+    } catch (e) {
+      setActionError(e);
+    }
+  };
+  const adaptive = String(exp.searcher ?? "").startsWith("adaptive");
+  return (
+    <div>
+      <h1>
+        Experiment {exp.id} <StateBadge state={exp.state} />
+      </h1>
+      <Summary exp={exp} mayEdit={mayEdit} onChanged={load} />
+      <div className="actions">
+        {!TERMINAL.has(exp.state) && (
+          <>
+            <button disabled={!mayEdit || exp.state !== "ACTIVE"} onClick={() => void act("pause")}>pause</button>
+            <button disabled={!mayEdit || exp.state !== "PAUSED"} onClick={() => void act("activate")}>activate</button>
+            <button disabled={!mayEdit} onClick={() => void act("cancel")}>cancel</button>
+            <button disabled={!mayEdit} onClick={() => void act("kill")}>kill</button>
+          </>
+        )}
+        {TERMINAL.has(exp.state) && (
+          <button disabled={!mayEdit} onClick={() => void act(exp.archived ? "unarchive" : "archive")}>{exp.archived ? "unarchive" : "archive"}</button>
+        )}
+        {!mayEdit && <span className="muted">read-only: owned by {exp.owner}</span>}
+      </div>
+      <ErrorLine error={actionError} />
+      <nav className="tabs">
+        {TABS.filter((t) => t !== "rungs" || adaptive).map((t) => (
+          <button key={t} className={t === tab ? "active" : ""} onClick={() => setParams({ tab: t })}>{t}</button>
+        ))}
+      </nav>
+      {tab === "curves" && (
+        <section>
+          <label>metric{" "}
+            <select aria-label="metric" value={chosen ?? ""} onChange={(e) => setMetricKey(e.target.value)}>
+              {metricOptions.map((m) => <option key={m} value={m}>{m.replace(":", ": ")}</option>)}
+            </select>
+          </label>
+          {metricOptions.length === 0 ? <p className="muted">No metrics reported yet.</p> : <Curves data={curves.data} trials={exp.trials} bestTrialId={best?.id ?? null} />}
+          <ErrorLine error={curves.error} />
+        </section>
+      )}
+      {tab === "trials" && <TrialsTable exp={exp} bestId={best?.id ?? null} />}
+      {tab === "hyperparameters" && <HparamTab exp={exp} bestId={best?.id ?? null} />}
+      {tab === "rungs" && <Rungs experimentId={id} />}
+      {tab === "checkpoints" && <Checkpoints experimentId={id} metric={exp.metric} />}
+      {tab === "config" && <ConfigView yaml={exp.config_yaml} />}
+      {tab === "fork" && <ForkForm exp={exp} />}
+    </div>
+  );
+}
+
+function Summary({ exp, mayEdit, onChanged }: { exp: ExperimentDetail; mayEdit: boolean; onChanged: () => Promise<void> }) {
+  const [editing, setEditing] = useState(false);
+  const [description, setDescription] = useState(exp.description);
+  const [newLabel, setNewLabel] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  const patch = async (body: Record<string, unknown>) => {
+    setError(null);
+    try {
+      await api(`/experiments/${exp.id}`, { method: "PATCH", json: body });
+      await onChanged();
+    } catch (e) {
+      setError(e);
+    }
+  };
+  return (
+    <div className="summary">
+      <dl>
+        <dt>Description</dt>
+        <dd>
+          {editing ? (
+            <form onSubmit={(e) => { e.preventDefault(); setEditing(false); void patch({ description }); }}>
+              <input aria-label="description" value={description} onChange={(e) => setDescription(e.target.value)} autoFocus />
+              <button type="submit">save</button>
+            </form>
+          ) : (
+            <>
+              <span data-testid="description">{exp.description}</span>{" "}
+              {mayEdit && <button className="link" onClick={() => { setDescription(exp.description); setEditing(true); }}>edit</button>}
+            </>
+          )}
+        </dd>
+        <dt>Labels</dt>
+        <dd data-testid="labels">
+          {exp.labels.map((l) => (
+            <span className="label" key={l}>
+              {l}
+              {mayEdit && <button className="link" aria-label={`remove label ${l}`} onClick={() => void patch({ labels: exp.labels.filter((x) => x !== l) })}>×</button>}
+            </span>
+          ))}
+          {mayEdit && (
+            <form className="inline" onSubmit={(e) => { e.preventDefault(); if (newLabel && !exp.labels.includes(newLabel)) void patch({ labels: [...exp.labels, newLabel] }); setNewLabel(""); }}>
+              <input aria-label="new label" placeholder="add label" value={newLabel} onChange={(e) => setNewLabel(e.target.value)} />
+            </form>
+          )}
+        </dd>
+        <dt>Owner</dt><dd>{exp.owner}</dd>
+        <dt>Searcher</dt><dd>{exp.searcher} · {exp.metric} ({exp.smaller_is_better ? "smaller" : "larger"} is better)</dd>
+        <dt>Best</dt><dd>{formatNumber(exp.best_metric)}</dd>
+        <dt>Progress</dt><dd><Progress value={exp.progress} /></dd>
+        <dt>Trials</dt><dd>{exp.trials.length}</dd>
+        <dt>Started</dt><dd>{formatTime(exp.start_time)} · {formatDuration(exp.duration)}</dd>
+        {exp.parent_id != null && (<><dt>Forked from</dt><dd><Link to={`/experiments/${exp.parent_id}`}>{exp.parent_id}</Link></dd></>)}
+      </dl>
+      <ErrorLine error={error} />
+    </div>
+  );
+}
+
+function TrialsTable({ exp, bestId }: { exp: ExperimentDetail; bestId: number | null }) {
+  const flat = useMemo(() => new Map(exp.trials.map((t) => [t.id, flattenHparams(t.hparams)])), [exp.trials]);
+  const names = useMemo(() => {
+    const s = new Set<string>();
+    for (const h of flat.values()) for (const k of Object.keys(h)) s.add(k);
+    return [...s];
+  }, [flat]);
+  const columns: Column<Trial>[] = [
+    { key: "id", title: "Trial", value: (t) => t.id, render: (t) => <Link to={`/experiments/${exp.id}/trials/${t.id}`}>{t.id}{t.id === bestId ? " ★" : ""}</Link> },
+    { key: "state", title: "State", value: (t) => t.state, render: (t) => <StateBadge state={t.state} /> },
+    { key: "batches", title: "Batches", value: (t) => t.total_batches },
+    { key: "best", title: `Best ${exp.metric}`, value: (t) => t.best_validation, render: (t) => formatNumber(t.best_validation) },
+    { key: "restarts", title: "Restarts", value: (t) => t.restarts },
+    ...names.map((n) => ({ key: `hp:${n}`, title: n, value: (t: Trial) => flat.get(t.id)?.[n], render: (t: Trial) => formatNumber(flat.get(t.id)?.[n]) })),
+  ];
+  return <Table testId="trials-table" columns={columns} rows={exp.trials} rowKey={(t) => t.id} initialSort={{ key: "id" }} rowClass={(t) => (t.id === bestId ? "best" : undefined)} />;
+}
+
+function HparamTab({ exp, bestId }: { exp: ExperimentDetail; bestId: number | null }) {
+  const points = exp.trials.map((t) => ({ trialId: t.id, hparams: flattenHparams(t.hparams), metric: t.best_validation }));
+  const spaces = flattenHparams(exp.config.hyperparameters ?? {});
+  const names = useMemo(() => {
+    const s = new Set<string>();
+    for (const p of points) for (const [k, v] of Object.entries(p.hparams)) if (new Set(points.map((q) => JSON.stringify(q.hparams[k]))).size > 1 && v !== undefined) s.add(k);
+    return [...s];
+  }, [points]);
+  const logNames = new Set(Object.keys(spaces).filter((k) => k.endsWith(".type") && spaces[k] === "log").map((k) => k.slice(0, -5)));
+  if (!names.length) return <p className="muted">No hyperparameter varies across trials.</p>;
+  return (
+    <section>
+      <h2>Parallel coordinates</h2>
+      <ParallelCoordinates points={points} names={names} logNames={logNames} metricName={exp.metric} smallerIsBetter={exp.smaller_is_better} bestTrialId={bestId} />
+      <h2>{exp.metric} against each hyperparameter</h2>
+      <HparamScatters points={points} names={names} logNames={logNames} metricName={exp.metric} smallerIsBetter={exp.smaller_is_better} bestTrialId={bestId} />
+    </section>
+  );
+}
+
+function ConfigView({ yaml }: { yaml: string }) {
+  const [copied, setCopied] = useState(false);
+  const copy = async () => {
+    try {
+      await navigator.clipboard.writeText(yaml);
+    } catch {
+      const area = document.createElement("textarea");
+      area.value = yaml;
+      document.body.appendChild(area);
+      area.select();
+      document.execCommand("copy");
+      area.remove();
+    }
+    setCopied(true);
+  };
+  return (
+    <section>
+      <button onClick={() => void copy()}>{copied ? "copied" : "copy"}</button>
+      <pre className="config" data-testid="config-yaml">{yaml}</pre>
+    </section>
+  );
+}
