@@ -67,7 +67,7 @@ def run_test_mode(
         "seconds": time.time() - start,
     }
     console.print(
-        f"[green]Model definition test passed[/green] in {summary['seconds']:.1f}s: trained 1 batch "
+        f"[green]Model definition test succeeded[/green] in {summary['seconds']:.1f}s: trained 1 batch "
         f"({_metrics(summary['training'])}), validated ({_metrics(summary['validation'])}), "
         f"checkpointed and restored nothing lost."
         if summary["checkpoints"]
