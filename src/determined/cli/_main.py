@@ -39,21 +39,24 @@ def _master_default() -> str:
 
 
 def _global_flags(parser: argparse.ArgumentParser, suppress: bool) -> None:
+    """``-m/--master`` and ``-u/--user``, each unless the parser has one of its spellings."""
     default: Callable[[Any], Any] = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)
-    parser.add_argument("-m", "--master", default=default(_master_default()),
-                        help="master address (default: $DET_MASTER or localhost:8080)")
-    parser.add_argument("-u", "--user", default=default(None),
-                        help="act as this user for this command (default: the last one "
-                             "logged in, else determined); see `det user login`")
+    taken = parser._option_string_actions
+    if not {"-m", "--master"} & set(taken):
+        parser.add_argument("-m", "--master", default=default(_master_default()),
+                            help="master address (default: $DET_MASTER or localhost:8080)")
+    if not {"-u", "--user"} & set(taken):
+        parser.add_argument("-u", "--user", default=default(None),
+                            help="act as this user for this command (default: the last one "
+                                 "logged in, else determined); see `det user login`")
 
 
 def _share_global_flags(parser: argparse.ArgumentParser) -> None:
     """Accept the global flags in every sub-command too (default: the top level's)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
-            for sub in set(action.choices.values()):
-                if not any(o in sub._option_string_actions for o in ("-m", "-u", "--master")):
-                    _global_flags(sub, suppress=True)
+            for sub in {id(p): p for p in action.choices.values()}.values():
+                _global_flags(sub, suppress=True)
                 _share_global_flags(sub)
 
 
