@@ -5,7 +5,6 @@ from determined.master.db._cluster import ClusterMixin
 from determined.master.db._experiments import ExperimentsMixin
 from determined.master.db._metrics import MetricsMixin
 from determined.master.db._registry import RegistryMixin
-from determined.master.db._tasks import TasksMixin
 from determined.master.db._trials import TrialsMixin
 from determined.master.db._users import UsersMixin
 
@@ -14,7 +13,7 @@ __all__ = ["Store"]
 
 class Store(
     ExperimentsMixin, TrialsMixin, MetricsMixin, CheckpointsMixin, ClusterMixin, UsersMixin,
-    RegistryMixin, TasksMixin,
+    RegistryMixin,
 ):
     """The master's database: experiments, trials, metrics, checkpoints, logs, agents,
     users and tokens, on SQLite (embedded default) or PostgreSQL.
