@@ -74,6 +74,10 @@ class MasterConfig(_Strict):
     checkpoint_storage: Optional[Dict[str, Any]] = None
     resource_manager: ResourceManagerConfig = pydantic.Field(default_factory=ResourceManagerConfig)
     security: SecurityConfig = pydantic.Field(default_factory=SecurityConfig)
+    #: Seconds a TensorBoard task may go without a proxied request before it is killed.
+    tensorboard_timeout: float = pydantic.Field(default=300.0, gt=0)
+    #: The same for notebooks; unset: notebooks are never reaped.
+    notebook_timeout: Optional[float] = pydantic.Field(default=None, gt=0)
 
     @pydantic.model_validator(mode="after")
     def _derive(self) -> "MasterConfig":

@@ -21,6 +21,7 @@ from determined.config import validate_config
 from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master.db import Store
+from determined.master.tasks import TaskManager
 from determined.master.experiments import ExperimentRun, TrialState
 from determined.master.resource_managers import (
     AGENT_ID,
@@ -86,6 +87,7 @@ class Master:
         self.rm = CompositeResourceManager(embedded, remote)
         self._stopping = False
         self._thread: Optional[threading.Thread] = None
+        self.tasks = TaskManager(self)  # commands, notebooks, shells, TensorBoards
 
     def _cluster_id(self) -> str:
         path = os.path.join(self.config.data_dir, "cluster_id")
@@ -113,6 +115,7 @@ class Master:
                     run.restore()
                     self.runs[exp.id] = run
                     run.maybe_finish()
+        self.tasks.start()
         self._thread = threading.Thread(target=self._loop, name="det-scheduler", daemon=True)
         self._thread.start()
 
@@ -121,6 +124,7 @@ class Master:
         self._wake.set()
         if self._thread:
             self._thread.join(5)
+        self.tasks.close()
         self.rm.close()
         self.store.close()
 
@@ -302,14 +306,18 @@ class Master:
         for task_id, (task, alloc) in self.allocations.items():
             found = self.trials.get(int(task_id.split("-", 1)[1]))
             running[task_id] = (self._task(*found) if found else task, alloc)
+        running.update(self.tasks.running())  # tasks hold slots too (master/tasks)
         if pending and sum(a.slot_count for _, a in running.values()) >= self.rm.slots:
             self._suspend_idle()
         decision = scheduler.schedule(
-            self.rm.agents(), [self._task(r, t) for r, t in pending.values()], running,
+            self.rm.agents(),
+            [self._task(r, t) for r, t in pending.values()] + self.tasks.pending(), running,
             self.policy,
         )
         launches = []
         for alloc in decision.start:
+            if self.tasks.claim(alloc):  # a task's allocation: it starts itself
+                continue
             run, t = pending[alloc.task_id]
             if len(alloc.parts) > 1:  # trials spanning agents are not supported: wait
                 if t.trial_id not in self._split_warned:

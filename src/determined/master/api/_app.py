@@ -30,6 +30,8 @@ from determined.master._core import Master
 from determined.master.api import _models as models
 from determined.master.api._agents import agent_auth, agents_listing, agents_router
 from determined.master.api._auth import Auth, check_owner
+from determined.master.api._proxy import proxy_router
+from determined.master.api._tasks import tasks_router
 from determined.master.api._ui import ui_router
 from determined.master.api._bounds import int64_params
 from determined.master.db import (
@@ -451,6 +453,8 @@ def create_app(master: Master) -> fastapi.FastAPI:
 
     app.include_router(api, dependencies=[Depends(auth.resolve)])
     app.include_router(auth.router(), dependencies=[Depends(auth.resolve)])
+    app.include_router(tasks_router(master, auth), dependencies=[Depends(auth.resolve)])
+    app.include_router(proxy_router(master))  # checks logins itself: never anonymous
     # Master parity (issue 9 parts 5-6): _operations.py, _registry.py.
     from determined.master.api._operations import operations_router
     from determined.master.api._registry import registry_router

@@ -5,6 +5,7 @@ from determined.master.db._cluster import ClusterMixin
 from determined.master.db._experiments import ExperimentsMixin
 from determined.master.db._metrics import MetricsMixin
 from determined.master.db._registry import RegistryMixin
+from determined.master.db._tasks import TasksMixin
 from determined.master.db._trials import TrialsMixin
 from determined.master.db._users import UsersMixin
 
@@ -13,7 +14,7 @@ __all__ = ["Store"]
 
 class Store(
     ExperimentsMixin, TrialsMixin, MetricsMixin, CheckpointsMixin, ClusterMixin, UsersMixin,
-    RegistryMixin,
+    RegistryMixin, TasksMixin,
 ):
     """The master's database: experiments, trials, metrics, checkpoints, logs, agents,
     users and tokens, on SQLite (embedded default) or PostgreSQL.

@@ -1,0 +1,75 @@
+"""The terminal side of ``det shell open``: the local terminal joined to a shell task's
+PTY over a websocket through the master's proxy (see ``determined.tasks.shell``).
+
+In a terminal, the local tty is put in raw mode (keys such as Ctrl-C go to the remote
+shell), and window size changes are sent as ``{"resize": [rows, cols]}``. Without a
+terminal (a pipe), stdin is sent as it is and output copied to stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sys
+import threading
+from typing import Any
+
+__all__ = ["open_shell"]
+
+
+def open_shell(master_url: str, task_id: str, token: str) -> int:
+    """Run an interactive session in shell task ``task_id``; returns when it ends."""
+    from websockets.sync.client import connect
+
+    url = master_url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
+    ws = connect(f"{url}/proxy/{task_id}/", additional_headers={
+        "Authorization": f"Bearer {token}"}, max_size=None)
+    interactive = sys.stdin.isatty()
+    old: Any = None
+    stdin_fd = sys.stdin.fileno()
+    if interactive:
+        import termios
+        import tty
+
+        old = termios.tcgetattr(stdin_fd)
+        tty.setraw(stdin_fd)
+
+        def resize(*_: Any) -> None:
+            size = shutil.get_terminal_size()
+            try:
+                ws.send(json.dumps({"resize": [size.lines, size.columns]}))
+            except Exception:
+                pass
+
+        resize()
+        signal.signal(signal.SIGWINCH, resize)
+
+    def pump_stdin() -> None:
+        try:
+            while True:
+                data = os.read(stdin_fd, 4096)
+                if not data:
+                    if not interactive:
+                        ws.send(b"\x04")  # end of input: Ctrl-D to the shell
+                    return
+                ws.send(data)
+        except Exception:
+            return
+
+    threading.Thread(target=pump_stdin, daemon=True).start()
+    out = sys.stdout.buffer
+    try:
+        for message in ws:
+            out.write(message if isinstance(message, bytes) else message.encode())
+            out.flush()
+    except Exception:
+        pass
+    finally:
+        if interactive and old is not None:
+            import termios
+
+            termios.tcsetattr(stdin_fd, termios.TCSADRAIN, old)
+        ws.close()
+    return 0

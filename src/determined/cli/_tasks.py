@@ -1,0 +1,367 @@
+"""``det task``, ``det command|cmd``, ``det notebook``, ``det shell``, ``det tensorboard``.
+
+Tasks run on the cluster next to trials (see ``master/tasks``); services are reached
+through the master's proxy at ``MASTER/proxy/<id>/``. ``open`` prints that URL with a
+one-time login parameter (and opens a browser when run in a terminal).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+from determined.cli._remote import add_format_flags, client, print_rows, usage_error
+
+__all__ = ["add_parser"]
+
+TASK_COLUMNS = ["id", "kind", "owner", "state", "description", "slots", "exit_code",
+                "start_time", "end_time"]
+_PATHS = {"notebook": "lab", "tensorboard": "", "shell": ""}
+
+
+def add_parser(nouns: Any) -> None:
+    task = nouns.add_parser("task", help="list every task (commands, notebooks, shells, "
+                                         "TensorBoards)")
+    verbs = task.add_subparsers(dest="verb", metavar="ACTION")
+    lst = verbs.add_parser("list", aliases=["ls"], help="list tasks of every user")
+    add_format_flags(lst)
+    lst.set_defaults(func=_task_list)
+    task.set_defaults(func=lambda args: task.print_help() or 0)
+
+    command = nouns.add_parser("command", aliases=["cmd"], help="run commands on a slot")
+    cverbs = command.add_subparsers(dest="verb", metavar="ACTION")
+    run = cverbs.add_parser("run", help="run a command in the uploaded context directory; "
+                                        "prints its output and exits with its exit code")
+    run.add_argument("entrypoint", nargs=argparse.REMAINDER, metavar="ENTRYPOINT",
+                     help="the command and its arguments (one argument runs in sh -c)")
+    _start_flags(run, browser=False)
+    run.set_defaults(func=_command_run, kind="command")
+    _common_verbs(cverbs, "command")
+    command.set_defaults(func=lambda args: command.print_help() or 0)
+
+    notebook = nouns.add_parser("notebook", help="JupyterLab on a slot, behind the proxy")
+    nverbs = notebook.add_subparsers(dest="verb", metavar="ACTION")
+    start = nverbs.add_parser("start", help="start JupyterLab in the context directory")
+    _start_flags(start, browser=True)
+    start.set_defaults(func=_service_start, kind="notebook")
+    _open_verb(nverbs, "notebook")
+    _common_verbs(nverbs, "notebook")
+    notebook.set_defaults(func=lambda args: notebook.print_help() or 0)
+
+    shell = nouns.add_parser("shell", help="interactive shells on a slot, over the master")
+    sverbs = shell.add_subparsers(dest="verb", metavar="ACTION")
+    sstart = sverbs.add_parser("start", help="start a shell task and open a terminal in it")
+    _start_flags(sstart, browser=False)
+    sstart.set_defaults(func=_service_start, kind="shell")
+    sopen = sverbs.add_parser("open", help="open a terminal in a running shell task")
+    sopen.add_argument("id")
+    sopen.set_defaults(func=_shell_open, kind="shell")
+    _common_verbs(sverbs, "shell")
+    shell.set_defaults(func=lambda args: shell.print_help() or 0)
+
+    tb = nouns.add_parser("tensorboard", help="TensorBoard over experiments' trials")
+    tverbs = tb.add_subparsers(dest="verb", metavar="ACTION")
+    tstart = tverbs.add_parser("start", help="start TensorBoard over the trials of "
+                                             "experiments (or of single trials)")
+    tstart.add_argument("experiment_ids", nargs="*", type=int, metavar="EXP_ID")
+    tstart.add_argument("-t", "--trial-ids", nargs="+", type=int, default=[], metavar="ID",
+                        help="trials to show (besides every trial of EXP_IDs)")
+    tstart.add_argument("--config-file", default=None, help="a task config (YAML)")
+    tstart.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                        help="set a task config field (e.g. idle_timeout=600)")
+    tstart.add_argument("--no-browser", action="store_true", help="only print the URL")
+    tstart.add_argument("-d", "--detach", action="store_true",
+                        help="print the task id and return at once")
+    tstart.set_defaults(func=_service_start, kind="tensorboard", context=None, template=None)
+    _open_verb(tverbs, "tensorboard")
+    _common_verbs(tverbs, "tensorboard")
+    tb.set_defaults(func=lambda args: tb.print_help() or 0)
+
+
+def _start_flags(p: argparse.ArgumentParser, browser: bool) -> None:
+    p.add_argument("-c", "--context", default=None, metavar="DIR",
+                   help="upload this directory as the task's working directory")
+    p.add_argument("--config-file", default=None, help="a task config (YAML)")
+    p.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
+                   help="set a task config field (e.g. resources.slots=2); repeatable")
+    p.add_argument("--template", default=None, help="start from this config template")
+    p.add_argument("-d", "--detach", action="store_true",
+                   help="print the task id and return at once")
+    if browser:
+        p.add_argument("--no-browser", action="store_true", help="only print the URL")
+
+
+def _open_verb(verbs: Any, kind: str) -> None:
+    p = verbs.add_parser("open", help=f"print the {kind}'s URL (and open a browser)")
+    p.add_argument("id")
+    p.add_argument("--no-browser", action="store_true", help="only print the URL")
+    p.set_defaults(func=_open, kind=kind)
+
+
+def _common_verbs(verbs: Any, kind: str) -> None:
+    lst = verbs.add_parser("list", aliases=["ls"], help=f"list {kind} tasks")
+    lst.add_argument("-q", "--quiet", action="store_true", help="only the ids")
+    lst.add_argument("-a", "--all", action="store_true", help="every user's, not only yours")
+    add_format_flags(lst)
+    lst.set_defaults(func=_list, kind=kind)
+    cfg = verbs.add_parser("config", help="print a task's config (YAML)")
+    cfg.add_argument("id")
+    cfg.set_defaults(func=_config, kind=kind)
+    logs = verbs.add_parser("logs", help="print a task's output")
+    logs.add_argument("id")
+    logs.add_argument("-f", "--follow", action="store_true", help="wait for new lines")
+    logs.add_argument("--tail", type=int, default=None, metavar="N", help="only the last N lines")
+    logs.set_defaults(func=_logs, kind=kind)
+    kill = verbs.add_parser("kill", help="kill tasks (frees their slots)")
+    kill.add_argument("ids", nargs="+", metavar="ID")
+    kill.add_argument("-f", "--force", action="store_true", help="go on after an error")
+    kill.set_defaults(func=_kill, kind=kind)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _config_from_args(args: argparse.Namespace, api: Any) -> Dict[str, Any]:
+    import yaml
+
+    config: Dict[str, Any] = {}
+    if getattr(args, "template", None):
+        config = dict(api.request("GET", f"/templates/{args.template}")["config"] or {})
+    if args.config_file:
+        with open(args.config_file, encoding="utf-8") as f:
+            loaded = yaml.safe_load(f) or {}
+        if not isinstance(loaded, dict):
+            usage_error(f"{args.config_file}: expected a YAML mapping of task config fields")
+        config = _merge(config, loaded)
+    for item in args.config:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            usage_error(f"Expected --config KEY=VALUE. Received: {item!r}")
+        node = config
+        parts = key.split(".")
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                usage_error(f"--config {item}: {part} is not a mapping")
+        node[parts[-1]] = yaml.safe_load(value)
+    return config
+
+
+def _merge(base: Dict[str, Any], over: Dict[str, Any]) -> Dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _context(args: argparse.Namespace) -> Optional[str]:
+    if not getattr(args, "context", None):
+        return None
+    from determined.common.api import pack_context
+
+    if not os.path.isdir(args.context):
+        usage_error(f"-c/--context: {args.context} is not a directory")
+    return base64.b64encode(pack_context(args.context)).decode("ascii")
+
+
+def _token(args: argparse.Namespace) -> str:
+    from determined.common.api import Authenticator
+
+    return Authenticator(args.master, user=getattr(args, "user", None)).token()
+
+
+def _url(api: Any, task: Dict[str, Any], token: Optional[str] = None) -> str:
+    url = f"{api.url}/proxy/{task['id']}/{_PATHS.get(task['kind'], '')}"
+    return f"{url}?det_token={token}" if token else url
+
+
+def _create(args: argparse.Namespace, api: Any, body: Dict[str, Any],
+            entrypoint: Optional[List[str]] = None) -> Dict[str, Any]:
+    config = _config_from_args(args, api)
+    if entrypoint is not None:
+        config["entrypoint"] = entrypoint
+    body = dict(body, kind=args.kind, config=config)
+    context = _context(args)
+    if context:
+        body["context"] = context
+    return api.request("POST", "/tasks", json=body)
+
+
+def _wait_ready(api: Any, task: Dict[str, Any], token: str, timeout: float = 300) -> None:
+    import httpx
+
+    deadline = time.monotonic() + timeout
+    url = f"{api.url}/proxy/{task['id']}/{_PATHS.get(task['kind'], '')}"
+    while time.monotonic() < deadline:
+        state = api.request("GET", f"/tasks/{task['id']}")
+        if state["state"] == "TERMINATED":
+            raise SystemExit(f"det: error: {task['kind']} {task['id']} ended: "
+                             f"{state.get('end_reason')}; see `det {task['kind']} logs "
+                             f"{task['id']}`")
+        if state["state"] == "RUNNING":
+            try:
+                r = httpx.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=5)
+                if task["kind"] == "shell" or r.status_code < 500:
+                    if task["kind"] != "shell" or r.status_code in (400, 426):
+                        return
+            except httpx.HTTPError:
+                pass
+        time.sleep(0.5)
+    raise SystemExit(f"det: error: {task['kind']} {task['id']} did not answer within "
+                     f"{timeout:.0f} s")
+
+
+def _show_url(url: str, args: argparse.Namespace) -> None:
+    print(url)
+    if not getattr(args, "no_browser", False) and sys.stdout.isatty():
+        import webbrowser
+
+        webbrowser.open(url)
+
+
+# -- handlers --------------------------------------------------------------------------------
+
+
+def _task_list(args: argparse.Namespace) -> int:
+    with client(args) as api:
+        tasks = api.request("GET", "/tasks", params={"all": "true"})["tasks"]
+    print_rows(tasks, TASK_COLUMNS, args)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    with client(args) as api:
+        params = {"kind": args.kind, "all": "true" if args.all else "false"}
+        tasks = api.request("GET", "/tasks", params=params)["tasks"]
+    if args.quiet:
+        for t in tasks:
+            print(t["id"])
+        return 0
+    print_rows(tasks, TASK_COLUMNS, args)
+    return 0
+
+
+def _config(args: argparse.Namespace) -> int:
+    import yaml
+
+    with client(args) as api:
+        task = api.request("GET", f"/tasks/{args.id}")
+    sys.stdout.write(yaml.safe_dump(task["config"], sort_keys=False))
+    return 0
+
+
+def _print_logs(api: Any, task_id: str, follow: bool, tail: Optional[int]) -> int:
+    """Print (and follow) a task's output; returns the last log id seen."""
+    params: Dict[str, Any] = {"tail": tail} if tail is not None else {}
+    last = 0
+    while True:
+        lines = api.request("GET", f"/tasks/{task_id}/logs", params=dict(params, after_id=last))
+        for line in lines["logs"]:
+            print(line["line"], flush=True)
+            last = line["id"]
+        params = {}
+        if not follow:
+            return last
+        if not lines["logs"]:
+            if api.request("GET", f"/tasks/{task_id}")["state"] == "TERMINATED":
+                more = api.request("GET", f"/tasks/{task_id}/logs", params={"after_id": last})
+                for line in more["logs"]:
+                    print(line["line"], flush=True)
+                return last
+            time.sleep(0.5)
+
+
+def _logs(args: argparse.Namespace) -> int:
+    with client(args) as api:
+        api.request("GET", f"/tasks/{args.id}")
+        _print_logs(api, args.id, args.follow, args.tail)
+    return 0
+
+
+def _kill(args: argparse.Namespace) -> int:
+    failed = 0
+    with client(args) as api:
+        for task_id in args.ids:
+            try:
+                api.request("POST", f"/tasks/{task_id}/kill")
+                print(f"killed {args.kind} {task_id}")
+            except Exception as e:
+                if not args.force:
+                    raise
+                print(f"det: error: {task_id}: {e}", file=sys.stderr)
+                failed += 1
+    return 1 if failed else 0
+
+
+def _command_run(args: argparse.Namespace) -> int:
+    entry: List[str] = list(args.entrypoint)
+    if not entry:
+        usage_error("det cmd run needs an ENTRYPOINT (the command to run)")
+    with client(args) as api:
+        task = _create(args, api, {}, entrypoint=entry)
+        return _follow_command(args, api, task)
+
+
+def _follow_command(args: argparse.Namespace, api: Any, task: Dict[str, Any]) -> int:
+    print(f"Launched command {task['id']}", file=sys.stderr)
+    if args.detach:
+        print(task["id"])
+        return 0
+    _print_logs(api, task["id"], follow=True, tail=None)
+    final = api.request("GET", f"/tasks/{task['id']}")
+    code = final.get("exit_code")
+    if code is None:
+        print(f"det: command {task['id']} ended: {final.get('end_reason')}", file=sys.stderr)
+        return 1
+    return int(code) if 0 <= int(code) < 256 else 1
+
+
+def _service_start(args: argparse.Namespace) -> int:
+    body: Dict[str, Any] = {}
+    if args.kind == "tensorboard":
+        if not args.experiment_ids and not args.trial_ids:
+            usage_error("det tensorboard start needs EXP_IDs or -t TRIAL_IDs")
+        body = {"experiment_ids": args.experiment_ids, "trial_ids": args.trial_ids}
+    with client(args) as api:
+        task = _create(args, api, body)
+        print(f"Launched {args.kind} {task['id']}", file=sys.stderr)
+        if args.detach:
+            print(task["id"])
+            return 0
+        token = _token(args)
+        _wait_ready(api, task, token)
+        if args.kind == "shell":
+            from determined.cli._shell_client import open_shell
+
+            return open_shell(api.url, task["id"], token)
+        _show_url(_url(api, task, token), args)
+    return 0
+
+
+def _open(args: argparse.Namespace) -> int:
+    with client(args) as api:
+        task = api.request("GET", f"/tasks/{args.id}")
+        if task["kind"] != args.kind:
+            usage_error(f"task {args.id} is a {task['kind']}, not a {args.kind}")
+        if task["state"] == "TERMINATED":
+            raise SystemExit(f"det: error: {args.kind} {args.id} has ended "
+                             f"({task.get('end_reason')})")
+        _show_url(_url(api, task, _token(args)), args)
+    return 0
+
+
+def _shell_open(args: argparse.Namespace) -> int:
+    from determined.cli._shell_client import open_shell
+
+    with client(args) as api:
+        task = api.request("GET", f"/tasks/{args.id}")
+        if task["kind"] != "shell":
+            usage_error(f"task {args.id} is a {task['kind']}, not a shell")
+        if task["state"] != "RUNNING":
+            raise SystemExit(f"det: error: shell {args.id} is {task['state']}")
+        return open_shell(api.url, args.id, _token(args))
+

@@ -1,0 +1,105 @@
+"""Task configs: validation and defaults (pure; no I/O).
+
+A task config (``det cmd run --config-file``, ``--config k=v``) may set::
+
+    description: "my notebook"
+    resources: {slots: 1, agent_label: "", priority: 42, weight: 1.0}
+    environment: {environment_variables: ["A=1", ...]}   # or a mapping
+    entrypoint: ["python", "prep.py"]                     # commands only
+    idle_timeout: 600                                     # seconds; overrides the master's
+
+``resources.slots`` defaults to 1 for commands, notebooks and shells and to 0 for
+TensorBoards (they read files; no slot).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Dict, List, Tuple
+
+from determined.errors import InvalidConfigError
+
+__all__ = ["KINDS", "SERVICE_KINDS", "environment_variables", "validate_task_config"]
+
+#: Task kinds, as the API and CLI name them.
+KINDS = ("command", "notebook", "shell", "tensorboard")
+#: Kinds that serve HTTP or websockets behind ``/proxy/<task-id>/``.
+SERVICE_KINDS = ("notebook", "shell", "tensorboard")
+_FIELDS = {"description", "resources", "environment", "entrypoint", "idle_timeout",
+           "bind_mounts", "data"}
+
+
+def _err(field: str, message: str) -> InvalidConfigError:
+    return InvalidConfigError([(field, message)], source="task config")
+
+
+def validate_task_config(kind: str, raw: Any) -> Dict[str, Any]:
+    """The normalized config of a ``kind`` task; raises InvalidConfigError naming the
+    field. Example: ``validate_task_config("command", {"entrypoint": "echo hi"})``."""
+    if kind not in KINDS:
+        raise _err("kind", f"expected one of {', '.join(KINDS)}, received {kind!r}")
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise _err("(root)", f"expected a mapping, received {type(raw).__name__}")
+    unknown = sorted(set(raw) - _FIELDS)
+    if unknown:
+        raise _err(unknown[0], f"unknown field; expected one of {', '.join(sorted(_FIELDS))}")
+    config = copy.deepcopy(raw)
+    resources = config.setdefault("resources", {}) or {}
+    if not isinstance(resources, dict):
+        raise _err("resources", "expected a mapping")
+    config["resources"] = resources
+    slots = resources.setdefault("slots", 0 if kind == "tensorboard" else 1)
+    if not isinstance(slots, int) or isinstance(slots, bool) or slots < 0:
+        raise _err("resources.slots", f"expected an int >= 0, received {slots!r}")
+    label = resources.setdefault("agent_label", "")
+    if not isinstance(label, str):
+        raise _err("resources.agent_label", f"expected a str, received {label!r}")
+    priority = resources.get("priority")
+    if priority is not None and (not isinstance(priority, int) or isinstance(priority, bool)):
+        raise _err("resources.priority", f"expected an int, received {priority!r}")
+    weight = resources.setdefault("weight", 1.0)
+    if not isinstance(weight, (int, float)) or isinstance(weight, bool) or weight <= 0:
+        raise _err("resources.weight", f"expected a number > 0, received {weight!r}")
+    description = config.setdefault("description", "")
+    if not isinstance(description, str):
+        raise _err("description", f"expected a str, received {description!r}")
+    environment_variables(config)  # checks
+    timeout = config.get("idle_timeout")
+    if timeout is not None and (not isinstance(timeout, (int, float)) or isinstance(
+            timeout, bool) or timeout <= 0):
+        raise _err("idle_timeout", f"expected seconds > 0, received {timeout!r}")
+    entrypoint = config.get("entrypoint")
+    if kind == "command":
+        if isinstance(entrypoint, str):
+            entrypoint = [entrypoint]
+        if not entrypoint or not isinstance(entrypoint, list) or not all(
+                isinstance(a, str) for a in entrypoint):
+            raise _err("entrypoint", "expected a command (a str or a list of str), received "
+                                     f"{entrypoint!r}")
+        config["entrypoint"] = entrypoint
+    elif entrypoint is not None:
+        raise _err("entrypoint", f"only commands take an entrypoint; this is a {kind}")
+    return config
+
+
+def environment_variables(config: Dict[str, Any]) -> Dict[str, str]:
+    """``environment.environment_variables`` (a list of ``NAME=value`` or a mapping)."""
+    env = (config.get("environment") or {})
+    if not isinstance(env, dict):
+        raise _err("environment", "expected a mapping")
+    raw = env.get("environment_variables") or {}
+    pairs: List[Tuple[str, str]] = []
+    if isinstance(raw, dict):
+        pairs = [(str(k), str(v)) for k, v in raw.items()]
+    elif isinstance(raw, list):
+        for item in raw:
+            if not isinstance(item, str) or "=" not in item:
+                raise _err("environment.environment_variables",
+                           f"expected NAME=value strings, received {item!r}")
+            name, _, value = item.partition("=")
+            pairs.append((name, value))
+    else:
+        raise _err("environment.environment_variables", "expected a list or a mapping")
+    return dict(pairs)

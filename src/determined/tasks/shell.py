@@ -1,0 +1,120 @@
+"""A shell task: each websocket connection gets an interactive shell on a new PTY.
+
+Protocol (``ws://127.0.0.1:PORT/...``, reached through the master's proxy): binary
+messages from the client are keystrokes written to the PTY (Ctrl-C is byte 3; the
+terminal line discipline turns it into SIGINT for the foreground job); binary
+messages to the client are the PTY's output; a text message
+``{"resize": [rows, cols]}`` sets the window size (the shell gets SIGWINCH). The
+connection closes when the shell exits; the server keeps serving new connections.
+
+    python -m determined.tasks.shell --port 8765 --workdir /path/to/context
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import logging
+import os
+import pty
+import signal
+import struct
+import termios
+import threading
+from typing import Any, List, Optional
+
+__all__ = ["main", "set_window_size"]
+
+logger = logging.getLogger("determined.tasks.shell")
+
+
+def set_window_size(fd: int, rows: int, cols: int) -> None:
+    """Set the PTY's window size (the shell's process group gets SIGWINCH)."""
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+
+def _shell_argv() -> List[str]:
+    shell = os.environ.get("SHELL") or "/bin/bash"
+    if not os.path.exists(shell):
+        shell = "/bin/sh"
+    return [shell, "-i"]
+
+
+def _serve_connection(ws: Any, workdir: str) -> None:
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the shell, with the PTY as its controlling terminal
+        try:
+            os.chdir(workdir)
+            os.environ["TERM"] = os.environ.get("TERM") or "xterm-256color"
+            argv = _shell_argv()
+            os.execvp(argv[0], argv)
+        finally:
+            os._exit(127)
+    logger.info("shell %d started", pid)
+    done = threading.Event()
+
+    def pump_output() -> None:
+        try:
+            while True:
+                try:
+                    data = os.read(fd, 65536)
+                except OSError:  # EIO: the shell exited
+                    break
+                if not data:
+                    break
+                ws.send(data)
+        except Exception:  # the client went away
+            pass
+        finally:
+            done.set()
+            try:
+                ws.close()
+            except Exception:
+                pass
+
+    threading.Thread(target=pump_output, daemon=True).start()
+    try:
+        for message in ws:
+            if isinstance(message, bytes):
+                os.write(fd, message)
+                continue
+            try:
+                request = json.loads(message)
+                rows, cols = request["resize"]
+                set_window_size(fd, int(rows), int(cols))
+            except (ValueError, KeyError, TypeError) as e:
+                logger.warning("ignoring a text message that is not a resize: %s", e)
+    except Exception:
+        pass
+    finally:
+        if not done.is_set():
+            try:
+                os.killpg(pid, signal.SIGHUP)
+            except OSError:
+                pass
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        os.close(fd)
+        logger.info("shell %d ended", pid)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    from websockets.sync.server import serve
+
+    parser = argparse.ArgumentParser(prog="python -m determined.tasks.shell")
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--workdir", default=os.getcwd())
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    with serve(lambda ws: _serve_connection(ws, args.workdir), args.host, args.port,
+               max_size=None) as server:
+        logger.info("shell server listening on %s:%d", args.host, args.port)
+        server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

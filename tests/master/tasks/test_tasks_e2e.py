@@ -1,0 +1,235 @@
+"""Tasks on a real master: commands, TensorBoards, notebooks and shells behind the proxy."""
+
+import base64
+import json
+import os
+import time
+
+import httpx
+import pytest
+
+from determined.common.api import pack_context
+
+from det_cli_testing import run_det
+from master_testing import (
+    ConfiguredMasterProcess,
+    create_experiment,
+    wait_for_state,
+    wait_until,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def master(tmp_path):
+    m = ConfiguredMasterProcess(str(tmp_path / "master"), {
+        "resource_manager": {"slots": 1}, "tensorboard_timeout": 6})
+    os.makedirs(m.data_dir, exist_ok=True)
+    m.start()
+    yield m
+    m.stop()
+
+
+def login(m) -> httpx.Client:
+    token = httpx.post(m.url + "/api/v1/auth/login",
+                       json={"username": "determined", "password": ""}).json()["token"]
+    return httpx.Client(base_url=m.url, headers={"Authorization": f"Bearer {token}"},
+                        timeout=60)
+
+
+def create_task(c: httpx.Client, kind: str, **body) -> dict:
+    r = c.post("/api/v1/tasks", json={"kind": kind, **body})
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def task(c: httpx.Client, task_id: str) -> dict:
+    return c.get(f"/api/v1/tasks/{task_id}").json()
+
+
+def wait_task(c: httpx.Client, task_id: str, state: str, timeout: float = 60) -> dict:
+    return wait_until(lambda: (lambda t: t if t["state"] == state else None)(task(c, task_id)),
+                      timeout, f"task {task_id} {state}")
+
+
+def context_b64(path) -> str:
+    return base64.b64encode(pack_context(str(path))).decode()
+
+
+def test_command_output_exit_code_and_slots(master, tmp_path):
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "data.txt").write_text("hello from the context\n")
+    c = login(master)
+    done = create_task(c, "command", context=context_b64(ctx),
+                       config={"entrypoint": "cat data.txt; echo cwd=$(pwd); exit 3"})
+    assert done["slots"] == 1 and done["url"] is None
+    ended = wait_task(c, done["id"], "TERMINATED")
+    assert ended["exit_code"] == 3
+    lines = [l["line"] for l in c.get(f"/api/v1/tasks/{done['id']}/logs").json()["logs"]]
+    assert "hello from the context" in lines
+    assert any(l.startswith("cwd=") and l.endswith("/work") for l in lines)
+    assert [l["line"] for l in c.get(f"/api/v1/tasks/{done['id']}/logs?tail=1").json()["logs"]] \
+        == [lines[-1]]
+
+    # One slot: a second command waits until the first is killed.
+    first = create_task(c, "command", config={"entrypoint": ["sleep", "600"]})
+    wait_task(c, first["id"], "RUNNING")
+    assert task(c, first["id"])["slot_ids"] == [0]
+    second = create_task(c, "command", config={"entrypoint": "echo second"})
+    time.sleep(1.5)
+    assert task(c, second["id"])["state"] == "PENDING"
+    assert c.post(f"/api/v1/tasks/{first['id']}/kill").status_code == 200
+    assert wait_task(c, first["id"], "TERMINATED")["end_reason"] == "killed"
+    assert wait_task(c, second["id"], "TERMINATED")["exit_code"] == 0
+
+    # Bad input: a 400 naming the field, nothing stored.
+    r = c.post("/api/v1/tasks", json={"kind": "command", "config": {"entrypoint": 5}})
+    assert r.status_code == 400 and "entrypoint" in r.text
+    r = c.post("/api/v1/tasks", json={"kind": "rocket"})
+    assert r.status_code == 400 and "kind" in r.text
+
+
+def test_cli_cmd_run_and_task_list(master, tmp_path):
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "prep.py").write_text("print('prepared', 6 * 7)\nraise SystemExit(4)\n")
+    env = {"DET_MASTER": master.url}
+    out = run_det(["cmd", "run", "-c", ctx, "python", "prep.py"], env=env, timeout=120)
+    assert "prepared 42" in out.stdout, out.stdout + out.stderr
+    assert out.returncode == 4
+    listing = run_det(["task", "list", "--json"], env=env)
+    (row,) = json.loads(listing.stdout)
+    assert row["kind"] == "command" and row["exit_code"] == 4 and row["state"] == "TERMINATED"
+    logs = run_det(["cmd", "logs", row["id"], "--tail", "1"], env=env)
+    assert logs.stdout.strip().endswith("prepared 42")
+
+
+def test_tensorboard_of_finished_experiment_through_proxy_and_reaped(master, tmp_path,
+                                                                    tiny_dir):
+    c = login(master)
+    config = {
+        "entrypoint": "model_def:TinyTrial", "scheduling_unit": 10,
+        "hyperparameters": {"global_batch_size": 16, "dropout": 0.2,
+                            "lr": {"type": "categorical", "vals": [0.1, 0.05]}},
+        "searcher": {"name": "grid", "metric": "validation_loss",
+                     "max_length": {"batches": 20}},
+        "min_validation_period": {"batches": 20},
+    }
+    exp_id = create_experiment(httpx.Client(base_url=master.url + "/api/v1", timeout=60),
+                               config, tiny_dir)
+    wait_for_state(httpx.Client(base_url=master.url + "/api/v1"), exp_id, ["COMPLETED"],
+                   timeout=240)
+    trial_ids = sorted(t["id"] for t in c.get(f"/api/v1/experiments/{exp_id}/trials")
+                       .json()["trials"])
+    tb = create_task(c, "tensorboard", experiment_ids=[exp_id])
+    assert tb["slots"] == 0 and tb["url"] == f"/proxy/{tb['id']}/"
+    runs_url = f"/proxy/{tb['id']}/data/runs"
+
+    def runs():
+        r = c.get(runs_url)
+        return r.json() if r.status_code == 200 and len(r.json()) == 2 else None
+
+    names = wait_until(runs, 120, "TensorBoard runs")
+    assert sorted(int(n.split()[0].split("_")[1]) for n in names) == trial_ids
+    assert all("lr=" in n for n in names)
+    assert httpx.get(master.url + runs_url).status_code == 401
+    bad = httpx.get(master.url + runs_url, headers={"Authorization": "Bearer nope"})
+    assert bad.status_code == 401
+    # The scalars of a trial are served (the platform's tags).
+    tags = c.get(f"/proxy/{tb['id']}/data/plugin/scalars/tags").json()
+    assert "Determined/loss" in tags[names[0]]
+    # Idle for tensorboard_timeout (6 s): reaped.
+    ended = wait_task(c, tb["id"], "TERMINATED", timeout=60)
+    assert ended["end_reason"].startswith("idle")
+    assert c.get(runs_url).status_code == 404
+
+
+def test_notebook_api_through_proxy_with_auth_only(master, tmp_path):
+    pytest.importorskip("jupyterlab", reason="the optional extra 'notebook'")
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "analysis.py").write_text("x = 1\n")
+    c = login(master)
+    nb = create_task(c, "notebook", context=context_b64(ctx))
+    base = f"/proxy/{nb['id']}"
+
+    def status():
+        r = c.get(f"{base}/api/status")
+        return r.json() if r.status_code == 200 else None
+
+    assert "started" in wait_until(status, 120, "JupyterLab")
+    contents = c.get(f"{base}/api/contents").json()
+    assert [f["name"] for f in contents["content"]] == ["analysis.py"]
+    assert httpx.get(master.url + f"{base}/api/status").status_code == 401
+    # A browser: ?det_token= once, then a cookie.
+    token = c.headers["Authorization"].split()[1]
+    browser = httpx.Client(base_url=master.url, follow_redirects=True)
+    assert browser.get(f"{base}/api/status?det_token={token}").status_code == 200
+    assert browser.get(f"{base}/api/status").status_code == 200
+    # The notebook holds the only slot; killing it frees the slot.
+    cmd = create_task(c, "command", config={"entrypoint": "echo ran"})
+    time.sleep(1.0)
+    assert task(c, cmd["id"])["state"] == "PENDING"
+    c.post(f"/api/v1/tasks/{nb['id']}/kill")
+    wait_task(c, nb["id"], "TERMINATED")
+    assert wait_task(c, cmd["id"], "TERMINATED")["exit_code"] == 0
+
+
+def test_shell_round_trips_through_a_pty(master):
+    from websockets.sync.client import connect
+
+    c = login(master)
+    sh = create_task(c, "shell")
+    wait_task(c, sh["id"], "RUNNING")
+    url = master.url.replace("http://", "ws://") + f"/proxy/{sh['id']}/"
+    with pytest.raises(Exception):
+        with connect(url, open_timeout=10) as ws:
+            ws.recv(timeout=5)
+
+    def connected():
+        try:
+            return connect(url, additional_headers={"Authorization": c.headers["Authorization"]},
+                           open_timeout=10)
+        except Exception:
+            return None
+
+    ws = wait_until(connected, 60, "shell server")
+    output = b""
+
+    def read_until(needle: bytes, timeout: float = 20) -> None:
+        nonlocal output
+        deadline = time.monotonic() + timeout
+        while needle not in output:
+            assert time.monotonic() < deadline, output.decode(errors="replace")
+            try:
+                output += ws.recv(timeout=max(0.1, deadline - time.monotonic()))
+            except TimeoutError:
+                pass
+
+    ws.send(json.dumps({"resize": [33, 101]}))
+    ws.send(b"stty size; tty; echo cwd=$PWD; echo MARK$((6*7))\n")
+    read_until(b"MARK42")
+    assert b"33 101" in output and b"/dev/pts/" in output
+    assert b"/work" in output.split(b"cwd=")[-1].split(b"\n")[0]
+    ws.send(b"sleep 300\n")
+    time.sleep(0.5)
+    ws.send(b"\x03")  # Ctrl-C interrupts the foreground job, not the shell
+    ws.send(b"echo AFTER$((1+1))\n")
+    read_until(b"AFTER2")
+    ws.send(b"exit\n")
+    deadline = time.monotonic() + 20
+    closed = False
+    while time.monotonic() < deadline and not closed:
+        try:
+            ws.recv(timeout=1)
+        except TimeoutError:
+            continue
+        except Exception:
+            closed = True
+    assert closed
+    c.post(f"/api/v1/tasks/{sh['id']}/kill")
+    assert wait_task(c, sh["id"], "TERMINATED")["slot_ids"] == [0]
+    cmd = create_task(c, "command", config={"entrypoint": "true"})
+    assert wait_task(c, cmd["id"], "TERMINATED")["exit_code"] == 0
