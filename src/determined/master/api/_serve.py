@@ -23,6 +23,7 @@ def serve(config: "object") -> None:
 
     install()  # `det master logs`: logging and stdout/stderr lines, kept in memory
     master = Master(config)
+    master.rm.flags = master.store.scheduling_flags()  # drained agents/slots, before scheduling
     master.start(url=f"http://{config.host}:{config.port}")
     app = create_app(master)
     server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port,
@@ -54,5 +55,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         return 2
     print(f"determined-master: serving http://{config.host}:{config.port} "
           f"(data dir {config.data_dir}, {config.resource_manager.slots} slots)", flush=True)
+    print(f"determined-master: web UI at http://{config.host}:{config.port}/ "
+          f"(REST API docs at /docs)", flush=True)
     serve(config)
     return 0

@@ -1,0 +1,306 @@
+"""The web UI in a real browser (Debian's Chromium, headless, through Playwright) against a
+real master running real experiments.
+
+One master (``allow_anonymous: false``) and one browser serve every test of the module, in
+order: sign in, the list, an experiment (one series per trial), live metrics, the logs tail
+of a running trial, pause, the cluster and master-logs pages, a user who owns nothing, and
+the speed measurements (written to ``webui-speed.json`` under the test's output directory
+and printed). Screenshots of each page go to the output directory too.
+"""
+
+import datetime
+import json
+import os
+import shutil
+import time
+
+import httpx
+import pytest
+import sqlalchemy as sa
+import yaml
+
+from determined.master import webui
+from determined.master.db import Store
+from determined.master.db import _models as m
+from master_testing import ConfiguredMasterProcess, create_experiment, wait_for_state, wait_until
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+INJECTION = "<script>window.__pwned=1</script>"
+TICK_TRIAL = '''import time
+
+from model_def import TinyTrial
+
+
+class TickTrial(TinyTrial):
+    """Sleeps a little per batch and prints a line every 5 batches (the logs tail test)."""
+
+    def train_batch(self, batch, epoch_idx, batch_idx):
+        time.sleep(0.05)
+        if batch_idx % 5 == 0:
+            print(f"tick {batch_idx}", flush=True)
+        return super().train_batch(batch, epoch_idx, batch_idx)
+'''
+FILLER_EXPERIMENTS = 1000
+
+
+def _fill(data_dir: str, n: int) -> None:
+    """``n`` finished experiments written straight into the master's database (one insert)."""
+    store = Store("sqlite:///" + os.path.join(data_dir, "master.db"))
+    store.upgrade()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    with store._write() as s:
+        owner = s.scalar(sa.select(m.User.id).where(m.User.username == "admin"))
+        config = {"searcher": {"name": "single", "metric": "validation_loss"}}
+        s.execute(sa.insert(m.Experiment.__table__), [
+            {"state": "COMPLETED", "config": config, "model_def": b"", "owner_id": owner,
+             "description": f"filler {i}", "labels": ["filler"], "archived": False,
+             "weight": 1.0, "progress": 1.0, "start_time": now, "end_time": now}
+            for i in range(n)])
+    store.close()
+
+
+@pytest.fixture(scope="module")
+def out_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("webui")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory, out_dir):
+    assert webui.is_built(), "the web UI is not built: run scripts/build-webui.sh"
+    assert os.path.exists(CHROMIUM), "install Debian's chromium (apt-get install chromium)"
+    data_dir = str(tmp_path_factory.mktemp("webui_master"))
+    _fill(data_dir, FILLER_EXPERIMENTS)
+    master = ConfiguredMasterProcess(data_dir, {
+        "resource_manager": {"slots": 2}, "security": {"allow_anonymous": False}}).start()
+    tiny = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "tiny_pytorch")
+    model_dir = os.path.join(data_dir, "tick_model")
+    shutil.copytree(tiny, model_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(os.path.join(model_dir, "tick_def.py"), "w") as f:
+        f.write(TICK_TRIAL)
+    client = httpx.Client(base_url=master.url + "/api/v1", timeout=60)
+    token = client.post("/auth/login", json={"username": "determined"}).json()["token"]
+    client.headers["Authorization"] = f"Bearer {token}"
+    admin = httpx.Client(base_url=master.url + "/api/v1", timeout=60)
+    admin.headers["Authorization"] = "Bearer " + admin.post(
+        "/auth/login", json={"username": "admin"}).json()["token"]
+    assert admin.post("/users", json={"username": "viewer", "password": "pw"}).status_code == 201
+    base = yaml.safe_load(open(os.path.join(tiny, "const.yaml")))
+    search = dict(base, description="tiny search", labels=[INJECTION, "ok"],
+                  searcher={"name": "random", "metric": "validation_loss", "max_trials": 3,
+                            "max_length": {"batches": 40}})
+    search["hyperparameters"] = dict(base["hyperparameters"],
+                                     lr={"type": "log", "minval": -3, "maxval": -1, "base": 10})
+    search_id = create_experiment(client, search, tiny)
+    running = dict(base, description="tick run", entrypoint="tick_def:TickTrial",
+                   searcher={"name": "single", "metric": "validation_loss",
+                             "max_length": {"batches": 100000}},
+                   min_validation_period={"batches": 50})
+    running_id = create_experiment(client, running, model_dir)
+    wait_for_state(client, search_id, ["COMPLETED"], timeout=120)
+    yield {"master": master, "client": client, "search": search_id, "running": running_id,
+           "data_dir": data_dir}
+    client.post(f"/experiments/{running_id}/kill")
+    master.stop()
+
+
+@pytest.fixture(scope="module")
+def browser(cluster, out_dir):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(out_dir / "profile"), executable_path=CHROMIUM, headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 900})
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.set_default_timeout(20000)
+        yield page, errors
+        context.close()
+
+
+@pytest.fixture(scope="module")
+def speed(out_dir):
+    results = {}
+    yield results
+    (out_dir / "webui-speed.json").write_text(json.dumps(results, indent=2))
+    print("web UI speed:", json.dumps(results))
+
+
+def shot(page, out_dir, name):
+    page.screenshot(path=str(out_dir / f"{name}.png"), full_page=True)
+
+
+def test_sign_in_and_the_list_shows_experiments(cluster, browser, out_dir, speed):
+    page, errors = browser
+    url = cluster["master"].url
+    page.goto(url + f"/experiments/{cluster['search']}")
+    page.wait_for_url("**/login?next=*")
+    shot(page, out_dir, "login")
+    page.fill("input[name=username]", "determined")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"**/experiments/{cluster['search']}")  # back where the deep link led
+    page.goto(url + "/experiments")
+    rows = page.locator("[data-testid=experiment-table] tbody tr")
+    rows.first.wait_for()
+    ids = [int(t) for t in rows.locator("td:nth-child(2)").all_inner_texts()[:2]]
+    assert ids == [cluster["running"], cluster["search"]]
+    assert page.get_by_test_id("pager").inner_text().count(str(FILLER_EXPERIMENTS + 2)) == 1
+    shot(page, out_dir, "experiments")
+    # The list with 1,000 experiments on one page: navigation to painted rows.
+    t0 = time.monotonic()
+    page.goto(url + "/experiments?limit=1000&label=filler")
+    page.wait_for_function(
+        "document.querySelectorAll('[data-testid=experiment-table] tbody tr').length >= 1000")
+    speed["list_1000_wall_s"] = round(time.monotonic() - t0, 3)
+    page.wait_for_function("document.querySelector('[data-testid=pager]').dataset.loadMs")
+    speed["list_1000_fetch_to_paint_ms"] = round(float(
+        page.get_by_test_id("pager").get_attribute("data-load-ms")), 1)
+    assert speed["list_1000_fetch_to_paint_ms"] < 5000
+    assert not errors, errors
+
+
+def test_script_injection_label_stays_text(cluster, browser, out_dir):
+    page, errors = browser
+    page.goto(cluster["master"].url + "/experiments")
+    cell = page.locator("[data-testid=experiment-table] .label", has_text="window.__pwned")
+    cell.first.wait_for()
+    assert cell.first.inner_text() == INJECTION
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("[data-testid=experiment-table] script").count() == 0
+    assert not errors, errors
+
+
+def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, browser, out_dir,
+                                                                    speed):
+    page, errors = browser
+    client, exp_id = cluster["client"], cluster["search"]
+    trials = client.get(f"/experiments/{exp_id}/trials").json()["trials"]
+    assert len(trials) == 3
+    page.goto(cluster["master"].url + f"/experiments/{exp_id}")
+    chart = page.get_by_test_id("learning-curves")
+    chart.locator("canvas").wait_for()
+    assert chart.get_attribute("data-series") == "3"
+    assert page.get_by_test_id("trial-picker").locator("label").count() == 3
+    assert page.get_by_test_id("labels").inner_text().startswith(INJECTION)
+    shot(page, out_dir, "experiment")
+    before = int(chart.get_attribute("data-points"))
+    # A validation reported now appears on the open page (server-sent events).
+    store = Store("sqlite:///" + os.path.join(cluster["data_dir"], "master.db"))
+    try:
+        t0 = time.monotonic()
+        store.add_validation_metrics(trials[0]["id"], 1000, {"validation_loss": 0.25})
+        page.wait_for_function(
+            f"Number(document.querySelector('[data-testid=learning-curves]')"
+            f".dataset.points) > {before}", timeout=10000)
+        speed["new_metric_on_page_s"] = round(time.monotonic() - t0, 3)
+    finally:
+        store.close()
+    assert speed["new_metric_on_page_s"] < 2.0
+    for tab, testid in (("trials", "trials-table"), ("hyperparameters", "parallel-coordinates"),
+                        ("checkpoints", "checkpoints-table"), ("config", "config-yaml")):
+        page.get_by_role("button", name=tab, exact=True).click()
+        page.get_by_test_id(testid).wait_for()
+        shot(page, out_dir, f"experiment-{tab}")
+    assert "searcher:" in page.get_by_test_id("config-yaml").inner_text()
+    page.get_by_role("button", name="trials", exact=True).click()
+    header = page.get_by_test_id("trials-table").locator("th", has_text="lr")
+    assert header.count() == 1
+    assert not errors, errors
+
+
+def test_logs_page_tails_a_running_trial(cluster, browser, out_dir):
+    page, errors = browser
+    client, exp_id = cluster["client"], cluster["running"]
+    trial_id = wait_until(lambda: (client.get(f"/experiments/{exp_id}/trials").json()["trials"]
+                                   or [None])[0], 60, "the running trial")["id"]
+    wait_until(lambda: client.get(f"/trials/{trial_id}/logs").json()["logs"], 60, "a log line")
+    page.goto(cluster["master"].url + f"/experiments/{exp_id}/trials/{trial_id}")
+    logs = page.get_by_test_id("trial-logs")
+    logs.locator(".log-line", has_text="tick").first.wait_for(timeout=60000)
+    first = logs.locator(".log-line", has_text="tick").count()
+    page.wait_for_function(  # new lines arrive without a reload
+        "document.querySelectorAll('[data-testid=trial-logs] .log-line').length > " + str(
+            logs.locator(".log-line").count()), timeout=15000)
+    assert logs.locator(".log-line", has_text="tick").count() > first
+    page.get_by_label("search logs").fill("tick 1")
+    page.wait_for_timeout(800)
+    shown = logs.locator(".log-line").all_inner_texts()
+    assert shown and all("tick 1" in line for line in shown)
+    shot(page, out_dir, "trial")
+    assert not errors, errors
+
+
+def test_pause_from_the_experiment_page(cluster, browser, out_dir):
+    page, errors = browser
+    exp_id = cluster["running"]
+    page.goto(cluster["master"].url + f"/experiments/{exp_id}")
+    badge = page.locator("h1 [data-testid=state]")
+    badge.wait_for()
+    assert badge.inner_text() == "ACTIVE"
+    page.get_by_role("button", name="pause", exact=True).click()
+    page.wait_for_function(
+        "document.querySelector('h1 [data-testid=state]').textContent === 'PAUSED'")
+    assert cluster["client"].get(f"/experiments/{exp_id}").json()["state"] == "PAUSED"
+    page.get_by_role("button", name="activate", exact=True).click()
+    page.wait_for_function(
+        "document.querySelector('h1 [data-testid=state]').textContent === 'ACTIVE'")
+    assert not errors, errors
+
+
+def test_cluster_and_master_logs_pages(cluster, browser, out_dir):
+    page, errors = browser
+    page.goto(cluster["master"].url + "/cluster")
+    page.get_by_test_id("utilization").wait_for()
+    assert page.get_by_test_id("slot").count() == 2
+    page.wait_for_function("document.querySelector('[data-testid=utilization]')"
+                           ".textContent.startsWith('1 of 2')", timeout=30000)
+    assert page.locator("[data-testid=slot] a", has_text="trial").count() == 1
+    shot(page, out_dir, "cluster")
+    page.goto(cluster["master"].url + "/logs")
+    page.get_by_test_id("master-logs").locator(".log-line").first.wait_for()
+    shot(page, out_dir, "master-logs")
+    assert not errors, errors
+
+
+def test_a_user_who_owns_nothing_gets_a_read_only_ui(cluster, browser, out_dir):
+    page, errors = browser
+    url = cluster["master"].url
+    page.goto(url + "/experiments")
+    page.get_by_role("button", name="sign out").click()
+    page.wait_for_url("**/login*")
+    page.fill("input[name=username]", "viewer")
+    page.fill("input[name=password]", "pw")
+    page.click("button[type=submit]")
+    page.wait_for_url("**/experiments")
+    page.get_by_label(f"select {cluster['search']}").check()
+    assert page.get_by_test_id("batch-kill").is_disabled()
+    page.goto(url + f"/experiments/{cluster['running']}")
+    page.get_by_text("read-only: owned by determined").wait_for()
+    assert page.get_by_role("button", name="pause", exact=True).is_disabled()
+    assert page.get_by_label("new label").count() == 0
+    # The API refuses it too, with the viewer's session.
+    status = page.evaluate(f"""fetch('/api/v1/experiments/{cluster['running']}/pause',
+        {{method: 'POST', headers: {{Authorization: 'Bearer ' + localStorage.getItem('det.token')}}}})
+        .then(r => r.status)""")
+    assert status == 403
+    shot(page, out_dir, "read-only")
+    assert not errors, errors
+
+
+def test_learning_curve_chart_speed(cluster, browser, out_dir, speed):
+    page, errors = browser
+    page.goto(cluster["master"].url + "/bench/chart?trials=100&points=10000")
+    result = page.get_by_test_id("bench-result")
+    page.wait_for_function(
+        "document.querySelector('[data-testid=bench-result]').dataset.ms", timeout=60000)
+    speed["chart_100x10000_ms"] = round(float(result.get_attribute("data-ms")), 1)
+    assert page.get_by_test_id("learning-curves").get_attribute("data-series") == "100"
+    assert speed["chart_100x10000_ms"] < 5000
+    shot(page, out_dir, "chart-bench")
+    assert not errors, errors
