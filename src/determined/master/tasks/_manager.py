@@ -44,6 +44,21 @@ PREFIX = "task-"
 KILL_GRACE = 3.0
 
 
+try:  # Linux: a task process dies with the master (uvicorn may end it by a signal)
+    import ctypes
+
+    _LIBC = ctypes.CDLL(None, use_errno=True)
+except (OSError, ImportError):  # pragma: no cover
+    _LIBC = None
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_master() -> None:
+    """In the child before exec: SIGKILL when the master thread watching it ends."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -225,7 +240,8 @@ class TaskManager:
                     raise _Killed()
                 task.proc = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                             start_new_session=True)
+                                             start_new_session=True,
+                                             preexec_fn=_die_with_master)
             with open(os.path.join(task_dir, "pid"), "w", encoding="utf-8") as f:
                 f.write(str(task.proc.pid))
             slots = list(task.alloc.parts[0][1]) if task.alloc is not None else []

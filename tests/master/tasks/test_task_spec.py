@@ -1,0 +1,40 @@
+"""Task configs: defaults per kind and errors naming the field (pure, no master)."""
+
+import pytest
+
+from determined.errors import InvalidConfigError
+from determined.master.tasks import validate_task_config
+from determined.master.tasks._spec import environment_variables
+
+
+def test_defaults_per_kind():
+    assert validate_task_config("notebook", None)["resources"]["slots"] == 1
+    assert validate_task_config("shell", {})["resources"]["slots"] == 1
+    assert validate_task_config("tensorboard", {})["resources"]["slots"] == 0
+    cmd = validate_task_config("command", {"entrypoint": "echo hi"})
+    assert cmd["entrypoint"] == ["echo hi"] and cmd["resources"]["slots"] == 1
+
+
+@pytest.mark.parametrize("kind,raw,field", [
+    ("command", {}, "entrypoint"),
+    ("command", {"entrypoint": ["ok", 3]}, "entrypoint"),
+    ("notebook", {"entrypoint": "x"}, "entrypoint"),
+    ("shell", {"resources": {"slots": -1}}, "resources.slots"),
+    ("shell", {"resources": {"slots": True}}, "resources.slots"),
+    ("shell", {"resources": {"weight": 0}}, "resources.weight"),
+    ("shell", {"idle_timeout": "soon"}, "idle_timeout"),
+    ("shell", {"nonsense": 1}, "nonsense"),
+    ("shell", {"environment": {"environment_variables": ["NOEQUALS"]}},
+     "environment.environment_variables"),
+    ("rocket", {}, "kind"),
+])
+def test_errors_name_the_field(kind, raw, field):
+    with pytest.raises(InvalidConfigError) as info:
+        validate_task_config(kind, raw)
+    assert info.value.errors[0][0] == field
+
+
+def test_environment_variables_list_or_mapping():
+    assert environment_variables({"environment": {"environment_variables": ["A=1", "B=x=y"]}}) \
+        == {"A": "1", "B": "x=y"}
+    assert environment_variables({"environment": {"environment_variables": {"C": 2}}}) == {"C": "2"}
