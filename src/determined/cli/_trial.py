@@ -68,6 +68,12 @@ def _describe(args: argparse.Namespace) -> int:
     t["checkpoints"] = [ck for ck in checkpoints if ck["trial_id"] == t["id"]]
     if not args.metrics:
         t.pop("metrics", None)
+    elif args.json:  # per-batch metrics and num_inputs, as upstream's steps
+        from determined.cli._experiment_show import steps_json
+
+        with client(args) as c:
+            loads = c.request("GET", f"/trials/{t['id']}/workloads")["workloads"]
+        t["steps"] = steps_json(loads, t["checkpoints"])
     if args.json:
         print(json.dumps(t, default=str))
         return 0

@@ -61,6 +61,10 @@ def test_batch_metrics_and_num_inputs(shared_master, done):
     assert validated[-1]["validation"]["metrics"]["num_inputs"] > 0
     assert "validation_loss" in validated[-1]["validation"]["metrics"]["validation_metrics"]
 
+    tid = exp[0]["trials"][0]["id"]
+    t = json.loads(det(shared_master, "t", "describe", tid, "--json", "--metrics").stdout)
+    assert [s["metrics"]["num_inputs"] for s in t["steps"] if s["metrics"]] == [160] * 4
+
     trial = Determined(shared_master.url).get_experiment(done).get_trials()[0]
     loads = trial.get_workloads()
     assert [w["num_inputs"] for w in loads if w["kind"] == "training"] == [160] * 4
