@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections
 import datetime
-import io
 import logging
 import sys
 import threading
@@ -57,13 +56,17 @@ class _Handler(logging.Handler):
             self.handleError(record)
 
 
-class _Tee(io.TextIOBase):
-    """A text stream writing through to ``stream`` and adding whole lines to ``log``."""
+class _Tee:
+    """A text stream writing through to ``stream`` and adding whole lines to ``log``;
+    everything else (``buffer``, ``encoding``, ...) is the stream's own."""
 
     def __init__(self, stream: TextIO, log: MasterLog, level: str):
         self._stream, self._log, self._level = stream, log, level
         self._partial = ""
         self._lock = threading.Lock()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
     def write(self, text: str) -> int:
         self._stream.write(text)

@@ -85,6 +85,10 @@ def test_checkpoint_metadata_is_stored_by_the_master(shared_master, done):
     assert again.metadata == {"stage": "staging"}
     described = json.loads(det(shared_master, "c", "describe", ckpt.uuid, "--json").stdout)
     assert described["validation"]["metrics"]["validationMetrics"]["validation_loss"] > 0
+    listed = json.loads(det(shared_master, "checkpoint", "list", done, "--json").stdout)
+    assert ckpt.uuid in [c["uuid"] for c in listed]
+    info = det(shared_master, "master", "info").stdout
+    assert "version: 0.13" in info and "cluster_id:" in info
 
 
 def test_model_registry_sdk_and_cli(shared_master, done):
