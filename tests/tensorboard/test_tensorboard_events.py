@@ -71,3 +71,15 @@ def test_local_pytorch_trial_syncs_event_files_to_checkpoint_storage(tmp_path, t
     got = scalars(str(root / exp_dir / "trial" / trial_dir))
     assert [step for step, _ in got["Determined/loss"]] == list(range(1, 41))
     assert [step for step, _ in got["Determined/validation_loss"]] == [20, 40]
+
+
+@pytest.mark.parametrize("step", [0, 1, 127, 128, 300, 2**40, -5])
+def test_scalar_events_encode_as_tensorboards_protobufs(step):
+    from tensorboard.compat.proto import event_pb2, summary_pb2
+
+    from determined.tensorboard._events import encode_scalar_event
+
+    values = [("Determined/zero", 0.0), ("Determined/loss", 0.25), ("Determined/é" + "x" * 200, -3.5e10)]
+    expected = event_pb2.Event(wall_time=1795.5, step=step, summary=summary_pb2.Summary(
+        value=[summary_pb2.Summary.Value(tag=t, simple_value=v) for t, v in values]))
+    assert encode_scalar_event(step, 1795.5, values) == expected.SerializeToString()

@@ -1,22 +1,86 @@
 """Scalar event files in TensorBoard's format, written without TensorFlow.
 
-Uses the ``tensorboard`` package's protobufs and record framing only (importing them
-imports no TensorFlow), so PyTorch trials write event files with TF installed or not.
+A training workload writes one scalar per metric and batch, so this is on the
+training path (``benchmarks/overhead``): scalar events are encoded directly (the
+three protobuf messages ``Event{wall_time, step, summary{value{tag, simple_value}}}``,
+checked against TensorBoard's own protobufs in the tests) and framed as TFRecords
+with a C CRC32C (``google-crc32c``); building protobuf objects and TensorBoard's
+pure-Python CRC cost ~90 µs per scalar, this ~3 µs.
 """
 
 from __future__ import annotations
 
 import os
 import socket
+import struct
 import time
-from typing import Optional
+from typing import Dict, Iterable, Optional, Tuple
 
-from tensorboard.compat.proto import event_pb2, summary_pb2
-from tensorboard.summary.writer.record_writer import RecordWriter
+import google_crc32c
 
-__all__ = ["ScalarEventWriter"]
+__all__ = ["ScalarEventWriter", "encode_scalar_event"]
 
 _counter = 0
+_DOUBLE = struct.Struct("<d")
+_FLOAT = struct.Struct("<f")
+_U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+
+
+_SMALL = [bytes((i,)) for i in range(0x80)]
+
+
+def _varint(n: int) -> bytes:
+    if 0 <= n < 0x80:
+        return _SMALL[n]
+    out = bytearray()
+    n &= (1 << 64) - 1  # negative int64 steps as protobuf writes them
+    while n > 0x7F:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _value_prefix(tag: str) -> bytes:
+    """``Summary.Value`` bytes up to the float: ``tag`` (field 1) and field 2's key."""
+    raw = tag.encode("utf-8")
+    return b"\x0a" + _varint(len(raw)) + raw + b"\x15"
+
+
+def encode_scalar_event(step: int, wall_time: float, values: Iterable[Tuple[str, float]],
+                        _prefixes: Optional[Dict[str, bytes]] = None) -> bytes:
+    """The serialized ``Event`` holding one ``Summary`` with a simple value per tag."""
+    body = bytearray()
+    for tag, value in values:
+        prefix = _prefixes.get(tag) if _prefixes is not None else None
+        if prefix is None:
+            prefix = _value_prefix(tag)
+            if _prefixes is not None:
+                _prefixes[tag] = prefix
+        item = prefix + _FLOAT.pack(value)  # a oneof member: written even when 0
+        body += b"\x0a" + _varint(len(item)) + item
+    # proto3 leaves out zero scalars (as protobuf does: byte-identical events)
+    event = b"\x09" + _DOUBLE.pack(wall_time) if wall_time != 0.0 else b""
+    if step != 0:
+        event += b"\x10" + _varint(step)
+    return event + b"\x2a" + _varint(len(body)) + bytes(body)
+
+
+def _masked_crc(data: bytes) -> int:
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def _record(data: bytes) -> bytes:
+    """A TFRecord: length, its masked CRC, the data, the data's masked CRC."""
+    header = _U64.pack(len(data))
+    return header + _U32.pack(_masked_crc(header)) + data + _U32.pack(_masked_crc(data))
+
+
+def _file_version_event(wall_time: float) -> bytes:
+    version = b"brain.Event:2"
+    return b"\x09" + _DOUBLE.pack(wall_time) + b"\x1a" + _varint(len(version)) + version
 
 
 class ScalarEventWriter:
@@ -24,7 +88,7 @@ class ScalarEventWriter:
 
     Example:
         >>> w = ScalarEventWriter("/tmp/tb")
-        >>> w.add_scalar("Determined/loss", 0.5, step=100)
+        >>> w.add_scalars(100, [("Determined/loss", 0.5)])
         >>> w.flush()
     """
 
@@ -36,28 +100,27 @@ class ScalarEventWriter:
                 f"{os.getpid()}.{_counter}")
         self.path = os.path.join(log_dir, name)
         self._file = open(self.path, "ab")
-        self._records: Optional[RecordWriter] = RecordWriter(self._file)
-        self._write(event_pb2.Event(wall_time=time.time(), file_version="brain.Event:2"))
+        self._prefixes: Dict[str, bytes] = {}
+        self._file.write(_record(_file_version_event(time.time())))
         self.flush()
 
-    def _write(self, event: "event_pb2.Event") -> None:
-        if self._records is None:
+    def add_scalars(self, step: int, values: Iterable[Tuple[str, float]],
+                    wall_time: Optional[float] = None) -> None:
+        """Record several ``(tag, value)`` at x = ``step`` (one event)."""
+        if self._file.closed:
             raise ValueError(f"Expected an open event file. Received: {self.path} (closed)")
-        self._records.write(event.SerializeToString())
+        data = encode_scalar_event(int(step), wall_time or time.time(), values, self._prefixes)
+        self._file.write(_record(data))
 
     def add_scalar(self, tag: str, value: float, step: int,
                    wall_time: Optional[float] = None) -> None:
         """Record ``value`` under ``tag`` at x = ``step``."""
-        summary = summary_pb2.Summary(value=[summary_pb2.Summary.Value(
-            tag=tag, simple_value=float(value))])
-        self._write(event_pb2.Event(wall_time=wall_time or time.time(), step=int(step),
-                                    summary=summary))
+        self.add_scalars(step, [(tag, value)], wall_time)
 
     def flush(self) -> None:
         self._file.flush()
 
     def close(self) -> None:
-        if self._records is not None:
+        if not self._file.closed:
             self._file.flush()
             self._file.close()
-            self._records = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 import numbers
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = ["BatchMetricWriter", "MetricWriter"]
 
@@ -25,6 +25,11 @@ class MetricWriter(abc.ABC):
     @abc.abstractmethod
     def reset(self) -> None:
         """Flush what was written, so the files can be synced."""
+
+    def add_scalars(self, step: int, values: List[Tuple[str, float]]) -> None:
+        """Record several ``(name, value)`` at x = ``step`` (one event where possible)."""
+        for name, value in values:
+            self.add_scalar(name, value, step)
 
 
 def _scalar(value: Any) -> Optional[float]:
@@ -56,12 +61,18 @@ class BatchMetricWriter:
                           metrics: Dict[str, Any]) -> None:
         """``metrics`` is a training workload's record (``batch_metrics`` list);
         ``total_batches_processed`` counts the batches before this workload."""
+        tags: Dict[str, str] = {}
         for index, batch in enumerate(metrics.get("batch_metrics") or []):
+            values = []
             for name, value in (batch or {}).items():
-                scalar = _scalar(value)
+                scalar = value if type(value) is float else _scalar(value)
                 if scalar is not None:
-                    self.writer.add_scalar(f"Determined/{name}", scalar,
-                                           total_batches_processed + index + 1)
+                    tag = tags.get(name)
+                    if tag is None:
+                        tag = tags[name] = f"Determined/{name}"
+                    values.append((tag, scalar))
+            if values:
+                self.writer.add_scalars(total_batches_processed + index + 1, values)
         self.writer.reset()
 
     def on_validation_step_end(self, step_id: int, total_batches_processed: int,

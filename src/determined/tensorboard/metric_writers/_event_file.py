@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional, Tuple
 
 from determined.tensorboard._paths import get_base_path
 from determined.tensorboard.metric_writers import MetricWriter
@@ -18,13 +18,16 @@ class EventFileWriter(MetricWriter):
         self._writer: Any = None
 
     def add_scalar(self, name: str, value: Any, step: int) -> None:
+        self.add_scalars(step, [(name, value)])
+
+    def add_scalars(self, step: int, values: List[Tuple[str, float]]) -> None:
         if self._writer is None:
             # Imported here: ``import determined`` must not pay for TensorBoard's protobufs
             # (trial processes forked from the zygote have them already).
             from determined.tensorboard._events import ScalarEventWriter
 
             self._writer = ScalarEventWriter(self.log_dir)
-        self._writer.add_scalar(name, value, step)
+        self._writer.add_scalars(step, values)
 
     def reset(self) -> None:
         if self._writer is not None:
