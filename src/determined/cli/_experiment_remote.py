@@ -138,8 +138,9 @@ def _final_line(exp: Dict[str, Any], console: Console) -> None:
     if scored:
         pick = min if searcher.get("smaller_is_better", True) else max
         best = pick(scored, key=lambda t: t["best_validation"])
-        text += (f": best {searcher['metric']} {best['best_validation']:.6g} (trial {best['id']}, "
-                 f"checkpoint {best.get('latest_checkpoint') or '-'})")
+        text += f": best {searcher['metric']} {best['best_validation']:.6g} (trial {best['id']})"
+        if best.get("latest_checkpoint"):  # a line of its own: 80 columns, and easy to copy
+            text += f"\nIts latest checkpoint: {best['latest_checkpoint']}"
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 

@@ -45,10 +45,19 @@ def summarize(exp: Dict[str, Any], width: Optional[int] = None) -> str:
         text += f" | best {metric}: {best:.4g}"
     if width is None or len(text) <= width:
         return text
-    short = f"{counts.get('ACTIVE', 0)} run {counts.get('COMPLETED', 0)} done | {batches} b"
-    if best is not None:
-        name = metric if len(short) + len(metric) + 11 <= width else metric[:8] + "\u2026"
-        short += f" | {name} {best:.4g}"
+    # Narrow: the best metric first, then as many counts as fit.
+    parts = [f"{counts.get('ACTIVE', 0)} run {counts.get('COMPLETED', 0)} done", f"{batches} b"]
+    if best is None:
+        return " | ".join(parts)[:width]
+    value = f"{best:.4g}"
+    room = width - len(value) - 1  # for the metric's name
+    name = metric if room >= len(metric) else (metric[:room - 1] + "\u2026" if room >= 4
+                                                else "best")
+    short = f"{name} {value}"
+    for shown in (parts, parts[:1], parts[1:]):  # trial counts before batches
+        text = " | ".join(shown + [short])
+        if len(text) <= width:
+            return text
     return short[:width]
 
 
@@ -68,6 +77,7 @@ class ExperimentProgress:
         self._last: Optional[str] = None
         self._progress: Any = None
         self._task: Any = None
+        self._bar = 10 if console.width < 100 else 20  # leaves room for the status
 
     def __enter__(self) -> "ExperimentProgress":
         if self.live:
@@ -75,7 +85,8 @@ class ExperimentProgress:
 
             self._progress = Progress(
                 TextColumn(f"Experiment {self.experiment_id} [bold]{{task.fields[state]}}"),
-                BarColumn(bar_width=20), TaskProgressColumn(), TextColumn("{task.fields[status]}"),
+                BarColumn(bar_width=self._bar), TaskProgressColumn(),
+                TextColumn("{task.fields[status]}"),
                 TimeElapsedColumn(), console=self.console, transient=False,
             )
             self._progress.start()
@@ -92,7 +103,8 @@ class ExperimentProgress:
         width = self.console.width
         if self._progress is not None:
             # The bar's other columns take "Experiment N STATE", 20 + 5 + 8 cells, spaces.
-            used = len(f"Experiment {self.experiment_id} {exp['state']}") + 20 + 5 + 8 + 5
+            # Columns: prefix, bar, "100%", status, elapsed "0:00:00", one space between.
+            used = len(f"Experiment {self.experiment_id} {exp['state']}") + self._bar + 16
             status = summarize(exp, max(10, width - used))
             self._progress.update(self._task, completed=percent, state=exp["state"], status=status)
             return
