@@ -3,6 +3,8 @@
 import base64
 import json
 import os
+import subprocess
+import sys
 import time
 
 import httpx
@@ -24,7 +26,7 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture
 def master(tmp_path):
     m = ConfiguredMasterProcess(str(tmp_path / "master"), {
-        "resource_manager": {"slots": 1}, "tensorboard_timeout": 6})
+        "resource_manager": {"slots": 1}, "tensorboard_timeout": 15})
     os.makedirs(m.data_dir, exist_ok=True)
     m.start()
     yield m
@@ -140,7 +142,17 @@ def test_tensorboard_of_finished_experiment_through_proxy_and_reaped(master, tmp
     # The scalars of a trial are served (the platform's tags).
     tags = c.get(f"/proxy/{tb['id']}/data/plugin/scalars/tags").json()
     assert "Determined/loss" in tags[names[0]]
-    # Idle for tensorboard_timeout (6 s): reaped.
+    # `det tensorboard open` prints a URL a browser can use (login kept in a cookie).
+    env = {"DET_MASTER": master.url}
+    out = run_det(["tensorboard", "open", tb["id"], "--no-browser"], env=env)
+    url = out.stdout.strip()
+    assert url.startswith(f"{master.url}/proxy/{tb['id']}/?det_token="), out.stderr
+    browser = httpx.Client(follow_redirects=True, timeout=30)
+    assert browser.get(url).status_code == 200
+    assert browser.get(master.url + runs_url).json() == names
+    listed = json.loads(run_det(["tensorboard", "list", "--json"], env=env).stdout)
+    assert [t["id"] for t in listed] == [tb["id"]]
+    # Idle for tensorboard_timeout (15 s): reaped.
     ended = wait_task(c, tb["id"], "TERMINATED", timeout=60)
     assert ended["end_reason"].startswith("idle")
     assert c.get(runs_url).status_code == 404
@@ -229,6 +241,11 @@ def test_shell_round_trips_through_a_pty(master):
         except Exception:
             closed = True
     assert closed
+    # `det shell open` without a terminal: stdin to the shell, its output to stdout.
+    piped = subprocess.run([sys.executable, "-m", "determined.cli", "shell", "open", sh["id"]],
+                           input="echo PIPED$((2+3))\nexit\n", capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, DET_MASTER=master.url))
+    assert "PIPED5" in piped.stdout, piped.stderr
     c.post(f"/api/v1/tasks/{sh['id']}/kill")
     assert wait_task(c, sh["id"], "TERMINATED")["slot_ids"] == [0]
     cmd = create_task(c, "command", config={"entrypoint": "true"})
