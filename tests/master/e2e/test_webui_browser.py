@@ -12,6 +12,7 @@ import datetime
 import json
 import os
 import shutil
+import tarfile
 import time
 
 import httpx
@@ -158,7 +159,7 @@ def test_sign_in_and_the_list_shows_experiments(cluster, browser, out_dir, speed
     page.wait_for_function(
         "document.querySelectorAll('[data-testid=experiment-table] tbody tr').length >= 1000")
     speed["list_1000_wall_s"] = round(time.monotonic() - t0, 3)
-    page.wait_for_function("document.querySelector('[data-testid=pager]').dataset.loadMs")
+    page.wait_for_function("document.querySelector('[data-testid=pager]')?.dataset.loadMs")
     speed["list_1000_fetch_to_paint_ms"] = round(float(
         page.get_by_test_id("pager").get_attribute("data-load-ms")), 1)
     assert speed["list_1000_fetch_to_paint_ms"] < 5000
@@ -196,7 +197,7 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
         t0 = time.monotonic()
         store.add_validation_metrics(trials[0]["id"], 1000, {"validation_loss": 0.25})
         page.wait_for_function(
-            f"Number(document.querySelector('[data-testid=learning-curves]')"
+            f"Number(document.querySelector('[data-testid=learning-curves]')?"
             f".dataset.points) > {before}", timeout=10000)
         speed["new_metric_on_page_s"] = round(time.monotonic() - t0, 3)
     finally:
@@ -208,9 +209,27 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
         page.get_by_test_id(testid).wait_for()
         shot(page, out_dir, f"experiment-{tab}")
     assert "searcher:" in page.get_by_test_id("config-yaml").inner_text()
+    page.get_by_role("button", name="checkpoints", exact=True).click()
+    with page.expect_download() as download:
+        page.get_by_test_id("checkpoints-table").get_by_text("download").first.click()
+    with tarfile.open(download.value.path()) as tar:  # the checkpoint, through the master
+        assert any(name.endswith("metadata.json") for name in tar.getnames())
     page.get_by_role("button", name="trials", exact=True).click()
     header = page.get_by_test_id("trials-table").locator("th", has_text="lr")
     assert header.count() == 1
+    # Fork: a new experiment from this one's config, edited in the page.
+    page.get_by_role("button", name="fork", exact=True).click()
+    area = page.get_by_label("fork config")
+    area.fill(area.input_value().replace("description: tiny search",
+                                         "description: forked search"))
+    page.get_by_role("button", name="create experiment").click()
+    page.wait_for_function(f"!location.pathname.endsWith('/experiments/{exp_id}') && "
+                           "/experiments\\/\\d+$/.test(location.pathname)")
+    page.get_by_test_id("description").wait_for()
+    page.wait_for_function("document.querySelector('[data-testid=description]').textContent"
+                           " === 'forked search'", timeout=10000)
+    forked = int(page.url.rsplit("/", 1)[1])
+    client.post(f"/experiments/{forked}/kill")
     assert not errors, errors
 
 
@@ -298,7 +317,7 @@ def test_learning_curve_chart_speed(cluster, browser, out_dir, speed):
     page.goto(cluster["master"].url + "/bench/chart?trials=100&points=10000")
     result = page.get_by_test_id("bench-result")
     page.wait_for_function(
-        "document.querySelector('[data-testid=bench-result]').dataset.ms", timeout=60000)
+        "document.querySelector('[data-testid=bench-result]')?.dataset.ms", timeout=60000)
     speed["chart_100x10000_ms"] = round(float(result.get_attribute("data-ms")), 1)
     assert page.get_by_test_id("learning-curves").get_attribute("data-series") == "100"
     assert speed["chart_100x10000_ms"] < 5000

@@ -6,7 +6,7 @@ import { formatBytes, formatNumber, formatTime } from "../format";
 import Table, { type Column } from "./Table";
 import { ErrorLine } from "./Bits";
 
-/** Where a checkpoint's files are downloaded from (a tar.gz, through the master). */
+/** Where a checkpoint's files are downloaded from (a tar, through the master). */
 export const downloadPath = (uuid: string) => `/api/v1/checkpoints/${uuid}/download`;
 
 async function download(uuid: string): Promise<void> {
@@ -23,7 +23,7 @@ async function download(uuid: string): Promise<void> {
   const url = URL.createObjectURL(await response.blob());
   const a = document.createElement("a");
   a.href = url;
-  a.download = `checkpoint-${uuid}.tar.gz`;
+  a.download = `checkpoint-${uuid}.tar`;
   a.click();
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }

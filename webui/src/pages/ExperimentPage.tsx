@@ -61,7 +61,7 @@ export default function ExperimentPage() {
   expRef.current = exp;
   const curveRef = useRef(curves);
   curveRef.current = curves;
-  const ready = exp != null;
+  const ready = exp != null && exp.id === id;
   useEffect(() => {
     if (!ready) return;
     let metricsAfter = expRef.current?.last_metric_id ?? 0;
@@ -98,7 +98,7 @@ export default function ExperimentPage() {
   }, [id, ready]);
 
   if (error) return <ErrorLine error={error} />;
-  if (!exp) return <p className="muted">Loading…</p>;
+  if (!exp || exp.id !== id) return <p className="muted">Loading…</p>;
   const mayEdit = canEdit(user, exp.owner);
   const best = bestTrial(exp.trials, exp.smaller_is_better);
   const act = async (verb: string) => {
