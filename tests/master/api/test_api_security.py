@@ -6,6 +6,7 @@ reports and reports that do not fit the trial's state are 4xx, not 500."""
 import os
 import pathlib
 import stat
+import uuid
 
 import httpx
 import pytest
@@ -75,7 +76,8 @@ def test_trial_token_authorizes_only_its_runner_routes(running_trial):
 def test_out_of_range_integers_and_state_conflicts_are_4xx(running_trial):
     master, api, exp_id, _, trial_id, token = running_trial
     auth = {"Authorization": f"Bearer {token}"}
-    checkpoint = {"batches": 20, "uuid": "reported-twice", "metadata": {}}
+    twice = str(uuid.uuid4())
+    checkpoint = {"batches": 20, "uuid": twice, "metadata": {}}
     cases = [
         ("GET", f"/experiments/{BIG}", {}, 400, "id"),
         ("POST", f"/experiments/{BIG}/kill", {}, 400, "id"),
@@ -90,7 +92,7 @@ def test_out_of_range_integers_and_state_conflicts_are_4xx(running_trial):
         ("POST", "/trial-runner/training", {"json": {"batches": BIG, "metrics": {}}},
          400, "batches"),
         ("POST", "/trial-runner/checkpoint", {"json": checkpoint}, 200, None),
-        ("POST", "/trial-runner/checkpoint", {"json": checkpoint}, 409, "reported-twice"),
+        ("POST", "/trial-runner/checkpoint", {"json": checkpoint}, 409, twice),
         ("POST", "/trial-runner/validate-op-completed", {"json": {"batches": 0, "metrics": {}}},
          409, "Validate"),
         ("POST", "/agents/a1/register", {"json": {"slots": BIG}}, 400, "slots"),

@@ -358,12 +358,14 @@ def create_app(master: Master) -> fastapi.FastAPI:
 
     # -- trial runner ---------------------------------------------------------------------
 
-    def runner(authorization: Optional[str] = Header(None)) -> Tuple[ExperimentRun, TrialState]:
+    async def runner(authorization: Optional[str] = Header(None)) -> Tuple[ExperimentRun,
+                                                                           TrialState]:
+        # Async (no thread hop per report): the token check is a cached lookup, and one
+        # dict read needs no lock.
         if not authorization or not authorization.startswith("Bearer "):
             raise APIError(401, "Trial-runner calls need 'Authorization: Bearer <trial token>'")
         trial_id = master.store.check_trial_token(authorization[len("Bearer "):].strip())
-        with master.lock:
-            found = master.trials.get(trial_id) if trial_id is not None else None
+        found = master.trials.get(trial_id) if trial_id is not None else None
         if found is None:
             raise APIError(401, "Unknown or expired trial token")
         return found

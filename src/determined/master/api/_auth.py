@@ -28,6 +28,7 @@ from typing import Any, Dict, Optional
 import fastapi
 import pydantic
 from fastapi import Depends, Header, Request
+from starlette.concurrency import run_in_threadpool
 
 from determined.master._core import Master
 from determined.master.db import ConflictError, NotFoundError, User
@@ -128,12 +129,18 @@ class Auth:
     def _security(self) -> Any:
         return self.master.config.security
 
-    def resolve(self, request: Request,
-                authorization: Optional[str] = Header(None)) -> Optional[User]:
-        """The calling user, or None on routes needing none; raises 401."""
+    async def resolve(self, request: Request,
+                      authorization: Optional[str] = Header(None)) -> Optional[User]:
+        """The calling user, or None on routes needing none; raises 401.
+
+        Async so that the trial runners' high-rate reports skip a thread hop; user
+        lookups (database reads) run in the thread pool."""
         path = request.url.path
         if path in _PUBLIC or path.startswith(_RUNNER_PREFIX):
             return None
+        return await run_in_threadpool(self._resolve_user, request, authorization)
+
+    def _resolve_user(self, request: Request, authorization: Optional[str]) -> Optional[User]:
         store = self.master.store
         token = _bearer(authorization)
         if token is not None:
