@@ -101,9 +101,17 @@ def test_cli_cmd_run_and_task_list(master, tmp_path):
     out = run_det(["cmd", "run", "-c", ctx, "python", "prep.py"], env=env, timeout=120)
     assert "prepared 42" in out.stdout, out.stdout + out.stderr
     assert out.returncode == 4
+    c = login(master)
+    assert c.put("/api/v1/templates/small", json={"config": {
+        "description": "from the template", "resources": {"slots": 1}}}).status_code == 200
+    out = run_det(["cmd", "run", "--template", "small", "--config", "resources.slots=0",
+                   "-d", "true"], env=env)
+    assert out.returncode == 0, out.stderr
+    config = run_det(["cmd", "config", out.stdout.strip()], env=env).stdout
+    assert "from the template" in config and "slots: 0" in config
     listing = run_det(["task", "list", "--json"], env=env)
-    (row,) = json.loads(listing.stdout)
-    assert row["kind"] == "command" and row["exit_code"] == 4 and row["state"] == "TERMINATED"
+    row = next(r for r in json.loads(listing.stdout) if r["exit_code"] == 4)
+    assert row["kind"] == "command" and row["state"] == "TERMINATED"
     logs = run_det(["cmd", "logs", row["id"], "--tail", "1"], env=env)
     assert logs.stdout.strip().endswith("prepared 42")
 
@@ -208,6 +216,18 @@ def test_shell_round_trips_through_a_pty(master):
             return None
 
     ws = wait_until(connected, 60, "shell server")
+    # Another user may not use it; an admin may.
+    admin = httpx.post(master.url + "/api/v1/auth/login",
+                       json={"username": "admin", "password": ""}).json()["token"]
+    assert c.post("/api/v1/users", json={"username": "alice"},
+                  headers={"Authorization": f"Bearer {admin}"}).status_code == 201
+    alice = httpx.post(master.url + "/api/v1/auth/login",
+                       json={"username": "alice", "password": ""}).json()["token"]
+    proxied = master.url + f"/proxy/{sh['id']}/"
+    assert httpx.get(proxied, headers={"Authorization": f"Bearer {alice}"}).status_code == 403
+    assert httpx.get(proxied, headers={"Authorization": f"Bearer {admin}"}).status_code != 403
+    assert httpx.post(master.url + f"/api/v1/tasks/{sh['id']}/kill",
+                      headers={"Authorization": f"Bearer {alice}"}).status_code == 403
     output = b""
 
     def read_until(needle: bytes, timeout: float = 20) -> None:
