@@ -137,3 +137,22 @@ def test_controller_error_names_the_method(tmp_path):
 
     with pytest.raises(det.errors.UserCodeError, match=r"Broken.run raised ValueError: bad"):
         _run_in_process(BrokenTrial, _plan(5), tmp_path)
+
+
+def test_test_one_batch_and_load_trial_on_local(tmp_path, monkeypatch):
+    import model_def_loader
+
+    from determined.experimental import _load_trial_on_local, test_one_batch
+
+    monkeypatch.chdir(FIXTURE)
+    trial_class = model_def_loader.load(FIXTURE)
+    config = {"hyperparameters": {"global_batch_size": 4, "lr": 0.1},
+              "searcher": {"name": "single", "metric": "validation_error",
+                           "max_length": {"batches": 1}}}
+    out = test_one_batch(trial_class=trial_class, config=config)
+    assert len(out["training"]) == 1 and "validation_error" in out["validations"][0][1][
+        "validation_metrics"]
+    cls, context = _load_trial_on_local(FIXTURE, True, {**config,
+                                                      "entrypoint": "model_def:LinearTrial"},
+                                        {"global_batch_size": 4, "lr": 0.5})
+    assert cls.__name__ == "LinearTrial" and context.get_hparam("lr") == 0.5

@@ -37,7 +37,8 @@ def test_trains_validates_checkpoints_and_exports(tmp_path, monkeypatch):
     ckpt = storage.describe(host.checkpoints[-1][1])
     files = os.listdir(ckpt)
     assert "checkpoint" in files and any(f.endswith(".index") for f in files)
-    assert os.path.isfile(os.path.join(ckpt, "raw", "saved_model.pb"))
+    (stamp,) = os.listdir(os.path.join(ckpt, "raw"))  # <name>/<timestamp>/, as upstream
+    assert stamp.isdigit() and os.path.isfile(os.path.join(ckpt, "raw", stamp, "saved_model.pb"))
     assert open(os.path.join(ckpt, "hook.txt")).read() == "written by RunHook"
     assert [e[0] for e in est_trials.HOOK_EVENTS] == ["checkpoint_end", "trial_close"]
 

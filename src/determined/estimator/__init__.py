@@ -14,6 +14,17 @@ Status (tensorflow-estimator 2.15):
   closes. One slot per trial (no Horovod).
 """
 
+from determined.estimator import _estimator_patches
+from determined.estimator._compat import (
+    EstimatorTrialController,
+    ServingInputReceiverFn,
+    _cleanup_after_train_step,
+    _cleanup_after_validation_step,
+    _DistributedMetricMaker,
+    _scan_checkpoint_directory,
+    _SimpleMetricReducer,
+    _update_checkpoint_path_in_state_file,
+)
 from determined.estimator._context import (
     EstimatorContext,
     EstimatorExperimentalContext,
@@ -31,7 +42,9 @@ __all__ = [
     "EstimatorNativeContext",
     "EstimatorTrial",
     "EstimatorTrialContext",
+    "EstimatorTrialController",
     "MetricReducer",
     "RunHook",
+    "ServingInputReceiverFn",
     "load_estimator_from_checkpoint_path",
 ]

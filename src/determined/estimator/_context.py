@@ -48,6 +48,10 @@ class EstimatorExperimentalContext(DatasetCacheContext):
         """
         return make_metric(metric, reducer, numpy_dtype)
 
+    def allgather_metrics(self, metrics: Any) -> List[Any]:
+        """Every process's ``metrics`` (TensorFlow trials run on one slot: ``[metrics]``)."""
+        return [metrics]
+
 
 class EstimatorContext(TFDataContext):
     """Runtime information and wrappers shared by Estimator trials and the Native API.
@@ -58,8 +62,8 @@ class EstimatorContext(TFDataContext):
 
     experimental_class = EstimatorExperimentalContext
 
-    def __init__(self, env: TrialEnv):
-        super().__init__(env)
+    def __init__(self, env: TrialEnv, hvd_config: Any = None):
+        super().__init__(env, hvd_config)
         self._optimizers: List[Any] = []
 
     def wrap_optimizer(self, optimizer: Any) -> Any:

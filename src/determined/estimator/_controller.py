@@ -57,7 +57,9 @@ class EstimatorTrialController(TrialController):
         self._context = EstimatorTrialContext(env)
         self.trial = self._call("__init__", lambda: trial_class(self._context))
 
-        self.estimator = self._build("build_estimator", tf.estimator.Estimator, "tf.estimator.Estimator")
+        # tf.compat.v1.estimator.Estimator is the base of tf.estimator.Estimator (v2).
+        self.estimator = self._build("build_estimator", tf.compat.v1.estimator.Estimator,
+                                     "tf.estimator.Estimator")
         self.train_spec = self._build("build_train_spec", tf.estimator.TrainSpec, "tf.estimator.TrainSpec")
         self.eval_spec = self._build("build_validation_spec", tf.estimator.EvalSpec, "tf.estimator.EvalSpec")
         fns = self._call_builder("build_serving_input_receiver_fns") or {}
@@ -146,7 +148,7 @@ class EstimatorTrialController(TrialController):
     def _start_training(self, control_hook: Any) -> None:
         self.estimator.train(
             input_fn=self._input_fn(self.train_spec.input_fn, "build_train_spec", repeat=True),
-            hooks=[control_hook] + list(self.train_spec.hooks),
+            hooks=[control_hook] + list(self.train_spec.hooks),  # the control hook first
             steps=None, max_steps=None,
         )
 
@@ -157,7 +159,9 @@ class EstimatorTrialController(TrialController):
             raise user_code_error(e, self.trial_class, "build_estimator (training)") from None
 
     def train(self, num_batches: int, batches_trained: int) -> Dict[str, Any]:
-        losses, records = self._driver_call(lambda: self.driver.train(num_batches))
+        losses, records, stop_requested = self._driver_call(lambda: self.driver.train(num_batches))
+        if stop_requested:  # a SessionRunHook called request_stop(), as upstream
+            self._context.set_stop_requested(True)
         batch_metrics = [{"loss": v} for v in losses]
         return {
             "batch_metrics": batch_metrics,
@@ -209,7 +213,9 @@ class EstimatorTrialController(TrialController):
                 e, self.trial_class, f"build_serving_input_receiver_fns ({name!r} export)"
             ) from None
         exported = exported.decode() if isinstance(exported, bytes) else exported
-        shutil.move(exported, dest)
+        # <checkpoint>/<name>/<timestamp>/, as upstream's export_saved_model(export_dir_base)
+        os.makedirs(dest, exist_ok=True)
+        shutil.move(exported, os.path.join(dest, os.path.basename(exported.rstrip(os.sep))))
         shutil.rmtree(scratch, ignore_errors=True)
 
     def load(self, path: str, weights_only: bool = False) -> int:

@@ -5,7 +5,8 @@ runs, so one call serves the whole trial: it runs in a background thread and a
 control hook pauses it between workloads. The controller (main thread) sends
 commands; the hook executes them inside the live session:
 
-- ``train n``: run n more batches, then reply with their losses;
+- ``train n``: run n more batches, then reply with their losses (and whether a
+  hook called ``request_stop()``);
 - ``save``: write a TF checkpoint into the model directory, reply with its prefix;
 - ``stop``: leave ``Estimator.train`` (an internal exception unwinds it).
 
@@ -45,9 +46,18 @@ class _Stop(Exception):
 
 
 class _ControlHook(tf.estimator.SessionRunHook):
+    """Pauses training between workloads (put it first among the training hooks).
+
+    A workload ends in the ``before_run`` of the next step, after every hook's
+    ``after_run`` of its last batch ran (so each hook runs once per batch). When a hook
+    calls ``request_stop()`` the training loop ends and :meth:`end` answers the workload
+    with a stop request, then serves checkpoint requests with the still-open session.
+    """
+
     def __init__(self, driver: "TrainingDriver"):
         self.driver = driver
         self.remaining = 0
+        self.training = False
         self.losses: List[float] = []
 
     def begin(self) -> None:
@@ -65,6 +75,9 @@ class _ControlHook(tf.estimator.SessionRunHook):
         self._serve(session)
 
     def before_run(self, run_context: Any) -> Any:
+        if self.remaining <= 0:  # the workload's batches are done, hooks included
+            self._finish_workload(stop_requested=False)
+            self._serve(run_context.session)
         fetches: Dict[str, Any] = {"step": self.global_step}
         if self.loss is not None:
             fetches["loss"] = self.loss
@@ -78,18 +91,28 @@ class _ControlHook(tf.estimator.SessionRunHook):
             self.losses.append(float(results["loss"]))
         self.records += int(results.get("batch_size", self.driver.batch_size))
         self.remaining -= 1
-        if self.remaining <= 0:
-            self.driver._reply(("trained", (self.losses, self.records)))
-            self.losses, self.records = [], 0
-            self._serve(run_context.session)
 
-    def _serve(self, session: Any) -> None:
+    def end(self, session: Any) -> None:
+        """Training stopped by a hook's ``request_stop()`` (or the input ended)."""
+        if self.training:
+            self._finish_workload(stop_requested=True)
+        self._serve(session, stopped=True)
+
+    def _finish_workload(self, stop_requested: bool) -> None:
+        self.driver._reply(("trained", (self.losses, self.records, stop_requested)))
+        self.losses, self.records, self.training = [], 0, False
+
+    def _serve(self, session: Any, stopped: bool = False) -> None:
         """Execute commands until one says to train on (or stop)."""
         while True:
             command = self.driver._commands.get()
             kind = command[0]
             if kind == "train":
+                if stopped:  # the loop is over: this workload ends at once, as stopped
+                    self.driver._reply(("trained", ([], 0, True)))
+                    continue
                 self.remaining = command[1]
+                self.training = True
                 return
             if kind == "save":
                 step = session.run(self.global_step)
@@ -138,6 +161,10 @@ class TrainingDriver:
             self._thread = threading.Thread(target=self._run, name="det-estimator-train", daemon=True)
             self._thread.start()
         if self._finished:
+            while not self._replies.empty():  # it failed before this request: say why
+                kind, value = self._replies.get()
+                if kind == "error":
+                    raise value
             raise RuntimeError("Estimator.train already returned")
         self._commands.put(command)
         kind, value = self._replies.get()
@@ -151,8 +178,9 @@ class TrainingDriver:
             )
         return value
 
-    def train(self, num_batches: int) -> Tuple[List[float], int]:
-        """Run ``num_batches`` more batches; return their losses and how many records."""
+    def train(self, num_batches: int) -> Tuple[List[float], int, bool]:
+        """Run ``num_batches`` more batches; return their losses, how many records, and
+        whether a hook requested a stop (then fewer batches may have run)."""
         return self._request(("train", num_batches), "trained")
 
     def save(self) -> str:

@@ -16,8 +16,8 @@ def load_estimator_from_checkpoint_path(
     """Load a SavedModel from an Estimator checkpoint with ``tf.compat.v1.saved_model.load_v2``.
 
     Every serving input receiver function of the trial is exported to
-    ``<checkpoint>/<name>/``. With one export it is chosen automatically;
-    with several, name one with ``export_name``.
+    ``<checkpoint>/<name>/<timestamp>/`` (as upstream 0.13). With one export it is
+    chosen automatically; with several, name one with ``export_name``.
 
     Args:
         path: the checkpoint directory (or a SavedModel directory itself).
@@ -38,13 +38,13 @@ def load_estimator_from_checkpoint_path(
     if _is_saved_model(path):
         target = path
     elif export_name is not None:
-        target = os.path.join(path, export_name)
+        target = _latest_export(os.path.join(path, export_name))
         if not _is_saved_model(target):
             raise CheckpointError(f"{target} is not a SavedModel export of checkpoint {path}")
     else:
         exports = sorted(
             n for n in (os.listdir(path) if os.path.isdir(path) else [])
-            if _is_saved_model(os.path.join(path, n))
+            if _is_saved_model(_latest_export(os.path.join(path, n)))
         )
         if not exports:
             raise CheckpointError(
@@ -56,8 +56,17 @@ def load_estimator_from_checkpoint_path(
                 f"{path} holds several SavedModel exports ({', '.join(exports)}); "
                 "choose one with export_name="
             )
-        target = os.path.join(path, exports[0])
+        target = _latest_export(os.path.join(path, exports[0]))
     return tf.compat.v1.saved_model.load_v2(target, tags)
+
+
+def _latest_export(path: str) -> str:
+    """``path`` if it is a SavedModel, else its newest ``<timestamp>/`` SavedModel."""
+    if _is_saved_model(path) or not os.path.isdir(path):
+        return path
+    stamps = sorted((n for n in os.listdir(path) if _is_saved_model(os.path.join(path, n))),
+                    key=lambda n: (len(n), n))
+    return os.path.join(path, stamps[-1]) if stamps else path
 
 
 def _is_saved_model(path: str) -> bool:

@@ -22,8 +22,9 @@ class EstimatorNativeContext(EstimatorContext):
         context.train_and_evaluate(estimator, train_spec, eval_spec)
     """
 
-    def __init__(self, env: TrialEnv, launcher: Callable[[type], Any]):
-        super().__init__(env)
+    def __init__(self, env: TrialEnv, hvd_config: Any = None,
+                 launcher: Optional[Callable[[type], Any]] = None):
+        super().__init__(env, hvd_config)
         self._launcher = launcher
         self.last_run: Any = None
 

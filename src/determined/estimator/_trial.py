@@ -5,12 +5,14 @@ from __future__ import annotations
 import abc
 from typing import Any, Callable, Dict
 
+from determined._trial_controller import Trial
+from determined.estimator._compat import EstimatorTrialController
 from determined.estimator._context import EstimatorTrialContext
 
 __all__ = ["EstimatorTrial"]
 
 
-class EstimatorTrial(abc.ABC):
+class EstimatorTrial(Trial):
     """Subclass this to train a ``tf.estimator.Estimator`` with the platform.
 
     TensorFlow 1 behaviour: ``__init__`` and every builder run inside a graph (so
@@ -39,6 +41,7 @@ class EstimatorTrial(abc.ABC):
     """
 
     trial_context_class = EstimatorTrialContext
+    trial_controller_class = EstimatorTrialController  # upstream's name (not used to run it)
 
     def __init__(self, context: EstimatorTrialContext) -> None:
         """Store the context; override to set up state the builders share."""

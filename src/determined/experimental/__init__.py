@@ -9,6 +9,7 @@ from determined.experimental._client import Determined, ExperimentReference, Tri
 from determined.experimental._model import Model, ModelOrderBy, ModelSortBy
 from determined.experimental._native import Mode
 from determined.experimental._trial_api import create, create_trial_instance
+from determined.experimental._upstream import _load_trial_on_local, init_native, test_one_batch
 
 __all__ = [
     "Checkpoint",
@@ -21,4 +22,6 @@ __all__ = [
     "TrialReference",
     "create",
     "create_trial_instance",
+    "init_native",
+    "test_one_batch",
 ]

@@ -65,7 +65,7 @@ def init(
     if env is not None:  # re-run by a trial of the cluster: the master's config rules
         from determined.estimator import EstimatorNativeContext
 
-        return EstimatorNativeContext(env, hand_over)
+        return EstimatorNativeContext(env, launcher=hand_over)
     full_local = mode is not None and Mode(mode) is Mode.LOCAL
     if local and not test and not full_local:
         raise NotImplementedError(
@@ -82,4 +82,4 @@ def init(
     from determined.estimator import EstimatorNativeContext
 
     launcher = make_launcher(cfg, context_dir, test=bool(local and test and not full_local))
-    return EstimatorNativeContext(launcher.env, launcher)
+    return EstimatorNativeContext(launcher.env, launcher=launcher)

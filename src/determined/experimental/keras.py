@@ -28,12 +28,12 @@ __all__ = ["init", "Mode"]
 
 def init(
     config: Optional[Dict[str, Any]] = None,
-    mode: Union[Mode, str] = Mode.CLUSTER,
+    local: Union[bool, Mode, str] = False,
+    test: bool = False,
     context_dir: str = "",
     command: Optional[List[str]] = None,
     master_url: Optional[str] = None,
-    local: bool = False,
-    test: bool = False,
+    mode: Union[Mode, str] = Mode.CLUSTER,
 ) -> Any:
     """Create a tf.keras experiment with the Native API.
 
@@ -48,7 +48,8 @@ def init(
         command: the entrypoint in the cluster (default: this script, relative to
             ``context_dir``, and its arguments; required in notebooks).
         master_url: the master (default ``$DET_MASTER`` or ``localhost:8080``).
-        local: 0.13 spelling of ``mode=Mode.LOCAL``; needs ``test=True``.
+        local: 0.13 spelling of ``mode=Mode.LOCAL``; needs ``test=True``. A ``Mode``
+            here (0.12's second positional argument) is taken as ``mode``.
         test: with ``local=True``, train one scheduling unit, validate and checkpoint
             here; in cluster mode, submit a test-mode experiment and wait for it.
 
@@ -64,7 +65,9 @@ def init(
     if env is not None:  # re-run by a trial of the cluster: the master's config rules
         from determined.keras import TFKerasNativeContext
 
-        return TFKerasNativeContext(env, hand_over)
+        return TFKerasNativeContext(env, launcher=hand_over)
+    if isinstance(local, (Mode, str)):  # 0.12: init(config, Mode.LOCAL, ...)
+        mode, local = local, False
     mode = Mode(mode)
     if local and not test:
         raise NotImplementedError(
@@ -81,4 +84,4 @@ def init(
     from determined.keras import TFKerasNativeContext
 
     launcher = make_launcher(cfg, context_dir, test=bool(local and test))
-    return TFKerasNativeContext(launcher.env, launcher)
+    return TFKerasNativeContext(launcher.env, launcher=launcher)

@@ -17,15 +17,36 @@ Status (Keras 2.15 / TensorFlow 2.15):
 - One slot per trial (no Horovod).
 """
 
+from determined.keras import _tf_keras_patches
+from determined.keras._compat import (
+    TFKerasContext,
+    TFKerasTrainConfig,
+    TFKerasTrialController,
+    _get_multi_gpu_model_and_optimizer,
+    _init_input_managers,
+)
 from determined.keras._context import TFKerasExperimentalContext, TFKerasTrialContext
-from determined.keras._data import SequenceAdapter
+from determined.keras._data import (
+    ArrayLike,
+    InputData,
+    SequenceAdapter,
+    _adapt_keras_data,
+    _ArrayLikeAdapter,
+    _get_x_y_and_sample_weight,
+    _SequenceWithOffset,
+)
 from determined.keras._load import load_model_from_checkpoint_path
 from determined.keras._native import TFKerasNativeContext
 from determined.keras._tensorboard import TFKerasTensorBoard
 from determined.keras._trial import TFKerasTrial
 
 __all__ = [
+    "ArrayLike",
+    "InputData",
     "SequenceAdapter",
+    "TFKerasContext",
+    "TFKerasTrainConfig",
+    "TFKerasTrialController",
     "TFKerasExperimentalContext",
     "TFKerasNativeContext",
     "TFKerasTensorBoard",

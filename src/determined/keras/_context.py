@@ -27,8 +27,8 @@ class TFKerasTrialContext(TFDataContext):
 
     experimental_class = TFKerasExperimentalContext
 
-    def __init__(self, env: TrialEnv):
-        super().__init__(env)
+    def __init__(self, env: TrialEnv, hvd_config: Any = None):
+        super().__init__(env, hvd_config)
         self._wrapped_models: List[Any] = []
 
     def wrap_model(self, model: Any) -> Any:

@@ -15,7 +15,7 @@ import logging
 import math
 import multiprocessing
 import types
-from typing import Any, Callable, Deque, Iterator, List, Optional
+from typing import Any, Callable, Deque, Dict, Iterator, List, Optional, Union
 
 import numpy as np
 import tensorflow as tf
@@ -75,6 +75,38 @@ class SequenceAdapter:
         self.use_multiprocessing = bool(use_multiprocessing)
         self.workers = workers
         self.max_queue_size = max_queue_size
+        self._loader: Optional["Loader"] = None
+        self._iterator: Optional[Iterator[Any]] = None
+
+    def start(self, batch_offset: int = 0, is_validation: bool = False) -> None:
+        """Start loading: endless epochs from batch ``batch_offset`` (training) or one
+        pass (``is_validation``); read them from :meth:`get_iterator`."""
+        self.stop()
+        loader = make_loader(self, "SequenceAdapter", 1)
+        self._loader = loader
+
+        def batches() -> Iterator[Any]:
+            start = batch_offset
+            while True:
+                yield from loader.epoch(start)
+                if is_validation:
+                    return
+                loader.end_epoch()
+                start = 0
+
+        self._iterator = batches()
+
+    def get_iterator(self) -> Iterator[Any]:
+        """The batches of the last :meth:`start`."""
+        if self._iterator is None:
+            raise RuntimeError("SequenceAdapter.get_iterator(): call start() first")
+        return self._iterator
+
+    def stop(self, timeout: Optional[float] = None) -> None:
+        """Stop the loading workers."""
+        if self._loader is not None:
+            self._loader.close()
+        self._loader, self._iterator = None, None
 
 
 def _is_generator(data: Any) -> bool:
@@ -384,3 +416,92 @@ def _as_array_like(value: Any, where: str, position: int) -> Any:
         )
     return array
 
+
+
+# ---------------------------------------------------------------------- upstream 0.13 names
+
+#: Arrays a loader may return: one array, a list of arrays (several inputs or outputs) or a
+#: dict of arrays by input name.
+ArrayLike = Union[np.ndarray, List[np.ndarray], Dict[str, np.ndarray]]
+#: What ``build_training_data_loader``/``build_validation_data_loader`` may return.
+InputData = Union[tf.keras.utils.Sequence, tf.data.Dataset, SequenceAdapter, tuple]
+
+
+class _ArrayLikeAdapter(tf.keras.utils.Sequence):
+    """Batches of ``batch_size`` records of ``(x, y[, sample_weights])`` arrays, in order;
+    ``drop_leftovers`` leaves out a last, smaller batch."""
+
+    def __init__(self, x: ArrayLike, y: ArrayLike, batch_size: int,
+                 sample_weights: Optional[np.ndarray] = None, drop_leftovers: bool = False):
+        super().__init__()
+        if batch_size is None or batch_size < 1:
+            raise ValueError(f"Expected batch_size >= 1. Received: batch_size={batch_size!r}")
+        arrays = [x, y] + ([sample_weights] if sample_weights is not None else [])
+        counts = {_num_records(a) for a in arrays}
+        if len(counts) != 1:
+            raise ValueError(f"x, y and sample_weights hold different numbers of records: "
+                             f"{sorted(counts)}")
+        self._inner = _ArraySequence(arrays, batch_size)
+        self.drop_leftovers = drop_leftovers
+
+    def __len__(self) -> int:
+        if self.drop_leftovers:
+            return self._inner.count // self._inner.batch_size
+        return len(self._inner)
+
+    def __getitem__(self, index: int) -> Any:
+        if not 0 <= index < len(self):
+            raise IndexError(f"batch {index} of {len(self)}")
+        return self._inner[index]
+
+
+class _SequenceWithOffset(tf.keras.utils.Sequence):
+    """``sequence`` read from batch ``batch_offset`` on (wrapping around at its end)."""
+
+    def __init__(self, sequence: tf.keras.utils.Sequence, batch_offset: int = 0):
+        super().__init__()
+        self.sequence = sequence
+        self.batch_offset = batch_offset
+
+    def __len__(self) -> int:
+        return len(self.sequence)
+
+    def __getitem__(self, index: int) -> Any:
+        return self.sequence[(index + self.batch_offset) % len(self.sequence)]
+
+    def on_epoch_end(self) -> None:
+        self.sequence.on_epoch_end()
+
+
+def _get_x_y_and_sample_weight(input_data: Any) -> Any:
+    """``(x, y, sample_weight)`` of a loader's return value (``None`` where absent)."""
+    if isinstance(input_data, (tf.keras.utils.Sequence, tf.data.Dataset, SequenceAdapter)):
+        return input_data, None, None
+    if isinstance(input_data, tuple) and len(input_data) in (2, 3):
+        x, y = input_data[0], input_data[1]
+        return x, y, input_data[2] if len(input_data) == 3 else None
+    raise InvalidTrialError(f"Expected {_ACCEPTED}. Received: {type(input_data).__name__}")
+
+
+def _adapt_keras_data(
+    x: Any,
+    y: Any = None,
+    sample_weight: Any = None,
+    batch_size: Optional[int] = None,
+    use_multiprocessing: bool = False,
+    workers: int = 1,
+    max_queue_size: int = 10,
+    drop_leftovers: bool = False,
+) -> Any:
+    """Keras ``fit`` inputs as the platform loads them: a ``tf.data.Dataset`` as is, a
+    ``SequenceAdapter`` as is, a ``Sequence`` or arrays in a :class:`SequenceAdapter`."""
+    if isinstance(x, (tf.data.Dataset, SequenceAdapter)):
+        return x
+    if isinstance(x, tf.keras.utils.Sequence):
+        return SequenceAdapter(x, use_multiprocessing, workers, max_queue_size)
+    if y is None:
+        raise InvalidTrialError("Expected y (targets) with array inputs x")
+    if batch_size is None:
+        raise InvalidTrialError("Expected a batch_size with array inputs x")
+    adapter = _ArrayLikeAdapter(x, y, batch_size, sample_weight, drop_leftovers)
+    return SequenceAdapter(adapter, use_multiprocessing, workers, max_queue_size)

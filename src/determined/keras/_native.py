@@ -38,8 +38,9 @@ class TFKerasNativeContext(TFKerasTrialContext):
         model.fit(x_train, y_train, validation_data=(x_val, y_val))
     """
 
-    def __init__(self, env: TrialEnv, launcher: Callable[[type], Any]):
-        super().__init__(env)
+    def __init__(self, env: TrialEnv, hvd_config: Any = None,
+                 launcher: Optional[Callable[[type], Any]] = None):
+        super().__init__(env, hvd_config)
         self._launcher = launcher
         self.last_run: Any = None
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import abc
 from typing import Any, List
 
+from determined._trial_controller import Trial
+from determined.keras._compat import TFKerasTrialController
 from determined.keras._context import TFKerasTrialContext
 
 __all__ = ["TFKerasTrial"]
 
 
-class TFKerasTrial(abc.ABC):
+class TFKerasTrial(Trial):
     """Subclass this to train a ``tf.keras`` model with the platform.
 
     TensorFlow 2 trials execute eagerly by default; to run a trial in graph mode,
@@ -37,10 +39,11 @@ class TFKerasTrial(abc.ABC):
     """
 
     trial_context_class = TFKerasTrialContext
+    trial_controller_class = TFKerasTrialController  # upstream's name (not used to run it)
 
-    def __init__(self, trial_context: TFKerasTrialContext) -> None:
+    def __init__(self, context: TFKerasTrialContext) -> None:
         """Store the context; override to set up state the other methods share."""
-        self.context = trial_context
+        self.context = context
 
     @abc.abstractmethod
     def build_model(self) -> Any:

@@ -25,9 +25,21 @@ class PyTorchTrialContext(TrialContext):
     device placement, the way ``accelerate.prepare`` hands objects back.
     """
 
-    def __init__(self, env: TrialEnv, device: Optional[torch.device] = None):
-        super().__init__(env)
-        self.device = device or torch.device("cpu")
+    def __init__(self, *args: Any, **kwargs: Any):
+        """``PyTorchTrialContext(env, hvd_config=None, device=None)``; ``env`` is a
+        ``TrialEnv`` or upstream's ``det.EnvContext``."""
+        rest = list(args)
+        env: TrialEnv = kwargs.pop("env") if "env" in kwargs else rest.pop(0)
+        hvd_config = kwargs.pop("hvd_config", None)
+        if rest and not isinstance(rest[0], (torch.device, str, type(None))):
+            hvd_config = rest.pop(0)
+        device: Optional[torch.device] = kwargs.pop("device", rest.pop(0) if rest else None)
+        if rest or kwargs:
+            raise TypeError(f"PyTorchTrialContext: unexpected arguments {rest or ''} "
+                            f"{sorted(kwargs) or ''}")
+        super().__init__(env, hvd_config)
+        env = self.env
+        self.device = torch.device(device) if device is not None else torch.device("cpu")
         self.models: List[torch.nn.Module] = []
         self.optimizers: List[torch.optim.Optimizer] = []
         self.lr_schedulers: List[LRScheduler] = []

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 from determined.errors import InvalidTrialError
 from determined.harness import TrialContext, TrialEnv
@@ -14,7 +14,11 @@ __all__ = ["DatasetCacheContext", "TFDataContext"]
 class DatasetCacheContext:
     """``context.experimental`` of TensorFlow trials: the on-disk dataset cache (SPEC 4.9)."""
 
-    def __init__(self, cache: DatasetCache):
+    def __init__(self, env: Any, hvd_config: Any = None, cache: Optional[DatasetCache] = None):
+        if cache is None:  # built by user code with upstream's (env, hvd_config)
+            env = env.to_trial_env() if hasattr(env, "to_trial_env") else env
+            cache = DatasetCache(env.experiment_config, env.trial_seed,
+                                 env.distributed.rank, env.distributed.size)
         self._cache = cache
 
     def cache_train_dataset(
@@ -61,14 +65,16 @@ class TFDataContext(TrialContext):
 
     experimental_class = DatasetCacheContext
 
-    def __init__(self, env: TrialEnv):
-        super().__init__(env)
+    def __init__(self, env: TrialEnv, hvd_config: Any = None):
+        super().__init__(env, hvd_config)
+        env = self.env
         self._wrapped_datasets = 0
         self.experimental = self.experimental_class(
-            DatasetCache(
+            env, hvd_config,
+            cache=DatasetCache(
                 env.experiment_config, env.trial_seed,
                 env.distributed.rank, env.distributed.size,
-            )
+            ),
         )
 
     def wrap_dataset(self, dataset: Any, shard_dataset: bool = True) -> Any:
