@@ -19,6 +19,11 @@ ENV_VAR = "DET_TENSORBOARD_DIR"
 STORAGE_DIR = "tensorboard"
 
 
+#: Whether :func:`prepare_base_path` chose this process's directory (a temporary one,
+#: removed once everything in it is synced).
+created_here = False
+
+
 def get_base_path(rank: int = 0) -> str:
     """The local directory this process writes event files to (every writer uses it)."""
     base = os.environ.get(ENV_VAR) or os.path.join(tempfile.gettempdir(), "tensorboard")
@@ -31,7 +36,9 @@ def prepare_base_path(env: Any) -> str:
     Several trials share an agent's ``/tmp``, so the default is
     ``<tmp>/det-tensorboard/exp-<id>-trial-<id>-<pid>``.
     """
+    global created_here
     if not os.environ.get(ENV_VAR):
+        created_here = True
         os.environ[ENV_VAR] = os.path.join(
             tempfile.gettempdir(), "det-tensorboard",
             f"exp-{env.experiment_id}-trial-{env.trial_id}-{os.getpid()}")

@@ -4,6 +4,7 @@ sync the trial's event directory to checkpoint storage after each workload."""
 from __future__ import annotations
 
 import logging
+import shutil
 from typing import Any, Dict, Optional
 
 from determined.tensorboard._manager import (
@@ -11,6 +12,7 @@ from determined.tensorboard._manager import (
     StorageTensorboardManager,
     TensorboardManager,
 )
+from determined.tensorboard import _paths
 from determined.tensorboard._paths import get_base_path, get_sync_path
 from determined.tensorboard.metric_writers import BatchMetricWriter
 from determined.tensorboard.metric_writers._event_file import EventFileWriter
@@ -57,9 +59,12 @@ class TrialTensorboard:
             self.manager.sync()
 
     def close(self) -> None:
-        """Close the event file and sync everything written (Estimator summaries too)."""
+        """Close the event file and sync everything written (Estimator summaries too);
+        a temporary directory the platform chose is removed once synced."""
         self._writer.close()
         self.sync()
+        if self.manager is not None and _paths.created_here and not self.manager.to_sync():
+            shutil.rmtree(self.base_path, ignore_errors=True)
 
 
 def build(env: Any, storage: Any) -> TrialTensorboard:
