@@ -156,3 +156,15 @@ def test_test_one_batch_and_load_trial_on_local(tmp_path, monkeypatch):
                                                       "entrypoint": "model_def:LinearTrial"},
                                         {"global_batch_size": 4, "lr": 0.5})
     assert cls.__name__ == "LinearTrial" and context.get_hparam("lr") == 0.5
+
+
+def test_local_test_mode_takes_a_partial_config_and_warns_fields_without_effect(tmp_path):
+    partial = tmp_path / "partial.yaml"
+    partial.write_text("entrypoint: model_def:LinearTrial\n"
+                       "hyperparameters: {global_batch_size: 4, lr: 1e-2}\n"
+                       "searcher: {max_length: {batches: 50}}\n"  # no name, no metric
+                       "resources: {shm_size: 2000000000}\n")
+    out = run_det(["e", "create", partial, FIXTURE, "--local", "--test", "--local-dir", tmp_path])
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Model definition test" in out.stdout + out.stderr
+    assert out.stderr.count("det: warning: resources.shm_size is accepted but has no effect") == 1

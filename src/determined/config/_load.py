@@ -275,9 +275,10 @@ def config_warnings(raw: Mapping[str, Any]) -> List[str]:
 
 
 # What ``det e create --local --test`` merges a partial config over (as 0.13's
-# local test mode did): a searcher without a name or metric works there.
+# local test mode did): a searcher without a name or metric works there (a test-mode
+# trial does not require the searcher metric, see harness._runner).
 _LOCAL_TEST_DEFAULTS: Dict[str, Any] = {
-    "searcher": {"name": "single", "metric": "", "max_length": {"batches": 1}},
+    "searcher": {"name": "single", "metric": "validation_loss", "max_length": {"batches": 1}},
     "hyperparameters": {},
 }
 

@@ -191,6 +191,17 @@ class TrialRunner:
         metrics = self.controller.validate(self.batches_trained)
         values = metrics.get("validation_metrics", {})
         name = self.config.metric
+        if not name or (self.env.test_mode and name not in values):
+            # Test mode (e.g. a partial config in --local --test): nothing to compare.
+            if name:
+                logger.warning("the validation metrics lack the searcher metric %r "
+                               "(received: %s)", name, ", ".join(sorted(values)) or "none")
+            self.last_validation = values
+            self.last_validation_batches = self.batches_trained
+            if self.is_chief:
+                self.host.report_validation(self.batches_trained, metrics)
+            self.sequencer.validated(False)
+            return
         if self.is_chief and name not in values:
             raise InvalidTrialError(
                 f"the validation metrics of {self.trial_class.__qualname__} lack the searcher "
