@@ -110,7 +110,9 @@ class TrialRunner:
                 op = self._next_operation()
                 if op.kind is OpKind.CLOSE:
                     self._finish()
-                    return ExitReason.COMPLETED
+                    # A Close sent to stop the trial (it resumes later) is no completion.
+                    stopped = self.is_chief and self.host.should_stop()
+                    return ExitReason.STOPPED if stopped else ExitReason.COMPLETED
                 if op.kind is OpKind.TRAIN:
                     assert op.length is not None
                     target = self.config.length_to_batches(op.length, self.gbs)
@@ -216,9 +218,9 @@ class TrialRunner:
             self.host.report_validation(self.batches_trained, metrics)
             if self.tensorboard is not None:
                 self.tensorboard.validation(self.batches_trained, values)
-            self.controller.on_validation_end(values)
         if self.dist is not None:
             values, post_ckpt = self.dist.broadcast((values, post_ckpt))
+        self.controller.on_validation_end(values)  # every rank's callbacks, with the metrics
         self.last_validation = values
         self.last_validation_batches = self.batches_trained
         self.sequencer.validated(post_ckpt)

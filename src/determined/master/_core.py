@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import compileall
 import json
+import logging
 import os
 import signal
 import threading
@@ -16,13 +17,14 @@ import uuid as uuidlib
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import determined
+from determined import engine
 from determined.common.api import unpack_context
 from determined.config import validate_config
 from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master.db import Store
-from determined.master.tasks import TaskManager
 from determined.master.experiments import ExperimentRun, TrialState
+from determined.master.experiments._cleanup import clean_checkpoint_root
 from determined.master.resource_managers import (
     AGENT_ID,
     CompositeResourceManager,
@@ -43,6 +45,8 @@ class _Launch(NamedTuple):
     restarts: int
 
 OWNER = "determined"
+
+logger = logging.getLogger("determined.master")
 
 
 class NotifyingCondition(threading.Condition):
@@ -78,16 +82,23 @@ class Master:
         self._wake = threading.Event()
         self._split_warned: set = set()  # trials told they wait for one agent's slots
         embedded = None
-        if rm.slots > 0:  # slots 0: no embedded agent, remote agents only
+        if rm.slots > 0 and rm.type != "ray":  # slots 0: no embedded agent, remote agents only
             embedded = EmbeddedResourceManager(rm.slots, self._process_exited, self._store_logs)
             self.store.upsert_agent(AGENT_ID, rm.slots)
         remote = RemoteResourceManager(self._process_exited, self._store_logs,
                                        timeout=rm.agent_timeout, on_change=self._wake.set,
                                        on_lost=self.store.revoke_trial_tokens)
-        self.rm = CompositeResourceManager(embedded, remote)
+        ray_nodes = None
+        if rm.type == "ray":  # trials on a Ray cluster (resource_managers/_ray.py)
+            from determined.master.resource_managers._ray import RayResourceManager
+
+            ray_nodes = RayResourceManager(
+                str(rm.address), self._process_exited, self._store_logs,
+                cpus_per_slot=rm.cpus_per_slot, on_change=self._wake.set,
+                on_lost=self.store.revoke_trial_tokens)
+        self.rm = CompositeResourceManager(embedded, remote, ray_nodes)
         self._stopping = False
         self._thread: Optional[threading.Thread] = None
-        self.tasks = TaskManager(self)  # commands, notebooks, shells, TensorBoards
 
     def _cluster_id(self) -> str:
         path = os.path.join(self.config.data_dir, "cluster_id")
@@ -106,16 +117,11 @@ class Master:
         self._kill_orphans()
         with self.lock:
             for exp in self.store.list_experiments(include_archived=True):
-                if exp.state in ("STOPPING_COMPLETED", "STOPPING_CANCELED", "STOPPING_ERROR"):
-                    run = self._make_run(exp.id, exp.config, exp.state)
-                    run.restore()
-                    run.maybe_finish()
-                elif exp.state in ("ACTIVE", "PAUSED"):
-                    run = self._make_run(exp.id, exp.config, exp.state)
-                    run.restore()
-                    self.runs[exp.id] = run
-                    run.maybe_finish()
-        self.tasks.start()
+                if exp.state in ("ACTIVE", "PAUSED", "STOPPING_COMPLETED", "STOPPING_CANCELED",
+                                 "STOPPING_ERROR"):
+                    self._restore_run(exp)
+        threading.Thread(target=self._clean_checkpoint_roots, name="det-checkpoint-cleanup",
+                         daemon=True).start()
         self._thread = threading.Thread(target=self._loop, name="det-scheduler", daemon=True)
         self._thread.start()
 
@@ -124,7 +130,6 @@ class Master:
         self._wake.set()
         if self._thread:
             self._thread.join(5)
-        self.tasks.close()
         self.rm.close()
         self.store.close()
 
@@ -151,13 +156,71 @@ class Master:
             except OSError:
                 pass
 
-    def _make_run(self, exp_id: int, config: Dict[str, Any], state: str) -> ExperimentRun:
+    def _restore_run(self, exp: Any) -> None:
+        """Rebuild one unfinished experiment; one that cannot be rebuilt is marked ERROR
+        with the reason (in the master log and its trials' logs) and the master goes on."""
+        config = dict(exp.config)
+        resources = dict(config.get("resources") or {})
+        for key in ("weight", "priority", "max_slots"):  # live edits (det e set ...)
+            value = getattr(exp, key, None)
+            if value is not None:
+                resources[key] = value
+        config["resources"] = resources
+        run = None
+        try:
+            run = self._make_run(exp.id, config, exp.state)
+            self.runs[exp.id] = run
+            run.restore()
+        except Exception as e:  # noqa: BLE001 - any failure isolates this experiment only
+            self.runs.pop(exp.id, None)
+            if run is not None:
+                for h in run.trials.values():
+                    self.trials.pop(h.trial_id, None)
+            reason = f"could not be restored at master start: {type(e).__name__}: {e}"
+            logger.error("experiment %s %s", exp.id, reason)
+            self._mark_error(exp.id, reason)
+
+    def _mark_error(self, exp_id: int, reason: str) -> None:
+        try:
+            state = self.store.get_experiment(exp_id).state
+            if state not in ("STOPPING_ERROR", "ERROR"):
+                self.store.set_experiment_state(exp_id, "STOPPING_ERROR")
+            self.store.set_experiment_state(exp_id, "ERROR")
+            for rec in self.store.list_trials(exp_id):
+                if rec.state not in ("COMPLETED", "CANCELED", "ERROR"):
+                    self.store.add_logs(rec.id, [f"[determined] Experiment {exp_id} {reason}"])
+                    self.store.update_trial(rec.id, state="ERROR")
+            self.store.update_experiment(exp_id, description=self.store.get_experiment(
+                exp_id).description or f"ERROR: {reason}"[:1000])
+        except Exception as e:  # noqa: BLE001
+            logger.error("experiment %s: could not record its error: %s", exp_id, e)
+
+    def _clean_checkpoint_roots(self) -> None:
+        """Remove unfinished checkpoint writes (scratch dirs, complete but never
+        registered checkpoints) from every shared_fs root this master uses."""
+        try:
+            exps = self.store.list_experiments(include_archived=True)
+            roots = set()
+            for storage in [self.config.checkpoint_storage or {}] + [
+                    e.config.get("checkpoint_storage") or {} for e in exps]:
+                if storage.get("type", "shared_fs") == "shared_fs" and storage.get("host_path"):
+                    roots.add(os.path.normpath(os.path.join(storage["host_path"],
+                                                            storage.get("storage_path") or "")))
+            registered = {c.uuid for c in self.store.list_checkpoints()}
+            for root in sorted(roots):
+                clean_checkpoint_root(root, registered, {e.id for e in exps})
+        except Exception as e:  # noqa: BLE001 - housekeeping must not stop the master
+            logger.warning("checkpoint cleanup failed: %s", e)
+
+    def _make_run(self, exp_id: int, config: Dict[str, Any], state: str,
+                  source_checkpoint: Optional[str] = None) -> ExperimentRun:
         model_dir = os.path.join(self.config.data_dir, "experiments", str(exp_id), "model_def")
         if not os.path.isdir(model_dir):
             unpack_context(self.store.get_model_def(exp_id), model_dir)
             # Byte-compile once here rather than in every trial process.
             compileall.compile_dir(model_dir, quiet=2, workers=1)
-        run = ExperimentRun(self, exp_id, config, state, model_dir)
+        run = ExperimentRun(self, exp_id, config, state, model_dir,
+                            source_checkpoint=source_checkpoint)
         # Automatic concurrency follows the trials the cluster can run at once (a
         # restored run's snapshot brings the value it had).
         resources = config.get("resources") or {}
@@ -166,6 +229,40 @@ class Master:
         if capacity >= 1:
             run.searcher.on_capacity_changed(capacity)
         return run
+
+    def source_checkpoint(self, config: Dict[str, Any]) -> Optional[str]:
+        """The checkpoint uuid ``searcher.source_checkpoint_uuid`` or
+        ``searcher.source_trial_id`` names (every trial warm-starts from it), or None.
+
+        Raises:
+            ValueError: naming the field, if the checkpoint or trial is unknown.
+        """
+        s = config.get("searcher") or {}
+        uuid = s.get("source_checkpoint_uuid")
+        if uuid:
+            c = self.store.get_checkpoint(str(uuid))
+            if c.state != "COMPLETED":
+                raise ValueError(f"searcher.source_checkpoint_uuid: checkpoint {uuid} is "
+                                 f"{c.state}, expected COMPLETED")
+            return c.uuid
+        trial_id = s.get("source_trial_id")
+        if trial_id is not None:
+            c = self.store.latest_checkpoint(int(trial_id))
+            if c is None:
+                raise ValueError(f"searcher.source_trial_id: trial {trial_id} has no "
+                                 "checkpoint")
+            return c.uuid
+        return None
+
+    def delete_files(self, storage: Any, uuids: List[str]) -> None:
+        """Delete checkpoint files in the background (never under the lock)."""
+        def work() -> None:
+            for uuid in uuids:
+                try:
+                    storage.delete(uuid)
+                except Exception as e:  # noqa: BLE001 - the record says DELETED; log it
+                    logger.warning("could not delete checkpoint %s: %s", uuid, e)
+        threading.Thread(target=work, name="det-checkpoint-gc", daemon=True).start()
 
     # ------------------------------------------------------------------ experiments
 
@@ -183,13 +280,12 @@ class Master:
 
     def create_experiment(self, config: Dict[str, Any], model_def: bytes, activate: bool,
                           owner: str = OWNER) -> int:
+        source = self.source_checkpoint(config)
         with self.lock:
             exp_id = self.store.create_experiment(config, model_def, owner=owner)
-            run = self._make_run(exp_id, config, "PAUSED")
+            run = self._make_run(exp_id, config, "PAUSED", source_checkpoint=source)
             self.runs[exp_id] = run
-            run.start()
-            if activate:
-                run.activate()
+            run.start(activate=activate)
             return exp_id
 
     def finished(self, run: ExperimentRun) -> None:
@@ -227,6 +323,7 @@ class Master:
                         alloc: scheduler.Allocation) -> "_Launch":
         """The in-memory part of starting a trial (called with the lock held)."""
         restore, warm = run.restore_path(t)
+        run.started(t)
         spec = {
             "env": {
                 "experiment_config": run.config, "hparams": t.hparams,
@@ -239,7 +336,6 @@ class Master:
         }
         trial_dir = os.path.join(self.config.data_dir, "experiments", str(run.id), "trials",
                                  str(t.trial_id))
-        run.started(t)
         self.trials[t.trial_id] = (run, t)
         ((agent_id, slot_ids),) = alloc.parts  # _schedule_once keeps trials on one agent
         return _Launch(run, t, spec, trial_dir, agent_id, list(slot_ids), t.restarts)
@@ -265,7 +361,7 @@ class Master:
             print(f"det-master: could not start trial {t.trial_id}: {e}", flush=True)
             with self.lock:
                 self.allocations.pop(f"trial-{t.trial_id}", None)
-                if t.state == "RUNNING":
+                if t.core.state in engine.LIVE:
                     launch.run.process_exited(t, 1)  # a failed start: restart rules apply
                 self.changed()
 
@@ -306,18 +402,16 @@ class Master:
         for task_id, (task, alloc) in self.allocations.items():
             found = self.trials.get(int(task_id.split("-", 1)[1]))
             running[task_id] = (self._task(*found) if found else task, alloc)
-        running.update(self.tasks.running())  # tasks hold slots too (master/tasks)
         if pending and sum(a.slot_count for _, a in running.values()) >= self.rm.slots:
-            self._suspend_idle()
+            for run in self.runs.values():
+                run.suspend_idle()
+        self._suspend_at_max_slots(pending)
         decision = scheduler.schedule(
-            self.rm.agents(),
-            [self._task(r, t) for r, t in pending.values()] + self.tasks.pending(), running,
+            self.rm.agents(), [self._task(r, t) for r, t in pending.values()], running,
             self.policy,
         )
         launches = []
         for alloc in decision.start:
-            if self.tasks.claim(alloc):  # a task's allocation: it starts itself
-                continue
             run, t = pending[alloc.task_id]
             if len(alloc.parts) > 1:  # trials spanning agents are not supported: wait
                 if t.trial_id not in self._split_warned:
@@ -330,17 +424,19 @@ class Master:
         for task_id in decision.preempt:
             found = self.trials.get(int(task_id.split("-", 1)[1]))
             if found:
-                found[1].stop = True
-                self.cond.notify_all()
+                found[0].stop(found[1])
         return launches
 
-    def _suspend_idle(self) -> None:
-        """Free slots of runners waiting for work (e.g. an ASHA promotion)."""
-        for run in self.runs.values():
-            for t in run.running():
-                if t.waiting and not t.stop:
-                    t.stop = True
-                    self.cond.notify_all()
+    def _suspend_at_max_slots(self, pending: Dict[str, Tuple[ExperimentRun, TrialState]]) -> None:
+        """An experiment at its resources.max_slots with trials waiting for a slot:
+        its idle trials (waiting for work) give theirs back."""
+        for run in {id(r): r for r, _ in pending.values()}.values():
+            max_slots = (run.config.get("resources") or {}).get("max_slots")
+            if max_slots is None or not run.idle_running():
+                continue
+            used = len(run.running()) * run.cfg.slots_per_trial
+            if used + run.cfg.slots_per_trial > int(max_slots):
+                run.suspend_idle()
 
     # ------------------------------------------------------------------ info
 

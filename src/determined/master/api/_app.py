@@ -423,8 +423,8 @@ def create_app(master: Master) -> fastapi.FastAPI:
     def report_checkpoint(body: models.CheckpointReport,
                           found: Runner = Depends(runner)) -> Dict[str, Any]:
         run, t = found
+        run.checkpoint(t, body.batches, body.uuid, body.metadata)  # locks after its file walk
         with master.lock:
-            run.checkpoint(t, body.batches, body.uuid, body.metadata)
             return _answer(run, t)
 
     @api.post("/trial-runner/validate-op-completed")
