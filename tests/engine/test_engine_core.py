@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import uuid
 from typing import Any, Dict, List, Optional, Set, Tuple
 
 import pytest
@@ -34,6 +35,11 @@ def make_config(name: str = "random", max_restarts: int = 2, **searcher: Any) ->
     })
 
 
+def ck(n: int) -> str:
+    """A checkpoint id (checkpoint ids are UUIDs)."""
+    return str(uuid.UUID(int=n))
+
+
 def loss(hparams: Dict[str, Any], batches: int) -> float:
     return abs(hparams["lr"] - 0.3) + 1.0 / (1 + batches)
 
@@ -51,6 +57,8 @@ class Sim:
         self.finished: Optional[str] = None
         self.created: Set[int] = set()
         self.ckpt_seq = 0
+        self.awaiting: Set[int] = set()  # processes blocked waiting for an operation
+        self.woken: Set[int] = set()
 
     def apply(self, effects: List[Any]) -> None:
         for e in effects:
@@ -72,6 +80,8 @@ class Sim:
                 self.deleted.append(e.uuid)
             elif isinstance(e, engine.KillTrial):
                 pass  # the process dies; the exit is a separate event
+            elif isinstance(e, (engine.WakeTrial, engine.StopTrial)):
+                self.woken.add(e.request_id)
             elif isinstance(e, engine.FinishExperiment):
                 assert self.finished is None
                 self.finished = e.state
@@ -89,18 +99,26 @@ class Sim:
 
     def exit(self, r: int, code: Optional[int] = 0, signal: Optional[int] = None) -> None:
         del self.processes[r]
+        self.awaiting.discard(r)
+        self.woken.discard(r)
         self.apply(self.core.trial_exited(r, code=code, signal=signal))
 
     def step(self, r: int) -> None:
         """One request of the trial's process."""
         core = self.core
-        if core.should_stop(r):
+        if r in self.awaiting and r not in self.woken:
+            return  # blocked until the adapter hears WakeTrial or StopTrial
+        was_waiting = r in self.awaiting
+        self.awaiting.discard(r)
+        self.woken.discard(r)
+        if not was_waiting and core.should_stop(r):
             self._checkpoint(r)
             self.exit(r, 0)
             return
         op = core.next_op(r)
         t = core.trial(r)
         if op is None:
+            self.awaiting.add(r)
             return
         if isinstance(op, searchers.Train):
             target = op.length.units
@@ -110,8 +128,9 @@ class Sim:
         elif isinstance(op, searchers.Validate):
             b = self.processes[r]
             value = math.nan if r in self.nan_for else loss(t.hparams, b)
-            self.apply(core.trial_validated(r, b, {"loss": value}))
-            self.apply(core.validate_op_completed(r, {"loss": value}))
+            name = core.cfg.metric
+            self.apply(core.trial_validated(r, b, {name: value}))
+            self.apply(core.validate_op_completed(r, {name: value}))
         elif isinstance(op, searchers.Checkpoint):
             self._checkpoint(r)
         elif isinstance(op, searchers.Close):
@@ -124,7 +143,7 @@ class Sim:
         if t.latest_checkpoint and t.checkpoint_batches == b:
             return
         self.ckpt_seq += 1
-        self.apply(self.core.trial_checkpointed(r, b, f"ck-{r}-{b}-{self.ckpt_seq}"))
+        self.apply(self.core.trial_checkpointed(r, b, ck(self.ckpt_seq)))
 
     def run_to_end(self, slots: int = 2, limit: int = 5000) -> None:
         for _ in range(limit):
@@ -171,7 +190,7 @@ def test_single_search_completes_with_checkpoints_and_logs() -> None:
     sim.apply = apply  # type: ignore[method-assign]
     sim.run_to_end()
     assert sim.finished == "COMPLETED"
-    assert logs[0] == "Trial starts" and logs[-1] == "Trial exited: completed"
+    assert logs[0] == "Trial starts" and logs[-1] == "Trial completed"
     assert core.trial(1).state is TrialState.COMPLETED
 
 
@@ -180,12 +199,12 @@ def test_failure_restarts_from_latest_checkpoint_up_to_max_restarts() -> None:
     events: List[Any] = []
     sim.start(1)
     sim.step(1)  # Train 8
-    sim.apply(core.trial_checkpointed(1, 8, "ck-a"))
+    sim.apply(core.trial_checkpointed(1, 8, ck(1000)))
     del sim.processes[1]
     events = core.trial_exited(1, code=3)
     sim.apply(events)
     lines = [e.line for e in events if isinstance(e, engine.TrialLog)]
-    assert "Trial failed (exit code 3); restart 1 of 2 from ck-a at 8 batches" in lines
+    assert f"Trial failed (exit code 3); restart 1 of 2 from {ck(1000)} at 8 batches" in lines
     assert core.trial(1).state is TrialState.PENDING
     sim.start(1)
     assert sim.processes[1] == 8
@@ -212,8 +231,7 @@ def test_idle_trial_crash_does_not_replay_its_validate() -> None:
         if core.waiting():
             break
     r = core.waiting()[0]
-    del sim.processes[r]
-    sim.apply(core.trial_exited(r, signal=9))  # would replay Validate if it were requeued
+    sim.exit(r, signal=9)  # would replay Validate if it were requeued
     assert not any(isinstance(o, searchers.Validate) for o in core.trial(r).ops)
     sim.run_to_end()
     assert sim.finished == "COMPLETED"
@@ -321,6 +339,8 @@ def test_random_event_sequences_keep_invariants(actions: List[Tuple[str, int]],
             core = ExperimentCore.restore(cfg, json.loads(json.dumps(core.snapshot())))
             sim.core = core
             sim.processes.clear()
+            sim.awaiting.clear()
+            sim.woken.clear()
             sim.apply(core.recover())
     sim.apply(core.activate())
     sim.run_to_end(slots=2)
@@ -353,3 +373,14 @@ def test_gc_ignores_nan_metrics() -> None:
     for smaller in (True, False):
         best = "b" if smaller else "d"
         assert checkpoints_to_keep(cks, 1, 0, 0, smaller) == {best}
+
+
+@pytest.mark.parametrize("bad", ["../etc", "", "ck-1", None, str(uuid.UUID(int=5)) + "/.."])
+def test_checkpoint_ids_are_validated(bad: Any) -> None:
+    core, sim = new(make_config("single"))
+    sim.start(1)
+    with pytest.raises(engine.EngineError, match="Expected a checkpoint id in UUID form"):
+        core.trial_checkpointed(1, 0, bad)
+    sim.apply(core.trial_checkpointed(1, 0, ck(1)))
+    with pytest.raises(engine.EngineError, match="already reported"):
+        core.trial_checkpointed(1, 0, ck(1))

@@ -5,7 +5,7 @@ are adapters around :class:`ExperimentCore`; this package does no I/O and import
 framework and nothing from the master.
 """
 
-from determined.engine._core import ExperimentCore, EngineError
+from determined.engine._core import ExperimentCore, check_checkpoint_id
 from determined.engine._effects import (
     CreateTrial,
     DeleteCheckpoint,
@@ -27,6 +27,7 @@ from determined.engine._states import (
     LIVE,
     TERMINAL,
     TRANSITIONS,
+    EngineError,
     ExperimentState,
     IllegalTransition,
     TrialState,
@@ -38,5 +39,5 @@ __all__ = [
     "ExperimentCore", "ExperimentState", "FinishExperiment", "IllegalTransition", "KillTrial",
     "LaunchTrial", "LIVE", "RegisterCheckpoint", "RollbackMetrics", "SaveSnapshot",
     "SetExperimentState", "StopTrial", "StoreMetrics", "TERMINAL", "TRANSITIONS", "TrialLog",
-    "TrialState", "UpdateTrial", "WakeTrial",
+    "TrialState", "UpdateTrial", "WakeTrial", "check_checkpoint_id",
 ]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 import math
+import uuid as uuidlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from determined import searcher as searchers
@@ -36,6 +37,7 @@ from determined.config import ExperimentConfig, Length
 from determined.engine import _effects as fx
 from determined.engine._states import (
     LIVE,
+    EngineError,
     TERMINAL,
     TRANSITIONS,
     ExperimentState,
@@ -45,7 +47,7 @@ from determined.engine._states import (
 from determined.engine._trial import CoreTrial
 from determined.storage._gc import CheckpointRecord, checkpoints_to_keep
 
-__all__ = ["ExperimentCore", "EngineError"]
+__all__ = ["ExperimentCore", "EngineError", "check_checkpoint_id"]
 
 _S, _E = TrialState, ExperimentState
 _STOPPING = {_E.STOPPING_COMPLETED: _E.COMPLETED, _E.STOPPING_CANCELED: _E.CANCELED,
@@ -53,8 +55,17 @@ _STOPPING = {_E.STOPPING_COMPLETED: _E.COMPLETED, _E.STOPPING_CANCELED: _E.CANCE
 _SNAPSHOT_VERSION = 1
 
 
-class EngineError(ValueError):
-    """An event that does not fit the experiment's state (e.g. an unknown trial)."""
+def check_checkpoint_id(uuid: Any) -> str:
+    """``uuid`` if it is a checkpoint id (a UUID in its canonical form), else EngineError
+    (a checkpoint id names a directory: no path tricks)."""
+    try:
+        ok = isinstance(uuid, str) and str(uuidlib.UUID(uuid)) == uuid.lower()
+    except ValueError:
+        ok = False
+    if not ok:
+        raise EngineError(f"Expected a checkpoint id in UUID form "
+                          f"(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). Received: {uuid!r}")
+    return uuid
 
 
 def _finite(value: Any) -> Optional[float]:
@@ -319,6 +330,7 @@ class ExperimentCore:
     def trial_checkpointed(self, request_id: int, batches: int, uuid: str) -> List[fx.Effect]:
         """A checkpoint was written completely."""
         t = self.trial(request_id)
+        check_checkpoint_id(uuid)
         if uuid in self.checkpoints:
             raise EngineError(f"Checkpoint {uuid} was already reported")
         self._seq += 1
@@ -438,7 +450,7 @@ class ExperimentCore:
         return t.checkpoint_batches >= target
 
     def _complete(self, t: CoreTrial, report_close: bool) -> None:
-        self._end(t, _S.COMPLETED, "Trial exited: completed")
+        self._end(t, _S.COMPLETED, "Trial completed")
         if report_close:
             self._searcher_event(self.searcher.on_trial_closed(t.request_id))
 
@@ -516,7 +528,8 @@ class ExperimentCore:
     def suspend_idle(self) -> List[fx.Effect]:
         """Stop every WAITING trial (they have no work and hold a slot)."""
         for r in self.waiting():
-            self._out.extend(self.stop_trial(r))
+            effects = self.stop_trial(r)  # (it takes self._out: extend the new list)
+            self._out.extend(effects)
         return self._take()
 
     # ------------------------------------------------------------------ the end
@@ -636,9 +649,13 @@ class ExperimentCore:
             if t.state not in LIVE:
                 continue
             if t.state is _S.KILLING:  # its process is gone: the kill is done
-                self._out.extend(self.trial_exited(t.request_id, code=None, signal=9))
+                effects = self.trial_exited(t.request_id, code=None, signal=9)
+                self._out.extend(effects)
                 continue
             self._requeue(t)
+            # What the lost process stored past its checkpoint goes, even rows the
+            # snapshot never heard of.
+            self._emit(fx.RollbackMetrics(t.request_id, t.checkpoint_batches))
             ops_first = t.ops[0] if t.ops else None
             t.state = _S.PENDING  # no process any more (not a transition of a live one)
             self._emit(fx.TrialLog(t.request_id, "Trial process lost (driver or master "

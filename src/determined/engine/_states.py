@@ -5,7 +5,8 @@ from __future__ import annotations
 import enum
 from typing import Dict, FrozenSet
 
-__all__ = ["TrialState", "ExperimentState", "IllegalTransition", "TRANSITIONS", "LIVE", "TERMINAL"]
+__all__ = ["TrialState", "ExperimentState", "EngineError", "IllegalTransition", "TRANSITIONS",
+           "LIVE", "TERMINAL"]
 
 
 class TrialState(str, enum.Enum):
@@ -61,7 +62,12 @@ TRANSITIONS: Dict[TrialState, FrozenSet[TrialState]] = {
 }
 
 
-class IllegalTransition(RuntimeError):
+class EngineError(ValueError):
+    """An event that does not fit the experiment's state (an unknown trial, a report
+    in the wrong state, a malformed checkpoint id)."""
+
+
+class IllegalTransition(EngineError):
     """A trial was asked to move between two states the transition table does not link."""
 
     def __init__(self, request_id: int, old: TrialState, new: TrialState, event: str):

@@ -105,6 +105,8 @@ class RestTrialHost(TrialHost):
         while True:
             answer = self.client.runner_next_op()
             if answer.get("op") is not None:
+                if answer["op"].get("stop"):  # a Close that only stops (pause, preemption)
+                    self._stop = True
                 return TrialOp.from_dict(answer["op"])
 
     def report_training(self, batches_trained: int, metrics: Dict[str, Any]) -> None:

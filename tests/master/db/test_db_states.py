@@ -104,8 +104,10 @@ def test_terminal_end_time_can_be_given(store: Store, make_experiment) -> None:
 
 def test_store_trial_transitions(store: Store, trial_id: int) -> None:
     assert store.get_trial(trial_id).state == "ACTIVE"
-    with pytest.raises(ValueError, match="PAUSED"):
-        store.update_trial(trial_id, state="PAUSED")
+    with pytest.raises(ValueError, match="STOPPING_CANCELED"):
+        store.update_trial(trial_id, state="STOPPING_CANCELED")
+    assert store.update_trial(trial_id, state="PAUSED").state == "PAUSED"  # its experiment's
+    assert store.update_trial(trial_id, state="ACTIVE").state == "ACTIVE"
     done = store.update_trial(trial_id, state="CANCELED")
     assert done.state == "CANCELED" and done.end_time is not None
     with pytest.raises(IllegalTransitionError, match=f"trial {trial_id}: CANCELED -> ACTIVE"):

@@ -41,8 +41,10 @@ def test_pause_activate_and_trial_sigkill(master_factory, tiny_dir):
         paused_at = _batches(api, exp_id)
         ckpts = api.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]
         assert ckpts[-1]["total_batches"] == paused_at  # stopped with a checkpoint
-        assert api.get(f"/experiments/{exp_id}").json()["trials"][0]["state"] == "ACTIVE"
+        # A paused experiment's trials show PAUSED, and ACTIVE again with it.
+        assert api.get(f"/experiments/{exp_id}").json()["trials"][0]["state"] == "PAUSED"
         assert api.post(f"/experiments/{exp_id}/activate").json()["state"] == "ACTIVE"
+        assert api.get(f"/experiments/{exp_id}").json()["trials"][0]["state"] == "ACTIVE"
         wait_until(lambda: _batches(api, exp_id) >= paused_at + 200, what="training to resume")
         (pid,) = trial_processes(master.proc.pid)
         os.killpg(pid, signal.SIGKILL)
@@ -51,6 +53,16 @@ def test_pause_activate_and_trial_sigkill(master_factory, tiny_dir):
         trial = exp["trials"][0]
         assert trial["restarts"] == 1 and trial["total_batches"] == 2000
         _check_metrics(api, trial["id"])
+        # Every lifecycle event is a line of the trial's log.
+        logs = [l["line"] for l in api.get(f"/trials/{trial['id']}/logs").json()["logs"]]
+        ours = [l for l in logs if l.startswith("[determined] ")]
+        assert ours[0] == "[determined] Trial starts", ours
+        assert any("Trial stopped after a checkpoint at" in l for l in ours), ours
+        assert any("Trial resumes, restoring checkpoint" in l for l in ours), ours
+        assert any("Trial failed (killed by signal 9); restart 1 of 2" in l for l in ours), ours
+        assert any(l.startswith("[determined] Trial restarts (restart 1 of 2), restoring "
+                                "checkpoint") for l in ours), ours
+        assert ours[-1] == "[determined] Trial completed", ours
 
 
 def test_master_sigkill_mid_training_resumes(master_factory, tiny_dir):

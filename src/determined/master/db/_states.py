@@ -8,7 +8,8 @@ Experiments::
     STOPPING_CANCELED  -> CANCELED  | STOPPING_ERROR
     STOPPING_ERROR     -> ERROR
 
-Trials: ``ACTIVE -> COMPLETED | CANCELED | ERROR``. Checkpoints:
+Trials: ``ACTIVE <-> PAUSED`` (with their experiment), ``ACTIVE | PAUSED -> COMPLETED |
+CANCELED | ERROR``. Checkpoints:
 ``ACTIVE -> COMPLETED | ERROR``, ``COMPLETED -> DELETED``. Setting the current state
 again is always allowed (a no-op).
 """
@@ -57,7 +58,8 @@ EXPERIMENT_TRANSITIONS: Mapping[str, FrozenSet[str]] = {
 EXPERIMENT_STATES: FrozenSet[str] = frozenset(EXPERIMENT_TRANSITIONS)
 
 TRIAL_TRANSITIONS: Mapping[str, FrozenSet[str]] = {
-    ACTIVE: frozenset({COMPLETED, CANCELED, ERROR}),
+    ACTIVE: frozenset({PAUSED, COMPLETED, CANCELED, ERROR}),
+    PAUSED: frozenset({ACTIVE, COMPLETED, CANCELED, ERROR}),  # follows its experiment
     COMPLETED: frozenset(),
     CANCELED: frozenset(),
     ERROR: frozenset(),
