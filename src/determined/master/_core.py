@@ -23,6 +23,7 @@ from determined.config import validate_config
 from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master.db import Store
+from determined.master.tasks import TaskManager
 from determined.master.experiments import ExperimentRun, TrialState
 from determined.master.experiments._cleanup import clean_checkpoint_root
 from determined.master.resource_managers import (
@@ -99,6 +100,7 @@ class Master:
         self.rm = CompositeResourceManager(embedded, remote, ray_nodes)
         self._stopping = False
         self._thread: Optional[threading.Thread] = None
+        self.tasks = TaskManager(self)  # commands, notebooks, shells, TensorBoards
 
     def _cluster_id(self) -> str:
         path = os.path.join(self.config.data_dir, "cluster_id")
@@ -122,6 +124,7 @@ class Master:
                     self._restore_run(exp)
         threading.Thread(target=self._clean_checkpoint_roots, name="det-checkpoint-cleanup",
                          daemon=True).start()
+        self.tasks.start()
         self._thread = threading.Thread(target=self._loop, name="det-scheduler", daemon=True)
         self._thread.start()
 
@@ -130,6 +133,7 @@ class Master:
         self._wake.set()
         if self._thread:
             self._thread.join(5)
+        self.tasks.close()
         self.rm.close()
         self.store.close()
 
@@ -402,16 +406,20 @@ class Master:
         for task_id, (task, alloc) in self.allocations.items():
             found = self.trials.get(int(task_id.split("-", 1)[1]))
             running[task_id] = (self._task(*found) if found else task, alloc)
+        running.update(self.tasks.running())  # tasks hold slots too (master/tasks)
         if pending and sum(a.slot_count for _, a in running.values()) >= self.rm.slots:
             for run in self.runs.values():
                 run.suspend_idle()
         self._suspend_at_max_slots(pending)
         decision = scheduler.schedule(
-            self.rm.agents(), [self._task(r, t) for r, t in pending.values()], running,
+            self.rm.agents(),
+            [self._task(r, t) for r, t in pending.values()] + self.tasks.pending(), running,
             self.policy,
         )
         launches = []
         for alloc in decision.start:
+            if self.tasks.claim(alloc):  # a task's allocation: it starts itself
+                continue
             run, t = pending[alloc.task_id]
             if len(alloc.parts) > 1:  # trials spanning agents are not supported: wait
                 if t.trial_id not in self._split_warned:
