@@ -5,22 +5,7 @@ from torch import nn
 
 from determined import pytorch
 
-
-def make_model(sizes):
-    layers = []
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
-        layers.append(nn.Linear(a, b))
-        if i < len(sizes) - 2:
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers)
-
-
-def make_dataset(sizes, batch_size, batches, seed=0):
-    g = torch.Generator().manual_seed(seed)
-    n = batch_size * batches
-    x = torch.randn(n, sizes[0], generator=g)
-    y = torch.randint(0, sizes[-1], (n,), generator=g)
-    return torch.utils.data.TensorDataset(x, y)
+from _workloads import make_dataset, make_model  # noqa: F401 (run.py imports them here)
 
 
 class MLPTrial(pytorch.PyTorchTrial):

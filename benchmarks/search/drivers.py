@@ -72,11 +72,17 @@ class Ledger:
         return max((v.accuracy for v in self.validations), default=0.0)
 
 
-def run_determined(config: Mapping[str, Any], data: Data) -> Ledger:
-    """Run one experiment's search (``random``, ``adaptive_asha``, ...) to ``Shutdown``."""
+def run_determined(config: Mapping[str, Any], data: Data, capacity: Optional[int] = 1) -> Ledger:
+    """Run one experiment's search (``random``, ``adaptive_asha``, ...) to ``Shutdown``.
+
+    ``capacity``: what the driver tells the searcher (one worker: 1); None tells nothing,
+    as drivers did before ``Searcher.on_capacity_changed`` existed.
+    """
     start = time.perf_counter()
     ledger = Ledger()
     searcher = make_searcher(config)
+    if capacity is not None:
+        searcher.on_capacity_changed(capacity)
     metric = config["searcher"]["metric"]
     queue: Deque[Operation] = collections.deque()
     trials: Dict[int, DigitsTrial] = {}
@@ -171,5 +177,96 @@ def run_optuna(
         return error
 
     study.optimize(objective, n_trials=max_trials, n_jobs=1)
+    ledger.wall_seconds = time.perf_counter() - start
+    return ledger
+
+
+_RAY_STARTED = False
+
+
+def _ray_trainable(config: Dict[str, Any], data: Any = None) -> None:
+    """One Ray Tune trial: train to each report step, report accuracy there."""
+    import torch
+    from ray import tune
+
+    torch.set_num_threads(1)
+    index = int(tune.get_context().get_trial_id().rsplit("_", 1)[-1])
+    seed = (config["base_seed"] * 1_000_003 + index * 7_919 + 1) % (2**31)
+    model = DigitsTrial(config, seed, data)
+    for step in config["report_steps"]:
+        model.train_to(step)
+        tune.report({"accuracy": model.validate(), "batches": step})
+
+
+def run_ray(
+    *,
+    seed: int,
+    max_trials: int,
+    max_length: int,
+    grace_period: int,
+    reduction_factor: int,
+    report_steps: Sequence[int],
+    data: Data,
+) -> Ledger:
+    """Ray Tune: ``ASHAScheduler`` + ``OptunaSearch(seed)`` (TPE), one trial at a time.
+
+    Ray's ASHA stops a trial at a rung or lets it continue at once (it never pauses one),
+    so with one trial at a time compute is each trial's last reported step, summed in
+    trial order; validations are the reports.
+    """
+    import os
+    import sys
+    import tempfile
+
+    import ray
+    from ray import tune
+    from ray.tune.schedulers import ASHAScheduler
+    from ray.tune.search import ConcurrencyLimiter
+    from ray.tune.search.optuna import OptunaSearch
+
+    global _RAY_STARTED
+    if not _RAY_STARTED:
+        path = os.pathsep.join(p for p in sys.path if p)
+        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
+                 logging_level="ERROR", runtime_env={"env_vars": {"PYTHONPATH": path}})
+        _RAY_STARTED = True
+    start = time.perf_counter()
+    space = {
+        "learning_rate": tune.loguniform(1e-4, 1.0),
+        "momentum": tune.uniform(0.0, 0.95),
+        "hidden_size": tune.randint(8, 257),
+        "dropout": tune.uniform(0.0, 0.6),
+        "weight_decay": tune.loguniform(1e-6, 1e-2),
+        "base_seed": seed,
+        "report_steps": list(report_steps),
+    }
+    with tempfile.TemporaryDirectory() as storage:
+        tuner = tune.Tuner(
+            tune.with_parameters(_ray_trainable, data=data),
+            param_space=space,
+            tune_config=tune.TuneConfig(
+                metric="accuracy", mode="max", num_samples=max_trials,
+                search_alg=ConcurrencyLimiter(OptunaSearch(seed=seed), max_concurrent=1),
+                scheduler=ASHAScheduler(time_attr="batches", max_t=max_length,
+                                        grace_period=grace_period,
+                                        reduction_factor=reduction_factor),
+            ),
+            run_config=tune.RunConfig(storage_path=storage, verbose=0),
+        )
+        grid = tuner.fit()
+        trials = []
+        for i in range(len(grid)):
+            r = grid[i]
+            df = r.metrics_dataframe
+            index = int(str(df["trial_id"].iloc[0]).rsplit("_", 1)[-1])
+            trials.append((index, list(df["batches"]), list(df["accuracy"])))
+    ledger = Ledger()
+    for index, steps, accs in sorted(trials):
+        ledger.trials += 1
+        done = 0
+        for step, acc in zip(steps, accs):
+            ledger.trained(int(step) - done)
+            done = int(step)
+            ledger.validated(index, done, float(acc))
     ledger.wall_seconds = time.perf_counter() - start
     return ledger

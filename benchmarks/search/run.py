@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import statistics
 import sys
@@ -93,12 +94,15 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "src"))
 import torch  # noqa: E402
 
 from digits import BATCH_SIZE, load_data  # noqa: E402
-from drivers import Ledger, run_determined, run_optuna  # noqa: E402
+from drivers import Ledger, Validation, run_determined, run_optuna  # noqa: E402
 
 from determined.config import validate_config  # noqa: E402
 
-METHODS = ("adaptive_asha", "random", "optuna")  # the three compared side by side
-AUTO_ASHA = "adaptive_asha, max_concurrent_trials=0"  # extra row: the automatic default
+TPE = "adaptive_asha, tpe"
+RAY = "ray tune: ASHA + Optuna TPE"
+METHODS = ("adaptive_asha", TPE, "random", "optuna", RAY)  # compared side by side
+BLIND_ASHA = "adaptive_asha, capacity not told"  # extra row: automatic concurrency before
+TARGETS = (0.97, 0.98)
 SENSITIVITY_TARGETS = (0.95, 0.96, 0.97, 0.975, 0.98)
 
 # Our searchers' search space (determined's user form) and the same space for Optuna.
@@ -135,16 +139,30 @@ def asha_rungs(max_length: int, max_trials: int, divisor: int, max_rungs: int) -
     return [max(max_length // divisor ** (r - 1 - i), 1) for i in range(r)]
 
 
+def ray_available() -> bool:
+    try:
+        import ray.tune  # noqa: F401
+        import ray.tune.search.optuna  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def rows(args: argparse.Namespace) -> List[str]:
-    """Table rows in order: the three methods, then the automatic-concurrency ASHA."""
-    out = list(METHODS)
-    if args.asha_max_concurrent != 0 and not args.no_extra:
-        out.append(AUTO_ASHA)
+    """Table rows in order: the compared methods (Ray where it imports), then ASHA with
+    the automatic concurrency of drivers that do not tell the searcher their capacity."""
+    out = [m for m in METHODS if m != RAY or (ray_available() and not args.no_ray)]
+    if not args.no_extra:
+        out.append(BLIND_ASHA)
     return out
 
 
+def main_methods(results: Dict[str, Any]) -> List[str]:
+    return [m for m in METHODS if m in results]
+
+
 def experiment_config(
-    args: argparse.Namespace, name: str, seed: int, max_concurrent: int = 0
+    args: argparse.Namespace, name: str, seed: int, sampler: str = "random"
 ) -> Dict[str, Any]:
     searcher: Dict[str, Any] = {
         "name": name,
@@ -158,7 +176,8 @@ def experiment_config(
             divisor=args.divisor,
             max_rungs=args.max_rungs,
             mode="standard",
-            max_concurrent_trials=max_concurrent,
+            max_concurrent_trials=0,
+            sampler=sampler,
         )
     return validate_config(
         {
@@ -183,13 +202,18 @@ def run_row(args: argparse.Namespace, row: str, seed: int, data: Any) -> Ledger:
             suggest=optuna_suggest,
             data=data,
         )
-    if row == "adaptive_asha":
-        config = experiment_config(args, row, seed, args.asha_max_concurrent)
-    elif row == AUTO_ASHA:
-        config = experiment_config(args, "adaptive_asha", seed, 0)
-    else:
-        config = experiment_config(args, row, seed)
-    return run_determined(config, data)
+    if row == RAY:
+        from drivers import run_ray
+
+        steps = asha_rungs(args.max_length, args.max_trials, args.divisor, args.max_rungs)
+        return run_ray(seed=seed, max_trials=args.max_trials, max_length=args.max_length,
+                       grace_period=steps[0], reduction_factor=args.divisor,
+                       report_steps=steps, data=data)
+    if row == BLIND_ASHA:
+        return run_determined(experiment_config(args, "adaptive_asha", seed), data, None)
+    if row == TPE:
+        return run_determined(experiment_config(args, "adaptive_asha", seed, "tpe"), data)
+    return run_determined(experiment_config(args, row, seed), data)
 
 
 def fmt_int(x: float) -> str:
@@ -214,50 +238,59 @@ def to_target(ledgers: Sequence[Ledger], target: float) -> Tuple[float, int, Lis
 def build_tables(
     args: argparse.Namespace, results: Dict[str, List[Ledger]], seeds: Sequence[int]
 ) -> str:
-    target = args.target
     names = list(results)
+    compared = main_methods(results)
     n = len(seeds)
-    budgets = [min(results[m][i].total_batches for m in METHODS) for i in range(n)]
-    asha, _, _ = to_target(results["adaptive_asha"], target)
+    budgets = [min(results[m][i].total_batches for m in compared) for i in range(n)]
+    head = " | ".join(f"batches to {t:.0%} (median, misses)" for t in TARGETS)
     lines = [
-        f"| method | batches to reach {target:.1%} (median of {n} seeds) | ratio vs ASHA "
-        f"| best accuracy at equal compute (median) | total batches (median) |",
-        "|---|---:|---:|---:|---:|",
+        f"| method | {head} | best accuracy at equal compute (median) | total batches (median) |",
+        "|---|" + "---:|" * (len(TARGETS) + 2),
     ]
-    ratios: Dict[str, float] = {}
+    medians: Dict[Tuple[str, float], Tuple[float, int]] = {}
     for m in names:
-        med, missed, _ = to_target(results[m], target)
-        ratios[m] = med / asha
+        cells = []
+        for t in TARGETS:
+            med, missed, _ = to_target(results[m], t)
+            medians[(m, t)] = (med, missed)
+            cells.append(fmt_int(med) + (f" († {missed}/{n})" if missed else ""))
         at_budget = statistics.median(lg.best_within(b) for lg, b in zip(results[m], budgets))
         total = statistics.median(lg.total_batches for lg in results[m])
-        miss = f" † ({missed}/{n} missed)" if missed else ""
-        lines.append(
-            f"| {m} | {fmt_int(med)}{miss} | {ratios[m]:.2f}x | {at_budget:.1%} "
-            f"| {fmt_int(total)} |"
-        )
+        lines.append(f"| {m} | " + " | ".join(cells) + f" | {at_budget:.1%} | {fmt_int(total)} |")
     lines += [
         "",
-        f"Ratio vs ASHA = the method's median batches to target / ASHA's. Equal compute = "
-        f"the smallest total of {', '.join(METHODS)} for each seed (median "
-        f"{fmt_int(statistics.median(budgets))} batches; per seed: "
-        f"{', '.join(fmt_int(b) for b in budgets)}). † = a seed never reached the target; "
-        f"it counts its total compute.",
+        f"Equal compute = the smallest total of the compared methods ({', '.join(compared)}) "
+        f"for each seed (median {fmt_int(statistics.median(budgets))} batches; per seed: "
+        f"{', '.join(fmt_int(b) for b in budgets)}). † = seeds that never reached the "
+        f"target; each counts its total compute in the median.",
         "",
-        f"ASHA needs {1 / ratios['random']:.2f}x random search's compute to reach "
-        f"{target:.1%} (goal: <= 0.33x): {'met' if ratios['random'] >= 3.0 else 'NOT met'}; "
-        f"{1 / ratios['optuna']:.2f}x Optuna's (goal: <= 1.00x): "
-        f"{'met' if ratios['optuna'] >= 1.0 else 'NOT met'}.",
-        "",
-        "Per seed: batches to reach the target (best validation accuracy of the whole search):",
+    ]
+    if TPE in results and "optuna" in results and "adaptive_asha" in results:
+        (t98, miss98), (o98, _) = medians[(TPE, 0.98)], medians[("optuna", 0.98)]
+        (t97, _), (a97, _) = medians[(TPE, 0.97)], medians[("adaptive_asha", 0.97)]
+        ok98 = miss98 == 0 and t98 <= o98
+        lines += [
+            f"Targets: tpe reaches 98% on every seed ({n - miss98}/{n}) with no more median "
+            f"compute than Optuna ({fmt_int(t98)} vs {fmt_int(o98)}): "
+            f"{'met' if ok98 else 'NOT met'}; 97% with no more than adaptive_asha with the "
+            f"random sampler ({fmt_int(t97)} vs {fmt_int(a97)}): "
+            f"{'met' if t97 <= a97 else 'NOT met'}.",
+            "",
+        ]
+    lines += [
+        "Per seed: batches to reach 97% / 98% (best validation accuracy of the whole search):",
         "",
         "| seed | " + " | ".join(names) + " |",
         "|---:|" + "---:|" * len(names),
     ]
-    cells = {m: to_target(results[m], target)[2] for m in names}
+    cells = {(m, t): to_target(results[m], t)[2] for m in names for t in TARGETS}
     for i, seed in enumerate(seeds):
-        row = [f"{cells[m][i]} ({results[m][i].best:.1%})" for m in names]
+        row = [
+            " / ".join(cells[(m, t)][i] for t in TARGETS) + f" ({results[m][i].best:.1%})"
+            for m in names
+        ]
         lines.append(f"| {seed} | " + " | ".join(row) + " |")
-    targets = sorted(set(SENSITIVITY_TARGETS) | {target})
+    targets = sorted(set(SENSITIVITY_TARGETS) | set(TARGETS))
     lines += [
         "",
         "Other targets: median batches to reach each accuracy († n = seeds that missed it):",
@@ -274,6 +307,22 @@ def build_tables(
     return "\n".join(lines)
 
 
+def accuracy_curves(
+    results: Dict[str, List[Ledger]], points: int = 60
+) -> Dict[str, Tuple[List[int], List[float]]]:
+    """Median best-so-far accuracy against batches trained, per method (for the plot)."""
+    compared = main_methods(results)
+    horizon = statistics.median(
+        min(results[m][i].total_batches for m in compared)
+        for i in range(len(results[compared[0]]))
+    )
+    xs = [int(horizon * (k + 1) / points) for k in range(points)]
+    return {
+        m: (xs, [statistics.median(lg.best_within(x) for lg in results[m]) for x in xs])
+        for m in results
+    }
+
+
 def settings_text(args: argparse.Namespace, seeds: Sequence[int]) -> str:
     rungs = asha_rungs(args.max_length, args.max_trials, args.divisor, args.max_rungs)
     return (
@@ -281,11 +330,13 @@ def settings_text(args: argparse.Namespace, seeds: Sequence[int]) -> str:
         f"momentum 0..0.95, hidden_size 8..256, dropout 0..0.6, weight_decay log 1e-6..1e-2); "
         f"max_trials={args.max_trials}, max_length={args.max_length} batches; "
         f"ASHA divisor={args.divisor}, max_rungs={args.max_rungs} (rungs {rungs}), "
-        f"mode=standard, max_concurrent_trials={args.asha_max_concurrent}; "
+        f"mode=standard, max_concurrent_trials=0 (automatic; the driver tells the searcher "
+        f"its capacity: 1), sampler random or tpe; "
         f"Optuna TPESampler + HyperbandPruner(min_resource={rungs[0]}, "
         f"max_resource={args.max_length}, reduction_factor={args.divisor}), reports at "
-        f"{rungs}; target accuracy {args.target:.1%}; seeds {list(seeds)}; one worker, "
-        f"compute = batches trained."
+        f"{rungs}; Ray Tune ASHAScheduler(grace_period={rungs[0]}, max_t={args.max_length}, "
+        f"reduction_factor={args.divisor}) + OptunaSearch(seed), one trial at a time; "
+        f"seeds {list(seeds)}; one worker, compute = batches trained."
     )
 
 
@@ -293,25 +344,24 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     p.add_argument("--quick", action="store_true", help="smoke run (~30 s); never writes")
     p.add_argument("--seeds", type=int, default=5, help="seeds 0..N-1 (default 5)")
+    p.add_argument("--seed-list", default=None, help="run these seeds instead (e.g. 2,3)")
     p.add_argument("--max-trials", type=int, default=64)
     p.add_argument("--max-length", type=int, default=1024, help="batches (default 1024)")
     p.add_argument("--divisor", type=int, default=4)
     p.add_argument("--max-rungs", type=int, default=3)
-    p.add_argument(
-        "--asha-max-concurrent",
-        type=int,
-        default=1,
-        help="ASHA's max_concurrent_trials (default 1: one trial per bracket)",
-    )
-    p.add_argument("--target", type=float, default=0.97, help="validation accuracy")
-    p.add_argument("--no-extra", action="store_true", help="skip the automatic-concurrency row")
+    p.add_argument("--no-extra", action="store_true", help="skip the capacity-not-told row")
+    p.add_argument("--no-ray", action="store_true", help="skip Ray Tune even if it imports")
     p.add_argument("--no-write", action="store_true", help="do not write RESULTS.md")
     p.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
+    p.add_argument("--json", default=None, help="also write the ledgers' curves here (plot)")
+    p.add_argument("--rows", default=None, help="semicolon-separated subset of the rows to run")
+    p.add_argument("--save", default=None, help="write the ledgers of this run here (JSON)")
+    p.add_argument("--load", nargs="*", default=(),
+                   help="ledger files of earlier runs (--save) to tabulate with this one's")
     args = p.parse_args(argv)
     if args.quick:
-        args.seeds, args.max_trials, args.max_length, args.max_rungs = 3, 16, 256, 3
-        args.target = 0.95
-        args.no_write = True
+        args.seeds, args.max_trials, args.max_length, args.max_rungs = 1, 12, 128, 2
+        args.no_write, args.no_ray = True, True
     return args
 
 
@@ -320,27 +370,54 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     torch.set_num_threads(1)
     data = load_data()
     seeds = list(range(args.seeds))
+    if args.seed_list:
+        seeds = [int(x) for x in args.seed_list.split(",")]
     print(f"Settings: {settings_text(args, seeds)}", flush=True)
-    results: Dict[str, List[Ledger]] = {m: [] for m in rows(args)}
+    todo = rows(args) if args.rows is None else [r for r in args.rows.split(";") if r]
+    results: Dict[str, List[Ledger]] = {m: [] for m in todo}
     start = time.perf_counter()
     for seed in seeds:
-        for m in results:
+        for m in todo:
             lg = run_row(args, m, seed, data)
             results[m].append(lg)
-            hit = lg.batches_to_reach(args.target)
+            hits = [lg.batches_to_reach(t) for t in TARGETS]
             print(
                 f"  seed {seed} {m}: {lg.trials} trials, {lg.total_batches:,} batches, "
-                f"best {lg.best:.1%}, target at "
-                f"{'missed' if hit is None else format(hit, ',')}, {lg.wall_seconds:.1f} s",
+                f"best {lg.best:.1%}, targets at "
+                + ", ".join("missed" if h is None else format(h, ",") for h in hits)
+                + f", {lg.wall_seconds:.1f} s",
                 file=sys.stderr,
                 flush=True,
             )
     elapsed = time.perf_counter() - start
+    if args.save:
+        with open(args.save, "w") as f:
+            json.dump({m: [[seed, ledger_to_dict(lg)] for seed, lg in zip(seeds, lgs)]
+                       for m, lgs in results.items()}, f)
+    if args.load:  # tabulate by seed: every method needs the same seeds
+        by_seed: Dict[str, Dict[int, Ledger]] = {
+            m: dict(zip(seeds, lgs)) for m, lgs in results.items() if lgs}
+        for path in args.load:
+            with open(path) as f:
+                for m, pairs in json.load(f).items():
+                    if pairs and isinstance(pairs[0], dict):  # a list by seed 0, 1, ...
+                        pairs = list(enumerate(pairs))
+                    by_seed.setdefault(m, {}).update(
+                        {int(seed): ledger_from_dict(d) for seed, d in pairs})
+        seeds = sorted(set.intersection(*(set(v) for v in by_seed.values())))
+        results = {m: [v[seed] for seed in seeds] for m, v in by_seed.items()}
+    order = [m for m in list(METHODS) + [BLIND_ASHA] if m in results]
+    results = {m: results[m] for m in order}
+    if not any(m in results for m in METHODS):
+        return 0
     table = build_tables(args, results, seeds)
     print()
     print(table)
     print()
     print(f"Wall time: {elapsed:.0f} s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"curves": accuracy_curves(results)}, f)
     if not args.no_write:
         today = datetime.date.today().isoformat()
         flags = " ".join(sys.argv[1:] if argv is None else argv)
@@ -355,6 +432,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             )
         print(f"Wrote {args.results}")
     return 0
+
+
+def ledger_to_dict(lg: Ledger) -> Dict[str, Any]:
+    return {"total_batches": lg.total_batches, "trials": lg.trials,
+            "wall_seconds": lg.wall_seconds,
+            "validations": [[v.cum_batches, v.accuracy, v.trial, v.trial_batches]
+                            for v in lg.validations]}
+
+
+def ledger_from_dict(d: Dict[str, Any]) -> Ledger:
+    return Ledger(d["total_batches"], d["trials"],
+                  [Validation(*v) for v in d["validations"]], d["wall_seconds"])
 
 
 def optuna_version() -> str:
