@@ -143,8 +143,11 @@ def run_reporters(trials: int, workloads: int, rows: int) -> Dict[str, Any]:
             deadline = time.monotonic() + 600
             while True:
                 listed = master.api.get(f"/experiments/{exp_id}/trials").json()["trials"]
-                logs = [master.api.get(f"/trials/{t['id']}/logs").json()["logs"] for t in listed]
-                if len(listed) == trials and all(logs):  # every runner has started
+                # A launch replaces the trial's token: wait until every one was launched
+                # (its pid file is written then).
+                pids = [os.path.join(data_dir, "experiments", str(exp_id), "trials",
+                                     str(t["id"]), "pid") for t in listed]
+                if len(listed) == trials and all(os.path.exists(p) for p in pids):
                     break
                 if time.monotonic() > deadline:
                     raise RuntimeError("the trials did not all start")
@@ -165,7 +168,9 @@ def run_reporters(trials: int, workloads: int, rows: int) -> Dict[str, Any]:
             cpu = _cpu_seconds(master.proc.pid) - cpu0
             master.api.post(f"/experiments/{exp_id}/kill")
             if errors:
-                raise RuntimeError(f"reporters failed: {errors[:3]}")
+                with open(os.path.join(data_dir, "master.log"), errors="replace") as f:
+                    log = f.read()[-3000:]
+                raise RuntimeError(f"reporters failed: {errors[:3]}\nmaster log:\n{log}")
         result = _stored_rate(data_dir, exp_id, trials * (workloads // rows) * rows)
     result["master_cpu_us_per_row"] = 1e6 * cpu / result["rows"]
     return result
