@@ -56,6 +56,9 @@ def add_parser(nouns: Any) -> None:
     from determined.cli._experiment_admin import add_admin_verbs
 
     add_admin_verbs(verbs)
+    from determined.cli._experiment_resume import add_resume_verb
+
+    add_resume_verb(verbs)
     exp.set_defaults(func=_list, local=False, local_dir=None, json=False, csv=False, all=False)
 
 

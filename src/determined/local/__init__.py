@@ -1,6 +1,7 @@
 """Local experiments: the whole search on this machine, no master (``--local``)."""
 
 from determined.local._driver import ExperimentResult, LocalDriver, TrialRecord
+from determined.local._resume import resume_local_experiment
 from determined.local._run import prepare_config, run_local_experiment, run_test_mode
 from determined.local._store import LocalStore, default_local_dir
 
@@ -11,6 +12,7 @@ __all__ = [
     "TrialRecord",
     "default_local_dir",
     "prepare_config",
+    "resume_local_experiment",
     "run_local_experiment",
     "run_test_mode",
 ]

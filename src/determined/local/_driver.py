@@ -1,51 +1,51 @@
-"""Run a whole experiment on this machine: the searcher in this process, each
-trial in a process of its own (one per slot for a distributed trial: see
-``determined.harness._distributed``), ``slots // slots_per_trial`` trials at a time.
+"""Run a whole experiment on this machine: an adapter around
+:class:`~determined.engine.ExperimentCore`. The searcher and the core live in this
+process; each trial runs in a process of its own (one per slot for a distributed
+trial: see ``determined.harness._distributed``), ``slots // slots_per_trial`` trials
+at a time.
 
-The driver is a single-threaded event loop. It applies the searcher's operations
-(queueing each trial's operations in order), starts trial processes when slots
-are free, answers their requests and feeds the searcher the validations and
-exits it sees. A trial process that dies is restarted from its latest
-checkpoint, up to ``max_restarts`` times; errors in user code are not retried,
-since they would only fail again.
+The driver is a single-threaded event loop: it starts trial processes when the core
+has schedulable trials and slots are free, turns their messages into core events,
+and carries out the effects the core answers with (records, checkpoints, kills).
+A failed trial process restarts from its latest checkpoint up to ``max_restarts``
+times, whatever the failure (the core's rule, as on a master).
 """
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import math
 import multiprocessing
 import multiprocessing.connection
 import os
 import time
-from typing import Any, Callable, Deque, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
-from determined.config import ExperimentConfig
-from determined.harness import OpKind, TrialEnv, TrialOp
-from determined.local._store import LocalStore
-from determined.local._pool import WarmPool, frameworks_used
-from determined.storage import CheckpointRecord, build_storage, checkpoints_to_keep
+from determined import engine
 from determined import searcher as searchers
 from determined.common.trial_ops import trial_op
+from determined.config import ExperimentConfig
+from determined.harness import TrialEnv
+from determined.local._pool import WarmPool, frameworks_used
+from determined.local._store import LocalStore
+from determined.storage import build_storage
 
 __all__ = ["LocalDriver", "TrialRecord", "ExperimentResult"]
+
+#: The core's states as a local run reports them.
+_SHOWN = {"WAITING": "RUNNING", "STOPPING": "RUNNING", "KILLING": "RUNNING"}
 
 
 @dataclasses.dataclass
 class TrialRecord:
+    """What a local run shows and records of one trial."""
+
     trial_id: int
     request_id: int
     hparams: Dict[str, Any]
     seed: int
     checkpoint_of: Optional[int] = None
     state: str = "PENDING"  # PENDING, RUNNING, IDLE, COMPLETED, ERROR, CANCELED
-    ops: Deque[TrialOp] = dataclasses.field(default_factory=collections.deque)
-    current_op: Optional[TrialOp] = None
-    last_train: Optional[TrialOp] = None
-    waiting_for_op: bool = False
-    process: Any = None
-    conn: Any = None
     batches: int = 0
     best_metric: Optional[float] = None
     latest_validation: Optional[Dict[str, Any]] = None
@@ -53,10 +53,6 @@ class TrialRecord:
     checkpoint_batches: int = 0
     restarts: int = 0
     error: Optional[str] = None
-    retryable: bool = True
-    exit_reported: bool = False
-    eof: bool = False
-    suspending: bool = False
     warm_start: Optional[str] = None
     start_time: Optional[float] = None
     end_time: Optional[float] = None
@@ -70,6 +66,15 @@ class TrialRecord:
             "error": self.error, "warm_start": self.warm_start,
             "start_time": self.start_time, "end_time": self.end_time,
         }
+
+
+@dataclasses.dataclass
+class _Process:
+    process: Any
+    conn: Any
+    eof: bool = False
+    awaiting_op: bool = False  # asked for an operation, not answered yet
+    error: Optional[str] = None
 
 
 @dataclasses.dataclass
@@ -97,6 +102,9 @@ class LocalDriver:
             run at once.
         on_event: called with (kind, trial, details) for progress displays.
         first_trial_id: the id of the first trial; later ones count up.
+        allocate_trial_id: gives trial ids instead (unique in the local directory).
+        resolve_source_checkpoint: the path of the checkpoint every trial warm-starts
+            from (``searcher.source_checkpoint_uuid`` / ``source_trial_id``), or None.
     """
 
     def __init__(
@@ -130,19 +138,26 @@ class LocalDriver:
         self.on_event = on_event or (lambda kind, trial, details: None)
         self._next_trial_id = first_trial_id
         self._allocate_trial_id = allocate_trial_id
-        self.searcher = searchers.make_searcher(config)
-        self.searcher.on_capacity_changed(self.concurrent)  # automatic concurrency follows it
+        self.source_path = resolve_source_checkpoint() if resolve_source_checkpoint else None
+        source = os.path.basename(self.source_path.rstrip("/")) if self.source_path else None
+        self.core = engine.ExperimentCore(config, source_checkpoint=source)
         self.trials: Dict[int, TrialRecord] = {}  # by request id
-        self.queue: Deque[int] = collections.deque()  # request ids waiting for a slot
+        self.procs: Dict[int, _Process] = {}  # by request id
         self.checkpoints: Dict[str, Dict[str, Any]] = {}
-        self.best_value: Optional[float] = None  # signed: smaller is better
-        self.shutdown: Optional[Any] = None
-        self.state = "ACTIVE"
         self.start_time = time.time()
-        self.source_checkpoint = resolve_source_checkpoint() if resolve_source_checkpoint else None
+        self._resumed = False
         self._ctx = multiprocessing.get_context("spawn")
         self._threads = max(1, (os.cpu_count() or 1) // self.slots)
-        self.pool = WarmPool(self._ctx, self.concurrent, frameworks_used(self.model_dir), self._threads)
+        self.pool = WarmPool(self._ctx, self.concurrent, frameworks_used(self.model_dir),
+                             self._threads)
+
+    @property
+    def searcher(self) -> Any:
+        return self.core.searcher
+
+    @property
+    def state(self) -> str:
+        return self.core.state.value
 
     # ------------------------------------------------------------------ main loop
 
@@ -152,371 +167,319 @@ class LocalDriver:
         finally:
             self.pool.close()
 
+    def restore(self, state: Dict[str, Any], snapshot: Dict[str, Any]) -> None:
+        """Continue from a run's records (``experiment.json``) and core snapshot: trials
+        whose processes were lost resume from their latest checkpoints."""
+        self.core = engine.ExperimentCore.restore(self.config, snapshot)
+        if self.core.finished:
+            raise ValueError(f"experiment {self.experiment_id} has already ended "
+                             f"({self.core.state.value})")
+        self.source_path = state.get("source_checkpoint_path")
+        self.start_time = state.get("start_time") or self.start_time
+        names = {f.name for f in dataclasses.fields(TrialRecord)}
+        by_id: Dict[int, int] = {}
+        for summary in state.get("trials", []):
+            t = TrialRecord(**{k: v for k, v in summary.items() if k in names})
+            self.trials[t.request_id] = t
+            by_id[t.trial_id] = t.request_id
+        missing = set(self.core.trials) - set(self.trials)
+        if missing:
+            raise ValueError(f"experiment {self.experiment_id}: its records lack trials "
+                             f"(request ids {sorted(missing)}) its snapshot has")
+        self.checkpoints = {c["uuid"]: c for c in state.get("checkpoints", [])}
+        latest: Dict[int, Any] = {}
+        for c in self.checkpoints.values():
+            r = by_id.get(c["trial_id"])
+            if r is not None and c["state"] == "COMPLETED" and (
+                    r not in latest or c["batches"] >= latest[r][1]):
+                latest[r] = (c["uuid"], c["batches"])
+        self._resumed = True
+        self._do(self.core.recover(latest))
+        self._do(self.core.activate())
+
     def _run(self) -> ExperimentResult:
         try:
-            self._apply(self.searcher.start())
-            while self.shutdown is None or self._running():
+            if not self._resumed:
+                self._do(self.core.start(activate=True))
+            while not self.core.finished:
                 self._start_queued()
-                if self.shutdown is not None and not self._running():
+                if self.core.finished:
                     break
-                if not self._running():
-                    if not self.queue:
-                        raise RuntimeError(
-                            "the searcher has no work for any trial but did not shut down"
-                        )
-                    continue
-                running = self._running()
-                if not self.queue and all(t.waiting_for_op for t in running):
-                    raise RuntimeError(
-                        "every running trial waits for work the searcher never sends "
-                        f"(searcher {self.cfg.searcher['name']})"
-                    )
+                if not self.procs:
+                    raise RuntimeError("the searcher has no work for any trial but did not "
+                                       f"shut down (searcher {self.cfg.searcher['name']})")
                 self._refill_pool()
                 self._wait_and_handle()
         except KeyboardInterrupt:
-            self.state = "CANCELED"
-            self._kill_all()
+            self._stop_gracefully()
             raise
         except BaseException:
-            self.state = "ERROR"
-            self._kill_all()
-            self._save()
+            self._kill_all("ERROR")
             raise
-        failure = bool(getattr(self.shutdown, "failure", False))
-        self.state = "ERROR" if failure else "COMPLETED"
-        self._garbage_collect()
-        self._save()
-        return self._result(getattr(self.shutdown, "reason", ""))
+        return self._result(self.core.reason)
 
-    def _running(self) -> List[TrialRecord]:
-        return [t for t in self.trials.values() if t.state == "RUNNING"]
+    def _start_queued(self) -> None:
+        queued = self.core.schedulable()
+        live = self.core.live()
+        if (queued and len(live) >= self.concurrent) or (
+                not queued and live and len(self.core.waiting()) == len(live)):
+            self._do(self.core.suspend_idle())  # idle trials give their slots back
+        for request_id in queued:
+            if len(self.procs) >= self.concurrent:
+                return
+            self._spawn(request_id)
 
     def _refill_pool(self) -> None:
         """Keep processes warm for trials that may start soon."""
-        waiting = len(self.queue) + sum(1 for t in self.trials.values() if t.state == "IDLE")
-        if self.shutdown is None:
+        waiting = sum(1 for t in self.core.trials.values()
+                      if t.state in (engine.TrialState.PENDING, engine.TrialState.IDLE))
+        if self.core.shutdown is None:
             waiting = max(waiting, 1)
         self.pool.fill(min(self.concurrent, waiting))
 
     def _wait_and_handle(self) -> None:
-        running = self._running()
-        waitables: Dict[Any, TrialRecord] = {}
-        for t in running:
-            waitables[t.conn] = t
-            waitables[t.process.sentinel] = t
+        waitables: Dict[Any, int] = {}
+        for r, p in self.procs.items():
+            waitables[p.conn] = r
+            waitables[p.process.sentinel] = r
         ready = multiprocessing.connection.wait(list(waitables), timeout=1.0)
-        handled = set()
-        for obj in ready:
-            trial = waitables[obj]
-            if trial.trial_id in handled:
+        for r in dict.fromkeys(waitables[obj] for obj in ready):
+            p = self.procs.get(r)
+            if p is None:
                 continue
-            if obj is trial.conn or trial.conn.poll():
-                self._drain(trial)
-            if trial.state == "RUNNING" and not trial.process.is_alive() and (
-                trial.eof or not trial.conn.poll()
-            ):
-                handled.add(trial.trial_id)
-                self._process_ended(trial)
+            self._drain(r, p)
+            if r in self.procs and not p.process.is_alive() and (p.eof or not p.conn.poll()):
+                self._process_ended(r, p)
 
-    def _drain(self, trial: TrialRecord) -> None:
-        while trial.state == "RUNNING" and not trial.eof and trial.conn.poll():
+    def _drain(self, r: int, p: _Process) -> None:
+        while r in self.procs and not p.eof and p.conn.poll():
             try:
-                msg = trial.conn.recv()
+                msg = p.conn.recv()
             except (EOFError, OSError):
-                trial.eof = True
+                p.eof = True
                 return
-            self._handle(trial, msg)
+            self._handle(r, p, msg)
 
-    # ------------------------------------------------------------------ searcher ops
+    # ------------------------------------------------------------------ effects
 
-    def _apply(self, ops: List[Any]) -> None:
-        for op in ops:
-            if isinstance(op, searchers.Create):
-                self._create(op)
-            elif isinstance(op, searchers.Shutdown):
-                self.shutdown = op
-            else:
-                trial = self.trials[op.request_id]
-                trial.ops.append(trial_op(op))
-                if trial.waiting_for_op:
-                    self._send_next_op(trial)
-                elif trial.state == "IDLE":
-                    if trial.ops[0].kind is OpKind.CLOSE:
-                        # Its last checkpoint is its final state: no process needed.
-                        trial.ops.clear()
-                        self._complete(trial, report_close=True)
-                        continue
-                    trial.state = "PENDING"
-                    self.queue.append(trial.request_id)
-        self.store.save_searcher(self.searcher.snapshot())
+    def _do(self, effects: List[Any]) -> None:
+        save = False
+        for e in effects:
+            if isinstance(e, engine.CreateTrial):
+                self._create(e)
+            elif isinstance(e, engine.StoreMetrics):
+                t = self.trials[e.request_id]
+                self.store.append_metrics(t.trial_id, e.kind, e.batches, e.metrics)
+                t.batches = max(t.batches, e.batches)
+            elif isinstance(e, engine.RollbackMetrics):
+                self.store.rollback(self.trials[e.request_id].trial_id, e.batches)
+            elif isinstance(e, engine.RegisterCheckpoint):
+                t = self.trials[e.request_id]
+                ct = self.core.trial(e.request_id)
+                metrics = ct.last_validation and ct.last_validation[0] == e.batches and \
+                    t.latest_validation
+                self.checkpoints[e.uuid] = {
+                    "uuid": e.uuid, "trial_id": t.trial_id, "batches": e.batches,
+                    "time": time.time(), "validation_metrics": metrics or None,
+                    "state": "COMPLETED",
+                }
+            elif isinstance(e, engine.DeleteCheckpoint):
+                self.storage.delete(e.uuid)
+                self.checkpoints[e.uuid]["state"] = "DELETED"
+            elif isinstance(e, engine.KillTrial):
+                p = self.procs.get(e.request_id)
+                if p is not None and p.process.is_alive():
+                    p.process.kill()
+            elif isinstance(e, (engine.WakeTrial, engine.StopTrial)):
+                p = self.procs.get(e.request_id)
+                if p is not None and p.awaiting_op:
+                    self._send_next_op(e.request_id, p)
+                elif p is not None and isinstance(e, engine.StopTrial):
+                    p.conn.send(("stop",))
+            elif isinstance(e, engine.TrialLog):
+                t = self.trials[e.request_id]
+                with open(self.store.trial_log_path(t.trial_id), "a", encoding="utf-8") as f:
+                    f.write(f"[determined] {e.line}\n")
+            elif isinstance(e, engine.SaveSnapshot):
+                save = True
+        for r in self.trials:
+            self._sync(r)
+        if save:
+            self.store.save_searcher(self.core.snapshot())
+            self._save()
 
-    def _create(self, op: Any) -> None:
+    def _create(self, e: engine.CreateTrial) -> None:
         if self._allocate_trial_id is not None:
             trial_id = self._allocate_trial_id()
         else:
             trial_id = self._next_trial_id
             self._next_trial_id += 1
-        trial = TrialRecord(trial_id, op.request_id, op.hparams, op.trial_seed, op.checkpoint_of)
-        self.trials[op.request_id] = trial
-        self.queue.append(op.request_id)
-        self.on_event("created", trial, {})
-        self._apply(self.searcher.on_trial_created(op.request_id))
+        t = TrialRecord(trial_id, e.request_id, e.hparams, e.seed, e.checkpoint_of,
+                        warm_start=e.warm_start)
+        self.trials[e.request_id] = t
+        self.on_event("created", t, {})
 
-    def _send_next_op(self, trial: TrialRecord) -> None:
-        if not trial.ops:
-            trial.waiting_for_op = True
-            return
-        trial.waiting_for_op = False
-        trial.current_op = trial.ops.popleft()
-        if trial.current_op.kind is OpKind.TRAIN:
-            trial.last_train = trial.current_op
-        trial.conn.send(("op", trial.current_op.to_dict()))
+    def _sync(self, r: int) -> None:
+        ct, t = self.core.trial(r), self.trials[r]
+        state = _SHOWN.get(ct.state.value, ct.state.value)
+        if state in ("COMPLETED", "ERROR", "CANCELED") and t.end_time is None:
+            t.end_time = time.time()
+        t.state = state
+        t.latest_checkpoint, t.checkpoint_batches = ct.latest_checkpoint, ct.checkpoint_batches
+        t.restarts, t.best_metric, t.error = ct.restarts, ct.best_metric, ct.error
+        if ct.warm_start:
+            t.warm_start = ct.warm_start
 
     # ------------------------------------------------------------------ processes
 
-    def _parent_ready(self, trial: TrialRecord) -> bool:
-        if trial.checkpoint_of is None:
-            return True
-        parent = self.trials[trial.checkpoint_of]
-        pending = any(o.kind is OpKind.CHECKPOINT for o in parent.ops) or (
-            parent.current_op is not None and parent.current_op.kind is OpKind.CHECKPOINT
-            and parent.state == "RUNNING" and not parent.waiting_for_op
-        )
-        return not pending and parent.latest_checkpoint is not None
+    def _send_next_op(self, r: int, p: _Process) -> None:
+        op = self.core.next_op(r)
+        if op is None:
+            p.awaiting_op = True
+            return
+        p.awaiting_op = False
+        out = trial_op(op).to_dict()
+        if isinstance(op, searchers.Close) and self.core.trial(r).current_op is not op:
+            out["stop"] = True  # not the searcher's Close: the trial resumes later
+        p.conn.send(("op", out))
 
-    def _start_queued(self) -> None:
-        if self.queue and len(self._running()) >= self.concurrent:
-            self._suspend_idle()
-        for request_id in list(self.queue):
-            if len(self._running()) >= self.concurrent:
-                return
-            trial = self.trials[request_id]
-            if not self._parent_ready(trial):
-                continue
-            self.queue.remove(request_id)
-            self._spawn(trial)
-
-    def _suspend_idle(self) -> None:
-        """Free the slots of trials that have no work (e.g. waiting for an ASHA
-        promotion): they checkpoint and exit, and resume from that checkpoint
-        when the searcher gives them more work."""
-        for trial in self._running():
-            if trial.waiting_for_op and not trial.suspending:
-                trial.suspending = True
-                trial.waiting_for_op = False
-                trial.conn.send(("op", TrialOp(OpKind.CLOSE).to_dict()))
-
-    def _spawn(self, trial: TrialRecord) -> None:
+    def _spawn(self, r: int) -> None:
+        t = self.trials[r]
+        self._do(self.core.trial_started(r))
+        uuid, warm = self.core.restore_point(r)
         restore: Optional[str] = None
-        warm = False
-        if trial.latest_checkpoint:
-            restore = self.storage.describe(trial.latest_checkpoint)
-        elif trial.checkpoint_of is not None:
-            parent_ckpt = self.trials[trial.checkpoint_of].latest_checkpoint
-            restore, warm = self.storage.describe(parent_ckpt), True  # type: ignore[arg-type]
-            trial.warm_start = parent_ckpt
-        elif self.source_checkpoint:
-            restore, warm = self.source_checkpoint, True
-            trial.warm_start = os.path.basename(self.source_checkpoint)
+        if uuid is not None:
+            restore = (self.source_path if warm and uuid == self.core.source_checkpoint
+                       and self.source_path else self.storage.describe(uuid))
         env = TrialEnv(
             experiment_config=self.config,
-            hparams=trial.hparams,
+            hparams=t.hparams,
             model_dir=self.model_dir,
             experiment_id=self.experiment_id,
-            trial_id=trial.trial_id,
-            trial_seed=trial.seed,
+            trial_id=t.trial_id,
+            trial_seed=t.seed,
             latest_checkpoint=restore,
             warm_start=warm,
         )
         process, conn = self.pool.run(
-            (env, self.storage_config, self.store.trial_log_path(trial.trial_id), self._threads)
+            (env, self.storage_config, self.store.trial_log_path(t.trial_id), self._threads)
         )
-        trial.process, trial.conn = process, conn
-        trial.eof = False
-        trial.state = "RUNNING"
-        trial.waiting_for_op = False
-        trial.start_time = trial.start_time or time.time()
-        self.on_event("started", trial, {"restart": trial.restarts, "resumed": restore is not None and not warm})
+        self.procs[r] = _Process(process, conn)
+        t.start_time = t.start_time or time.time()
+        self.on_event("started", t, {"restart": t.restarts,
+                                     "resumed": restore is not None and not warm})
         self._save()
 
-    def _handle(self, trial: TrialRecord, msg: Any) -> None:
-        kind = msg[0]
+    def _handle(self, r: int, p: _Process, msg: Any) -> None:
+        t, kind = self.trials[r], msg[0]
         if kind == "next_op":
-            self._send_next_op(trial)
+            self._send_next_op(r, p)
         elif kind == "training":
             _, batches, metrics = msg
-            trial.batches = batches
-            self.store.append_metrics(trial.trial_id, "training", batches, metrics["avg_metrics"])
-            self.on_event("training", trial, metrics)
+            self._do(self.core.trial_trained(r, batches, metrics.get("avg_metrics") or {}))
+            self.on_event("training", t, metrics)
         elif kind == "validation":
-            self._validation(trial, msg[1], msg[2])
-        elif kind == "validate_op_completed":
-            self._apply(self.searcher.on_validation_completed(
-                trial.request_id, msg[2]["validation_metrics"]))
-        elif kind == "checkpoint":
-            _, batches, uuid, meta = msg
-            trial.latest_checkpoint, trial.checkpoint_batches = uuid, batches
-            self.checkpoints[uuid] = {
-                "uuid": uuid, "trial_id": trial.trial_id, "batches": batches,
-                "time": time.time(), "validation_metrics": meta.get("validation_metrics"),
-                "state": "COMPLETED",
-            }
-            self.on_event("checkpoint", trial, {"uuid": uuid})
+            values = msg[2].get("validation_metrics") or {}
+            t.latest_validation = values
+            self._do(self.core.trial_validated(r, msg[1], values))
+            for c in self.checkpoints.values():
+                if c["trial_id"] == t.trial_id and c["batches"] == msg[1]:
+                    c["validation_metrics"] = values
+            self.on_event("validation", t, values)
             self._save()
+        elif kind == "validate_op_completed":
+            self._do(self.core.validate_op_completed(r, msg[2].get("validation_metrics") or {}))
+        elif kind == "checkpoint":
+            _, batches, uuid, _meta = msg
+            self._do(self.core.trial_checkpointed(r, batches, uuid))
+            self.on_event("checkpoint", t, {"uuid": uuid})
         elif kind == "is_best":
-            value = self._signed(msg[1])
-            trial.conn.send(("best", self.best_value is None or value <= self.best_value))
+            p.conn.send(("best", self.core.is_best(msg[1])))
         elif kind == "early_exit":
-            trial.exit_reported = True
-            self._apply(self.searcher.on_trial_exited_early(
-                trial.request_id, searchers.ExitedReason.USER_REQUESTED_STOP))
+            self._do(self.core.early_exit(r))
         elif kind == "error":
-            _, err_kind, message = msg
-            trial.error = message
-            trial.retryable = err_kind == "platform"  # user-code errors would only fail again
-        elif kind == "exit":
+            p.error = msg[2]
+
+    def _process_ended(self, r: int, p: _Process) -> None:
+        p.process.join()
+        code = p.process.exitcode
+        p.conn.close()
+        del self.procs[r]
+        t = self.trials[r]
+        restarts_before = self.core.trial(r).restarts
+        signal = -code if code is not None and code < 0 else None
+        message = (p.error or "").strip().splitlines()[-1] if p.error else ""
+        self._do(self.core.trial_exited(r, code=None if signal else code, signal=signal,
+                                        message=message))
+        ct = self.core.trial(r)
+        if p.error:
+            t.error = p.error
+        if ct.restarts > restarts_before:
+            self.on_event("restart", t, {"error": t.error or ct.error, "code": code})
+        elif ct.state is engine.TrialState.ERROR:
+            self.on_event("error", t, {"error": t.error or ct.error})
+        elif ct.state is engine.TrialState.COMPLETED:
+            self.on_event("closed", t, {"was_running": True})
+        elif ct.state in (engine.TrialState.PENDING, engine.TrialState.IDLE):
+            self.on_event("suspended", t, {})
+
+    def _stop_gracefully(self) -> None:
+        """Ctrl-C: running trials checkpoint and exit, the experiment is PAUSED and
+        ``det experiment resume --local ID`` continues it; a second Ctrl-C kills them."""
+        try:
+            self._do(self.core.pause())
+            deadline = time.monotonic() + 120
+            while self.procs and time.monotonic() < deadline:
+                self._wait_and_handle()
+        except KeyboardInterrupt:
             pass
+        self._kill_all("PAUSED" if not self.procs else "CANCELED", cancel_trials=False)
 
-    def _signed(self, value: float) -> float:
-        value = float(value)
-        if math.isnan(value):
-            return math.inf
-        return value if self.cfg.smaller_is_better else -value
-
-    def _validation(self, trial: TrialRecord, batches: int, metrics: Dict[str, Any]) -> None:
-        values = metrics["validation_metrics"]
-        self.store.append_metrics(trial.trial_id, "validation", batches, values)
-        trial.latest_validation = values
-        raw = values.get(self.cfg.metric)
-        if raw is not None:
-            signed = self._signed(raw)
-            if self.best_value is None or signed < self.best_value:
-                self.best_value = signed
-            if trial.best_metric is None or signed < self._signed(trial.best_metric):
-                trial.best_metric = float(raw)
-        for c in self.checkpoints.values():
-            if c["trial_id"] == trial.trial_id and c["batches"] == batches:
-                c["validation_metrics"] = values
-        self.on_event("validation", trial, values)
-        self._save()
-
-    def _process_ended(self, trial: TrialRecord) -> None:
-        trial.process.join()
-        code = trial.process.exitcode
-        trial.conn.close()
-        trial.process = trial.conn = None
-        closed = trial.current_op is not None and trial.current_op.kind is OpKind.CLOSE
-        if code == 0 and trial.suspending:
-            trial.suspending = False
-            trial.current_op = None
-            trial.batches = trial.checkpoint_batches
-            trial.state = "PENDING" if trial.ops else "IDLE"
-            if trial.ops:
-                self.queue.append(trial.request_id)
-            self.on_event("suspended", trial, {})
-            return
-        trial.suspending = False
-        if code == 0 and (closed or trial.exit_reported):
-            self._complete(trial, report_close=closed and not trial.exit_reported)
-            return
-        max_restarts = self.cfg.max_restarts
-        if trial.error is None:
-            trial.error = f"trial process exited with code {code}"
-        if trial.retryable and trial.restarts < max_restarts:
-            trial.restarts += 1
-            self.on_event("restart", trial, {"error": trial.error, "code": code})
-            self.store.rollback(trial.trial_id, trial.checkpoint_batches)
-            trial.batches = trial.checkpoint_batches
-            if trial.current_op is not None:
-                trial.ops.appendleft(trial.current_op)
-                trial.current_op = None
-            # Train lengths are cumulative: training lost since the checkpoint is redone
-            # before anything else (e.g. a Validate must not run at the older batch count).
-            if trial.last_train is not None and (not trial.ops or trial.ops[0] != trial.last_train):
-                trial.ops.appendleft(trial.last_train)
-            trial.error = None
-            trial.state = "PENDING"
-            self.queue.appendleft(trial.request_id)
-            return
-        trial.state = "ERROR"
-        trial.end_time = time.time()
-        self.on_event("error", trial, {"error": trial.error})
-        self._apply(self.searcher.on_trial_exited_early(
-            trial.request_id, searchers.ExitedReason.ERRORED))
-        self._save()
-
-    def _complete(self, trial: TrialRecord, report_close: bool) -> None:
-        was_running = trial.state == "RUNNING"
-        trial.state = "COMPLETED"
-        trial.end_time = time.time()
-        self.on_event("closed", trial, {"was_running": was_running})
-        if report_close:
-            self._apply(self.searcher.on_trial_closed(trial.request_id))
-        self._save()
-
-    def _kill_all(self) -> None:
+    def _kill_all(self, state: str, cancel_trials: bool = True) -> None:
+        for p in self.procs.values():
+            if p.process.is_alive():
+                p.process.terminate()
+                p.process.join(5)
+                if p.process.is_alive():
+                    p.process.kill()
+        self.procs.clear()
         for t in self.trials.values():
-            if t.process is not None and t.process.is_alive():
-                t.process.terminate()
-                t.process.join(5)
-                if t.process.is_alive():
-                    t.process.kill()
-            if t.state in ("RUNNING", "PENDING"):
+            if cancel_trials and t.state in ("RUNNING", "PENDING"):
                 t.state = "CANCELED"
+        self._final_state = state
+        self._save()
 
     # ------------------------------------------------------------------ records
 
-    def _garbage_collect(self) -> None:
-        policy = self.config.get("checkpoint_storage") or self.storage_config
-        records = []
-        for c in self.checkpoints.values():
-            vm = c.get("validation_metrics") or {}
-            metric = vm.get(self.cfg.metric)
-            records.append(CheckpointRecord(c["uuid"], c["trial_id"], c["time"],
-                                            None if metric is None else float(metric)))
-        protected = {t.warm_start for t in self.trials.values() if t.warm_start}
-        keep = checkpoints_to_keep(
-            records,
-            int(policy.get("save_experiment_best", 0)),
-            int(policy.get("save_trial_best", 1)),
-            int(policy.get("save_trial_latest", 1)),
-            self.cfg.smaller_is_better,
-            protected,
-        )
-        for uuid, c in self.checkpoints.items():
-            if uuid not in keep and c["state"] == "COMPLETED":
-                self.storage.delete(uuid)
-                c["state"] = "DELETED"
+    def _signed(self, value: float) -> float:
+        return value if self.cfg.smaller_is_better else -value
 
     def best_trial(self) -> Optional[TrialRecord]:
-        scored = [t for t in self.trials.values() if t.best_metric is not None]
+        scored = [t for t in self.trials.values()
+                  if t.best_metric is not None and not math.isnan(t.best_metric)]
         if not scored:
             return None
         return min(scored, key=lambda t: (self._signed(t.best_metric), t.trial_id))  # type: ignore
 
     def best_checkpoint(self) -> Optional[str]:
-        live = [c for c in self.checkpoints.values()
-                if c["state"] == "COMPLETED" and (c.get("validation_metrics") or {}).get(self.cfg.metric) is not None]
-        if not live:
-            live = [c for c in self.checkpoints.values() if c["state"] == "COMPLETED"]
-            return max(live, key=lambda c: c["time"])["uuid"] if live else None
-        best = min(live, key=lambda c: (self._signed(c["validation_metrics"][self.cfg.metric]), -c["time"]))
-        return best["uuid"]
+        return self.core.best_checkpoint()
 
     def _save(self) -> None:
+        state = getattr(self, "_final_state", None) or self.state
         self.store.save_state({
             "id": self.experiment_id,
-            "state": self.state,
+            "state": state,
             "config": self.config,
             "model_dir": self.model_dir,
             "start_time": self.start_time,
-            "end_time": time.time() if self.state in ("COMPLETED", "ERROR", "CANCELED") else None,
+            "end_time": time.time() if state in ("COMPLETED", "ERROR", "CANCELED") else None,
             "progress": self.searcher.progress(),
             "trials": [t.summary() for t in sorted(self.trials.values(), key=lambda t: t.trial_id)],
             "checkpoints": list(self.checkpoints.values()),
             "checkpoint_storage": self.storage_config,
             "best_checkpoint": self.best_checkpoint(),
-            "shutdown_reason": getattr(self.shutdown, "reason", "") if self.shutdown else "",
+            "shutdown_reason": self.core.reason,
+            "source_checkpoint_path": self.source_path,
         })
 
     def _result(self, reason: str) -> ExperimentResult:

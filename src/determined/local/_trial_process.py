@@ -7,13 +7,16 @@ only ``next_op`` and ``is_best``):
                      ("checkpoint", b, uuid, meta) ("is_best", value)
                      ("validate_op_completed", b, m)
                      ("early_exit", reason) ("error", kind, message) ("exit", reason)
-    driver -> child: ("op", op_dict) ("best", bool)
+    driver -> child: ("op", op_dict) ("best", bool), and at any time ("stop",): checkpoint
+                     and exit (Ctrl-C in the driver); an op_dict with "stop" is a Close
+                     that only stops the trial (it resumes later)
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import traceback
 from typing import Any, Dict
@@ -26,12 +29,30 @@ __all__ = ["PipeHost", "trial_main"]
 class PipeHost(TrialHost):
     def __init__(self, conn: Any):
         self.conn = conn
+        self._stop = False
+
+    def _recv(self, kind: str) -> Any:
+        while True:
+            got, *payload = self.conn.recv()
+            if got == "stop":
+                self._stop = True
+                continue
+            assert got == kind, got
+            return payload[0]
 
     def next_operation(self) -> TrialOp:
         self.conn.send(("next_op",))
-        kind, payload = self.conn.recv()
-        assert kind == "op", kind
+        payload = self._recv("op")
+        if payload.get("stop"):
+            self._stop = True
         return TrialOp.from_dict(payload)
+
+    def should_stop(self) -> bool:
+        # Between requests the driver sends nothing but ("stop",).
+        while not self._stop and self.conn.poll():
+            if self.conn.recv()[0] == "stop":
+                self._stop = True
+        return self._stop
 
     def report_training(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
         self.conn.send(("training", batches_trained, metrics))
@@ -47,9 +68,7 @@ class PipeHost(TrialHost):
 
     def is_best_validation(self, value: float) -> bool:
         self.conn.send(("is_best", value))
-        kind, answer = self.conn.recv()
-        assert kind == "best", kind
-        return bool(answer)
+        return bool(self._recv("best"))
 
     def report_early_exit(self, reason: str) -> None:
         self.conn.send(("early_exit", reason))
@@ -58,6 +77,7 @@ class PipeHost(TrialHost):
 def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_path: str,
                num_threads: int) -> None:
     """Entry point of a trial process (started with the ``spawn`` method)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the driver stops us in order
     log = open(log_path, "a", buffering=1, encoding="utf-8")
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
