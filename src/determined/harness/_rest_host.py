@@ -45,6 +45,11 @@ class RestTrialHost(TrialHost):
 
     #: training reports queued before report_training blocks (backpressure)
     MAX_PENDING = 1000
+    #: the sender waits up to this long for more training reports before a request
+    #: with fewer than LINGER_REPORTS (a request per report costs the master most);
+    #: flush() cuts the wait short
+    LINGER_SECONDS = 0.02
+    LINGER_REPORTS = 100
 
     def __init__(self, client: MasterClient):
         self.client = client
@@ -52,14 +57,20 @@ class RestTrialHost(TrialHost):
         self._cv = threading.Condition()
         self._pending: List[Dict[str, Any]] = []
         self._sending = False
+        self._flushing = 0
         self._failure: Optional[BaseException] = None
         self._sender: Optional[threading.Thread] = None
 
     def flush(self) -> None:
         """Wait until every training report is stored; re-raise a failed send."""
         with self._cv:
-            while self._pending or self._sending:
-                self._cv.wait()
+            self._flushing += 1
+            self._cv.notify_all()
+            try:
+                while self._pending or self._sending:
+                    self._cv.wait()
+            finally:
+                self._flushing -= 1
             self._raise_failure()
 
     def _raise_failure(self) -> None:
@@ -72,6 +83,12 @@ class RestTrialHost(TrialHost):
             with self._cv:
                 while not self._pending:
                     self._cv.wait()
+                deadline = time.monotonic() + self.LINGER_SECONDS
+                while len(self._pending) < self.LINGER_REPORTS and not self._flushing:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        break
+                    self._cv.wait(left)
                 batch, self._pending = self._pending, []
                 self._sending = True
                 self._cv.notify_all()
@@ -115,7 +132,8 @@ class RestTrialHost(TrialHost):
             while len(self._pending) >= self.MAX_PENDING:
                 self._cv.wait()
             self._pending.append({"batches": batches_trained, "metrics": metrics})
-            self._cv.notify_all()
+            if len(self._pending) in (1, self.LINGER_REPORTS):  # wake the sender only then
+                self._cv.notify_all()
             if self._sender is None:
                 self._sender = threading.Thread(target=self._send_training,
                                                 name="det-training-reports", daemon=True)
