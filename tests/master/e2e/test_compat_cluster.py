@@ -100,3 +100,28 @@ def test_upstream_trial_and_config_on_a_master(master_factory, tmp_path):
         assert r.status_code == 400 and "aliases expand" in r.text
         assert time.monotonic() - start < 10
         assert c.get("/experiments").status_code == 200
+
+
+@pytest.mark.e2e
+def test_determined_common_api_against_a_master(master_factory, tmp_path, capsys):
+    from determined_common import api
+    from determined_common.api import errors
+    from determined_common.experimental import Determined, Session
+
+    master = master_factory(slots=1)
+    mount = tmp_path / "m"
+    mount.mkdir()
+    text = CONFIG.format(facts=tmp_path / "f.jsonl", mount=mount, extra="", gbs=8, slots=1)
+    exp_id = api.create_experiment(master.url, text, str(FIXTURE))
+    assert api.follow_experiment_logs(master.url, exp_id) == "COMPLETED"
+    assert "startup hook: preparing list-value" in capsys.readouterr().out
+    exp = api.get(master.url, f"experiments/{exp_id}").json()
+    assert exp["state"] == "COMPLETED"
+    api.patch_experiment(master.url, exp_id, {"description": "via determined_common"})
+    assert Session(master.url, None).get(f"experiments/{exp_id}").json()["description"] == \
+        "via determined_common"
+    ckpt = Determined(master.url).get_experiment(exp_id).top_checkpoint()
+    assert ckpt.uuid
+    with pytest.raises(errors.NotFoundException):
+        api.get(master.url, "experiments/999")
+    assert api.create_experiment(master.url, text, str(FIXTURE), validate_only=True) == 0
