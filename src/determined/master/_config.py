@@ -41,7 +41,13 @@ class SchedulerConfig(_Strict):
 
 
 class ResourceManagerConfig(_Strict):
-    type: Literal["embedded"] = "embedded"
+    #: ``embedded``: our agents (the master's own slots and remote agents); ``ray``:
+    #: trials run on the Ray cluster at ``address`` (``slots`` is ignored).
+    type: Literal["embedded", "agent", "ray"] = "embedded"
+    #: The Ray cluster's address (``HOST:PORT`` of its head) for ``type: ray``.
+    address: Optional[str] = None
+    #: CPUs per slot on Ray nodes without GPUs (a GPU is a slot where there are any).
+    cpus_per_slot: float = pydantic.Field(default=1.0, gt=0)
     #: Slots of the embedded agent (trials on the master's machine); 0: none, only
     #: remote agents (``python -m determined.agent --master URL``) run trials.
     slots: int = pydantic.Field(default_factory=default_slots, ge=0)
@@ -49,6 +55,13 @@ class ResourceManagerConfig(_Strict):
     #: trials count as crashed and its slots leave the cluster.
     agent_timeout: float = pydantic.Field(default=30.0, gt=0)
     scheduler: SchedulerConfig = pydantic.Field(default_factory=SchedulerConfig)
+
+    @pydantic.model_validator(mode="after")
+    def _ray_address(self) -> "ResourceManagerConfig":
+        if self.type == "ray" and not self.address:
+            raise ValueError("resource_manager.type ray needs resource_manager.address "
+                             "(the Ray head's HOST:PORT, e.g. 10.0.0.1:6379)")
+        return self
 
 
 class SecurityConfig(_Strict):

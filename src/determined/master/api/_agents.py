@@ -230,6 +230,8 @@ def agents_listing(master: Master) -> Dict[str, Any]:
                     busy[(agent_id, slot)] = task_id
     records = {a.id: a for a in master.store.list_agents()}
     remote = {d["id"]: d for d in master.rm.remote.describe()}
+    if getattr(master.rm, "ray", None) is not None:  # Ray nodes (type "ray")
+        remote.update({d["id"]: d for d in master.rm.ray.describe()})
     out = []
     for a in master.rm.agents():
         rec = records.get(a.id)
@@ -237,7 +239,7 @@ def agents_listing(master: Master) -> Dict[str, Any]:
         out.append({
             "id": a.id, "slots": a.slots, "label": a.label,
             "enabled": rec.enabled if rec is not None else True,
-            "type": "remote" if a.id in remote else "embedded",
+            "type": remote[a.id].get("type", "remote") if a.id in remote else "embedded",
             "address": info.get("address", ""),
             "registered_at": _iso(rec.registered_at) if rec is not None else None,
             "last_seen_seconds_ago": info.get("last_seen_seconds_ago", 0.0),

@@ -21,9 +21,11 @@ class CompositeResourceManager:
     """
 
     def __init__(self, embedded: Optional[EmbeddedResourceManager],
-                 remote: RemoteResourceManager):
+                 remote: RemoteResourceManager, ray: Optional[Any] = None):
         self.embedded = embedded
         self.remote = remote
+        #: The Ray cluster's nodes (``RayResourceManager``) with ``type: ray``, else None.
+        self.ray = ray
         #: ``{agent_id: (enabled, disabled slot indices)}`` set by ``det agent|slot
         #: enable|disable``: a disabled agent or slot gets no new trials (drain).
         self.flags: Dict[str, Tuple[bool, FrozenSet[int]]] = {}
@@ -31,7 +33,7 @@ class CompositeResourceManager:
     @property
     def slots(self) -> int:
         """Slots of every live agent."""
-        return self.local_slots + self.remote.slots
+        return self.local_slots + self.remote.slots + (self.ray.slots if self.ray else 0)
 
     @property
     def local_slots(self) -> int:
@@ -40,7 +42,8 @@ class CompositeResourceManager:
 
     def agents(self) -> List[scheduler.Agent]:
         local = self.embedded.agents() if self.embedded is not None else []
-        return [self._flagged(a) for a in local + self.remote.agents()]
+        ray = self.ray.agents() if self.ray is not None else []
+        return [self._flagged(a) for a in local + self.remote.agents() + ray]
 
     def _flagged(self, agent: scheduler.Agent) -> scheduler.Agent:
         enabled, disabled = self.flags.get(agent.id, (True, frozenset()))
@@ -59,13 +62,20 @@ class CompositeResourceManager:
         """
         if agent_id == AGENT_ID and self.embedded is not None:
             return self.embedded.launch(trial_id, env, slot_ids, cwd)
+        if self.ray is not None and self.ray.has_agent(agent_id):
+            self.ray.launch(agent_id, trial_id, slot_ids,
+                            {k: env[k] for k in ("DET_MASTER", "DET_TRIAL_TOKEN")}, spec,
+                            experiment_id)
+            return None
         remote_env = {"DET_TRIAL_TOKEN": env["DET_TRIAL_TOKEN"]}
         self.remote.launch(agent_id, trial_id, slot_ids, remote_env, spec, experiment_id)
         return None
 
     def kill(self, trial_id: int) -> None:
         """SIGKILL the trial wherever it runs (no-op if it runs nowhere)."""
-        if self.remote.holds(trial_id):
+        if self.ray is not None and self.ray.holds(trial_id):
+            self.ray.kill(trial_id)
+        elif self.remote.holds(trial_id):
             self.remote.kill(trial_id)
         elif self.embedded is not None:
             self.embedded.kill(trial_id)
@@ -75,6 +85,8 @@ class CompositeResourceManager:
         return self.embedded.pid(trial_id) if self.embedded is not None else None
 
     def close(self) -> None:
+        if self.ray is not None:
+            self.ray.close()
         self.remote.close()
         if self.embedded is not None:
             self.embedded.close()

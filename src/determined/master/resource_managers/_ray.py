@@ -1,0 +1,412 @@
+"""The Ray resource manager: trials on an existing Ray cluster.
+
+With ``resource_manager: {type: ray, address: HOST:PORT}`` the master connects to
+the cluster as a driver (it adds no resources to it and keeps its own database).
+Every alive Ray node is an agent to the scheduler; a slot is a GPU, or
+``cpus_per_slot`` CPUs on nodes without GPUs.
+
+A trial gets a placement group with one bundle per slot, each pinned to the node
+the scheduler chose (bundle label ``ray.io/node-id``): strategy PACK when the
+trial fits one node, SPREAD otherwise. Each rank is a Ray actor in its bundle that
+fetches the model definition from the master, runs the rank's process (rank 0
+``determined.harness._rest_host``, others ``_distributed.worker_main``; they
+rendezvous at rank 0's node address) and ships its output to the master's log
+store. Trial processes talk to the master through the REST API, as on our agents.
+
+The trial ends when rank 0's process exits (its exit code is the trial's) or when
+any rank fails; an actor that dies with its node counts as a lost trial
+(``LOST_EXIT_CODE``): the master restarts it from its latest checkpoint, counted
+against ``max_restarts``. Killing a trial kills its actors, whose processes die
+with them (``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import socket
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from determined.master import scheduler
+from determined.master.resource_managers._remote import LOST_EXIT_CODE
+
+__all__ = ["RayResourceManager", "NODE_LABEL"]
+
+logger = logging.getLogger("determined.master")
+
+#: The label every Ray node carries with its id (bundles are pinned with it).
+NODE_LABEL = "ray.io/node-id"
+
+ExitCallback = Callable[[int, int], None]
+LogSink = Callable[[int, List[str]], None]
+
+
+@dataclasses.dataclass
+class _Trial:
+    trial_id: int
+    parts: List[Tuple[str, Tuple[int, ...]]]
+    actors: List[Any] = dataclasses.field(default_factory=list)
+    placement_group: Any = None
+    killed: bool = False
+
+
+class RayResourceManager:
+    """Ray nodes as agents; trials as actors in placement groups.
+
+    Args:
+        address: the cluster's address (``HOST:PORT`` of the head's GCS, or ``auto``).
+        on_exit: ``(trial_id, exit_code)`` once a trial ended.
+        log_sink: stores start-up failures and output a trial posted too late (its
+            actors post output through the REST API while its token is valid).
+        cpus_per_slot: CPUs per slot on nodes without GPUs.
+        on_change: called when nodes join or leave (wake the scheduler).
+        on_lost: called with a trial id whose node was lost, before ``on_exit``.
+        poll_seconds: how often the node list is read.
+    """
+
+    agent_prefix = "ray-"
+
+    def __init__(self, address: str, on_exit: ExitCallback, log_sink: LogSink,
+                 cpus_per_slot: float = 1.0, on_change: Optional[Callable[[], None]] = None,
+                 on_lost: Optional[Callable[[int], Any]] = None, poll_seconds: float = 1.0):
+        if not cpus_per_slot > 0:
+            raise ValueError(f"Expected cpus_per_slot > 0. Received: {cpus_per_slot!r}")
+        import ray
+
+        self._ray = ray
+        if not ray.is_initialized():
+            ray.init(address=address, namespace="determined", log_to_driver=False,
+                     logging_level=logging.WARNING, configure_logging=False)
+        self.address = address
+        self.cpus_per_slot = float(cpus_per_slot)
+        self._on_exit = on_exit
+        self._log_sink = log_sink
+        self._on_change = on_change or (lambda: None)
+        self._on_lost = on_lost or (lambda trial_id: None)
+        self._lock = threading.Lock()
+        self._nodes: Dict[str, Dict[str, Any]] = {}  # agent id -> node info
+        self._trials: Dict[int, _Trial] = {}
+        self._closed = threading.Event()
+        self._poll_seconds = poll_seconds
+        self._refresh()
+        self._monitor = threading.Thread(target=self._watch_nodes, name="det-ray-nodes",
+                                         daemon=True)
+        self._monitor.start()
+
+    # -- nodes ----------------------------------------------------------------------------
+
+    def _slots_of(self, resources: Dict[str, float]) -> int:
+        gpus = int(resources.get("GPU", 0))
+        if gpus > 0:
+            return gpus
+        return int(resources.get("CPU", 0) // self.cpus_per_slot)
+
+    def _refresh(self) -> bool:
+        nodes = {}
+        for n in self._ray.nodes():
+            if not n.get("Alive"):
+                continue
+            slots = self._slots_of(n.get("Resources") or {})
+            if slots < 1:
+                continue  # e.g. a head started with --num-cpus 0
+            nodes[self.agent_prefix + n["NodeID"][:12]] = {
+                "node_id": n["NodeID"], "address": n.get("NodeManagerAddress", ""),
+                "slots": slots, "gpus": int((n.get("Resources") or {}).get("GPU", 0)),
+                "last_seen": time.monotonic(),
+            }
+        with self._lock:
+            changed = {k: v["slots"] for k, v in nodes.items()} != {
+                k: v["slots"] for k, v in self._nodes.items()}
+            self._nodes = nodes
+        return changed
+
+    def _watch_nodes(self) -> None:
+        while not self._closed.wait(self._poll_seconds):
+            try:
+                if self._refresh():
+                    self._on_change()
+            except Exception as e:  # the GCS may be briefly unreachable
+                logger.warning("reading the Ray cluster's nodes failed: %s", e)
+
+    def agents(self) -> List[scheduler.Agent]:
+        with self._lock:
+            return [scheduler.Agent(a, n["slots"]) for a, n in self._nodes.items()]
+
+    @property
+    def slots(self) -> int:
+        with self._lock:
+            return sum(n["slots"] for n in self._nodes.values())
+
+    def has_agent(self, agent_id: str) -> bool:
+        with self._lock:
+            return agent_id in self._nodes
+
+    def describe(self) -> List[Dict[str, Any]]:
+        """Alive nodes with their address and trials (for ``GET /agents``)."""
+        now = time.monotonic()
+        with self._lock:
+            return [{"id": a, "slots": n["slots"], "label": "", "address": n["address"],
+                     "type": "ray", "last_seen_seconds_ago": round(now - n["last_seen"], 3),
+                     "trials": sorted(t.trial_id for t in self._trials.values()
+                                      if any(p[0] == a for p in t.parts))}
+                    for a, n in self._nodes.items()]
+
+    # -- trials ---------------------------------------------------------------------------
+
+    def holds(self, trial_id: int) -> bool:
+        with self._lock:
+            return trial_id in self._trials
+
+    def launch(self, agent_id: str, trial_id: int, slot_ids: Sequence[int],
+               env: Dict[str, str], spec: Dict[str, Any], experiment_id: int,
+               parts: Optional[Sequence[Tuple[str, Sequence[int]]]] = None) -> None:
+        """Start the trial's ranks (in the background); ``parts`` lists every
+        ``(agent_id, slot_ids)`` of a trial spanning nodes (default: one part).
+
+        ``env`` holds ``DET_MASTER`` (as the nodes reach it) and ``DET_TRIAL_TOKEN``.
+        """
+        all_parts = [(a, tuple(s)) for a, s in (parts or [(agent_id, slot_ids)])]
+        trial = _Trial(trial_id, all_parts)
+        with self._lock:
+            missing = [a for a, _ in all_parts if a not in self._nodes]
+            if missing:
+                raise RuntimeError(f"Ray node(s) {missing} are gone")
+            node_ids = {a: self._nodes[a]["node_id"] for a, _ in all_parts}
+            gpus = any(self._nodes[a]["gpus"] for a, _ in all_parts)
+            self._trials[trial_id] = trial
+        threading.Thread(target=self._run, args=(trial, node_ids, gpus, dict(env), spec,
+                                                  experiment_id),
+                         name=f"det-ray-trial-{trial_id}", daemon=True).start()
+
+    def kill(self, trial_id: int) -> None:
+        """Kill the trial's actors (and with them its processes)."""
+        with self._lock:
+            trial = self._trials.get(trial_id)
+            if trial is None:
+                return
+            trial.killed = True
+            actors = list(trial.actors)
+        for actor in actors:
+            try:
+                self._ray.kill(actor, no_restart=True)
+            except Exception:  # already gone
+                pass
+
+    def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            ids = list(self._trials)
+        for trial_id in ids:
+            self.kill(trial_id)
+
+    def _run(self, trial: _Trial, node_ids: Dict[str, str], gpus: bool,
+             env: Dict[str, str], spec: Dict[str, Any], experiment_id: int) -> None:
+        ray = self._ray
+        from ray.util.placement_group import placement_group, remove_placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+        code = 1
+        lost = False
+        pg = None
+        try:
+            ranks = [(a, s) for a, slots in trial.parts for s in slots]
+            unit = {"GPU": 1.0} if gpus else {"CPU": self.cpus_per_slot}
+            pg = placement_group(
+                [dict(unit) for _ in ranks],
+                strategy="PACK" if len(trial.parts) == 1 else "SPREAD",
+                bundle_label_selector=[{NODE_LABEL: node_ids[a]} for a, _ in ranks],
+                name=f"det-trial-{trial.trial_id}",
+            )
+            trial.placement_group = pg
+            ray.get(pg.ready(), timeout=120)
+            actor_cls = ray.remote(num_cpus=0 if gpus else self.cpus_per_slot,
+                                   num_gpus=1 if gpus else 0, max_restarts=0,
+                                   max_concurrency=4)(TrialRank)
+            actors = [actor_cls.options(
+                scheduling_strategy=PlacementGroupSchedulingStrategy(
+                    placement_group=pg, placement_group_bundle_index=i),
+                name=f"det-trial-{trial.trial_id}-rank-{i}").remote() for i in range(len(ranks))]
+            with self._lock:
+                trial.actors = actors
+                killed = trial.killed
+            if killed:
+                raise _Killed()
+            chief_ip, port = ray.get(actors[0].rendezvous.remote(), timeout=120)
+            local: Dict[str, int] = {}
+            infos = []
+            for rank, (agent, _) in enumerate(ranks):
+                local_rank = local.get(agent, 0)
+                local[agent] = local_rank + 1
+                infos.append((rank, agent, local_rank))
+            local_size = {a: sum(1 for r in ranks if r[0] == a) for a, _ in trial.parts}
+            refs = []
+            for rank, agent, local_rank in infos:
+                dist = {} if len(ranks) == 1 else {
+                    "DET_RANK": str(rank), "DET_SIZE": str(len(ranks)),
+                    "DET_LOCAL_RANK": str(local_rank), "DET_LOCAL_SIZE": str(local_size[agent]),
+                    "DET_NUM_AGENTS": str(len(trial.parts)),
+                    "MASTER_ADDR": chief_ip, "MASTER_PORT": str(port)}
+                refs.append(actors[rank].run.remote(
+                    dict(env, **dist), spec, experiment_id, rank,
+                    max(1, int(self.cpus_per_slot))))
+            code, lost = self._wait(trial.trial_id, refs)
+        except _Killed:
+            code = LOST_EXIT_CODE
+        except Exception as e:  # start-up failed: the master's restart rules apply
+            logger.warning("trial %s on Ray: %s: %s", trial.trial_id, type(e).__name__, e)
+            self._log_sink(trial.trial_id, [f"det-master: could not run the trial on Ray: "
+                                            f"{type(e).__name__}: {e}"])
+        finally:
+            for actor in trial.actors:
+                try:
+                    ray.kill(actor, no_restart=True)
+                except Exception:
+                    pass
+            if pg is not None:
+                try:
+                    remove_placement_group(pg)
+                except Exception:
+                    pass
+            with self._lock:
+                self._trials.pop(trial.trial_id, None)
+                killed = trial.killed
+        if lost and not killed:
+            self._log_sink(trial.trial_id, ["det-master: a Ray node of the trial was lost"])
+            self._on_lost(trial.trial_id)
+            self._forget_dead_nodes(node_ids)
+        if not self._closed.is_set():
+            self._on_exit(trial.trial_id, code)
+
+    def _forget_dead_nodes(self, node_ids: Dict[str, str], timeout: float = 30.0) -> None:
+        """Before a lost trial is rescheduled: wait until the node list shows which of
+        its nodes died, so the scheduler does not place it there again."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            alive = {n["NodeID"] for n in self._ray.nodes() if n.get("Alive")}
+            if any(nid not in alive for nid in node_ids.values()):
+                break
+            time.sleep(0.5)
+        if self._refresh():
+            self._on_change()
+
+    def _wait(self, trial_id: int, refs: List[Any]) -> Tuple[int, bool]:
+        """(exit code, lost): rank 0's code, or the first failing rank's."""
+        ray = self._ray
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            ref = ready[0]
+            try:
+                code, unsent = ray.get(ref)
+                lost = False
+                if unsent:
+                    self._log_sink(trial_id, list(unsent))
+            except ray.exceptions.RayActorError:
+                code, lost = LOST_EXIT_CODE, True
+            except Exception:
+                code, lost = 1, False
+            if ref is refs[0] or code != 0:
+                return code, lost
+        return 0, False
+
+
+class _Killed(Exception):
+    pass
+
+
+class TrialRank:
+    """One rank of a trial, as a Ray actor on its node (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.proc: Any = None
+        self.workdir: Optional[str] = None
+
+    def rendezvous(self) -> Tuple[str, int]:
+        """This node's address and a free port on it (rank 0 hosts the rendezvous)."""
+        import ray
+
+        ip = ray.util.get_node_ip_address()
+        with socket.socket() as s:
+            s.bind(("", 0))
+            return ip, int(s.getsockname()[1])
+
+    def run(self, env: Dict[str, str], spec: Dict[str, Any], experiment_id: int, rank: int,
+            threads: int) -> Tuple[int, List[str]]:
+        """Run the rank's process to its end, posting its output to the master; return
+        its exit code and the output lines the master refused (posted too late)."""
+        import base64
+        import json
+        import os
+        import shutil
+        import subprocess
+        import sys
+        import tempfile
+
+        from determined.common.api import MasterClient, unpack_context
+        from determined.harness._distributed import _WORKER_COMMAND
+
+        client = MasterClient(env["DET_MASTER"], token=env["DET_TRIAL_TOKEN"])
+        self.workdir = tempfile.mkdtemp(prefix=f"det-ray-trial-{rank}-")
+        try:
+            model_dir = os.path.join(self.workdir, "model_def")
+            answer = client.request("GET", f"/experiments/{experiment_id}/model_def")
+            unpack_context(base64.b64decode(answer["b64_tgz"]), model_dir)
+            spec = dict(spec, threads=threads, env=dict(spec["env"], model_dir=model_dir))
+            spec_path = os.path.join(self.workdir, "spec.json")
+            with open(spec_path, "w", encoding="utf-8") as f:
+                json.dump(spec, f, default=str)
+            child_env = dict(os.environ, **env)
+            child_env.update({"DET_TRIAL_SPEC": spec_path, "DET_DIST_SPEC": spec_path,
+                              "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"})
+            child_env.pop("DET_PARENT_PID", None)
+            if rank == 0:
+                cmd = [sys.executable, "-m", "determined.harness._rest_host"]
+            else:
+                cmd = [sys.executable, "-c", _WORKER_COMMAND]
+            self.proc = subprocess.Popen(cmd, env=child_env, cwd=model_dir,
+                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, start_new_session=True,
+                                         preexec_fn=_die_with_parent)
+            prefix = "" if rank == 0 else f"[rank {rank}] "
+            batch: List[str] = []
+            unsent: List[str] = []
+            last = time.monotonic()
+            assert self.proc.stdout is not None
+            for raw in self.proc.stdout:
+                batch.append(prefix + raw.decode("utf-8", errors="replace").rstrip("\n"))
+                if len(batch) >= 200 or time.monotonic() - last > 0.5:
+                    if not _post_logs(client, batch):
+                        unsent = (unsent + batch)[-1000:]
+                    batch, last = [], time.monotonic()
+            code = self.proc.wait()
+            if not _post_logs(client, batch):
+                unsent = (unsent + batch)[-1000:]
+            return code, unsent
+        finally:
+            client.close()
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def _post_logs(client: Any, lines: List[str]) -> bool:
+    """Store lines through the REST API; False when the master refused them (the
+    trial's token is revoked once the trial ended: the master stores the rest)."""
+    if not lines:
+        return True
+    try:
+        client.request("POST", "/trial-runner/logs", json={"lines": lines})
+        return True
+    except Exception:  # the master may be restarting; output is not worth a crash
+        return False
+
+
+def _die_with_parent() -> None:
+    """In the rank's process before exec: die when the actor's process dies."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass

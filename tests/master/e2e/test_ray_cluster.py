@@ -1,0 +1,112 @@
+"""The master scheduling onto a real multi-node Ray cluster started by the test (a head
+without CPUs and two one-CPU worker nodes, each a raylet of its own): an adaptive
+search completes, and a trial whose node is killed restarts on the other node from
+its checkpoint."""
+
+import socket
+
+import pytest
+
+from master_testing import (
+    ConfiguredMasterProcess,
+    create_experiment,
+    slow_model_dir,
+    wait_for_state,
+    wait_until,
+)
+
+pytestmark = pytest.mark.e2e
+MB = 1024 * 1024
+
+
+def _ports():
+    """Fixed agent ports per node (no port files to wait for)."""
+    out = {}
+    for name in ("metrics_agent_port", "metrics_export_port", "runtime_env_agent_port",
+                 "dashboard_agent_listen_port"):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            out[name] = s.getsockname()[1]
+    return out
+
+
+@pytest.fixture
+def ray_cluster():
+    from ray.cluster_utils import Cluster
+
+    small = dict(object_store_memory=80 * MB, **{})
+    cluster = Cluster(initialize_head=True, head_node_args=dict(
+        num_cpus=0, include_dashboard=False, **small, **_ports()))
+    workers = [cluster.add_node(num_cpus=1, **small, **_ports()) for _ in range(2)]
+    try:
+        cluster.wait_for_nodes()
+        yield cluster, workers
+    finally:
+        cluster.shutdown()
+
+
+@pytest.fixture
+def ray_master(ray_cluster, tmp_path):
+    cluster, workers = ray_cluster
+    data = tmp_path / "master"
+    data.mkdir()
+    master = ConfiguredMasterProcess(str(data), {"resource_manager": {
+        "type": "ray", "address": cluster.address, "slots": 0}}).start(timeout=120)
+    try:
+        yield master, cluster, workers
+    finally:
+        master.stop()
+
+
+def _ray_agents(api):
+    return [a for a in api.get("/agents").json()["agents"] if a["type"] == "ray"]
+
+
+def test_adaptive_search_on_ray(ray_master, tiny_dir):
+    master, _, _ = ray_master
+    with master.client() as api:
+        agents = wait_until(lambda: len(_ray_agents(api)) == 2 and _ray_agents(api),
+                            what="two Ray nodes with a slot each")
+        assert [a["slots"] for a in agents] == [1, 1]
+        config = {
+            "entrypoint": "model_def:TinyTrial", "scheduling_unit": 10,
+            "hyperparameters": {"global_batch_size": 16, "dropout": 0.2,
+                                "lr": {"type": "log", "base": 10, "minval": -2, "maxval": -0.5}},
+            "searcher": {"name": "adaptive_asha", "metric": "validation_loss", "max_trials": 3,
+                         "max_length": {"batches": 40}, "divisor": 2, "max_rungs": 2},
+            "max_restarts": 0,
+        }
+        exp_id = create_experiment(api, config, tiny_dir)
+        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=300)
+        assert exp["state"] == "COMPLETED", exp
+        assert len(exp["trials"]) == 3 and all(t["state"] == "COMPLETED" for t in exp["trials"])
+        logs = api.get(f"/trials/{exp['trials'][0]['id']}/logs").json()["logs"]
+        assert any("exited: completed" in l["line"] for l in logs), logs  # shipped by the actor
+
+
+def test_lost_ray_node_restarts_trial_from_checkpoint(ray_master, tiny_dir, tmp_path):
+    master, cluster, workers = ray_master
+    config = {
+        "entrypoint": "slow_def:SlowTrial", "scheduling_unit": 10, "max_restarts": 1,
+        "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "sleep": 0.05},
+        "searcher": {"name": "single", "metric": "validation_loss",
+                     "max_length": {"batches": 100}},
+        "min_checkpoint_period": {"batches": 20},
+    }
+    with master.client() as api:
+        wait_until(lambda: len(_ray_agents(api)) == 2, what="two Ray nodes")
+        exp_id = create_experiment(api, config, slow_model_dir(tiny_dir, tmp_path))
+        wait_until(lambda: api.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"],
+                   timeout=180, what="a first checkpoint")
+        (busy,) = [a for a in _ray_agents(api) if a["slot_tasks"][0]["task"]]
+        node = next(w for w in workers if w.node_id.startswith(busy["id"][len("ray-"):]))
+        cluster.remove_node(node)
+        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=300)
+        assert exp["state"] == "COMPLETED", exp
+        trial = exp["trials"][0]
+        assert trial["restarts"] == 1 and trial["total_batches"] == 100
+        lines = [l["line"] for l in api.get(f"/trials/{trial['id']}/logs",
+                                           params={"limit": 10000}).json()["logs"]]
+        assert any("Ray node of the trial was lost" in l for l in lines)
+        assert any("restored from checkpoint" in l for l in lines)
+        assert [a["id"] for a in _ray_agents(api)] != [busy["id"]]
