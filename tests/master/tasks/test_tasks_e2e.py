@@ -28,7 +28,7 @@ def master(tmp_path):
     m = ConfiguredMasterProcess(str(tmp_path / "master"), {
         "resource_manager": {"slots": 1}, "tensorboard_timeout": 15})
     os.makedirs(m.data_dir, exist_ok=True)
-    m.start()
+    m.start(timeout=120)  # a loaded CI machine starts it slowly
     yield m
     m.stop()
 
