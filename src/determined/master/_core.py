@@ -44,6 +44,7 @@ class _Launch(NamedTuple):
     agent_id: str
     slot_ids: List[int]
     restarts: int
+    parts: Any = None  # every (agent, slots) of a trial spanning agents (Ray)
 
 OWNER = "determined"
 
@@ -341,8 +342,9 @@ class Master:
         trial_dir = os.path.join(self.config.data_dir, "experiments", str(run.id), "trials",
                                  str(t.trial_id))
         self.trials[t.trial_id] = (run, t)
-        ((agent_id, slot_ids),) = alloc.parts  # _schedule_once keeps trials on one agent
-        return _Launch(run, t, spec, trial_dir, agent_id, list(slot_ids), t.restarts)
+        agent_id, slot_ids = alloc.parts[0]  # more parts only where rm.can_span them
+        return _Launch(run, t, spec, trial_dir, agent_id, list(slot_ids), t.restarts,
+                       alloc.parts if len(alloc.parts) > 1 else None)
 
     def _launch(self, launch: "_Launch") -> None:
         """Start a prepared trial's process (without the lock: API calls go on)."""
@@ -357,7 +359,8 @@ class Master:
             pid = self.rm.launch(launch.agent_id, t.trial_id,
                                  {"DET_MASTER": self.url, "DET_TRIAL_TOKEN": token,
                                   "DET_TRIAL_SPEC": spec_path},
-                                 launch.slot_ids, launch.run.model_dir, launch.spec, launch.run.id)
+                                 launch.slot_ids, launch.run.model_dir, launch.spec, launch.run.id,
+                                 parts=launch.parts)
             if pid is not None:  # the embedded agent's (orphan cleanup after a crash)
                 with open(os.path.join(launch.trial_dir, "pid"), "w", encoding="utf-8") as f:
                     f.write(str(pid))
@@ -421,7 +424,7 @@ class Master:
             if self.tasks.claim(alloc):  # a task's allocation: it starts itself
                 continue
             run, t = pending[alloc.task_id]
-            if len(alloc.parts) > 1:  # trials spanning agents are not supported: wait
+            if len(alloc.parts) > 1 and not self.rm.can_span(alloc.parts):  # wait for one agent
                 if t.trial_id not in self._split_warned:
                     self._split_warned.add(t.trial_id)
                     print(f"det-master: trial {t.trial_id} needs {alloc.slot_count} slots on "

@@ -1,11 +1,13 @@
 """The master scheduling onto a real multi-node Ray cluster started by the test (a head
 without CPUs and two one-CPU worker nodes, each a raylet of its own): an adaptive
-search completes, and a trial whose node is killed restarts on the other node from
-its checkpoint."""
+search completes, a trial whose node is killed restarts on the other node from its
+checkpoint, and a two-slot trial spanning both nodes trains as on one machine."""
 
+import os
 import socket
 
 import pytest
+import yaml
 
 from master_testing import (
     ConfiguredMasterProcess,
@@ -110,3 +112,50 @@ def test_lost_ray_node_restarts_trial_from_checkpoint(ray_master, tiny_dir, tmp_
         assert any("Ray node of the trial was lost" in l for l in lines)
         assert any("restored from checkpoint" in l for l in lines)
         assert [a["id"] for a in _ray_agents(api)] != [busy["id"]]
+
+
+DIST_MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "dist_pytorch")
+
+
+def _dist_config(seed):
+    with open(os.path.join(DIST_MODEL, "const.yaml")) as f:
+        config = yaml.safe_load(f)
+    config["reproducibility"] = {"experiment_seed": seed}
+    config["max_restarts"] = 0
+    return config
+
+
+def _final_weights(api, exp_id, data_dir):
+    import torch
+
+    exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=300)
+    assert exp["state"] == "COMPLETED", exp
+    uuid = exp["trials"][0]["latest_checkpoint"]
+    path = os.path.join(data_dir, "checkpoints", uuid, "state_dict.pth")
+    return torch.load(path, weights_only=False)["models_state_dict"]
+
+
+def test_two_node_distributed_trial_matches_one_node(ray_master, master_factory):
+    """slots_per_trial 2 on two one-slot Ray nodes (gloo across nodes, rendezvous at
+    rank 0's node) trains the same weights as both ranks on one machine."""
+    master, _, _ = ray_master
+    with master.client() as api:
+        wait_until(lambda: len(_ray_agents(api)) == 2, what="two Ray nodes")
+        exp_id = create_experiment(api, _dist_config(7), DIST_MODEL)
+        # One rank on each node: both nodes' slots hold the trial.
+        wait_until(lambda: all(a["slot_tasks"][0]["task"] for a in _ray_agents(api)),
+                   timeout=120, what="the trial on both nodes")
+        spanned = _final_weights(api, exp_id, master.data_dir)
+    one_machine = master_factory(slots=2)
+    with one_machine.client() as api:
+        exp_id = create_experiment(api, _dist_config(7), DIST_MODEL)
+        local = _final_weights(api, exp_id, one_machine.data_dir)
+    assert spanned[0].keys() == local[0].keys()
+    for name, value in spanned[0].items():
+        assert torch_equal(value, local[0][name]), name
+
+
+def torch_equal(a, b):
+    import torch
+
+    return torch.equal(a, b)

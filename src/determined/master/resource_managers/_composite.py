@@ -54,7 +54,7 @@ class CompositeResourceManager:
 
     def launch(self, agent_id: str, trial_id: int, env: Dict[str, str],
                slot_ids: Sequence[int], cwd: str, spec: Dict[str, Any],
-               experiment_id: int) -> Optional[int]:
+               experiment_id: int, parts: Optional[Sequence[Any]] = None) -> Optional[int]:
         """Start the trial on ``agent_id``; the pid for the embedded agent, else None.
 
         ``env`` has ``DET_MASTER``, ``DET_TRIAL_TOKEN`` and ``DET_TRIAL_SPEC`` (a file
@@ -65,11 +65,16 @@ class CompositeResourceManager:
         if self.ray is not None and self.ray.has_agent(agent_id):
             self.ray.launch(agent_id, trial_id, slot_ids,
                             {k: env[k] for k in ("DET_MASTER", "DET_TRIAL_TOKEN")}, spec,
-                            experiment_id)
+                            experiment_id, parts=parts)
             return None
         remote_env = {"DET_TRIAL_TOKEN": env["DET_TRIAL_TOKEN"]}
         self.remote.launch(agent_id, trial_id, slot_ids, remote_env, spec, experiment_id)
         return None
+
+    def can_span(self, parts: Sequence[Any]) -> bool:
+        """Whether a trial may run across these ``(agent_id, slot_ids)`` parts: Ray nodes
+        can (ranks rendezvous at rank 0's node); our agents start all ranks on one."""
+        return self.ray is not None and all(self.ray.has_agent(a) for a, _ in parts)
 
     def kill(self, trial_id: int) -> None:
         """SIGKILL the trial wherever it runs (no-op if it runs nowhere)."""

@@ -308,6 +308,13 @@ class RayResourceManager:
             except Exception:
                 code, lost = 1, False
             if ref is refs[0] or code != 0:
+                if code == 0 and pending:  # the other ranks' last output, as they exit
+                    done, _ = ray.wait(pending, num_returns=len(pending), timeout=10)
+                    for other in done:
+                        try:
+                            self._log_sink(trial_id, list(ray.get(other)[1]))
+                        except Exception:
+                            pass
                 return code, lost
         return 0, False
 
