@@ -1,9 +1,10 @@
 """Distributed trials: one process per slot, rank 0 (the chief) talks to the host.
 
 A trial with ``resources.slots_per_trial`` = N > 1 runs as N processes joined by
-``torch.distributed`` (gloo, CPU). Only the chief has a real :class:`TrialHost`;
-it broadcasts each operation and each decision (stop, checkpoint after a
-validation) so that every rank runs the same workloads. Gradients and metrics
+``torch.distributed`` (NCCL where the ranks have GPUs, gloo otherwise). Only the
+chief has a real :class:`TrialHost`; it broadcasts each operation and each
+decision (stop, checkpoint after a validation) so that every rank runs the same
+workloads. Gradients and metrics
 are exchanged by the framework's controller (``determined.pytorch``).
 
 Who starts the ranks:
@@ -11,7 +12,8 @@ Who starts the ranks:
 * :func:`distributed_trial` -- the trial process started by a driver (the local
   driver's trial process, the master's ``_rest_host``) becomes rank 0 and starts
   ranks 1..N-1 on this machine (each runs :func:`worker_main`).
-* A launcher that already started every rank sets ``DET_RANK``, ``DET_SIZE``
+* A launcher that already started every rank (the Ray resource manager: one
+  actor per rank, on any node) sets ``DET_RANK``, ``DET_SIZE``
   (and ``DET_LOCAL_RANK``, ``DET_LOCAL_SIZE``, ``DET_NUM_AGENTS``, ``MASTER_ADDR``,
   ``MASTER_PORT``) in each process's environment; :func:`distributed_trial` then
   starts nothing.
@@ -21,7 +23,7 @@ raises at once; a rank that hangs makes them time out after
 ``DET_DIST_TIMEOUT`` seconds (default 600). The chief's exit code is the trial's.
 
 This module imports no framework at import time (``torch`` only inside
-:class:`Collective`).
+:class:`Collective` and :func:`_backend`).
 """
 
 from __future__ import annotations
@@ -101,16 +103,24 @@ class Collective:
         self.info = info
         self.rank, self.size = info.rank, info.size
         self._dist = dist
+        self.backend = _backend()
         try:
             if not dist.is_initialized():
+                if self.backend == "nccl":
+                    import torch
+
+                    torch.cuda.set_device(info.local_rank % torch.cuda.device_count())
                 dist.init_process_group(
-                    "gloo",
+                    self.backend,
                     init_method=f"tcp://{info.master_addr}:{info.master_port}",
                     rank=info.rank,
                     world_size=info.size,
                     timeout=_timeout(),
                 )
             self._control = dist.new_group(backend="gloo", timeout=_CONTROL_TIMEOUT)
+            # Python objects (metrics) travel over gloo whatever moves the gradients.
+            self._objects = (dist.new_group(backend="gloo", timeout=_timeout())
+                             if self.backend != "gloo" else None)
         except RuntimeError as e:
             raise CollectiveError.wrap(
                 f"joining (rank {info.rank} of {info.size}, rendezvous at "
@@ -142,7 +152,7 @@ class Collective:
         """Every rank's ``obj``, by rank, on the chief; None elsewhere."""
         out: Optional[List[Any]] = [None] * self.size if self.is_chief else None
         try:
-            self._dist.gather_object(obj, out, dst=0)
+            self._dist.gather_object(obj, out, dst=0, group=self._objects)
         except RuntimeError as e:
             raise CollectiveError.wrap("gathering metrics", e) from None
         return out
@@ -151,6 +161,22 @@ class Collective:
         """Leave the group (after the last collective every rank ran)."""
         if self._dist.is_initialized():
             self._dist.destroy_process_group()
+
+
+def _backend() -> str:
+    """``nccl`` where this rank has a GPU (gradients stay on it), else ``gloo``;
+    ``DET_DIST_BACKEND`` overrides."""
+    import torch
+    import torch.distributed as dist
+
+    forced = os.environ.get("DET_DIST_BACKEND")
+    if forced:
+        if forced not in ("gloo", "nccl"):
+            raise ValueError(f"Expected DET_DIST_BACKEND gloo or nccl. Received: {forced!r}")
+        return forced
+    if torch.cuda.is_available() and dist.is_nccl_available():
+        return "nccl"
+    return "gloo"
 
 
 _current: Optional[Collective] = None

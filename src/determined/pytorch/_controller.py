@@ -58,7 +58,9 @@ class PyTorchTrialController(TrialController):
             env.experiment_config.get("optimizations", {}).get("average_training_metrics", False)
         )
         device = (
-            torch.device("cuda", info.local_rank) if torch.cuda.is_available() else torch.device("cpu")
+            # Modulo: a launcher may show each rank only its own GPU (Ray actors).
+            torch.device("cuda", info.local_rank % torch.cuda.device_count())
+            if torch.cuda.is_available() else torch.device("cpu")
         )
         self._context = PyTorchTrialContext(env, device)
         self._move_batches = device.type != "cpu"
