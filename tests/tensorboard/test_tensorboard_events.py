@@ -83,3 +83,21 @@ def test_scalar_events_encode_as_tensorboards_protobufs(step):
     expected = event_pb2.Event(wall_time=1795.5, step=step, summary=summary_pb2.Summary(
         value=[summary_pb2.Summary.Value(tag=t, simple_value=v) for t, v in values]))
     assert encode_scalar_event(step, 1795.5, values) == expected.SerializeToString()
+
+
+def test_trial_tensorboard_syncs_after_validations_and_at_close(tmp_path):
+    from determined.tensorboard import TrialTensorboard
+
+    base, storage = tmp_path / "local", tmp_path / "storage"
+    manager = SharedFSTensorboardManager(str(storage), str(base), get_sync_path(1, 2))
+    tb = TrialTensorboard(str(base), manager)
+    target = str(storage / "tensorboard" / "experiment" / "1" / "trial" / "2")
+    tb.training(0, 1, {"batch_metrics": [{"loss": 1.0}]})
+    assert scalars(target) == {}  # within sync_period: not yet
+    tb.validation(1, {"validation_loss": 0.5})
+    assert scalars(target) == {"Determined/loss": [(1, 1.0)],
+                               "Determined/validation_loss": [(1, 0.5)]}
+    tb.training(1, 1, {"batch_metrics": [{"loss": 0.75}]})
+    tb.close()  # appended to the synced file
+    assert scalars(target)["Determined/loss"] == [(1, 1.0), (2, 0.75)]
+    assert len(os.listdir(target)) == 1

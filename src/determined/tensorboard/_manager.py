@@ -1,8 +1,10 @@
 """Copying a trial's event files to checkpoint storage, so they outlive its process.
 
-After each workload the chief syncs files that are new or have grown since the last
-sync; the copy goes to a temporary name first and is renamed over the target, so a
-reader (a TensorBoard task) never sees a half-copied file.
+The chief syncs files that are new or have grown since the last sync (see
+:class:`~determined.tensorboard.TrialTensorboard` for when). A new file is copied to a
+temporary name and renamed over the target, so a reader (a TensorBoard task) never
+sees a half-copied file; a grown one gets only its new bytes appended, as TensorBoard
+expects of event files.
 """
 
 from __future__ import annotations
@@ -80,6 +82,17 @@ class SharedFSTensorboardManager(TensorboardManager):
 
     def _upload(self, local_path: str, relative: str) -> None:
         dest = os.path.join(self.target, relative)
+        synced = self._synced.get(local_path)
+        try:
+            dest_size = os.path.getsize(dest)
+        except OSError:
+            dest_size = -1
+        if synced is not None and dest_size == synced[0]:
+            # An event file only grows: append what is new (as TensorBoard reads it).
+            with open(local_path, "rb") as src, open(dest, "ab") as out:
+                src.seek(dest_size)
+                shutil.copyfileobj(src, out)
+            return
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         tmp = os.path.join(os.path.dirname(dest), f".{os.path.basename(dest)}.part")
         shutil.copyfile(local_path, tmp)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import time
 from typing import Any, Dict, Optional
 
 from determined.tensorboard._manager import (
@@ -25,10 +26,17 @@ logger = logging.getLogger("determined")
 class TrialTensorboard:
     """The chief's TensorBoard duties for one trial.
 
+    Event files are synced after every validation, at the end of the trial, and after
+    a training workload when ``sync_period`` seconds have passed since the last sync
+    (short workloads would otherwise copy files after every few batches).
+
     Args:
         base_path: the local event directory.
         manager: syncs it to checkpoint storage, or None (storage without a sync).
     """
+
+    #: Seconds between syncs after training workloads.
+    sync_period = 10.0
 
     def __init__(self, base_path: str, manager: Optional[TensorboardManager]):
         self.base_path = base_path
@@ -36,6 +44,7 @@ class TrialTensorboard:
         self._writer = EventFileWriter(base_path)
         self._metrics = BatchMetricWriter(self._writer)
         self._step = 0
+        self._last_sync = time.monotonic()
 
     def training(self, total_batches_before: int, num_batches: int,
                  metrics: Dict[str, Any]) -> None:
@@ -45,7 +54,8 @@ class TrialTensorboard:
                                             metrics)
         except (OSError, ValueError) as e:
             logger.warning("cannot write TensorBoard training metrics: %s", e)
-        self.sync()
+        if time.monotonic() - self._last_sync >= self.sync_period:
+            self.sync()
 
     def validation(self, total_batches: int, metrics: Dict[str, Any]) -> None:
         try:
@@ -55,6 +65,7 @@ class TrialTensorboard:
         self.sync()
 
     def sync(self) -> None:
+        self._last_sync = time.monotonic()
         if self.manager is not None:
             self.manager.sync()
 
