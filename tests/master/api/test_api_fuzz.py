@@ -11,6 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from master_testing import MasterProcess
+
 # Streams and proxied services answer slowly by design; task creation starts processes.
 _SKIP = ("/proxy/", "/ui/events", "/master/logs")
 _SKIP_OPS = {("post", "/api/v1/tasks")}
@@ -54,14 +56,21 @@ def _body_fields(spec: Dict[str, Any], op: Dict[str, Any]) -> List[str]:
 
 
 @pytest.fixture(scope="module")
-def spec(shared_master):
-    return httpx.get(shared_master.url + "/openapi.json", timeout=30).json()
+def fuzz_master(tmp_path_factory):
+    master = MasterProcess(str(tmp_path_factory.mktemp("fuzz")), slots=0).start(timeout=120)
+    yield master
+    master.stop()
+
+
+@pytest.fixture(scope="module")
+def spec(fuzz_master):
+    return httpx.get(fuzz_master.url + "/openapi.json", timeout=30).json()
 
 
 @settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
-def test_no_route_answers_500(shared_master, spec, data):
+def test_no_route_answers_500(fuzz_master, spec, data):
     ops = _operations(spec)
     i = data.draw(st.integers(0, len(ops) - 1), label="operation")
     method, path, op = ops[i]
@@ -83,7 +92,7 @@ def test_no_route_answers_500(shared_master, spec, data):
                     if data.draw(st.booleans(), label=f"send {f}")}
         else:
             body = data.draw(_JSON, label="body")
-    with httpx.Client(base_url=shared_master.url, timeout=30) as client:
+    with httpx.Client(base_url=fuzz_master.url, timeout=30) as client:
         r = client.request(method.upper(), url, params=params,
                            content=None if body is None else json.dumps(body),
                            headers={"Content-Type": "application/json"})

@@ -29,7 +29,7 @@ def running_trial(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sec")
     data_dir = str(tmp / "master")
     os.makedirs(data_dir, mode=0o755)
-    master = MasterProcess(data_dir, slots=1).start()
+    master = MasterProcess(data_dir, slots=1).start(timeout=120)
     tiny = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "tiny_pytorch"
     model = slow_model_dir(tiny, tmp)
     config = dict(LONG_CONFIG, entrypoint="slow_def:SlowTrial")

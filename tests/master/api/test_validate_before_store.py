@@ -90,7 +90,7 @@ def test_rejected_experiments_leave_nothing_and_the_master_restarts(
             _nothing_stored(api, master)
         assert not (tmp_path / "escape.py").exists()
     master.stop()
-    master.start()  # a rejected request cannot keep the master from starting
+    master.start(timeout=120)  # a rejected request cannot keep the master from starting
     with master.client() as api:
         _nothing_stored(api, master)
         assert api.post("/experiments", json={
