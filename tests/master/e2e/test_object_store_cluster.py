@@ -107,6 +107,11 @@ def test_object_store_checkpoints_on_a_master(store, master_factory, tiny_dir, t
     ckpt = Determined(master.url).get_checkpoint(kept[0])
     _same_tree(direct, ckpt.download(str(tmp_path / "sdk")))
     assert ckpt.load().context.models[0] is not None
+    with master.client() as api:  # clear 404s, never a 500
+        deleted = next(c["uuid"] for c in ckpts if c["state"] == "DELETED")
+        for uuid, message in ((deleted, "DELETED"), ("no-such-uuid", "")):
+            r = api.get(f"/checkpoints/{uuid}/download")
+            assert r.status_code == 404 and message in r.json()["error"], r.text
     out = run_det(["-m", master.url, "checkpoint", "download", kept[0], "-o",
                    str(tmp_path / "cli")])
     assert out.returncode == 0, out.stderr
