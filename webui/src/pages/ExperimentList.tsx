@@ -1,5 +1,5 @@
 /** The experiment list: filters, sort and pagination in the URL; batch actions; live updates. */
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { api, canEdit, post, type ExperimentRow } from "../api";
 import { subscribe } from "../events";
@@ -27,7 +27,9 @@ export default function ExperimentList() {
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const [actionErrors, setActionErrors] = useState<string[]>([]);
   const [loadMs, setLoadMs] = useState<number | null>(null);
+  const [paintAt, setPaintAt] = useState<number | null>(null);
   const started = useRef(0);
+  const loadedAt = useRef(Date.now());
 
   const get = (k: string, d = "") => params.get(k) ?? d;
   const limit = Number(get("limit", "100"));
@@ -48,6 +50,7 @@ export default function ExperimentList() {
   const load = useCallback(async () => {
     started.current = performance.now();
     try {
+      loadedAt.current = Date.now();
       setData(await api<ListResponse>(`/ui/experiments?${query}`));
       setError(null);
     } catch (e) {
@@ -59,12 +62,13 @@ export default function ExperimentList() {
     void load();
   }, [load]);
 
-  useEffect(() => {
+  useLayoutEffect(() => {
     if (!data || !started.current) return;
-    requestAnimationFrame(() => {
-      setLoadMs(performance.now() - started.current);
-      started.current = 0;
-    });
+    // Runs as soon as the rows are in the DOM (a passive effect or rAF waits for a frame).
+    const now = performance.now();
+    setLoadMs(now - started.current);
+    setPaintAt((at) => at ?? now); // the first page's rows, since navigation
+    started.current = 0;
   }, [data]);
 
   // Live: merge changed rows; a new or removed experiment reloads the page of the list.
@@ -76,7 +80,10 @@ export default function ExperimentList() {
         if (!d) return d;
         const known = new Set(d.experiments.map((e) => e.id));
         const changed = new Map<number, ExperimentRow>(payload.changed.map((e: ExperimentRow) => [e.id, e]));
-        const appeared = payload.changed.some((e: ExperimentRow) => !known.has(e.id)) || payload.removed.length;
+        // A new experiment (or a deleted one on this page) reloads the page; changes of
+        // experiments on other pages do not.
+        const appeared = payload.changed.some((e: ExperimentRow) => !known.has(e.id) && e.start_time != null && Date.parse(e.start_time) > loadedAt.current - 2000)
+          || payload.removed.some((id: number) => known.has(id));
         if (appeared && !timer) timer = setTimeout(() => { timer = null; void load(); }, 300);
         return { ...d, experiments: d.experiments.map((e) => changed.get(e.id) ?? e) };
       });
@@ -171,7 +178,7 @@ export default function ExperimentList() {
         leading={(e) => <input type="checkbox" aria-label={`select ${e.id}`} checked={selected.has(e.id)}
           onChange={(ev) => { const s = new Set(selected); if (ev.target.checked) s.add(e.id); else s.delete(e.id); setSelected(s); }} />}
       />
-      <div className="pager" data-load-ms={loadMs ?? ""} data-testid="pager">
+      <div className="pager" data-load-ms={loadMs ?? ""} data-paint-at={paintAt ?? ""} data-testid="pager">
         <button disabled={page <= 0} onClick={() => set({ page: String(page - 1) })}>‹ prev</button>
         <span>page {page + 1} of {pages} · {total} experiments</span>
         <button disabled={page + 1 >= pages} onClick={() => set({ page: String(page + 1) })}>next ›</button>

@@ -149,7 +149,7 @@ def ui_router(master: Master) -> fastapi.APIRouter:
 
     def experiment(id: int) -> Dict[str, Any]:
         store.get_experiment(id)  # 404 first
-        return next(r for r in q.experiment_rows(store) if r["id"] == id)
+        return q.experiment_rows(store, [id])[0]
 
     @api.get("/experiments")
     def list_experiments(
@@ -394,14 +394,12 @@ class _Feed:
     def poll(self) -> List[str]:
         out: List[str] = []
         if self.experiments:
-            rows = {r["id"]: r for r in q.experiment_rows(self.store)}
-            keys = ("state", "progress", "archived", "description", "labels", "best_metric",
-                    "num_trials", "end_time")
-            view = {i: tuple(json.dumps(r[k], default=str) for k in keys) for i, r in rows.items()}
+            view = q.experiment_fingerprints(self.store)
             if self.seen_experiments is not None:
-                changed = [rows[i] for i, v in view.items() if self.seen_experiments.get(i) != v]
+                ids = [i for i, v in view.items() if self.seen_experiments.get(i) != v]
                 removed = [i for i in self.seen_experiments if i not in view]
-                if changed or removed:
+                if ids or removed:
+                    changed = q.experiment_rows(self.store, ids) if ids else []
                     out.append(_event("experiments", {"changed": changed, "removed": removed}))
             self.seen_experiments = view
         trial_ids: List[int] = []

@@ -11,6 +11,7 @@ import datetime
 import json
 import math
 import re
+import weakref
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import sqlalchemy as sa
@@ -18,7 +19,7 @@ import sqlalchemy as sa
 from determined.master.db import Store
 from determined.master.db import _models as m
 
-__all__ = ["ExperimentRow", "experiment_rows", "metric_rows", "new_metric_rows",
+__all__ = ["ExperimentRow", "experiment_fingerprints", "experiment_rows", "metric_rows", "new_metric_rows",
            "new_log_lines", "trial_rows", "max_ids", "log_lines"]
 
 ExperimentRow = Dict[str, Any]
@@ -34,24 +35,41 @@ def searcher_metric(config: Dict[str, Any]) -> Tuple[str, bool]:
     return str(searcher.get("metric") or ""), bool(searcher.get("smaller_is_better", True))
 
 
-def experiment_rows(store: Store) -> List[ExperimentRow]:
-    """Every experiment with its owner, trial count and best searcher metric."""
+def _trial_aggregates(ids: Optional[List[int]]) -> Any:
     t = m.Trial.__table__
     agg = (sa.select(t.c.experiment_id, sa.func.count(t.c.id), sa.func.min(t.c.best_validation),
                      sa.func.max(t.c.best_validation))
            .group_by(t.c.experiment_id))
+    return agg.where(t.c.experiment_id.in_(ids)) if ids is not None else agg
+
+
+def experiment_fingerprints(store: Store) -> Dict[int, Tuple[Any, ...]]:
+    """Per experiment, the columns the list shows that change (no config: cheap to poll)."""
+    e = m.Experiment.__table__
+    query = sa.select(e.c.id, e.c.state, e.c.progress, e.c.archived, e.c.description,
+                      sa.type_coerce(e.c.labels, sa.Text), e.c.end_time)
+    with store._read() as s:
+        counts = {row[0]: tuple(row[1:]) for row in s.execute(_trial_aggregates(None))}
+        return {row[0]: tuple(row[1:]) + counts.get(row[0], ()) for row in s.execute(query)}
+
+
+def experiment_rows(store: Store, ids: Optional[List[int]] = None) -> List[ExperimentRow]:
+    """Experiments (all, or those of ``ids``) with owner, trial count and best metric."""
+    agg = _trial_aggregates(ids)
     e = m.Experiment.__table__
     u = m.User.__table__
-    query = (sa.select(e.c.id, e.c.state, e.c.config, e.c.description, e.c.labels, e.c.archived,
+    query = (sa.select(e.c.id, e.c.state, e.c.description, e.c.labels, e.c.archived,
                        e.c.progress, e.c.start_time, e.c.end_time, e.c.parent_id, u.c.username)
              .join(u, e.c.owner_id == u.c.id).order_by(e.c.id))
+    if ids is not None:
+        query = query.where(e.c.id.in_(ids))
     with store._read() as s:
         counts = {row[0]: row[1:] for row in s.execute(agg)}
         rows = list(s.execute(query))
+    searchers = _searchers(store, [(r.id, r.start_time) for r in rows])
     out = []
     for r in rows:
-        config = r.config if isinstance(r.config, dict) else {}
-        metric, smaller = searcher_metric(config)
+        name, metric, smaller = searchers.get((r.id, r.start_time), (None, "", True))
         n, lo, hi = counts.get(r.id, (0, None, None))
         end = r.end_time
         out.append({
@@ -61,11 +79,34 @@ def experiment_rows(store: Store) -> List[ExperimentRow]:
             "start_time": _iso(r.start_time), "end_time": _iso(end),
             "duration": ((end or datetime.datetime.now(datetime.timezone.utc)) - r.start_time
                          ).total_seconds() if r.start_time is not None else None,
-            "searcher": (config.get("searcher") or {}).get("name"),
+            "searcher": name,
             "metric": metric, "smaller_is_better": smaller,
             "best_metric": lo if smaller else hi, "num_trials": n,
         })
     return out
+
+
+_searcher_cache: "weakref.WeakKeyDictionary[Store, Dict[Any, Tuple[Any, str, bool]]]" = (
+    weakref.WeakKeyDictionary())
+
+
+def _searchers(store: Store, keys: List[Tuple[int, Any]]) -> Dict[Any, Tuple[Any, str, bool]]:
+    """Searcher name, metric and direction per ``(id, start_time)`` (start time too, as
+    SQLite may reuse a deleted experiment's id). They never change after creation, so
+    each config (large JSON) is read once, not at every list."""
+    cache = _searcher_cache.setdefault(store, {})
+    missing = {k[0]: k for k in keys if k not in cache}
+    e = m.Experiment.__table__
+    ids = list(missing)
+    for start in range(0, len(ids), 500):
+        chunk = ids[start:start + 500]
+        with store._read() as s:
+            for id, config in s.execute(sa.select(e.c.id, e.c.config).where(e.c.id.in_(chunk))):
+                config = config if isinstance(config, dict) else {}
+                searcher = config.get("searcher")
+                name = searcher.get("name") if isinstance(searcher, dict) else None
+                cache[missing[id]] = (name,) + searcher_metric(config)
+    return {k: cache[k] for k in keys if k in cache}
 
 
 def trial_rows(store: Store, experiment_id: int) -> List[Dict[str, Any]]:
