@@ -14,6 +14,7 @@ times, whatever the failure (the core's rule, as on a master).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -31,6 +32,8 @@ from determined.local._store import LocalStore
 from determined.storage import build_storage
 
 __all__ = ["LocalDriver", "TrialRecord", "ExperimentResult"]
+
+logger = logging.getLogger("determined.local")
 
 #: The core's states as a local run reports them.
 _SHOWN = {"WAITING": "RUNNING", "STOPPING": "RUNNING", "KILLING": "RUNNING"}
@@ -182,6 +185,8 @@ class LocalDriver:
             t = TrialRecord(**{k: v for k, v in summary.items() if k in names})
             self.trials[t.request_id] = t
             by_id[t.trial_id] = t.request_id
+        for r in set(self.trials) - set(self.core.trials):  # created after the snapshot
+            del self.trials[r]
         missing = set(self.core.trials) - set(self.trials)
         if missing:
             raise ValueError(f"experiment {self.experiment_id}: its records lack trials "
@@ -284,8 +289,12 @@ class LocalDriver:
                     "state": "COMPLETED",
                 }
             elif isinstance(e, engine.DeleteCheckpoint):
-                self.storage.delete(e.uuid)
-                self.checkpoints[e.uuid]["state"] = "DELETED"
+                try:
+                    self.storage.delete(e.uuid)
+                except Exception as err:  # noqa: BLE001 - GC must not fail the search
+                    logger.warning("could not delete checkpoint %s: %s", e.uuid, err)
+                if e.uuid in self.checkpoints:
+                    self.checkpoints[e.uuid]["state"] = "DELETED"
             elif isinstance(e, engine.KillTrial):
                 p = self.procs.get(e.request_id)
                 if p is not None and p.process.is_alive():
@@ -304,9 +313,9 @@ class LocalDriver:
                 save = True
         for r in self.trials:
             self._sync(r)
-        if save:
-            self.store.save_searcher(self.core.snapshot())
+        if save:  # records first: a snapshot never names what they lack (kill -9 between)
             self._save()
+            self.store.save_searcher(self.core.snapshot())
 
     def _create(self, e: engine.CreateTrial) -> None:
         if self._allocate_trial_id is not None:
