@@ -2,7 +2,8 @@
 
 import datetime
 import math
-from typing import Any, Dict, List, Mapping, Optional
+from collections.abc import Mapping  # not typing's: a faster isinstance
+from typing import Any, Dict, List, Optional
 
 __all__ = [
     "UNSET",

@@ -1,7 +1,8 @@
 """Metrics and trial logs: the high-rate writes, group-committed (see ``_writer.py``)."""
 
 import datetime
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Set, Tuple
+from collections.abc import Mapping, Sequence  # not typing's: isinstance per row is hot
+from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 import sqlalchemy as sa
 
@@ -28,8 +29,25 @@ _LOGS = "logs"
 _MetricsKey = Tuple[int, str, int]
 
 
+_ROW_KEYS = frozenset({"trial_id", "kind", "total_batches", "metrics", "batch_metrics",
+                       "num_inputs"})
+
+
 def _metrics_row(row: MetricsRowLike, now: datetime.datetime, where: str) -> Dict[str, Any]:
     """Check one metrics row (tuple, NamedTuple or mapping) and return its column values."""
+    if type(row) is dict and _ROW_KEYS.issuperset(row):  # the trial runners' rows: fast path
+        tid, kind, batches = row.get("trial_id"), row.get("kind"), row.get("total_batches")
+        metrics, per_batch, inputs = row.get("metrics"), row.get("batch_metrics"), \
+            row.get("num_inputs")
+        if type(tid) is int and type(batches) is int and batches >= 0 \
+                and kind in METRIC_KINDS and type(metrics) is dict \
+                and (per_batch is None or (type(per_batch) is list
+                                           and all(type(b) is dict for b in per_batch))) \
+                and (inputs is None or (type(inputs) is int and inputs >= 0)):
+            return {"trial_id": tid, "kind": kind, "total_batches": batches, "end_time": now,
+                    "metrics": dict(metrics),
+                    "batch_metrics": None if per_batch is None else list(per_batch),
+                    "num_inputs": inputs}
     if isinstance(row, Mapping):
         unknown = set(row) - {"trial_id", "kind", "total_batches", "metrics", "batch_metrics",
                               "num_inputs"}

@@ -46,6 +46,10 @@ class UTCDateTime(sa.TypeDecorator):
         return value.astimezone(datetime.timezone.utc)
 
 
+#: One encoder for every row (``json.dumps`` with options builds one per call).
+_COMPACT = json.JSONEncoder(separators=(",", ":"))
+
+
 class JSONText(sa.TypeDecorator):
     """A JSON document stored as text.
 
@@ -60,7 +64,7 @@ class JSONText(sa.TypeDecorator):
     def process_bind_param(self, value: Any, dialect: Dialect) -> Optional[str]:
         if value is None:
             return None
-        return json.dumps(value, separators=(",", ":"))
+        return _COMPACT.encode(value)
 
     def process_result_value(self, value: Optional[str], dialect: Dialect) -> Any:
         if value is None:
