@@ -45,6 +45,7 @@ class MasterProcess:
             except httpx.HTTPError:
                 pass
             time.sleep(0.1)
+        self.stop()  # no fixture will: it never got the master
         raise AssertionError("master did not start:\n" + self.log())
 
     def log(self) -> str:
