@@ -25,7 +25,7 @@ from determined.master._config import MasterConfig
 from determined.master.db import Store
 from determined.master.tasks import TaskManager
 from determined.master.experiments import ExperimentRun, TrialState
-from determined.master.experiments._cleanup import clean_checkpoint_root
+from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_root
 from determined.master.resource_managers import (
     AGENT_ID,
     CompositeResourceManager,
@@ -212,8 +212,12 @@ class Master:
                     roots.add(os.path.normpath(os.path.join(storage["host_path"],
                                                             storage.get("storage_path") or "")))
             registered = {c.uuid for c in self.store.list_checkpoints()}
+            # Only the embedded agent ever ran trials: all of them died with the old
+            # master (orphans are killed), so no writer can be alive.
+            others = [a for a in self.store.list_agents() if a.id != AGENT_ID]
+            grace = GRACE_SECONDS if others else 0.0
             for root in sorted(roots):
-                clean_checkpoint_root(root, registered, {e.id for e in exps})
+                clean_checkpoint_root(root, registered, {e.id for e in exps}, grace=grace)
         except Exception as e:  # noqa: BLE001 - housekeeping must not stop the master
             logger.warning("checkpoint cleanup failed: %s", e)
 
