@@ -1,5 +1,5 @@
 /** A sortable table: click a header to sort by it, again to reverse. */
-import { useMemo, useState, type ReactNode } from "react";
+import { useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 import { compareValues } from "../format";
 
 export interface Column<T> {
@@ -37,6 +37,7 @@ export default function Table<T>({ columns, rows, rowKey, initialSort, testId, r
     const out = [...rows].sort((a, b) => compareValues(col.value(a), col.value(b)));
     return active.desc ? out.reverse() : out;
   }, [rows, columns, active.key, active.desc, sort]);
+  const window_ = useWindow(sorted.length);
   const click = (key: string) => {
     const desc = active.key === key ? !active.desc : false;
     if (onSort) onSort(key, desc);
@@ -60,8 +61,9 @@ export default function Table<T>({ columns, rows, rowKey, initialSort, testId, r
           ))}
         </tr>
       </thead>
-      <tbody>
-        {sorted.map((row) => (
+      <tbody ref={window_.body} data-rows={sorted.length}>
+        {window_.top > 0 && <tr className="spacer" style={{ height: window_.top }}><td colSpan={columns.length + (leading ? 1 : 0)} /></tr>}
+        {sorted.slice(window_.start, window_.end).map((row) => (
           <tr key={rowKey(row)} className={rowClass?.(row)}>
             {leading && <td>{leading(row)}</td>}
             {columns.map((c) => (
@@ -69,6 +71,7 @@ export default function Table<T>({ columns, rows, rowKey, initialSort, testId, r
             ))}
           </tr>
         ))}
+        {window_.bottom > 0 && <tr className="spacer" style={{ height: window_.bottom }}><td colSpan={columns.length + (leading ? 1 : 0)} /></tr>}
       </tbody>
     </table>
   );
@@ -78,4 +81,44 @@ function formatCell(v: unknown): ReactNode {
   if (v == null) return "";
   if (typeof v === "object") return JSON.stringify(v);
   return String(v);
+}
+
+const WINDOW_FROM = 200; // longer tables render only the rows near the viewport
+const OVERSCAN = 40;
+
+/** Which rows of a long table to render: those near the viewport (page scroll), with
+ * spacers for the rest, so 1,000 rows cost what 100 do. Row height is measured. */
+function useWindow(count: number) {
+  const body = useRef<HTMLTableSectionElement>(null);
+  const [view, setView] = useState({ start: 0, end: Math.min(count, 100), rowHeight: 30 });
+  useEffect(() => {
+    if (count <= WINDOW_FROM) return;
+    const update = () => {
+      const el = body.current;
+      if (!el) return;
+      const rows = el.querySelectorAll("tr:not(.spacer)");
+      let rowHeight = view.rowHeight;
+      if (rows.length) {
+        const first = rows[0].getBoundingClientRect();
+        const last = rows[rows.length - 1].getBoundingClientRect();
+        rowHeight = Math.max(10, (last.bottom - first.top) / rows.length);
+      }
+      const top = el.getBoundingClientRect().top;
+      const start = Math.max(0, Math.floor(-top / rowHeight) - OVERSCAN);
+      const end = Math.min(count, Math.ceil((window.innerHeight - top) / rowHeight) + OVERSCAN);
+      setView((v) => (v.start === start && v.end === end && Math.abs(v.rowHeight - rowHeight) < 0.5 ? v : { start, end: Math.max(end, start), rowHeight }));
+    };
+    update();
+    window.addEventListener("scroll", update, { passive: true });
+    window.addEventListener("resize", update);
+    return () => {
+      window.removeEventListener("scroll", update);
+      window.removeEventListener("resize", update);
+    };
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [count]);
+  if (count <= WINDOW_FROM) return { body, start: 0, end: count, top: 0, bottom: 0 };
+  const start = Math.min(view.start, count);
+  const end = Math.min(Math.max(view.end, start), count);
+  return { body, start, end, top: start * view.rowHeight, bottom: (count - end) * view.rowHeight };
 }
