@@ -210,12 +210,26 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
     finally:
         store.close()
     assert speed["new_metric_on_page_s"] < 10.0  # live, without a reload (target: 2 s)
+    # The chart's controls redraw it with every trial still there.
+    page.get_by_label("x axis").select_option("time")
+    page.get_by_label("log scale").check()
+    page.get_by_label("smoothing").press("End")
+    page.get_by_label("metric", exact=True).select_option("training:loss")
+    page.wait_for_function("document.querySelector('[data-testid=learning-curves]')"
+                           "?.dataset.points > 6")  # training: 4 workloads per trial
+    assert chart.get_attribute("data-series") == "3"
+    page.get_by_label("x axis").select_option("records")
+    page.get_by_test_id("trial-picker").locator("input").first.uncheck()
+    page.wait_for_function("document.querySelector('[data-testid=learning-curves]')"
+                           "?.dataset.series === '2'")
     for tab, testid in (("trials", "trials-table"), ("hyperparameters", "parallel-coordinates"),
                         ("checkpoints", "checkpoints-table"), ("config", "config-yaml")):
         page.get_by_role("button", name=tab, exact=True).click()
         page.get_by_test_id(testid).wait_for()
         shot(page, out_dir, f"experiment-{tab}")
     assert "searcher:" in page.get_by_test_id("config-yaml").inner_text()
+    page.get_by_role("button", name="hyperparameters", exact=True).click()
+    assert page.get_by_test_id("hparam-scatters").locator("circle").count() == 3
     page.get_by_role("button", name="checkpoints", exact=True).click()
     with page.expect_download() as download:
         page.get_by_test_id("checkpoints-table").get_by_text("download").first.click()
@@ -254,6 +268,10 @@ def test_logs_page_tails_a_running_trial(cluster, browser, out_dir):
         "document.querySelectorAll('[data-testid=trial-logs] .log-line').length > " + str(
             logs.locator(".log-line").count()), timeout=15000)
     assert logs.locator(".log-line", has_text="tick").count() > first
+    page.get_by_label("trial metric").select_option("training:loss")
+    page.get_by_label("per batch").check()
+    page.wait_for_function("Number(document.querySelector('[data-testid=trial-chart]')"
+                           "?.dataset.points) >= 10")  # one point per batch
     page.get_by_label("search logs").fill("tick 1")
     page.wait_for_timeout(800)
     shown = logs.locator(".log-line").all_inner_texts()
