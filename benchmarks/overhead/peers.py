@@ -34,7 +34,7 @@ PEERS = {
     "bare": None,
     "ours": None,
     "lightning": ["lightning==2.5.5"],
-    "det038": ["determined==0.38.1"],
+    "det038": ["determined==0.38.1", "tensorboard==2.20.0"],  # its trials write TensorBoard
 }
 LABELS = {
     "bare": "bare PyTorch loop",
@@ -59,7 +59,8 @@ def interpreter(variant: str) -> str:
     if os.path.exists(done) and open(done).read() == " ".join(pins):
         return python
     print(f"installing {' '.join(pins)} into {path} ...", file=sys.stderr, flush=True)
-    venv.EnvBuilder(with_pip=True, clear=True).create(path)
+    if not os.path.exists(python):
+        venv.EnvBuilder(with_pip=True).create(path)
     pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     subprocess.run(pip + [TORCH], check=True)  # first, pinned: never a CUDA build
     subprocess.run(pip + [TORCH] + pins, check=True)
@@ -72,12 +73,16 @@ def timed_run(variant: str, workload: str, seed: int, batches: int) -> float:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.path.join(ROOT, "src") if PEERS[variant] is None else ""
     env["OMP_NUM_THREADS"] = "1"
-    with tempfile.TemporaryDirectory() as home:
-        env["HOME"] = home  # peers write their caches and local checkpoints here
+    with tempfile.TemporaryDirectory() as tmp:
+        # Peers write caches and local checkpoints under HOME; Determined 0.38 also
+        # copies the working directory into each checkpoint, so the two must differ.
+        env["HOME"], cwd = os.path.join(tmp, "home"), os.path.join(tmp, "work")
+        os.makedirs(env["HOME"])
+        os.makedirs(cwd)
         out = subprocess.run(
             [interpreter(variant), os.path.join(HERE, "worker.py"), variant, workload, str(seed),
              str(batches), "warm"],
-            env=env, cwd=home, capture_output=True, text=True, check=False)
+            env=env, cwd=cwd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{variant} {workload} failed:\n{out.stderr[-3000:]}")
     return float(json.loads(out.stdout.strip().splitlines()[-1])["seconds"])
