@@ -90,10 +90,11 @@ def agent_auth(master: Master) -> Any:
                                      "session (or the agent token) may run an agent")
                 return
         else:
-            raise _fail(401, "This master requires credentials of agents (security."
-                             + ("agent_token" if expected else "allow_anonymous: false")
-                             + "): start the agent with --token TOKEN or DET_AGENT_TOKEN (the "
-                             "agent token, or an admin's session token)")
+            needs = ("an agent token (security.agent_token)" if expected else
+                     "credentials of agents (security.allow_anonymous: false)")
+            raise _fail(401, f"This master requires {needs}: start the agent with --token "
+                             "TOKEN or DET_AGENT_TOKEN (the agent token, or an admin's session "
+                             "token)")
         raise _fail(401, "Agent token rejected: it is neither the master's "
                          "security.agent_token nor an admin's valid session token")
 
