@@ -170,8 +170,10 @@ def test_live_channel_sends_state_changes_metrics_and_logs(master, api, experime
             reader = threading.Thread(target=_read_events, args=(response, events, stop),
                                       daemon=True)
             reader.start()
-            time.sleep(1.5)  # the first poll: every trial once
-            assert any(name == "trials" for _, name, _ in events)
+            wait = time.monotonic() + 30  # the first poll sends every trial once
+            while not any(name == "trials" for _, name, _ in events):
+                assert time.monotonic() < wait, events
+                time.sleep(0.05)
             t0 = time.monotonic()
             store.add_training_metrics(trial_id, 5_000_000, {"loss": 0.125})
             assert api.patch(f"/experiments/{exp_id}", json={"description": "renamed"}

@@ -61,7 +61,8 @@ export default function Logs({ trialId, live }: { trialId: number; live: LogLine
     if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;
   }, [lines, follow, found]);
 
-  const shown = found ? merge(found, filterLines(lines, search)) : lines;
+  // While the server's search runs, the lines at hand are filtered already.
+  const shown = search ? merge(found ?? [], filterLines(lines, search)) : lines;
   return (
     <section className="logs">
       <div className="controls">
