@@ -19,9 +19,11 @@ from master_testing import create_experiment, wait_for_state
 def master(tmp_path_factory):
     from master_testing import MasterProcess
 
-    m = MasterProcess(str(tmp_path_factory.mktemp("ui_master")), slots=2).start(timeout=120)
-    yield m
-    m.stop()
+    m = MasterProcess(str(tmp_path_factory.mktemp("ui_master")), slots=2)
+    try:
+        yield m.start(timeout=120)
+    finally:
+        m.stop()
 
 
 @pytest.fixture(scope="module")

@@ -77,7 +77,16 @@ def cluster(tmp_path_factory, out_dir):
     data_dir = str(tmp_path_factory.mktemp("webui_master"))
     _fill(data_dir, FILLER_EXPERIMENTS)
     master = ConfiguredMasterProcess(data_dir, {
-        "resource_manager": {"slots": 2}, "security": {"allow_anonymous": False}}).start(timeout=120)
+        "resource_manager": {"slots": 2}, "security": {"allow_anonymous": False}})
+    try:
+        yield from _run_cluster(master, data_dir)
+    finally:
+        master.stop()
+
+
+def _run_cluster(master, data_dir):
+    """Start the master and its experiments; yield what the tests use."""
+    master.start(timeout=120)
     tiny = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "tiny_pytorch")
     model_dir = os.path.join(data_dir, "tick_model")
     shutil.copytree(tiny, model_dir, ignore=shutil.ignore_patterns("__pycache__"))
@@ -106,7 +115,6 @@ def cluster(tmp_path_factory, out_dir):
     yield {"master": master, "client": client, "search": search_id, "running": running_id,
            "data_dir": data_dir}
     client.post(f"/experiments/{running_id}/kill")
-    master.stop()
 
 
 @pytest.fixture(scope="module")
