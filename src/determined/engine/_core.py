@@ -103,6 +103,7 @@ class ExperimentCore:
         self.events = 0  # searcher events applied
         self._seq = 0
         self._out: List[fx.Effect] = []
+        self._frozen: Dict[int, Dict[str, Any]] = {}  # snapshots of ended trials (final)
 
     # ------------------------------------------------------------------ plumbing
 
@@ -331,6 +332,9 @@ class ExperimentCore:
         """A checkpoint was written completely."""
         t = self.trial(request_id)
         check_checkpoint_id(uuid)
+        if t.state in TERMINAL:
+            raise EngineError(f"Trial (request id {request_id}) reported checkpoint {uuid} "
+                              f"after it ended ({t.state.value})")
         if uuid in self.checkpoints:
             raise EngineError(f"Checkpoint {uuid} was already reported")
         self._seq += 1
@@ -604,9 +608,19 @@ class ExperimentCore:
             "reason": self.reason,
             "events": self.events,
             "seq": self._seq,
-            "checkpoints": copy.deepcopy(self.checkpoints),
-            "trials": [t.to_dict() for t in self.trials.values()],
+            "checkpoints": {u: dict(c) for u, c in self.checkpoints.items()},
+            "trials": [self._trial_dict(t) for t in self.trials.values()],
         }
+
+    def _trial_dict(self, t: CoreTrial) -> Dict[str, Any]:
+        # An ended trial never changes again: serialize it once (snapshots are taken
+        # after every event, and a search may have thousands of trials).
+        if t.state not in TERMINAL:
+            return t.to_dict()
+        frozen = self._frozen.get(t.request_id)
+        if frozen is None:
+            frozen = self._frozen[t.request_id] = t.to_dict()
+        return frozen
 
     @classmethod
     def restore(cls, config: Mapping[str, Any], snapshot: Mapping[str, Any]) -> "ExperimentCore":
