@@ -153,7 +153,7 @@ def test_master_refusal_is_reported(master, tiny_ctx):
     """The entrypoint's module is excluded by .detignore: the master refuses it."""
     trial_class = load_trial_class("model_def:TinyTrial", str(tiny_ctx))
     (tiny_ctx / ".detignore").write_text("model_def.py\n")
-    with pytest.raises(MasterError, match=f"master at {re.escape(master.url)} refused the "
+    with pytest.raises(MasterError, match=f"(?s)master at {re.escape(master.url)} refused the "
                                           "experiment.*entrypoint"):
         create(trial_class, tiny_config(), context_dir=str(tiny_ctx), master_url=master.url)
 

@@ -43,8 +43,10 @@ def _sample(api, exp_ids: List[int]) -> Sample:
         exp = api.get(f"/experiments/{exp_id}").json()
         for t in exp["trials"]:
             owner[t["id"]] = exp_id
-        unfinished[exp_id] = 0 if exp["state"] != "ACTIVE" else sum(
-            t["state"] == "ACTIVE" for t in exp["trials"])
+        # Trials of the grid not completed yet, created or not: with automatic
+        # concurrency the searcher opens only as many trials as there are slots.
+        unfinished[exp_id] = 0 if exp["state"] != "ACTIVE" else len(LRS) - sum(
+            t["state"] == "COMPLETED" for t in exp["trials"])
     tasks = [t for t in slot_tasks(api) if t]
     held = {exp_id: 0 for exp_id in exp_ids}
     for task in tasks:
