@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Any
+from typing import Any, Optional
 
 __all__ = ["ENV_VAR", "get_base_path", "get_sync_path", "prepare_base_path", "STORAGE_DIR"]
 
@@ -22,6 +22,8 @@ STORAGE_DIR = "tensorboard"
 #: Whether :func:`prepare_base_path` chose this process's directory (a temporary one,
 #: removed once everything in it is synced).
 created_here = False
+#: The directory :func:`prepare_base_path` last chose itself (None: never).
+_chosen_here: Optional[str] = None
 
 
 def get_base_path(rank: int = 0) -> str:
@@ -36,12 +38,17 @@ def prepare_base_path(env: Any) -> str:
     Several trials share an agent's ``/tmp``, so the default is
     ``<tmp>/det-tensorboard/exp-<id>-trial-<id>-<pid>``.
     """
-    global created_here
-    if not os.environ.get(ENV_VAR):
-        created_here = True
-        os.environ[ENV_VAR] = os.path.join(
+    global created_here, _chosen_here
+    current = os.environ.get(ENV_VAR)
+    # A value this function set for an earlier trial of the same process (in-process
+    # runs) is not the platform's choice: choose again, or a later trial would write
+    # into (and then remove) the earlier one's directory.
+    created_here = not current or current == _chosen_here
+    if created_here:
+        _chosen_here = os.path.join(
             tempfile.gettempdir(), "det-tensorboard",
             f"exp-{env.experiment_id}-trial-{env.trial_id}-{os.getpid()}")
+        os.environ[ENV_VAR] = _chosen_here
     return get_base_path(getattr(getattr(env, "distributed", None), "rank", 0))
 
 
