@@ -91,6 +91,11 @@ class ExperimentRun:
                 self._register(rid, rec.id)
         latest: Dict[int, Tuple[str, int]] = {}
         for rid, h in self.trials.items():
+            # The core treats every process of the old master as lost and rolls its
+            # trial back to the latest checkpoint: a process that survived (on a remote
+            # agent) must not report anything more, or its later reports and
+            # checkpoints would mix with the rolled-back records.
+            self.store.revoke_trial_tokens(h.trial_id)
             c = self.store.latest_checkpoint(h.trial_id)
             if c is not None:
                 latest[rid] = (c.uuid, c.total_batches)
