@@ -25,7 +25,7 @@ def resume_local_experiment(experiment_id: int, slots: int = 1, local_dir: Optio
     Raises:
         DeterminedError: no such experiment, it has ended, or it has no snapshot.
     """
-    from determined.local._display import ProgressDisplay, print_summary
+    from determined.local._run import drive
 
     console = console or Console()
     local_dir = os.path.abspath(local_dir or default_local_dir())
@@ -50,17 +50,4 @@ def resume_local_experiment(experiment_id: int, slots: int = 1, local_dir: Optio
     )
     driver.restore(state, snapshot)
     console.print(f"Resuming experiment {experiment_id} from its snapshot; records in {store.dir}")
-    try:
-        if show_progress:
-            cfg = state["config"]
-            display = ProgressDisplay(console, cfg["searcher"]["metric"], driver.searcher.progress)
-            display.smaller_is_better = cfg["searcher"]["smaller_is_better"]
-            driver.on_event = display.event
-            with display:
-                result = driver.run()
-        else:
-            result = driver.run()
-    finally:
-        store.close()
-    print_summary(console, result, state["config"]["searcher"]["metric"])
-    return result
+    return drive(console, driver, state["config"], store, show_progress)

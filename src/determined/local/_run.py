@@ -101,7 +101,6 @@ def run_local_experiment(
     Returns:
         The result: state, trials, best trial and best checkpoint.
     """
-    from determined.local._display import ProgressDisplay, print_summary
 
     console = console or Console()
     local_dir = os.path.abspath(local_dir or default_local_dir())
@@ -122,12 +121,20 @@ def run_local_experiment(
         f"Experiment {exp_id} ({cfg['description']}): searcher {cfg['searcher']['name']}, "
         f"{slots} slot(s); records in {store.dir}"
     )
-    display: Optional[ProgressDisplay] = None
     driver = LocalDriver(
         cfg, model_dir, exp_id, store, storage_config, slots=slots,
         allocate_trial_id=lambda: allocate_ids(local_dir, trials=1)["trial"],
         resolve_source_checkpoint=lambda: source_ckpt,
     )
+    return drive(console, driver, cfg, store, show_progress)
+
+
+def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
+          show_progress: bool) -> Any:
+    """Run ``driver`` to its end (with a progress display when asked), close ``store``
+    and print the summary table; returns the driver's result."""
+    from determined.local._display import ProgressDisplay, print_summary
+
     try:
         if show_progress:
             display = ProgressDisplay(console, cfg["searcher"]["metric"], driver.searcher.progress)
