@@ -134,15 +134,36 @@ def proxy_router(master: Master) -> fastapi.APIRouter:
         headers = upstream_headers(task, request.headers, request.cookies, _HOP)
         upstream = client.build_request(request.method, url, headers=headers,
                                         content=request.stream())
+        master.tasks.opened(task_id)
         try:
             response = await client.send(upstream, stream=True)
         except httpx.HTTPError as e:
+            master.tasks.closed(task_id)
             return JSONResponse({"error": f"Task {task_id} does not answer (yet): {e}"},
                                 status_code=502)
         out_headers = [(k, v) for k, v in response.headers.multi_items()
                        if k.lower() not in ("connection", "keep-alive", "transfer-encoding")]
-        streamed = StreamingResponse(response.aiter_raw(), status_code=response.status_code,
-                                     background=BackgroundTask(response.aclose))
+
+        ended = False
+
+        async def done() -> None:  # once, whether the body was sent whole or not
+            nonlocal ended
+            if not ended:
+                ended = True
+                try:
+                    await response.aclose()
+                finally:
+                    master.tasks.closed(task_id)
+
+        async def body() -> Any:
+            try:
+                async for chunk in response.aiter_raw():
+                    yield chunk
+            finally:
+                await done()
+
+        streamed = StreamingResponse(body(), status_code=response.status_code,
+                                     background=BackgroundTask(done))
         streamed.raw_headers = [(k.encode("latin-1"), v.encode("latin-1"))
                                 for k, v in out_headers]  # repeated Set-Cookie kept
         return streamed
@@ -175,6 +196,7 @@ def proxy_router(master: Master) -> fastapi.APIRouter:
             await websocket.close(code=1011, reason=f"task does not answer: {e}"[:120])
             return
         await websocket.accept(subprotocol=upstream.subprotocol)
+        master.tasks.opened(task_id)
 
         async def client_to_task() -> None:
             while True:
@@ -201,6 +223,7 @@ def proxy_router(master: Master) -> fastapi.APIRouter:
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            master.tasks.closed(task_id)
             for t in tasks:
                 t.cancel()
             await upstream.close()

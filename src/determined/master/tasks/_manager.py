@@ -80,6 +80,7 @@ class LiveTask:
     proc: Optional[subprocess.Popen] = None
     killed: Optional[str] = None  # why, once asked to stop
     last_activity: float = dataclasses.field(default_factory=time.monotonic)
+    in_flight: int = 0  # proxied requests and websockets open now (never idle meanwhile)
     ready: threading.Event = dataclasses.field(default_factory=threading.Event)
 
     @property
@@ -363,6 +364,22 @@ class TaskManager:
         if task is not None:
             task.last_activity = time.monotonic()
 
+    def opened(self, task_id: str) -> None:
+        """The proxy started forwarding a request or a websocket to the task."""
+        with self.master.lock:
+            task = self.live.get(task_id)
+            if task is not None:
+                task.in_flight += 1
+                task.last_activity = time.monotonic()
+
+    def closed(self, task_id: str) -> None:
+        """A request or websocket :meth:`opened` for the task has ended."""
+        with self.master.lock:
+            task = self.live.get(task_id)
+            if task is not None:
+                task.in_flight = max(0, task.in_flight - 1)
+                task.last_activity = time.monotonic()
+
     def idle_timeout(self, task: LiveTask) -> Optional[float]:
         own = task.config.get("idle_timeout")
         if own is not None:
@@ -380,8 +397,10 @@ class TaskManager:
                 tasks = list(self.live.values())
             for task in tasks:
                 timeout = self.idle_timeout(task)
+                # A slow answer (a loaded TensorBoard reading its event files) is
+                # activity: the idle clock runs only between requests.
                 if timeout and task.proc is not None and not task.killed and \
-                        now - task.last_activity > timeout:
+                        task.in_flight == 0 and now - task.last_activity > timeout:
                     logger.info("task %s idle for %.0f s: killing it", task.id, timeout)
                     self.kill(task.id, reason=f"idle for {timeout:g} s")
 
