@@ -53,16 +53,20 @@ logger = logging.getLogger("determined.master")
 
 class NotifyingCondition(threading.Condition):
     """A condition that also calls ``listeners`` on ``notify_all`` (async long polls
-    wait on the event loop, not in a thread)."""
+    wait on the event loop, not in a thread).
+
+    ``notify_all(scope)`` passes ``scope`` to the listeners: an experiment id wakes only
+    the long polls of that experiment's trials; None wakes every one.
+    """
 
     def __init__(self, lock: Any):
         super().__init__(lock)
         self.listeners: List[Any] = []
 
-    def notify_all(self) -> None:
+    def notify_all(self, scope: Optional[int] = None) -> None:  # type: ignore[override]
         super().notify_all()
         for listener in self.listeners:
-            listener()
+            listener(scope)
 
 
 class Master:
@@ -302,9 +306,14 @@ class Master:
         for t in run.trials.values():
             self.trials.pop(t.trial_id, None)
 
-    def changed(self) -> None:
-        """Something a scheduler decision or a waiting runner depends on changed."""
-        self.cond.notify_all()
+    def changed(self, exp_id: Optional[int] = None) -> None:
+        """Something a scheduler decision or a waiting runner depends on changed: wake
+        the scheduler and the runners of experiment ``exp_id`` (None: of every one)."""
+        self.cond.notify_all(exp_id)
+        self._wake.set()
+
+    def wake_scheduler(self) -> None:
+        """Run a scheduling pass soon (no runner needs waking)."""
         self._wake.set()
 
     # ------------------------------------------------------------------ trial processes
@@ -369,7 +378,7 @@ class Master:
                 with open(os.path.join(launch.trial_dir, "pid"), "w", encoding="utf-8") as f:
                     f.write(str(pid))
         except Exception as e:
-            print(f"det-master: could not start trial {t.trial_id}: {e}", flush=True)
+            logger.error("could not start trial %s: %s", t.trial_id, e)
             with self.lock:
                 self.allocations.pop(f"trial-{t.trial_id}", None)
                 if t.core.state in engine.LIVE:
@@ -390,7 +399,7 @@ class Master:
                 for launch in launches:
                     self._launch(launch)
             except Exception as e:  # keep scheduling; the error is in the master log
-                print(f"det-master: scheduling failed: {type(e).__name__}: {e}", flush=True)
+                logger.exception("scheduling failed: %s: %s", type(e).__name__, e)
 
     def _task(self, run: ExperimentRun, t: TrialState) -> scheduler.Task:
         exp = run.cfg
@@ -431,8 +440,8 @@ class Master:
             if len(alloc.parts) > 1 and not self.rm.can_span(alloc.parts):  # wait for one agent
                 if t.trial_id not in self._split_warned:
                     self._split_warned.add(t.trial_id)
-                    print(f"det-master: trial {t.trial_id} needs {alloc.slot_count} slots on "
-                          "one agent; it waits until an agent has that many free", flush=True)
+                    logger.info("trial %s needs %s slots on one agent; it waits until an "
+                                "agent has that many free", t.trial_id, alloc.slot_count)
                 continue
             self.allocations[alloc.task_id] = (self._task(run, t), alloc)
             launches.append(self._prepare_launch(run, t, alloc))
