@@ -10,7 +10,9 @@ import compileall
 import json
 import logging
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 import uuid as uuidlib
@@ -122,6 +124,10 @@ class Master:
         if url:
             self.url = url
         self._kill_orphans()
+        root = os.path.join(self.config.data_dir, "experiments")
+        for name in os.listdir(root) if os.path.isdir(root) else []:
+            if name.startswith(".incoming-"):  # a creation the last master did not finish
+                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
         with self.lock:
             for exp in self.store.list_experiments(include_archived=True):
                 if exp.state in ("ACTIVE", "PAUSED", "STOPPING_COMPLETED", "STOPPING_CANCELED",
@@ -225,13 +231,19 @@ class Master:
         except Exception as e:  # noqa: BLE001 - housekeeping must not stop the master
             logger.warning("checkpoint cleanup failed: %s", e)
 
+    def _model_dir(self, exp_id: int) -> str:
+        return os.path.join(self.config.data_dir, "experiments", str(exp_id), "model_def")
+
+    def _unpack_model_def(self, packed: bytes, dest: str) -> None:
+        unpack_context(packed, dest)
+        # Byte-compile once here rather than in every trial process.
+        compileall.compile_dir(dest, quiet=2, workers=1)
+
     def _make_run(self, exp_id: int, config: Dict[str, Any], state: str,
                   source_checkpoint: Optional[str] = None) -> ExperimentRun:
-        model_dir = os.path.join(self.config.data_dir, "experiments", str(exp_id), "model_def")
-        if not os.path.isdir(model_dir):
-            unpack_context(self.store.get_model_def(exp_id), model_dir)
-            # Byte-compile once here rather than in every trial process.
-            compileall.compile_dir(model_dir, quiet=2, workers=1)
+        model_dir = self._model_dir(exp_id)
+        if not os.path.isdir(model_dir):  # restored at master start
+            self._unpack_model_def(self.store.get_model_def(exp_id), model_dir)
         run = ExperimentRun(self, exp_id, config, state, model_dir,
                             source_checkpoint=source_checkpoint)
         # Automatic concurrency follows the trials the cluster can run at once (a
@@ -294,12 +306,24 @@ class Master:
     def create_experiment(self, config: Dict[str, Any], model_def: bytes, activate: bool,
                           owner: str = OWNER) -> int:
         source = self.source_checkpoint(config)
-        with self.lock:
-            exp_id = self.store.create_experiment(config, model_def, owner=owner)
-            run = self._make_run(exp_id, config, "PAUSED", source_checkpoint=source)
-            self.runs[exp_id] = run
-            run.start(activate=activate)
-            return exp_id
+        # Unpacking and byte-compiling take long for a big context: done before taking
+        # the lock, in a staging directory renamed into place once the id is known.
+        root = os.path.join(self.config.data_dir, "experiments")
+        os.makedirs(root, exist_ok=True)
+        staging = tempfile.mkdtemp(prefix=".incoming-", dir=root)
+        try:
+            self._unpack_model_def(model_def, os.path.join(staging, "model_def"))
+            with self.lock:
+                exp_id = self.store.create_experiment(config, model_def, owner=owner)
+                model_dir = self._model_dir(exp_id)
+                shutil.rmtree(os.path.dirname(model_dir), ignore_errors=True)  # a stale one
+                os.rename(staging, os.path.dirname(model_dir))
+                run = self._make_run(exp_id, config, "PAUSED", source_checkpoint=source)
+                self.runs[exp_id] = run
+                run.start(activate=activate)
+                return exp_id
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
     def finished(self, run: ExperimentRun) -> None:
         self.runs.pop(run.id, None)
