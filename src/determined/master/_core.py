@@ -288,10 +288,10 @@ class Master:
         return validate_config(raw, defaults=defaults)
 
     def create_experiment(self, config: Dict[str, Any], model_def: bytes, activate: bool,
-                          owner: str = OWNER) -> int:
+                          owner: str = OWNER, git: Optional[Dict[str, str]] = None) -> int:
         source = self.source_checkpoint(config)
         with self.lock:
-            exp_id = self.store.create_experiment(config, model_def, owner=owner)
+            exp_id = self.store.create_experiment(config, model_def, owner=owner, git=git)
             run = self._make_run(exp_id, config, "PAUSED", source_checkpoint=source)
             self.runs[exp_id] = run
             run.start(activate=activate)
