@@ -304,7 +304,7 @@ class Master:
         return validate_config(raw, defaults=defaults)
 
     def create_experiment(self, config: Dict[str, Any], model_def: bytes, activate: bool,
-                          owner: str = OWNER) -> int:
+                          owner: str = OWNER, git: Optional[Dict[str, str]] = None) -> int:
         source = self.source_checkpoint(config)
         # Unpacking and byte-compiling take long for a big context: done before taking
         # the lock, in a staging directory renamed into place once the id is known.
@@ -314,7 +314,8 @@ class Master:
         try:
             self._unpack_model_def(model_def, os.path.join(staging, "model_def"))
             with self.lock:
-                exp_id = self.store.create_experiment(config, model_def, owner=owner)
+                exp_id = self.store.create_experiment(config, model_def, owner=owner,
+                                                     git=git)
                 model_dir = self._model_dir(exp_id)
                 shutil.rmtree(os.path.dirname(model_dir), ignore_errors=True)  # a stale one
                 os.rename(staging, os.path.dirname(model_dir))

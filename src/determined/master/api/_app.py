@@ -41,6 +41,7 @@ from determined.master.db import (
     NotFoundError,
     User,
 )
+from determined.master.db._experiments import GIT_FIELDS
 from determined.master.experiments import ExperimentRun, TrialState
 from determined.master import webui
 from determined.searcher import SearcherError
@@ -130,6 +131,7 @@ def _experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[
         "start_time": _iso(e.start_time), "end_time": _iso(e.end_time),
         "searcher": e.config.get("searcher", {}).get("name"),
         "num_trials": len(trials),
+        **(e.git or dict.fromkeys(GIT_FIELDS)),
     }
     if with_config:
         out["config"] = e.config
@@ -254,7 +256,8 @@ def create_app(master: Master) -> fastapi.FastAPI:
         # Everything that could fail later is checked before the experiment is stored.
         config = validate_experiment(raw, default_storage=master.config.checkpoint_storage,
                                      context=packed).config
-        exp_id = master.create_experiment(config, packed, body.activate, owner=user.username)
+        exp_id = master.create_experiment(config, packed, body.activate, owner=user.username,
+                                          git=body.git.model_dump() if body.git else None)
         # Fields accepted without effect here (container-only), one line each.
         return {"id": exp_id, "warnings": config_warnings(raw) if isinstance(raw, dict) else []}
 

@@ -32,7 +32,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from determined.common.api import unpack_context
 from determined.master import scheduler
 from determined.master.db._tasks import TaskRecord
-from determined.master.tasks._spec import SERVICE_KINDS, environment_variables
+from determined.master.tasks._spec import SERVICE_KINDS, bind_mounts, environment_variables
 
 __all__ = ["TaskManager", "LiveTask"]
 
@@ -57,6 +57,24 @@ def _die_with_master() -> None:
     """In the child before exec: SIGKILL when the master thread watching it ends."""
     if _LIBC is not None:
         _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _link_mounts(config: Dict[str, Any], work: str) -> None:
+    """Each ``bind_mounts`` entry as a symbolic link in the working directory ``work``
+    to its ``host_path`` (no containers); a clear error naming the mount otherwise."""
+    for i, (host, relative) in enumerate(bind_mounts(config)):
+        label = f"bind_mounts[{i}] ({host} -> {relative})"
+        if not os.path.exists(host):
+            raise ValueError(f"{label}: host_path {host} does not exist on this machine")
+        path = os.path.join(work, relative)
+        if os.path.lexists(path):
+            raise ValueError(f"{label}: {relative} already exists in the task's directory "
+                             "(from its context); choose another container path")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        root = os.path.realpath(work)
+        if not (os.path.realpath(os.path.dirname(path)) + os.sep).startswith(root + os.sep):
+            raise ValueError(f"{label}: {relative} leaves the task's directory")
+        os.symlink(host, path)
 
 
 def _free_port() -> int:
@@ -233,6 +251,7 @@ class TaskManager:
             context = store.get_task_context(task.id)
             if context:
                 unpack_context(context, work)
+            _link_mounts(task.config, work)
             task.port = _free_port() if task.kind in SERVICE_KINDS else None
             argv, env = self._command(task, task_dir, work)
             log = os.path.join(task_dir, "output.log")
