@@ -265,3 +265,22 @@ def test_task_of_a_lost_agent_is_marked_and_its_slot_freed(cluster):
     again = cluster.create("command", config={"entrypoint": "echo back",
                                               "resources": {"agent_label": "doomed"}})
     assert cluster.wait(again["id"], "TERMINATED")["exit_code"] == 0
+
+
+def test_a_restarted_master_ends_the_tasks_agents_still_run(cluster):
+    cmd = cluster.create("command", config={"entrypoint": "echo $$ > pid; exec sleep 600"})
+    running = cluster.wait(cmd["id"], "RUNNING")
+    agent = cluster.agents[running["agent_id"]]
+    pid_file = agent.work_dir / "tasks" / cmd["id"] / "work" / "pid"
+    pid = int(wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), 30,
+                         "the command's pid"))
+    old = cluster.master
+    old.sigkill()
+    cluster.master = ConfiguredMasterProcess(old.data_dir, old.config, port=old.port)
+    cluster.master.start(timeout=120)
+    ended = cluster.wait(cmd["id"], "TERMINATED", timeout=30)
+    assert ended["end_reason"] == "the master restarted", ended
+    # The agent registers again naming the task; the new master has it killed.
+    wait_until(lambda: _pid_gone(pid), 60, "the task's process to be killed")
+    again = cluster.create("command", config={"entrypoint": "echo fine"})
+    assert cluster.wait(again["id"], "TERMINATED")["exit_code"] == 0
