@@ -240,6 +240,27 @@ def test_tensorboard_on_the_agent_through_the_proxy(cluster, tiny_dir):
     cluster.wait(tb["id"], "TERMINATED")
 
 
+def test_notebook_on_the_agent_through_the_proxy_with_auth_only(cluster, tmp_path):
+    pytest.importorskip("jupyterlab", reason="the optional extra 'notebook'")
+    ctx = tmp_path / "nb"
+    ctx.mkdir()
+    (ctx / "analysis.py").write_text("x = 1\n")
+    nb = cluster.create("notebook", context=base64.b64encode(pack_context(str(ctx))).decode())
+    base = f"/proxy/{nb['id']}"
+
+    def status():
+        r = cluster.api.get(f"{base}/api/status")
+        return r.json() if r.status_code == 200 else None
+
+    assert "started" in wait_until(status, 120, "JupyterLab on the agent")
+    assert cluster.task(nb["id"])["agent_id"] == "tasks-a"
+    contents = cluster.api.get(f"{base}/api/contents").json()
+    assert [f["name"] for f in contents["content"]] == ["analysis.py"]
+    assert httpx.get(cluster.master.url + f"{base}/api/status").status_code == 401
+    cluster.api.post(f"/api/v1/tasks/{nb['id']}/kill")
+    cluster.wait(nb["id"], "TERMINATED")
+
+
 def test_task_of_a_lost_agent_is_marked_and_its_slot_freed(cluster):
     doomed = cluster.agent("tasks-doomed", label="doomed")
     cmd = cluster.create("command", config={
@@ -284,3 +305,10 @@ def test_a_restarted_master_ends_the_tasks_agents_still_run(cluster):
     wait_until(lambda: _pid_gone(pid), 60, "the task's process to be killed")
     again = cluster.create("command", config={"entrypoint": "echo fine"})
     assert cluster.wait(again["id"], "TERMINATED")["exit_code"] == 0
+
+
+def test_an_agent_refuses_a_wildcard_service_address(cluster):
+    out = subprocess.run([sys.executable, "-m", "determined.agent", "--master", cluster.master.url,
+                          "--address", "0.0.0.0"], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "--address" in out.stderr and "wildcard" in out.stderr, out.stderr

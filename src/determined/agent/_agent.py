@@ -213,6 +213,8 @@ class Agent:
         for t in trials:
             self._kill(t)
         for task in tasks:
+            self._events.put(("line", task.launch_id, f"det-agent {self.id}: shutting down; "
+                                                      f"killing task {task.task_id}"))
             self._kill_task(task, signal.SIGKILL)
         deadline = time.monotonic() + 10.0
         while time.monotonic() < deadline:  # let the shipper report their exits
