@@ -5,8 +5,8 @@ A task runs in ``<task_dir>/work`` (its uploaded context), in a session of its o
 (killing it kills everything it started), and dies with the thread that started it
 (``PR_SET_PDEATHSIG``): that thread reads its output until it exits. Services
 (notebooks, shells, TensorBoards) listen on ``host:port`` -- loopback, or the remote
-agent's own address -- reached only through the master's proxy; shells and notebooks
-accept only requests carrying the task's token (the proxy adds it).
+agent's own address -- reached only through the master's proxy; they accept only
+requests carrying the task's token (the proxy adds it).
 """
 
 from __future__ import annotations
@@ -84,10 +84,11 @@ def task_command(kind: str, config: Dict[str, Any], task_id: str, task_dir: str,
         entry = config["entrypoint"]
         argv = ["/bin/sh", "-c", entry[0]] if len(entry) == 1 else list(entry)
     elif kind == "shell":
-        env["DET_TASK_TOKEN"] = token  # the shell server checks it (the proxy sends it)
+        env["DET_TASK_TOKEN"] = token  # the server checks it (the proxy sends it)
         argv = [py, "-m", "determined.tasks.shell", "--host", host, "--port", str(port),
                 "--workdir", work]
     elif kind == "tensorboard":
+        env["DET_TASK_TOKEN"] = token  # the server checks it (the proxy sends it)
         argv = [py, "-m", "determined.tasks.tensorboard", "--host", host, "--port", str(port),
                 "--path-prefix", prefix, "--spec", os.path.join(task_dir, "spec.json"),
                 "--logdir", os.path.join(task_dir, "logdir")]

@@ -12,8 +12,9 @@ or is an admin -- never the anonymous user, since a notebook or shell runs code:
 
 401 without a valid login, 403 for another user's task, 404 for a task that is not
 running (or not a service), 502 when the service does not answer (yet). Forwarded
-requests lose the caller's ``Authorization`` and cookie of the master; a notebook's
-and shell's requests get the task's own token instead, so users never need it.
+requests lose the caller's ``Authorization`` and cookie of the master and get the
+task's own token instead (``Authorization: token ...``; Jupyter, the shell server and
+TensorBoard check it), so users never need it.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from starlette.routing import WebSocketRoute
 
 from determined.master._core import Master
 from determined.master.db import NotFoundError, User
-from determined.master.tasks import LiveTask
+from determined.master.tasks import SERVICE_KINDS, LiveTask
 
 __all__ = ["proxy_router"]
 
@@ -107,7 +108,7 @@ def proxy_router(master: Master) -> fastapi.APIRouter:
         cookie = _cookie_header(cookies)
         if cookie and "cookie" not in skip:
             out.append(("cookie", cookie))
-        if task.kind in ("notebook", "shell"):  # they check the task's own token
+        if task.kind in SERVICE_KINDS:  # they check the task's own token
             out.append(("authorization", f"token {task.token}"))
         return out
 
