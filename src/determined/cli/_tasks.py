@@ -18,8 +18,8 @@ from determined.cli._remote import add_format_flags, client, print_rows, usage_e
 
 __all__ = ["add_parser"]
 
-TASK_COLUMNS = ["id", "kind", "owner", "state", "description", "slots", "exit_code",
-                "start_time", "end_time"]
+TASK_COLUMNS = ["id", "kind", "owner", "state", "description", "slots", "agent_id",
+                "exit_code", "end_reason", "start_time", "end_time"]
 _PATHS = {"notebook": "lab", "tensorboard": "", "shell": ""}
 
 

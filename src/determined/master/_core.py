@@ -108,6 +108,7 @@ class Master:
         self._stopping = False
         self._thread: Optional[threading.Thread] = None
         self.tasks = TaskManager(self)  # commands, notebooks, shells, TensorBoards
+        remote.task_events = self.tasks  # tasks on remote agents report to it
 
     def _cluster_id(self) -> str:
         path = os.path.join(self.config.data_dir, "cluster_id")
@@ -447,6 +448,7 @@ class Master:
         for task_id, (task, alloc) in self.allocations.items():
             found = self.trials.get(int(task_id.split("-", 1)[1]))
             running[task_id] = (self._task(*found) if found else task, alloc)
+        self.tasks.place_unslotted()  # TensorBoards waiting for an agent
         running.update(self.tasks.running())  # tasks hold slots too (master/tasks)
         if pending and sum(a.slot_count for _, a in running.values()) >= self.rm.slots:
             for run in self.runs.values():
