@@ -456,8 +456,9 @@ class LocalDriver:
         except Exception:  # noqa: BLE001 - describe() of an object store: sizes unknown
             pass
         self._flush_rows()
-        self.db.add_checkpoint(uuid, self.trials[r].trial_id, batches, resources, {},
-                               str(meta.get("framework", "")), str(meta.get("format", "")))
+        if uuid not in self.core.checkpoints:  # else the core tells a repeat from a conflict
+            self.db.add_checkpoint(uuid, self.trials[r].trial_id, batches, resources, {},
+                                   str(meta.get("framework", "")), str(meta.get("format", "")))
         self._do(self.core.trial_checkpointed(r, batches, uuid))
 
     def _process_ended(self, r: int, p: _Process) -> None:
