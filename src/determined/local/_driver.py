@@ -33,7 +33,7 @@ from determined import searcher as searchers
 from determined.common.trial_ops import trial_op
 from determined.config import ExperimentConfig
 from determined.harness import TrialEnv
-from determined.local._pool import WarmPool, frameworks_used
+from determined.local._pool import WarmPool, frameworks_used, process_context
 from determined.local._store import LocalStore
 from determined.master.db import ConflictError, NotFoundError
 from determined.storage import build_storage
@@ -151,10 +151,10 @@ class LocalDriver:
         self._rows: Dict[int, List[Any]] = {}  # training rows not yet written, by trial id
         self.start_time = time.time()
         self._resumed = False
-        self._ctx = multiprocessing.get_context("spawn")
+        frameworks = frameworks_used(self.model_dir)
+        self._ctx = process_context(frameworks)
         self._threads = max(1, (os.cpu_count() or 1) // self.slots)
-        self.pool = WarmPool(self._ctx, self.concurrent, frameworks_used(self.model_dir),
-                             self._threads)
+        self.pool = WarmPool(self._ctx, self.concurrent, frameworks, self._threads)
 
     @property
     def searcher(self) -> Any:
