@@ -84,9 +84,16 @@ def _worker_main(conn: Any, preload: List[str], threads: int) -> None:
         return
     if message[0] != "run":
         return
+    import atexit
+
     from determined.local._trial_process import trial_main
 
-    trial_main(conn, *message[1])
+    try:
+        trial_main(conn, *message[1])
+    finally:
+        # A forked process ends with os._exit, which skips atexit: run the handlers
+        # (the trial's working directory is removed by one) here.
+        atexit._run_exitfuncs()
 
 
 class WarmPool:
