@@ -382,5 +382,8 @@ def test_checkpoint_ids_are_validated(bad: Any) -> None:
     with pytest.raises(engine.EngineError, match="Expected a checkpoint id in UUID form"):
         core.trial_checkpointed(1, 0, bad)
     sim.apply(core.trial_checkpointed(1, 0, ck(1)))
+    before = core.snapshot()
+    assert core.trial_checkpointed(1, 0, ck(1)) == []  # a retried report: nothing changes
+    assert core.snapshot() == before
     with pytest.raises(engine.EngineError, match="already reported"):
-        core.trial_checkpointed(1, 0, ck(1))
+        core.trial_checkpointed(1, 10, ck(1))

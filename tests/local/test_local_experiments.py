@@ -28,12 +28,17 @@ def create(tmp_path, config, model_dir, *extra, timeout=300):
     return out, result
 
 
-def metrics_rows(result):
-    rows = []
-    with open(os.path.join(result["directory"], "metrics.jsonl")) as f:
-        for line in f:
-            rows.append(json.loads(line))
-    return rows
+def read(tmp_path, *args):
+    """A real ``det ... --local-dir DIR --json`` read command's JSON."""
+    out = run_det([*args, "--local-dir", tmp_path / "local", "--json"])
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def workloads(tmp_path, trial_id):
+    """(kind, batches) of every stored workload of the trial, as `det t describe` shows."""
+    trial = read(tmp_path, "t", "describe", str(trial_id), "--metrics")
+    return [(m["kind"], m["total_batches"]) for m in trial["metrics"]]
 
 
 def test_single_experiment_completes_with_records(tmp_path, tiny_dir):
@@ -45,16 +50,17 @@ def test_single_experiment_completes_with_records(tmp_path, tiny_dir):
     assert os.path.isdir(result["best_checkpoint_path"])
     with open(os.path.join(result["best_checkpoint_path"], "metadata.json")) as f:
         assert json.load(f)["trial_id"] == trial["trial_id"]
-    state = json.load(open(os.path.join(result["directory"], "experiment.json")))
-    assert state["state"] == "COMPLETED" and state["progress"] == 1.0
-    kinds = [(r["kind"], r["batches"]) for r in metrics_rows(result)]
-    assert kinds == [("training", 10), ("training", 20), ("validation", 20),
-                     ("training", 30), ("training", 40), ("validation", 40)]
+    (exp,) = read(tmp_path, "e", "describe", str(result["experiment_id"]))
+    assert exp["state"] == "COMPLETED" and exp["progress"] == 1.0
+    assert workloads(tmp_path, trial["trial_id"]) == [
+        ("training", 10), ("training", 20), ("validation", 20),
+        ("training", 30), ("training", 40), ("validation", 40)]
     assert os.path.getsize(os.path.join(result["directory"], "trials", f"{trial['trial_id']}.log")) >= 0
     # Garbage collection kept the default (best + latest of the trial) only.
-    live = [c for c in state["checkpoints"] if c["state"] == "COMPLETED"]
-    assert 1 <= len(live) <= 2
-    for c in state["checkpoints"]:
+    checkpoints = read(tmp_path, "e", "lc", str(result["experiment_id"]))
+    live = [c for c in checkpoints if c["state"] == "COMPLETED"]
+    assert 1 <= len(live) <= 2 and result["best_checkpoint"] in {c["uuid"] for c in live}
+    for c in checkpoints:
         assert os.path.isdir(os.path.join(tmp_path, "local", "checkpoints", c["uuid"])) == (c["state"] == "COMPLETED")
 
 
@@ -109,12 +115,8 @@ def test_crashed_trial_restarts_from_checkpoint_without_losing_metrics(tmp_path,
     assert marker.exists()
     (trial,) = result["trials"]
     assert trial["restarts"] == 1 and trial["state"] == "COMPLETED" and trial["batches"] == 40
-    from determined.local import LocalStore
-
-    rows = LocalStore.read_metrics(result["directory"])
-    kinds = [(r["kind"], r["batches"]) for r in rows]
     # The crash came after the checkpoint at 20: rows up to 20 stay, none is duplicated.
-    assert kinds == [("training", 10), ("training", 20), ("validation", 20),
+    assert workloads(tmp_path, trial["trial_id"]) == [("training", 10), ("training", 20), ("validation", 20),
                      ("training", 30), ("training", 40), ("validation", 40)]
 
 
@@ -195,8 +197,7 @@ def test_pbt_local_warm_starts_from_parents(tmp_path, tiny_dir):
     trials = result["trials"]
     children = [t for t in trials if t["warm_start"]]
     assert len(trials) == 4 and len(children) == 1
-    state = json.load(open(os.path.join(result["directory"], "experiment.json")))
-    all_ckpts = {c["uuid"] for c in state["checkpoints"]}
+    all_ckpts = {c["uuid"] for c in read(tmp_path, "e", "lc", str(result["experiment_id"]))}
     assert children[0]["warm_start"] in all_ckpts
     # The warm-start source survives garbage collection.
     assert os.path.isdir(os.path.join(tmp_path, "local", "checkpoints", children[0]["warm_start"]))

@@ -29,19 +29,23 @@ def _config(tmp_path, tiny_dir):
     return path
 
 
-def _validations(directory):
+def _read(local_dir, *args):
+    out = run_det([*args, "--local-dir", local_dir, "--json"])
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def _validations(local_dir, exp_id=1):
+    """(trial, batches) -> validation_loss of every stored validation, read by `det e
+    describe --local-dir DIR --json --metrics`; each workload stored once."""
     rows = {}
-    with open(os.path.join(directory, "metrics.jsonl")) as f:
-        for line in f:
-            row = json.loads(line)
-            if row["kind"] == "rollback":
-                rows = {k: v for k, v in rows.items()
-                        if not (k[0] == row["trial_id"] and k[1] > row["batches"])}
-            elif row["kind"] == "validation":
-                key = (row["trial_id"], row["batches"])
-                assert key not in rows, f"validation stored twice: {key}"
-                rows[key] = row["metrics"]["validation_loss"]
-    return rows
+    (exp,) = _read(local_dir, "e", "describe", str(exp_id), "--metrics")
+    for trial in exp["trials"]:
+        for m in trial["metrics"]:
+            key = (trial["id"], m["kind"], m["total_batches"])
+            assert key not in rows, f"workload stored twice: {key}"
+            rows[key] = m["metrics"].get("validation_loss")
+    return {(k[0], k[2]): v for k, v in rows.items() if k[1] == "validation"}
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
@@ -67,7 +71,7 @@ def test_resume_after_interrupt_matches_uninterrupted_run(tmp_path, tiny_dir, si
         time.sleep(0.2)
     os.killpg(proc.pid, sig)
     proc.wait(timeout=180)
-    state = json.loads((local / "experiments" / "1" / "experiment.json").read_text())
+    (state,) = _read(local, "e", "describe", "1")
     assert state["state"] == ("PAUSED" if sig == signal.SIGINT else "ACTIVE"), state["state"]
 
     out = run_det(["e", "resume", "1", "--local-dir", local, "--json", "--no-progress"],
@@ -78,7 +82,7 @@ def test_resume_after_interrupt_matches_uninterrupted_run(tmp_path, tiny_dir, si
     strip = lambda r: [(t["hparams"], t["batches"], t["state"], t["best_metric"])  # noqa: E731
                        for t in r["trials"]]
     assert strip(resumed) == strip(expected)
-    assert sorted(_validations(resumed["directory"]).values()) == \
-        sorted(_validations(expected["directory"]).values())
+    assert sorted(_validations(local).values()) == \
+        sorted(_validations(tmp_path / "a").values())
     again = run_det(["e", "resume", "1", "--local-dir", local])
     assert again.returncode != 0 and "already COMPLETED" in again.stdout + again.stderr

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from determined.cli._remote import add_format_flags
+from determined.cli._remote import add_format_flags, add_local_flags
 
 __all__ = ["add_parser"]
 
@@ -23,4 +23,5 @@ def add_parser(nouns: Any) -> None:
     lst.add_argument("--best", type=int, default=None, metavar="N",
                      help="only the N best checkpoints by the searcher metric")
     add_format_flags(lst)
+    add_local_flags(lst)
     lst.set_defaults(func=list_checkpoints)

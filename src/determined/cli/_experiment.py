@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any
 
-from determined.cli._remote import usage_error
+from determined.cli._remote import add_local_flags, usage_error
 from determined.errors import MasterError
 
 __all__ = ["add_parser"]
@@ -44,8 +44,7 @@ def add_parser(nouns: Any) -> None:
     create.set_defaults(func=_create)
 
     lst = verbs.add_parser("list", help="list experiments")
-    lst.add_argument("--local", action="store_true", help="list local experiments")
-    lst.add_argument("--local-dir", default=None)
+    add_local_flags(lst)
     fmt = lst.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print JSON (for scripts)")
     fmt.add_argument("--csv", action="store_true", help="print CSV (for scripts)")
@@ -153,38 +152,8 @@ def _print_config_warnings(path: str) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.table import Table
+    """Experiments of the master, or with ``--local`` those of the local directory (the
+    same columns and JSON: both read the master's schema)."""
+    from determined.cli._experiment_remote import list_remote
 
-    from determined.local._store import default_local_dir
-
-    if not args.local:
-        from determined.cli._experiment_remote import list_remote
-
-        return list_remote(args)
-    root = os.path.join(os.path.abspath(args.local_dir or default_local_dir()), "experiments")
-    rows = []
-    for name in sorted(os.listdir(root), key=lambda n: int(n) if n.isdigit() else 0) if os.path.isdir(root) else []:
-        path = os.path.join(root, name, "experiment.json")
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                state = json.load(f)
-            rows.append({
-                "id": state["id"], "state": state["state"],
-                "description": state["config"].get("description", ""),
-                "searcher": state["config"]["searcher"]["name"],
-                "trials": len(state.get("trials", [])),
-                "progress": state.get("progress", 0.0),
-                "best_checkpoint": state.get("best_checkpoint"),
-            })
-    if args.json:
-        print(json.dumps(rows))
-        return 0
-    table = Table()
-    for col in ("id", "state", "description", "searcher", "trials", "progress"):
-        table.add_column(col)
-    for r in rows:
-        table.add_row(str(r["id"]), r["state"], r["description"], r["searcher"], str(r["trials"]),
-                      f"{100 * r['progress']:.0f}%")
-    Console().print(table)
-    return 0
+    return list_remote(args)

@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any
 
-from determined.cli._remote import client, print_rows
+from determined.cli._remote import add_local_flags, client, print_rows, sdk
 
 __all__ = ["add_experiment_verbs", "add_checkpoint_parser", "parse_bool", "print_checkpoint"]
 
@@ -41,6 +41,7 @@ def add_experiment_verbs(verbs: Any) -> None:
     dl.add_argument("--sort-by", default=None, help="validation metric (default: the searcher's)")
     dl.add_argument("--smaller-is-better", type=parse_bool, default=None)
     dl.add_argument("-q", "--quiet", action="store_true", help="print only the paths")
+    add_local_flags(dl)
     dl.set_defaults(func=_download)
 
 
@@ -50,11 +51,13 @@ def add_checkpoint_parser(nouns: Any) -> None:
     describe = verbs.add_parser("describe", help="show a checkpoint")
     describe.add_argument("uuid")
     describe.add_argument("--json", action="store_true")
+    add_local_flags(describe)
     describe.set_defaults(func=_describe_checkpoint)
     dl = verbs.add_parser("download", help="copy a checkpoint to a local directory")
     dl.add_argument("uuid")
     dl.add_argument("-o", "--output-dir", default=None)
     dl.add_argument("-q", "--quiet", action="store_true")
+    add_local_flags(dl)
     dl.set_defaults(func=_download_checkpoint)
 
 
@@ -102,9 +105,7 @@ def _flat_validation(ckpt: Any) -> Any:
 
 
 def _download(args: argparse.Namespace) -> int:
-    from determined.experimental import Determined
-
-    exp = Determined(args.master, user=args.user).get_experiment(args.experiment_id)
+    exp = sdk(args).get_experiment(args.experiment_id)
     for ckpt in exp.top_n_checkpoints(args.top_n, args.sort_by, args.smaller_is_better):
         path = ckpt.download(os.path.join(args.output_dir, ckpt.uuid))
         print_checkpoint(ckpt, path, args.quiet)
@@ -112,9 +113,7 @@ def _download(args: argparse.Namespace) -> int:
 
 
 def _describe_checkpoint(args: argparse.Namespace) -> int:
-    from determined.experimental import Determined
-
-    ckpt = Determined(args.master, user=args.user).get_checkpoint(args.uuid)
+    ckpt = sdk(args).get_checkpoint(args.uuid)
     row = {"uuid": ckpt.uuid, "experiment_id": ckpt.experiment_id, "trial_id": ckpt.trial_id,
            "batch": ckpt.batch_number, "framework": ckpt.framework, "format": ckpt.format,
            "validation": ckpt.validation, "path": ckpt.path,
@@ -128,9 +127,7 @@ def _describe_checkpoint(args: argparse.Namespace) -> int:
 
 
 def _download_checkpoint(args: argparse.Namespace) -> int:
-    from determined.experimental import Determined
-
-    ckpt = Determined(args.master, user=args.user).get_checkpoint(args.uuid)
+    ckpt = sdk(args).get_checkpoint(args.uuid)
     path = ckpt.download(os.path.join(args.output_dir, ckpt.uuid) if args.output_dir else None)
     print_checkpoint(ckpt, path, args.quiet)
     return 0

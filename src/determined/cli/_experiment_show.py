@@ -10,7 +10,8 @@ import os
 import sys
 from typing import Any, Dict, List, Sequence, Tuple
 
-from determined.cli._remote import add_format_flags, client, csv_text, id_list, print_rows, usage_error
+from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text, id_list,
+                                   print_rows, usage_error)
 from determined.common.api import MasterClient
 
 __all__ = ["WORKLOAD_COLUMNS", "add_show_verbs", "list_checkpoints", "metric_columns",
@@ -39,16 +40,19 @@ def add_show_verbs(verbs: Any) -> None:
                           "separated by blank lines")
     fmt.add_argument("--outdir", default=None,
                      help="write experiments.csv, trials.csv and workloads.csv to this directory")
+    add_local_flags(describe)
     describe.set_defaults(func=_describe)
 
     config = verbs.add_parser("config", help="print an experiment's config (YAML)")
     config.add_argument("experiment_id", type=int)
     config.add_argument("--json", action="store_true", help="print JSON instead of YAML")
+    add_local_flags(config)
     config.set_defaults(func=_config)
 
     lt = verbs.add_parser("list-trials", aliases=["lt"], help="list an experiment's trials")
     lt.add_argument("experiment_id", type=int)
     add_format_flags(lt)
+    add_local_flags(lt)
     lt.set_defaults(func=_list_trials)
 
     lc = verbs.add_parser("list-checkpoints", aliases=["lc"], help="list an experiment's checkpoints")
@@ -56,12 +60,14 @@ def add_show_verbs(verbs: Any) -> None:
     lc.add_argument("--best", type=int, default=None, metavar="N",
                     help="only the N best checkpoints by the searcher metric")
     add_format_flags(lc)
+    add_local_flags(lc)
     lc.set_defaults(func=list_checkpoints)
 
     dl = verbs.add_parser("download-model-def",
                           help="download the model definition (context directory) as a .tgz")
     dl.add_argument("experiment_id", type=int)
     dl.add_argument("--output-dir", default=".", help="directory to write the .tgz to (default .)")
+    add_local_flags(dl)
     dl.set_defaults(func=_download_model_def)
 
 

@@ -16,12 +16,15 @@ from determined.common.api import APIError, MasterClient
 
 __all__ = [
     "add_format_flags",
+    "add_local_flags",
     "cell",
     "client",
     "compact",
     "csv_text",
     "id_list",
+    "is_local",
     "print_rows",
+    "sdk",
     "human_time",
     "table_text",
     "terminal_width",
@@ -31,11 +34,41 @@ __all__ = [
 
 
 def client(args: argparse.Namespace) -> MasterClient:
-    """A client of ``-m`` logged in as ``-u`` (or the cached user, else ``determined``)."""
+    """A client of ``-m`` logged in as ``-u`` (or the cached user, else ``determined``);
+    with ``--local``/``--local-dir``, a reader of the local directory's records that
+    answers the same calls with the same JSON (``determined.local.LocalClient``)."""
     from determined.common.api import Authenticator
 
+    if is_local(args):
+        from determined.local import LocalClient
+
+        return LocalClient(getattr(args, "local_dir", None))  # type: ignore[return-value]
     auth = Authenticator(args.master, user=getattr(args, "user", None))
     return MasterClient(args.master, auth=auth)
+
+
+def is_local(args: argparse.Namespace) -> bool:
+    """Whether the command reads local experiments (``--local`` or ``--local-dir``)."""
+    return bool(getattr(args, "local", False) or getattr(args, "local_dir", None))
+
+
+def add_local_flags(parser: argparse.ArgumentParser) -> None:
+    """``--local`` and ``--local-dir``: read the records of local experiments instead of
+    asking a master."""
+    parser.add_argument("--local", action="store_true",
+                        help="read local experiments (those run with --local), no master")
+    parser.add_argument("--local-dir", default=None,
+                        help="implies --local: the local directory "
+                             "(default $DET_LOCAL_DIR or ~/.determined/local)")
+
+
+def sdk(args: argparse.Namespace) -> Any:
+    """The Python SDK's ``Determined`` for ``-m``/``-u``, or for the local directory."""
+    from determined.experimental import Determined
+
+    if is_local(args):
+        return Determined.local(getattr(args, "local_dir", None))
+    return Determined(args.master, user=getattr(args, "user", None))
 
 
 def unreachable_hint(e: APIError) -> APIError:

@@ -10,7 +10,8 @@ import time
 from typing import Any
 
 from determined.cli._experiment_edit import parse_bool, print_checkpoint
-from determined.cli._remote import add_format_flags, client, csv_text, print_rows, usage_error
+from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text,
+                                   print_rows, sdk, usage_error)
 
 __all__ = ["add_parser"]
 
@@ -26,6 +27,7 @@ def add_parser(nouns: Any) -> None:
     describe.add_argument("--metrics", action="store_true",
                           help="add a column per training and validation metric")
     add_format_flags(describe)
+    add_local_flags(describe)
     describe.set_defaults(func=_describe)
 
     logs = verbs.add_parser("logs", help="print a trial's logs")
@@ -34,6 +36,7 @@ def add_parser(nouns: Any) -> None:
     group = logs.add_mutually_exclusive_group()
     group.add_argument("--head", type=int, default=None, metavar="N", help="only the first N lines")
     group.add_argument("--tail", type=int, default=None, metavar="N", help="only the last N lines")
+    add_local_flags(logs)
     logs.set_defaults(func=_logs)
 
     dl = verbs.add_parser("download", help="download one of a trial's checkpoints")
@@ -48,6 +51,7 @@ def add_parser(nouns: Any) -> None:
     dl.add_argument("--smaller-is-better", type=parse_bool, default=None, metavar="BOOL",
                     help="with --best: whether smaller values of --sort-by are better")
     dl.add_argument("-q", "--quiet", action="store_true", help="print only the local path")
+    add_local_flags(dl)
     dl.set_defaults(func=_download)
 
     kill = verbs.add_parser("kill", help="kill a trial")
@@ -117,13 +121,11 @@ def _logs(args: argparse.Namespace) -> int:
 
 
 def _download(args: argparse.Namespace) -> int:
-    from determined.experimental import Determined
-
     if (args.sort_by is not None or args.smaller_is_better is not None) and not args.best:
         usage_error("--sort-by and --smaller-is-better apply only with --best")
     if args.smaller_is_better is not None and args.sort_by is None:
         usage_error("--smaller-is-better needs --sort-by")
-    trial = Determined(args.master, user=args.user).get_trial(args.trial_id)
+    trial = sdk(args).get_trial(args.trial_id)
     ckpt = trial.select_checkpoint(latest=args.latest, best=args.best, uuid=args.uuid,
                                    sort_by=args.sort_by, smaller_is_better=args.smaller_is_better)
     if ckpt.trial_id != args.trial_id:

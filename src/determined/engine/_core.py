@@ -329,14 +329,21 @@ class ExperimentCore:
         return self.best_value is None or self._signed(v) <= self.best_value
 
     def trial_checkpointed(self, request_id: int, batches: int, uuid: str) -> List[fx.Effect]:
-        """A checkpoint was written completely."""
+        """A checkpoint was written completely. The same report again (a retried
+        request) changes nothing; another trial or batch count under a known uuid is an
+        EngineError."""
         t = self.trial(request_id)
         check_checkpoint_id(uuid)
+        known = self.checkpoints.get(uuid)
+        if known is not None:
+            if known["request_id"] == request_id and known["batches"] == batches:
+                return self._take()
+            raise EngineError(f"Checkpoint {uuid} was already reported, by trial request id "
+                              f"{known['request_id']} at {known['batches']} batches; this "
+                              f"report says request id {request_id} at {batches} batches")
         if t.state in TERMINAL:
             raise EngineError(f"Trial (request id {request_id}) reported checkpoint {uuid} "
                               f"after it ended ({t.state.value})")
-        if uuid in self.checkpoints:
-            raise EngineError(f"Checkpoint {uuid} was already reported")
         self._seq += 1
         metric = t.last_validation[1] if t.last_validation and t.last_validation[0] == batches \
             else None

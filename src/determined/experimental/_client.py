@@ -44,6 +44,17 @@ class Determined:
         #: The user requests are made as.
         self.user: str = self._client.username or ""
 
+    @classmethod
+    def local(cls, local_dir: Optional[str] = None) -> "Determined":
+        """Read experiments run with ``--local`` (records in ``local_dir``, default
+        ``$DET_LOCAL_DIR`` or ``~/.determined/local``) with the same calls."""
+        from determined.local._client import LocalClient
+
+        det = cls.__new__(cls)
+        det._client = LocalClient(local_dir)  # type: ignore[assignment]
+        det.user = ""
+        return det
+
     def get_experiment(self, experiment_id: int) -> "ExperimentReference":
         self._client.get_experiment(experiment_id)  # 404s clearly for unknown ids
         return ExperimentReference(experiment_id, self)

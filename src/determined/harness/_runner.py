@@ -89,6 +89,8 @@ class TrialRunner:
         self._restored_last_validation = 0
         if env.latest_checkpoint:
             self._restore(env.latest_checkpoint, weights_only=env.warm_start)
+        if self.is_chief:
+            self._remove_leftovers()
         cfg = self.config
         self.sequencer = Sequencer(
             scheduling_unit=cfg.scheduling_unit,
@@ -287,6 +289,20 @@ class TrialRunner:
                 self.host.report_early_exit(ExitReason.USER_REQUESTED_STOP)
             return ExitReason.USER_REQUESTED_STOP
         return ExitReason.STOPPED
+
+    def _remove_leftovers(self) -> None:
+        """Before writing anything: this trial's unfinished checkpoint writes of earlier
+        processes go (storage that supports it: shared_fs), and so do complete
+        checkpoints it wrote after the one it resumes from (never registered)."""
+        remove = getattr(self.storage, "remove_leftovers", None)
+        if remove is None or not self.env.experiment_id or not self.env.trial_id:
+            return  # not a trial of a driver or master (test mode, tests' own runners)
+        self.storage.scratch_tag = f"e{self.env.experiment_id}t{self.env.trial_id}-"
+        try:
+            for path in remove(self.env.experiment_id, self.env.trial_id, self.latest_checkpoint):
+                logger.info("removed an unfinished checkpoint write of this trial: %s", path)
+        except OSError as e:
+            logger.warning("could not look for unfinished checkpoint writes: %s", e)
 
     def _restore(self, ref: str, weights_only: bool) -> None:
         with self.storage.local_checkpoint(ref) as path:  # object stores: downloaded

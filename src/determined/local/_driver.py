@@ -9,6 +9,12 @@ has schedulable trials and slots are free, turns their messages into core events
 and carries out the effects the core answers with (records, checkpoints, kills).
 A failed trial process restarts from its latest checkpoint up to ``max_restarts``
 times, whatever the failure (the core's rule, as on a master).
+
+Records go to the local directory's database (the master's schema, ``_store.py``):
+trials, metrics, checkpoints, logs, states and, after every event that changes the
+core, its snapshot, which ``det experiment resume --local`` continues from. Training
+rows are written in batches (one transaction per turn of the loop, and always before a
+snapshot or a rollback), so a fast trial does not wait on the database.
 """
 
 from __future__ import annotations
@@ -27,8 +33,9 @@ from determined import searcher as searchers
 from determined.common.trial_ops import trial_op
 from determined.config import ExperimentConfig
 from determined.harness import TrialEnv
-from determined.local._pool import WarmPool, frameworks_used
+from determined.local._pool import WarmPool, frameworks_used, process_context
 from determined.local._store import LocalStore
+from determined.master.db import ConflictError, NotFoundError
 from determined.storage import build_storage
 
 __all__ = ["LocalDriver", "TrialRecord", "ExperimentResult"]
@@ -98,14 +105,12 @@ class LocalDriver:
     Args:
         config: the normalized experiment config.
         model_dir: the model definition directory.
-        experiment_id: this experiment's id (see ``allocate_ids``).
+        experiment_id: this experiment's id in ``store``.
         store: where records go.
         storage_config: the checkpoint_storage section to use.
         slots: slots of this machine; ``slots // resources.slots_per_trial`` trials
             run at once.
         on_event: called with (kind, trial, details) for progress displays.
-        first_trial_id: the id of the first trial; later ones count up.
-        allocate_trial_id: gives trial ids instead (unique in the local directory).
         resolve_source_checkpoint: the path of the checkpoint every trial warm-starts
             from (``searcher.source_checkpoint_uuid`` / ``source_trial_id``), or None.
     """
@@ -119,8 +124,6 @@ class LocalDriver:
         storage_config: Dict[str, Any],
         slots: int = 1,
         on_event: Optional[Callable[[str, Optional[TrialRecord], Dict[str, Any]], None]] = None,
-        first_trial_id: int = 1,
-        allocate_trial_id: Optional[Callable[[], int]] = None,
         resolve_source_checkpoint: Optional[Callable[[], Optional[str]]] = None,
     ):
         self.config = config
@@ -139,20 +142,19 @@ class LocalDriver:
             )
         self.concurrent = self.slots // per_trial  # trials running at once
         self.on_event = on_event or (lambda kind, trial, details: None)
-        self._next_trial_id = first_trial_id
-        self._allocate_trial_id = allocate_trial_id
+        self.db = store.store
         self.source_path = resolve_source_checkpoint() if resolve_source_checkpoint else None
         source = os.path.basename(self.source_path.rstrip("/")) if self.source_path else None
         self.core = engine.ExperimentCore(config, source_checkpoint=source)
         self.trials: Dict[int, TrialRecord] = {}  # by request id
         self.procs: Dict[int, _Process] = {}  # by request id
-        self.checkpoints: Dict[str, Dict[str, Any]] = {}
+        self._rows: Dict[int, List[Any]] = {}  # training rows not yet written, by trial id
         self.start_time = time.time()
         self._resumed = False
-        self._ctx = multiprocessing.get_context("spawn")
+        frameworks = frameworks_used(self.model_dir)
+        self._ctx = process_context(frameworks)
         self._threads = max(1, (os.cpu_count() or 1) // self.slots)
-        self.pool = WarmPool(self._ctx, self.concurrent, frameworks_used(self.model_dir),
-                             self._threads)
+        self.pool = WarmPool(self._ctx, self.concurrent, frameworks, self._threads)
 
     @property
     def searcher(self) -> Any:
@@ -170,34 +172,35 @@ class LocalDriver:
         finally:
             self.pool.close()
 
-    def restore(self, state: Dict[str, Any], snapshot: Dict[str, Any]) -> None:
-        """Continue from a run's records (``experiment.json``) and core snapshot: trials
+    def restore(self, snapshot: Dict[str, Any]) -> None:
+        """Continue from the records and core snapshot of an interrupted run: trials
         whose processes were lost resume from their latest checkpoints."""
         self.core = engine.ExperimentCore.restore(self.config, snapshot)
         if self.core.finished:
             raise ValueError(f"experiment {self.experiment_id} has already ended "
                              f"({self.core.state.value})")
-        self.source_path = state.get("source_checkpoint_path")
-        self.start_time = state.get("start_time") or self.start_time
-        names = {f.name for f in dataclasses.fields(TrialRecord)}
-        by_id: Dict[int, int] = {}
-        for summary in state.get("trials", []):
-            t = TrialRecord(**{k: v for k, v in summary.items() if k in names})
-            self.trials[t.request_id] = t
-            by_id[t.trial_id] = t.request_id
-        for r in set(self.trials) - set(self.core.trials):  # created after the snapshot
-            del self.trials[r]
+        local = snapshot.get("local") or {}
+        self.source_path = local.get("source_checkpoint_path")
+        exp = self.db.get_experiment(self.experiment_id)
+        self.start_time = exp.start_time.timestamp()
+        latest: Dict[int, Any] = {}
+        for rec in self.db.list_trials(self.experiment_id):
+            r = int(rec.request_id)
+            if r not in self.core.trials:
+                continue  # created after the snapshot: the core creates it again
+            self.trials[r] = TrialRecord(
+                rec.id, r, rec.hparams, rec.seed, state=rec.state, batches=rec.total_batches,
+                best_metric=rec.best_validation, latest_checkpoint=rec.latest_checkpoint,
+                restarts=rec.restarts, warm_start=rec.warm_start_checkpoint,
+                start_time=rec.start_time.timestamp())
+            self.store.resume_logs(rec.id)
+            c = self.db.latest_checkpoint(rec.id)
+            if c is not None:
+                latest[r] = (c.uuid, c.total_batches)
         missing = set(self.core.trials) - set(self.trials)
         if missing:
             raise ValueError(f"experiment {self.experiment_id}: its records lack trials "
                              f"(request ids {sorted(missing)}) its snapshot has")
-        self.checkpoints = {c["uuid"]: c for c in state.get("checkpoints", [])}
-        latest: Dict[int, Any] = {}
-        for c in self.checkpoints.values():
-            r = by_id.get(c["trial_id"])
-            if r is not None and c["state"] == "COMPLETED" and (
-                    r not in latest or c["batches"] >= latest[r][1]):
-                latest[r] = (c["uuid"], c["batches"])
         self._resumed = True
         self._do(self.core.recover(latest))
         self._do(self.core.activate())
@@ -215,12 +218,15 @@ class LocalDriver:
                                        f"shut down (searcher {self.cfg.searcher['name']})")
                 self._refill_pool()
                 self._wait_and_handle()
+                self._flush_rows()
         except KeyboardInterrupt:
             self._stop_gracefully()
             raise
         except BaseException:
             self._kill_all("ERROR")
             raise
+        finally:
+            self.store.pump_all(final=True)
         return self._result(self.core.reason)
 
     def _start_queued(self) -> None:
@@ -273,28 +279,26 @@ class LocalDriver:
             if isinstance(e, engine.CreateTrial):
                 self._create(e)
             elif isinstance(e, engine.StoreMetrics):
-                t = self.trials[e.request_id]
-                self.store.append_metrics(t.trial_id, e.kind, e.batches, e.metrics)
-                t.batches = max(t.batches, e.batches)
+                self._store_metrics(e.request_id, e.kind, e.batches, e.metrics)
             elif isinstance(e, engine.RollbackMetrics):
-                self.store.rollback(self.trials[e.request_id].trial_id, e.batches)
+                self._flush_rows()
+                orphans = self.db.rollback_trial(self.trials[e.request_id].trial_id, e.batches)
+                for uuid in orphans:
+                    self._delete_files(uuid)
             elif isinstance(e, engine.RegisterCheckpoint):
-                t = self.trials[e.request_id]
-                ct = self.core.trial(e.request_id)
-                metrics = ct.last_validation and ct.last_validation[0] == e.batches and \
-                    t.latest_validation
-                self.checkpoints[e.uuid] = {
-                    "uuid": e.uuid, "trial_id": t.trial_id, "batches": e.batches,
-                    "time": time.time(), "validation_metrics": metrics or None,
-                    "state": "COMPLETED",
-                }
+                pass  # stored by _checkpoint() with its file sizes, before the core heard it
             elif isinstance(e, engine.DeleteCheckpoint):
+                self._delete_files(e.uuid)
                 try:
-                    self.storage.delete(e.uuid)
-                except Exception as err:  # noqa: BLE001 - GC must not fail the search
-                    logger.warning("could not delete checkpoint %s: %s", e.uuid, err)
-                if e.uuid in self.checkpoints:
-                    self.checkpoints[e.uuid]["state"] = "DELETED"
+                    self.db.set_checkpoint_state(e.uuid, "DELETED")
+                except NotFoundError:
+                    pass  # its record went with a rollback
+            elif isinstance(e, engine.UpdateTrial):
+                fields = {k: v for k, v in e.fields.items() if k != "warm_start_checkpoint"}
+                if fields:
+                    self.db.update_trial(self.trials[e.request_id].trial_id, **fields)
+            elif isinstance(e, engine.SetExperimentState):
+                self.db.set_experiment_state(self.experiment_id, e.state)
             elif isinstance(e, engine.KillTrial):
                 p = self.procs.get(e.request_id)
                 if p is not None and p.process.is_alive():
@@ -306,23 +310,54 @@ class LocalDriver:
                 elif p is not None and isinstance(e, engine.StopTrial):
                     p.conn.send(("stop",))
             elif isinstance(e, engine.TrialLog):
-                t = self.trials[e.request_id]
-                with open(self.store.trial_log_path(t.trial_id), "a", encoding="utf-8") as f:
-                    f.write(f"[determined] {e.line}\n")
+                self.store.log_line(self.trials[e.request_id].trial_id, f"[determined] {e.line}")
             elif isinstance(e, engine.SaveSnapshot):
                 save = True
         for r in self.trials:
             self._sync(r)
         if save:  # records first: a snapshot never names what they lack (kill -9 between)
-            self._save()
-            self.store.save_searcher(self.core.snapshot())
+            self._flush_rows()
+            snapshot = self.core.snapshot()
+            snapshot["local"] = {"model_dir": self.model_dir,
+                                 "source_checkpoint_path": self.source_path}
+            self.db.save_searcher_snapshot(self.experiment_id, snapshot, self.core.events)
+            self.db.update_experiment(self.experiment_id,
+                                      progress=round(min(1.0, self.searcher.progress()), 4))
+
+    def _store_metrics(self, r: int, kind: str, batches: int, report: Dict[str, Any]) -> None:
+        t = self.trials[r]
+        t.batches = max(t.batches, batches)
+        if kind == "training":
+            self._rows.setdefault(t.trial_id, []).append(
+                (batches, report.get("avg_metrics") or {}, report.get("batch_metrics"),
+                 report.get("num_inputs")))
+        else:
+            self._flush_rows()
+            self.db.add_validation_metrics(t.trial_id, batches,
+                                           report.get("validation_metrics") or {},
+                                           num_inputs=report.get("num_inputs"))
+
+    def _flush_rows(self) -> None:
+        """Write the buffered training rows (one transaction per trial)."""
+        rows, self._rows = self._rows, {}
+        for trial_id, reports in rows.items():
+            self.db.add_training_metrics_many(trial_id, reports)
+
+    def _delete_files(self, uuid: str) -> None:
+        try:
+            self.storage.delete(uuid)
+        except Exception as err:  # noqa: BLE001 - GC must not fail the search
+            logger.warning("could not delete checkpoint %s: %s", uuid, err)
 
     def _create(self, e: engine.CreateTrial) -> None:
-        if self._allocate_trial_id is not None:
-            trial_id = self._allocate_trial_id()
-        else:
-            trial_id = self._next_trial_id
-            self._next_trial_id += 1
+        try:
+            trial_id = self.db.create_trial(self.experiment_id, str(e.request_id), e.hparams,
+                                            e.seed, warm_start_checkpoint=e.warm_start)
+        except ConflictError:  # created before a kill -9 that came ahead of the snapshot
+            found = self.db.trial_by_request(self.experiment_id, str(e.request_id))
+            assert found is not None
+            trial_id = found.id
+        self.store.watch(trial_id)
         t = TrialRecord(trial_id, e.request_id, e.hparams, e.seed, e.checkpoint_of,
                         warm_start=e.warm_start)
         self.trials[e.request_id] = t
@@ -377,7 +412,6 @@ class LocalDriver:
         t.start_time = t.start_time or time.time()
         self.on_event("started", t, {"restart": t.restarts,
                                      "resumed": restore is not None and not warm})
-        self._save()
 
     def _handle(self, r: int, p: _Process, msg: Any) -> None:
         t, kind = self.trials[r], msg[0]
@@ -385,22 +419,22 @@ class LocalDriver:
             self._send_next_op(r, p)
         elif kind == "training":
             _, batches, metrics = msg
-            self._do(self.core.trial_trained(r, batches, metrics.get("avg_metrics") or {}))
+            self._do(self.core.trial_trained(r, batches, metrics))
             self.on_event("training", t, metrics)
         elif kind == "validation":
             values = msg[2].get("validation_metrics") or {}
             t.latest_validation = values
-            self._do(self.core.trial_validated(r, msg[1], values))
-            for c in self.checkpoints.values():
-                if c["trial_id"] == t.trial_id and c["batches"] == msg[1]:
-                    c["validation_metrics"] = values
+            effects = self.core.trial_validated(r, msg[1], values)
+            for e in effects:  # the whole report (num_inputs too), as a master stores it
+                if isinstance(e, engine.StoreMetrics):
+                    self._store_metrics(r, e.kind, e.batches, msg[2])
+            self._do([e for e in effects if not isinstance(e, engine.StoreMetrics)])
             self.on_event("validation", t, values)
-            self._save()
         elif kind == "validate_op_completed":
             self._do(self.core.validate_op_completed(r, msg[2].get("validation_metrics") or {}))
         elif kind == "checkpoint":
-            _, batches, uuid, _meta = msg
-            self._do(self.core.trial_checkpointed(r, batches, uuid))
+            _, batches, uuid, meta = msg
+            self._checkpoint(r, batches, uuid, meta or {})
             self.on_event("checkpoint", t, {"uuid": uuid})
         elif kind == "is_best":
             p.conn.send(("best", self.core.is_best(msg[1])))
@@ -409,12 +443,32 @@ class LocalDriver:
         elif kind == "error":
             p.error = msg[2]
 
+    def _checkpoint(self, r: int, batches: int, uuid: str, meta: Dict[str, Any]) -> None:
+        """Record a checkpoint with its file sizes, then tell the core."""
+        engine.check_checkpoint_id(uuid)
+        resources: Dict[str, int] = {}
+        try:
+            root = self.storage.describe(uuid)
+            for dirpath, _, files in os.walk(root):
+                for name in files:
+                    path = os.path.join(dirpath, name)
+                    resources[os.path.relpath(path, root)] = os.path.getsize(path)
+        except Exception:  # noqa: BLE001 - describe() of an object store: sizes unknown
+            pass
+        self._flush_rows()
+        if uuid not in self.core.checkpoints:  # else the core tells a repeat from a conflict
+            self.db.add_checkpoint(uuid, self.trials[r].trial_id, batches, resources, {},
+                                   str(meta.get("framework", "")), str(meta.get("format", "")))
+        self._do(self.core.trial_checkpointed(r, batches, uuid))
+
     def _process_ended(self, r: int, p: _Process) -> None:
         p.process.join()
         code = p.process.exitcode
         p.conn.close()
         del self.procs[r]
         t = self.trials[r]
+        self._flush_rows()
+        self.store.pump(t.trial_id, final=True)
         restarts_before = self.core.trial(r).restarts
         signal = -code if code is not None and code < 0 else None
         message = (p.error or "").strip().splitlines()[-1] if p.error else ""
@@ -452,11 +506,21 @@ class LocalDriver:
                 if p.process.is_alive():
                     p.process.kill()
         self.procs.clear()
-        for t in self.trials.values():
-            if cancel_trials and t.state in ("RUNNING", "PENDING"):
-                t.state = "CANCELED"
-        self._final_state = state
-        self._save()
+        try:
+            self._flush_rows()
+            for t in self.trials.values():
+                if cancel_trials and t.state in ("RUNNING", "PENDING", "IDLE", "PAUSED"):
+                    t.state = "CANCELED"
+                    self.db.update_trial(t.trial_id, state="CANCELED")
+            self._final_state = state
+            current = self.db.get_experiment(self.experiment_id).state
+            if state != current and state in ("ERROR", "CANCELED"):
+                if not current.startswith("STOPPING_"):
+                    self.db.set_experiment_state(self.experiment_id, "STOPPING_" + state)
+                self.db.set_experiment_state(self.experiment_id, state)
+        except Exception as err:  # noqa: BLE001 - the original error matters more
+            logger.warning("could not record experiment %s as %s: %s",
+                           self.experiment_id, state, err)
 
     # ------------------------------------------------------------------ records
 
@@ -473,29 +537,11 @@ class LocalDriver:
     def best_checkpoint(self) -> Optional[str]:
         return self.core.best_checkpoint()
 
-    def _save(self) -> None:
-        state = getattr(self, "_final_state", None) or self.state
-        self.store.save_state({
-            "id": self.experiment_id,
-            "state": state,
-            "config": self.config,
-            "model_dir": self.model_dir,
-            "start_time": self.start_time,
-            "end_time": time.time() if state in ("COMPLETED", "ERROR", "CANCELED") else None,
-            "progress": self.searcher.progress(),
-            "trials": [t.summary() for t in sorted(self.trials.values(), key=lambda t: t.trial_id)],
-            "checkpoints": list(self.checkpoints.values()),
-            "checkpoint_storage": self.storage_config,
-            "best_checkpoint": self.best_checkpoint(),
-            "shutdown_reason": self.core.reason,
-            "source_checkpoint_path": self.source_path,
-        })
-
     def _result(self, reason: str) -> ExperimentResult:
         best_uuid = self.best_checkpoint()
         return ExperimentResult(
             experiment_id=self.experiment_id,
-            state=self.state,
+            state=getattr(self, "_final_state", None) or self.state,
             trials=sorted(self.trials.values(), key=lambda t: t.trial_id),
             best_trial=self.best_trial(),
             best_checkpoint=best_uuid,

@@ -1,10 +1,14 @@
 """A warm pool of trial processes.
 
-Starting a Python process and importing a framework takes seconds; a trial that
-resumes after an ASHA promotion would pay that every time. The pool keeps
-processes started ahead of need, with the model's framework already imported;
-starting a trial hands one of them the trial's environment. Each process still
-runs exactly one trial and exits, so trials never share state.
+Starting a Python process and importing a framework takes seconds (a cold ``import
+torch`` is 1-3 s of CPU); a search of many short trials would pay that per trial. For
+PyTorch and framework-free models the processes are forked by a fork server that
+imported the platform and the framework once (``multiprocessing``'s ``forkserver``,
+as the master's agent forks trials from its zygote), so a new trial process costs
+milliseconds; TensorFlow models get freshly spawned processes (TensorFlow is not
+fork-safe once imported). The pool also keeps processes started ahead of need;
+starting a trial hands one of them the trial's environment. Each process still runs
+exactly one trial and exits, so trials never share state.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import os
 import re
 from typing import Any, List, Optional, Tuple
 
-__all__ = ["WarmPool", "frameworks_used"]
+__all__ = ["WarmPool", "frameworks_used", "process_context"]
 
 _IMPORTS = {
     "torch": re.compile(r"^\s*(import|from)\s+torch\b", re.M),
@@ -38,6 +42,20 @@ def frameworks_used(model_dir: str) -> List[str]:
                 continue
             found.update(fw for fw, pattern in _IMPORTS.items() if pattern.search(text))
     return sorted(found)
+
+
+def process_context(frameworks: List[str]) -> Any:
+    """The ``multiprocessing`` context trial processes start from: a fork server that
+    preloaded the platform (and PyTorch, warmed up) when that is safe, else ``spawn``."""
+    import multiprocessing
+
+    if "tensorflow" in frameworks or os.environ.get("DET_LOCAL_START") == "spawn" or \
+            "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["determined.local._preload_torch" if "torch" in frameworks
+                                else "determined.local._trial_process"])
+    return ctx
 
 
 def _worker_main(conn: Any, preload: List[str], threads: int) -> None:
@@ -66,9 +84,16 @@ def _worker_main(conn: Any, preload: List[str], threads: int) -> None:
         return
     if message[0] != "run":
         return
+    import atexit
+
     from determined.local._trial_process import trial_main
 
-    trial_main(conn, *message[1])
+    try:
+        trial_main(conn, *message[1])
+    finally:
+        # A forked process ends with os._exit, which skips atexit: run the handlers
+        # (the trial's working directory is removed by one) here.
+        atexit._run_exitfuncs()
 
 
 class WarmPool:

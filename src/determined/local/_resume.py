@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Optional
 
@@ -10,7 +9,8 @@ from rich.console import Console
 
 from determined.errors import DeterminedError
 from determined.local._driver import ExperimentResult, LocalDriver
-from determined.local._store import LocalStore, allocate_ids, default_local_dir
+from determined.local._store import LocalStore, db_path, default_local_dir, open_store
+from determined.master.db import NotFoundError
 
 __all__ = ["resume_local_experiment"]
 
@@ -29,25 +29,35 @@ def resume_local_experiment(experiment_id: int, slots: int = 1, local_dir: Optio
 
     console = console or Console()
     local_dir = os.path.abspath(local_dir or default_local_dir())
-    exp_dir = os.path.join(local_dir, "experiments", str(experiment_id))
+    db = open_store(local_dir)
     try:
-        with open(os.path.join(exp_dir, "experiment.json"), encoding="utf-8") as f:
-            state = json.load(f)
-        with open(os.path.join(exp_dir, "searcher.json"), encoding="utf-8") as f:
-            snapshot = json.load(f)
-    except (OSError, ValueError) as e:
-        raise DeterminedError(f"local experiment {experiment_id} in {local_dir} cannot be "
-                              f"resumed: {e}") from None
-    if state.get("state") == "COMPLETED":
-        raise DeterminedError(f"local experiment {experiment_id} has already COMPLETED")
-    if snapshot.get("version") != 1 or "trials" not in snapshot:
-        raise DeterminedError(f"local experiment {experiment_id} has no experiment snapshot "
-                              "(it ran with an older version); it cannot be resumed")
-    store = LocalStore(local_dir, experiment_id)
-    driver = LocalDriver(
-        state["config"], state["model_dir"], experiment_id, store, state["checkpoint_storage"],
-        slots=slots, allocate_trial_id=lambda: allocate_ids(local_dir, trials=1)["trial"],
-    )
-    driver.restore(state, snapshot)
-    console.print(f"Resuming experiment {experiment_id} from its snapshot; records in {store.dir}")
-    return drive(console, driver, state["config"], store, show_progress)
+        try:
+            exp = db.get_experiment(experiment_id)
+        except NotFoundError:
+            raise DeterminedError(f"local experiment {experiment_id} cannot be resumed: "
+                                  f"there is no such experiment in {local_dir}") from None
+        if exp.state in ("COMPLETED", "CANCELED", "ERROR"):
+            raise DeterminedError(f"local experiment {experiment_id} has already {exp.state}")
+        found = db.get_searcher_snapshot(experiment_id)
+        snapshot = found.snapshot if found is not None else {}
+        if snapshot.get("version") != 1 or "trials" not in snapshot:
+            raise DeterminedError(f"local experiment {experiment_id} has no experiment snapshot "
+                                  "(it ran with an older version); it cannot be resumed")
+        model_dir = (snapshot.get("local") or {}).get("model_dir")
+        if not model_dir or not os.path.isdir(model_dir):
+            raise DeterminedError(f"local experiment {experiment_id} cannot be resumed: its "
+                                  f"model directory {model_dir!r} is gone")
+    except BaseException:
+        db.close()
+        raise
+    store = LocalStore(db, local_dir, experiment_id)
+    try:
+        driver = LocalDriver(exp.config, model_dir, experiment_id, store,
+                             exp.config["checkpoint_storage"], slots=slots)
+        driver.restore(snapshot)
+    except BaseException:
+        store.close()
+        raise
+    console.print(f"Resuming experiment {experiment_id} from its snapshot; records in "
+                  f"{db_path(local_dir)}")
+    return drive(console, driver, exp.config, store, show_progress)

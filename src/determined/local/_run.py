@@ -14,7 +14,7 @@ from determined.config import Length, load_config, test_mode_config, validate_co
 from determined.errors import InvalidConfigError
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 from determined.local._driver import ExperimentResult, LocalDriver
-from determined.local._store import LocalStore, allocate_ids, default_local_dir
+from determined.local._store import OWNER, LocalStore, db_path, default_local_dir, open_store
 from determined.storage import build_storage
 
 __all__ = ["run_local_experiment", "run_test_mode", "prepare_config"]
@@ -113,20 +113,39 @@ def run_local_experiment(
               "or more")],
             f"experiment config {config}" if not isinstance(config, dict) else "experiment config",
         )
-    exp_id = allocate_ids(local_dir, experiments=1)["experiment"]
-    store = LocalStore(local_dir, exp_id)
-    storage_config = cfg["checkpoint_storage"]
-    source_ckpt = _resolve_source(cfg, local_dir, storage_config)
+    db = open_store(local_dir)
+    try:
+        storage_config = cfg["checkpoint_storage"]
+        source_ckpt = _resolve_source(cfg, db, storage_config)
+        exp_id = db.create_experiment(cfg, _packed(model_dir), owner=OWNER)
+    except BaseException:
+        db.close()
+        raise
+    store = LocalStore(db, local_dir, exp_id)
     console.print(
         f"Experiment {exp_id} ({cfg['description']}): searcher {cfg['searcher']['name']}, "
-        f"{slots} slot(s); records in {store.dir}"
+        f"{slots} slot(s); records in {db_path(local_dir)}"
     )
-    driver = LocalDriver(
-        cfg, model_dir, exp_id, store, storage_config, slots=slots,
-        allocate_trial_id=lambda: allocate_ids(local_dir, trials=1)["trial"],
-        resolve_source_checkpoint=lambda: source_ckpt,
-    )
+    try:
+        driver = LocalDriver(
+            cfg, model_dir, exp_id, store, storage_config, slots=slots,
+            resolve_source_checkpoint=lambda: source_ckpt,
+        )
+    except BaseException:
+        store.close()
+        raise
     return drive(console, driver, cfg, store, show_progress)
+
+
+def _packed(model_dir: str) -> bytes:
+    """The model directory as a master stores it (``det e download-model-def``); empty
+    if it cannot be packed (too large: the run uses the directory in place)."""
+    from determined.common.api import pack_context
+
+    try:
+        return pack_context(model_dir)
+    except ValueError:
+        return b""
 
 
 def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
@@ -150,8 +169,10 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
     return result
 
 
-def _resolve_source(cfg: Dict[str, Any], local_dir: str, storage_config: Dict[str, Any]) -> Optional[str]:
+def _resolve_source(cfg: Dict[str, Any], db: Any, storage_config: Dict[str, Any]) -> Optional[str]:
     """The checkpoint path named by searcher.source_checkpoint_uuid / source_trial_id."""
+    from determined.master.db import NotFoundError
+
     s = cfg["searcher"]
     storage = build_storage(storage_config)
     if s.get("source_checkpoint_uuid"):
@@ -162,20 +183,16 @@ def _resolve_source(cfg: Dict[str, Any], local_dir: str, storage_config: Dict[st
             )
         return storage.describe(uuid)
     if s.get("source_trial_id") is not None:
-        import json
-
         trial_id = s["source_trial_id"]
-        exp_root = os.path.join(local_dir, "experiments")
-        for name in os.listdir(exp_root) if os.path.isdir(exp_root) else []:
-            path = os.path.join(exp_root, name, "experiment.json")
-            if not os.path.exists(path):
-                continue
-            with open(path, encoding="utf-8") as f:
-                state = json.load(f)
-            for t in state.get("trials", []):
-                if t["trial_id"] == trial_id and t.get("latest_checkpoint"):
-                    return build_storage(state["checkpoint_storage"]).describe(t["latest_checkpoint"])
-        raise InvalidConfigError(
-            [("searcher.source_trial_id", f"no trial {trial_id} with a checkpoint in {local_dir}")]
-        )
+        try:
+            trial = db.get_trial(trial_id)
+        except NotFoundError:
+            trial = None
+        if trial is None or not trial.latest_checkpoint:
+            raise InvalidConfigError(
+                [("searcher.source_trial_id", f"no trial {trial_id} with a checkpoint in "
+                                              "this local directory")]
+            )
+        config = db.get_experiment(trial.experiment_id).config
+        return build_storage(config["checkpoint_storage"]).describe(trial.latest_checkpoint)
     return None

@@ -1,28 +1,34 @@
-"""Where a local experiment keeps its records: plain files a person can read.
+"""Where local experiments keep their records: the master's database schema, in a
+SQLite file of the local directory, so every read command (``det e describe --local``,
+``det t logs --local``, ...) serves local runs with the master's own queries.
 
 Layout under the local directory (default ``~/.determined/local``, or
 ``$DET_LOCAL_DIR``)::
 
-    ids.json                      next experiment and trial ids
+    local.db                      experiments, trials, metrics, checkpoints, logs and
+                                  each experiment's core snapshot (the master's schema)
     checkpoints/<uuid>/           checkpoints (unless the config names storage)
     experiments/<id>/
-        experiment.json           config, state, trials, checkpoints (rewritten atomically)
-        metrics.jsonl             one line per training or validation workload
-        searcher.json             the searcher's latest snapshot
-        trials/<trial id>.log     each trial process's output
+        trials/<trial id>.log     each trial process's output (also in local.db)
+        tensorboard/trial_<id>/   TensorBoard event files
+
+A directory written by an older version (``experiments/<id>/experiment.json`` and
+``metrics.jsonl``) is imported into ``local.db`` the first time it is opened
+(``_legacy.py``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import json
 import os
-import tempfile
-import time
-from typing import Any, Dict, Iterator, List, Optional
+from typing import Dict, List
 
-__all__ = ["LocalStore", "default_local_dir", "allocate_ids"]
+from determined.master.db import Store
+
+__all__ = ["DB_NAME", "LocalStore", "OWNER", "db_path", "default_local_dir", "open_store"]
+
+DB_NAME = "local.db"
+#: The user local experiments belong to (one of the two every database starts with).
+OWNER = "determined"
 
 
 def default_local_dir() -> str:
@@ -31,94 +37,97 @@ def default_local_dir() -> str:
     )
 
 
-def _write_json_atomic(path: str, data: Any) -> None:
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1, default=str)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+def db_path(local_dir: str) -> str:
+    return os.path.join(os.path.abspath(local_dir), DB_NAME)
 
 
-@contextlib.contextmanager
-def _locked(path: str) -> Iterator[None]:
-    with open(path + ".lock", "a+") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
-
-
-def allocate_ids(local_dir: str, experiments: int = 0, trials: int = 0) -> Dict[str, int]:
-    """Reserve ids; returns the first of each (ids are unique within ``local_dir``)."""
+def open_store(local_dir: str) -> Store:
+    """The local directory's database, created or migrated to the current schema (and
+    an older version's files imported) on first use."""
+    local_dir = os.path.abspath(local_dir)
+    fresh = not os.path.exists(db_path(local_dir))
     os.makedirs(local_dir, exist_ok=True)
-    path = os.path.join(local_dir, "ids.json")
-    with _locked(path):
-        ids = {"experiment": 1, "trial": 1}
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as f:
-                ids.update(json.load(f))
-        first = dict(ids)
-        ids["experiment"] += experiments
-        ids["trial"] += trials
-        _write_json_atomic(path, ids)
-    return first
+    store = Store("sqlite:///" + db_path(local_dir))
+    try:
+        store.upgrade()
+        if fresh:
+            from determined.local._legacy import import_legacy
+
+            import_legacy(store, local_dir)
+    except BaseException:
+        store.close()
+        raise
+    return store
 
 
 class LocalStore:
-    """Records of one local experiment."""
+    """The records of one local experiment: ``store`` (the database) and the files of
+    its directory. Trial processes write their output to a file each; :meth:`pump`
+    copies new complete lines into the database."""
 
-    def __init__(self, local_dir: str, experiment_id: int):
-        self.local_dir = local_dir
+    def __init__(self, store: Store, local_dir: str, experiment_id: int):
+        self.store = store
+        self.local_dir = os.path.abspath(local_dir)
         self.experiment_id = experiment_id
-        self.dir = os.path.join(local_dir, "experiments", str(experiment_id))
+        self.dir = os.path.join(self.local_dir, "experiments", str(experiment_id))
         os.makedirs(os.path.join(self.dir, "trials"), exist_ok=True)
-        self.state: Dict[str, Any] = {}
-        self._metrics = open(os.path.join(self.dir, "metrics.jsonl"), "a", encoding="utf-8")
+        self._offsets: Dict[int, int] = {}
 
     def trial_log_path(self, trial_id: int) -> str:
         return os.path.join(self.dir, "trials", f"{trial_id}.log")
 
-    def save_state(self, state: Dict[str, Any]) -> None:
-        self.state = state
-        _write_json_atomic(os.path.join(self.dir, "experiment.json"), state)
+    def log_line(self, trial_id: int, line: str) -> None:
+        """Append one line of the platform's own to the trial's log."""
+        with open(self.trial_log_path(trial_id), "a", encoding="utf-8") as f:
+            f.write(line.rstrip("\n") + "\n")
+        self.pump(trial_id)
 
-    def save_searcher(self, snapshot: Dict[str, Any]) -> None:
-        _write_json_atomic(os.path.join(self.dir, "searcher.json"), snapshot)
+    def resume_logs(self, trial_id: int) -> None:
+        """Continue copying a trial's log after the lines the database already has
+        (a resumed experiment: its driver may have died between a write and a copy)."""
+        stored = len(self.store.get_logs(trial_id, limit=2**62))
+        offset = 0
+        try:
+            with open(self.trial_log_path(trial_id), "rb") as f:
+                for _ in range(stored):
+                    line = f.readline()
+                    if not line.endswith(b"\n"):
+                        break
+                    offset += len(line)
+        except OSError:
+            pass
+        self._offsets[trial_id] = offset
 
-    def append_metrics(self, trial_id: int, kind: str, batches: int, metrics: Dict[str, Any]) -> None:
-        row = {"trial_id": trial_id, "kind": kind, "batches": batches, "time": time.time(),
-               "metrics": metrics}
-        self._metrics.write(json.dumps(row, default=str) + "\n")
-        self._metrics.flush()
+    def pump(self, trial_id: int, final: bool = False) -> int:
+        """Store the trial's new complete log lines (``final``: an unterminated last
+        line too, its process has ended); returns how many."""
+        offset = self._offsets.get(trial_id, 0)
+        try:
+            with open(self.trial_log_path(trial_id), "rb") as f:
+                f.seek(offset)
+                data = f.read()
+        except OSError:
+            return 0
+        end = len(data) if final else data.rfind(b"\n") + 1
+        if end <= 0:
+            return 0
+        lines: List[str] = data[:end].decode("utf-8", errors="replace").splitlines()
+        self._offsets[trial_id] = offset + end
+        if lines:
+            self.store.add_logs(trial_id, lines)
+        return len(lines)
 
-    def rollback(self, trial_id: int, batches: int) -> None:
-        """Discard ``trial_id``'s rows past ``batches`` (a restart from a checkpoint)."""
-        self.append_metrics(trial_id, "rollback", batches, {})
+    def pump_all(self, final: bool = False) -> None:
+        for trial_id in list(self._offsets):
+            self.pump(trial_id, final)
+
+    def watch(self, trial_id: int) -> None:
+        """Copy this trial's log from now on (from its start unless resumed)."""
+        self._offsets.setdefault(trial_id, 0)
 
     def close(self) -> None:
-        self._metrics.close()
+        try:
+            self.pump_all(final=True)
+        finally:
+            self.store.close()
 
-    @staticmethod
-    def read_metrics(exp_dir: str, trial_id: Optional[int] = None) -> List[Dict[str, Any]]:
-        """Metric rows with rolled-back rows removed."""
-        rows: List[Dict[str, Any]] = []
-        path = os.path.join(exp_dir, "metrics.jsonl")
-        if not os.path.exists(path):
-            return rows
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                if not line.strip():
-                    continue
-                row = json.loads(line)
-                if row["kind"] == "rollback":
-                    rows = [
-                        r for r in rows
-                        if not (r["trial_id"] == row["trial_id"] and r["batches"] > row["batches"])
-                    ]
-                else:
-                    rows.append(row)
-        if trial_id is not None:
-            rows = [r for r in rows if r["trial_id"] == trial_id]
-        return rows

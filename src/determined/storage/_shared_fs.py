@@ -19,9 +19,13 @@ _SCRATCH_PREFIX = ".partial-"
 class SharedFSStorageManager(StorageManager):
     """Checkpoints under ``host_path[/storage_path]/<uuid>``.
 
-    Writes go to ``.partial-<uuid>-<random>`` in the same directory, are fsynced,
-    then renamed to ``<uuid>`` (rename is atomic on POSIX file systems).
+    Writes go to ``.partial-<tag><uuid>-<random>`` in the same directory, are fsynced,
+    then renamed to ``<uuid>`` (rename is atomic on POSIX file systems). A trial sets
+    ``scratch_tag`` (``e<experiment>t<trial>-``) so that its next process can tell its
+    own unfinished writes from other trials' (:meth:`remove_leftovers`).
     """
+
+    scratch_tag = ""
 
     def __init__(self, host_path: str, storage_path: Optional[str] = None):
         if not os.path.isabs(host_path):
@@ -46,7 +50,8 @@ class SharedFSStorageManager(StorageManager):
         final = self._final(uuid)
         if os.path.exists(final):
             raise CheckpointError(f"checkpoint {uuid} already exists at {final}")
-        scratch = os.path.join(self.root, f"{_SCRATCH_PREFIX}{uuid}-{uuidlib.uuid4().hex[:8]}")
+        scratch = os.path.join(
+            self.root, f"{_SCRATCH_PREFIX}{self.scratch_tag}{uuid}-{uuidlib.uuid4().hex[:8]}")
         os.makedirs(scratch)
         try:
             yield scratch
@@ -63,6 +68,43 @@ class SharedFSStorageManager(StorageManager):
         if not os.path.isdir(final):
             raise CheckpointError(f"checkpoint {uuid} not found in {self.root}")
         yield final
+
+    def remove_leftovers(self, experiment_id: int, trial_id: int,
+                         restored: Optional[str]) -> List[str]:
+        """At a trial's start, when none of its earlier processes can still write:
+        remove its unfinished writes (scratch directories tagged with it) and, when it
+        resumes from its own checkpoint ``restored``, the complete checkpoints it wrote
+        after that one (killed before reporting them, or rolled back: no record names
+        them). Returns the paths removed."""
+        import json
+
+        tag = f"{_SCRATCH_PREFIX}e{experiment_id}t{trial_id}-"
+        removed: List[str] = []
+        since = None
+        if restored:
+            try:
+                since = os.stat(self._final(restored)).st_mtime
+            except (OSError, CheckpointError):
+                since = None
+        for name in os.listdir(self.root):
+            path = os.path.join(self.root, name)
+            doomed = name.startswith(tag)
+            if not doomed and since is not None and not name.startswith(".") \
+                    and name != restored and name != "tensorboard":
+                try:
+                    if os.stat(path).st_mtime < since - 1.0:
+                        continue
+                    with open(os.path.join(path, "metadata.json"), encoding="utf-8") as f:
+                        meta = json.load(f)
+                    doomed = (meta.get("experiment_id"), meta.get("trial_id")) == (
+                        experiment_id, trial_id) and meta.get("end_time", 0) > since - 1.0 \
+                        and name != restored
+                except (OSError, ValueError, AttributeError):
+                    continue
+            if doomed:
+                shutil.rmtree(path, ignore_errors=True)
+                removed.append(path)
+        return removed
 
     def delete(self, uuid: str) -> None:
         shutil.rmtree(self._final(uuid), ignore_errors=True)

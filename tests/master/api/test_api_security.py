@@ -92,7 +92,12 @@ def test_out_of_range_integers_and_state_conflicts_are_4xx(running_trial):
         ("POST", "/trial-runner/training", {"json": {"batches": BIG, "metrics": {}}},
          400, "batches"),
         ("POST", "/trial-runner/checkpoint", {"json": checkpoint}, 200, None),
-        ("POST", "/trial-runner/checkpoint", {"json": checkpoint}, 409, twice),
+        # The same report again (a retried request) is accepted; other content under
+        # the same uuid is a conflict.
+        ("POST", "/trial-runner/checkpoint", {"json": checkpoint}, 200, None),
+        ("POST", "/trial-runner/checkpoint", {"json": dict(checkpoint, batches=30)}, 409, twice),
+        ("POST", "/trial-runner/checkpoint",
+         {"json": dict(checkpoint, metadata={"framework": "other"})}, 409, "other content"),
         ("POST", "/trial-runner/validate-op-completed", {"json": {"batches": 0, "metrics": {}}},
          409, "Validate"),
         ("POST", "/agents/a1/register", {"json": {"slots": BIG}}, 400, "slots"),

@@ -41,9 +41,8 @@ from determined.master.db import (
     NotFoundError,
     User,
 )
-from determined.master.db._experiments import GIT_FIELDS
 from determined.master.experiments import ExperimentRun, TrialState
-from determined.master import webui
+from determined.master import views, webui
 from determined.searcher import SearcherError
 
 __all__ = ["create_app"]
@@ -117,46 +116,12 @@ def _error(status: int, message: str, details: Optional[List[Dict[str, str]]] = 
     return JSONResponse(body, status_code=status)
 
 
-def _iso(t: Any) -> Optional[str]:
-    return t.isoformat() if t is not None else None
-
-
 def _experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[str, Any]:
-    e = master.store.get_experiment(id)
-    trials = master.store.list_trials(id)
-    out = {
-        "id": e.id, "state": e.state, "description": e.description, "labels": e.labels,
-        "archived": e.archived, "progress": e.progress or 0.0, "owner": e.owner,
-        "weight": e.weight, "priority": e.priority, "max_slots": e.max_slots,
-        "start_time": _iso(e.start_time), "end_time": _iso(e.end_time),
-        "searcher": e.config.get("searcher", {}).get("name"),
-        "num_trials": len(trials),
-        **(e.git or dict.fromkeys(GIT_FIELDS)),
-    }
-    if with_config:
-        out["config"] = e.config
-        out["trials"] = [_trial_json(t) for t in trials]
-    return out
+    return views.experiment_json(master.store, id, with_config)
 
 
-def _trial_json(t: Any) -> Dict[str, Any]:
-    return {
-        "id": t.id, "experiment_id": t.experiment_id, "request_id": t.request_id,
-        "state": t.state, "hparams": t.hparams, "seed": t.seed, "restarts": t.restarts,
-        "total_batches": t.total_batches, "latest_checkpoint": t.latest_checkpoint,
-        "best_validation": t.best_validation, "warm_start_checkpoint": t.warm_start_checkpoint,
-        "start_time": _iso(t.start_time), "end_time": _iso(t.end_time),
-    }
-
-
-def _checkpoint_json(c: Any) -> Dict[str, Any]:
-    return {
-        "uuid": c.uuid, "trial_id": c.trial_id, "experiment_id": c.experiment_id,
-        "total_batches": c.total_batches, "state": c.state, "resources": c.resources,
-        "metadata": c.metadata, "framework": c.framework, "format": c.format,
-        "determined_version": c.determined_version, "start_time": _iso(c.start_time),
-        "end_time": _iso(c.end_time), "validation": c.validation,
-    }
+_trial_json = views.trial_json
+_checkpoint_json = views.checkpoint_json
 
 
 def create_app(master: Master) -> fastapi.FastAPI:
@@ -266,8 +231,7 @@ def create_app(master: Master) -> fastapi.FastAPI:
             None, description="only this user's experiments")) -> Dict[str, Any]:
         if user is not None:
             master.store.get_user(user)  # 404 for an unknown user
-        exps = master.store.list_experiments(include_archived=archived, owner=user)
-        return {"experiments": [_experiment_json(master, e.id, with_config=False) for e in exps]}
+        return {"experiments": views.experiments_json(master.store, archived, user)}
 
     @api.get("/experiments/{id}")
     def get_experiment(id: int) -> Dict[str, Any]:
@@ -331,18 +295,11 @@ def create_app(master: Master) -> fastapi.FastAPI:
     @api.get("/experiments/{id}/model_def")
     def get_model_def(id: int) -> Dict[str, Any]:
         """The uploaded context directory: ``{"b64_tgz": base64 of the tar.gz}``."""
-        master.store.get_experiment(id)
-        return {"b64_tgz": base64.b64encode(master.store.get_model_def(id)).decode("ascii")}
+        return views.model_def_json(master.store, id)
 
     @api.get("/trials/{id}")
     def get_trial(id: int) -> Dict[str, Any]:
-        out = _trial_json(master.store.get_trial(id))
-        out["metrics"] = [
-            {"kind": m.kind, "total_batches": m.total_batches, "metrics": m.metrics,
-             "end_time": _iso(m.end_time)}
-            for m in master.store.list_metrics(id)
-        ]
-        return out
+        return views.trial_with_metrics_json(master.store, id)
 
     @api.post("/trials/{id}/kill")
     def kill_trial(id: int, user: User = Caller) -> Dict[str, Any]:
@@ -362,10 +319,7 @@ def create_app(master: Master) -> fastapi.FastAPI:
     @api.get("/trials/{id}/logs")
     def get_logs(id: int, after_id: int = Query(0, ge=0), limit: int = Query(1000, ge=0),
                  tail: Optional[int] = Query(None, ge=0)) -> Dict[str, Any]:
-        master.store.get_trial(id)
-        lines = master.store.get_logs(id, after_id=after_id, limit=limit, tail=tail)
-        return {"logs": [{"id": l.id, "timestamp": _iso(l.timestamp), "line": l.line}
-                         for l in lines]}
+        return views.logs_json(master.store, id, after_id, limit, tail)
 
     @api.get("/checkpoints/{uuid}")
     def get_checkpoint(uuid: str) -> Dict[str, Any]:

@@ -35,6 +35,7 @@ import pydantic
 from fastapi import Depends, Query
 
 from determined.master._core import Master
+from determined.master import views
 from determined.master._master_log import MASTER_LOG
 from determined.master.api._auth import check_owner
 from determined.master.db import TERMINAL_STATES, User
@@ -113,12 +114,7 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
 
     @api.get("/trials/{id}/workloads")
     def trial_workloads(id: int) -> Dict[str, Any]:
-        store.get_trial(id)
-        return {"workloads": [
-            {"kind": w.kind, "total_batches": w.total_batches, "end_time": _iso(w.end_time),
-             "metrics": w.metrics, "batch_metrics": w.batch_metrics, "num_inputs": w.num_inputs}
-            for w in store.list_workloads(id)
-        ]}
+        return views.workloads_json(store, id)
 
     # -- checkpoint metadata ------------------------------------------------------------------
 

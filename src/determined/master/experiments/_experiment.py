@@ -279,11 +279,28 @@ class ExperimentRun:
         except Exception:  # describe() of a non-local backend: sizes unknown
             pass
         with self.master.lock:
-            if uuid in self.core.checkpoints:
-                raise engine.EngineError(f"Checkpoint {uuid} was already reported")
+            if uuid in self.core.checkpoints:  # a retried report: the same, or a 409
+                self._same_checkpoint(t, batches, uuid, meta, resources)
+                self._do(self.core.trial_checkpointed(t.request_id, batches, uuid))
+                return
             self.store.add_checkpoint(uuid, t.trial_id, batches, resources, {},
                                       str(meta.get("framework", "")), str(meta.get("format", "")))
             self._do(self.core.trial_checkpointed(t.request_id, batches, uuid))
+
+    def _same_checkpoint(self, t: TrialHandle, batches: int, uuid: str, meta: Dict[str, Any],
+                         resources: Dict[str, int]) -> None:
+        """EngineError (409) unless the stored checkpoint ``uuid`` is what this report
+        says: the same trial, batches, framework, format and files."""
+        stored = self.store.get_checkpoint(uuid)
+        reported = (t.trial_id, batches, str(meta.get("framework", "")),
+                    str(meta.get("format", "")), resources)
+        known = (stored.trial_id, stored.total_batches, stored.framework, stored.format,
+                 stored.resources)
+        if reported != known:
+            raise engine.EngineError(
+                f"Checkpoint {uuid} was already reported with other content (trial, "
+                f"batches, framework, format, files): {known[:4]} and {len(known[4])} "
+                f"files, now {reported[:4]} and {len(resources)} files")
 
     def validate_op_completed(self, t: TrialHandle, metrics: Dict[str, Any]) -> None:
         self._do(self.core.validate_op_completed(t.request_id,

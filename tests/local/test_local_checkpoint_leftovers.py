@@ -1,0 +1,59 @@
+"""A trial's unfinished checkpoint writes are removed when it starts (not only when a
+master starts): its tagged ``.partial-*`` scratch directories, and, when it resumes from
+its own checkpoint, complete checkpoints it wrote later that no record names. Other
+trials' files stay."""
+
+import json
+import os
+import time
+import uuid
+
+import yaml
+
+from det_cli_testing import run_det
+
+
+def _complete(root, experiment_id, trial_id, when):
+    path = root / str(uuid.uuid4())
+    path.mkdir()
+    (path / "state_dict.pth").write_bytes(b"x" * 10)
+    (path / "metadata.json").write_text(json.dumps(
+        {"experiment_id": experiment_id, "trial_id": trial_id, "end_time": when}))
+    os.utime(path, (when, when))
+    return path
+
+
+def test_trial_start_removes_its_leftovers_only(tmp_path, tiny_dir):
+    local = tmp_path / "local"
+    root = local / "checkpoints"
+    root.mkdir(parents=True)
+    later = time.time() + 3600  # "written after the checkpoint the restart resumes from"
+    mine_partial = root / f".partial-e1t1-{uuid.uuid4()}-0badf00d"
+    other_partial = root / f".partial-e9t9-{uuid.uuid4()}-0badf00d"
+    for p in (mine_partial, other_partial):
+        p.mkdir()
+        (p / "state_dict.pth").write_bytes(b"half")
+    mine_unregistered = _complete(root, 1, 1, later)
+    other_unregistered = _complete(root, 9, 9, later)
+
+    cfg = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    cfg["hyperparameters"]["crash_once_at_batch"] = 25  # restart from the checkpoint at 20
+    cfg["data"] = {"crash_marker": str(tmp_path / "crashed")}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    out = run_det(["e", "create", config, tiny_dir, "--local-dir", local, "--json",
+                   "--no-progress"])
+    assert out.returncode == 0, out.stderr
+    run = json.loads(out.stdout)
+    assert run["experiment_id"] == 1 and run["trials"][0]["trial_id"] == 1
+    assert run["trials"][0]["restarts"] == 1
+
+    assert not mine_partial.exists() and not mine_unregistered.exists()
+    assert other_partial.exists() and other_unregistered.exists()
+    assert not [p for p in root.iterdir() if p.name.startswith(".partial-e1t1-")]
+    # Every checkpoint the run registered and kept is complete and still there.
+    listed = json.loads(run_det(["e", "lc", "1", "--local-dir", local, "--json"]).stdout)
+    for c in listed:
+        assert (root / c["uuid"] / "metadata.json").exists() == (c["state"] == "COMPLETED")
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+    assert logs.count("removed an unfinished checkpoint write of this trial") == 2, logs
