@@ -28,6 +28,10 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="model definitions and trial specs (default: ~/.determined/agent/ID)")
     p.add_argument("--token", default=os.environ.get("DET_AGENT_TOKEN"),
                    help="the master's security.agent_token (default: $DET_AGENT_TOKEN)")
+    p.add_argument("--address", default=os.environ.get("DET_AGENT_ADDRESS"),
+                   help="where other agents reach this machine, for trials spanning agents "
+                        "(default: $DET_AGENT_ADDRESS, else the local address of the route "
+                        "to the master)")
     args = p.parse_args(argv)
     if not args.master:
         p.error("--master is required (or set DET_MASTER), e.g. --master http://10.0.0.5:8080")
@@ -39,7 +43,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     try:
         agent = Agent(args.master, slots=args.slots, agent_id=args.agent_id, label=args.label,
-                      work_dir=args.work_dir, token=args.token)
+                      work_dir=args.work_dir, token=args.token, address=args.address)
     except ValueError as e:
         p.error(str(e))
     return agent.run()

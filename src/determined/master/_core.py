@@ -44,7 +44,7 @@ class _Launch(NamedTuple):
     agent_id: str
     slot_ids: List[int]
     restarts: int
-    parts: Any = None  # every (agent, slots) of a trial spanning agents (Ray)
+    parts: Any = None  # every (agent, slots) of a trial spanning agents (remote or Ray)
 
 OWNER = "determined"
 
@@ -432,7 +432,8 @@ class Master:
                 if t.trial_id not in self._split_warned:
                     self._split_warned.add(t.trial_id)
                     print(f"det-master: trial {t.trial_id} needs {alloc.slot_count} slots on "
-                          "one agent; it waits until an agent has that many free", flush=True)
+                          "one agent, or on remote agents only (the embedded agent's slots "
+                          "cannot join a trial spanning agents); it waits", flush=True)
                 continue
             self.allocations[alloc.task_id] = (self._task(run, t), alloc)
             launches.append(self._prepare_launch(run, t, alloc))

@@ -15,6 +15,10 @@ Remote agents (``python -m determined.agent``) authenticate with the master's
 - ``POST /agents/{id}/events`` ``{session, logs: {launch_id: [line]}, exits:
   {launch_id: code}}``: output lines are stored before the exits are handled.
 - ``POST /agents/{id}/deregister`` ``{session}``.
+- ``POST /agents/{id}/rendezvous`` ``{session, launch_id, address, port}`` -> ``{started}``:
+  the agent of a spanning trial's chief part (command ``{type: "launch_part", ...,
+  ranks: {first, size, num_agents, chief}}``) says where rank 0 listens; the other parts
+  are then sent with ``ranks.master_addr``/``master_port`` (``resource_managers/_spanning.py``).
 
 An unknown or replaced session gets 410: the agent registers again. Missing or wrong
 credentials get 401, a session of a user who is no admin 403.
@@ -61,6 +65,15 @@ class Events(_Body):
 
 class Session(_Body):
     session: str
+
+
+class Rendezvous(_Body):
+    session: str
+    launch_id: str = pydantic.Field(max_length=64)
+    address: str = pydantic.Field("", max_length=255,
+                                  description="rank 0's host as the other agents reach it "
+                                              "(empty: the address the master sees)")
+    port: int = pydantic.Field(ge=1, le=65535)
 
 
 def _fail(status: int, message: str) -> fastapi.HTTPException:
@@ -170,6 +183,15 @@ def agents_router(master: Master) -> fastapi.APIRouter:
             raise gone(e) from None
         print(f"det-master: agent {agent_id} deregistered", flush=True)
         return {}
+
+    @api.post("/{agent_id}/rendezvous")
+    def rendezvous(agent_id: str, body: Rendezvous) -> Dict[str, Any]:
+        try:
+            started = remote.rendezvous(agent_id, body.session, body.launch_id,
+                                        body.address, body.port)
+        except UnknownSessionError as e:
+            raise gone(e) from None
+        return {"started": started}
 
     return api
 
