@@ -21,9 +21,8 @@ from master_testing import (  # noqa: E402
     wait_for_state,
     wait_until,
 )
-from test_remote_agents import AgentProcess  # noqa: E402
+from test_remote_agents import AgentProcess, Recorder  # noqa: E402
 
-pytestmark = pytest.mark.e2e
 AGENT_TIMEOUT = 3.0
 DIST_MODEL = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "dist_pytorch"
 SLOW_DIST = '''import time
@@ -96,6 +95,7 @@ def _dist_config(**changes):
     return config
 
 
+@pytest.mark.e2e
 def test_trial_across_two_agents_trains_as_on_one(cluster):
     cluster.start_agent("a1")
     cluster.start_agent("a2")
@@ -124,6 +124,7 @@ def test_trial_across_two_agents_trains_as_on_one(cluster):
         r for r in metric_rows(cluster.api, one_exp["trials"][0]["id"]) if r[0] == "validation"]
 
 
+@pytest.mark.e2e
 def test_sigkill_of_the_non_chief_agent_restarts_the_trial(cluster, tmp_path):
     model = tmp_path / "slow_dist"
     shutil.copytree(DIST_MODEL, model, ignore=shutil.ignore_patterns("__pycache__"))
@@ -175,6 +176,7 @@ def test_sigkill_of_the_non_chief_agent_restarts_the_trial(cluster, tmp_path):
     assert "of the trial on agent" in logs and "stopping its other parts" in logs, logs
 
 
+@pytest.mark.e2e
 def test_killing_a_spanning_trial_stops_every_part(cluster, tmp_path):
     model = tmp_path / "slow_dist"
     shutil.copytree(DIST_MODEL, model, ignore=shutil.ignore_patterns("__pycache__"))
@@ -196,3 +198,92 @@ def test_killing_a_spanning_trial_stops_every_part(cluster, tmp_path):
         wait_until(lambda: not trial_processes(agent.proc.pid), timeout=20,
                    what=f"no rank left on {agent.id}")
     assert all(a["used_slots"] == 0 for a in cluster.api.get("/agents").json()["agents"])
+
+
+# -- the master's registry alone (real objects, no processes) ---------------------------
+
+def _two_agents(reg):
+    return (reg.register("a1", 1, address="10.0.0.1")["session"],
+            reg.register("a2", 1, address="10.0.0.2")["session"])
+
+
+def _parts(reg, trial_id):
+    return reg.launch_parts(trial_id, [("a1", (0,)), ("a2", (0,))], {"DET_TRIAL_TOKEN": "t"},
+                            {"env": {}}, experiment_id=1)
+
+
+def test_registry_sends_other_parts_after_the_rendezvous_and_waits_for_every_part():
+    rec = Recorder()
+    reg = rec.registry()
+    s1, s2 = _two_agents(reg)
+    chief, other = _parts(reg, 5)
+    assert reg.holds_parts(5) and not reg.holds(5)
+    (command,) = reg.poll("a1", s1, 0)
+    assert command["type"] == "launch_part" and command["launch_id"] == chief
+    assert command["ranks"] == {"first": 0, "size": 2, "num_agents": 2, "chief": True}
+    assert reg.poll("a2", s2, 0) == []  # waits for rank 0's address
+    assert reg.rendezvous("a1", s1, chief, "", 29500)  # "": the address the master saw
+    (command,) = reg.poll("a2", s2, 0)
+    assert command["launch_id"] == other and command["ranks"] == {
+        "first": 1, "size": 2, "num_agents": 2, "chief": False,
+        "master_addr": "10.0.0.1", "master_port": 29500}
+    assert [d["trials"] for d in reg.describe()] == [[5], [5]]
+    reg.report("a2", s2, {other: ["boom"]}, {other: 3})  # rank 1 failed
+    assert rec.exits == []  # not before every part ended ...
+    assert reg.poll("a1", s1, 0) == [{"type": "kill", "launch_id": chief}]  # ... and killed
+    reg.report("a1", s1, {}, {chief: -9})
+    assert rec.exits == [(5, 3)] and rec.lost == [] and not reg.holds_parts(5)
+    assert any("a part of the trial on agent a2: exited with code 3" in line
+               for _, lines in rec.logs for line in lines), rec.logs
+    assert not reg.rendezvous("a1", s1, chief, "", 29500)  # over: nothing more is sent
+
+    chief, other = _parts(reg, 6)  # a user error anywhere wins over the chief's crash
+    reg.poll("a1", s1, 0)
+    reg.rendezvous("a1", s1, chief, "10.9.9.9", 1234)
+    reg.poll("a2", s2, 0)
+    reg.report("a1", s1, {}, {chief: 1})
+    reg.report("a2", s2, {}, {other: 65})
+    assert rec.exits[-1] == (6, 65)
+
+    chief, other = _parts(reg, 7)  # a clean chief: the trial's code is 0
+    reg.poll("a1", s1, 0)
+    reg.rendezvous("a1", s1, chief, "", 1234)
+    reg.poll("a2", s2, 0)
+    reg.report("a1", s1, {}, {chief: 0})
+    reg.report("a2", s2, {}, {other: 0})
+    assert rec.exits[-1] == (7, 0)
+    reg.close()
+
+
+def test_registry_kill_and_lost_agents_of_a_spanning_trial():
+    rec = Recorder()
+    reg = rec.registry(timeout=1.0)
+    s1, s2 = _two_agents(reg)
+    chief, _ = _parts(reg, 8)
+    reg.kill_parts(8)  # nothing delivered yet: every part is dropped at once
+    wait_until(lambda: rec.exits == [(8, -9)], timeout=5, what="the exit")
+    assert reg.poll("a1", s1, 0) == [] and reg.poll("a2", s2, 0) == []
+
+    chief, other = _parts(reg, 9)
+    reg.poll("a1", s1, 0)
+    reg.kill_parts(9)  # the chief runs; its rank 1 was never sent
+    assert reg.poll("a1", s1, 0) == [{"type": "kill", "launch_id": chief}]
+    assert reg.poll("a2", s2, 0) == []
+    reg.report("a1", s1, {}, {chief: -9})
+    assert rec.exits[-1] == (9, -9)
+
+    chief, other = _parts(reg, 10)
+    reg.poll("a1", s1, 0)
+    reg.rendezvous("a1", s1, chief, "", 1234)
+    reg.poll("a2", s2, 0)
+    # a2 goes silent and is lost: the chief's part is killed, the trial ends after it.
+    seen = []
+    deadline = time.monotonic() + 10
+    while {"type": "kill", "launch_id": chief} not in seen:
+        assert time.monotonic() < deadline, "no kill of the chief's part after a2 was lost"
+        seen += reg.poll("a1", s1, 0.1)
+    assert not reg.has_agent("a2") and rec.exits[-1] == (9, -9)
+    reg.report("a1", s1, {}, {chief: 1})
+    assert rec.exits[-1] == (10, -9) and rec.lost == []
+    assert any("agent a2 lost" in line for _, lines in rec.logs for line in lines)
+    reg.close()
