@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 import determined
 from determined.common.api import MAX_CONTEXT_BYTES, ContextArchiveError
 from determined.common.validation import validate_experiment
-from determined.config import config_warnings, parse_yaml
+from determined.config import config_warnings, masked_config, parse_yaml
 from determined.errors import InvalidConfigError, InvalidModelDefError
 from determined.master._core import Master
 from determined.master.api import _models as models
@@ -120,7 +120,7 @@ def _experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[
         "num_trials": len(trials),
     }
     if with_config:
-        out["config"] = e.config
+        out["config"] = masked_config(e.config)  # credentials stay in the stored config
         out["trials"] = [_trial_json(t) for t in trials]
     return out
 
