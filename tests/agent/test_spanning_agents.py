@@ -108,6 +108,8 @@ def test_trial_across_two_agents_trains_as_on_one(cluster):
               if f"det-agent {a}: starting ranks {r} of 2 of trial {trial_id}" in logs}
     assert sorted(starts.values()) == ["0-0", "1-1"], logs
     assert f"trial {trial_id} exited: completed" in logs, logs
+    # Rank 1 got a working directory of its own, as rank 0 (its line came from a2 or a1).
+    assert f"[rank 1] " in logs and "runs in" in logs.split("[rank 1] ", 1)[1], logs
     for agent in list(cluster.agents.values()):
         assert agent.stop() == 0, agent.log()
 
@@ -177,7 +179,7 @@ def test_sigkill_of_the_non_chief_agent_restarts_the_trial(cluster, tmp_path):
 
 
 @pytest.mark.e2e
-def test_killing_a_spanning_trial_stops_every_part(cluster, tmp_path):
+def test_pause_and_kill_reach_every_part(cluster, tmp_path):
     model = tmp_path / "slow_dist"
     shutil.copytree(DIST_MODEL, model, ignore=shutil.ignore_patterns("__pycache__"))
     (model / "slow_def.py").write_text(SLOW_DIST)
@@ -186,12 +188,29 @@ def test_killing_a_spanning_trial_stops_every_part(cluster, tmp_path):
                           searcher={"name": "single", "metric": "validation_loss",
                                     "max_length": {"batches": 5000}})
     config["hyperparameters"]["sleep"] = 0.05
+
+    def trial():
+        return cluster.api.get(f"/experiments/{exp_id}/trials").json()["trials"][0]
+
     exp_id = create_experiment(cluster.api, config, model)
-    wait_until(lambda: [t for t in cluster.api.get(f"/experiments/{exp_id}/trials").json()[
-        "trials"] if t["total_batches"] >= 20], timeout=180, what="training")
+    wait_until(lambda: trial()["total_batches"] >= 20, timeout=180, what="training")
     assert all(len(trial_processes(a.proc.pid)) == 1 for a in (a1, a2))
-    r = cluster.api.post(f"/experiments/{exp_id}/kill")
-    assert r.status_code < 300, r.text
+    # Pause: the chief checkpoints, every rank exits cleanly, the slots are free.
+    assert cluster.api.post(f"/experiments/{exp_id}/pause").status_code < 300
+    for agent in (a1, a2):
+        wait_until(lambda: not trial_processes(agent.proc.pid), timeout=60,
+                   what=f"no rank left on {agent.id} after the pause")
+    wait_until(lambda: all(a["used_slots"] == 0
+                           for a in cluster.api.get("/agents").json()["agents"]),
+               timeout=30, what="the slots to be free")
+    paused_at = trial()["total_batches"]
+    assert trial()["restarts"] == 0 and paused_at >= 20
+    assert cluster.api.post(f"/experiments/{exp_id}/activate").status_code < 300
+    wait_until(lambda: trial()["total_batches"] >= paused_at + 20, timeout=180,
+               what="training after the pause")
+    assert "restored from checkpoint" in cluster.logs(trial()["id"])
+    # Kill: every part dies at once, no restart.
+    assert cluster.api.post(f"/experiments/{exp_id}/kill").status_code < 300
     exp = wait_for_state(cluster.api, exp_id, ["CANCELED", "ERROR", "COMPLETED"], timeout=60)
     assert exp["state"] == "CANCELED" and exp["trials"][0]["restarts"] == 0, exp
     for agent in (a1, a2):
@@ -286,4 +305,23 @@ def test_registry_kill_and_lost_agents_of_a_spanning_trial():
     reg.report("a1", s1, {}, {chief: 1})
     assert rec.exits[-1] == (10, -9) and rec.lost == []
     assert any("agent a2 lost" in line for _, lines in rec.logs for line in lines)
+    reg.close()
+
+
+def test_registry_kills_parts_that_outlive_a_clean_chief():
+    rec = Recorder()
+    reg = rec.registry()
+    reg.chief_grace = 0.3
+    s1, s2 = _two_agents(reg)
+    chief, other = _parts(reg, 11)
+    reg.poll("a1", s1, 0)
+    reg.rendezvous("a1", s1, chief, "", 1234)
+    reg.poll("a2", s2, 0)
+    reg.report("a1", s1, {}, {chief: 0})  # done; rank 1 hangs
+    assert rec.exits == []
+    assert reg.poll("a2", s2, 5) == [{"type": "kill", "launch_id": other}]
+    reg.report("a2", s2, {}, {other: -9})
+    assert rec.exits == [(11, 0)]  # the chief's clean end decides
+    assert any("still run after its chief ended" in line
+               for _, lines in rec.logs for line in lines), rec.logs
     reg.close()

@@ -32,7 +32,7 @@ def _ports():
     return out
 
 
-def _started(start, attempts=3):
+def _started(start, attempts=5):
     """``start()`` (a Ray node), retried when the node misses Ray's fixed 30 s start-up
     wait (a loaded machine): the processes the failed try left are killed first (they
     are children of this process that did not exist before it)."""

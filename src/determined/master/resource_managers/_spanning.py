@@ -64,6 +64,8 @@ class SpanningMixin:
     _lock: threading.Lock
     _agents: Dict[str, Any]
     _history: Dict[str, int]
+    #: Seconds the other parts get to exit after the chief's part ended cleanly.
+    chief_grace: float = CHIEF_GRACE_SECONDS
 
     def _init_spanning(self) -> None:
         self._groups: Dict[int, _Group] = {}
@@ -202,11 +204,11 @@ class SpanningMixin:
         return group.trial_id, group.result(), group.chief in group.lost
 
     def _sweep_parts(self, now: float) -> List[Ended]:
-        """Kill the parts that outlive a cleanly ended chief by CHIEF_GRACE_SECONDS."""
+        """Kill the parts that outlive a cleanly ended chief by :attr:`chief_grace`."""
         out = []
         for group in list(self._groups.values()):
             if (group.chief_done_at is not None and not group.stopping
-                    and now - group.chief_done_at > CHIEF_GRACE_SECONDS):
+                    and now - group.chief_done_at > self.chief_grace):
                 self._store_later(group.trial_id, [
                     "det-master: parts of the trial still run after its chief ended; "
                     "killing them"])
