@@ -481,6 +481,8 @@ class Agent:
                 addr, port = self._rendezvous(t)
             else:
                 addr, port = str(ranks["master_addr"]), int(ranks["master_port"])
+            self._log(t, f"det-agent {self.id}: ranks of trial {t.trial_id} rendezvous at "
+                         f"{addr}:{port}")
             env = {"DET_MASTER": self._poller.url, "DET_TRIAL_TOKEN": token,
                    "DET_TRIAL_SPEC": spec_path, "DET_DIST_SPEC": spec_path,
                    "DET_AGENT_ID": self.id, "DET_SLOT_IDS": ",".join(map(str, slot_ids)),
