@@ -152,6 +152,15 @@ def test_s3_secret_is_masked_and_checkpoints_report_their_sizes(master_factory, 
                 f"/experiments/{exp_id}").text
             (ckpt,) = [c for c in api.get(f"/experiments/{exp_id}/checkpoints").json()[
                 "checkpoints"] if c["state"] == "COMPLETED"]
+            # The shown config, sent back as is (a fork), is refused naming the field.
+            import base64
+
+            from determined.common.api import pack_context
+
+            r = api.post("/experiments", json={
+                "config": exp["config"], "activate": False,
+                "model_def": base64.b64encode(pack_context(str(tiny_dir))).decode()})
+            assert r.status_code == 400 and "checkpoint_storage.secret_key" in r.text, r.text
         out = run_det(["-m", master.url, "e", "config", str(exp_id)])
         assert out.returncode == 0 and "secret_key: '***'" in out.stdout, out
         assert secret not in out.stdout
