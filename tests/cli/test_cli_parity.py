@@ -20,18 +20,7 @@ from determined.cli._main import build_parser
 CONTRACT = pathlib.Path(__file__).with_name("cli-0.13.0.md")
 
 #: Upstream commands and flags without the feature here, and why (README: compatibility).
-NOT_HERE = {
-    ("user", "link-with-agent-user"): "no agent users: trials run as the master's user",
-    ("experiment", "create", "-g"): "no git metadata is stored with experiments",
-    ("experiment", "create", "--git"): "no git metadata is stored with experiments",
-}
-for _cmd in (("notebook", "start"), ("command", "run"), ("shell", "start")):
-    for _flag in ("-v", "--volume"):
-        NOT_HERE[_cmd + (_flag,)] = "container volumes: tasks run on the agent's machine"
-for _flag in ("-p", "--passphrase"):
-    NOT_HERE[("shell", "start", _flag)] = "no SSH keys to protect: shells run locally"
-for _cmd in (("shell", "start"), ("shell", "open")):
-    NOT_HERE[_cmd + ("ssh_opts",)] = "no ssh: a shell is a local process"
+NOT_HERE: dict = {}
 #: Nouns another part of the project adds (checked as soon as they are registered).
 LATER_NOUNS = {"notebook", "command", "shell", "tensorboard", "task"}
 

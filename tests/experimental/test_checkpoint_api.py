@@ -27,6 +27,51 @@ def test_checkpoint_object_download_load_metadata(tiny_dir, tmp_path):
     assert Checkpoint.from_path(storage.describe(uuid)).metadata == {"stage": "prod"}
 
 
+def test_upstream_constructor_from_json_and_metadata_helpers(tiny_dir, tmp_path):
+    """Upstream's 17-field constructor, ``from_json`` (camelCase too), ``parse_metadata`` and
+    ``get_type``; without a master the files come from the config's checkpoint storage."""
+    import pathlib
+
+    import pytest
+
+    from determined.errors import CheckpointError
+    from determined.experimental._checkpoint import ModelFramework
+
+    host, storage, _ = run_trial(make_env(tiny_dir), train_plan(10), tmp_path / "s")
+    uuid = host.checkpoints[-1][1]
+    meta = Checkpoint.parse_metadata(pathlib.Path(storage.describe(uuid)))
+    assert meta["uuid"] == uuid and Checkpoint.get_type(meta) is ModelFramework.PYTORCH
+    assert Checkpoint.get_type({"tensorflow_version": "2.15"}) is ModelFramework.TENSORFLOW
+    with pytest.raises(CheckpointError, match="'framework' to start with 'torch'"):
+        Checkpoint.get_type({"framework": "jax"})
+
+    config = {"checkpoint_storage": {"type": "shared_fs", "host_path": str(tmp_path / "s")}}
+    ckpt = Checkpoint(uuid, config, 1, 1, {"lr": 0.1}, 10, None, None, {}, None,
+                      "0.13.0", "torch-2", "pickle", None, None, {"a": 1}, None)
+    assert ckpt.path == storage.describe(uuid) and ckpt.metadata == {"a": 1}
+    local = ckpt.download(str(tmp_path / "dl"))
+    assert os.path.exists(os.path.join(local, "state_dict.pth"))
+    assert ckpt.load().context.models[0] is not None
+
+    camel = Checkpoint.from_json({
+        "uuid": uuid, "experimentConfig": config, "experimentId": 4, "trialId": 5,
+        "hparams": {"lr": 0.5}, "batchNumber": 10, "startTime": "t0", "endTime": "t1",
+        "resources": {"state_dict.pth": 1}, "metrics": {"validationMetrics": {"x": 1.0}},
+        "validation_state": "STATE_COMPLETED", "determinedVersion": "0.13.0",
+        "framework": "torch-2", "format": "pickle", "metadata": {"m": 2}})
+    assert (camel.experiment_id, camel.trial_id, camel.batch_number) == (4, 5, 10)
+    assert camel.validation == {"metrics": {"validationMetrics": {"x": 1.0}},
+                                "state": "STATE_COMPLETED"}
+    assert camel.determined_version == "0.13.0" and camel.metadata == {"m": 2}
+
+    nowhere = Checkpoint("x", {}, 1, 1, {}, 1, None, None, {}, None)
+    with pytest.raises(CheckpointError, match="no master and no checkpoint_storage"):
+        nowhere.download(str(tmp_path / "none"))
+    missing = Checkpoint("no-such-uuid", config, 1, 1, {}, 1, None, None, {}, None)
+    with pytest.raises(CheckpointError, match="no-such-uuid"):
+        missing.download(str(tmp_path / "missing"))
+
+
 def test_native_create_test_mode(tiny_dir):
     sys.path.insert(0, str(tiny_dir))
     from model_def import TinyTrial

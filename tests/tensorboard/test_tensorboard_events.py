@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from determined.tensorboard import SharedFSTensorboardManager, get_sync_path
+from determined.tensorboard import SharedFSTensorboardManager, trial_sync_path
 from determined.tensorboard.metric_writers import BatchMetricWriter
 from determined.tensorboard.metric_writers._event_file import EventFileWriter
 
@@ -33,7 +33,7 @@ def test_sync_copies_new_and_grown_files_only(tmp_path):
     writer = EventFileWriter(str(base))
     writer.add_scalar("a", 1.0, 1)
     writer.reset()
-    manager = SharedFSTensorboardManager(str(storage), str(base), get_sync_path(3, 7))
+    manager = SharedFSTensorboardManager(str(storage), str(base), trial_sync_path(3, 7))
     assert len(manager.to_sync()) == 1
     manager.sync()
     assert manager.to_sync() == []
@@ -89,7 +89,7 @@ def test_trial_tensorboard_syncs_after_validations_and_at_close(tmp_path):
     from determined.tensorboard import TrialTensorboard
 
     base, storage = tmp_path / "local", tmp_path / "storage"
-    manager = SharedFSTensorboardManager(str(storage), str(base), get_sync_path(1, 2))
+    manager = SharedFSTensorboardManager(str(storage), str(base), trial_sync_path(1, 2))
     tb = TrialTensorboard(str(base), manager)
     target = str(storage / "tensorboard" / "experiment" / "1" / "trial" / "2")
     tb.training(0, 1, {"batch_metrics": [{"loss": 1.0}]})

@@ -6,12 +6,14 @@ import ExperimentList from "./pages/ExperimentList";
 import ExperimentPage from "./pages/ExperimentPage";
 import TrialPage from "./pages/TrialPage";
 import ClusterPage from "./pages/ClusterPage";
+import TaskList from "./pages/TaskList";
 import MasterLogs from "./pages/MasterLogs";
 import ChartBench from "./pages/ChartBench";
 
 /** Top-level pages in the navigation bar; another page adds its entry here and a route below. */
 export const NAV = [
   { to: "/experiments", label: "Experiments" },
+  { to: "/tasks", label: "Tasks" },
   { to: "/cluster", label: "Cluster" },
   { to: "/logs", label: "Master logs" },
 ];
@@ -56,6 +58,7 @@ function Shell() {
           <Route path="/experiments/:id" element={<ExperimentPage />} />
           <Route path="/experiments/:id/trials/:trialId" element={<TrialPage />} />
           <Route path="/trials/:trialId" element={<TrialPage />} />
+          <Route path="/tasks" element={<TaskList />} />
           <Route path="/cluster" element={<ClusterPage />} />
           <Route path="/logs" element={<MasterLogs />} />
           <Route path="/bench/chart" element={<ChartBench />} />

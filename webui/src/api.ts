@@ -140,6 +140,23 @@ export interface LogLine {
   line: string;
 }
 
+/** A task as ``GET /tasks`` returns it (``master/api/_tasks.py``). */
+export interface TaskRow {
+  id: string;
+  kind: string;
+  owner: string;
+  state: string;
+  description: string;
+  slots: number;
+  agent_id: string | null;
+  slot_ids: number[] | null;
+  exit_code: number | null;
+  end_reason: string | null;
+  start_time: string | null;
+  end_time: string | null;
+  url: string | null;
+}
+
 /** Whether ``user`` may act on something ``owner`` owns (the API's rule). */
 export function canEdit(user: User | null, owner: string): boolean {
   return !!user && (user.admin || user.username === owner);

@@ -9,6 +9,12 @@ trial's process group. The trials' output lines go to the master in batches, eac
 trial's exit code after its last lines. ``launch_part`` starts this agent's ranks of a
 trial spanning agents (:meth:`Agent._launch_part`).
 
+Tasks (``launch_task``: commands, notebooks, shells, TensorBoards) run as on the
+master's embedded agent (:mod:`determined.tasks._launch`) in ``<work-dir>/tasks/<id>``;
+a service listens on this agent's address towards the master (``--address``), which
+the agent reports (``started``) so the master's proxy can reach it. ``kill_task`` stops
+one (SIGTERM, then SIGKILL).
+
 If the master is unreachable the agent retries with backoff and keeps its trials
 running (they retry their own requests); when it is back, the agent registers again
 and names the trials it still runs. On SIGTERM it kills its trials, reports their
@@ -30,10 +36,17 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from determined.agent._parts import free_port, interface_env, route_address
+from determined.agent._parts import free_port, interface_env
 from determined.agent._spawner import Spawner
 from determined.agent._gpus import detect_gpus
 from determined.common.api import APIError, MasterClient, unpack_context
+from determined.tasks._launch import (
+    SERVICE_KINDS,
+    TaskProcess,
+    free_port,
+    prepare_dirs,
+    task_command,
+)
 
 __all__ = ["Agent", "detect_gpus", "default_work_dir"]
 
@@ -72,6 +85,29 @@ class _Part(_Trial):
 RANK_MODULE = "determined.harness._rank_main"
 
 
+class _Task:
+    def __init__(self, launch_id: str, task_id: str):
+        self.launch_id = launch_id
+        self.task_id = task_id
+        self.process: Optional[TaskProcess] = None
+        self.killed = False
+
+
+def route_address(master_url: str) -> str:
+    """This machine's address on the route to the master (loopback for a local one)."""
+    from urllib.parse import urlsplit
+
+    host = urlsplit(master_url if "://" in master_url else f"http://{master_url}").hostname
+    try:
+        infos = socket.getaddrinfo(host or "127.0.0.1", 9, type=socket.SOCK_DGRAM)
+        family, _, _, _, addr = infos[0]
+        with socket.socket(family, socket.SOCK_DGRAM) as s:
+            s.connect(addr)  # no packet is sent
+            return str(s.getsockname()[0])
+    except OSError:
+        return "127.0.0.1"
+
+
 class Agent:
     """One agent process's state and threads.
 
@@ -85,8 +121,9 @@ class Agent:
             ``~/.determined/agent/<id>``).
         token: the master's ``security.agent_token``, if it sets one.
         gpus: GPU indices (default: :func:`detect_gpus`).
-        address: where agents reach this machine, for trials spanning agents (default:
-            the local address of the route to the master).
+        address: this machine's address as the master and other agents reach it: task
+            services listen there and ranks of trials spanning agents rendezvous there
+            (default: this machine's address on the route to the master; never a wildcard).
     """
 
     def __init__(self, master: str, slots: Optional[int] = None, agent_id: Optional[str] = None,
@@ -112,8 +149,13 @@ class Agent:
         self.work_dir = os.path.abspath(os.path.expanduser(work_dir or default_work_dir(self.id)))
         self.token = token
         self.master_url = master
+        if address in ("0.0.0.0", "::"):
+            raise ValueError("Expected --address to be this machine's address, not a wildcard "
+                             f"(services must not listen on every interface). Received: "
+                             f"{address}")
+        self.address = address or route_address(master)
+        self._tasks: Dict[str, _Task] = {}  # launch id -> task, until its exit is shipped
         self._poller = MasterClient(master, token=token)
-        self.address = address or route_address(self._poller.url)
         self._shipper_client = MasterClient(master, token=token)
         self._fetcher = MasterClient(master)  # model definitions: with each trial's token
         self._lock = threading.Lock()  # guards _trials and the session
@@ -180,13 +222,19 @@ class Agent:
                 _say(f"det-agent: could not tell the master it drains: {e}", err=True)
         with self._lock:
             trials = list(self._trials.values())
-        _say(f"det-agent: {self.id} shutting down; killing {len(trials)} trial(s)")
+            tasks = list(self._tasks.values())
+        _say(f"det-agent: {self.id} shutting down; killing {len(trials)} trial(s) and "
+             f"{len(tasks)} task(s)")
         for t in trials:
             self._kill(t)
+        for task in tasks:
+            self._events.put(("line", task.launch_id, f"det-agent {self.id}: shutting down; "
+                                                      f"killing task {task.task_id}"))
+            self._kill_task(task, signal.SIGKILL)
         deadline = time.monotonic() + 10.0
         while time.monotonic() < deadline:  # let the shipper report their exits
             with self._lock:
-                if not self._trials or self._session is None:
+                if not (self._trials or self._tasks) or self._session is None:
                     break
             time.sleep(0.1)
         with self._lock:
@@ -217,7 +265,7 @@ class Agent:
         except APIError:
             pass  # registering tells whether the master is there
         with self._lock:
-            running = list(self._trials)
+            running = list(self._trials) + list(self._tasks)
         import determined
 
         answer = self._poller.request("POST", f"/agents/{self.id}/register", json={
@@ -310,8 +358,18 @@ class Agent:
         elif kind == "kill":
             with self._lock:
                 t = self._trials.get(command.get("launch_id", ""))
+                task = self._tasks.get(command.get("launch_id", ""))
             if t is not None:
                 self._kill(t)
+            if task is not None:
+                self._kill_task(task, signal.SIGKILL)
+        elif kind == "launch_task":
+            self._handle_launch_task(command)
+        elif kind == "kill_task":
+            with self._lock:
+                task = self._tasks.get(command.get("launch_id", ""))
+            if task is not None:
+                self._kill_task(task, signal.SIGTERM)
         else:
             _say(f"det-agent: ignoring unknown command {kind!r}", err=True)
 
@@ -319,6 +377,7 @@ class Agent:
         """Send output lines and exits in batches, in order; retry until the master has them."""
         logs: Dict[str, List[str]] = {}
         exits: Dict[str, int] = {}
+        started: Dict[str, Dict[str, Any]] = {}
         pending = 0
         backoff = 0.5
         while True:
@@ -332,6 +391,9 @@ class Agent:
                 if kind == "line":
                     logs.setdefault(launch_id, []).append(value)
                     pending += 1
+                elif kind == "started":
+                    started[launch_id] = value
+                    deadline = 0.0
                 else:
                     exits[launch_id] = value
                     deadline = 0.0  # an exit: send it now
@@ -346,18 +408,22 @@ class Agent:
                     item = None
             with self._lock:
                 session = self._session
-            if not (logs or exits) or session is None:
+            if not (logs or exits or started) or session is None:
                 continue
+            body: Dict[str, Any] = {"session": session, "logs": logs, "exits": exits}
+            if started:
+                body["started"] = started
             try:
-                self._shipper_client.request("POST", f"/agents/{self.id}/events", json={
-                    "session": session, "logs": logs, "exits": exits}, timeout=30.0)
+                self._shipper_client.request("POST", f"/agents/{self.id}/events", json=body,
+                                             timeout=30.0)
             except APIError as e:
                 if e.status in (400, 401, 403):  # retrying would not help: drop them
                     _say(f"det-agent: the master refused trial output: {e}", err=True)
                     with self._lock:
                         for launch_id in exits:
                             self._trials.pop(launch_id, None)
-                    logs, exits, pending = {}, {}, 0
+                            self._tasks.pop(launch_id, None)
+                    logs, exits, started, pending = {}, {}, {}, 0
                     continue
                 if e.status == 410:
                     with self._lock:  # the poller registers again
@@ -370,7 +436,8 @@ class Agent:
             with self._lock:
                 for launch_id in exits:
                     self._trials.pop(launch_id, None)
-            logs, exits, pending = {}, {}, 0
+                    self._tasks.pop(launch_id, None)
+            logs, exits, started, pending = {}, {}, {}, 0
 
     @staticmethod
     def _drop_oldest(logs: Dict[str, List[str]]) -> int:
@@ -594,6 +661,75 @@ class Agent:
             # Byte-compile once here rather than in every trial process.
             compileall.compile_dir(path, quiet=2, workers=1)
             return path
+
+
+    # -- tasks -------------------------------------------------------------------------
+
+    def _handle_launch_task(self, command: Dict[str, Any]) -> None:
+        task = _Task(command["launch_id"], str(command["task_id"]))
+        with self._lock:
+            self._tasks[task.launch_id] = task  # named in "running" from now on
+        if self._stop.is_set():
+            self._events.put(("line", task.launch_id, f"det-agent {self.id}: shutting down; "
+                                                      "task not started"))
+            self._events.put(("exit", task.launch_id, 1))
+            return
+        threading.Thread(target=self._run_task, args=(task, command),
+                         name=f"det-task-{task.task_id}", daemon=True).start()
+
+    def _run_task(self, task: _Task, command: Dict[str, Any]) -> None:
+        """Start the task's process, then ship its output until it exits (the process
+        dies with this thread)."""
+        import base64
+
+        def log(lines: List[str]) -> None:
+            for line in lines:
+                self._events.put(("line", task.launch_id, line))
+
+        kind = str(command["kind"])
+        task_dir = os.path.join(self.work_dir, "tasks", task.task_id)
+        try:
+            context = base64.b64decode(command["context"]) if command.get("context") else None
+            work = prepare_dirs(task_dir, context, command.get("spec"),
+                                command.get("mounts") or ())
+            port = free_port(self.address) if kind in SERVICE_KINDS else None
+            slot_ids = [int(s) for s in command.get("slot_ids") or []]
+            env_vars = dict(command.get("env") or {}, DET_AGENT_ID=self.id,
+                            DET_SLOT_IDS=",".join(map(str, slot_ids)))
+            if self.gpus and slot_ids:
+                env_vars["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus[s] for s in slot_ids)
+            argv, env = task_command(kind, command["config"], task.task_id, task_dir,
+                                     self.address, port, str(command["token"]),
+                                     self._poller.url, env_vars)
+            with self._lock:
+                if task.killed:
+                    raise _Killed()
+                task.process = TaskProcess(argv, env, work)
+            log([f"det-agent {self.id}: started {kind} task {task.task_id}"
+                 + (f" on slot(s) {','.join(map(str, slot_ids))}" if slot_ids else "")])
+            self._events.put(("started", task.launch_id, {"host": self.address, "port": port}))
+        except _Killed:
+            self._events.put(("exit", task.launch_id, -15))
+            return
+        except Exception as e:
+            log([f"det-agent {self.id}: could not start task {task.task_id}: "
+                 f"{type(e).__name__}: {e}"])
+            self._events.put(("exit", task.launch_id, 1))
+            return
+        code = task.process.pump(log)
+        shutil.rmtree(os.path.join(task_dir, "logdir"), ignore_errors=True)
+        self._events.put(("exit", task.launch_id, code))
+
+    def _kill_task(self, task: _Task, sig: int) -> None:
+        with self._lock:
+            task.killed = True
+            process = task.process
+        if process is None:
+            return
+        if sig == signal.SIGKILL:
+            process.signal(sig)
+        else:
+            process.stop()
 
 
 class _Killed(Exception):

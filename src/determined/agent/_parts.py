@@ -1,5 +1,6 @@
-"""Where the ranks of a trial spanning agents meet: this agent's address and a free port,
-and the network interface collective libraries should use to reach the other agents."""
+"""Where the ranks of a trial spanning agents meet: a free port on rank 0's agent, and the
+network interface collective libraries use to reach the other agents (the agent's own
+address: ``Agent.address``)."""
 
 from __future__ import annotations
 
@@ -8,25 +9,10 @@ import ipaddress
 import socket
 import struct
 from typing import Dict, Optional
-from urllib.parse import urlparse
 
-__all__ = ["route_address", "free_port", "interface_env"]
+__all__ = ["free_port", "interface_env"]
 
 _SIOCGIFADDR = 0x8915
-
-
-def route_address(master_url: str) -> str:
-    """The local address this machine uses to reach the master ("" if unknown): the
-    other agents reach rank 0 there when they reach the master the same way."""
-    parsed = urlparse(master_url)
-    host, port = parsed.hostname or "", parsed.port or 80
-    try:
-        family, _, _, _, target = socket.getaddrinfo(host, port, proto=socket.IPPROTO_UDP)[0]
-        with socket.socket(family, socket.SOCK_DGRAM) as s:
-            s.connect(target)  # UDP: no packet is sent
-            return str(s.getsockname()[0])
-    except OSError:
-        return ""
 
 
 def free_port() -> int:

@@ -36,6 +36,10 @@ def add_parser(nouns: Any) -> None:
                         help="show progress and stream the first trial's logs until the end")
     create.add_argument("--template", default=None,
                         help="merge the config over this template (`det template list`)")
+    create.add_argument("-g", "--git", action="store_true",
+                        help="record the model definition's git remote, commit, committer "
+                             "and commit date with the experiment (tracked files must be "
+                             "committed; `det e describe --json` shows them)")
     create.add_argument("--json", action="store_true", help="print the result as JSON")
     create.set_defaults(func=_create)
 
@@ -87,7 +91,8 @@ def _create(args: argparse.Namespace) -> int:
     from determined.local._store import default_local_dir
 
     console = Console(stderr=args.json)
-    for flag, used in (("--paused", args.paused), ("--follow", args.follow)):
+    for flag, used in (("--paused", args.paused), ("--follow", args.follow),
+                       ("--git", args.git)):
         if used:
             raise MasterError(f"{flag} needs a master; it has no meaning for --local runs")
     if args.test_mode:

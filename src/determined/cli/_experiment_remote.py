@@ -11,6 +11,7 @@ from typing import Any, Dict
 import yaml
 from rich.console import Console
 
+from determined.cli._git import git_info
 from determined.cli._progress import ExperimentProgress
 from determined.cli._remote import client, print_rows, unreachable_hint, usage_error
 from determined.common.api import APIError, MasterClient, pack_context
@@ -89,12 +90,13 @@ def templated(c: MasterClient, template: str, config: Any, path: str) -> Dict[st
 def create_remote(args: argparse.Namespace) -> int:
     packed = read_context(args)
     config_text: Any = read_config_text(args.config_file)
+    git = git_info(args.model_def) if getattr(args, "git", False) else None
     console = Console(stderr=True)
     with client(args) as c:
         if getattr(args, "template", None):
             config_text = templated(c, args.template, config_text, args.config_file)
         try:
-            exp_id = c.create_experiment(config_text, packed, activate=not args.paused)
+            exp_id = c.create_experiment(config_text, packed, activate=not args.paused, git=git)
         except APIError as e:
             raise unreachable_hint(e) from None
         if args.json:

@@ -177,6 +177,12 @@ def _describe(args: argparse.Namespace) -> int:
         if i:
             print()
         print_rows(rows, columns, args, title=name.capitalize())
+        if name == "experiments":
+            for e in exps:
+                if e.get("git_commit"):  # det e create --git
+                    print(f"Experiment {e['id']} git: {e['git_remote'] or '(no remote)'} "
+                          f"{e['git_commit']} by {e['git_committer']} at "
+                          f"{e['git_commit_date']}")
     return 0
 
 

@@ -28,6 +28,9 @@ def create_test_remote(args: argparse.Namespace) -> int:
         raise MasterError("--paused cannot be combined with --test-mode: a test experiment "
                           "runs at once")
     packed = read_context(args)
+    from determined.cli._git import git_info
+
+    git = git_info(args.model_def) if getattr(args, "git", False) else None
     source = f"experiment config {args.config_file}"
     raw = load_config(args.config_file)
     console = Console(stderr=True)
@@ -38,7 +41,7 @@ def create_test_remote(args: argparse.Namespace) -> int:
             raw = templated(c, args.template, raw, args.config_file)
         config = test_mode_config(validate_config(raw, source=source))
         try:
-            exp_id = c.create_experiment(config, packed, activate=True)
+            exp_id = c.create_experiment(config, packed, activate=True, git=git)
         except APIError as e:
             raise unreachable_hint(e) from None
         if not args.json:

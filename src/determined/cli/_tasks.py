@@ -18,8 +18,8 @@ from determined.cli._remote import add_format_flags, client, print_rows, usage_e
 
 __all__ = ["add_parser"]
 
-TASK_COLUMNS = ["id", "kind", "owner", "state", "description", "slots", "exit_code",
-                "start_time", "end_time"]
+TASK_COLUMNS = ["id", "kind", "owner", "state", "description", "slots", "agent_id",
+                "exit_code", "end_reason", "start_time", "end_time"]
 _PATHS = {"notebook": "lab", "tensorboard": "", "shell": ""}
 
 
@@ -56,9 +56,14 @@ def add_parser(nouns: Any) -> None:
     sverbs = shell.add_subparsers(dest="verb", metavar="ACTION")
     sstart = sverbs.add_parser("start", help="start a shell task and open a terminal in it")
     _start_flags(sstart, browser=False)
+    _ssh_opts(sstart)
+    sstart.add_argument("-p", "--passphrase", action="store_true",
+                        help="accepted for 0.13 compatibility, no effect: the terminal goes "
+                             "over the master's websocket, there is no SSH key to protect")
     sstart.set_defaults(func=_service_start, kind="shell")
     sopen = sverbs.add_parser("open", help="open a terminal in a running shell task")
     sopen.add_argument("id")
+    _ssh_opts(sopen)
     sopen.set_defaults(func=_shell_open, kind="shell")
     _common_verbs(sverbs, "shell")
     shell.set_defaults(func=lambda args: shell.print_help() or 0)
@@ -76,6 +81,7 @@ def add_parser(nouns: Any) -> None:
     tstart.add_argument("--no-browser", action="store_true", help="only print the URL")
     tstart.add_argument("-d", "--detach", action="store_true",
                         help="print the task id and return at once")
+    _volume_flag(tstart)
     tstart.set_defaults(func=_service_start, kind="tensorboard", context=None, template=None)
     _open_verb(tverbs, "tensorboard")
     _common_verbs(tverbs, "tensorboard")
@@ -93,6 +99,42 @@ def _start_flags(p: argparse.ArgumentParser, browser: bool) -> None:
                    help="print the task id and return at once")
     if browser:
         p.add_argument("--no-browser", action="store_true", help="only print the URL")
+    _volume_flag(p)
+
+
+def _volume_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-v", "--volume", action="append", default=[], metavar="HOST:CONTAINER",
+                   help="make the absolute HOST path (on the agent's machine) reachable as "
+                        "CONTAINER inside the task's working directory (a symbolic link: "
+                        "no containers); repeatable")
+
+
+def _ssh_opts(p: argparse.ArgumentParser) -> None:
+    p.add_argument("ssh_opts", nargs="*", metavar="SSH_OPT",
+                   help="accepted for 0.13 compatibility and ignored: the terminal goes "
+                        "over the master's websocket, not ssh")
+
+
+def _warn_ssh(args: argparse.Namespace) -> None:
+    if getattr(args, "ssh_opts", None):
+        print(f"det: note: ssh options {' '.join(args.ssh_opts)} are ignored: shells here "
+              "are reached over the master's websocket, not ssh", file=sys.stderr)
+
+
+def volumes(values: List[str]) -> List[Dict[str, str]]:
+    """``-v HOST:CONTAINER`` values as ``bind_mounts`` entries (clear errors otherwise)."""
+    mounts = []
+    for value in values:
+        parts = value.split(":")
+        if len(parts) != 2 or not all(parts):
+            usage_error(f"-v/--volume: expected HOST:CONTAINER (two paths, one ':'). "
+                        f"Received: {value!r}")
+        host, container = parts
+        if not os.path.isabs(host):
+            usage_error(f"-v/--volume {value}: HOST must be an absolute path on the agent's "
+                        "machine")
+        mounts.append({"host_path": host, "container_path": container})
+    return mounts
 
 
 def _open_verb(verbs: Any, kind: str) -> None:
@@ -182,6 +224,9 @@ def _url(api: Any, task: Dict[str, Any], token: Optional[str] = None) -> str:
 def _create(args: argparse.Namespace, api: Any, body: Dict[str, Any],
             entrypoint: Optional[List[str]] = None) -> Dict[str, Any]:
     config = _config_from_args(args, api)
+    mounts = volumes(getattr(args, "volume", None) or [])
+    if mounts:
+        config["bind_mounts"] = list(config.get("bind_mounts") or []) + mounts
     if entrypoint is not None:
         config["entrypoint"] = entrypoint
     body = dict(body, kind=args.kind, config=config)
@@ -301,6 +346,7 @@ def _command_run(args: argparse.Namespace) -> int:
     entry: List[str] = list(args.entrypoint)
     if not entry:
         usage_error("det cmd run needs an ENTRYPOINT (the command to run)")
+    volumes(args.volume)  # malformed values fail before anything is sent
     with client(args) as api:
         task = _create(args, api, {}, entrypoint=entry)
         return _follow_command(args, api, task)
@@ -321,6 +367,8 @@ def _follow_command(args: argparse.Namespace, api: Any, task: Dict[str, Any]) ->
 
 
 def _service_start(args: argparse.Namespace) -> int:
+    _warn_ssh(args)
+    volumes(args.volume)  # malformed values fail before anything is sent
     body: Dict[str, Any] = {}
     if args.kind == "tensorboard":
         if not args.experiment_ids and not args.trial_ids:
@@ -357,6 +405,7 @@ def _open(args: argparse.Namespace) -> int:
 def _shell_open(args: argparse.Namespace) -> int:
     from determined.cli._shell_client import open_shell
 
+    _warn_ssh(args)
     with client(args) as api:
         task = api.request("GET", f"/tasks/{args.id}")
         if task["kind"] != "shell":

@@ -1,5 +1,6 @@
 """``det user|u list | login [NAME] | logout | whoami | create NAME [--admin] | activate NAME
-| deactivate NAME | change-password [NAME] | rename OLD NEW`` (SPEC 6.4).
+| deactivate NAME | change-password [NAME] | rename OLD NEW | link-with-agent-user NAME
+--agent-uid UID --agent-gid GID --agent-user USER --agent-group GROUP`` (SPEC 6.4).
 
 Passwords come from ``--password``, else one line of piped stdin, else a ``getpass``
 prompt. Session tokens are cached in ``$DET_AUTH_DIR/auth.json`` (default
@@ -60,6 +61,18 @@ def add_parser(nouns: Any) -> None:
     rename.add_argument("new_name")
     rename.set_defaults(func=_rename)
 
+    link = verbs.add_parser(
+        "link-with-agent-user",
+        help="record the POSIX user and group a user's work runs as on agents (admins "
+             "only; recorded and shown by `det user list`: trials and tasks here run as "
+             "the agent process's own user)")
+    link.add_argument("det_username")
+    link.add_argument("--agent-uid", type=int, required=True, help="the POSIX user id")
+    link.add_argument("--agent-gid", type=int, required=True, help="the POSIX group id")
+    link.add_argument("--agent-user", required=True, help="the POSIX user name")
+    link.add_argument("--agent-group", required=True, help="the POSIX group name")
+    link.set_defaults(func=_link_with_agent_user)
+
 
 def _password_flag(p: argparse.ArgumentParser, what: str = "the password") -> None:
     p.add_argument("--password", default=None,
@@ -81,10 +94,42 @@ def _read_password(args: argparse.Namespace, prompt: str, confirm: bool = False)
     return password
 
 
+def _agent_text(group: Any) -> str:
+    if not group:
+        return ""
+    return (f"{group['agent_user']}:{group['agent_group']} "
+            f"({group['agent_uid']}:{group['agent_gid']})")
+
+
 def _list(args: argparse.Namespace) -> int:
     with client(args) as c:
         rows = c.list_users()
-    print_rows(rows, ["username", "admin", "active"], args)
+    if not (args.json or args.csv):
+        rows = [{**r, "agent_user_group": _agent_text(r.get("agent_user_group"))}
+                for r in rows]
+    elif args.csv:
+        rows = [{**r, **(r.get("agent_user_group") or {})} for r in rows]
+    columns = ["username", "admin", "active"]
+    if args.csv:
+        columns += ["agent_uid", "agent_gid", "agent_user", "agent_group"]
+    elif any(r.get("agent_user_group") for r in rows):
+        columns.append("agent_user_group")
+    print_rows(rows, columns, args)
+    return 0
+
+
+def _link_with_agent_user(args: argparse.Namespace) -> int:
+    for flag, value in (("--agent-uid", args.agent_uid), ("--agent-gid", args.agent_gid)):
+        if value < 0:
+            raise DeterminedError(f"{flag} must be a non-negative id. Received: {value}")
+    for flag, value in (("--agent-user", args.agent_user), ("--agent-group", args.agent_group)):
+        if not value:
+            raise DeterminedError(f"{flag} must not be empty")
+    group = {"agent_uid": args.agent_uid, "agent_gid": args.agent_gid,
+             "agent_user": args.agent_user, "agent_group": args.agent_group}
+    with client(args) as c:
+        c.patch_user(args.det_username, agent_user_group=group)
+    print(f"Linked user {args.det_username!r} with agent user {_agent_text(group)}")
     return 0
 
 

@@ -25,13 +25,16 @@ def fetch_checkpoint(client: Any, storage_config: Mapping[str, Any], uuid: str, 
     """Copy checkpoint ``uuid`` into ``dest`` (replaced if it exists); return ``dest``.
 
     Args:
-        client: a :class:`determined.common.api.MasterClient` (for the master's copy).
+        client: a :class:`determined.common.api.MasterClient` (for the master's copy), or
+            None to read only the storage.
         storage_config: the experiment's ``checkpoint_storage`` section as the API shows
             it (a masked ``secret_key``: this machine's own credentials are used).
     """
     source = os.environ.get("DET_CHECKPOINT_SOURCE", "auto")
     if source not in _SOURCES:
         raise ValueError(f"Expected DET_CHECKPOINT_SOURCE in {_SOURCES}. Received: {source!r}")
+    if client is None:
+        source = "storage"
     dest = os.path.abspath(dest)
     parent = os.path.dirname(dest)
     os.makedirs(parent, exist_ok=True)

@@ -18,7 +18,7 @@ from determined.errors import CheckpointError
 from determined.experimental._checkpoint import Checkpoint
 from determined.experimental._model import Model, ModelOrderBy, ModelSortBy
 
-__all__ = ["Determined", "ExperimentReference", "TrialReference", "validation_json",
+__all__ = ["Determined", "ExperimentReference", "TrialReference", "as_determined",
            "validation_metrics"]
 
 _TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
@@ -50,7 +50,7 @@ class Determined:
 
     def get_trial(self, trial_id: int) -> "TrialReference":
         info = self._client.get_trial(trial_id)
-        return TrialReference(trial_id, info["experiment_id"], self)
+        return TrialReference(trial_id, self, experiment_id=info["experiment_id"])
 
     def get_checkpoint(self, uuid: str) -> Checkpoint:
         return self._checkpoint(self._client.get_checkpoint(uuid))
@@ -94,10 +94,8 @@ class Determined:
 
     def _version_checkpoint(self, data: Dict[str, Any]) -> Checkpoint:
         """The checkpoint of a model version JSON, with ``model_version``/``model_name``."""
-        ckpt = self._checkpoint(data["checkpoint"])
-        ckpt.model_version = data["version"]
-        ckpt.model_name = data["model"]["name"]
-        return ckpt
+        return self._checkpoint({**data["checkpoint"], "model_version": data["version"],
+                                 "model_name": data["model"]["name"]})
 
     # ---- helpers shared by the references
 
@@ -105,26 +103,16 @@ class Determined:
         return self._client.get_experiment(experiment_id)["config"]
 
     def _checkpoint(self, data: Dict[str, Any]) -> Checkpoint:
-        from determined.storage import build_storage
-
-        config = self._config(data["experiment_id"])
-        path = build_storage(config["checkpoint_storage"]).describe(data["uuid"])
-        meta: Dict[str, Any] = {}
-        meta.update({
-            "uuid": data["uuid"], "trial_id": data["trial_id"],
-            "experiment_id": data["experiment_id"], "batch_number": data["total_batches"],
-            "framework": data.get("framework", ""), "format": data.get("format", ""),
-            "determined_version": data.get("determined_version", ""),
-            "validation_metrics": validation_json(data.get("validation")),
-            "metadata": data.get("metadata") or {},
-            "start_time": data.get("start_time"), "end_time": data.get("end_time"),
-            "experiment_config": config,
-        })
-        ckpt = Checkpoint(path, meta)
-        ckpt._master_client = self._client  # add_metadata/remove_metadata go to the master
-        ckpt.model_version = None
-        ckpt.model_name = None
-        return ckpt
+        """A :class:`Checkpoint` from the master's checkpoint JSON, completed with the
+        experiment's config and the trial's hyperparameters (as upstream's master
+        returned them)."""
+        data = dict(data)
+        if not data.get("experiment_config"):
+            data["experiment_config"] = self._config(data["experiment_id"])
+        if "hparams" not in data:
+            data["hparams"] = self._client.get_trial(data["trial_id"]).get("hparams") or {}
+        data.setdefault("batch_number", data.get("total_batches"))
+        return Checkpoint.from_json(data, master=self)
 
     def _select(self, checkpoints: List[Dict[str, Any]], experiment_id: int,
                 sort_by: Optional[str], smaller_is_better: Optional[bool]) -> List[Dict[str, Any]]:
@@ -141,12 +129,15 @@ class Determined:
         return [c for _, _, c in scored]
 
 
-def validation_json(metrics: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
-    """A checkpoint's validation in upstream's shape: ``{"metrics": {"validationMetrics":
-    {...}}, "state": "STATE_COMPLETED"}``, or None if none was taken at its batch."""
-    if metrics is None:
-        return None
-    return {"metrics": {"validationMetrics": metrics}, "state": "STATE_COMPLETED"}
+def as_determined(master: Any) -> Determined:
+    """``master`` as a client: a :class:`Determined` as it is, else the master's URL
+    (None: ``$DET_MASTER`` or localhost:8080)."""
+    if isinstance(master, Determined):
+        return master
+    if master is not None and not isinstance(master, str):
+        raise TypeError(f"Expected master to be the master's URL (a str) or a Determined "
+                        f"client. Received: {master!r}")
+    return Determined(master)
 
 
 def validation_metrics(ckpt: Checkpoint) -> Dict[str, Any]:
@@ -158,11 +149,13 @@ def validation_metrics(ckpt: Checkpoint) -> Dict[str, Any]:
 
 
 class ExperimentReference:
-    """An experiment on the master."""
+    """Experiment ``experiment_id`` of the master at ``master`` (its URL, or a
+    :class:`Determined` client)."""
 
-    def __init__(self, experiment_id: int, det: Determined):
+    def __init__(self, experiment_id: int, master: Any = None):
         self.id = experiment_id
-        self._det = det
+        self._det = as_determined(master)
+        self._master = self._det._client.url
 
     def _action(self, action: str) -> None:
         self._det._client.experiment_action(self.id, action)
@@ -194,7 +187,7 @@ class ExperimentReference:
             time.sleep(interval)
 
     def get_trials(self) -> List["TrialReference"]:
-        return [TrialReference(t["id"], self.id, self._det)
+        return [TrialReference(t["id"], self._det, experiment_id=self.id)
                 for t in self._det._client.list_trials(self.id)]
 
     def top_checkpoint(self, sort_by: Optional[str] = None,
@@ -221,12 +214,22 @@ class ExperimentReference:
 
 
 class TrialReference:
-    """A trial on the master."""
+    """Trial ``trial_id`` of the master at ``master`` (its URL, or a :class:`Determined`
+    client). ``experiment_id`` saves asking the master for the trial's experiment."""
 
-    def __init__(self, trial_id: int, experiment_id: int, det: Determined):
+    def __init__(self, trial_id: int, master: Any = None, *,
+                 experiment_id: Optional[int] = None):
         self.id = trial_id
-        self.experiment_id = experiment_id
-        self._det = det
+        self._det = as_determined(master)
+        self._master = self._det._client.url
+        self._experiment_id = experiment_id
+
+    @property
+    def experiment_id(self) -> int:
+        """The trial's experiment (asked of the master once)."""
+        if self._experiment_id is None:
+            self._experiment_id = int(self._det._client.get_trial(self.id)["experiment_id"])
+        return self._experiment_id
 
     def get_workloads(self) -> List[Dict[str, Any]]:
         """Every stored workload of the trial, oldest first: ``{"kind": "training" |

@@ -71,11 +71,9 @@ class Model:
         self._master = master
 
     def _det(self) -> "Determined":
-        from determined.experimental._client import Determined
+        from determined.experimental._client import as_determined
 
-        if isinstance(self._master, Determined):
-            return self._master
-        self._master = Determined(self._master)
+        self._master = as_determined(self._master)
         return self._master
 
     def _path(self, suffix: str = "") -> str:

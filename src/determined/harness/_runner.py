@@ -78,7 +78,7 @@ class TrialRunner:
         self.controller: TrialController = controller_for(trial_class)(trial_class, env)
         self.is_chief = env.distributed.rank == 0
         # The chief writes the platform's metrics as event files and syncs them.
-        self.tensorboard = tensorboard.build(env, storage) if self.is_chief else None
+        self.tensorboard = tensorboard.build_trial_tensorboard(env, storage) if self.is_chief else None
         self.dist: Optional[Collective] = connect(env.distributed)  # None on one slot
         self.gbs = self.controller.context.get_global_batch_size()
         self.batches_trained = 0

@@ -10,7 +10,9 @@ import compileall
 import json
 import logging
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 import uuid as uuidlib
@@ -53,16 +55,20 @@ logger = logging.getLogger("determined.master")
 
 class NotifyingCondition(threading.Condition):
     """A condition that also calls ``listeners`` on ``notify_all`` (async long polls
-    wait on the event loop, not in a thread)."""
+    wait on the event loop, not in a thread).
+
+    ``notify_all(scope)`` passes ``scope`` to the listeners: an experiment id wakes only
+    the long polls of that experiment's trials; None wakes every one.
+    """
 
     def __init__(self, lock: Any):
         super().__init__(lock)
         self.listeners: List[Any] = []
 
-    def notify_all(self) -> None:
+    def notify_all(self, scope: Optional[int] = None) -> None:  # type: ignore[override]
         super().notify_all()
         for listener in self.listeners:
-            listener()
+            listener(scope)
 
 
 class Master:
@@ -102,6 +108,7 @@ class Master:
         self._stopping = False
         self._thread: Optional[threading.Thread] = None
         self.tasks = TaskManager(self)  # commands, notebooks, shells, TensorBoards
+        remote.task_events = self.tasks  # tasks on remote agents report to it
 
     def _cluster_id(self) -> str:
         path = os.path.join(self.config.data_dir, "cluster_id")
@@ -118,6 +125,10 @@ class Master:
         if url:
             self.url = url
         self._kill_orphans()
+        root = os.path.join(self.config.data_dir, "experiments")
+        for name in os.listdir(root) if os.path.isdir(root) else []:
+            if name.startswith(".incoming-"):  # a creation the last master did not finish
+                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
         with self.lock:
             for exp in self.store.list_experiments(include_archived=True):
                 if exp.state in ("ACTIVE", "PAUSED", "STOPPING_COMPLETED", "STOPPING_CANCELED",
@@ -221,13 +232,19 @@ class Master:
         except Exception as e:  # noqa: BLE001 - housekeeping must not stop the master
             logger.warning("checkpoint cleanup failed: %s", e)
 
+    def _model_dir(self, exp_id: int) -> str:
+        return os.path.join(self.config.data_dir, "experiments", str(exp_id), "model_def")
+
+    def _unpack_model_def(self, packed: bytes, dest: str) -> None:
+        unpack_context(packed, dest)
+        # Byte-compile once here rather than in every trial process.
+        compileall.compile_dir(dest, quiet=2, workers=1)
+
     def _make_run(self, exp_id: int, config: Dict[str, Any], state: str,
                   source_checkpoint: Optional[str] = None) -> ExperimentRun:
-        model_dir = os.path.join(self.config.data_dir, "experiments", str(exp_id), "model_def")
-        if not os.path.isdir(model_dir):
-            unpack_context(self.store.get_model_def(exp_id), model_dir)
-            # Byte-compile once here rather than in every trial process.
-            compileall.compile_dir(model_dir, quiet=2, workers=1)
+        model_dir = self._model_dir(exp_id)
+        if not os.path.isdir(model_dir):  # restored at master start
+            self._unpack_model_def(self.store.get_model_def(exp_id), model_dir)
         run = ExperimentRun(self, exp_id, config, state, model_dir,
                             source_checkpoint=source_checkpoint)
         # Automatic concurrency follows the trials the cluster can run at once (a
@@ -288,23 +305,41 @@ class Master:
         return validate_config(raw, defaults=defaults)
 
     def create_experiment(self, config: Dict[str, Any], model_def: bytes, activate: bool,
-                          owner: str = OWNER) -> int:
+                          owner: str = OWNER, git: Optional[Dict[str, str]] = None) -> int:
         source = self.source_checkpoint(config)
-        with self.lock:
-            exp_id = self.store.create_experiment(config, model_def, owner=owner)
-            run = self._make_run(exp_id, config, "PAUSED", source_checkpoint=source)
-            self.runs[exp_id] = run
-            run.start(activate=activate)
-            return exp_id
+        # Unpacking and byte-compiling take long for a big context: done before taking
+        # the lock, in a staging directory renamed into place once the id is known.
+        root = os.path.join(self.config.data_dir, "experiments")
+        os.makedirs(root, exist_ok=True)
+        staging = tempfile.mkdtemp(prefix=".incoming-", dir=root)
+        try:
+            self._unpack_model_def(model_def, os.path.join(staging, "model_def"))
+            with self.lock:
+                exp_id = self.store.create_experiment(config, model_def, owner=owner,
+                                                     git=git)
+                model_dir = self._model_dir(exp_id)
+                shutil.rmtree(os.path.dirname(model_dir), ignore_errors=True)  # a stale one
+                os.rename(staging, os.path.dirname(model_dir))
+                run = self._make_run(exp_id, config, "PAUSED", source_checkpoint=source)
+                self.runs[exp_id] = run
+                run.start(activate=activate)
+                return exp_id
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
 
     def finished(self, run: ExperimentRun) -> None:
         self.runs.pop(run.id, None)
         for t in run.trials.values():
             self.trials.pop(t.trial_id, None)
 
-    def changed(self) -> None:
-        """Something a scheduler decision or a waiting runner depends on changed."""
-        self.cond.notify_all()
+    def changed(self, exp_id: Optional[int] = None) -> None:
+        """Something a scheduler decision or a waiting runner depends on changed: wake
+        the scheduler and the runners of experiment ``exp_id`` (None: of every one)."""
+        self.cond.notify_all(exp_id)
+        self._wake.set()
+
+    def wake_scheduler(self) -> None:
+        """Run a scheduling pass soon (no runner needs waking)."""
         self._wake.set()
 
     # ------------------------------------------------------------------ trial processes
@@ -369,7 +404,7 @@ class Master:
                 with open(os.path.join(launch.trial_dir, "pid"), "w", encoding="utf-8") as f:
                     f.write(str(pid))
         except Exception as e:
-            print(f"det-master: could not start trial {t.trial_id}: {e}", flush=True)
+            logger.error("could not start trial %s: %s", t.trial_id, e)
             with self.lock:
                 self.allocations.pop(f"trial-{t.trial_id}", None)
                 if t.core.state in engine.LIVE:
@@ -390,7 +425,7 @@ class Master:
                 for launch in launches:
                     self._launch(launch)
             except Exception as e:  # keep scheduling; the error is in the master log
-                print(f"det-master: scheduling failed: {type(e).__name__}: {e}", flush=True)
+                logger.exception("scheduling failed: %s: %s", type(e).__name__, e)
 
     def _task(self, run: ExperimentRun, t: TrialState) -> scheduler.Task:
         exp = run.cfg
@@ -413,6 +448,7 @@ class Master:
         for task_id, (task, alloc) in self.allocations.items():
             found = self.trials.get(int(task_id.split("-", 1)[1]))
             running[task_id] = (self._task(*found) if found else task, alloc)
+        self.tasks.place_unslotted()  # TensorBoards waiting for an agent
         running.update(self.tasks.running())  # tasks hold slots too (master/tasks)
         if pending and sum(a.slot_count for _, a in running.values()) >= self.rm.slots:
             for run in self.runs.values():
@@ -431,9 +467,9 @@ class Master:
             if len(alloc.parts) > 1 and not self.rm.can_span(alloc.parts):  # wait for one agent
                 if t.trial_id not in self._split_warned:
                     self._split_warned.add(t.trial_id)
-                    print(f"det-master: trial {t.trial_id} needs {alloc.slot_count} slots on "
-                          "one agent, or on remote agents only (the embedded agent's slots "
-                          "cannot join a trial spanning agents); it waits", flush=True)
+                    logger.info("trial %s needs %s slots on one agent, or on remote agents "
+                                "only (the embedded agent's slots cannot join a trial spanning "
+                                "agents); it waits", t.trial_id, alloc.slot_count)
                 continue
             self.allocations[alloc.task_id] = (self._task(run, t), alloc)
             launches.append(self._prepare_launch(run, t, alloc))

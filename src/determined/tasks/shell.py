@@ -6,6 +6,9 @@ terminal line discipline turns it into SIGINT for the foreground job); binary
 messages to the client are the PTY's output; a text message
 ``{"resize": [rows, cols]}`` sets the window size (the shell gets SIGWINCH). The
 connection closes when the shell exits; the server keeps serving new connections.
+With ``$DET_TASK_TOKEN`` set (tasks always set it) a connection must send
+``Authorization: token <it>`` (the master's proxy adds it): on a remote agent the
+server listens on the agent's own address, where others could reach it.
 
     python -m determined.tasks.shell --port 8765 --workdir /path/to/context
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import hmac
 import json
 import logging
 import os
@@ -101,6 +105,19 @@ def _serve_connection(ws: Any, workdir: str) -> None:
         logger.info("shell %d ended", pid)
 
 
+def _check_token(connection: Any, request: Any) -> Any:
+    """``process_request``: refuse a connection without the task's token (403)."""
+    expected = os.environ.get("DET_TASK_TOKEN")
+    if not expected:
+        return None
+    scheme, _, given = (request.headers.get("Authorization") or "").partition(" ")
+    if scheme.lower() == "token" and hmac.compare_digest(given.strip().encode(),
+                                                         expected.encode()):
+        return None
+    return connection.respond(403, "The shell needs the task's token (connect through "
+                                   "the master's proxy)\n")
+
+
 def main(argv: Optional[List[str]] = None) -> None:
     from websockets.sync.server import serve
 
@@ -111,7 +128,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     with serve(lambda ws: _serve_connection(ws, args.workdir), args.host, args.port,
-               max_size=None) as server:
+               max_size=None, process_request=_check_token) as server:
         logger.info("shell server listening on %s:%d", args.host, args.port)
         server.serve_forever()
 

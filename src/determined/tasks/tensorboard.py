@@ -7,11 +7,16 @@ trials sync); other storage is downloaded, and again every ``--refresh`` seconds
 
     python -m determined.tasks.tensorboard --port 6006 --path-prefix /proxy/ID \\
         --spec spec.json --logdir DIR
+
+With ``$DET_TASK_TOKEN`` set (tasks always set it) every request must carry
+``Authorization: token <it>`` (the master's proxy adds it): on a remote agent the
+server listens on the agent's own address, where others could reach it.
 """
 
 from __future__ import annotations
 
 import argparse
+import hmac
 import json
 import logging
 import os
@@ -89,6 +94,20 @@ def _pkg_resources_shim() -> None:
     sys.modules["pkg_resources"] = shim
 
 
+def require_token(app: Any, token: str) -> Any:
+    """A WSGI app answering 403 to requests without ``Authorization: token <token>``."""
+    expected = token.encode()
+
+    def guarded(environ: Dict[str, Any], start_response: Any) -> Any:
+        scheme, _, given = str(environ.get("HTTP_AUTHORIZATION", "")).partition(" ")
+        if scheme.lower() == "token" and hmac.compare_digest(given.strip().encode(), expected):
+            return app(environ, start_response)
+        start_response("403 Forbidden", [("Content-Type", "text/plain")])
+        return [b"TensorBoard needs the task's token (open it through the master's proxy)\n"]
+
+    return guarded
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m determined.tasks.tensorboard")
     parser.add_argument("--port", type=int, required=True)
@@ -114,7 +133,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     _pkg_resources_shim()
     from tensorboard import default, program
 
-    board = program.TensorBoard(plugins=default.get_plugins())
+    token = os.environ.get("DET_TASK_TOKEN")
+    server_class = None
+    if token:
+        class _GuardedServer(program.WerkzeugServer):  # type: ignore[misc]
+            def __init__(self, wsgi_app: Any, flags: Any):
+                super().__init__(require_token(wsgi_app, token), flags)
+
+        server_class = _GuardedServer
+    board = program.TensorBoard(plugins=default.get_plugins(), server_class=server_class)
     flags = ["tensorboard", "--logdir", args.logdir, "--host", args.host,
              "--port", str(args.port), "--reload_interval", "5"]
     if args.path_prefix:

@@ -12,11 +12,15 @@ from __future__ import annotations
 import abc
 import logging
 import os
+import pathlib
 import shutil
 import tempfile
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple, Union
 
-__all__ = ["SharedFSTensorboardManager", "StorageTensorboardManager", "TensorboardManager"]
+__all__ = ["S3TensorboardManager", "SharedFSTensorboardManager", "StorageTensorboardManager",
+           "TensorboardManager"]
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 logger = logging.getLogger("determined")
 
@@ -29,19 +33,19 @@ class TensorboardManager(abc.ABC):
         sync_path: the trial's directory relative to the storage root.
     """
 
-    def __init__(self, base_path: str, sync_path: str):
-        self.base_path = base_path
-        self.sync_path = sync_path
-        self._synced: Dict[str, Tuple[int, float]] = {}
+    def __init__(self, base_path: PathLike, sync_path: PathLike):
+        self.base_path = pathlib.Path(base_path)
+        self.sync_path = pathlib.Path(sync_path)
+        self._synced: Dict[pathlib.Path, Tuple[int, float]] = {}
 
-    def list_tfevents(self) -> List[str]:
+    def list_tfevents(self) -> List[pathlib.Path]:
         """Every event file under ``base_path`` (recursively: Estimator writes ``eval/``)."""
         found = []
         for dirpath, _, files in os.walk(self.base_path):
-            found.extend(os.path.join(dirpath, f) for f in files if "tfevents" in f)
+            found.extend(pathlib.Path(dirpath, f) for f in files if "tfevents" in f)
         return sorted(found)
 
-    def to_sync(self) -> List[str]:
+    def to_sync(self) -> List[pathlib.Path]:
         """Event files that are new or changed since the last :meth:`sync`."""
         changed = []
         for path in self.list_tfevents():
@@ -64,7 +68,7 @@ class TensorboardManager(abc.ABC):
                 logger.warning("cannot sync TensorBoard file %s: %s", path, e)
 
     @abc.abstractmethod
-    def _upload(self, local_path: str, relative: str) -> None:
+    def _upload(self, local_path: pathlib.Path, relative: str) -> None:
         """Store ``local_path`` as ``sync_path/relative``."""
 
 
@@ -73,14 +77,15 @@ class SharedFSTensorboardManager(TensorboardManager):
 
     Args:
         storage_path: the checkpoint storage root (``host_path/storage_path``).
+        base_path, sync_path: as :class:`TensorboardManager` (positional or keyword).
     """
 
-    def __init__(self, storage_path: str, base_path: str, sync_path: str):
-        super().__init__(base_path, sync_path)
-        self.storage_path = storage_path
-        self.target = os.path.join(storage_path, sync_path)
+    def __init__(self, storage_path: PathLike, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.storage_path = pathlib.Path(storage_path)
+        self.target = self.storage_path / self.sync_path
 
-    def _upload(self, local_path: str, relative: str) -> None:
+    def _upload(self, local_path: pathlib.Path, relative: str) -> None:
         dest = os.path.join(self.target, relative)
         synced = self._synced.get(local_path)
         try:
@@ -107,7 +112,7 @@ class StorageTensorboardManager(TensorboardManager):
         storage: a :class:`determined.storage.StorageManager` with ``upload_dir``.
     """
 
-    def __init__(self, storage: Any, base_path: str, sync_path: str):
+    def __init__(self, storage: Any, base_path: PathLike, sync_path: PathLike):
         super().__init__(base_path, sync_path)
         self.storage = storage
 
@@ -127,11 +132,34 @@ class StorageTensorboardManager(TensorboardManager):
                 except OSError as e:
                     logger.warning("cannot sync TensorBoard file %s: %s", path, e)
             try:
-                self.storage.upload_dir(staging, self.sync_path)
+                self.storage.upload_dir(staging, str(self.sync_path))
             except Exception as e:  # a failed upload is retried at the next sync
                 logger.warning("cannot upload TensorBoard files to %s: %s", self.sync_path, e)
                 return
             self._synced.update(sizes)
 
-    def _upload(self, local_path: str, relative: str) -> None:  # pragma: no cover
+    def _upload(self, local_path: pathlib.Path, relative: str) -> None:  # pragma: no cover
         raise NotImplementedError("StorageTensorboardManager uploads in sync()")
+
+
+class S3TensorboardManager(StorageTensorboardManager):
+    """Event files uploaded to an S3 bucket (or an S3-compatible store) under
+    ``[prefix/]sync_path``, through the platform's S3 checkpoint storage (needs boto3).
+
+    Args:
+        bucket: the bucket.
+        access_key, secret_key: credentials; None for boto3's usual chain.
+        endpoint_url: an S3-compatible store's URL; None for AWS.
+        base_path, sync_path: as :class:`TensorboardManager` (positional or keyword).
+        prefix: the checkpoint storage's ``prefix`` (keyword only).
+    """
+
+    def __init__(self, bucket: str, access_key: Optional[str], secret_key: Optional[str],
+                 endpoint_url: Optional[str], *args: Any, **kwargs: Any):
+        from determined.storage._s3 import S3StorageManager
+
+        prefix: Optional[str] = kwargs.pop("prefix", None)
+        storage = S3StorageManager(bucket, prefix=prefix, access_key=access_key,
+                                   secret_key=secret_key, endpoint_url=endpoint_url)
+        super().__init__(storage, *args, **kwargs)
+        self.bucket = bucket

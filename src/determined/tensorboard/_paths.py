@@ -3,15 +3,20 @@
 Locally: ``$DET_TENSORBOARD_DIR`` (set per trial by the platform), with ``-<rank>``
 appended for non-chief ranks. In checkpoint storage:
 ``<storage root>/tensorboard/experiment/<exp_id>/trial/<trial_id>/``.
+
+:func:`get_base_path` and :func:`get_sync_path` have upstream 0.13's parameters; the
+platform itself uses :func:`local_event_dir` and :func:`trial_sync_path`.
 """
 
 from __future__ import annotations
 
 import os
+import pathlib
 import tempfile
-from typing import Any, Optional
+from typing import Any, Dict, Optional
 
-__all__ = ["ENV_VAR", "get_base_path", "get_sync_path", "prepare_base_path", "STORAGE_DIR"]
+__all__ = ["ENV_VAR", "STORAGE_DIR", "get_base_path", "get_sync_path", "local_event_dir",
+           "prepare_base_path", "trial_sync_path"]
 
 #: The environment variable naming the local event-file directory of a trial process.
 ENV_VAR = "DET_TENSORBOARD_DIR"
@@ -26,10 +31,33 @@ created_here = False
 _chosen_here: Optional[str] = None
 
 
-def get_base_path(rank: int = 0) -> str:
+def local_event_dir(rank: int = 0) -> str:
     """The local directory this process writes event files to (every writer uses it)."""
     base = os.environ.get(ENV_VAR) or os.path.join(tempfile.gettempdir(), "tensorboard")
     return base if rank == 0 else f"{base}-{rank}"
+
+
+def _process_rank() -> int:
+    for name in ("DET_RANK", "HOROVOD_RANK"):
+        value = os.environ.get(name, "")
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def get_base_path(checkpoint_config: Dict[str, Any], manager: bool = False) -> pathlib.Path:
+    """The local directory of event files (upstream's signature).
+
+    ``checkpoint_config["base_path"]`` set: ``<base_path>/tensorboard`` (as upstream).
+    Else this trial's event directory (:func:`local_event_dir`): the chief's for
+    ``manager=True`` (the syncing process), this rank's otherwise.
+    """
+    if not isinstance(checkpoint_config, dict):
+        raise TypeError(f"Expected checkpoint_config to be a dict. Received: "
+                        f"{checkpoint_config!r}")
+    if checkpoint_config.get("base_path"):
+        return pathlib.Path(checkpoint_config["base_path"], STORAGE_DIR)
+    return pathlib.Path(local_event_dir(0 if manager else _process_rank()))
 
 
 def prepare_base_path(env: Any) -> str:
@@ -49,9 +77,25 @@ def prepare_base_path(env: Any) -> str:
             tempfile.gettempdir(), "det-tensorboard",
             f"exp-{env.experiment_id}-trial-{env.trial_id}-{os.getpid()}")
         os.environ[ENV_VAR] = _chosen_here
-    return get_base_path(getattr(getattr(env, "distributed", None), "rank", 0))
+    return local_event_dir(getattr(getattr(env, "distributed", None), "rank", 0))
 
 
-def get_sync_path(experiment_id: int, trial_id: int) -> str:
+def trial_sync_path(experiment_id: Any, trial_id: Any) -> str:
     """The trial's event directory relative to the checkpoint storage root."""
     return os.path.join(STORAGE_DIR, "experiment", str(experiment_id), "trial", str(trial_id))
+
+
+def get_sync_path(env: Any) -> pathlib.Path:
+    """The trial's event directory relative to the checkpoint storage root, for ``env``
+    (a :class:`determined.EnvContext`, or the platform's trial environment).
+
+    Upstream prefixed it with the cluster id; here one storage root serves one master,
+    so the path is ``tensorboard/experiment/<exp>/trial/<trial>`` without it.
+    """
+    exp = getattr(env, "det_experiment_id", None) or getattr(env, "experiment_id", None)
+    trial = getattr(env, "det_trial_id", None) or getattr(env, "trial_id", None)
+    if exp in (None, "") or trial in (None, ""):
+        raise ValueError("Expected env to carry the experiment and trial ids "
+                         "(det_experiment_id/det_trial_id or experiment_id/trial_id). "
+                         f"Received: {env!r}")
+    return pathlib.Path(trial_sync_path(exp, trial))

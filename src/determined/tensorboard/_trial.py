@@ -1,24 +1,32 @@
 """What a trial's chief process does for TensorBoard: write the platform's metrics and
-sync the trial's event directory to checkpoint storage after each workload."""
+sync the trial's event directory to checkpoint storage after each workload; and
+upstream's :func:`build` of a sync manager from a ``checkpoint_storage`` section."""
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import time
 from typing import Any, Dict, Optional
 
 from determined.tensorboard._manager import (
+    S3TensorboardManager,
     SharedFSTensorboardManager,
     StorageTensorboardManager,
     TensorboardManager,
 )
 from determined.tensorboard import _paths
-from determined.tensorboard._paths import get_base_path, get_sync_path
+from determined.tensorboard._paths import (
+    get_base_path,
+    get_sync_path,
+    local_event_dir,
+    trial_sync_path,
+)
 from determined.tensorboard.metric_writers import BatchMetricWriter
 from determined.tensorboard.metric_writers._event_file import EventFileWriter
 
-__all__ = ["TrialTensorboard", "build"]
+__all__ = ["TrialTensorboard", "build", "build_trial_tensorboard"]
 
 logger = logging.getLogger("determined")
 
@@ -78,12 +86,12 @@ class TrialTensorboard:
             shutil.rmtree(self.base_path, ignore_errors=True)
 
 
-def build(env: Any, storage: Any) -> TrialTensorboard:
+def build_trial_tensorboard(env: Any, storage: Any) -> TrialTensorboard:
     """The chief's :class:`TrialTensorboard` for ``env`` (a TrialEnv) and its checkpoint
     storage (a StorageManager; shared-file-system storage has a ``root``)."""
-    base = get_base_path()
+    base = local_event_dir()
     root = getattr(storage, "root", None)
-    sync_path = get_sync_path(env.experiment_id, env.trial_id)
+    sync_path = trial_sync_path(env.experiment_id, env.trial_id)
     manager: Optional[TensorboardManager] = None
     if isinstance(root, str) and root:
         manager = SharedFSTensorboardManager(root, base, sync_path)
@@ -93,3 +101,52 @@ def build(env: Any, storage: Any) -> TrialTensorboard:
         logger.info("TensorBoard files stay in %s: %s cannot take them", base,
                     type(storage).__name__)
     return TrialTensorboard(base, manager)
+
+
+def _shared_fs_root(config: Dict[str, Any], container_path: Optional[str]) -> str:
+    """``host_path/storage_path``, with ``container_path`` in place of ``host_path``."""
+    host = config["host_path"]
+    storage_path = config.get("storage_path") or ""
+    if container_path and os.path.isabs(storage_path):
+        relative = os.path.relpath(storage_path, host)
+        if relative == ".." or relative.startswith(".." + os.sep):
+            raise ValueError(f"checkpoint_storage.storage_path {storage_path!r} must be "
+                             f"inside host_path {host!r}")
+        storage_path = relative
+    return os.path.normpath(os.path.join(container_path or host, storage_path))
+
+
+def build(env: Any, checkpoint_config: Dict[str, Any],
+          container_path: Optional[str] = None) -> TensorboardManager:
+    """The manager that syncs ``env``'s trial event files (upstream's signature).
+
+    Args:
+        env: a :class:`determined.EnvContext` (or the platform's trial environment).
+        checkpoint_config: a ``checkpoint_storage`` section: ``shared_fs``, ``s3`` or
+            ``gcs``.
+        container_path: replaces ``host_path`` for ``shared_fs`` (where this process
+            sees the storage).
+
+    Raises:
+        TypeError: the section has no ``type``, or one that is unknown here.
+    """
+    kind = checkpoint_config.get("type")
+    if not kind or not isinstance(kind, str):
+        raise TypeError("Missing 'type' parameter of storage configuration "
+                        f"(a string). Received: {checkpoint_config!r}")
+    base_path = get_base_path(checkpoint_config, manager=True)
+    sync_path = get_sync_path(env)
+    if kind == "shared_fs":
+        return SharedFSTensorboardManager(_shared_fs_root(checkpoint_config, container_path),
+                                          base_path, sync_path)
+    if kind == "s3":
+        return S3TensorboardManager(
+            checkpoint_config["bucket"], checkpoint_config.get("access_key"),
+            checkpoint_config.get("secret_key"), checkpoint_config.get("endpoint_url"),
+            base_path, sync_path, prefix=checkpoint_config.get("prefix"))
+    if kind == "gcs":
+        from determined.storage import build_storage
+
+        return StorageTensorboardManager(build_storage(checkpoint_config), base_path,
+                                         sync_path)
+    raise TypeError(f"Unknown storage type: {kind!r} (expected shared_fs, s3 or gcs)")

@@ -43,6 +43,6 @@ def accepts_positional(method: Any) -> int:
 def tensorboard_dir(rank: int = 0) -> str:
     """Where trial processes write tfevent files (SPEC 8): ``$DET_TENSORBOARD_DIR`` or
     ``/tmp/tensorboard``, with ``-<rank>`` appended for non-chief ranks."""
-    from determined.tensorboard import get_base_path
+    from determined.tensorboard import local_event_dir
 
-    return get_base_path(rank)
+    return local_event_dir(rank)

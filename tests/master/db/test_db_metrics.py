@@ -2,7 +2,6 @@
 
 import math
 import threading
-import time
 from typing import Callable, List
 
 import pytest
@@ -188,10 +187,9 @@ def test_concurrent_duplicates_stored_once(store: Store, trial_id: int) -> None:
     assert [r.total_batches for r in store.list_metrics(trial_id)] == list(range(10))
 
 
-def test_ingestion_rate(store: Store, make_experiment) -> None:
-    """50 concurrent reporters; the target is >= 5,000 rows/s on SQLite (see
-    benchmarks/cluster/ingest.py); the bound here is loose so only a pathological
-    implementation fails it."""
+def test_fifty_concurrent_reporters_store_every_row(store: Store, make_experiment) -> None:
+    """50 concurrent reporters mixing single, bulk and validation writes: every row is
+    stored once (the rate is measured by benchmarks/cluster/ingest.py, not here)."""
     reporters, rows = 50, 40
     exp = make_experiment()
     trials = [store.create_trial(exp, f"r{i}", {}, i) for i in range(reporters)]
@@ -206,16 +204,11 @@ def test_ingestion_rate(store: Store, make_experiment) -> None:
             else:
                 store.add_validation_metrics(trials[i], b, {"error": 0.5})
 
-    start = time.perf_counter()
     _in_threads(reporters, report)
-    elapsed = time.perf_counter() - start
-    rate = reporters * rows / elapsed
-    print(
-        f"\n[{store.backend}] {reporters} reporters: {reporters * rows} rows "
-        f"in {elapsed:.2f} s = {rate:.0f} rows/s"
-    )
-    assert sum(len(store.list_metrics(t)) for t in trials) == reporters * rows
-    assert rate >= 1000, f"ingestion too slow: {rate:.0f} rows/s"
+    for t in trials:
+        stored = store.list_metrics(t)
+        assert [r.total_batches for r in stored] == list(range(rows))
+        assert all(r.batch_metrics == per_batch for r in stored if r.kind == "training")
 
 
 _ops = st.lists(

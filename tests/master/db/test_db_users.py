@@ -8,7 +8,7 @@ import sqlalchemy as sa
 
 from determined.master.db import Store
 from determined.master.db._engine import run_upgrade
-from determined.master.db._types import UTCDateTime, utcnow
+from determined.master.db._types import JSONText, UTCDateTime, utcnow
 from determined.master.db._users import AuthenticationError
 
 
@@ -86,10 +86,28 @@ def test_migration_from_0001_keeps_data_and_dates_old_sessions(db_url: str) -> N
     with Store(db_url) as store:
         assert run_upgrade(store._engines, "0001") == (None, "0001")
         assert store.schema_revision() == "0001"
-        exp = store.create_experiment({"searcher": {"name": "single"}}, b"m", owner="admin")
-        trial = store.create_trial(exp, "r1", {"lr": 1}, seed=3)
         with store._engines.write.begin() as conn:
             user_ids = dict(conn.execute(sa.text("SELECT username, id FROM users")).all())
+            # The 0001 columns only (the ORM's model has later revisions' columns too).
+            experiments = sa.table(
+                "experiments", sa.column("state"), sa.column("config", JSONText()),
+                sa.column("model_def"), sa.column("owner_id"), sa.column("description"),
+                sa.column("labels", JSONText()), sa.column("archived"), sa.column("weight"),
+                sa.column("start_time", UTCDateTime()))
+            conn.execute(sa.insert(experiments).values(
+                state="PAUSED", config={"searcher": {"name": "single"}}, model_def=b"m",
+                owner_id=user_ids["admin"], description="", labels=[], archived=False,
+                weight=1.0, start_time=now))
+            exp = conn.execute(sa.text("SELECT max(id) FROM experiments")).scalar_one()
+            trials = sa.table(
+                "trials", sa.column("experiment_id"), sa.column("request_id"),
+                sa.column("state"), sa.column("hparams", JSONText()), sa.column("seed"),
+                sa.column("restarts"), sa.column("total_batches"),
+                sa.column("start_time", UTCDateTime()))
+            conn.execute(sa.insert(trials).values(
+                experiment_id=exp, request_id="r1", state="ACTIVE", hparams={"lr": 1}, seed=3,
+                restarts=0, total_batches=0, start_time=now))
+            trial = conn.execute(sa.text("SELECT max(id) FROM trials")).scalar_one()
             conn.execute(sa.insert(tokens), [
                 {"token_hash": _hash("fresh"), "kind": "user", "trial_id": None,
                  "user_id": user_ids["determined"], "created_at": now},
@@ -99,7 +117,7 @@ def test_migration_from_0001_keeps_data_and_dates_old_sessions(db_url: str) -> N
                  "user_id": None, "created_at": now - datetime.timedelta(days=30)},
             ])
     with Store(db_url) as store:
-        assert store.upgrade() == "0007"
+        assert store.upgrade() == "0008"
         assert store.get_experiment(exp).owner == "admin"
         assert store.get_trial(trial).hparams == {"lr": 1}
         assert [u.username for u in store.list_users()] == ["admin", "determined"]
@@ -114,4 +132,4 @@ def test_migration_from_0001_keeps_data_and_dates_old_sessions(db_url: str) -> N
         assert expiry[_hash("runner")] is None
         assert abs(expiry[_hash("fresh")] - (now + datetime.timedelta(days=7))) < \
             datetime.timedelta(seconds=1)
-        assert store.upgrade() == "0007"
+        assert store.upgrade() == "0008"

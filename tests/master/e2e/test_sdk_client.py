@@ -47,6 +47,27 @@ def test_sdk_selects_and_loads_checkpoints(master_factory, tiny_dir, tmp_path):
                        saved["models_state_dict"][0]["0.weight"])
     assert d.get_checkpoint(top.uuid).trial_id == top.trial_id
 
+    # Upstream's shapes: references from the master's URL, checkpoints from its JSON.
+    from determined.experimental import Checkpoint, ExperimentReference, TrialReference
+
+    assert top.hparams["lr"] in (0.01, 0.3) and top.experiment_config["searcher"]["name"] == "grid"
+    assert top.experiment_id == exp.id and top.resources and top.batch_number == 20
+    by_url = ExperimentReference(exp.id, master.url)
+    assert by_url.top_checkpoint().uuid == top.uuid
+    trial_by_url = TrialReference(top.trial_id, master.url)
+    assert trial_by_url.experiment_id == exp.id
+    assert trial_by_url.select_checkpoint(latest=True).uuid == latest.uuid
+    data = d._client.get_checkpoint(top.uuid)
+    raw = Checkpoint.from_json({**data, "experiment_config": config}, master.url)
+    raw.add_metadata({"source": "from_json"})
+    assert d.get_checkpoint(top.uuid).metadata == {"source": "from_json"}
+    raw.remove_metadata(["source"])
+    assert d.get_checkpoint(top.uuid).metadata == {}
+    fetched = raw.download(str(tmp_path / "raw"))
+    assert os.path.exists(os.path.join(fetched, "state_dict.pth"))
+    with pytest.raises(TypeError, match="master's URL"):
+        ExperimentReference(exp.id, 8080)
+
 
 def test_sdk_errors(master_factory):
     master = master_factory(slots=1)

@@ -38,3 +38,20 @@ def test_environment_variables_list_or_mapping():
     assert environment_variables({"environment": {"environment_variables": ["A=1", "B=x=y"]}}) \
         == {"A": "1", "B": "x=y"}
     assert environment_variables({"environment": {"environment_variables": {"C": 2}}}) == {"C": "2"}
+
+
+def test_bind_mounts_stay_inside_the_working_directory():
+    from determined.master.tasks._spec import bind_mounts
+
+    config = validate_task_config("shell", {"bind_mounts": [
+        {"host_path": "/data", "container_path": "/data"},
+        {"host_path": "/srv/x", "container_path": "a/./b/", "read_only": True}]})
+    assert bind_mounts(config) == [("/data", "data"), ("/srv/x", "a/b")]
+    for mount, field in (({"host_path": "rel", "container_path": "x"}, "host_path"),
+                         ({"host_path": "/h", "container_path": "a/../.."}, "container_path"),
+                         ({"host_path": "/h", "container_path": "/"}, "container_path"),
+                         ({"host_path": "/h"}, "container_path")):
+        with pytest.raises(InvalidConfigError, match=f"bind_mounts\\[0\\].{field}"):
+            validate_task_config("command", {"entrypoint": "true", "bind_mounts": [mount]})
+    with pytest.raises(InvalidConfigError, match="bind_mounts"):
+        validate_task_config("shell", {"bind_mounts": "/data:/data"})

@@ -141,7 +141,13 @@ def test_tensorboard_of_finished_experiment_through_proxy_and_reaped(master, tmp
         r = c.get(runs_url)
         return r.json() if r.status_code == 200 and len(r.json()) == 2 else None
 
-    names = wait_until(runs, 120, "TensorBoard runs")
+    try:
+        names = wait_until(runs, 180, "TensorBoard runs")
+    except AssertionError:  # say why: the task's state, its output and what TB served
+        logs = c.get(f"/api/v1/tasks/{tb['id']}/logs", params={"tail": 40}).json()["logs"]
+        raise AssertionError(f"no 2 TensorBoard runs: task {task(c, tb['id'])}, last answer "
+                             f"{c.get(runs_url).text[:300]!r}, logs:\n" +
+                             "\n".join(line["line"] for line in logs)) from None
     assert sorted(int(n.split()[0].split("_")[1]) for n in names) == trial_ids
     assert all("lr=" in n for n in names)
     assert httpx.get(master.url + runs_url).status_code == 401

@@ -1,4 +1,4 @@
-/** A trial's logs: live tail, search, download. Lines are text, never HTML. */
+/** A trial's or a task's logs: live tail, search, download. Lines are text, never HTML. */
 import { useEffect, useRef, useState } from "react";
 import { api, type LogLine } from "../api";
 import { ErrorLine } from "./Bits";
@@ -11,11 +11,22 @@ export function filterLines(lines: LogLine[], search: string): LogLine[] {
   return lines.filter((l) => l.line.toLowerCase().includes(s));
 }
 
-async function downloadAll(trialId: number): Promise<void> {
+/** Whose logs: a trial's (searched on the server) or a task's (searched here). */
+export type LogSource = { trialId: number; taskId?: undefined } | { taskId: string; trialId?: undefined };
+
+function logsPath(source: LogSource): string {
+  return source.taskId !== undefined ? `/tasks/${encodeURIComponent(source.taskId)}/logs` : `/trials/${source.trialId}/logs`;
+}
+
+function sourceName(source: LogSource): string {
+  return source.taskId !== undefined ? `task-${source.taskId}` : `trial-${source.trialId}`;
+}
+
+async function downloadAll(source: LogSource): Promise<void> {
   const parts: string[] = [];
   let after = 0;
   for (;;) {
-    const { logs } = await api<{ logs: LogLine[] }>(`/trials/${trialId}/logs?after_id=${after}&limit=10000`);
+    const { logs } = await api<{ logs: LogLine[] }>(`${logsPath(source)}?after_id=${after}&limit=10000`);
     if (!logs.length) break;
     for (const l of logs) parts.push(l.line.endsWith("\n") ? l.line : `${l.line}\n`);
     after = logs[logs.length - 1].id;
@@ -23,13 +34,15 @@ async function downloadAll(trialId: number): Promise<void> {
   const url = URL.createObjectURL(new Blob(parts, { type: "text/plain" }));
   const a = document.createElement("a");
   a.href = url;
-  a.download = `trial-${trialId}-logs.txt`;
+  a.download = `${sourceName(source)}-logs.txt`;
   a.click();
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
 /** ``live`` lines come from the page's event subscription (the ``logs`` events). */
-export default function Logs({ trialId, live }: { trialId: number; live: LogLine[] }) {
+export default function Logs({ live, ...source }: LogSource & { live: LogLine[] }) {
+  const { trialId, taskId } = source as { trialId?: number; taskId?: string };
+  const key = sourceName(source);
   const [lines, setLines] = useState<LogLine[]>([]);
   const [search, setSearch] = useState("");
   const [found, setFound] = useState<LogLine[] | null>(null);
@@ -38,15 +51,17 @@ export default function Logs({ trialId, live }: { trialId: number; live: LogLine
   const box = useRef<HTMLPreElement>(null);
 
   useEffect(() => {
-    api<{ logs: LogLine[] }>(`/trials/${trialId}/logs?tail=1000`)
+    setLines([]);
+    api<{ logs: LogLine[] }>(`${logsPath(source)}?tail=1000`)
       .then((r) => setLines((cur) => merge(r.logs, cur)))
       .catch(setError);
-  }, [trialId]);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [key]);
   useEffect(() => {
     if (live.length) setLines((cur) => merge(cur, live));
   }, [live]);
   useEffect(() => {
-    if (!search) {
+    if (!search || trialId === undefined) {
       setFound(null);
       return;
     }
@@ -68,11 +83,11 @@ export default function Logs({ trialId, live }: { trialId: number; live: LogLine
       <div className="controls">
         <input aria-label="search logs" placeholder="search logs" value={search} onChange={(e) => setSearch(e.target.value)} />
         <label><input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> follow</label>
-        <button onClick={() => void downloadAll(trialId).catch(setError)}>download</button>
+        <button onClick={() => void downloadAll(source).catch(setError)}>download</button>
         <span className="muted">{shown.length} lines</span>
       </div>
       <ErrorLine error={error} />
-      <pre ref={box} className="log" data-testid="trial-logs">
+      <pre ref={box} className="log" data-testid={taskId !== undefined ? "task-logs" : "trial-logs"}>
         {shown.map((l) => (
           <div key={l.id} className="log-line">{l.line}</div>
         ))}

@@ -177,7 +177,8 @@ class MasterClient:
                             json={"username": username, "admin": admin, "password": password})
 
     def patch_user(self, name: str, /, **changes: Any) -> Dict[str, Any]:
-        """Change ``active``, ``admin`` or ``username`` (rename) of user ``name`` (admins)."""
+        """Change ``active``, ``admin``, ``username`` (rename) or ``agent_user_group`` of
+        user ``name`` (admins)."""
         return self.request("PATCH", f"/users/{name}", json=changes)
 
     def set_password(self, username: str, password: str) -> None:
@@ -185,9 +186,13 @@ class MasterClient:
 
     # -- experiments -------------------------------------------------------------------
     def create_experiment(self, config: Union[str, Dict[str, Any]], model_def: bytes,
-                          activate: bool = True) -> int:
-        body = {"config": config, "model_def": base64.b64encode(model_def).decode("ascii"),
-                "activate": activate}
+                          activate: bool = True, git: Optional[Dict[str, str]] = None) -> int:
+        """Create an experiment; ``git``: where the model definition came from
+        (``{git_remote, git_commit, git_committer, git_commit_date}``)."""
+        body: Dict[str, Any] = {"config": config, "activate": activate,
+                                "model_def": base64.b64encode(model_def).decode("ascii")}
+        if git is not None:
+            body["git"] = git
         return int(self.request("POST", "/experiments", json=body)["id"])
 
     def list_experiments(self, archived: bool = False,

@@ -11,9 +11,13 @@ Remote agents (``python -m determined.agent``) authenticate with the master's
 - ``GET /agents/{id}/commands?session=S&wait=W[&draining=true]`` -> ``{commands:
   [...]}``, a long poll that is also the agent's heartbeat (``draining``: it shuts
   down; no new trials). Commands: ``{type: "launch", launch_id,
-  trial_id, experiment_id, slot_ids, env, spec}`` and ``{type: "kill", launch_id}``.
+  trial_id, experiment_id, slot_ids, env, spec}``, ``{type: "kill", launch_id}``,
+  ``{type: "launch_task", launch_id, task_id, kind, config, env, token, slot_ids,
+  context, spec}`` and ``{type: "kill_task", launch_id}``.
 - ``POST /agents/{id}/events`` ``{session, logs: {launch_id: [line]}, exits:
-  {launch_id: code}}``: output lines are stored before the exits are handled.
+  {launch_id: code}, started: {launch_id: {host, port}}}``: output lines are stored
+  before the exits are handled; ``started`` names tasks now running (and where a
+  service listens).
 - ``POST /agents/{id}/deregister`` ``{session}``.
 - ``POST /agents/{id}/rendezvous`` ``{session, launch_id, address, port}`` -> ``{started}``:
   the agent of a spanning trial's chief part (command ``{type: "launch_part", ...,
@@ -61,6 +65,8 @@ class Events(_Body):
     session: str
     logs: Dict[str, List[str]] = pydantic.Field(default_factory=dict)
     exits: Dict[str, int] = pydantic.Field(default_factory=dict)
+    started: Dict[str, Dict[str, Any]] = pydantic.Field(
+        default_factory=dict, description="tasks now running: {launch_id: {host, port}}")
 
 
 class Session(_Body):
@@ -170,7 +176,7 @@ def agents_router(master: Master) -> fastapi.APIRouter:
     @api.post("/{agent_id}/events")
     def events(agent_id: str, body: Events) -> Dict[str, Any]:
         try:
-            remote.report(agent_id, body.session, body.logs, body.exits)
+            remote.report(agent_id, body.session, body.logs, body.exits, body.started)
         except UnknownSessionError as e:
             raise gone(e) from None
         return {}
@@ -247,7 +253,8 @@ def agents_listing(master: Master) -> Dict[str, Any]:
     """``GET /agents``: live agents, their slots and the task on each slot."""
     busy: Dict[Tuple[str, int], str] = {}
     with master.lock:
-        for task_id, (_, alloc) in master.allocations.items():
+        held = list(master.allocations.items()) + list(master.tasks.running().items())
+        for task_id, (_, alloc) in held:
             for agent_id, slots in alloc.parts:
                 for slot in slots:
                     busy[(agent_id, slot)] = task_id

@@ -41,6 +41,7 @@ from determined.master.db import (
     NotFoundError,
     User,
 )
+from determined.master.db._experiments import GIT_FIELDS
 from determined.master.experiments import ExperimentRun, TrialState
 from determined.master import webui
 from determined.searcher import SearcherError
@@ -53,20 +54,27 @@ LONG_POLL_SECONDS = 25.0
 
 
 class _Wakeups:
-    """Async waiters woken by ``Master.cond.notify_all()`` from any thread."""
+    """Async waiters woken by ``Master.cond.notify_all(scope)`` from any thread.
+
+    Each waiter is armed with the experiment it waits for; a notification scoped to one
+    experiment wakes only its waiters, an unscoped one wakes all.
+    """
 
     def __init__(self) -> None:
         self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._futures: Set["asyncio.Future[None]"] = set()
+        self._futures: Dict[Optional[int], Set["asyncio.Future[None]"]] = {}
 
-    def arm(self) -> "asyncio.Future[None]":
+    def arm(self, scope: Optional[int] = None) -> "asyncio.Future[None]":
         self._loop = asyncio.get_running_loop()
         future = self._loop.create_future()
-        self._futures.add(future)
+        self._futures.setdefault(scope, set()).add(future)
         return future
 
     def disarm(self, future: "asyncio.Future[None]") -> None:
-        self._futures.discard(future)
+        for scope, waiting in list(self._futures.items()):
+            waiting.discard(future)
+            if not waiting:
+                del self._futures[scope]
 
     async def wait(self, future: "asyncio.Future[None]", timeout: float) -> None:
         try:
@@ -74,21 +82,26 @@ class _Wakeups:
         except asyncio.TimeoutError:
             pass
         finally:
-            self._futures.discard(future)
+            self.disarm(future)
 
-    def notify(self) -> None:
+    def notify(self, scope: Optional[int] = None) -> None:
         loop = self._loop
         if loop is not None and self._futures:
             try:
-                loop.call_soon_threadsafe(self._release)
+                loop.call_soon_threadsafe(self._release, scope)
             except RuntimeError:  # the loop has closed: the master is stopping
                 pass
 
-    def _release(self) -> None:
-        futures, self._futures = self._futures, set()
-        for future in futures:
-            if not future.done():
-                future.set_result(None)
+    def _release(self, scope: Optional[int]) -> None:
+        if scope is None:
+            released, self._futures = self._futures, {}
+        else:
+            released = {scope: self._futures.pop(scope, set())}
+            released[None] = self._futures.pop(None, set())  # unscoped waiters: any change
+        for futures in released.values():
+            for future in futures:
+                if not future.done():
+                    future.set_result(None)
 
 
 class APIError(Exception):
@@ -118,6 +131,7 @@ def _experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[
         "start_time": _iso(e.start_time), "end_time": _iso(e.end_time),
         "searcher": e.config.get("searcher", {}).get("name"),
         "num_trials": len(trials),
+        **(e.git or dict.fromkeys(GIT_FIELDS)),
     }
     if with_config:
         out["config"] = masked_config(e.config)  # credentials stay in the stored config
@@ -242,7 +256,8 @@ def create_app(master: Master) -> fastapi.FastAPI:
         # Everything that could fail later is checked before the experiment is stored.
         config = validate_experiment(raw, default_storage=master.config.checkpoint_storage,
                                      context=packed).config
-        exp_id = master.create_experiment(config, packed, body.activate, owner=user.username)
+        exp_id = master.create_experiment(config, packed, body.activate, owner=user.username,
+                                          git=body.git.model_dump() if body.git else None)
         # Fields accepted without effect here (container-only), one line each.
         return {"id": exp_id, "warnings": config_warnings(raw) if isinstance(raw, dict) else []}
 
@@ -389,7 +404,7 @@ def create_app(master: Master) -> fastapi.FastAPI:
         run, t = found
         deadline = time.monotonic() + LONG_POLL_SECONDS
         while True:
-            woken = wakeups.arm()  # before looking, so no notification is missed
+            woken = wakeups.arm(run.id)  # before looking, so no notification is missed
             op = await run_in_threadpool(next_op_now, run, t)
             remaining = deadline - time.monotonic()
             if op is not None or remaining <= 0:

@@ -14,7 +14,8 @@ routes (which keep their per-trial tokens) runs :meth:`Auth.resolve` first:
 
 Routes: ``POST /auth/login`` {username, password} -> {token, user};
 ``POST /auth/logout``; ``GET /me``; ``GET /users``; ``GET /users/{name}``;
-``POST /users`` (admin); ``PATCH /users/{name}`` {active, admin, username} (admin);
+``POST /users`` (admin); ``PATCH /users/{name}`` {active, admin, username,
+agent_user_group} (admin);
 ``POST /users/{name}/password`` {password} (the user or an admin).
 Experiments may be paused, killed or edited only by their owner or an admin
 (:func:`check_owner`, 403 otherwise).
@@ -49,7 +50,8 @@ def _fail(status: int, message: str) -> fastapi.HTTPException:
 
 
 def user_json(u: User) -> Dict[str, Any]:
-    return {"id": u.id, "username": u.username, "admin": u.admin, "active": u.active}
+    return {"id": u.id, "username": u.username, "admin": u.admin, "active": u.active,
+            "agent_user_group": u.agent_user_group}
 
 
 def check_owner(user: User, owner: str, what: str, action: str) -> None:
@@ -96,10 +98,21 @@ class CreateUser(_Body):
     password: str = ""
 
 
+class AgentUserGroup(_Body):
+    """The POSIX user and group a user's tasks would run as on agents (recorded: trials
+    and tasks here run as the agent's own user)."""
+
+    agent_uid: int = pydantic.Field(ge=0, le=2**31 - 1)
+    agent_gid: int = pydantic.Field(ge=0, le=2**31 - 1)
+    agent_user: str = pydantic.Field(min_length=1, max_length=255)
+    agent_group: str = pydantic.Field(min_length=1, max_length=255)
+
+
 class PatchUser(_Body):
     username: Optional[str] = pydantic.Field(default=None, description="a new name")
     admin: Optional[bool] = None
     active: Optional[bool] = None
+    agent_user_group: Optional[AgentUserGroup] = None
 
 
 class Password(_Body):
@@ -233,8 +246,8 @@ class Auth:
         def patch_user(username: str, body: PatchUser, user: User = Caller) -> Dict[str, Any]:
             changes = body.model_dump(exclude_none=True)
             if not changes:
-                raise _fail(400, "Expected at least one of username, admin, active. "
-                                 "Received: an empty change")
+                raise _fail(400, "Expected at least one of username, admin, active, "
+                                 "agent_user_group. Received: an empty change")
             require_admin(user, "change users (" + ", ".join(sorted(changes)) + ")")
             store.get_user(username)  # 404 first
             if "username" in changes:

@@ -20,6 +20,20 @@ class CreateExperiment(_Body):
         description="the experiment config, as YAML text or an object")
     model_def: str = pydantic.Field(description="base64 of a tar.gz of the context directory")
     activate: bool = True
+    git: Optional["GitInfo"] = pydantic.Field(
+        default=None, description="where the model definition came from (`det e create --git`)")
+
+
+class GitInfo(_Body):
+    """The model definition's git repository, as ``det e create --git`` records it."""
+
+    git_remote: str = pydantic.Field(max_length=1024)
+    git_commit: str = pydantic.Field(min_length=1, max_length=1024)
+    git_committer: str = pydantic.Field(max_length=1024)
+    git_commit_date: str = pydantic.Field(max_length=1024)
+
+
+CreateExperiment.model_rebuild()
 
 
 class Report(_Body):

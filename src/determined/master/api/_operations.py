@@ -24,6 +24,7 @@ Slow I/O (deleting checkpoint files, removing directories) happens outside
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import time
@@ -40,6 +41,8 @@ from determined.master.db import TERMINAL_STATES, User
 from determined.storage import CheckpointRecord, build_storage, checkpoints_to_keep
 
 __all__ = ["operations_router", "gc_candidates"]
+
+logger = logging.getLogger("determined.master")
 
 
 class _Body(pydantic.BaseModel):
@@ -146,8 +149,8 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
                 storage.delete(uuid)
                 gone.append(uuid)
             except Exception as e:  # keep the record: the files may still be there
-                print(f"det-master: experiment {exp_id}: could not delete checkpoint "
-                      f"{uuid}: {e}", flush=True)
+                logger.warning("experiment %s: could not delete checkpoint %s: %s", exp_id,
+                               uuid, e)
         return gone
 
     @api.delete("/experiments/{id}")
@@ -173,8 +176,8 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
         store.delete_experiment(id)
         shutil.rmtree(os.path.join(master.config.data_dir, "experiments", str(id)),
                       ignore_errors=True)
-        print(f"det-master: experiment {id} deleted by {user.username} "
-              f"({len(gone)} checkpoint(s) removed from storage)", flush=True)
+        logger.info("experiment %s deleted by %s (%d checkpoint(s) removed from storage)",
+                    id, user.username, len(gone))
         return {"id": id, "deleted_checkpoints": sorted(gone)}
 
     @api.get("/experiments/{id}/gc-preview")

@@ -1,7 +1,8 @@
 """The proxy: ``/proxy/<task-id>/...`` forwards HTTP and websockets to a task's service.
 
-Notebooks, shells and TensorBoards listen on a loopback port of their agent; the
-master is their only way in. Every request needs a logged-in user who owns the task
+Notebooks, shells and TensorBoards listen on a loopback port of the master's machine
+or on a remote agent's own address (the agent reports it); the master is their only
+way in. Every request needs a logged-in user who owns the task
 or is an admin -- never the anonymous user, since a notebook or shell runs code:
 
 - ``Authorization: Bearer <session token>`` (the CLI, scripts), or
@@ -11,8 +12,9 @@ or is an admin -- never the anonymous user, since a notebook or shell runs code:
 
 401 without a valid login, 403 for another user's task, 404 for a task that is not
 running (or not a service), 502 when the service does not answer (yet). Forwarded
-requests lose the caller's ``Authorization`` and cookie of the master; a notebook's
-requests get its own Jupyter token instead, so users never need it.
+requests lose the caller's ``Authorization`` and cookie of the master and get the
+task's own token instead (``Authorization: token ...``; Jupyter, the shell server and
+TensorBoard check it), so users never need it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from starlette.routing import WebSocketRoute
 
 from determined.master._core import Master
 from determined.master.db import NotFoundError, User
-from determined.master.tasks import LiveTask
+from determined.master.tasks import SERVICE_KINDS, LiveTask
 
 __all__ = ["proxy_router"]
 
@@ -58,6 +60,12 @@ def _token(headers: Any, cookies: Dict[str, str], query: Dict[str, str]) -> Opti
         if scheme.lower() == "bearer" and token.strip():
             return token.strip()
     return query.get(QUERY) or cookies.get(COOKIE)
+
+
+def _hostport(task: LiveTask) -> str:
+    """Where the task's service listens: loopback or its remote agent's address."""
+    host = f"[{task.host}]" if ":" in task.host else task.host
+    return f"{host}:{task.port}"
 
 
 def _cookie_header(cookies: Dict[str, str]) -> Optional[str]:
@@ -100,7 +108,7 @@ def proxy_router(master: Master) -> fastapi.APIRouter:
         cookie = _cookie_header(cookies)
         if cookie and "cookie" not in skip:
             out.append(("cookie", cookie))
-        if task.kind == "notebook":
+        if task.kind in SERVICE_KINDS:  # they check the task's own token
             out.append(("authorization", f"token {task.token}"))
         return out
 
@@ -128,21 +136,42 @@ def proxy_router(master: Master) -> fastapi.APIRouter:
             response.set_cookie(COOKIE, query[QUERY], httponly=True, samesite="lax",
                                 path=f"/proxy/{task_id}/")
             return response
-        url = f"http://127.0.0.1:{task.port}{request.url.path}"
+        url = f"http://{_hostport(task)}{request.url.path}"
         if request.url.query:
             url += f"?{request.url.query}"
         headers = upstream_headers(task, request.headers, request.cookies, _HOP)
         upstream = client.build_request(request.method, url, headers=headers,
                                         content=request.stream())
+        master.tasks.opened(task_id)
         try:
             response = await client.send(upstream, stream=True)
         except httpx.HTTPError as e:
+            master.tasks.closed(task_id)
             return JSONResponse({"error": f"Task {task_id} does not answer (yet): {e}"},
                                 status_code=502)
         out_headers = [(k, v) for k, v in response.headers.multi_items()
                        if k.lower() not in ("connection", "keep-alive", "transfer-encoding")]
-        streamed = StreamingResponse(response.aiter_raw(), status_code=response.status_code,
-                                     background=BackgroundTask(response.aclose))
+
+        ended = False
+
+        async def done() -> None:  # once, whether the body was sent whole or not
+            nonlocal ended
+            if not ended:
+                ended = True
+                try:
+                    await response.aclose()
+                finally:
+                    master.tasks.closed(task_id)
+
+        async def body() -> Any:
+            try:
+                async for chunk in response.aiter_raw():
+                    yield chunk
+            finally:
+                await done()
+
+        streamed = StreamingResponse(body(), status_code=response.status_code,
+                                     background=BackgroundTask(done))
         streamed.raw_headers = [(k.encode("latin-1"), v.encode("latin-1"))
                                 for k, v in out_headers]  # repeated Set-Cookie kept
         return streamed
@@ -161,7 +190,7 @@ def proxy_router(master: Master) -> fastapi.APIRouter:
         except _Denied as e:
             await websocket.close(code=4000 + e.status, reason=e.message[:120])
             return
-        url = f"ws://127.0.0.1:{task.port}{websocket.url.path}"
+        url = f"ws://{_hostport(task)}{websocket.url.path}"
         if websocket.url.query:
             url += f"?{websocket.url.query}"
         protocols = [p.strip() for p in websocket.headers.get("sec-websocket-protocol", "")
@@ -170,11 +199,12 @@ def proxy_router(master: Master) -> fastapi.APIRouter:
         try:
             upstream = await connect(url, additional_headers=headers,
                                      subprotocols=protocols or None, max_size=None,
-                                     origin=f"http://127.0.0.1:{task.port}")
+                                     origin=f"http://{_hostport(task)}")
         except Exception as e:
             await websocket.close(code=1011, reason=f"task does not answer: {e}"[:120])
             return
         await websocket.accept(subprotocol=upstream.subprotocol)
+        master.tasks.opened(task_id)
 
         async def client_to_task() -> None:
             while True:
@@ -201,6 +231,7 @@ def proxy_router(master: Master) -> fastapi.APIRouter:
         try:
             await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            master.tasks.closed(task_id)
             for t in tasks:
                 t.cancel()
             await upstream.close()

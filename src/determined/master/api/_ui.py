@@ -11,8 +11,8 @@
 - ``GET /ui/trials/{id}/workloads``: a trial's workloads, paginated.
 - ``GET /ui/trials/{id}/logs``: log lines, with a case-insensitive text search.
 - ``GET /ui/cluster``: agents, slots, the trial and experiment on each slot.
-- ``GET /ui/events``: a live channel (server-sent events) for experiment and trial
-  state changes, new metrics and new log lines.
+- ``GET /ui/events``: a live channel (server-sent events) for experiment, trial and
+  task state changes, new metrics and new log lines (of a trial or a task).
 
 Writes (pause, kill, labels, fork...) go through the ordinary API routes, so the UI
 can do nothing the API would refuse.
@@ -349,15 +349,23 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         trial_id: Optional[int] = Query(None, description="its state, metrics and logs"),
         metrics_after: int = Query(0, ge=0, description="send metrics rows after this id"),
         logs_after: int = Query(0, ge=0, description="send log lines after this id"),
+        tasks: bool = Query(False, description="changes of the task list"),
+        task_id: Optional[str] = Query(None, description="its new log lines"),
+        task_logs_after: int = Query(0, ge=0, description="send its lines after this id"),
     ) -> StreamingResponse:
         """Server-sent events, checked every 0.5 s: ``experiments`` (changed list rows),
         ``trials`` (changed trials of ``experiment_id``), ``metrics`` (new metrics rows
-        of its or ``trial_id``'s trials), ``logs`` (new lines of ``trial_id``)."""
+        of its or ``trial_id``'s trials), ``logs`` (new lines of ``trial_id``), ``tasks``
+        (changed and removed rows of the task list, as ``GET /tasks``) and
+        ``task_logs`` (new lines of ``task_id``)."""
         if experiment_id is not None:
             store.get_experiment(experiment_id)
         if trial_id is not None:
             store.get_trial(trial_id)
+        if task_id is not None:
+            store.get_task(task_id)
         feed = _Feed(master, experiments, experiment_id, trial_id, metrics_after, logs_after)
+        feed.follow_tasks(tasks, task_id, task_logs_after)
 
         async def stream() -> AsyncIterator[str]:
             yield ": connected\n\n"
@@ -391,9 +399,39 @@ class _Feed:
         self.logs_after = logs_after
         self.seen_experiments: Optional[Dict[int, Any]] = None
         self.seen_trials: Dict[int, Any] = {}
+        self.tasks = False
+        self.task_id: Optional[str] = None
+        self.task_logs_after = 0
+        self.seen_tasks: Optional[Dict[str, str]] = None
+
+    def follow_tasks(self, tasks: bool, task_id: Optional[str], logs_after: int) -> None:
+        """Also send changes of the task list and new lines of ``task_id``."""
+        self.tasks, self.task_id, self.task_logs_after = tasks, task_id, logs_after
+
+    def _poll_tasks(self) -> List[str]:
+        from determined.master.api._tasks import task_json
+
+        out: List[str] = []
+        if self.tasks:
+            rows = {t.id: task_json(t) for t in self.store.list_tasks()}
+            view = {i: json.dumps(r, default=str, sort_keys=True) for i, r in rows.items()}
+            if self.seen_tasks is not None:
+                changed = [rows[i] for i, v in view.items() if self.seen_tasks.get(i) != v]
+                removed = [i for i in self.seen_tasks if i not in view]
+                if changed or removed:
+                    out.append(_event("tasks", {"changed": changed, "removed": removed}))
+            self.seen_tasks = view
+        if self.task_id is not None:
+            lines = self.store.get_task_logs(self.task_id, after_id=self.task_logs_after,
+                                             limit=5000)
+            if lines:
+                self.task_logs_after = lines[-1].id
+                out.append(_event("task_logs", [{"id": r.id, "timestamp": r.timestamp.isoformat(),
+                                                 "line": r.line} for r in lines]))
+        return out
 
     def poll(self) -> List[str]:
-        out: List[str] = []
+        out: List[str] = self._poll_tasks()
         if self.experiments:
             view = q.experiment_fingerprints(self.store)
             if self.seen_experiments is not None:

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from determined.master.db import _models as m
 from determined.master.db._base import StoreBase
-from determined.master.db._checks import UNSET, check_bool, check_int, check_str
+from determined.master.db._checks import UNSET, check_bool, check_dict, check_int, check_str
 from determined.master.db._errors import ConflictError, NotFoundError
 from determined.master.db._records import Agent, User
 from determined.master.db._types import utcnow
@@ -66,6 +66,9 @@ def _user_record(row: m.User) -> User:
         admin=row.admin,
         active=row.active,
         has_password=row.password_hash is not None,
+        agent_user_group=None if row.agent_uid is None else {
+            "agent_uid": row.agent_uid, "agent_gid": row.agent_gid,
+            "agent_user": row.agent_user, "agent_group": row.agent_group},
     )
 
 
@@ -148,9 +151,17 @@ class ClusterMixin(StoreBase):
             return _user_record(row)
 
     def update_user(
-        self, name: str, *, admin: Any = UNSET, active: Any = UNSET, new_name: Any = UNSET
+        self, name: str, *, admin: Any = UNSET, active: Any = UNSET, new_name: Any = UNSET,
+        agent_user_group: Any = UNSET,
     ) -> User:
-        """Change the given fields of user ``name`` (``new_name`` renames)."""
+        """Change the given fields of user ``name`` (``new_name`` renames;
+        ``agent_user_group``: ``{agent_uid, agent_gid, agent_user, agent_group}``)."""
+        if agent_user_group is not UNSET:
+            agent_user_group = check_dict("agent_user_group", agent_user_group)
+            for key in ("agent_uid", "agent_gid"):
+                check_int(f"agent_user_group.{key}", agent_user_group.get(key), minimum=0)
+            for key in ("agent_user", "agent_group"):
+                check_str(f"agent_user_group.{key}", agent_user_group.get(key), nonempty=True)
         with self._write() as s:
             row = s.scalar(sa.select(m.User).where(m.User.username == name).with_for_update())
             if row is None:
@@ -159,6 +170,9 @@ class ClusterMixin(StoreBase):
                 row.admin = check_bool("admin", admin)
             if active is not UNSET:
                 row.active = check_bool("active", active)
+            if agent_user_group is not UNSET:
+                for key in ("agent_uid", "agent_gid", "agent_user", "agent_group"):
+                    setattr(row, key, agent_user_group[key])
             if new_name is not UNSET and new_name != name:
                 check_str("new_name", new_name, nonempty=True)
                 if s.scalar(sa.select(m.User.id).where(m.User.username == new_name)) is not None:

@@ -22,7 +22,10 @@ from determined.master.db._errors import NotFoundError
 from determined.master.db._records import Experiment, SearcherSnapshot
 from determined.master.db._types import utcnow
 
-__all__ = ["ExperimentsMixin"]
+__all__ = ["ExperimentsMixin", "GIT_FIELDS"]
+
+#: What ``det e create --git`` records about the model definition's repository.
+GIT_FIELDS = ("git_remote", "git_commit", "git_committer", "git_commit_date")
 
 
 def _experiment_record(row: m.Experiment) -> Experiment:
@@ -41,6 +44,8 @@ def _experiment_record(row: m.Experiment) -> Experiment:
         progress=row.progress,
         start_time=row.start_time,
         end_time=row.end_time,
+        git=({name: getattr(row, name) for name in GIT_FIELDS}
+             if row.git_commit is not None else None),
     )
 
 
@@ -69,6 +74,7 @@ class ExperimentsMixin(StoreBase):
         owner: str,
         parent_id: Optional[int] = None,
         state: str = "PAUSED",
+        git: Optional[Dict[str, str]] = None,
     ) -> int:
         """Store a new experiment and return its id.
 
@@ -81,6 +87,7 @@ class ExperimentsMixin(StoreBase):
             owner: an existing user name.
             parent_id: the experiment this one was forked from, if any.
             state: ``PAUSED`` (default; SPEC 1.4: stored paused, then activated) or ``ACTIVE``.
+            git: where the model definition came from: every key of ``GIT_FIELDS``.
 
         Raises:
             NotFoundError: unknown owner or parent.
@@ -95,6 +102,13 @@ class ExperimentsMixin(StoreBase):
             )
         check_str("owner", owner, nonempty=True)
         check_int("parent_id", parent_id, optional=True)
+        if git is not None:
+            git = check_dict("git", git)
+            if sorted(git) != sorted(GIT_FIELDS):
+                raise ValueError(f"Expected git to have exactly the keys {list(GIT_FIELDS)}. "
+                                 f"Received: {sorted(git)}")
+            for name in GIT_FIELDS:
+                check_str(f"git.{name}", git[name])
         if state not in ("ACTIVE", "PAUSED"):
             raise ValueError(f"Expected state to be ACTIVE or PAUSED. Received: state={state!r}")
         with self._write() as s:
@@ -113,6 +127,7 @@ class ExperimentsMixin(StoreBase):
                 progress=None,
                 start_time=utcnow(),
                 **_defaults_from_config(config),
+                **(git or {}),
             )
             s.add(row)
             s.flush()

@@ -53,6 +53,11 @@ class User(Base):
     admin: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=False)
     active: orm.Mapped[bool] = orm.mapped_column(sa.Boolean, default=True)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime, default=utcnow)
+    # The POSIX user and group on agents (`det user link-with-agent-user`); recorded only.
+    agent_uid: orm.Mapped[Optional[int]] = orm.mapped_column(sa.Integer)
+    agent_gid: orm.Mapped[Optional[int]] = orm.mapped_column(sa.Integer)
+    agent_user: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
+    agent_group: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
 
 
 class Experiment(Base):
@@ -76,6 +81,11 @@ class Experiment(Base):
     progress: orm.Mapped[Optional[float]] = orm.mapped_column(sa.Float)
     start_time: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime, default=utcnow)
     end_time: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(UTCDateTime)
+    # Where the model definition came from (`det e create --git`).
+    git_remote: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(1024))
+    git_commit: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(1024))
+    git_committer: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(1024))
+    git_commit_date: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(1024))
 
     owner: orm.Mapped[User] = orm.relationship(lazy="joined", innerjoin=True)
 

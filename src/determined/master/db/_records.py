@@ -44,6 +44,8 @@ class Experiment:
     progress: Optional[float]
     start_time: datetime.datetime
     end_time: Optional[datetime.datetime]
+    #: ``{git_remote, git_commit, git_committer, git_commit_date}`` (``det e create --git``).
+    git: Optional[Dict[str, str]] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,3 +154,5 @@ class User:
     admin: bool
     active: bool
     has_password: bool
+    #: ``{agent_uid, agent_gid, agent_user, agent_group}`` (``link-with-agent-user``).
+    agent_user_group: Optional[Dict[str, Any]] = None

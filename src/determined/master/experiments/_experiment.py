@@ -152,7 +152,7 @@ class ExperimentRun:
             self.store.save_searcher_snapshot(self.id, self.core.snapshot(), self.core.events)
             self.refresh_progress(force=True)
         if wake:
-            self.master.changed()
+            self.master.changed(self.id)
         if self._pending_deletes:
             uuids, self._pending_deletes = self._pending_deletes, []
             self.master.delete_files(self.storage, uuids)
@@ -232,7 +232,9 @@ class ExperimentRun:
         exit), or None if there is none yet."""
         op = self.core.next_op(t.request_id)
         if op is None:
-            self.master.changed()  # a waiting runner may be suspended to free its slot
+            # The scheduler may suspend this idle trial to free its slot. Waking the
+            # runners here would wake this one too: it would poll in a busy loop.
+            self.master.wake_scheduler()
             return None
         out = trial_op(op).to_dict()
         if self.core.trial(t.request_id).current_op is not op:

@@ -10,6 +10,12 @@ cluster until it registers again.
 Each launch has an id of its own, so a report about an earlier run of a trial (say from
 an agent that was lost and came back) is never mistaken for the current one.
 
+Tasks (commands, notebooks, shells, TensorBoards) travel the same way with commands of
+their own -- ``launch_task`` and ``kill_task`` -- and their reports reach
+:attr:`RemoteResourceManager.task_events` (the master's task manager): ``started``
+(the address the agent's service listens on), output lines, and the exit, or the loss
+of the agent.
+
 Locking: one lock guards the registry; callbacks into the master (``on_exit``,
 ``log_sink``, ``on_change``) are always made without it.
 """
@@ -18,21 +24,35 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import threading
 import time
 import uuid
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from determined.master import scheduler
 from determined.master.resource_managers._spanning import SpanningMixin
 
-__all__ = ["RemoteResourceManager", "UnknownSessionError", "LOST_EXIT_CODE"]
+__all__ = ["RemoteResourceManager", "TaskEvents", "UnknownSessionError", "LOST_EXIT_CODE"]
 
 #: The exit code a trial of a lost agent is reported with (as if SIGKILLed).
 LOST_EXIT_CODE = -9
 
 ExitCallback = Callable[[int, int], None]
 LogSink = Callable[[int, List[str]], None]
+
+logger = logging.getLogger("determined.master")
+
+
+class TaskEvents(Protocol):
+    """What becomes of tasks on remote agents (called without the registry's lock)."""
+
+    def task_started(self, task_id: str, host: str, port: Optional[int]) -> None: ...
+
+    def task_logs(self, task_id: str, lines: List[str]) -> None: ...
+
+    def task_exited(self, task_id: str, code: Optional[int], reason: Optional[str]) -> None:
+        """``code`` None: it never ran, or its agent was lost (``reason`` says which)."""
 
 
 class UnknownSessionError(Exception):
@@ -49,6 +69,13 @@ class _Launch:
 
 
 @dataclasses.dataclass
+class _TaskLaunch:
+    id: str
+    task_id: str
+    delivered: bool = False
+
+
+@dataclasses.dataclass
 class _RemoteAgent:
     id: str
     slots: int
@@ -61,6 +88,7 @@ class _RemoteAgent:
     launches: Dict[str, _Launch] = dataclasses.field(default_factory=dict)  # live ones
     wake: threading.Event = dataclasses.field(default_factory=threading.Event)
     draining: bool = False  # shutting down: gets no new trials
+    task_launches: Dict[str, _TaskLaunch] = dataclasses.field(default_factory=dict)
 
 
 class RemoteResourceManager(SpanningMixin):
@@ -98,6 +126,9 @@ class RemoteResourceManager(SpanningMixin):
         self._agents: Dict[str, _RemoteAgent] = {}
         self._trial_launch: Dict[int, Tuple[str, str]] = {}  # trial id -> (agent, launch)
         self._history: Dict[str, int] = {}  # every launch id sent -> trial id (for logs)
+        #: Told about tasks on agents (set by the master's task manager).
+        self.task_events: Optional[TaskEvents] = None
+        self._task_launch: Dict[str, Tuple[str, str]] = {}  # task id -> (agent, launch)
         self._closed = threading.Event()
         self._init_spanning()
         self._monitor = threading.Thread(target=self._watch, name="det-agent-monitor",
@@ -117,6 +148,7 @@ class RemoteResourceManager(SpanningMixin):
         now = time.monotonic()
         lost: List[Tuple[int, str]] = []
         parts_ended = []
+        lost_tasks: List[str] = []
         with self._lock:
             old = self._agents.get(agent_id)
             agent = _RemoteAgent(agent_id, slots, label, uuid.uuid4().hex, address, now, now)
@@ -137,7 +169,8 @@ class RemoteResourceManager(SpanningMixin):
                 # Launches not yet sent and kills of launches it still runs carry over.
                 agent.commands = [c for c in old.commands
                                   if c.get("launch_id") in agent.launches]
-            known = set(agent.launches)
+                lost_tasks = self._carry_tasks(old, agent, running_set)
+            known = set(agent.launches) | set(agent.task_launches)
             agent.commands[:0] = [{"type": "kill", "launch_id": lid}
                                   for lid in running_set - known]
             self._agents[agent_id] = agent
@@ -145,6 +178,8 @@ class RemoteResourceManager(SpanningMixin):
         for trial_id, _ in lost:
             self._lose(trial_id, f"agent {agent_id} registered again without it")
         self._groups_ended([e for e in parts_ended if e is not None])
+        for task_id in lost_tasks:
+            self._task_exited(task_id, None, f"agent {agent_id} registered again without it")
         self._on_change()
         return {"session": session, "poll_seconds": self.poll_seconds, "timeout": self.timeout}
 
@@ -192,15 +227,21 @@ class RemoteResourceManager(SpanningMixin):
                 launch = agent.launches.get(command.get("launch_id", ""))
                 if command["type"] in ("launch", "launch_part") and launch is not None:
                     launch.delivered = True
+                task_launch = agent.task_launches.get(command.get("launch_id", ""))
+                if command["type"] == "launch_task" and task_launch is not None:
+                    task_launch.delivered = True
             return commands
 
     def report(self, agent_id: str, session: str, logs: Dict[str, List[str]],
-               exits: Dict[str, int]) -> None:
-        """Store output lines of launches, then handle their exits (in that order)."""
+               exits: Dict[str, int],
+               started: Optional[Dict[str, Dict[str, Any]]] = None) -> None:
+        """Store output lines of launches, then handle their exits (in that order).
+        ``started``: tasks now running, ``{launch_id: {"host", "port"}}``."""
         ended: List[int] = []
         parts_ended = []
         with self._lock:
             agent = self._checked(agent_id, session)
+            task_calls = self._task_reports(agent, started or {}, logs, exits)
             lines = [(self._history[lid], batch) for lid, batch in logs.items()
                      if lid in self._history and batch]
             for launch_id, code in exits.items():
@@ -220,6 +261,8 @@ class RemoteResourceManager(SpanningMixin):
         for trial_id in ended:
             self._on_exit(trial_id, int(codes[trial_id]))
         self._groups_ended([e for e in parts_ended if e is not None])
+        for call in task_calls:
+            self._task_call(*call)
 
     def deregister(self, agent_id: str, session: str) -> None:
         """The agent is shutting down: its remaining trials count as crashed."""
@@ -305,6 +348,102 @@ class RemoteResourceManager(SpanningMixin):
             threading.Thread(target=self._on_exit, args=(trial_id, LOST_EXIT_CODE),
                              daemon=True).start()
 
+    # -- tasks -------------------------------------------------------------------------
+
+    def launch_task(self, agent_id: str, task_id: str, command: Dict[str, Any]) -> str:
+        """Queue a ``launch_task`` command (``command`` without its type and launch id:
+        see :mod:`determined.agent._agent`); returns the launch id."""
+        with self._lock:
+            agent = self._agents.get(agent_id)
+            if agent is None:
+                raise RuntimeError(f"agent {agent_id!r} is not connected (lost or shut down)")
+            launch_id = uuid.uuid4().hex[:16]
+            agent.task_launches[launch_id] = _TaskLaunch(launch_id, task_id)
+            agent.commands.append(dict(command, type="launch_task", launch_id=launch_id,
+                                       task_id=task_id))
+            self._task_launch[task_id] = (agent_id, launch_id)
+            self._wake(agent)
+            return launch_id
+
+    def kill_task(self, task_id: str) -> None:
+        """Ask the task's agent to stop it (SIGTERM, then SIGKILL); a launch not yet
+        sent ends at once (``task_exited`` from another thread)."""
+        with self._lock:
+            found = self._task_launch.get(task_id)
+            agent = self._agents.get(found[0]) if found is not None else None
+            launch = agent.task_launches.get(found[1]) if agent and found else None
+            if agent is None or launch is None:
+                return
+            if launch.delivered:
+                agent.commands.append({"type": "kill_task", "launch_id": launch.id})
+                self._wake(agent)
+                return
+            agent.commands = [c for c in agent.commands if c.get("launch_id") != launch.id]
+            del agent.task_launches[launch.id]
+            del self._task_launch[task_id]
+        threading.Thread(target=self._task_exited, args=(task_id, None, "killed"),
+                         daemon=True).start()
+
+    def _carry_tasks(self, old: _RemoteAgent, agent: _RemoteAgent,
+                     running: set) -> List[str]:
+        """A re-registering agent keeps its task launches that still run (and their
+        queued commands); returns the ids of tasks it lost (lock held)."""
+        lost = []
+        for launch in old.task_launches.values():
+            if launch.delivered and launch.id not in running:
+                if self._task_launch.get(launch.task_id, ("", ""))[1] == launch.id:
+                    del self._task_launch[launch.task_id]
+                    lost.append(launch.task_id)
+            else:
+                agent.task_launches[launch.id] = launch
+        agent.commands += [c for c in old.commands if c.get("launch_id") in agent.task_launches]
+        return lost
+
+    def _task_reports(self, agent: _RemoteAgent, started: Dict[str, Dict[str, Any]],
+                      logs: Dict[str, List[str]], exits: Dict[str, int]
+                      ) -> List[Tuple[str, str, Any]]:
+        """The task callbacks a report asks for, in order (lock held; made after)."""
+        calls: List[Tuple[str, str, Any]] = []
+        for launch_id, where in started.items():
+            launch = agent.task_launches.get(launch_id)
+            if launch is not None:
+                calls.append(("started", launch.task_id, where))
+        for launch_id, lines in logs.items():
+            launch = agent.task_launches.get(launch_id)
+            if launch is not None and lines:
+                calls.append(("logs", launch.task_id, lines))
+        for launch_id, code in exits.items():
+            launch = agent.task_launches.pop(launch_id, None)
+            if launch is None:
+                continue
+            if self._task_launch.get(launch.task_id, ("", ""))[1] == launch_id:
+                del self._task_launch[launch.task_id]
+            calls.append(("exited", launch.task_id, int(code)))
+        return calls
+
+    def _task_call(self, what: str, task_id: str, value: Any) -> None:
+        events = self.task_events
+        if events is None:
+            return
+        try:
+            if what == "started":
+                port = value.get("port")
+                events.task_started(task_id, str(value.get("host") or "127.0.0.1"),
+                                    int(port) if port is not None else None)
+            elif what == "logs":
+                events.task_logs(task_id, list(value))
+            else:
+                events.task_exited(task_id, value, None)
+        except Exception as e:  # a task's bookkeeping must never stop an agent's reports
+            logger.warning("handling %s of task %s failed: %s", what, task_id, e)
+
+    def _task_exited(self, task_id: str, code: Optional[int], reason: Optional[str]) -> None:
+        if self.task_events is not None:
+            try:
+                self.task_events.task_exited(task_id, code, reason)
+            except Exception as e:
+                logger.warning("ending task %s failed: %s", task_id, e)
+
     def close(self) -> None:
         """Stop watching; agents find the master gone and retry until it is back."""
         self._closed.set()
@@ -353,9 +492,16 @@ class RemoteResourceManager(SpanningMixin):
                     del self._trial_launch[launch.trial_id]
                     trials.append(launch.trial_id)
             agent.launches.clear()
+            tasks = [t.task_id for t in agent.task_launches.values()
+                     if self._task_launch.get(t.task_id, ("", ""))[1] == t.id]
+            for task_id in tasks:
+                del self._task_launch[task_id]
+            agent.task_launches.clear()
         for trial_id in trials:
             self._lose(trial_id, why)
         self._groups_ended([e for e in parts_ended if e is not None])
+        for task_id in tasks:
+            self._task_exited(task_id, None, why)
         self._on_change()
 
     def _watch(self) -> None:

@@ -23,12 +23,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import threading
 import time
 import uuid
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 __all__ = ["SpanningMixin", "CHIEF_GRACE_SECONDS"]
+
+logger = logging.getLogger("determined.master")
 
 EXIT_USER_ERROR = 65  # determined.harness._rest_host.EXIT_USER_ERROR
 #: After the chief part ended cleanly, the other parts get this long to exit by themselves.
@@ -233,6 +236,5 @@ class SpanningMixin:
                 try:
                     self._on_lost(trial_id)  # type: ignore[attr-defined]
                 except Exception as e:  # noqa: BLE001
-                    print(f"det-master: cleaning up lost trial {trial_id} failed: {e}",
-                          flush=True)
+                    logger.warning("cleaning up lost trial %s failed: %s", trial_id, e)
             self._on_exit(trial_id, code)  # type: ignore[attr-defined]

@@ -3,11 +3,16 @@
 A task with ``resources.slots`` > 0 joins the master's one scheduling pass
 (:meth:`TaskManager.pending`, :meth:`TaskManager.running`, :meth:`TaskManager.claim`)
 as a non-preemptible group of its own, so trials and tasks share the slots; a task
-with 0 slots (TensorBoard by default) starts at once. Tasks run on the embedded agent,
-in a new session each (killing a task kills everything it started), with their
-working directory under ``<data_dir>/tasks/<id>/work`` holding the uploaded context.
-Services (notebooks, shells, TensorBoards) listen on a loopback port the master picked
-and are reached only through the master's proxy (``/proxy/<id>/``).
+with 0 slots (TensorBoard by default) starts at once on the embedded agent, else on
+the remote agent running the fewest tasks (it waits while there is none).
+
+On the embedded agent a task runs under ``<data_dir>/tasks/<id>/work`` holding the
+uploaded context; on a remote agent the master sends it (``launch_task``, see
+:mod:`determined.master.resource_managers._remote`) and the agent runs it the same
+way (:mod:`determined.tasks._launch`), reporting where its service listens, its output
+and its exit. A task whose agent is lost ends with ``end_reason`` "agent ... lost".
+Services listen on a loopback port (or the remote agent's own address) and are
+reached only through the master's proxy (``/proxy/<id>/``).
 
 Locking: ``master.lock`` guards :attr:`TaskManager.live`; processes start and stop
 in threads of their own, never with the lock held.
@@ -15,24 +20,21 @@ in threads of their own, never with the lock held.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
-import json
 import logging
 import os
 import secrets
 import shutil
 import signal
-import socket
-import subprocess
-import sys
 import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
-from determined.common.api import unpack_context
 from determined.master import scheduler
 from determined.master.db._tasks import TaskRecord
-from determined.master.tasks._spec import SERVICE_KINDS, environment_variables
+from determined.master.tasks._spec import SERVICE_KINDS, bind_mounts, environment_variables
+from determined.tasks._launch import TaskProcess, free_port, prepare_dirs, task_command
 
 __all__ = ["TaskManager", "LiveTask"]
 
@@ -40,29 +42,6 @@ logger = logging.getLogger("determined.master")
 
 #: The scheduler-task id prefix of tasks (trials use ``trial-``).
 PREFIX = "task-"
-#: Seconds between SIGTERM and SIGKILL when a task is killed.
-KILL_GRACE = 3.0
-
-
-try:  # Linux: a task process dies with the master (uvicorn may end it by a signal)
-    import ctypes
-
-    _LIBC = ctypes.CDLL(None, use_errno=True)
-except (OSError, ImportError):  # pragma: no cover
-    _LIBC = None
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_master() -> None:
-    """In the child before exec: SIGKILL when the master thread watching it ends."""
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclasses.dataclass
@@ -74,12 +53,18 @@ class LiveTask:
     owner: str
     config: Dict[str, Any]
     arrival: int
+    extra: Optional[Dict[str, Any]] = None  # a TensorBoard's runs (spec.json)
     token: str = dataclasses.field(default_factory=lambda: secrets.token_hex(16))
+    agent_id: Optional[str] = None  # where it runs, once placed
+    host: str = "127.0.0.1"  # where its service listens
     port: Optional[int] = None
+    started: bool = False  # its process runs
     alloc: Optional[scheduler.Allocation] = None
-    proc: Optional[subprocess.Popen] = None
+    process: Optional[TaskProcess] = None  # on the embedded agent
+    launch_id: Optional[str] = None  # on a remote agent
     killed: Optional[str] = None  # why, once asked to stop
     last_activity: float = dataclasses.field(default_factory=time.monotonic)
+    in_flight: int = 0  # proxied requests and websockets open now (never idle meanwhile)
     ready: threading.Event = dataclasses.field(default_factory=threading.Event)
 
     @property
@@ -114,7 +99,8 @@ class TaskManager:
         with self.master.lock:
             tasks = list(self.live.values())
         for task in tasks:
-            self._signal(task, signal.SIGKILL)
+            if task.process is not None:
+                task.process.signal(signal.SIGKILL)
 
     def _kill_orphans(self) -> None:
         if not os.path.isdir(self.root):
@@ -140,18 +126,40 @@ class TaskManager:
         task_id = secrets.token_hex(4)
         record = self.master.store.create_task(task_id, kind, owner, config, context,
                                                description=config.get("description") or "")
-        os.makedirs(os.path.join(self.root, task_id), exist_ok=True)
-        if extra is not None:
-            with open(os.path.join(self.root, task_id, "spec.json"), "w", encoding="utf-8") as f:
-                json.dump(extra, f)
         with self.master.lock:
             self._arrival += 1
-            task = LiveTask(task_id, kind, owner, config, self._arrival)
+            task = LiveTask(task_id, kind, owner, config, self._arrival, extra=extra)
             self.live[task_id] = task
-            if task.slots == 0:
-                self._launch_async(task)
+            self.place_unslotted()
             self.master.changed()
         return record
+
+    def place_unslotted(self) -> None:
+        """Start tasks without slots (TensorBoards) that wait for an agent: on the
+        embedded one, else on the remote agent running the fewest tasks whose label
+        fits (master lock held; each scheduling pass calls it)."""
+        from determined.master.resource_managers import AGENT_ID
+
+        waiting = [t for t in self.live.values()
+                   if t.slots == 0 and t.agent_id is None and not t.killed]
+        if not waiting:
+            return
+        rm = self.master.rm
+        load: Dict[str, int] = {}
+        for t in self.live.values():
+            if t.agent_id is not None:
+                load[t.agent_id] = load.get(t.agent_id, 0) + 1
+        agents = [a for a in rm.agents() if a.enabled and (
+            a.id == AGENT_ID if rm.embedded is not None else rm.remote.has_agent(a.id))]
+        for task in waiting:
+            label = str(task.config.get("resources", {}).get("agent_label") or "")
+            fits = [a for a in agents if not label or a.label == label]
+            if not fits:
+                continue
+            agent = min(fits, key=lambda a: (load.get(a.id, 0), a.id))
+            load[agent.id] = load.get(agent.id, 0) + 1
+            task.agent_id = agent.id
+            self._launch_async(task)
 
     def kill(self, task_id: str, reason: str = "killed") -> None:
         """Stop the task (SIGTERM, then SIGKILL); a queued one ends at once."""
@@ -160,25 +168,18 @@ class TaskManager:
             if task is None or task.killed:
                 return
             task.killed = reason
-            queued = task.proc is None and task.alloc is None and task.slots > 0
+            queued = task.agent_id is None
             if queued:
                 del self.live[task_id]
+            launch_id, process = task.launch_id, task.process
         if queued:
             self.master.store.update_task(task_id, state="TERMINATED", end_reason=reason)
-            return
-        self._signal(task, signal.SIGTERM)
-        timer = threading.Timer(KILL_GRACE, self._signal, args=(task, signal.SIGKILL))
-        timer.daemon = True
-        timer.start()
-
-    def _signal(self, task: LiveTask, sig: int) -> None:
-        proc = task.proc
-        if proc is None or proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+            self.master.changed()
+        elif launch_id is not None:
+            self.master.rm.remote.kill_task(task_id)
+        elif process is not None:
+            process.stop()
+        # else: its launch is under way and sees ``killed``
 
     # ------------------------------------------------------------------ scheduling seam
 
@@ -203,9 +204,11 @@ class TaskManager:
             return True
         from determined.master.resource_managers import AGENT_ID
 
-        if len(alloc.parts) != 1 or alloc.parts[0][0] != AGENT_ID:
-            return True  # tasks run on the embedded agent only: wait for its slots
-        task.alloc = alloc
+        agent_id = alloc.parts[0][0]
+        if len(alloc.parts) != 1 or not (agent_id == AGENT_ID or
+                                         self.master.rm.remote.has_agent(agent_id)):
+            return True  # a task runs on one of our agents: wait for its slots there
+        task.alloc, task.agent_id = alloc, agent_id
         self._launch_async(task)
         return True
 
@@ -224,111 +227,87 @@ class TaskManager:
                          daemon=True).start()
 
     def _launch(self, task: LiveTask) -> None:
+        from determined.master.resource_managers import AGENT_ID
+
         store = self.master.store
-        task_dir = os.path.join(self.root, task.id)
-        work = os.path.join(task_dir, "work")
         try:
-            os.makedirs(work, exist_ok=True)
             context = store.get_task_context(task.id)
-            if context:
-                unpack_context(context, work)
-            task.port = _free_port() if task.kind in SERVICE_KINDS else None
-            argv, env = self._command(task, task_dir, work)
-            log = os.path.join(task_dir, "output.log")
+            if task.agent_id != AGENT_ID:
+                self._launch_remote(task, context)
+                return
+            task_dir = os.path.join(self.root, task.id)
+            work = prepare_dirs(task_dir, context, task.extra, bind_mounts(task.config))
+            port = free_port() if task.kind in SERVICE_KINDS else None
+            argv, env = task_command(task.kind, task.config, task.id, task_dir, "127.0.0.1",
+                                     port, task.token, self.master.url,
+                                     environment_variables(task.config))
             with self.master.lock:
                 if task.killed:
                     raise _Killed()
-                task.proc = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL,
-                                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                             start_new_session=True,
-                                             preexec_fn=_die_with_master)
+                task.process = TaskProcess(argv, env, work)
             with open(os.path.join(task_dir, "pid"), "w", encoding="utf-8") as f:
-                f.write(str(task.proc.pid))
-            slots = list(task.alloc.parts[0][1]) if task.alloc is not None else []
-            from determined.master.resource_managers import AGENT_ID
-
-            store.update_task(task.id, state="RUNNING", agent_id=AGENT_ID, slot_ids=slots)
-            task.last_activity = time.monotonic()
-            task.ready.set()
-            del log
+                f.write(str(task.process.pid))
+            self.task_started(task.id, "127.0.0.1", port)
         except _Killed:
             self._ended(task, None)
             return
         except Exception as e:  # a task that cannot start ends with the reason in its log
             logger.warning("task %s could not start: %s", task.id, e)
-            try:
-                store.add_task_logs(task.id, [f"det-master: the task could not start: {e}"])
-            except Exception:
-                pass
+            self.task_logs(task.id, [f"det-master: the task could not start: {e}"])
             self._ended(task, None, f"could not start: {e}")
             return
-        self._pump(task)
+        self._ended(task, task.process.pump(lambda lines: self.task_logs(task.id, lines)))
 
-    def _command(self, task: LiveTask, task_dir: str, work: str
-                 ) -> Tuple[List[str], Dict[str, str]]:
-        env = dict(os.environ)
-        env.update(environment_variables(task.config))
-        env.update({"DET_TASK_ID": task.id, "DET_TASK_TYPE": task.kind,
-                    "DET_MASTER": self.master.url, "PYTHONUNBUFFERED": "1",
-                    "HISTFILE": os.path.join(task_dir, ".history")})
-        env.pop("DET_TRIAL_TOKEN", None)
-        prefix = f"/proxy/{task.id}"
-        py = sys.executable
-        if task.kind == "command":
-            entry = task.config["entrypoint"]
-            argv = ["/bin/sh", "-c", entry[0]] if len(entry) == 1 else list(entry)
-        elif task.kind == "shell":
-            argv = [py, "-m", "determined.tasks.shell", "--port", str(task.port),
-                    "--workdir", work]
-        elif task.kind == "tensorboard":
-            argv = [py, "-m", "determined.tasks.tensorboard", "--port", str(task.port),
-                    "--path-prefix", prefix, "--spec", os.path.join(task_dir, "spec.json"),
-                    "--logdir", os.path.join(task_dir, "logdir")]
-        elif task.kind == "notebook":
-            jupyter = os.path.join(task_dir, "jupyter")
-            env.update({"JUPYTER_RUNTIME_DIR": os.path.join(jupyter, "runtime"),
-                        "JUPYTER_CONFIG_DIR": os.path.join(jupyter, "config"),
-                        "IPYTHONDIR": os.path.join(jupyter, "ipython")})
-            argv = [py, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1",
-                    f"--port={task.port}", "--ServerApp.port_retries=0",
-                    f"--ServerApp.base_url={prefix}/", f"--ServerApp.root_dir={work}",
-                    f"--IdentityProvider.token={task.token}",
-                    "--ServerApp.allow_origin=*",
-                    f"--LabApp.workspaces_dir={os.path.join(jupyter, 'workspaces')}",
-                    f"--LabApp.user_settings_dir={os.path.join(jupyter, 'settings')}"]
-            if os.geteuid() == 0:  # containers and CI run as root
-                argv.append("--allow-root")
-        else:  # validated before
-            raise ValueError(f"Expected a task kind. Received: {task.kind!r}")
-        return argv, env
+    def _launch_remote(self, task: LiveTask, context: Optional[bytes]) -> None:
+        """Send the task to its remote agent; the agent's reports do the rest."""
+        slots = list(task.alloc.parts[0][1]) if task.alloc is not None else []
+        command = {"kind": task.kind, "config": task.config, "token": task.token,
+                   "env": environment_variables(task.config), "slot_ids": slots,
+                   "context": base64.b64encode(context).decode("ascii") if context else None,
+                   "mounts": bind_mounts(task.config),
+                   "spec": task.extra}
+        with self.master.lock:
+            if task.killed:
+                raise _Killed()
+            assert task.agent_id is not None
+            task.launch_id = self.master.rm.remote.launch_task(task.agent_id, task.id, command)
+        self.master.store.update_task(task.id, agent_id=task.agent_id, slot_ids=slots)
 
-    def _pump(self, task: LiveTask) -> None:
-        """Store the task's output lines (batched) until it exits; then end it."""
-        proc = task.proc
-        assert proc is not None and proc.stdout is not None
-        batch: List[str] = []
-        last = time.monotonic()
-        lock = threading.Lock()
+    # ------------------------------------------------------------------ what tasks report
 
-        def flush() -> None:
-            with lock:
-                lines = batch[:]
-                del batch[:]
-            if lines:
-                try:
-                    self.master.store.add_task_logs(task.id, lines)
-                except Exception as e:
-                    logger.warning("could not store logs of task %s: %s", task.id, e)
+    def task_started(self, task_id: str, host: str, port: Optional[int]) -> None:
+        """The task's process runs (its service, if any, on ``host:port``)."""
+        with self.master.lock:
+            task = self.live.get(task_id)
+        if task is None:
+            return
+        if host in ("", "0.0.0.0", "::") or (port is not None and not 0 < port < 65536):
+            self.task_logs(task_id, [f"det-master: refusing the service address "
+                                     f"{host}:{port} the agent reported"])
+            port = None
+        slots = list(task.alloc.parts[0][1]) if task.alloc is not None else []
+        task.host, task.port = host, port
+        self.master.store.update_task(task_id, state="RUNNING", agent_id=task.agent_id,
+                                      slot_ids=slots)
+        task.last_activity = time.monotonic()
+        task.started = True
+        task.ready.set()
 
-        for raw in proc.stdout:
-            with lock:
-                batch.append(raw.decode("utf-8", errors="replace").rstrip("\n"))
-            if len(batch) >= 200 or time.monotonic() - last > 0.2:
-                flush()
-                last = time.monotonic()
-        flush()
-        code = proc.wait()
-        self._ended(task, code)
+    def task_logs(self, task_id: str, lines: List[str]) -> None:
+        try:
+            self.master.store.add_task_logs(task_id, lines)
+        except Exception as e:
+            logger.warning("could not store logs of task %s: %s", task_id, e)
+
+    def task_exited(self, task_id: str, code: Optional[int], reason: Optional[str]) -> None:
+        """The task ended (``code`` None: it never ran, or its agent was lost)."""
+        with self.master.lock:
+            task = self.live.get(task_id)
+        if task is None:
+            return
+        if reason and not task.killed:
+            self.task_logs(task_id, [f"det-master: {reason}; the task ended"])
+        self._ended(task, code, None if task.killed else reason)
 
     def _ended(self, task: LiveTask, code: Optional[int], reason: Optional[str] = None) -> None:
         reason = reason or task.killed or ("exited" if code is not None else None)
@@ -353,7 +332,7 @@ class TaskManager:
         """The live service task ``task_id`` if it runs (for the proxy)."""
         with self.master.lock:
             task = self.live.get(task_id)
-        if task is None or task.port is None or task.proc is None:
+        if task is None or task.port is None or not task.started:
             return None
         return task
 
@@ -362,6 +341,22 @@ class TaskManager:
         task = self.live.get(task_id)
         if task is not None:
             task.last_activity = time.monotonic()
+
+    def opened(self, task_id: str) -> None:
+        """The proxy started forwarding a request or a websocket to the task."""
+        with self.master.lock:
+            task = self.live.get(task_id)
+            if task is not None:
+                task.in_flight += 1
+                task.last_activity = time.monotonic()
+
+    def closed(self, task_id: str) -> None:
+        """A request or websocket :meth:`opened` for the task has ended."""
+        with self.master.lock:
+            task = self.live.get(task_id)
+            if task is not None:
+                task.in_flight = max(0, task.in_flight - 1)
+                task.last_activity = time.monotonic()
 
     def idle_timeout(self, task: LiveTask) -> Optional[float]:
         own = task.config.get("idle_timeout")
@@ -380,8 +375,10 @@ class TaskManager:
                 tasks = list(self.live.values())
             for task in tasks:
                 timeout = self.idle_timeout(task)
-                if timeout and task.proc is not None and not task.killed and \
-                        now - task.last_activity > timeout:
+                # A slow answer (a loaded TensorBoard reading its event files) is
+                # activity: the idle clock runs only between requests.
+                if timeout and task.started and not task.killed and \
+                        task.in_flight == 0 and now - task.last_activity > timeout:
                     logger.info("task %s idle for %.0f s: killing it", task.id, timeout)
                     self.kill(task.id, reason=f"idle for {timeout:g} s")
 

@@ -7,6 +7,11 @@ A task config (``det cmd run --config-file``, ``--config k=v``) may set::
     environment: {environment_variables: ["A=1", ...]}   # or a mapping
     entrypoint: ["python", "prep.py"]                     # commands only
     idle_timeout: 600                                     # seconds; overrides the master's
+    bind_mounts: [{host_path: /data, container_path: data}]   # `-v /data:data`
+
+``bind_mounts`` are symbolic links in the task's working directory (no containers):
+``container_path`` (absolute or relative) names a path inside it, pointing at the
+absolute ``host_path`` on the agent's machine.
 
 ``resources.slots`` defaults to 1 for commands, notebooks and shells and to 0 for
 TensorBoards (they read files; no slot).
@@ -19,7 +24,8 @@ from typing import Any, Dict, List, Tuple
 
 from determined.errors import InvalidConfigError
 
-__all__ = ["KINDS", "SERVICE_KINDS", "environment_variables", "validate_task_config"]
+__all__ = ["KINDS", "SERVICE_KINDS", "bind_mounts", "environment_variables",
+           "validate_task_config"]
 
 #: Task kinds, as the API and CLI name them.
 KINDS = ("command", "notebook", "shell", "tensorboard")
@@ -66,6 +72,7 @@ def validate_task_config(kind: str, raw: Any) -> Dict[str, Any]:
     if not isinstance(description, str):
         raise _err("description", f"expected a str, received {description!r}")
     environment_variables(config)  # checks
+    bind_mounts(config)  # checks
     timeout = config.get("idle_timeout")
     if timeout is not None and (not isinstance(timeout, (int, float)) or isinstance(
             timeout, bool) or timeout <= 0):
@@ -82,6 +89,32 @@ def validate_task_config(kind: str, raw: Any) -> Dict[str, Any]:
     elif entrypoint is not None:
         raise _err("entrypoint", f"only commands take an entrypoint; this is a {kind}")
     return config
+
+
+def bind_mounts(config: Dict[str, Any]) -> List[Tuple[str, str]]:
+    """``(host_path, path relative to the working directory)`` of each ``bind_mounts``
+    entry; ``container_path`` may be absolute but must not leave the directory."""
+    import posixpath
+
+    raw = config.get("bind_mounts") or []
+    if not isinstance(raw, list):
+        raise _err("bind_mounts", f"expected a list of mappings, received {raw!r}")
+    out = []
+    for i, mount in enumerate(raw):
+        field = f"bind_mounts[{i}]"
+        if not isinstance(mount, dict):
+            raise _err(field, f"expected a mapping with host_path and container_path, "
+                              f"received {mount!r}")
+        host, target = mount.get("host_path"), mount.get("container_path")
+        if not isinstance(host, str) or not host.startswith("/"):
+            raise _err(f"{field}.host_path", f"expected an absolute path, received {host!r}")
+        relative = posixpath.normpath(target.lstrip("/")) if isinstance(target, str) else ""
+        if not relative or relative == "." or relative == ".." or relative.startswith("../"):
+            raise _err(f"{field}.container_path",
+                       "expected a path inside the task's working directory (absolute or "
+                       f"relative, no '..'), received {target!r}")
+        out.append((host, relative))
+    return out
 
 
 def environment_variables(config: Dict[str, Any]) -> Dict[str, str]:

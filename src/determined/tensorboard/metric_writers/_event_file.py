@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional, Tuple
 
-from determined.tensorboard._paths import get_base_path
+from determined.tensorboard._paths import local_event_dir
 from determined.tensorboard.metric_writers import MetricWriter
 
 __all__ = ["EventFileWriter"]
@@ -14,7 +14,7 @@ class EventFileWriter(MetricWriter):
     """Writes scalars to a new event file in ``log_dir`` (default: the trial's)."""
 
     def __init__(self, log_dir: Optional[str] = None):
-        self.log_dir = log_dir or get_base_path()
+        self.log_dir = log_dir or local_event_dir()
         self._writer: Any = None
 
     def add_scalar(self, name: str, value: Any, step: int) -> None:

@@ -20,7 +20,7 @@ import types
 from typing import Any
 
 from determined import tensorboard
-from determined.tensorboard._paths import get_base_path
+from determined.tensorboard._paths import local_event_dir
 
 __all__ = ["TorchWriter"]
 
@@ -43,7 +43,7 @@ class TorchWriter(tensorboard.MetricWriter):
         _without_tensorflow()
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer: Any = SummaryWriter(get_base_path())  # type: ignore[no-untyped-call]
+        self.writer: Any = SummaryWriter(local_event_dir())  # type: ignore[no-untyped-call]
 
     def add_scalar(self, name: str, value: Any, step: int) -> None:
         if hasattr(value, "item"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from determined import tensorboard
-from determined.tensorboard._paths import get_base_path
+from determined.tensorboard._paths import local_event_dir
 
 __all__ = ["TFWriter"]
 
@@ -17,7 +17,7 @@ class TFWriter(tensorboard.MetricWriter):
         import tensorflow as tf
 
         self._tf = tf
-        self.writer: Any = tf.summary.create_file_writer(get_base_path())
+        self.writer: Any = tf.summary.create_file_writer(local_event_dir())
 
     def add_scalar(self, name: str, value: Any, step: int) -> None:
         with self.writer.as_default():

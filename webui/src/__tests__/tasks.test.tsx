@@ -1,0 +1,46 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { cleanup, render, screen } from "@testing-library/react";
+import { applyTaskEvent, openUrl } from "../pages/TaskList";
+import Logs from "../components/Logs";
+import type { TaskRow } from "../api";
+
+afterEach(cleanup);
+
+const row = (over: Partial<TaskRow>): TaskRow => ({
+  id: "a1", kind: "notebook", owner: "determined", state: "RUNNING", description: "", slots: 1,
+  agent_id: "box-1", slot_ids: [0], exit_code: null, end_reason: null,
+  start_time: "2026-01-01T00:00:00", end_time: null, url: "/proxy/a1/", ...over,
+});
+
+describe("openUrl", () => {
+  it("opens running notebooks and TensorBoards through the proxy with the login", () => {
+    expect(openUrl(row({}), "t&k")).toBe("/proxy/a1/lab?det_token=t%26k");
+    expect(openUrl(row({ kind: "tensorboard" }), "tok")).toBe("/proxy/a1/?det_token=tok");
+  });
+  it("opens nothing for commands, shells, ended tasks or without a login", () => {
+    expect(openUrl(row({ kind: "command", url: null }), "tok")).toBeNull();
+    expect(openUrl(row({ kind: "shell" }), "tok")).toBeNull();
+    expect(openUrl(row({ state: "TERMINATED" }), "tok")).toBeNull();
+    expect(openUrl(row({}), null)).toBeNull();
+  });
+});
+
+describe("applyTaskEvent", () => {
+  it("replaces changed rows, adds new ones, drops removed ones, newest first", () => {
+    const rows = [row({ id: "old", start_time: "2026-01-01T00:00:00" }), row({ id: "gone", start_time: "2026-01-01T00:00:01" })];
+    const out = applyTaskEvent(rows, {
+      changed: [row({ id: "old", state: "TERMINATED", start_time: "2026-01-01T00:00:00" }), row({ id: "new", start_time: "2026-01-02T00:00:00" })],
+      removed: ["gone"],
+    });
+    expect(out.map((t) => [t.id, t.state])).toEqual([["new", "RUNNING"], ["old", "TERMINATED"]]);
+  });
+});
+
+describe("task logs", () => {
+  it("renders a task's lines as text", () => {
+    const live = [{ id: 1, timestamp: "", line: "<img src=x onerror=alert(1)> done" }];
+    const { container } = render(<Logs taskId="a1" live={live} />);
+    expect(container.querySelector("img")).toBeNull();
+    expect(screen.getByTestId("task-logs").textContent).toContain("<img src=x onerror=alert(1)> done");
+  });
+});

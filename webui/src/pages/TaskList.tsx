@@ -1,0 +1,134 @@
+/** Tasks (commands, notebooks, shells, TensorBoards): open, logs with live tail, kill; live updates. */
+import { useCallback, useEffect, useState } from "react";
+import { useSearchParams } from "react-router";
+import { api, canEdit, getToken, post, type LogLine, type TaskRow } from "../api";
+import { subscribe } from "../events";
+import { formatTime } from "../format";
+import { useSession } from "../session";
+import Table, { type Column } from "../components/Table";
+import Logs from "../components/Logs";
+import { ErrorLine, StateBadge } from "../components/Bits";
+
+/** Where a browser opens each kind of service behind the proxy (shells need `det shell open`). */
+const OPEN_PATHS: Record<string, string> = { notebook: "lab", tensorboard: "" };
+
+/** The proxy URL a browser opens for ``task`` with the session ``token`` (kept in a cookie
+ * by the proxy), or null when the task serves nothing a browser can show. */
+export function openUrl(task: TaskRow, token: string | null): string | null {
+  if (!task.url || !(task.kind in OPEN_PATHS) || task.state !== "RUNNING" || !token) return null;
+  return `${task.url}${OPEN_PATHS[task.kind]}?det_token=${encodeURIComponent(token)}`;
+}
+
+/** The list after a ``tasks`` event: changed rows replaced or added (newest first), removed ones dropped. */
+export function applyTaskEvent(rows: TaskRow[], payload: { changed: TaskRow[]; removed: string[] }): TaskRow[] {
+  const changed = new Map(payload.changed.map((t) => [t.id, t]));
+  const removed = new Set(payload.removed);
+  const known = new Set(rows.map((t) => t.id));
+  const added = payload.changed.filter((t) => !known.has(t.id));
+  const kept = rows.filter((t) => !removed.has(t.id)).map((t) => changed.get(t.id) ?? t);
+  return [...added, ...kept].sort((a, b) => (b.start_time ?? "").localeCompare(a.start_time ?? ""));
+}
+
+export default function TaskList() {
+  const { user } = useSession();
+  const [params, setParams] = useSearchParams();
+  const [rows, setRows] = useState<TaskRow[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [live, setLive] = useState<LogLine[]>([]);
+  const logsOf = params.get("logs");
+
+  const load = useCallback(async () => {
+    try {
+      const r = await api<{ tasks: TaskRow[] }>("/tasks?all=true");
+      setRows(applyTaskEvent([], { changed: r.tasks, removed: [] }));
+      setError(null);
+    } catch (e) {
+      setError(e);
+    }
+  }, []);
+  useEffect(() => {
+    void load();
+  }, [load]);
+
+  useEffect(() => {
+    setLive([]);
+    let logsAfter = 0;
+    const stop = subscribe(
+      (): Record<string, string | number | boolean> =>
+        (logsOf ? { tasks: true, task_id: logsOf, task_logs_after: logsAfter } : { tasks: true }),
+      (name, payload) => {
+        if (name === "tasks") setRows((r) => applyTaskEvent(r ?? [], payload));
+        else if (name === "task_logs") {
+          const lines = payload as LogLine[];
+          logsAfter = lines[lines.length - 1].id;
+          setLive(lines);
+        }
+      },
+    );
+    return stop;
+  }, [logsOf]);
+
+  const kill = async (t: TaskRow) => {
+    try {
+      const updated = await post<TaskRow>(`/tasks/${encodeURIComponent(t.id)}/kill`);
+      setRows((r) => applyTaskEvent(r ?? [], { changed: [updated], removed: [] }));
+    } catch (e) {
+      setError(e);
+    }
+  };
+  const token = getToken();
+  const columns: Column<TaskRow>[] = [
+    { key: "id", title: "ID", value: (t) => t.id },
+    { key: "kind", title: "Kind", value: (t) => t.kind },
+    { key: "description", title: "Description", value: (t) => t.description,
+      render: (t) => t.description || <span className="muted">(none)</span> },
+    { key: "owner", title: "Owner", value: (t) => t.owner },
+    { key: "state", title: "State", value: (t) => t.state,
+      render: (t) => (
+        <>
+          <StateBadge state={t.state} />
+          {t.state === "TERMINATED" && (t.end_reason || t.exit_code != null) ? (
+            <small className="muted" data-testid="end-reason"> {t.end_reason}{t.exit_code != null ? ` (exit ${t.exit_code})` : ""}</small>
+          ) : null}
+        </>
+      ) },
+    { key: "start_time", title: "Started", value: (t) => t.start_time, render: (t) => formatTime(t.start_time) },
+    { key: "slots", title: "Slots", value: (t) => t.slots },
+    { key: "agent_id", title: "Agent", value: (t) => t.agent_id ?? "",
+      render: (t) => (t.agent_id ? `${t.agent_id}${t.slot_ids?.length ? ` · slot ${t.slot_ids.join(",")}` : ""}` : "") },
+    { key: "actions", title: "", value: () => null, sortable: false,
+      render: (t) => {
+        const url = openUrl(t, token);
+        const mine = canEdit(user, t.owner);
+        return (
+          <span className="row-actions">
+            {url && mine ? (
+              <a href={url} target="_blank" rel="noreferrer" data-testid={`open-${t.id}`}>open</a>
+            ) : null}
+            {t.kind === "shell" && t.state === "RUNNING" ? <code className="muted">det shell open {t.id}</code> : null}
+            <button className="link" data-testid={`logs-${t.id}`} onClick={() => setParams({ logs: t.id })}>logs</button>
+            <button data-testid={`kill-${t.id}`} disabled={!mine || t.state === "TERMINATED"}
+              title={mine ? "" : `only ${t.owner} or an admin may kill it`} onClick={() => void kill(t)}>kill</button>
+          </span>
+        );
+      } },
+  ];
+
+  return (
+    <div>
+      <h1>Tasks</h1>
+      <p className="muted">Commands, notebooks, shells and TensorBoards: <code>det cmd run</code>, <code>det notebook start</code>, <code>det shell start</code>, <code>det tensorboard start</code>.</p>
+      <ErrorLine error={error} />
+      {rows == null ? <p className="muted">Loading…</p> : (
+        <Table testId="task-table" columns={columns} rows={rows} rowKey={(t) => t.id}
+          rowClass={(t) => (t.id === logsOf ? "selected" : "")} />
+      )}
+      {logsOf ? (
+        <section>
+          <h2>Logs of task {logsOf} <button className="link" onClick={() => setParams({})}>close</button></h2>
+          <Logs key={logsOf} taskId={logsOf} live={live} />
+        </section>
+      ) : null}
+    </div>
+  );
+}
