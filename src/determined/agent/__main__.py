@@ -28,10 +28,11 @@ def main(argv: Optional[List[str]] = None) -> int:
                    help="model definitions and trial specs (default: ~/.determined/agent/ID)")
     p.add_argument("--token", default=os.environ.get("DET_AGENT_TOKEN"),
                    help="the master's security.agent_token (default: $DET_AGENT_TOKEN)")
-    p.add_argument("--address", default=None,
-                   help="where task services (notebooks, shells, TensorBoards) listen; the "
-                        "master's proxy connects there (default: this machine's address "
-                        "towards the master)")
+    p.add_argument("--address", default=os.environ.get("DET_AGENT_ADDRESS"),
+                   help="this machine's address as the master and other agents reach it: "
+                        "task services (notebooks, shells, TensorBoards) listen there and "
+                        "ranks of trials spanning agents rendezvous there (default: "
+                        "$DET_AGENT_ADDRESS, else this machine's address towards the master)")
     args = p.parse_args(argv)
     if not args.master:
         p.error("--master is required (or set DET_MASTER), e.g. --master http://10.0.0.5:8080")

@@ -6,7 +6,8 @@ is also its heartbeat (the master's side: ``determined.master.resource_managers.
 writes the trial's spec file and forks the trial runner from a zygote
 (:class:`~determined.agent.Spawner`, as the embedded agent does); ``kill`` SIGKILLs a
 trial's process group. The trials' output lines go to the master in batches, each
-trial's exit code after its last lines.
+trial's exit code after its last lines. ``launch_part`` starts this agent's ranks of a
+trial spanning agents (:meth:`Agent._launch_part`).
 
 Tasks (``launch_task``: commands, notebooks, shells, TensorBoards) run as on the
 master's embedded agent (:mod:`determined.tasks._launch`) in ``<work-dir>/tasks/<id>``;
@@ -35,6 +36,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from determined.agent._parts import free_port, interface_env
 from determined.agent._spawner import Spawner
 from determined.agent._gpus import detect_gpus
 from determined.common.api import APIError, MasterClient, unpack_context
@@ -69,6 +71,18 @@ class _Trial:
         self.trial_id = trial_id
         self.pid: Optional[int] = None
         self.killed = False
+
+
+class _Part(_Trial):
+    """This agent's ranks of a trial spanning agents: one process per slot."""
+
+    def __init__(self, launch_id: str, trial_id: int):
+        super().__init__(launch_id, trial_id)
+        self.pids: List[int] = []
+
+
+#: The entry of ranks > 0 (rank 0 runs the trial runner, the zygote's default).
+RANK_MODULE = "determined.harness._rank_main"
 
 
 class _Task:
@@ -107,8 +121,9 @@ class Agent:
             ``~/.determined/agent/<id>``).
         token: the master's ``security.agent_token``, if it sets one.
         gpus: GPU indices (default: :func:`detect_gpus`).
-        address: where task services listen (default: this machine's address on the
-            route to the master; never a wildcard).
+        address: this machine's address as the master and other agents reach it: task
+            services listen there and ranks of trials spanning agents rendezvous there
+            (default: this machine's address on the route to the master; never a wildcard).
     """
 
     def __init__(self, master: str, slots: Optional[int] = None, agent_id: Optional[str] = None,
@@ -329,6 +344,17 @@ class Agent:
                 return
             threading.Thread(target=self._launch, args=(t, command),
                              name=f"det-launch-{t.trial_id}", daemon=True).start()
+        elif kind == "launch_part":
+            part = _Part(command["launch_id"], int(command["trial_id"]))
+            with self._lock:
+                self._trials[part.launch_id] = part
+            if self._stop.is_set():  # its trial's other parts must not wait for it
+                self._log(part, f"det-agent {self.id}: shutting down; ranks of trial "
+                                f"{part.trial_id} not started")
+                self._events.put(("exit", part.launch_id, -9))
+                return
+            threading.Thread(target=self._launch_part, args=(part, command),
+                             name=f"det-part-{part.trial_id}", daemon=True).start()
         elif kind == "kill":
             with self._lock:
                 t = self._trials.get(command.get("launch_id", ""))
@@ -485,12 +511,130 @@ class Agent:
     def _kill(self, t: _Trial) -> None:
         with self._lock:
             t.killed = True
-            pid = t.pid
-        if pid is not None:
+            pids = list(t.pids) if isinstance(t, _Part) else [t.pid]
+        for pid in pids:
+            if pid is None:
+                continue
             try:
                 os.killpg(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
+
+    def _launch_part(self, t: _Part, command: Dict[str, Any]) -> None:
+        """Start this agent's ranks of a trial spanning agents, one process per slot
+        (rank 0 runs the trial runner, the others :data:`RANK_MODULE`). The part's exit
+        code is its first failing rank's (the others are killed then), else 0."""
+        ranks = dict(command["ranks"])
+        slot_ids = [int(s) for s in command.get("slot_ids") or []]
+        first, size = int(ranks["first"]), int(ranks["size"])
+        results: "queue.Queue[int]" = queue.Queue()
+        started = 0
+        failure: Optional[int] = None
+        try:
+            self._log(t, f"det-agent {self.id}: starting ranks {first}-"
+                         f"{first + len(slot_ids) - 1} of {size} of trial {t.trial_id} on "
+                         f"slot(s) {','.join(map(str, slot_ids))} (launch {t.launch_id})")
+            token = command["env"]["DET_TRIAL_TOKEN"]
+            model_dir = self._model_def(int(command["experiment_id"]), token)
+            spec = dict(command["spec"])
+            spec["env"] = dict(spec["env"], model_dir=model_dir)
+            spec["threads"] = max(1, (os.cpu_count() or 1) // self.slots)
+            trial_dir = os.path.join(self.work_dir, "trials", str(t.trial_id))
+            os.makedirs(trial_dir, exist_ok=True)
+            spec_path = os.path.join(trial_dir, f"spec-{t.launch_id}.json")
+            with open(spec_path, "w", encoding="utf-8") as f:
+                json.dump(spec, f)
+            if ranks.get("chief"):
+                addr, port = self._rendezvous(t)
+            else:
+                addr, port = str(ranks["master_addr"]), int(ranks["master_port"])
+            self._log(t, f"det-agent {self.id}: ranks of trial {t.trial_id} rendezvous at "
+                         f"{addr}:{port}")
+            env = {"DET_MASTER": self._poller.url, "DET_TRIAL_TOKEN": token,
+                   "DET_TRIAL_SPEC": spec_path, "DET_DIST_SPEC": spec_path,
+                   "DET_AGENT_ID": self.id, "DET_SLOT_IDS": ",".join(map(str, slot_ids)),
+                   "DET_SIZE": str(size), "DET_LOCAL_SIZE": str(len(slot_ids)),
+                   "DET_NUM_AGENTS": str(ranks["num_agents"]),
+                   "MASTER_ADDR": addr, "MASTER_PORT": str(port)}
+            env.update(interface_env(self.address, dict(os.environ)))
+            if self.gpus:
+                env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus[s] for s in slot_ids)
+            for local_rank in range(len(slot_ids)):
+                rank = first + local_rank
+                with self._lock:
+                    if t.killed:
+                        raise _Killed()
+                pid, out_fd = self._spawner.spawn(
+                    dict(env, DET_RANK=str(rank), DET_LOCAL_RANK=str(local_rank)), model_dir,
+                    module=None if rank == 0 else RANK_MODULE)
+                with self._exit_lock:
+                    self._exit_codes.setdefault(pid, queue.Queue())
+                with self._lock:
+                    t.pids.append(pid)
+                threading.Thread(target=self._follow_rank, args=(t, pid, out_fd, rank, results),
+                                 name=f"det-rank-{t.trial_id}-{rank}", daemon=True).start()
+                started += 1
+            with self._lock:
+                killed = t.killed
+            if killed:  # killed while they were being spawned
+                self._kill(t)
+        except _Killed:
+            self._log(t, f"det-agent {self.id}: ranks of trial {t.trial_id} killed before "
+                         "they all started")
+            failure = -9
+        except Exception as e:
+            self._log(t, f"det-agent {self.id}: could not start ranks of trial "
+                         f"{t.trial_id}: {type(e).__name__}: {e}")
+            failure = 1
+        if failure is not None:
+            self._kill(t)
+        for _ in range(started):
+            code = results.get()
+            if code != 0 and failure is None:
+                failure = code
+                self._kill(t)  # the part's other ranks
+        self._events.put(("exit", t.launch_id, failure or 0))
+
+    def _follow_rank(self, t: _Part, pid: int, out_fd: int, rank: int,
+                     results: "queue.Queue[int]") -> None:
+        """Ship one rank's output lines, then put its exit code in ``results``."""
+        prefix = "" if rank == 0 else f"[rank {rank}] "
+        with os.fdopen(out_fd, "rb") as out:
+            for raw in out:
+                self._log(t, prefix + raw.decode("utf-8", errors="replace").rstrip("\n"))
+        with self._exit_lock:
+            codes = self._exit_codes[pid]
+        code = codes.get()
+        with self._exit_lock:
+            self._exit_codes.pop(pid, None)
+        results.put(code)
+
+    def _rendezvous(self, t: _Part, timeout: float = 60.0) -> Tuple[str, int]:
+        """Pick rank 0's port and tell the master (which then sends the other parts)."""
+        port = free_port()
+        deadline = time.monotonic() + timeout
+        backoff = 0.2
+        while True:
+            with self._lock:
+                session, killed = self._session, t.killed
+            if killed:
+                raise _Killed()
+            if session is not None:
+                try:
+                    with MasterClient(self.master_url, token=self.token, timeout=10.0) as c:
+                        answer = c.request("POST", f"/agents/{self.id}/rendezvous", json={
+                            "session": session, "launch_id": t.launch_id,
+                            "address": self.address, "port": port})
+                    if not answer.get("started"):
+                        raise _Killed()  # the trial no longer waits for this part
+                    return self.address or "127.0.0.1", port
+                except APIError as e:
+                    if time.monotonic() > deadline or e.status in (400, 401, 403, 422):
+                        raise
+            elif time.monotonic() > deadline:
+                raise RuntimeError("not registered with the master: no rendezvous")
+            time.sleep(backoff)
+            backoff = min(backoff * 2, 2.0)
 
     def _model_def(self, experiment_id: int, trial_token: str) -> str:
         """The experiment's model definition, fetched once into the work dir."""

@@ -21,6 +21,7 @@ from determined.config._load import (
     parse_yaml,
     validate_config,
 )
+from determined.config._secrets import masked_config
 from determined.config._test_mode import test_mode_config
 from determined.config._units import Length, Unit
 from determined.config._access import ExperimentConfig
@@ -38,6 +39,7 @@ __all__ = [
     "config_warnings",
     "load_config",
     "local_test_config",
+    "masked_config",
     "merge_configs",
     "parse_yaml",
     "test_mode_config",

@@ -26,6 +26,7 @@ from ruamel.yaml.error import YAMLError
 from determined.config import _schema
 from determined.config._hparams import tag_space, untag_space
 from determined.config._legacy import apply_legacy_aliases
+from determined.config._secrets import MASK
 from determined.errors import InvalidConfigError
 
 __all__ = [
@@ -220,6 +221,13 @@ def _cross_field_errors(config: Mapping[str, Any]) -> List[Tuple[str, str]]:
                 errors.append(
                     (path, "a length in epochs needs records_per_epoch > 0 in the experiment config")
                 )
+    for section in ("checkpoint_storage", "data_layer"):
+        value = config.get(section)
+        if isinstance(value, Mapping) and value.get("secret_key") == MASK:
+            errors.append((f"{section}.secret_key",
+                           f"{MASK!r} is how the API shows a secret (e.g. in a config copied "
+                           "from `det e config` or the web UI): give the real key, or leave "
+                           "it out to use the credentials of the environment"))
     return errors
 
 

@@ -27,7 +27,8 @@ def fetch_checkpoint(client: Any, storage_config: Mapping[str, Any], uuid: str, 
     Args:
         client: a :class:`determined.common.api.MasterClient` (for the master's copy), or
             None to read only the storage.
-        storage_config: the experiment's ``checkpoint_storage`` section.
+        storage_config: the experiment's ``checkpoint_storage`` section as the API shows
+            it (a masked ``secret_key``: this machine's own credentials are used).
     """
     source = os.environ.get("DET_CHECKPOINT_SOURCE", "auto")
     if source not in _SOURCES:
@@ -58,8 +59,11 @@ def _from_storage(config: Mapping[str, Any], uuid: str, dest: str, source: str) 
                 raise CheckpointError(f"checkpoint {uuid} is not at {path} on this machine")
             shutil.copytree(path, dest)
             return True
+        from determined.config._secrets import MASK
         from determined.storage import build_storage
 
+        if config.get("secret_key") == MASK:  # masked by the API: this machine's own
+            config = {k: v for k, v in config.items() if k not in ("access_key", "secret_key")}
         build_storage(config).download(uuid, dest)
         return True
     except (StorageError, CheckpointError, OSError) as e:

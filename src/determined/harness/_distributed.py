@@ -470,6 +470,11 @@ def worker_main() -> int:
 
     env = _with_info(TrialEnv.from_dict(spec["env"]), info)
     os.chdir(env.model_dir)
+    from determined.harness._trial_setup import prepare_trial_process
+
+    # Started by a launcher (an agent, a Ray actor): this rank's own working directory,
+    # variables, hook and mounts, as rank 0's. Ranks the chief started inherit its.
+    env = prepare_trial_process(env, spec["storage"])
     sys.path.insert(0, env.model_dir)
     try:
         import torch

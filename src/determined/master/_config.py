@@ -19,6 +19,7 @@ from typing import Any, Dict, Literal, Optional
 import pydantic
 
 from determined.agent._gpus import default_slots
+from determined.config._secrets import masked_section
 import yaml
 
 __all__ = ["MasterConfig", "SchedulerConfig", "ResourceManagerConfig", "SecurityConfig",
@@ -112,8 +113,7 @@ class MasterConfig(_Strict):
             data["db"] = f"{scheme}://***@{rest.split('@', 1)[1]}"
         if data.get("security", {}).get("agent_token"):
             data["security"]["agent_token"] = "***"
-        if (data.get("checkpoint_storage") or {}).get("secret_key"):
-            data["checkpoint_storage"]["secret_key"] = "***"
+        data["checkpoint_storage"] = masked_section(data.get("checkpoint_storage"))
         return data
 
 

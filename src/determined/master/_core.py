@@ -46,7 +46,7 @@ class _Launch(NamedTuple):
     agent_id: str
     slot_ids: List[int]
     restarts: int
-    parts: Any = None  # every (agent, slots) of a trial spanning agents (Ray)
+    parts: Any = None  # every (agent, slots) of a trial spanning agents (remote or Ray)
 
 OWNER = "determined"
 
@@ -467,8 +467,9 @@ class Master:
             if len(alloc.parts) > 1 and not self.rm.can_span(alloc.parts):  # wait for one agent
                 if t.trial_id not in self._split_warned:
                     self._split_warned.add(t.trial_id)
-                    logger.info("trial %s needs %s slots on one agent; it waits until an "
-                                "agent has that many free", t.trial_id, alloc.slot_count)
+                    logger.info("trial %s needs %s slots on one agent, or on remote agents "
+                                "only (the embedded agent's slots cannot join a trial spanning "
+                                "agents); it waits", t.trial_id, alloc.slot_count)
                 continue
             self.allocations[alloc.task_id] = (self._task(run, t), alloc)
             launches.append(self._prepare_launch(run, t, alloc))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 from typing import Any, Dict, List, Optional
 
+from determined.config import masked_config
 from determined.master.db import Store
 from determined.master.db._experiments import GIT_FIELDS
 
@@ -56,7 +57,7 @@ def experiment_json(store: Store, id: int, with_config: bool = True) -> Dict[str
         **(e.git or dict.fromkeys(GIT_FIELDS)),
     }
     if with_config:
-        out["config"] = e.config
+        out["config"] = masked_config(e.config)  # credentials stay in the stored config
         out["trials"] = [trial_json(t) for t in trials]
     return out
 

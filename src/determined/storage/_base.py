@@ -17,7 +17,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
-from typing import Iterator, List
+from typing import Dict, Iterator, List
 
 from determined.errors import CheckpointError
 
@@ -49,6 +49,16 @@ class StorageManager(abc.ABC):
     @abc.abstractmethod
     def describe(self, uuid: str) -> str:
         """Where checkpoint ``uuid`` lives, for people (a path or URL)."""
+
+    def resources(self, uuid: str) -> Dict[str, int]:
+        """Every file of stored checkpoint ``uuid``: relative path -> size in bytes."""
+        root = self.describe(uuid)
+        out: Dict[str, int] = {}
+        for dirpath, _, files in os.walk(root):
+            for name in files:
+                path = os.path.join(dirpath, name)
+                out[os.path.relpath(path, root)] = os.path.getsize(path)
+        return out
 
     def download(self, uuid: str, dest: str) -> None:
         """Copy checkpoint ``uuid``'s files into the new directory ``dest``."""

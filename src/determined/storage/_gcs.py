@@ -7,7 +7,7 @@ to that emulator without credentials.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from determined.errors import StorageError
 from determined.storage._object_store import ObjectStore, ObjectStoreStorageManager, thread_local
@@ -42,6 +42,9 @@ class GCSStore(ObjectStore):
 
     def list_keys(self, prefix: str) -> List[str]:
         return [b.name for b in self._bucket().list_blobs(prefix=prefix)]
+
+    def list_sizes(self, prefix: str) -> Dict[str, int]:
+        return {b.name: int(b.size or 0) for b in self._bucket().list_blobs(prefix=prefix)}
 
     def list_dirs(self, prefix: str) -> List[str]:
         blobs = self._bucket().list_blobs(prefix=prefix, delimiter="/")

@@ -20,7 +20,7 @@ import os
 import shutil
 import tempfile
 import threading
-from typing import Callable, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
+from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from determined.errors import CheckpointError, StorageError
 from determined.storage._base import StorageManager
@@ -54,6 +54,10 @@ class ObjectStore(abc.ABC):
     @abc.abstractmethod
     def list_keys(self, prefix: str) -> List[str]:
         """Keys starting with ``prefix``."""
+
+    @abc.abstractmethod
+    def list_sizes(self, prefix: str) -> Dict[str, int]:
+        """Keys starting with ``prefix`` and their sizes in bytes."""
 
     @abc.abstractmethod
     def exists(self, key: str) -> bool:
@@ -152,6 +156,12 @@ class ObjectStoreStorageManager(StorageManager):
             if not name.startswith(".") and name != "tensorboard"
             and self._call(self.store.exists, f"{root}{name}/{METADATA_FILE}")
         )
+
+    def resources(self, uuid: str) -> Dict[str, int]:
+        prefix = self._ckpt_prefix(uuid)
+        sizes = self._call(self.store.list_sizes, prefix)
+        return {key[len(prefix):]: size for key, size in sizes.items()
+                if key[len(prefix):] and not key.endswith("/")}
 
     def describe(self, uuid: str) -> str:
         return f"{self.store.scheme}://{self.store.bucket}/{self._key(uuid)}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence
 
 from determined.errors import StorageError
 from determined.storage._object_store import ObjectStore, ObjectStoreStorageManager
@@ -66,6 +66,11 @@ class S3Store(ObjectStore):
         pages = self.client.get_paginator("list_objects_v2").paginate(
             Bucket=self.bucket, Prefix=prefix)
         return [o["Key"] for page in pages for o in page.get("Contents", ())]
+
+    def list_sizes(self, prefix: str) -> Dict[str, int]:
+        pages = self.client.get_paginator("list_objects_v2").paginate(
+            Bucket=self.bucket, Prefix=prefix)
+        return {o["Key"]: int(o["Size"]) for page in pages for o in page.get("Contents", ())}
 
     def list_dirs(self, prefix: str) -> List[str]:
         pages = self.client.get_paginator("list_objects_v2").paginate(

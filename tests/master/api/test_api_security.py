@@ -101,6 +101,10 @@ def test_out_of_range_integers_and_state_conflicts_are_4xx(running_trial):
         ("POST", "/trial-runner/validate-op-completed", {"json": {"batches": 0, "metrics": {}}},
          409, "Validate"),
         ("POST", "/agents/a1/register", {"json": {"slots": BIG}}, 400, "slots"),
+        ("POST", "/agents/a1/rendezvous",
+         {"json": {"session": "s", "launch_id": "l", "port": 70000}}, 400, "port"),
+        ("POST", "/agents/a1/rendezvous",
+         {"json": {"session": "s", "launch_id": "l", "port": 29500}}, 410, "register again"),
     ]
     for method, path, kwargs, status, text in cases:
         kwargs = dict(kwargs)

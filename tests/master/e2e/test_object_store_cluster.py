@@ -116,3 +116,68 @@ def test_object_store_checkpoints_on_a_master(store, master_factory, tiny_dir, t
                    str(tmp_path / "cli")])
     assert out.returncode == 0, out.stderr
     _same_tree(direct, str(tmp_path / "cli" / kept[0]))
+
+
+def test_s3_secret_is_masked_and_checkpoints_report_their_sizes(master_factory, tiny_dir,
+                                                                tmp_path, monkeypatch):
+    """A secret_key in the experiment config reaches the trials (the store is reached
+    with the config's keys alone) but no client: the API, the UI API and `det e
+    config` show ***; object-store checkpoints list their files' sizes."""
+    for k, v in NO_AMBIENT_CREDENTIALS.items():
+        monkeypatch.setenv(k, v)
+    for k in S3_KEYS:
+        monkeypatch.delenv(k, raising=False)
+    secret = "s3cr3t-value-123"
+    with s3_server(str(tmp_path)) as served:
+        section = {"type": "s3", "bucket": BUCKET, "prefix": "masked",
+                   "endpoint_url": served["endpoint_url"], "access_key": "testing",
+                   "secret_key": secret}
+        master = master_factory(slots=1)
+        config = {
+            "entrypoint": "model_def:TinyTrial", "scheduling_unit": 10, "max_restarts": 0,
+            "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2},
+            "searcher": {"name": "single", "metric": "validation_loss",
+                         "max_length": {"batches": 20}},
+            "checkpoint_storage": section,
+        }
+        with master.client() as api:
+            exp_id = create_experiment(api, config, tiny_dir)
+            exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=120)
+            assert exp["state"] == "COMPLETED", exp
+            shown = exp["config"]["checkpoint_storage"]
+            assert shown["secret_key"] == "***" and shown["access_key"] == "testing", shown
+            ui = api.get(f"/ui/experiments/{exp_id}").json()
+            assert ui["config"]["checkpoint_storage"]["secret_key"] == "***"
+            assert secret not in ui["config_yaml"] and secret not in api.get(
+                f"/experiments/{exp_id}").text
+            (ckpt,) = [c for c in api.get(f"/experiments/{exp_id}/checkpoints").json()[
+                "checkpoints"] if c["state"] == "COMPLETED"]
+            # The shown config, sent back as is (a fork), is refused naming the field.
+            import base64
+
+            from determined.common.api import pack_context
+
+            r = api.post("/experiments", json={
+                "config": exp["config"], "activate": False,
+                "model_def": base64.b64encode(pack_context(str(tiny_dir))).decode()})
+            assert r.status_code == 400 and "checkpoint_storage.secret_key" in r.text, r.text
+        out = run_det(["-m", master.url, "e", "config", str(exp_id)])
+        assert out.returncode == 0 and "secret_key: '***'" in out.stdout, out
+        assert secret not in out.stdout
+        # The trial itself had the real key (its spec file, written by the master).
+        specs = [os.path.join(d, n) for d, _, ns in os.walk(master.data_dir) for n in ns
+                 if n.startswith("spec-")]
+        assert specs and all(secret in open(p).read() for p in specs)
+        # resources: every object of the checkpoint with its size, as the store lists them.
+        storage = build_storage(section)
+        sizes = storage.store.list_sizes(f"masked/{ckpt['uuid']}/")
+        assert ckpt["resources"] == {k.split("/", 2)[2]: v for k, v in sizes.items()}
+        assert "metadata.json" in ckpt["resources"] and all(
+            v > 0 for v in ckpt["resources"].values()), ckpt["resources"]
+        # A client without credentials downloads through the master despite the mask.
+        from determined.experimental import Determined
+
+        local = Determined(master.url).get_checkpoint(ckpt["uuid"]).download(
+            str(tmp_path / "sdk"))
+        assert sorted(os.listdir(local)) == sorted(
+            {k.split("/")[0] for k in ckpt["resources"]})

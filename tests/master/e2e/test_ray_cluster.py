@@ -32,16 +32,39 @@ def _ports():
     return out
 
 
+def _started(start, attempts=5):
+    """``start()`` (a Ray node), retried when the node misses Ray's fixed 30 s start-up
+    wait (a loaded machine): the processes the failed try left are killed first (they
+    are children of this process that did not exist before it)."""
+    import psutil
+
+    me = psutil.Process()
+    for attempt in range(attempts):
+        before = {p.pid for p in me.children(recursive=True)}
+        try:
+            return start()
+        except Exception as e:  # noqa: BLE001 - Ray raises a bare Exception here
+            if "timed out during startup" not in str(e) or attempt == attempts - 1:
+                raise
+            for p in me.children(recursive=True):
+                if p.pid not in before:
+                    try:
+                        p.kill()
+                    except psutil.NoSuchProcess:
+                        pass
+
+
 @pytest.fixture
 def ray_cluster():
     from ray.cluster_utils import Cluster
 
     small = dict(object_store_memory=80 * MB, **{})
-    cluster = Cluster(initialize_head=True, head_node_args=dict(
-        num_cpus=0, include_dashboard=False, **small, **_ports()))
-    workers = [cluster.add_node(num_cpus=1, **small, **_ports()) for _ in range(2)]
+    cluster = _started(lambda: Cluster(initialize_head=True, head_node_args=dict(
+        num_cpus=0, include_dashboard=False, **small, **_ports())))
     try:
-        cluster.wait_for_nodes()
+        workers = [_started(lambda: cluster.add_node(num_cpus=1, **small, **_ports()))
+                   for _ in range(2)]
+        cluster.wait_for_nodes(timeout=180)
         yield cluster, workers
     finally:
         cluster.shutdown()

@@ -19,6 +19,10 @@ Remote agents (``python -m determined.agent``) authenticate with the master's
   before the exits are handled; ``started`` names tasks now running (and where a
   service listens).
 - ``POST /agents/{id}/deregister`` ``{session}``.
+- ``POST /agents/{id}/rendezvous`` ``{session, launch_id, address, port}`` -> ``{started}``:
+  the agent of a spanning trial's chief part (command ``{type: "launch_part", ...,
+  ranks: {first, size, num_agents, chief}}``) says where rank 0 listens; the other parts
+  are then sent with ``ranks.master_addr``/``master_port`` (``resource_managers/_spanning.py``).
 
 An unknown or replaced session gets 410: the agent registers again. Missing or wrong
 credentials get 401, a session of a user who is no admin 403.
@@ -67,6 +71,15 @@ class Events(_Body):
 
 class Session(_Body):
     session: str
+
+
+class Rendezvous(_Body):
+    session: str
+    launch_id: str = pydantic.Field(max_length=64)
+    address: str = pydantic.Field("", max_length=255,
+                                  description="rank 0's host as the other agents reach it "
+                                              "(empty: the address the master sees)")
+    port: int = pydantic.Field(ge=1, le=65535)
 
 
 def _fail(status: int, message: str) -> fastapi.HTTPException:
@@ -176,6 +189,15 @@ def agents_router(master: Master) -> fastapi.APIRouter:
             raise gone(e) from None
         print(f"det-master: agent {agent_id} deregistered", flush=True)
         return {}
+
+    @api.post("/{agent_id}/rendezvous")
+    def rendezvous(agent_id: str, body: Rendezvous) -> Dict[str, Any]:
+        try:
+            started = remote.rendezvous(agent_id, body.session, body.launch_id,
+                                        body.address, body.port)
+        except UnknownSessionError as e:
+            raise gone(e) from None
+        return {"started": started}
 
     return api
 

@@ -33,6 +33,7 @@ from fastapi import Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
+from determined.config import masked_config
 from determined.master._core import Master
 from determined.master.api import _ui_queries as q
 from determined.master.api._agents import agents_listing
@@ -190,7 +191,7 @@ def ui_router(master: Master) -> fastapi.APIRouter:
     def get_experiment(id: int) -> Dict[str, Any]:
         """Summary, config (``config`` and ``config_yaml``), trials and metric names."""
         out = experiment(id)
-        config = store.get_experiment(id).config
+        config = masked_config(store.get_experiment(id).config)
         trials = q.trial_rows(store, id)
         ids = [t["id"] for t in trials]
         for t in trials:

@@ -12,7 +12,6 @@ exactly there.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
@@ -271,13 +270,9 @@ class ExperimentRun:
         engine.check_checkpoint_id(uuid)
         resources: Dict[str, int] = {}
         try:
-            root = self.storage.describe(uuid)
-            for dirpath, _, files in os.walk(root):
-                for name in files:
-                    path = os.path.join(dirpath, name)
-                    resources[os.path.relpath(path, root)] = os.path.getsize(path)
-        except Exception:  # describe() of a non-local backend: sizes unknown
-            pass
+            resources = self.storage.resources(uuid)  # file sizes, also in object stores
+        except Exception as e:  # noqa: BLE001 - the checkpoint counts; sizes are a bonus
+            logger.warning("checkpoint %s: could not list its files: %s", uuid, e)
         with self.master.lock:
             if uuid in self.core.checkpoints:  # a retried report: the same, or a 409
                 self._same_checkpoint(t, batches, uuid, meta, resources)

@@ -68,18 +68,26 @@ class CompositeResourceManager:
                             experiment_id, parts=parts)
             return None
         remote_env = {"DET_TRIAL_TOKEN": env["DET_TRIAL_TOKEN"]}
+        if parts is not None and len(parts) > 1:  # one part per remote agent
+            self.remote.launch_parts(trial_id, parts, remote_env, spec, experiment_id)
+            return None
         self.remote.launch(agent_id, trial_id, slot_ids, remote_env, spec, experiment_id)
         return None
 
     def can_span(self, parts: Sequence[Any]) -> bool:
         """Whether a trial may run across these ``(agent_id, slot_ids)`` parts: Ray nodes
-        can (ranks rendezvous at rank 0's node); our agents start all ranks on one."""
-        return self.ray is not None and all(self.ray.has_agent(a) for a, _ in parts)
+        or remote agents can (ranks rendezvous at rank 0's node or agent); the embedded
+        agent starts all of a trial's ranks itself."""
+        if self.ray is not None and all(self.ray.has_agent(a) for a, _ in parts):
+            return True
+        return all(self.remote.has_agent(a) for a, _ in parts)
 
     def kill(self, trial_id: int) -> None:
         """SIGKILL the trial wherever it runs (no-op if it runs nowhere)."""
         if self.ray is not None and self.ray.holds(trial_id):
             self.ray.kill(trial_id)
+        elif self.remote.holds_parts(trial_id):
+            self.remote.kill_parts(trial_id)
         elif self.remote.holds(trial_id):
             self.remote.kill(trial_id)
         elif self.embedded is not None:

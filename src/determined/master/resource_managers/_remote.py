@@ -31,6 +31,7 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from determined.master import scheduler
+from determined.master.resource_managers._spanning import SpanningMixin
 
 __all__ = ["RemoteResourceManager", "TaskEvents", "UnknownSessionError", "LOST_EXIT_CODE"]
 
@@ -90,8 +91,9 @@ class _RemoteAgent:
     task_launches: Dict[str, _TaskLaunch] = dataclasses.field(default_factory=dict)
 
 
-class RemoteResourceManager:
-    """The registry of remote agents, their command queues and their liveness.
+class RemoteResourceManager(SpanningMixin):
+    """The registry of remote agents, their command queues and their liveness (and
+    trials spanning several of them: :mod:`._spanning`).
 
     Args:
         on_exit: ``(trial_id, exit_code)`` once a remote trial ended (its logs are
@@ -128,6 +130,7 @@ class RemoteResourceManager:
         self.task_events: Optional[TaskEvents] = None
         self._task_launch: Dict[str, Tuple[str, str]] = {}  # task id -> (agent, launch)
         self._closed = threading.Event()
+        self._init_spanning()
         self._monitor = threading.Thread(target=self._watch, name="det-agent-monitor",
                                          daemon=True)
         self._monitor.start()
@@ -144,6 +147,7 @@ class RemoteResourceManager:
         """
         now = time.monotonic()
         lost: List[Tuple[int, str]] = []
+        parts_ended = []
         lost_tasks: List[str] = []
         with self._lock:
             old = self._agents.get(agent_id)
@@ -152,7 +156,12 @@ class RemoteResourceManager:
             if old is not None:
                 self._wake(old)  # a poll of the old session answers "register again"
                 for launch in old.launches.values():
-                    if launch.delivered and launch.id not in running_set:
+                    if launch.delivered and launch.id not in running_set and \
+                            launch.id in self._group_of:
+                        parts_ended.append(self._part_ended(
+                            launch.id, LOST_EXIT_CODE, lost=True,
+                            why="the agent registered again without it"))
+                    elif launch.delivered and launch.id not in running_set:
                         lost.append((launch.trial_id, launch.id))
                         self._trial_launch.pop(launch.trial_id, None)
                     else:
@@ -168,6 +177,7 @@ class RemoteResourceManager:
             session = agent.session
         for trial_id, _ in lost:
             self._lose(trial_id, f"agent {agent_id} registered again without it")
+        self._groups_ended([e for e in parts_ended if e is not None])
         for task_id in lost_tasks:
             self._task_exited(task_id, None, f"agent {agent_id} registered again without it")
         self._on_change()
@@ -215,7 +225,7 @@ class RemoteResourceManager:
             commands, agent.commands = agent.commands, []
             for command in commands:
                 launch = agent.launches.get(command.get("launch_id", ""))
-                if command["type"] == "launch" and launch is not None:
+                if command["type"] in ("launch", "launch_part") and launch is not None:
                     launch.delivered = True
                 task_launch = agent.task_launches.get(command.get("launch_id", ""))
                 if command["type"] == "launch_task" and task_launch is not None:
@@ -228,15 +238,19 @@ class RemoteResourceManager:
         """Store output lines of launches, then handle their exits (in that order).
         ``started``: tasks now running, ``{launch_id: {"host", "port"}}``."""
         ended: List[int] = []
+        parts_ended = []
         with self._lock:
             agent = self._checked(agent_id, session)
             task_calls = self._task_reports(agent, started or {}, logs, exits)
             lines = [(self._history[lid], batch) for lid, batch in logs.items()
                      if lid in self._history and batch]
-            for launch_id, _ in exits.items():
+            for launch_id, code in exits.items():
                 launch = agent.launches.pop(launch_id, None)
                 if launch is None:
                     continue  # an earlier run the master already gave up on
+                if launch_id in self._group_of:  # a part of a trial spanning agents
+                    parts_ended.append(self._part_ended(launch_id, int(code)))
+                    continue
                 if self._trial_launch.get(launch.trial_id, ("", ""))[1] == launch_id:
                     del self._trial_launch[launch.trial_id]
                 ended.append(launch.trial_id)
@@ -246,6 +260,7 @@ class RemoteResourceManager:
             self._store(trial_id, batch)
         for trial_id in ended:
             self._on_exit(trial_id, int(codes[trial_id]))
+        self._groups_ended([e for e in parts_ended if e is not None])
         for call in task_calls:
             self._task_call(*call)
 
@@ -470,6 +485,8 @@ class RemoteResourceManager:
     def _drop(self, agent: _RemoteAgent, why: str) -> None:
         with self._lock:
             trials = []
+            parts_ended = [self._part_ended(launch.id, LOST_EXIT_CODE, why=why, lost=True)
+                           for launch in agent.launches.values() if launch.id in self._group_of]
             for launch in agent.launches.values():
                 if self._trial_launch.get(launch.trial_id, ("", ""))[1] == launch.id:
                     del self._trial_launch[launch.trial_id]
@@ -482,6 +499,7 @@ class RemoteResourceManager:
             agent.task_launches.clear()
         for trial_id in trials:
             self._lose(trial_id, why)
+        self._groups_ended([e for e in parts_ended if e is not None])
         for task_id in tasks:
             self._task_exited(task_id, None, why)
         self._on_change()
@@ -495,6 +513,9 @@ class RemoteResourceManager:
                 for agent in lost:
                     del self._agents[agent.id]
                     self._wake(agent)
+                overdue = self._sweep_parts(now)
+            if overdue:
+                self._groups_ended(overdue)
             for agent in lost:
                 print(f"det-master: agent {agent.id} lost (no request for "
                       f"{now - agent.last_seen:.1f} s)", flush=True)

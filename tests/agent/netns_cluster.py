@@ -1,0 +1,111 @@
+"""Run by test_spanning_netns.py inside ``unshare --net``: a master in this network
+namespace behind a bridge (10.77.0.1) and two one-slot agents, each in a network
+namespace of its own (10.77.0.2, 10.77.0.3, joined by veth pairs to the bridge), so
+the agents reach the master and each other only over those links. A two-slot trial
+spans them; exits 0 when it completed with its ranks' rendezvous at an agent's
+bridge address (prints what happened either way).
+
+Usage: python netns_cluster.py WORK_DIR
+"""
+
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+
+import yaml
+
+HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "master"))
+
+from master_testing import (  # noqa: E402
+    ConfiguredMasterProcess,
+    create_experiment,
+    wait_for_state,
+    wait_until,
+)
+
+BRIDGE = "10.77.0.1"
+DIST_MODEL = HERE.parent / "fixtures" / "dist_pytorch"
+
+
+def sh(*cmd: str) -> None:
+    subprocess.run(cmd, check=True)
+
+
+class NamespacedAgent:
+    """``python -m determined.agent`` in a network namespace of its own, linked to the
+    bridge by a veth pair; it starts once the link is configured."""
+
+    def __init__(self, index: int, master_url: str, root: pathlib.Path):
+        self.id = f"ns{index}"
+        self.address = f"10.77.0.{index + 1}"
+        self.ready = root / f"{self.id}.ready"
+        self.log = root / f"{self.id}.log"
+        script = (f"while [ ! -e {self.ready} ]; do sleep 0.05; done; exec {sys.executable} "
+                  f"-m determined.agent --master {master_url} --slots 1 --id {self.id} "
+                  f"--work-dir {root / self.id}")
+        self.proc = subprocess.Popen(["unshare", "--net", "sh", "-c", script],
+                                     stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
+        time.sleep(0.3)  # unshare has made the namespace before it runs sh
+        pid = str(self.proc.pid)
+        host_end = f"vh{index}"
+        sh("ip", "link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", pid)
+        sh("ip", "link", "set", host_end, "master", "br0", "up")
+        for args in (("addr", "add", f"{self.address}/24", "dev", "eth0"),
+                     ("link", "set", "eth0", "up"), ("link", "set", "lo", "up")):
+            sh("nsenter", "-t", pid, "-n", "ip", *args)
+        self.ready.touch()
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def main(root: pathlib.Path) -> int:
+    sh("ip", "link", "set", "lo", "up")
+    sh("ip", "link", "add", "br0", "type", "bridge")
+    sh("ip", "addr", "add", f"{BRIDGE}/24", "dev", "br0")
+    sh("ip", "link", "set", "br0", "up")
+    (root / "master").mkdir()
+    master = ConfiguredMasterProcess(str(root / "master"), {
+        "host": "0.0.0.0", "resource_manager": {"slots": 0, "agent_timeout": 10}})
+    master.start(timeout=120)
+    agents = []
+    try:
+        agents = [NamespacedAgent(i, f"http://{BRIDGE}:{master.port}", root) for i in (1, 2)]
+        with master.client() as api:
+            wait_until(lambda: {a["id"] for a in api.get("/agents").json()["agents"]} == {
+                "ns1", "ns2"}, timeout=120, what="both agents")
+            config = yaml.safe_load((DIST_MODEL / "const.yaml").read_text())
+            config["max_restarts"] = 0
+            exp_id = create_experiment(api, config, DIST_MODEL)
+            exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=300)
+            trial_id = exp["trials"][0]["id"]
+            logs = "\n".join(r["line"] for r in api.get(
+                f"/trials/{trial_id}/logs", params={"limit": 100000}).json()["logs"])
+            addresses = [a["address"] for a in api.get("/agents").json()["agents"]]
+        print(logs)
+        print("agent addresses seen by the master:", addresses)
+        met = re.findall(rf"det-agent (ns\d): ranks of trial {trial_id} rendezvous at "
+                         r"([\d.]+):\d+", logs)
+        ok = (exp["state"] == "COMPLETED" and sorted(a for a, _ in met) == ["ns1", "ns2"]
+              and len({ip for _, ip in met}) == 1 and met[0][1] in ("10.77.0.2", "10.77.0.3")
+              and sorted(addresses) == ["10.77.0.2", "10.77.0.3"])
+        print("RESULT", "ok" if ok else "FAILED", exp["state"])
+        return 0 if ok else 1
+    finally:
+        for agent in agents:
+            agent.stop()
+        master.stop()
+        for agent in agents:
+            print(f"--- {agent.id} log\n" + agent.log.read_text(errors="replace")[-3000:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(pathlib.Path(sys.argv[1])))

@@ -1,0 +1,34 @@
+"""A trial spanning two agents that live in network namespaces of their own (the issue's
+"separate network namespaces per agent where available"): they reach the master and
+each other only over veth links to a bridge, as separate machines would. The cluster
+runs inside ``unshare --net`` (tests/agent/netns_cluster.py), so nothing on this
+machine's own network changes."""
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+SCRIPT = pathlib.Path(__file__).resolve().parent / "netns_cluster.py"
+
+
+def _namespaces_available() -> bool:
+    try:
+        return subprocess.run(["unshare", "--net", "ip", "link", "add", "br-probe", "type",
+                               "bridge"], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+@pytest.mark.skipif(not _namespaces_available(),
+                    reason="network namespaces need root (unshare --net, ip): the agents "
+                           "are tested as separate processes in test_spanning_agents.py")
+def test_trial_across_agents_in_separate_network_namespaces(tmp_path):
+    out = subprocess.run(["unshare", "--net", "--fork", sys.executable, str(SCRIPT),
+                          str(tmp_path)], capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ))
+    assert out.returncode == 0 and "RESULT ok" in out.stdout, (out.stdout[-8000:],
+                                                               out.stderr[-4000:])
