@@ -22,6 +22,12 @@ The searches get the same trial budget (``--max-trials``, default 64) and the sa
   ``HyperbandPruner(min_resource=64, max_resource=1024, reduction_factor=4)``; each trial
   reports its validation error at 64, 256 and 1024 batches (the ASHA rungs) and stops
   when ``should_prune()`` says so; ``study.optimize(n_trials=64, n_jobs=1)``.
+- ``ray tune: ASHA + Optuna TPE``: Ray Tune's ``ASHAScheduler`` with its ``OptunaSearch``
+  (seeded), one trial at a time. Ray Tune cannot share the project's venv, so the script
+  creates ``benchmarks/search/.venv-ray`` (gitignored; ``RAY_PINS``, torch and the rest
+  from the project's venv through a ``.pth`` file) on first use and runs this row there
+  as a subprocess; where it cannot install or start, the row is skipped with the reason
+  (``--no-ray`` skips it).
 - extra row ``adaptive_asha, max_concurrent_trials=0``: ASHA with the automatic
   concurrency (``max(trials of the last bracket, divisor)`` = 17 per bracket here), to
   show what the default does under the same single worker (``--no-extra`` drops it).

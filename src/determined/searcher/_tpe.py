@@ -225,7 +225,7 @@ class TPESampler(Sampler):
         self,
         space: Mapping[str, Any],
         gamma: float = 0.1,
-        n_candidates: int = 24,
+        n_candidates: int = 64,
         random_fraction: float = 0.0,
         warmup: Optional[int] = None,
     ) -> None:
