@@ -281,6 +281,7 @@ def run_ray(
                 scheduler=ASHAScheduler(time_attr="batches", max_t=max_length,
                                         grace_period=grace_period,
                                         reduction_factor=reduction_factor),
+                reuse_actors=True,  # one worker process for all trials (wall time only)
             ),
             run_config=tune.RunConfig(storage_path=storage, verbose=0),
         )
