@@ -211,7 +211,7 @@ def run_ray_rows(args: argparse.Namespace, seeds: Sequence[int]) -> Tuple[List[L
                "--max-trials", str(args.max_trials), "--max-length", str(args.max_length),
                "--divisor", str(args.divisor), "--max-rungs", str(args.max_rungs)]
         done = subprocess.run(cmd, check=False)
-        if done.returncode != 0 or not os.path.exists(out):
+        if not os.path.exists(out):  # (Ray's shutdown may fail the exit after the save)
             return [], f"the Ray Tune run exited {done.returncode} (its output is above)"
         with open(out) as f:
             pairs = json.load(f)[RAY]
