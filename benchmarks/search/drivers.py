@@ -184,13 +184,23 @@ def run_optuna(
 _RAY_STARTED = False
 
 
+def _ray_trial_index(trial_id: str, trial_dir: str) -> int:
+    """A Ray trial's creation index: ``..._<trial id>_<index>_<config>`` in its directory
+    name (the trial id itself is a random hex string in Ray 2.60)."""
+    import os
+
+    tail = os.path.basename(trial_dir.rstrip("/")).split(f"{trial_id}_", 1)[1]
+    return int(tail.split("_", 1)[0])
+
+
 def _ray_trainable(config: Dict[str, Any], data: Any = None) -> None:
     """One Ray Tune trial: train to each report step, report accuracy there."""
     import torch
     from ray import tune
 
     torch.set_num_threads(1)
-    index = int(tune.get_context().get_trial_id().rsplit("_", 1)[-1])
+    ctx = tune.get_context()
+    index = _ray_trial_index(ctx.get_trial_id(), ctx.get_trial_dir())
     seed = (config["base_seed"] * 1_000_003 + index * 7_919 + 1) % (2**31)
     model = DigitsTrial(config, seed, data)
     for step in config["report_steps"]:
@@ -226,9 +236,30 @@ def run_ray(
 
     global _RAY_STARTED
     if not _RAY_STARTED:
+        import socket
+
+        from ray.cluster_utils import Cluster
+
+        # A one-CPU head node with its agents on fixed ports: ray.init's default start
+        # waits for port files that a loaded machine writes too late (a raylet check fails).
+        ports = {}
+        for name in ("metrics_agent_port", "metrics_export_port", "runtime_env_agent_port",
+                     "dashboard_agent_listen_port"):
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                ports[name] = sock.getsockname()[1]
+        for attempt in range(3):  # its 30 s start-up limit is tight on a loaded machine
+            try:
+                cluster = Cluster(initialize_head=True, head_node_args=dict(
+                    num_cpus=1, include_dashboard=False, **ports))
+                break
+            except Exception:  # noqa: BLE001 - Ray raises a bare Exception on time-outs
+                if attempt == 2:
+                    raise
+                ray.shutdown()
         path = os.pathsep.join(p for p in sys.path if p)
-        ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False,
-                 logging_level="ERROR", runtime_env={"env_vars": {"PYTHONPATH": path}})
+        ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR",
+                 runtime_env={"env_vars": {"PYTHONPATH": path}})
         _RAY_STARTED = True
     start = time.perf_counter()
     space = {
@@ -250,6 +281,7 @@ def run_ray(
                 scheduler=ASHAScheduler(time_attr="batches", max_t=max_length,
                                         grace_period=grace_period,
                                         reduction_factor=reduction_factor),
+                reuse_actors=True,  # one worker process for all trials (wall time only)
             ),
             run_config=tune.RunConfig(storage_path=storage, verbose=0),
         )
@@ -258,7 +290,7 @@ def run_ray(
         for i in range(len(grid)):
             r = grid[i]
             df = r.metrics_dataframe
-            index = int(str(df["trial_id"].iloc[0]).rsplit("_", 1)[-1])
+            index = _ray_trial_index(str(df["trial_id"].iloc[0]), str(r.path))
             trials.append((index, list(df["batches"]), list(df["accuracy"])))
     ledger = Ledger()
     for index, steps, accs in sorted(trials):

@@ -22,6 +22,12 @@ The searches get the same trial budget (``--max-trials``, default 64) and the sa
   ``HyperbandPruner(min_resource=64, max_resource=1024, reduction_factor=4)``; each trial
   reports its validation error at 64, 256 and 1024 batches (the ASHA rungs) and stops
   when ``should_prune()`` says so; ``study.optimize(n_trials=64, n_jobs=1)``.
+- ``ray tune: ASHA + Optuna TPE``: Ray Tune's ``ASHAScheduler`` with its ``OptunaSearch``
+  (seeded), one trial at a time. Ray Tune cannot share the project's venv, so the script
+  creates ``benchmarks/search/.venv-ray`` (gitignored; ``RAY_PINS``, torch and the rest
+  from the project's venv through a ``.pth`` file) on first use and runs this row there
+  as a subprocess; where it cannot install or start, the row is skipped with the reason
+  (``--no-ray`` skips it).
 - extra row ``adaptive_asha, max_concurrent_trials=0``: ASHA with the automatic
   concurrency (``max(trials of the last bracket, divisor)`` = 17 per bracket here), to
   show what the default does under the same single worker (``--no-extra`` drops it).
@@ -140,6 +146,7 @@ def asha_rungs(max_length: int, max_trials: int, divisor: int, max_rungs: int) -
 
 
 def ray_available() -> bool:
+    """Whether Ray Tune (with its Optuna search algorithm) imports in this interpreter."""
     try:
         import ray.tune  # noqa: F401
         import ray.tune.search.optuna  # noqa: F401
@@ -148,10 +155,74 @@ def ray_available() -> bool:
     return True
 
 
+# Ray Tune cannot go into the project's venv (unpinned it pulls pandas 3 and protobuf 7,
+# which break TensorFlow 2.15), so the Ray row runs in a throwaway venv of its own,
+# pinned beside numpy 1.26; torch, scikit-learn and optuna come from the project's venv
+# through a .pth file placed after the venv's own packages.
+RAY_VENV = os.path.join(HERE, ".venv-ray")
+RAY_PINS = ("ray[tune]==2.60.0", "numpy==1.26.4", "pandas<2.3", "pyarrow<19", "protobuf<5")
+
+
+def ray_python() -> Tuple[Optional[str], str]:
+    """``(python, "")`` of a venv where Ray Tune imports, creating it on first use, or
+    ``(None, why)`` where it cannot be installed here."""
+    import subprocess
+    import sysconfig
+    import venv
+
+    if ray_available():
+        return sys.executable, ""
+    python = os.path.join(RAY_VENV, "bin", "python")
+    stamp = os.path.join(RAY_VENV, ".installed")
+    if not (os.path.exists(stamp) and open(stamp).read() == " ".join(RAY_PINS)):
+        print(f"installing {' '.join(RAY_PINS)} into {RAY_VENV} ...", file=sys.stderr,
+              flush=True)
+        try:
+            if not os.path.exists(python):
+                venv.EnvBuilder(with_pip=True).create(RAY_VENV)
+            subprocess.run([python, "-m", "pip", "install", "--quiet",
+                            "--disable-pip-version-check", *RAY_PINS],
+                           check=True, capture_output=True, text=True, timeout=1800)
+        except (OSError, subprocess.SubprocessError) as e:
+            err = getattr(e, "stderr", "") or ""
+            return None, f"pip install {' '.join(RAY_PINS)} failed: {e} {err[-500:]}".strip()
+        site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()"
+                               "['purelib'])"], check=True, capture_output=True, text=True)
+        with open(os.path.join(site.stdout.strip(), "zz_project_venv.pth"), "w") as f:
+            f.write(sysconfig.get_paths()["purelib"] + "\n")
+        with open(stamp, "w") as f:
+            f.write(" ".join(RAY_PINS))
+    return python, ""
+
+
+def run_ray_rows(args: argparse.Namespace, seeds: Sequence[int]) -> Tuple[List[Ledger], str]:
+    """The Ray row for ``seeds``, run by this script in Ray's venv as a subprocess:
+    ``(ledgers, "")``, or ``([], why)`` where Ray is not available."""
+    import subprocess
+    import tempfile
+
+    python, why = ray_python()
+    if python is None:
+        return [], why
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "ray.json")
+        cmd = [python, os.path.abspath(__file__), "--no-write", "--no-extra", "--rows", RAY,
+               "--in-ray-venv", "--seed-list", ",".join(str(s) for s in seeds), "--save", out,
+               "--max-trials", str(args.max_trials), "--max-length", str(args.max_length),
+               "--divisor", str(args.divisor), "--max-rungs", str(args.max_rungs)]
+        done = subprocess.run(cmd, check=False)
+        if not os.path.exists(out):  # (Ray's shutdown may fail the exit after the save)
+            return [], f"the Ray Tune run exited {done.returncode} (its output is above)"
+        with open(out) as f:
+            pairs = json.load(f)[RAY]
+    by_seed = {int(seed): ledger_from_dict(d) for seed, d in pairs}
+    return [by_seed[s] for s in seeds], ""
+
+
 def rows(args: argparse.Namespace) -> List[str]:
-    """Table rows in order: the compared methods (Ray where it imports), then ASHA with
-    the automatic concurrency of drivers that do not tell the searcher their capacity."""
-    out = [m for m in METHODS if m != RAY or (ray_available() and not args.no_ray)]
+    """Table rows in order: the compared methods, then ASHA with the automatic
+    concurrency of drivers that do not tell the searcher their capacity."""
+    out = [m for m in METHODS if m != RAY or not args.no_ray]
     if not args.no_extra:
         out.append(BLIND_ASHA)
     return out
@@ -350,7 +421,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--divisor", type=int, default=4)
     p.add_argument("--max-rungs", type=int, default=3)
     p.add_argument("--no-extra", action="store_true", help="skip the capacity-not-told row")
-    p.add_argument("--no-ray", action="store_true", help="skip Ray Tune even if it imports")
+    p.add_argument("--no-ray", action="store_true", help="skip the Ray Tune row")
+    p.add_argument("--in-ray-venv", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--no-write", action="store_true", help="do not write RESULTS.md")
     p.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
     p.add_argument("--json", default=None, help="also write the ledgers' curves here (plot)")
@@ -376,6 +448,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     todo = rows(args) if args.rows is None else [r for r in args.rows.split(";") if r]
     results: Dict[str, List[Ledger]] = {m: [] for m in todo}
     start = time.perf_counter()
+    ray_note = ""
+    if RAY in todo and not args.in_ray_venv:  # in a subprocess of Ray's own venv
+        todo.remove(RAY)
+        results[RAY], ray_note = run_ray_rows(args, seeds)
+        if ray_note:
+            print(f"  Ray Tune row skipped: {ray_note}", file=sys.stderr, flush=True)
+            del results[RAY]
     for seed in seeds:
         for m in todo:
             lg = run_row(args, m, seed, data)
@@ -429,6 +508,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 f"2 CPU cores shared with other work; torch {torch.__version__}, "
                 f"optuna {optuna_version()}).\n\n"
                 f"Settings: {settings_text(args, seeds)}\n\n{table}\n"
+                + (f"\nRay Tune row not measured: {ray_note}\n" if ray_note else "")
             )
         print(f"Wrote {args.results}")
     return 0

@@ -359,3 +359,39 @@ def test_registry_kill_drain_and_liveness():
     assert rec.lost == [8]
     assert "agent a lost" in rec.logs[-1][1][0]
     reg.close()
+
+
+def test_automatic_concurrency_follows_an_agent_that_joins(cluster, tiny_dir, tmp_path):
+    """``max_concurrent_trials: 0`` started on one agent's slot runs one trial at a time;
+    when a second agent joins, the master re-sends the capacity and the searcher opens a
+    second trial at once, while the first is still training."""
+    cluster.ensure_agents("a1")
+    if "a2" in cluster.agents:
+        cluster.agents["a2"].stop()
+    wait_until(lambda: cluster.agent_ids() == ["a1"], timeout=30, what="a2 to leave")
+    config = {
+        "entrypoint": "slow_def:SlowTrial", "scheduling_unit": 10,
+        "hyperparameters": {"global_batch_size": 16, "dropout": 0.2, "sleep": 0.05,
+                            "lr": {"type": "double", "minval": 0.01, "maxval": 0.2}},
+        "searcher": {"name": "adaptive_asha", "metric": "validation_loss", "max_trials": 6,
+                     "max_rungs": 1, "max_concurrent_trials": 0,
+                     "max_length": {"batches": 2000}},
+        "max_restarts": 0,
+    }
+    exp_id = create_experiment(cluster.api, config, slow_model_dir(tiny_dir, tmp_path))
+    try:
+        first = wait_until(lambda: [t for t in _trials(cluster.api, exp_id)
+                                    if t["total_batches"] >= 20], what="training")[0]
+        time.sleep(2.0)  # scheduling passes with one agent: still one trial
+        assert len(_trials(cluster.api, exp_id)) == 1
+        cluster.ensure_agents("a1", "a2")
+        trials = wait_until(lambda: (lambda ts: ts if len(ts) >= 2 else None)(
+            _trials(cluster.api, exp_id)), timeout=30, what="a second trial")
+        assert len(trials) == 2, trials
+        now = cluster.api.get(f"/trials/{first['id']}").json()
+        assert now["state"] == "ACTIVE" and now["total_batches"] < 2000, now
+        wait_until(lambda: cluster.agent_of(trials[1]["id"]) is not None, timeout=30,
+                   what="the second trial on a slot")
+    finally:
+        cluster.api.post(f"/experiments/{exp_id}/kill")
+        wait_for_state(cluster.api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=60)

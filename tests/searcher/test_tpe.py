@@ -87,7 +87,7 @@ def test_tpe_starts_exactly_as_random_search() -> None:
     tpe = creates(simulate(make_config("random", space=WIDE_SPACE, sampler="tpe", **kw),
                            wide_objective))
     free = 4  # lr, width, act, momentum
-    first_model = 2 * (free + 1)  # results needed before the first model
+    first_model = max(10, 2 * (free + 1))  # configurations with results before a model
     for rid in range(1, first_model + 1):  # trial 11 is the first created after 10 results
         assert tpe[rid] == rand[rid], rid
     assert any(tpe[r] != rand[r] for r in tpe), "TPE never changed a suggestion"
@@ -160,20 +160,34 @@ def test_exited_trials_count_as_worst_results() -> None:
     assert [m for _, m in other.results[10]] == [math.inf, -1.7976931348623157e308, math.inf]
 
 
-def test_model_uses_the_longest_length_with_enough_results() -> None:
+def test_ranking_puts_longer_training_first_and_the_model_follows_it() -> None:
     space = {"x": {"type": "double", "minval": 0.0, "maxval": 1.0},
              "y": {"type": "categorical", "vals": [1, 2]}}
-    s = TPESampler(space, random_fraction=0.0)
-    for i in range(6):  # d = 2: a model needs n_good = 3 > 2 and n_bad > 2
-        s.observe({"x": i / 6, "y": 1}, 4, float(i))
-    assert s.model_units() == 4
-    for i in range(5):
-        s.observe({"x": i / 6, "y": 2}, 16, float(i))
-    assert s.model_units() == 4
-    s.observe({"x": 0.9, "y": 2}, 16, 9.0)
-    assert s.model_units() == 16
-    # The model at 16 prefers y=2 near x=0: suggestions follow it.
-    rng = random.Random(3)
+    s = TPESampler(space, warmup=10)
+    # Ten configurations at 4 units; the best metrics there are near x=1 with y=1.
+    for i in range(10):
+        s.observe({"x": i / 10, "y": 1 + i % 2}, 4, 1.0 - i / 10)
+    rng = random.Random(0)
+    # Three of them (x near 0, y=2) were promoted to 16 units: they now rank first,
+    # whatever their metric at 4 units was.
+    for i, x in enumerate((0.1, 0.3, 0.5)):
+        s.observe({"x": x, "y": 2}, 16, 5.0 + i)
+    ranked = s.ranking()
+    assert ranked[:3] == [(0.1, 1.0), (0.3, 1.0), (0.5, 1.0)]
+    assert len(ranked) == 10  # each configuration once, at its longest length
+    assert s.n_good(len(ranked)) == 1 and s.n_good(1000) == 25
     picks = [s.suggest(space, rng) for _ in range(20)]
     assert sum(p["y"] == 2 for p in picks) >= 15
     assert statistics.median(p["x"] for p in picks) < 0.4
+
+
+def test_no_model_before_the_warmup() -> None:
+    space = {"x": {"type": "double", "minval": 0.0, "maxval": 1.0}}
+    s = TPESampler(space)
+    assert s.warmup == 10
+    for i in range(9):
+        s.observe({"x": 0.3}, 4, float(i))
+    assert s.suggest(space, random.Random(1)) == TPESampler(space).suggest(space,
+                                                                          random.Random(1))
+    with pytest.raises(ValueError, match="warmup"):
+        TPESampler(space, warmup=1)

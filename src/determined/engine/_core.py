@@ -536,6 +536,15 @@ class ExperimentCore:
             self._emit(fx.StopTrial(request_id))
         return self._take()
 
+    def capacity_changed(self, capacity: int) -> List[fx.Effect]:
+        """``capacity`` trials can now run at once (agents joined or left): the searcher
+        hears it as an event of its own (with automatic concurrency it may create
+        trials); the same value again does nothing."""
+        if capacity == self.searcher.capacity or self.shutdown is not None:
+            return []
+        self._searcher_event(self.searcher.on_capacity_changed(capacity))
+        return self._take()
+
     def suspend_idle(self) -> List[fx.Effect]:
         """Stop every WAITING trial (they have no work and hold a slot)."""
         for r in self.waiting():

@@ -248,13 +248,26 @@ class Master:
         run = ExperimentRun(self, exp_id, config, state, model_dir,
                             source_checkpoint=source_checkpoint)
         # Automatic concurrency follows the trials the cluster can run at once (a
-        # restored run's snapshot brings the value it had).
-        resources = config.get("resources") or {}
-        slots = min(self.rm.slots, int(resources.get("max_slots") or self.rm.slots))
-        capacity = slots // max(1, int(resources.get("slots_per_trial") or 1))
+        # restored run's snapshot brings the value it had; _tell_capacity follows
+        # agents that join or leave later).
+        capacity = self._capacity(config)
         if capacity >= 1:
             run.searcher.on_capacity_changed(capacity)
         return run
+
+    def _capacity(self, config: Dict[str, Any]) -> int:
+        """Trials of an experiment the live agents can run at once."""
+        resources = config.get("resources") or {}
+        slots = min(self.rm.slots, int(resources.get("max_slots") or self.rm.slots))
+        return slots // max(1, int(resources.get("slots_per_trial") or 1))
+
+    def _tell_capacity(self) -> None:
+        """Re-send each run's capacity when it changed (lock held); none while no agent
+        has slots (e.g. remote agents reconnecting after a master restart)."""
+        for run in list(self.runs.values()):
+            capacity = self._capacity(run.config)
+            if capacity >= 1 and capacity != run.searcher.capacity:
+                run.capacity_changed(capacity)
 
     def source_checkpoint(self, config: Dict[str, Any]) -> Optional[str]:
         """The checkpoint uuid ``searcher.source_checkpoint_uuid`` or
@@ -438,6 +451,7 @@ class Master:
         )
 
     def _schedule_once(self) -> "List[_Launch]":
+        self._tell_capacity()
         pending: Dict[str, Tuple[ExperimentRun, TrialState]] = {}
         for run in list(self.runs.values()):
             for t in run.schedulable():

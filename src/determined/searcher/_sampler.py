@@ -8,7 +8,8 @@ from its snapshot suggests exactly what the original would have.
 - ``random`` (:class:`RandomSampler`, the default): every leaf sampled independently
   (SPEC 3); it keeps no state.
 - ``tpe`` (:class:`~determined.searcher.TPESampler`): a tree-structured Parzen
-  estimator fit on the results of the longest training length with enough of them.
+  estimator fit on every configuration's result at its longest training length
+  (longer-trained configurations rank first).
 """
 
 from __future__ import annotations

@@ -1,19 +1,26 @@
-"""A tree-structured Parzen estimator sampler, fit per training length as BOHB does.
+"""A tree-structured Parzen estimator sampler over results at every training length.
 
-Results are grouped by the training length they were measured at. Once the longest
-length with enough results (``n_good > d`` and ``n_bad > d`` for ``d`` free
-hyperparameters) exists, each new trial is drawn from a model of that length: the best
-``max(d + 1, gamma * N)`` results form the "good" density ``l(x)``, the rest the "bad"
-density ``g(x)``; ``n_candidates`` points are drawn from ``l`` (bandwidths widened by
-``bandwidth_factor``) and the one with the largest ``l(x) / g(x)`` wins. A fraction
-``random_fraction`` of suggestions, and all of them before any model exists, are
-ordinary random draws, so a TPE search starts exactly as a random one does.
+Each configuration counts once, by its longest training length so far and its metric
+there: configurations that trained longer rank above all that stopped shorter (early
+stopping promoted them), then by metric. Once ``warmup`` configurations have results
+(``max(10, 2 * (d + 1))`` for ``d`` free hyperparameters; random draws until then, so a
+TPE search starts exactly as a random one does), each new trial comes from a model of
+that ranking: the best ``ceil(gamma * N)`` (at most 25) form the "good" density
+``l(x)``, the rest the "bad" density ``g(x)``; ``n_candidates`` points are drawn from
+``l`` and the one with the largest ``l(x) / g(x)`` wins. A fraction ``random_fraction``
+of suggestions may stay random draws (default none: each density has a uniform
+component of weight one point).
 
 Every free hyperparameter becomes one coordinate: numbers in [0, 1] (``log`` on its
 exponent, ``int`` by equal-width bins), categoricals by index (Aitchison-Aitken kernel).
-Numbers use truncated-normal kernels with per-dimension bandwidths by the normal
-reference rule (Scott). Constants and single-valued leaves are not modelled. Nested
-maps are flattened by their sorted leaf paths.
+Densities are mixtures of product kernels (so the model is multivariate); a number's
+kernel is a normal truncated to [0, 1] whose bandwidth, per point and coordinate, is the
+larger gap to a neighbouring point (the centre 0.5 and the ends counting), bounded below
+by ``1 / min(100, n + 1)`` for ``n`` points. Constants and single-valued leaves are not
+modelled. A categorical's kernel keeps a point's value with probability ``1 - b`` and
+spreads ``b = (k - 1) / k * min(1, 4 / (n + 1))`` over the other ``k - 1`` values (so
+values stay uniform while the good set is small). Nested maps are flattened by their
+sorted leaf paths.
 
 Written with numpy alone (no statsmodels or hyperopt) so that the whole model state is
 the list of results, which goes into the searcher's JSON snapshot; the randomness of a
@@ -110,103 +117,102 @@ def _ndtr(x: np.ndarray) -> np.ndarray:
     return 0.5 * (1.0 + np.vectorize(math.erf, otypes=[float])(x / _SQRT2))
 
 
-class _Density:
-    """A product-kernel Parzen density over encoded points (rows of ``data``)."""
+def _neighbour_bandwidths(col: np.ndarray) -> np.ndarray:
+    """Per-point bandwidths of one coordinate in [0, 1]: the larger gap to a neighbour
+    among the points and the centre 0.5, bounded by the ends 0 and 1 (the outermost
+    points take their inner gap)."""
+    pts = np.append(col, 0.5)
+    order = np.argsort(pts, kind="stable")
+    s = np.concatenate([[0.0], pts[order], [1.0]])
+    sig = np.maximum(s[1:-1] - s[:-2], s[2:] - s[1:-1])
+    sig[0], sig[-1] = s[2] - s[1], s[-2] - s[-3]
+    out = np.empty_like(sig)
+    out[order] = sig
+    return out[: len(col)]
 
-    def __init__(
-        self, data: np.ndarray, dims: Sequence[_Dim], min_bandwidth: float, prior: bool
-    ) -> None:
+
+class _Density:
+    """A mixture of product kernels over encoded points (rows of ``data``) plus a
+    uniform component of the weight of one point."""
+
+    def __init__(self, data: np.ndarray, dims: Sequence[_Dim]) -> None:
         self.data = data
         self.dims = dims
-        self.prior = prior  # a uniform component of weight 1, as one more point
         n = len(data)
-        bw = 1.06 * data.std(axis=0) * n ** (-0.2)
-        bw = np.maximum(bw, min_bandwidth)
         self.cat = np.array([d.categorical for d in dims])
+        bw = np.empty((n, len(dims)))
         for j, d in enumerate(dims):
-            if d.categorical:  # Aitchison-Aitken: at most uniform over the k values
-                bw[j] = min(bw[j], (d.k - 1) / d.k)
+            if d.categorical:  # Aitchison-Aitken: the chance of another value, uniform
+                bw[:, j] = (d.k - 1) / d.k * min(1.0, 4.0 / (n + 1))  # up to 3 points
+            else:
+                bw[:, j] = np.clip(_neighbour_bandwidths(data[:, j]), 1.0 / min(100, n + 1), 1.0)
         self.bw = bw
         num = ~self.cat
         # log of the truncation mass on [0, 1] of each point's normal kernel
-        lo = _ndtr((0.0 - data[:, num]) / bw[num])
-        hi = _ndtr((1.0 - data[:, num]) / bw[num])
+        lo = _ndtr((0.0 - data[:, num]) / bw[:, num])
+        hi = _ndtr((1.0 - data[:, num]) / bw[:, num])
         self.log_mass = np.log(np.maximum(hi - lo, 1e-300))
+        self.log_uniform = -sum(math.log(d.k) for d in dims if d.categorical)
 
-    def _log_kernels(self, x: np.ndarray) -> np.ndarray:
-        """``[candidate, point, dim]`` log kernel values (each dim a density of its own)."""
+    def log_pdf(self, x: np.ndarray) -> np.ndarray:
+        """Log density at each row of ``x``."""
         num, cat = ~self.cat, self.cat
-        out = np.zeros((len(x), len(self.data), len(self.dims)))
+        log_k = np.zeros((len(x), len(self.data) + 1))
         if num.any():
-            h = self.bw[num]
-            z = (x[:, None, num] - self.data[None, :, num]) / h
-            out[:, :, num] = (
-                -0.5 * z**2 - np.log(h * math.sqrt(2 * math.pi)) - self.log_mass[None]
-            )
+            h = self.bw[:, num]
+            z = (x[:, None, num] - self.data[None, :, num]) / h[None]
+            log_n = -0.5 * z**2 - np.log(h * math.sqrt(2 * math.pi))[None] - self.log_mass[None]
+            log_k[:, :-1] += log_n.sum(axis=2)
         if cat.any():
-            lam = self.bw[cat]
+            lam = self.bw[:, cat][None]
             k = np.array([d.k for d in self.dims])[cat]
             same = x[:, None, cat] == self.data[None, :, cat]
-            out[:, :, cat] = np.where(same, np.log1p(-lam), np.log(lam / (k - 1)))
-        return out
-
-    def log_pdf(self, x: np.ndarray, multivariate: bool = True) -> np.ndarray:
-        """Log density at each row of ``x``: of the product kernels (multivariate) or the
-        sum over dimensions of each dimension's own mixture (independent)."""
-        log_k = self._log_kernels(x)
-        log_prior = np.array([-math.log(d.k) if d.categorical else 0.0 for d in self.dims])
-        if multivariate:
-            log_k = log_k.sum(axis=2, keepdims=True)
-            log_prior = np.array([log_prior.sum()])
-        n = len(self.data)
-        if self.prior:
-            prior = np.broadcast_to(log_prior, (len(x), 1, len(log_prior)))
-            log_k = np.concatenate([log_k, prior], axis=1)
-            n += 1
+            log_k[:, :-1] += np.where(same, np.log1p(-lam), np.log(lam / (k - 1))).sum(axis=2)
+        log_k[:, -1] = self.log_uniform
         peak = log_k.max(axis=1, keepdims=True)
-        lse = peak[:, 0] + np.log(np.exp(log_k - peak).sum(axis=1))
-        return (lse - math.log(n)).sum(axis=1)
+        return peak[:, 0] + np.log(np.exp(log_k - peak).sum(axis=1)) - math.log(len(log_k[0]))
 
-    def sample(self, gen: np.random.Generator, n: int, factor: float, min_bw: float) -> np.ndarray:
-        """``n`` points near random rows: widened truncated normals, categoricals kept with
-        probability ``1 - bandwidth`` else uniform."""
-        rows = self.data[gen.integers(len(self.data), size=n)]
-        out = rows.copy()
+    def sample(self, gen: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` points, each from one mixture component: a point's kernel (truncated
+        normals; categoricals kept with probability ``1 - bandwidth``, else another
+        value) or the uniform component."""
+        pick = gen.integers(len(self.data) + 1, size=n)
+        fresh = pick == len(self.data)
+        pick = np.minimum(pick, len(self.data) - 1)
+        rows = self.data[pick]
+        out = np.empty((n, len(self.dims)))
         for j, d in enumerate(self.dims):
-            if d.categorical:
-                redraw = gen.random(n) < self.bw[j]
-                out[redraw, j] = gen.integers(d.k, size=int(redraw.sum()))
+            bw = self.bw[pick, j]
+            if d.categorical:  # another value with probability bw; any from the uniform
+                other = (rows[:, j] + 1 + gen.integers(d.k - 1, size=n)) % d.k
+                col = np.where(gen.random(n) < bw, other, rows[:, j])
+                out[:, j] = np.where(fresh, gen.integers(d.k, size=n), col)
                 continue
-            sd = max(self.bw[j] * factor, min_bw)
-            col = rows[:, j] + sd * gen.standard_normal(n)
+            col = rows[:, j] + bw * gen.standard_normal(n)
             for _ in range(20):  # rejection sampling of the truncation to [0, 1]
                 bad = (col < 0.0) | (col > 1.0)
                 if not bad.any():
                     break
-                col[bad] = rows[bad, j] + sd * gen.standard_normal(int(bad.sum()))
-            out[:, j] = np.clip(col, 0.0, 1.0)
-        if self.prior:  # the uniform component's share of the draws
-            fresh = gen.random(n) < 1.0 / (len(self.data) + 1)
-            for j, d in enumerate(self.dims):
-                m = int(fresh.sum())
-                out[fresh, j] = gen.integers(d.k, size=m) if d.categorical else gen.random(m)
+                col[bad] = rows[bad, j] + bw[bad] * gen.standard_normal(int(bad.sum()))
+            out[:, j] = np.where(fresh, gen.random(n), np.clip(col, 0.0, 1.0))
         return out
 
 
 class TPESampler(Sampler):
-    """Tree-structured Parzen estimator per training length (see the module docstring).
+    """Tree-structured Parzen estimator over results at every training length (see the
+    module docstring).
 
     Args:
         space: The normalized hyperparameter space.
-        gamma: Fraction of results that form the good density (BOHB: 0.15).
+        gamma: Fraction of configurations that form the good density (at most 25).
         n_candidates: Points drawn from the good density per suggestion.
         random_fraction: Fraction of suggestions drawn at random once a model exists.
-        bandwidth_factor: Widening of the good density's bandwidths when drawing.
-        min_bandwidth: Lower bound on every bandwidth.
+        warmup: Configurations with results before the first model (default
+            ``max(10, 2 * (d + 1))`` for ``d`` free hyperparameters).
 
     Example:
         >>> space = {"x": {"type": "double", "minval": 0.0, "maxval": 1.0}}
-        >>> s = TPESampler(space, random_fraction=0.0)
+        >>> s = TPESampler(space)
         >>> for i in range(20):
         ...     s.observe({"x": i / 20}, 10, abs(i / 20 - 0.3))
         >>> abs(s.suggest(space, random.Random(0))["x"] - 0.3) < 0.2
@@ -218,13 +224,10 @@ class TPESampler(Sampler):
     def __init__(
         self,
         space: Mapping[str, Any],
-        gamma: float = 0.15,
+        gamma: float = 0.1,
         n_candidates: int = 64,
-        random_fraction: float = 1.0 / 3.0,
-        bandwidth_factor: float = 3.0,
-        min_bandwidth: float = 1e-3,
-        prior: bool = True,
-        multivariate: bool = True,
+        random_fraction: float = 0.0,
+        warmup: Optional[int] = None,
     ) -> None:
         if not 0.0 < gamma < 1.0:
             raise ValueError(f"Expected 0 < gamma < 1. Received: gamma={gamma!r}")
@@ -238,12 +241,12 @@ class TPESampler(Sampler):
         self.gamma = gamma
         self.n_candidates = n_candidates
         self.random_fraction = random_fraction
-        self.bandwidth_factor = bandwidth_factor
-        self.min_bandwidth = min_bandwidth
-        self.prior = prior
-        self.multivariate = multivariate
         self.leaves = list(iter_leaves(space))
         self.dims = [_Dim(path, spec) for path, spec in self.leaves if _free(spec)]
+        d = len(self.dims)
+        self.warmup = max(10, 2 * (d + 1)) if warmup is None else warmup
+        if self.warmup < 2:
+            raise ValueError(f"Expected warmup >= 2. Received: warmup={warmup!r}")
         # units -> [(encoded point, signed metric)], in the order observed
         self.results: Dict[int, List[Tuple[List[float], float]]] = {}
 
@@ -273,40 +276,37 @@ class TPESampler(Sampler):
             point.append(u)
         return point
 
-    def _split(self, n: int) -> Tuple[int, int]:
-        """Sizes of the good and bad sets for ``n`` results (BOHB's rule)."""
-        d = len(self.dims)
-        n_good = max(d + 1, int(self.gamma * n))
-        return n_good, n - n_good
+    def ranking(self) -> List[Tuple[float, ...]]:
+        """Every configuration with results, best first: longer training first, then
+        smaller metric (ties: the earlier result)."""
+        latest: Dict[Tuple[float, ...], Tuple[int, float, int]] = {}
+        seq = 0
+        for units in sorted(self.results):
+            for point, metric in self.results[units]:
+                latest[tuple(point)] = (units, metric, seq)
+                seq += 1
+        return sorted(latest, key=lambda p: (-latest[p][0], latest[p][1], latest[p][2]))
 
-    def model_units(self) -> Optional[int]:
-        """The longest training length whose results are enough for a model, if any."""
-        d = len(self.dims)
-        for units in sorted(self.results, reverse=True):
-            n_good, n_bad = self._split(len(self.results[units]))
-            if n_good > d and n_bad > d:
-                return units
-        return None
+    def n_good(self, n: int) -> int:
+        """Size of the good set among ``n`` configurations."""
+        return max(1, min(int(math.ceil(self.gamma * n)), 25))
 
     # Suggestions.
 
     def suggest(self, space: Mapping[str, Any], rng: random.Random) -> Dict[str, Any]:
-        units = self.model_units()
-        if units is None or rng.random() < self.random_fraction:
+        ranked = self.ranking()
+        if len(ranked) < self.warmup or (
+            self.random_fraction > 0 and rng.random() < self.random_fraction
+        ):
             return sample_hparams(space, rng)
         gen = np.random.default_rng(rng.getrandbits(64))
-        rows = self.results[units]
-        metrics = np.array([m for _, m in rows])
-        order = np.argsort(metrics, kind="stable")
-        points = np.array([p for p, _ in rows], dtype=float)
-        n_good, _ = self._split(len(rows))
-        good = _Density(points[order[:n_good]], self.dims, self.min_bandwidth, self.prior)
-        bad = _Density(points[order[n_good:]], self.dims, self.min_bandwidth, self.prior)
-        candidates = good.sample(gen, self.n_candidates, self.bandwidth_factor, self.min_bandwidth)
-        mv = self.multivariate
-        score = good.log_pdf(candidates, mv) - bad.log_pdf(candidates, mv)
-        best = candidates[int(np.argmax(score))]
-        return self._decode(best)
+        points = np.array(ranked, dtype=float)
+        n_good = self.n_good(len(points))
+        good = _Density(points[:n_good], self.dims)
+        bad = _Density(points[n_good:], self.dims)
+        candidates = good.sample(gen, self.n_candidates)
+        score = good.log_pdf(candidates) - bad.log_pdf(candidates)
+        return self._decode(candidates[int(np.argmax(score))])
 
     def _decode(self, point: np.ndarray) -> Dict[str, Any]:
         values = {d.path: d.decode(float(u)) for d, u in zip(self.dims, point)}

@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 import determined
 from determined.common.api import MAX_CONTEXT_BYTES, ContextArchiveError
 from determined.common.validation import validate_experiment
-from determined.config import config_warnings, masked_config, parse_yaml
+from determined.config import config_warnings, parse_yaml
 from determined.errors import InvalidConfigError, InvalidModelDefError
 from determined.master._core import Master
 from determined.master.api import _models as models

@@ -219,6 +219,10 @@ class ExperimentRun:
         """Preempt or suspend: the trial checkpoints and gives its slot back."""
         self._do(self.core.stop_trial(t.request_id))
 
+    def capacity_changed(self, capacity: int) -> None:
+        """Tell the searcher how many trials can run at once (lock held)."""
+        self._do(self.core.capacity_changed(capacity))
+
     def suspend_idle(self) -> None:
         self._do(self.core.suspend_idle())
 
