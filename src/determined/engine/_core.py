@@ -33,7 +33,7 @@ import uuid as uuidlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from determined import searcher as searchers
-from determined.config import ExperimentConfig, Length
+from determined.config import ExperimentConfig
 from determined.engine import _effects as fx
 from determined.engine._states import (
     LIVE,
