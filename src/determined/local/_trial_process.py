@@ -86,9 +86,10 @@ def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_pat
                         format="%(asctime)s [trial %(process)d] %(levelname)s %(message)s")
     os.environ.setdefault("OMP_NUM_THREADS", str(num_threads))
     # Per-trial TensorBoard files, beside the trial's log.
-    os.environ["DET_TENSORBOARD_DIR"] = os.path.join(
-        os.path.dirname(os.path.dirname(log_path)), "tensorboard", f"trial_{env.trial_id}"
-    )
+    from determined.tensorboard._paths import set_platform_dir
+
+    set_platform_dir(os.path.join(
+        os.path.dirname(os.path.dirname(log_path)), "tensorboard", f"trial_{env.trial_id}"))
     from determined.errors import InvalidTrialError, InvalidModelDefError
     from determined.harness import TrialRunner
     from determined.harness._distributed import distributed_trial

@@ -16,10 +16,13 @@ import tempfile
 from typing import Any, Dict, Optional
 
 __all__ = ["ENV_VAR", "STORAGE_DIR", "get_base_path", "get_sync_path", "local_event_dir",
+           "set_platform_dir",
            "prepare_base_path", "trial_sync_path"]
 
 #: The environment variable naming the local event-file directory of a trial process.
 ENV_VAR = "DET_TENSORBOARD_DIR"
+#: Set with :data:`ENV_VAR` when :func:`prepare_base_path` chose it: the choosing pid.
+_OWNER_VAR = "DET_TENSORBOARD_DIR_CHOSEN_BY"
 #: The directory under the checkpoint storage root holding every trial's event files.
 STORAGE_DIR = "tensorboard"
 
@@ -60,6 +63,13 @@ def get_base_path(checkpoint_config: Dict[str, Any], manager: bool = False) -> p
     return pathlib.Path(local_event_dir(0 if manager else _process_rank()))
 
 
+def set_platform_dir(path: str) -> None:
+    """The platform chose ``path`` as this process's event directory (kept as is by
+    :func:`prepare_base_path`, and never removed by the trial)."""
+    os.environ[ENV_VAR] = path
+    os.environ.pop(_OWNER_VAR, None)
+
+
 def prepare_base_path(env: Any) -> str:
     """Give the trial process a per-trial event directory unless the platform set one.
 
@@ -68,15 +78,19 @@ def prepare_base_path(env: Any) -> str:
     """
     global created_here, _chosen_here
     current = os.environ.get(ENV_VAR)
-    # A value this function set for an earlier trial of the same process (in-process
-    # runs) is not the platform's choice: choose again, or a later trial would write
-    # into (and then remove) the earlier one's directory.
-    created_here = not current or current == _chosen_here
+    # A value this function chose is not the platform's: for an earlier trial of the
+    # same process (in-process runs), or inherited from the process that started this
+    # one (a test process, a fork server), it would make this trial write into (and
+    # later remove) another trial's directory, and sync that one's files as its own.
+    chosen_by = os.environ.get(_OWNER_VAR)
+    created_here = not current or current == _chosen_here or (
+        chosen_by is not None and chosen_by != str(os.getpid()))
     if created_here:
         _chosen_here = os.path.join(
             tempfile.gettempdir(), "det-tensorboard",
             f"exp-{env.experiment_id}-trial-{env.trial_id}-{os.getpid()}")
         os.environ[ENV_VAR] = _chosen_here
+        os.environ[_OWNER_VAR] = str(os.getpid())
     return local_event_dir(getattr(getattr(env, "distributed", None), "rank", 0))
 
 
