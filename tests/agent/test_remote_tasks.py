@@ -237,8 +237,10 @@ def test_tensorboard_on_the_agent_through_the_proxy(cluster, tiny_dir):
     assert cluster.task(tb["id"])["agent_id"] == "tasks-a"
     assert httpx.get(cluster.master.url + runs_url).status_code == 401
     # On the agent's address it answers only requests with the task's token (the proxy's).
-    served = [line for line in cluster.lines(tb["id"]) if "http://127.0.0.1:" in line]
-    assert served, cluster.lines(tb["id"])
+    # (Its log lines reach the master in batches: the address line may come later.)
+    served = wait_until(lambda: [line for line in cluster.lines(tb["id"])
+                                 if "http://127.0.0.1:" in line], 60,
+                        "TensorBoard's address in its logs")
     direct = served[0].split("http://", 1)[1].split("/", 1)[0]
     assert httpx.get(f"http://{direct}{runs_url}").status_code == 403
     cluster.api.post(f"/api/v1/tasks/{tb['id']}/kill")

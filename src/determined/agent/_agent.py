@@ -36,7 +36,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from determined.agent._parts import free_port, interface_env
+from determined.agent._parts import interface_env
 from determined.agent._spawner import Spawner
 from determined.agent._gpus import detect_gpus
 from determined.common.api import APIError, MasterClient, unpack_context
@@ -453,21 +453,27 @@ class Agent:
     def _log(self, t: _Trial, line: str) -> None:
         self._events.put(("line", t.launch_id, line))
 
+    def _write_spec(self, t: _Trial, command: Dict[str, Any], token: str) -> Tuple[str, str]:
+        """Fetch the trial's model definition and write its spec (this agent's model
+        directory and threads); returns the model directory and the spec's path."""
+        model_dir = self._model_def(int(command["experiment_id"]), token)
+        spec = dict(command["spec"])
+        spec["env"] = dict(spec["env"], model_dir=model_dir)
+        spec["threads"] = max(1, (os.cpu_count() or 1) // self.slots)
+        trial_dir = os.path.join(self.work_dir, "trials", str(t.trial_id))
+        os.makedirs(trial_dir, exist_ok=True)
+        spec_path = os.path.join(trial_dir, f"spec-{t.launch_id}.json")
+        with open(spec_path, "w", encoding="utf-8") as f:
+            json.dump(spec, f)
+        return model_dir, spec_path
+
     def _launch(self, t: _Trial, command: Dict[str, Any]) -> None:
         env_in = dict(command.get("env") or {})
         try:
             slot_ids = [int(s) for s in command.get("slot_ids") or []]
             self._log(t, f"det-agent {self.id}: starting trial {t.trial_id} on slot(s) "
                          f"{','.join(map(str, slot_ids))} (launch {t.launch_id})")
-            model_dir = self._model_def(int(command["experiment_id"]), env_in["DET_TRIAL_TOKEN"])
-            spec = dict(command["spec"])
-            spec["env"] = dict(spec["env"], model_dir=model_dir)
-            spec["threads"] = max(1, (os.cpu_count() or 1) // self.slots)
-            trial_dir = os.path.join(self.work_dir, "trials", str(t.trial_id))
-            os.makedirs(trial_dir, exist_ok=True)
-            spec_path = os.path.join(trial_dir, f"spec-{t.launch_id}.json")
-            with open(spec_path, "w", encoding="utf-8") as f:
-                json.dump(spec, f)
+            model_dir, spec_path = self._write_spec(t, command, env_in["DET_TRIAL_TOKEN"])
             env = {"DET_MASTER": self._poller.url, "DET_TRIAL_TOKEN": env_in["DET_TRIAL_TOKEN"],
                    "DET_TRIAL_SPEC": spec_path, "DET_AGENT_ID": self.id,
                    "DET_SLOT_IDS": ",".join(map(str, slot_ids))}
@@ -535,15 +541,7 @@ class Agent:
                          f"{first + len(slot_ids) - 1} of {size} of trial {t.trial_id} on "
                          f"slot(s) {','.join(map(str, slot_ids))} (launch {t.launch_id})")
             token = command["env"]["DET_TRIAL_TOKEN"]
-            model_dir = self._model_def(int(command["experiment_id"]), token)
-            spec = dict(command["spec"])
-            spec["env"] = dict(spec["env"], model_dir=model_dir)
-            spec["threads"] = max(1, (os.cpu_count() or 1) // self.slots)
-            trial_dir = os.path.join(self.work_dir, "trials", str(t.trial_id))
-            os.makedirs(trial_dir, exist_ok=True)
-            spec_path = os.path.join(trial_dir, f"spec-{t.launch_id}.json")
-            with open(spec_path, "w", encoding="utf-8") as f:
-                json.dump(spec, f)
+            model_dir, spec_path = self._write_spec(t, command, token)
             if ranks.get("chief"):
                 addr, port = self._rendezvous(t)
             else:
@@ -611,7 +609,7 @@ class Agent:
 
     def _rendezvous(self, t: _Part, timeout: float = 60.0) -> Tuple[str, int]:
         """Pick rank 0's port and tell the master (which then sends the other parts)."""
-        port = free_port()
+        port = free_port("")  # free on every interface now: rank 0 binds it moments later
         deadline = time.monotonic() + timeout
         backoff = 0.2
         while True:

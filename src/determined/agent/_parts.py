@@ -10,16 +10,9 @@ import socket
 import struct
 from typing import Dict, Optional
 
-__all__ = ["free_port", "interface_env"]
+__all__ = ["interface_env"]
 
 _SIOCGIFADDR = 0x8915
-
-
-def free_port() -> int:
-    """A TCP port free on every interface now (rank 0 binds it moments later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("", 0))
-        return int(s.getsockname()[1])
 
 
 def _interface_of(address: str) -> Optional[str]:
