@@ -20,6 +20,7 @@ from determined.common.api import pack_context  # noqa: E402
 from det_cli_testing import run_det  # noqa: E402
 from master_testing import (  # noqa: E402
     ConfiguredMasterProcess,
+    PtyReader,
     create_experiment,
     wait_for_state,
     wait_until,
@@ -170,27 +171,17 @@ def test_shell_on_the_agent_through_the_proxy(cluster):
             return None
 
     ws = wait_until(connected, 60, "the shell server on the agent")
-    output = b""
-
-    def read_until(needle: bytes, timeout: float = 20) -> None:
-        nonlocal output
-        deadline = time.monotonic() + timeout
-        while needle not in output:
-            assert time.monotonic() < deadline, output.decode(errors="replace")
-            try:
-                output += ws.recv(timeout=max(0.1, deadline - time.monotonic()))
-            except TimeoutError:
-                pass
+    reader = PtyReader(ws)
 
     ws.send(json.dumps({"resize": [31, 97]}))
     ws.send(b"stty size; echo agent=$DET_AGENT_ID; echo MARK$((6*7))\n")
-    read_until(b"MARK42")
-    assert b"31 97" in output and b"agent=tasks-a" in output
+    reader.until(b"MARK42")
+    assert b"31 97" in reader.output and b"agent=tasks-a" in reader.output
     ws.send(b"sleep 300\n")
     time.sleep(0.5)
     ws.send(b"\x03")  # Ctrl-C stops the foreground job, not the shell
     ws.send(b"echo AFTER$((1+1))\n")
-    read_until(b"AFTER2")
+    reader.until(b"AFTER2")
     ws.close()
     # The service on the agent's address takes no connection without the task's token.
     agents = cluster.api.get("/api/v1/agents").json()["agents"]

@@ -112,6 +112,23 @@ def wait_until(predicate: Any, timeout: float = 60.0, what: str = "condition") -
         time.sleep(0.1)
 
 
+class PtyReader:
+    """Collects what a shell task's websocket sends; :meth:`until` waits for a text."""
+
+    def __init__(self, ws: Any):
+        self.ws = ws
+        self.output = b""
+
+    def until(self, needle: bytes, timeout: float = 20) -> None:
+        deadline = time.monotonic() + timeout
+        while needle not in self.output:
+            assert time.monotonic() < deadline, self.output.decode(errors="replace")
+            try:
+                self.output += self.ws.recv(timeout=max(0.1, deadline - time.monotonic()))
+            except TimeoutError:
+                pass
+
+
 LONG_CONFIG = {
     "entrypoint": "model_def:TinyTrial",
     "scheduling_unit": 20,

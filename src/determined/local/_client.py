@@ -10,7 +10,7 @@ import os
 import re
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
-from determined.common.api import APIError
+from determined.common.api import APIError, MasterClient
 from determined.errors import MasterError
 
 __all__ = ["LocalClient"]
@@ -134,31 +134,15 @@ class LocalClient:
     def _remove_metadata(self, uuid: str, params: Dict[str, Any], **_: Any) -> Dict[str, Any]:
         return {"metadata": self._db().remove_checkpoint_metadata(uuid, params.get("keys") or [])}
 
-    # -- MasterClient's read methods ------------------------------------------------------
+    # -- MasterClient's read methods: the same requests, answered by request() above ---
 
-    def list_experiments(self, archived: bool = False,
-                         user: Optional[str] = None) -> List[Dict[str, Any]]:
-        return self.request("GET", "/experiments")["experiments"]
-
-    def get_experiment(self, id: int) -> Dict[str, Any]:
-        return self.request("GET", f"/experiments/{id}")
-
-    def list_trials(self, experiment_id: int) -> List[Dict[str, Any]]:
-        return self.request("GET", f"/experiments/{experiment_id}/trials")["trials"]
-
-    def list_checkpoints(self, experiment_id: int) -> List[Dict[str, Any]]:
-        return self.request("GET", f"/experiments/{experiment_id}/checkpoints")["checkpoints"]
-
-    def get_trial(self, id: int) -> Dict[str, Any]:
-        return self.request("GET", f"/trials/{id}")
-
-    def get_trial_logs(self, id: int, after_id: int = 0, limit: int = 1000,
-                       tail: Optional[int] = None) -> List[Dict[str, Any]]:
-        params: Dict[str, Any] = {"after_id": after_id, "limit": limit, "tail": tail}
-        return self.request("GET", f"/trials/{id}/logs", params=params)["logs"]
-
-    def get_checkpoint(self, uuid: str) -> Dict[str, Any]:
-        return self.request("GET", f"/checkpoints/{uuid}")
+    list_experiments = MasterClient.list_experiments
+    get_experiment = MasterClient.get_experiment
+    list_trials = MasterClient.list_trials
+    list_checkpoints = MasterClient.list_checkpoints
+    get_trial = MasterClient.get_trial
+    get_trial_logs = MasterClient.get_trial_logs
+    get_checkpoint = MasterClient.get_checkpoint
 
     def stream(self, path: str, **kwargs: Any) -> Iterator[Any]:
         raise APIError(f"{path}: a local checkpoint is read from its storage; it is not "

@@ -15,6 +15,7 @@ from determined.common.api import pack_context
 from det_cli_testing import run_det
 from master_testing import (
     ConfiguredMasterProcess,
+    PtyReader,
     create_experiment,
     wait_for_state,
     wait_until,
@@ -234,28 +235,18 @@ def test_shell_round_trips_through_a_pty(master):
     assert httpx.get(proxied, headers={"Authorization": f"Bearer {admin}"}).status_code != 403
     assert httpx.post(master.url + f"/api/v1/tasks/{sh['id']}/kill",
                       headers={"Authorization": f"Bearer {alice}"}).status_code == 403
-    output = b""
-
-    def read_until(needle: bytes, timeout: float = 20) -> None:
-        nonlocal output
-        deadline = time.monotonic() + timeout
-        while needle not in output:
-            assert time.monotonic() < deadline, output.decode(errors="replace")
-            try:
-                output += ws.recv(timeout=max(0.1, deadline - time.monotonic()))
-            except TimeoutError:
-                pass
+    reader = PtyReader(ws)
 
     ws.send(json.dumps({"resize": [33, 101]}))
     ws.send(b"stty size; tty; echo cwd=$PWD; echo MARK$((6*7))\n")
-    read_until(b"MARK42")
-    assert b"33 101" in output and b"/dev/pts/" in output
-    assert b"/work" in output.split(b"cwd=")[-1].split(b"\n")[0]
+    reader.until(b"MARK42")
+    assert b"33 101" in reader.output and b"/dev/pts/" in reader.output
+    assert b"/work" in reader.output.split(b"cwd=")[-1].split(b"\n")[0]
     ws.send(b"sleep 300\n")
     time.sleep(0.5)
     ws.send(b"\x03")  # Ctrl-C interrupts the foreground job, not the shell
     ws.send(b"echo AFTER$((1+1))\n")
-    read_until(b"AFTER2")
+    reader.until(b"AFTER2")
     ws.send(b"exit\n")
     deadline = time.monotonic() + 20
     closed = False
