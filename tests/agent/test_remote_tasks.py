@@ -133,6 +133,8 @@ def test_command_runs_on_the_agent_and_frees_its_slot(cluster, tmp_path):
     assert "hello from the context" in lines, lines
     work = str(cluster.agents["tasks-a"].work_dir / "tasks" / done["id"] / "work")
     assert f"cwd={work}" in lines, lines
+    # The agent removes the task's directory once it ended.
+    wait_until(lambda: not os.path.exists(work), 30, "the task's directory to be removed")
 
     # The agent's only slot: a second command waits until the first is killed.
     first = cluster.create("command", config={"entrypoint": "echo $$ > pid; exec sleep 600"})

@@ -40,13 +40,7 @@ from determined.agent._parts import interface_env
 from determined.agent._spawner import Spawner
 from determined.agent._gpus import detect_gpus
 from determined.common.api import APIError, MasterClient, unpack_context
-from determined.tasks._launch import (
-    SERVICE_KINDS,
-    TaskProcess,
-    free_port,
-    prepare_dirs,
-    task_command,
-)
+from determined.tasks._launch import TaskProcess, free_port, task_from_command
 
 __all__ = ["Agent", "detect_gpus", "default_work_dir"]
 
@@ -678,7 +672,6 @@ class Agent:
     def _run_task(self, task: _Task, command: Dict[str, Any]) -> None:
         """Start the task's process, then ship its output until it exits (the process
         dies with this thread)."""
-        import base64
 
         def log(lines: List[str]) -> None:
             for line in lines:
@@ -687,18 +680,12 @@ class Agent:
         kind = str(command["kind"])
         task_dir = os.path.join(self.work_dir, "tasks", task.task_id)
         try:
-            context = base64.b64decode(command["context"]) if command.get("context") else None
-            work = prepare_dirs(task_dir, context, command.get("spec"),
-                                command.get("mounts") or ())
-            port = free_port(self.address) if kind in SERVICE_KINDS else None
             slot_ids = [int(s) for s in command.get("slot_ids") or []]
-            env_vars = dict(command.get("env") or {}, DET_AGENT_ID=self.id,
-                            DET_SLOT_IDS=",".join(map(str, slot_ids)))
+            env_vars = {"DET_AGENT_ID": self.id, "DET_SLOT_IDS": ",".join(map(str, slot_ids))}
             if self.gpus and slot_ids:
                 env_vars["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus[s] for s in slot_ids)
-            argv, env = task_command(kind, command["config"], task.task_id, task_dir,
-                                     self.address, port, str(command["token"]),
-                                     self._poller.url, env_vars)
+            argv, env, work, port = task_from_command(command, task_dir, self.address,
+                                                      self._poller.url, env_vars)
             with self._lock:
                 if task.killed:
                     raise _Killed()
@@ -715,7 +702,7 @@ class Agent:
             self._events.put(("exit", task.launch_id, 1))
             return
         code = task.process.pump(log)
-        shutil.rmtree(os.path.join(task_dir, "logdir"), ignore_errors=True)
+        shutil.rmtree(task_dir, ignore_errors=True)  # its context, logdir, history
         self._events.put(("exit", task.launch_id, code))
 
     def _kill_task(self, task: _Task, sig: int) -> None:

@@ -109,6 +109,8 @@ class Master:
         self._thread: Optional[threading.Thread] = None
         self.tasks = TaskManager(self)  # commands, notebooks, shells, TensorBoards
         remote.task_events = self.tasks  # tasks on remote agents report to it
+        if ray_nodes is not None:
+            ray_nodes.task_events = self.tasks  # and tasks on Ray nodes
 
     def _cluster_id(self) -> str:
         path = os.path.join(self.config.data_dir, "cluster_id")

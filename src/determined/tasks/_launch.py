@@ -11,6 +11,7 @@ requests carrying the task's token (the proxy adds it).
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -23,7 +24,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from determined.common.api import unpack_context
 
-__all__ = ["TaskProcess", "free_port", "link_mounts", "prepare_dirs", "task_command"]
+__all__ = ["TaskProcess", "free_port", "link_mounts", "prepare_dirs", "task_command",
+           "task_from_command"]
 
 #: Seconds between SIGTERM and SIGKILL when a task is killed.
 KILL_GRACE = 3.0
@@ -131,6 +133,24 @@ def task_command(kind: str, config: Dict[str, Any], task_id: str, task_dir: str,
     else:  # validated before
         raise ValueError(f"Expected a task kind. Received: {kind!r}")
     return argv, env
+
+
+def task_from_command(command: Dict[str, Any], task_dir: str, host: str, master_url: str,
+                      env_vars: Dict[str, str]) -> Tuple[List[str], Dict[str, str], str,
+                                                         Optional[int]]:
+    """Prepare ``task_dir`` for a task the master sent (its ``launch_task`` command:
+    ``task_id``, ``kind``, ``config``, ``token``, ``env``, base64 ``context``,
+    ``mounts``, ``spec``); returns the argv, environment, working directory and, for a
+    service, the port it will listen on at ``host``. ``env_vars`` (the agent's or
+    node's own: slot ids, visible devices) are added to the task's environment."""
+    kind = str(command["kind"])
+    context = base64.b64decode(command["context"]) if command.get("context") else None
+    work = prepare_dirs(task_dir, context, command.get("spec"), command.get("mounts") or ())
+    port = free_port(host) if kind in SERVICE_KINDS else None
+    argv, env = task_command(kind, command["config"], str(command["task_id"]), task_dir,
+                             host, port, str(command["token"]), master_url,
+                             dict(command.get("env") or {}, **env_vars))
+    return argv, env, work, port
 
 
 class TaskProcess:

@@ -1,10 +1,12 @@
 """The master scheduling onto a real multi-node Ray cluster started by the test (a head
 without CPUs and two one-CPU worker nodes, each a raylet of its own): an adaptive
 search completes, a trial whose node is killed restarts on the other node from its
-checkpoint, and a two-slot trial spanning both nodes trains as on one machine."""
+checkpoint, a two-slot trial spanning both nodes trains as on one machine, and tasks
+run on the nodes."""
 
 import os
 import socket
+import time
 
 import pytest
 import yaml
@@ -190,3 +192,102 @@ def torch_equal(a, b):
     import torch
 
     return torch.equal(a, b)
+
+
+def _task(api, task_id):
+    return api.get(f"/tasks/{task_id}").json()
+
+
+def _task_in(api, task_id, state, timeout=120):
+    return wait_until(lambda: (lambda t: t if t["state"] == state else None)(
+        _task(api, task_id)), timeout, f"task {task_id} {state}")
+
+
+def _task_lines(api, task_id):
+    return [r["line"] for r in api.get(f"/tasks/{task_id}/logs",
+                                       params={"limit": 10000}).json()["logs"]]
+
+
+def _new_task(api, kind, **body):
+    r = api.post("/tasks", json={"kind": kind, **body})
+    assert r.status_code == 201, r.text
+    return r.json()["id"]
+
+
+def test_tasks_on_ray_nodes(ray_master, tmp_path):
+    """Commands and a shell run in actors on the Ray nodes: output and exit codes reach
+    the master, slotted tasks hold a node's slot, kill stops one, the proxy reaches a
+    service on a node, and a task whose node is removed ends as lost."""
+    import base64
+    import json
+
+    from websockets.sync.client import connect
+
+    from determined.common.api import pack_context
+    from det_cli_testing import run_det
+    from master_testing import PtyReader
+
+    master, cluster, workers = ray_master
+    ctx = tmp_path / "ctx"
+    ctx.mkdir()
+    (ctx / "data.txt").write_text("hello from the context\n")
+    with master.client() as api:
+        wait_until(lambda: len(_ray_agents(api)) == 2, what="two Ray nodes")
+        done = _new_task(api, "command",
+                         context=base64.b64encode(pack_context(str(ctx))).decode(),
+                         config={"entrypoint": "cat data.txt; echo node=$DET_AGENT_ID; exit 3"})
+        ended = _task_in(api, done, "TERMINATED")
+        assert ended["exit_code"] == 3 and ended["agent_id"].startswith("ray-"), (
+            ended, _task_lines(api, done))
+        lines = _task_lines(api, done)
+        assert "hello from the context" in lines and f"node={ended['agent_id']}" in lines, lines
+
+        # Each node has one slot: two sleeping one-slot commands take both, a third waits.
+        sleepers = [_new_task(api, "command", config={"entrypoint": "exec sleep 600",
+                                                      "resources": {"slots": 1}})
+                    for _ in range(2)]
+        running = [_task_in(api, t, "RUNNING") for t in sleepers]
+        assert sorted(t["agent_id"] for t in running) == sorted(a["id"] for a in _ray_agents(api))
+        slots = json.loads(run_det(["-m", master.url, "slot", "list", "--json"]).stdout)
+        assert sorted(s["task"] for s in slots) == sorted(f"task-{t}" for t in sleepers), slots
+        waiting = _new_task(api, "command", config={"entrypoint": "echo third",
+                                                    "resources": {"slots": 1}})
+        time.sleep(2)
+        assert _task(api, waiting)["state"] == "PENDING"
+        assert api.post(f"/tasks/{sleepers[0]}/kill").status_code == 200
+        killed = _task_in(api, sleepers[0], "TERMINATED")
+        assert killed["end_reason"] == "killed" and killed["exit_code"] == -15, killed
+        assert _task_in(api, waiting, "TERMINATED")["exit_code"] == 0
+        assert "third" in _task_lines(api, waiting)
+
+        # A shell (no slots) on a node, through the master's proxy.
+        sh = _new_task(api, "shell")
+        assert _task_in(api, sh, "RUNNING")["agent_id"].startswith("ray-")
+        url = master.url.replace("http://", "ws://") + f"/proxy/{sh}/"
+
+        token = api.post("/auth/login", json={"username": "determined",
+                                               "password": ""}).json()["token"]
+
+        def connected():
+            try:
+                return connect(url, open_timeout=10,
+                               additional_headers={"Authorization": f"Bearer {token}"})
+            except Exception:
+                return None
+
+        ws = wait_until(connected, 60, "the shell server on the Ray node")
+        reader = PtyReader(ws)
+        ws.send(b"echo on=$DET_AGENT_ID; echo MARK$((6*7))\n")
+        reader.until(b"MARK42")
+        assert f"on={_task(api, sh)['agent_id']}".encode() in reader.output
+        ws.close()
+        assert api.post(f"/tasks/{sh}/kill").status_code == 200
+        _task_in(api, sh, "TERMINATED")
+
+        # The node of the other sleeper is removed: its task ends as lost.
+        node_agent = _task(api, sleepers[1])["agent_id"]
+        node = next(w for w in workers if w.node_id.startswith(node_agent[len("ray-"):]))
+        cluster.remove_node(node)
+        lost = _task_in(api, sleepers[1], "TERMINATED", timeout=180)
+        assert lost["end_reason"] == f"Ray node {node_agent} lost", lost
+        assert lost["exit_code"] is None

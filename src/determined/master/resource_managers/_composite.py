@@ -93,6 +93,25 @@ class CompositeResourceManager:
         elif self.embedded is not None:
             self.embedded.kill(trial_id)
 
+    def runs_tasks(self, agent_id: str) -> bool:
+        """Whether tasks go to ``agent_id`` through :meth:`launch_task` (a remote agent or
+        a Ray node; the embedded agent's tasks are the task manager's own processes)."""
+        return self.remote.has_agent(agent_id) or (
+            self.ray is not None and self.ray.has_agent(agent_id))
+
+    def launch_task(self, agent_id: str, task_id: str, command: Dict[str, Any]) -> str:
+        """Send a task to a remote agent or Ray node; returns its launch id."""
+        if self.ray is not None and self.ray.has_agent(agent_id):
+            return self.ray.launch_task(agent_id, task_id, command)
+        return self.remote.launch_task(agent_id, task_id, command)
+
+    def kill_task(self, task_id: str) -> None:
+        """Stop a task :meth:`launch_task` started (no-op once it ended)."""
+        if self.ray is not None and self.ray.holds_task(task_id):
+            self.ray.kill_task(task_id)
+        else:
+            self.remote.kill_task(task_id)
+
     def pid(self, trial_id: int) -> Optional[int]:
         """The pid of an embedded trial (None for remote ones)."""
         return self.embedded.pid(trial_id) if self.embedded is not None else None

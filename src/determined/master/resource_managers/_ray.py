@@ -18,12 +18,22 @@ any rank fails; an actor that dies with its node counts as a lost trial
 (``LOST_EXIT_CODE``): the master restarts it from its latest checkpoint, counted
 against ``max_restarts``. Killing a trial kills its actors, whose processes die
 with them (``PR_SET_PDEATHSIG``).
+
+Tasks (commands, notebooks, shells, TensorBoards) run on a node too: one
+:class:`TaskRunner` actor pinned to the node the master chose, holding the task's
+slots as Ray resources, starts the task's process as our agents do
+(:func:`determined.tasks._launch.task_from_command`) with its service on the node's
+address (reached through the master's proxy). A master thread per task collects its
+output and exit from the actor and reports them to :attr:`RayResourceManager.task_events`;
+an actor that dies with its node ends the task with "Ray node ... lost".
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+import queue
+import shutil
 import socket
 import threading
 import time
@@ -32,7 +42,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from determined.master import scheduler
 from determined.master.resource_managers._remote import LOST_EXIT_CODE
 
-__all__ = ["RayResourceManager", "NODE_LABEL"]
+__all__ = ["RayResourceManager", "NODE_LABEL", "TaskRunner"]
 
 logger = logging.getLogger("determined.master")
 
@@ -49,6 +59,14 @@ class _Trial:
     parts: List[Tuple[str, Tuple[int, ...]]]
     actors: List[Any] = dataclasses.field(default_factory=list)
     placement_group: Any = None
+    killed: bool = False
+
+
+@dataclasses.dataclass
+class _Task:
+    task_id: str
+    agent_id: str
+    actor: Any = None
     killed: bool = False
 
 
@@ -88,6 +106,10 @@ class RayResourceManager:
         self._lock = threading.Lock()
         self._nodes: Dict[str, Dict[str, Any]] = {}  # agent id -> node info
         self._trials: Dict[int, _Trial] = {}
+        self._tasks: Dict[str, _Task] = {}
+        #: Receives tasks' ``task_started``/``task_logs``/``task_exited`` (the master's
+        #: task manager; see :mod:`determined.master.resource_managers._remote`).
+        self.task_events: Any = None
         self._closed = threading.Event()
         self._poll_seconds = poll_seconds
         self._refresh()
@@ -150,8 +172,107 @@ class RayResourceManager:
             return [{"id": a, "slots": n["slots"], "label": "", "address": n["address"],
                      "type": "ray", "last_seen_seconds_ago": round(now - n["last_seen"], 3),
                      "trials": sorted(t.trial_id for t in self._trials.values()
-                                      if any(p[0] == a for p in t.parts))}
+                                      if any(p[0] == a for p in t.parts)),
+                     "tasks": sorted(t.task_id for t in self._tasks.values()
+                                     if t.agent_id == a)}
                     for a, n in self._nodes.items()]
+
+    # -- tasks ----------------------------------------------------------------------------
+
+    def holds_task(self, task_id: str) -> bool:
+        with self._lock:
+            return task_id in self._tasks
+
+    def launch_task(self, agent_id: str, task_id: str, command: Dict[str, Any]) -> str:
+        """Start a task on the node ``agent_id`` (in the background): ``command`` as a
+        remote agent gets it (see :func:`determined.tasks._launch.task_from_command`)
+        plus ``master_url``. Returns a launch id."""
+        with self._lock:
+            node = self._nodes.get(agent_id)
+            if node is None:
+                raise RuntimeError(f"Ray node {agent_id} is gone")
+            task = _Task(task_id, agent_id)
+            self._tasks[task_id] = task
+        threading.Thread(target=self._run_task,
+                         args=(task, node["node_id"], bool(node["gpus"]), dict(command)),
+                         name=f"det-ray-task-{task_id}", daemon=True).start()
+        return f"ray-{task_id}"
+
+    def kill_task(self, task_id: str) -> None:
+        """Stop the task's process (SIGTERM, then SIGKILL); its exit is reported as usual."""
+        with self._lock:
+            task = self._tasks.get(task_id)
+            if task is None:
+                return
+            task.killed = True
+            actor = task.actor
+        if actor is not None:
+            try:
+                actor.stop.remote()
+            except Exception:  # the actor is gone: its reader reports the end
+                pass
+
+    def _run_task(self, task: _Task, node_id: str, gpus: bool, command: Dict[str, Any]) -> None:
+        ray = self._ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        events = self.task_events
+        slot_ids = [int(s) for s in command.get("slot_ids") or []]
+        if not slot_ids:
+            resources: Dict[str, float] = {"num_cpus": 0}
+        elif gpus:
+            resources = {"num_cpus": 0, "num_gpus": len(slot_ids)}
+        else:
+            resources = {"num_cpus": len(slot_ids) * self.cpus_per_slot}
+        code: Optional[int] = None
+        reason: Optional[str] = None
+        actor = None
+        try:
+            actor = ray.remote(max_restarts=0, max_concurrency=4)(TaskRunner).options(
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id, soft=False),
+                name=f"det-task-{task.task_id}", **resources).remote()
+            with self._lock:
+                task.actor = actor
+                killed = task.killed
+            if killed:
+                raise _Killed()
+            env_vars = {"DET_AGENT_ID": task.agent_id,
+                        "DET_SLOT_IDS": ",".join(map(str, slot_ids))}
+            host, port = ray.get(actor.start.remote(command, env_vars), timeout=300)
+            events.task_logs(task.task_id, [
+                f"det-master: started {command['kind']} task {task.task_id} on Ray node "
+                f"{task.agent_id} ({host})"])
+            events.task_started(task.task_id, host, port)
+            if task.killed:  # asked to stop while it started
+                actor.stop.remote()
+            while True:
+                lines, code, done = ray.get(actor.read.remote(0.5), timeout=120)
+                if lines:
+                    events.task_logs(task.task_id, lines)
+                if done:
+                    break
+        except _Killed:
+            pass
+        except ray.exceptions.RayActorError:
+            code = None
+            if not task.killed:
+                reason = f"Ray node {task.agent_id} lost"
+        except Exception as e:  # start-up failed (the actor's error or a timeout)
+            cause = getattr(e, "cause", None) or e
+            logger.warning("task %s on Ray: %s: %s", task.task_id, type(cause).__name__, cause)
+            events.task_logs(task.task_id, [f"det-master: could not start the task on Ray: "
+                                            f"{type(cause).__name__}: {cause}"])
+            code, reason = None, "could not start"
+        finally:
+            if actor is not None:
+                try:
+                    ray.kill(actor, no_restart=True)
+                except Exception:
+                    pass
+            with self._lock:
+                self._tasks.pop(task.task_id, None)
+        if not self._closed.is_set():
+            events.task_exited(task.task_id, code, reason)
 
     # -- trials ---------------------------------------------------------------------------
 
@@ -198,8 +319,14 @@ class RayResourceManager:
         self._closed.set()
         with self._lock:
             ids = list(self._trials)
+            actors = [t.actor for t in self._tasks.values() if t.actor is not None]
         for trial_id in ids:
             self.kill(trial_id)
+        for actor in actors:
+            try:
+                self._ray.kill(actor, no_restart=True)
+            except Exception:  # already gone
+                pass
 
     def _run(self, trial: _Trial, node_ids: Dict[str, str], gpus: bool,
              env: Dict[str, str], spec: Dict[str, Any], experiment_id: int) -> None:
@@ -394,6 +521,84 @@ class TrialRank:
         finally:
             client.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+class TaskRunner:
+    """A task's process on its Ray node, as an actor (see
+    :meth:`RayResourceManager.launch_task`): :meth:`start` it, :meth:`read` its output
+    and exit, :meth:`stop` it. The process dies with the actor (``PR_SET_PDEATHSIG``
+    on the thread reading it)."""
+
+    def __init__(self) -> None:
+        self._lines: "queue.Queue[str]" = queue.Queue()
+        self._done = threading.Event()
+        self._code: Optional[int] = None
+        self._process: Any = None
+        self._stopped = False
+        self._lock = threading.Lock()
+
+    def start(self, command: Dict[str, Any], env_vars: Dict[str, str]
+              ) -> Tuple[str, Optional[int]]:
+        """Prepare the task's directory and start its process; returns the node's
+        address and the port its service (if any) listens on."""
+        import tempfile
+
+        import ray
+
+        host = ray.util.get_node_ip_address()
+        task_dir = tempfile.mkdtemp(prefix=f"det-ray-task-{command['task_id']}-")
+        started: "queue.Queue[Any]" = queue.Queue()
+        threading.Thread(target=self._run, name="det-task-process", daemon=True,
+                         args=(command, task_dir, host, env_vars, started)).start()
+        answer = started.get()
+        if isinstance(answer, BaseException):
+            raise answer
+        return host, answer
+
+    def _run(self, command: Dict[str, Any], task_dir: str, host: str,
+             env_vars: Dict[str, str], started: "queue.Queue[Any]") -> None:
+        from determined.tasks._launch import TaskProcess, task_from_command
+
+        try:
+            argv, env, work, port = task_from_command(command, task_dir, host,
+                                                      str(command["master_url"]), env_vars)
+            with self._lock:
+                self._process = TaskProcess(argv, env, work)
+                stopped = self._stopped
+            if stopped:
+                self._process.stop()
+        except Exception as e:
+            shutil.rmtree(task_dir, ignore_errors=True)
+            started.put(e)
+            return
+        started.put(port)
+        try:
+            self._code = self._process.pump(lambda lines: [self._lines.put(l) for l in lines])
+        finally:
+            shutil.rmtree(task_dir, ignore_errors=True)
+            self._done.set()
+
+    def read(self, wait: float) -> Tuple[List[str], Optional[int], bool]:
+        """Output lines since the last call (waiting up to ``wait`` seconds for some or
+        for the end), the exit code (once ended) and whether it ended."""
+        if self._lines.empty():
+            self._done.wait(wait)
+        done = self._done.is_set()  # every line is queued before this is set
+        lines: List[str] = []
+        while True:
+            try:
+                lines.append(self._lines.get_nowait())
+            except queue.Empty:
+                break
+        return lines, self._code if done else None, done
+
+    def stop(self) -> None:
+        """SIGTERM the task's process group, SIGKILL a few seconds later."""
+        with self._lock:
+            self._stopped = True
+            process = self._process
+        if process is not None:
+            process.stop()
 
 
 def _post_logs(client: Any, lines: List[str]) -> bool:

@@ -4,13 +4,14 @@ A task with ``resources.slots`` > 0 joins the master's one scheduling pass
 (:meth:`TaskManager.pending`, :meth:`TaskManager.running`, :meth:`TaskManager.claim`)
 as a non-preemptible group of its own, so trials and tasks share the slots; a task
 with 0 slots (TensorBoard by default) starts at once on the embedded agent, else on
-the remote agent running the fewest tasks (it waits while there is none).
+the remote agent or Ray node running the fewest tasks (it waits while there is none).
 
 On the embedded agent a task runs under ``<data_dir>/tasks/<id>/work`` holding the
 uploaded context; on a remote agent the master sends it (``launch_task``, see
 :mod:`determined.master.resource_managers._remote`) and the agent runs it the same
 way (:mod:`determined.tasks._launch`), reporting where its service listens, its output
-and its exit. A task whose agent is lost ends with ``end_reason`` "agent ... lost".
+and its exit; a Ray node runs it in an actor (:mod:`determined.master.resource_managers._ray`).
+A task whose agent or node is lost ends with ``end_reason`` "... lost".
 Services listen on a loopback port (or the remote agent's own address) and are
 reached only through the master's proxy (``/proxy/<id>/``).
 
@@ -150,7 +151,7 @@ class TaskManager:
             if t.agent_id is not None:
                 load[t.agent_id] = load.get(t.agent_id, 0) + 1
         agents = [a for a in rm.agents() if a.enabled and (
-            a.id == AGENT_ID if rm.embedded is not None else rm.remote.has_agent(a.id))]
+            a.id == AGENT_ID if rm.embedded is not None else rm.runs_tasks(a.id))]
         for task in waiting:
             label = str(task.config.get("resources", {}).get("agent_label") or "")
             fits = [a for a in agents if not label or a.label == label]
@@ -176,7 +177,7 @@ class TaskManager:
             self.master.store.update_task(task_id, state="TERMINATED", end_reason=reason)
             self.master.changed()
         elif launch_id is not None:
-            self.master.rm.remote.kill_task(task_id)
+            self.master.rm.kill_task(task_id)
         elif process is not None:
             process.stop()
         # else: its launch is under way and sees ``killed``
@@ -206,8 +207,8 @@ class TaskManager:
 
         agent_id = alloc.parts[0][0]
         if len(alloc.parts) != 1 or not (agent_id == AGENT_ID or
-                                         self.master.rm.remote.has_agent(agent_id)):
-            return True  # a task runs on one of our agents: wait for its slots there
+                                         self.master.rm.runs_tasks(agent_id)):
+            return True  # a task runs on one agent or node: wait for its slots there
         task.alloc, task.agent_id = alloc, agent_id
         self._launch_async(task)
         return True
@@ -259,18 +260,19 @@ class TaskManager:
         self._ended(task, task.process.pump(lambda lines: self.task_logs(task.id, lines)))
 
     def _launch_remote(self, task: LiveTask, context: Optional[bytes]) -> None:
-        """Send the task to its remote agent; the agent's reports do the rest."""
+        """Send the task to its remote agent or Ray node; their reports do the rest."""
         slots = list(task.alloc.parts[0][1]) if task.alloc is not None else []
-        command = {"kind": task.kind, "config": task.config, "token": task.token,
+        command = {"task_id": task.id, "kind": task.kind, "config": task.config,
+                   "token": task.token,
                    "env": environment_variables(task.config), "slot_ids": slots,
                    "context": base64.b64encode(context).decode("ascii") if context else None,
                    "mounts": bind_mounts(task.config),
-                   "spec": task.extra}
+                   "spec": task.extra, "master_url": self.master.url}
         with self.master.lock:
             if task.killed:
                 raise _Killed()
             assert task.agent_id is not None
-            task.launch_id = self.master.rm.remote.launch_task(task.agent_id, task.id, command)
+            task.launch_id = self.master.rm.launch_task(task.agent_id, task.id, command)
         self.master.store.update_task(task.id, agent_id=task.agent_id, slot_ids=slots)
 
     # ------------------------------------------------------------------ what tasks report
