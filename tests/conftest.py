@@ -9,6 +9,28 @@ FIXTURES = ROOT / "tests" / "fixtures"
 EXAMPLES = ROOT / "examples"
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``gpu`` run only where ``nvidia-smi`` lists a GPU; elsewhere they are
+    deselected (and counted in the summary), since nothing can stand in for one."""
+    gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu_tests:
+        return
+    from determined.agent._gpus import detect_gpus
+
+    if detect_gpus():
+        return
+    config.hook.pytest_deselected(items=gpu_tests)
+    items[:] = [item for item in items if not item.get_closest_marker("gpu")]
+    config._det_gpu_deselected = len(gpu_tests)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    count = getattr(config, "_det_gpu_deselected", 0)
+    if count:
+        terminalreporter.write_line(f"{count} GPU test(s) deselected: no NVIDIA GPU here "
+                                    "(run them on a GPU machine: pytest -m gpu)")
+
+
 @pytest.fixture
 def tiny_dir() -> pathlib.Path:
     return FIXTURES / "tiny_pytorch"
