@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any, Dict, Optional
+import time
+from typing import Any, Dict, List, Optional
 
 from rich.console import Console
 from rich.markup import escape
@@ -69,8 +69,13 @@ class ProgressDisplay:
         )
         self.progress.update(self.task, completed=self.progress_fn(), status=status)
 
+    def _log(self, text: str) -> None:
+        """One event line above the progress bar, with the time of day (no source
+        location: the reader is a user, not a developer)."""
+        self.progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {text}")
+
     def event(self, kind: str, trial: Optional[TrialRecord], details: Dict[str, Any]) -> None:
-        log = self.progress.console.log
+        log = self._log
         if trial is None:
             return
         if kind == "started":
@@ -129,22 +134,45 @@ def _flatten(hparams: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:
     return out
 
 
+def _columns_that_fit(names: List[str], flat: List[Dict[str, Any]], room: int) -> List[str]:
+    """The hyperparameter columns (in order) that fit in ``room`` characters, each as
+    wide as its header or widest value (at most 14) plus borders and padding."""
+    shown = []
+    for n in names:
+        header = n.replace("global_batch_size", "batch")
+        width = min(14, max([len(header)] + [len(_fmt(f.get(n, ""))) for f in flat])) + 3
+        if width > room:
+            break
+        shown.append(n)
+        room -= width
+    return shown
+
+
 def print_summary(console: Console, result: ExperimentResult, metric: str) -> None:
-    """The table of trials (one column per hyperparameter) and the best checkpoint."""
-    table = Table(title=f"Experiment {result.experiment_id}: {result.state}")
+    """The table of trials (a column per hyperparameter that varies, as many as the
+    terminal's width holds) and the best checkpoint."""
     flat = [_flatten(t.hparams) for t in result.trials]
     names = sorted({k for f in flat for k in f})
-    varying = [n for n in names if len({repr(f.get(n)) for f in flat}) > 1] or names
+    varying = [n for n in names if len({repr(f.get(n)) for f in flat}) > 1]
+    fixed = 1 + (5 + 3) + (9 + 3) + (7 + 3) + (max(len(metric), 7) + 3)
+    shown = _columns_that_fit(varying, flat, console.width - fixed)
+    caption = None
+    if len(shown) < len(varying):
+        caption = (f"{len(varying) - len(shown)} more varying hyperparameter(s) not shown: "
+                   f"det e describe --local {result.experiment_id}")
+    table = Table(title=f"Experiment {result.experiment_id}: {result.state}", caption=caption)
     for col, width in (("trial", 5), ("state", 9), ("batches", 7)):
         table.add_column(col, no_wrap=True, min_width=width)
-    for col in (metric, *varying):
-        table.add_column(col.replace("global_batch_size", "batch"), overflow="ellipsis", no_wrap=True)
+    table.add_column(metric, overflow="ellipsis", no_wrap=True)
+    for col in shown:
+        table.add_column(col.replace("global_batch_size", "batch"), overflow="ellipsis",
+                         no_wrap=True, max_width=14)
     for t, f in zip(result.trials, flat):
         best = "" if t.best_metric is None else _fmt(t.best_metric)
         mark = "*" if result.best_trial is not None and t.trial_id == result.best_trial.trial_id else ""
         state = t.state if not t.restarts else f"{t.state} ({t.restarts} restarts)"
         table.add_row(f"{t.trial_id}{mark}", state, str(t.batches), best,
-                      *(_fmt(f.get(n, "")) for n in varying))
+                      *(_fmt(f.get(n, "")) for n in shown))
     console.print(table)
     if result.reason:
         console.print(f"[red]{escape(result.reason)}")
@@ -152,7 +180,7 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
         bt = result.best_trial
         console.print(
             f"Best trial: {bt.trial_id} with {metric}={_fmt(bt.best_metric)} "
-            f"({json.dumps(bt.hparams)})"
+            f"({format_hparams(bt.hparams)})"
         )
     if result.best_trial is not None and result.best_trial.latest_validation:
         metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in result.best_trial.latest_validation.items())

@@ -1,0 +1,75 @@
+"""What a local run prints fits the terminal: the summary table keeps the varying
+hyperparameters that fit (and says how many it left out), event lines carry the time
+of day and no source location."""
+
+import io
+
+from rich.console import Console
+
+from determined.local._display import ProgressDisplay, print_summary
+from determined.local._driver import ExperimentResult, TrialRecord
+
+HPARAMS = {"global_batch_size": 32, "learning_rate": 0.05, "momentum": 0.9,
+           "dropout": 0.1, "hidden_size": 64, "weight_decay": 1e-4, "optimizer": "sgd"}
+
+
+def _result(n_trials):
+    trials = []
+    for i in range(n_trials):
+        hp = {k: (v * (i + 1) if isinstance(v, (int, float)) else f"{v}{i}")
+              for k, v in HPARAMS.items()}
+        trials.append(TrialRecord(trial_id=i + 1, request_id=i, hparams=hp, seed=i,
+                                  state="COMPLETED", batches=375, best_metric=0.02 * (i + 1)))
+    return ExperimentResult(1, "COMPLETED", trials, trials[0], "abc", "/ckpt/abc", "/records")
+
+
+def _render(result, width):
+    out = io.StringIO()
+    console = Console(file=out, width=width, color_system=None)
+    print_summary(console, result, "validation_error")
+    return out.getvalue()
+
+
+def test_summary_fits_80_columns_and_names_what_it_left_out():
+    text = _render(_result(4), 80)
+    lines = text.splitlines()
+    assert max(len(l) for l in lines) <= 80, text
+    table = [l for l in lines if l.startswith(("┃", "│"))]
+    assert table[0].rstrip().endswith("┃"), text  # the table is whole, not cut off
+    assert "more varying hyperparameter(s) not shown" in text and "det e describe --local 1" in text
+
+
+def test_summary_shows_every_varying_hyperparameter_when_wide():
+    text = _render(_result(4), 200)
+    header = next(l for l in text.splitlines() if l.startswith("┃"))
+    for name in ("batch", "learning_rate", "momentum", "dropout", "hidden_size", "weight_decay",
+                 "optimizer"):
+        assert name in header, header
+    assert "not shown" not in text
+
+
+def test_one_trial_has_no_hyperparameter_columns():
+    text = _render(_result(1), 80)
+    header = next(l for l in text.splitlines() if l.startswith("┃"))
+    assert "learning_rate" not in header and "validation_error" in header
+    assert "not shown" not in text
+
+
+def test_event_lines_have_the_time_and_no_source_location():
+    out = io.StringIO()
+    console = Console(file=out, width=80, color_system=None)
+    trial = _result(1).trials[0]
+    with ProgressDisplay(console, "validation_error", lambda: 0.5) as display:
+        display.event("validation", trial, {"validation_error": 0.05})
+    text = out.getvalue()
+    line = next(l for l in text.splitlines() if "validated at 375 batches" in l)
+    assert "_display.py" not in text and line[2] == ":" and line[5] == ":", line
+    assert "validation_error=0.05" in line
+
+
+def test_best_trial_line_uses_short_numbers():
+    result = _result(2)
+    result.trials[0].hparams["learning_rate"] = 0.26139934284277677
+    text = _render(result, 80)
+    line = text[text.index("Best trial"):]
+    assert "learning_rate=0.2614" in line and "0.26139934" not in line, line
