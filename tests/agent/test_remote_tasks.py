@@ -312,3 +312,15 @@ def test_an_agent_refuses_a_wildcard_service_address(cluster):
                           "--address", "0.0.0.0"], capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert "--address" in out.stderr and "wildcard" in out.stderr, out.stderr
+
+
+def test_an_agent_shutting_down_ends_its_tasks_with_that_reason(cluster):
+    leaving = cluster.agent("tasks-leaving", label="leaving")
+    cmd = cluster.create("command", config={"entrypoint": "exec sleep 600",
+                                            "resources": {"agent_label": "leaving"}})
+    assert cluster.wait(cmd["id"], "RUNNING")["agent_id"] == "tasks-leaving"
+    leaving.stop()  # SIGTERM: the agent kills its tasks, reports, deregisters
+    ended = cluster.wait(cmd["id"], "TERMINATED", timeout=30)
+    assert ended["end_reason"] == "agent tasks-leaving shut down", ended
+    assert ended["exit_code"] == -9, ended
+    assert any("shutting down; killing task" in line for line in cluster.lines(cmd["id"]))

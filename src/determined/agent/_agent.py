@@ -85,6 +85,7 @@ class _Task:
         self.task_id = task_id
         self.process: Optional[TaskProcess] = None
         self.killed = False
+        self.end_reason: Optional[str] = None  # set when the agent itself ends it
 
 
 def route_address(master_url: str) -> str:
@@ -224,6 +225,7 @@ class Agent:
         for task in tasks:
             self._events.put(("line", task.launch_id, f"det-agent {self.id}: shutting down; "
                                                       f"killing task {task.task_id}"))
+            task.end_reason = f"agent {self.id} shut down"
             self._kill_task(task, signal.SIGKILL)
         deadline = time.monotonic() + 10.0
         while time.monotonic() < deadline:  # let the shipper report their exits
@@ -372,6 +374,7 @@ class Agent:
         logs: Dict[str, List[str]] = {}
         exits: Dict[str, int] = {}
         started: Dict[str, Dict[str, Any]] = {}
+        reasons: Dict[str, str] = {}
         pending = 0
         backoff = 0.5
         while True:
@@ -390,6 +393,10 @@ class Agent:
                     deadline = 0.0
                 else:
                     exits[launch_id] = value
+                    with self._lock:
+                        task = self._tasks.get(launch_id)
+                    if task is not None and task.end_reason:
+                        reasons[launch_id] = task.end_reason
                     deadline = 0.0  # an exit: send it now
                 if pending > MAX_PENDING_LINES:
                     pending -= self._drop_oldest(logs)
@@ -407,6 +414,8 @@ class Agent:
             body: Dict[str, Any] = {"session": session, "logs": logs, "exits": exits}
             if started:
                 body["started"] = started
+            if reasons:
+                body["reasons"] = reasons
             try:
                 self._shipper_client.request("POST", f"/agents/{self.id}/events", json=body,
                                              timeout=30.0)
@@ -417,7 +426,7 @@ class Agent:
                         for launch_id in exits:
                             self._trials.pop(launch_id, None)
                             self._tasks.pop(launch_id, None)
-                    logs, exits, started, pending = {}, {}, {}, 0
+                    logs, exits, started, reasons, pending = {}, {}, {}, {}, 0
                     continue
                 if e.status == 410:
                     with self._lock:  # the poller registers again
@@ -431,7 +440,7 @@ class Agent:
                 for launch_id in exits:
                     self._trials.pop(launch_id, None)
                     self._tasks.pop(launch_id, None)
-            logs, exits, started, pending = {}, {}, {}, 0
+            logs, exits, started, reasons, pending = {}, {}, {}, {}, 0
 
     @staticmethod
     def _drop_oldest(logs: Dict[str, List[str]]) -> int:

@@ -15,9 +15,10 @@ Remote agents (``python -m determined.agent``) authenticate with the master's
   ``{type: "launch_task", launch_id, task_id, kind, config, env, token, slot_ids,
   context, spec}`` and ``{type: "kill_task", launch_id}``.
 - ``POST /agents/{id}/events`` ``{session, logs: {launch_id: [line]}, exits:
-  {launch_id: code}, started: {launch_id: {host, port}}}``: output lines are stored
-  before the exits are handled; ``started`` names tasks now running (and where a
-  service listens).
+  {launch_id: code}, started: {launch_id: {host, port}}, reasons: {launch_id: why}}``:
+  output lines are stored before the exits are handled; ``started`` names tasks now
+  running (and where a service listens); ``reasons`` says why the agent ended a task
+  itself (it shut down).
 - ``POST /agents/{id}/deregister`` ``{session}``.
 - ``POST /agents/{id}/rendezvous`` ``{session, launch_id, address, port}`` -> ``{started}``:
   the agent of a spanning trial's chief part (command ``{type: "launch_part", ...,
@@ -67,6 +68,8 @@ class Events(_Body):
     exits: Dict[str, int] = pydantic.Field(default_factory=dict)
     started: Dict[str, Dict[str, Any]] = pydantic.Field(
         default_factory=dict, description="tasks now running: {launch_id: {host, port}}")
+    reasons: Dict[str, str] = pydantic.Field(
+        default_factory=dict, description="why the agent itself ended a task: {launch_id: why}")
 
 
 class Session(_Body):
@@ -176,7 +179,8 @@ def agents_router(master: Master) -> fastapi.APIRouter:
     @api.post("/{agent_id}/events")
     def events(agent_id: str, body: Events) -> Dict[str, Any]:
         try:
-            remote.report(agent_id, body.session, body.logs, body.exits, body.started)
+            remote.report(agent_id, body.session, body.logs, body.exits, body.started,
+                          body.reasons)
         except UnknownSessionError as e:
             raise gone(e) from None
         return {}

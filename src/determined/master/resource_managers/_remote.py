@@ -234,14 +234,16 @@ class RemoteResourceManager(SpanningMixin):
 
     def report(self, agent_id: str, session: str, logs: Dict[str, List[str]],
                exits: Dict[str, int],
-               started: Optional[Dict[str, Dict[str, Any]]] = None) -> None:
+               started: Optional[Dict[str, Dict[str, Any]]] = None,
+               reasons: Optional[Dict[str, str]] = None) -> None:
         """Store output lines of launches, then handle their exits (in that order).
-        ``started``: tasks now running, ``{launch_id: {"host", "port"}}``."""
+        ``started``: tasks now running, ``{launch_id: {"host", "port"}}``; ``reasons``:
+        why the agent ended a task itself, ``{launch_id: why}``."""
         ended: List[int] = []
         parts_ended = []
         with self._lock:
             agent = self._checked(agent_id, session)
-            task_calls = self._task_reports(agent, started or {}, logs, exits)
+            task_calls = self._task_reports(agent, started or {}, logs, exits, reasons or {})
             lines = [(self._history[lid], batch) for lid, batch in logs.items()
                      if lid in self._history and batch]
             for launch_id, code in exits.items():
@@ -400,8 +402,8 @@ class RemoteResourceManager(SpanningMixin):
         return lost
 
     def _task_reports(self, agent: _RemoteAgent, started: Dict[str, Dict[str, Any]],
-                      logs: Dict[str, List[str]], exits: Dict[str, int]
-                      ) -> List[Tuple[str, str, Any]]:
+                      logs: Dict[str, List[str]], exits: Dict[str, int],
+                      reasons: Dict[str, str]) -> List[Tuple[str, str, Any]]:
         """The task callbacks a report asks for, in order (lock held; made after)."""
         calls: List[Tuple[str, str, Any]] = []
         for launch_id, where in started.items():
@@ -418,7 +420,7 @@ class RemoteResourceManager(SpanningMixin):
                 continue
             if self._task_launch.get(launch.task_id, ("", ""))[1] == launch_id:
                 del self._task_launch[launch.task_id]
-            calls.append(("exited", launch.task_id, int(code)))
+            calls.append(("exited", launch.task_id, (int(code), reasons.get(launch_id))))
         return calls
 
     def _task_call(self, what: str, task_id: str, value: Any) -> None:
@@ -433,7 +435,8 @@ class RemoteResourceManager(SpanningMixin):
             elif what == "logs":
                 events.task_logs(task_id, list(value))
             else:
-                events.task_exited(task_id, value, None)
+                code, reason = value
+                events.task_exited(task_id, code, reason)
         except Exception as e:  # a task's bookkeeping must never stop an agent's reports
             logger.warning("handling %s of task %s failed: %s", what, task_id, e)
 
