@@ -15,8 +15,6 @@ from determined.searcher._base import (
 from determined.searcher._brackets import BracketSearch
 from determined.searcher._checks import (
     check_bool,
-    check_choice,
-    check_float,
     check_int,
     check_length,
     read_length,
@@ -30,7 +28,13 @@ from determined.searcher._operations import (
     Train,
     Validate,
 )
-from determined.searcher._rungs import MODES, bracket_rungs, floor_log, rung_lengths
+from determined.searcher._rungs import (
+    bracket_rungs,
+    check_halving_options,
+    floor_log,
+    halving_options,
+    rung_lengths,
+)
 
 __all__ = ["AdaptiveASHASearch", "asha_bracket_trials", "asha_bracket_concurrency"]
 
@@ -292,9 +296,7 @@ class AdaptiveASHASearch(BracketSearch):
         super().__init__()
         self.max_length = check_length("max_length", max_length)
         self.max_trials = check_int("max_trials", max_trials, min_value=1)
-        self.divisor = check_float("divisor", divisor, min_value=1.0, min_exclusive=True)
-        self.max_rungs = check_int("max_rungs", max_rungs, min_value=1)
-        self.mode = check_choice("mode", mode, MODES)
+        self.divisor, self.max_rungs, self.mode = check_halving_options(divisor, max_rungs, mode)
         self.max_concurrent_trials = check_int(
             "max_concurrent_trials", max_concurrent_trials, min_value=0
         )
@@ -327,9 +329,7 @@ class AdaptiveASHASearch(BracketSearch):
         return cls(
             read_length(cfg, "max_length"),
             require(cfg, "max_trials"),
-            divisor=cfg.get("divisor", 4.0),
-            max_rungs=cfg.get("max_rungs", 5),
-            mode=cfg.get("mode", "standard"),
+            **halving_options(cfg),
             max_concurrent_trials=cfg.get("max_concurrent_trials") or 0,
             stop_once=cfg.get("stop_once", False),
         )
