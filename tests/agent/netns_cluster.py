@@ -20,6 +20,7 @@ import yaml
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "master"))
 
+from agent_testing import trial_logs  # noqa: E402
 from master_testing import (  # noqa: E402
     ConfiguredMasterProcess,
     create_experiment,
@@ -87,8 +88,7 @@ def main(root: pathlib.Path) -> int:
             exp_id = create_experiment(api, config, DIST_MODEL)
             exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=300)
             trial_id = exp["trials"][0]["id"]
-            logs = "\n".join(r["line"] for r in api.get(
-                f"/trials/{trial_id}/logs", params={"limit": 100000}).json()["logs"])
+            logs = trial_logs(api, trial_id)
             addresses = [a["address"] for a in api.get("/agents").json()["agents"]]
         print(logs)
         print("agent addresses seen by the master:", addresses)

@@ -2,21 +2,18 @@
 processes (``python -m determined.agent``) on this machine."""
 
 import json
-import os
 import pathlib
-import signal
-import subprocess
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import List, Optional
 
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"))
 
+from agent_testing import AgentCluster, AgentProcess, trial_logs  # noqa: E402
 from det_cli_testing import run_det  # noqa: E402
 from master_testing import (  # noqa: E402
-    ConfiguredMasterProcess,
     create_experiment,
     metric_rows,
     slow_model_dir,
@@ -29,70 +26,13 @@ TOKEN = "s3cret-agent-token"
 AGENT_TIMEOUT = 3.0
 
 
-class AgentProcess:
-    """``python -m determined.agent`` in a session of its own, its output in a file."""
-
-    def __init__(self, master_url: str, agent_id: str, root: pathlib.Path, slots: int = 1,
-                 token: Optional[str] = TOKEN):
-        self.id = agent_id
-        self.log_path = root / f"{agent_id}.log"
-        self.cmd = [sys.executable, "-m", "determined.agent", "--master", master_url,
-                    "--slots", str(slots), "--id", agent_id, "--work-dir", str(root / agent_id)]
-        if token is not None:
-            self.cmd += ["--token", token]
-        self.proc: Optional[subprocess.Popen] = None
-
-    def start(self) -> "AgentProcess":
-        self.proc = subprocess.Popen(self.cmd, stdout=open(self.log_path, "ab"),
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        return self
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self) -> Optional[int]:
-        if self.alive():
-            assert self.proc is not None
-            self.proc.terminate()
-            try:
-                return self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        return self.proc.wait() if self.proc is not None else None
-
-
-class Cluster:
+class Cluster(AgentCluster):
     def __init__(self, root: pathlib.Path):
-        self.root = root
-        data_dir = root / "master"
-        data_dir.mkdir()
-        self.master_config = {
+        super().__init__(root, {
             "resource_manager": {"slots": 0, "agent_timeout": AGENT_TIMEOUT},
             "security": {"agent_token": TOKEN},
-        }
-        self.master = ConfiguredMasterProcess(str(data_dir), self.master_config).start()
+        })
         self.api = self.master.client()
-        self.agents: Dict[str, AgentProcess] = {}
-
-    def restart_master(self) -> None:
-        """SIGKILL the master and start a new one on the same port and data."""
-        old = self.master
-        old.sigkill()
-        self.master = ConfiguredMasterProcess(old.data_dir, self.master_config,
-                                              port=old.port).start()
-
-    def ensure_agents(self, *ids: str) -> None:
-        for agent_id in ids:
-            if agent_id not in self.agents or not self.agents[agent_id].alive():
-                self.agents[agent_id] = AgentProcess(self.master.url, agent_id, self.root).start()
-        wait_until(lambda: set(ids) <= set(self.agent_ids()), timeout=60,
-                   what=f"agents {ids} to register")
-
-    def agent_ids(self) -> List[str]:
-        return [a["id"] for a in self.api.get("/agents").json()["agents"]]
 
     def agent_of(self, trial_id: int) -> Optional[str]:
         for a in self.api.get("/agents").json()["agents"]:
@@ -101,28 +41,18 @@ class Cluster:
         return None
 
     def close(self) -> None:
-        for agent in self.agents.values():
-            agent.stop()
+        super().close()
         self.api.close()
-        self.master.stop()
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("remote-agents"))
-    try:
+    with Cluster(tmp_path_factory.mktemp("remote-agents")) as c:
         yield c
-    finally:
-        c.close()
 
 
 def _trials(api, exp_id):
     return api.get(f"/experiments/{exp_id}/trials").json()["trials"]
-
-
-def _logs(api, trial_id) -> str:
-    logs = api.get(f"/trials/{trial_id}/logs", params={"limit": 100000}).json()["logs"]
-    return "\n".join(row["line"] for row in logs)
 
 
 def test_agent_with_wrong_or_missing_token_is_rejected(cluster, tmp_path):
@@ -157,7 +87,7 @@ def test_experiment_runs_on_both_remote_agents(cluster, tiny_dir):
     ran_on = set()
     for t in exp["trials"]:
         assert t["state"] == "COMPLETED" and t["total_batches"] == 60, t
-        logs = _logs(cluster.api, t["id"])
+        logs = trial_logs(cluster.api, t["id"])
         agents = {a for a in ("a1", "a2") if f"det-agent {a}: starting trial {t['id']}" in logs}
         assert len(agents) == 1, logs
         ran_on |= agents
@@ -260,7 +190,7 @@ def test_lost_agent_trial_restarts_on_the_other_agent(cluster, tiny_dir, tmp_pat
     rows = metric_rows(cluster.api, trial_id)
     assert [b for k, b, _ in rows if k == "training"] == list(range(20, 601, 20))
     assert [b for k, b, _ in rows if k == "validation"] == [100, 200, 300, 400, 500, 600]
-    logs = _logs(cluster.api, trial_id)
+    logs = trial_logs(cluster.api, trial_id)
     assert f"det-agent {victim}: starting trial {trial_id}" in logs
     assert f"agent {victim} lost" in logs
     assert f"det-agent {other}: starting trial {trial_id}" in logs
@@ -291,7 +221,7 @@ def test_sigterm_kills_trials_and_deregisters(cluster, tiny_dir, tmp_path):
     assert exp["state"] == "COMPLETED", exp
     assert exp["trials"][0]["restarts"] == 1  # its exit was reported: a crash, restarted
     other = "a2" if victim == "a1" else "a1"
-    assert f"det-agent {other}: starting trial {trial_id}" in _logs(cluster.api, trial_id)
+    assert f"det-agent {other}: starting trial {trial_id}" in trial_logs(cluster.api, trial_id)
 
 
 # -- the master's registry alone (real objects, no processes) ---------------------------

@@ -17,9 +17,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"
 
 from determined.common.api import pack_context  # noqa: E402
 
+from agent_testing import AgentCluster  # noqa: E402
 from det_cli_testing import run_det  # noqa: E402
 from master_testing import (  # noqa: E402
-    ConfiguredMasterProcess,
     PtyReader,
     create_experiment,
     wait_for_state,
@@ -31,53 +31,15 @@ pytestmark = pytest.mark.e2e
 AGENT_TIMEOUT = 3.0
 
 
-class Agent:
-    """``python -m determined.agent`` in a session of its own, its output in a file."""
-
-    def __init__(self, master_url: str, agent_id: str, root: pathlib.Path, label: str = ""):
-        self.id = agent_id
-        self.work_dir = root / agent_id
-        self.log_path = root / f"{agent_id}.log"
-        cmd = [sys.executable, "-m", "determined.agent", "--master", master_url,
-               "--slots", "1", "--id", agent_id, "--work-dir", str(self.work_dir)]
-        if label:
-            cmd += ["--label", label]
-        self.proc = subprocess.Popen(cmd, stdout=open(self.log_path, "ab"),
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-
-
-class Cluster:
+class Cluster(AgentCluster):
     def __init__(self, root: pathlib.Path):
-        self.root = root
-        (root / "master").mkdir()
-        self.master = ConfiguredMasterProcess(str(root / "master"), {
+        super().__init__(root, {
             "resource_manager": {"slots": 0, "agent_timeout": AGENT_TIMEOUT}})
-        self.master.start(timeout=120)
         token = httpx.post(self.master.url + "/api/v1/auth/login",
                            json={"username": "determined", "password": ""}).json()["token"]
         self.token = token
         self.api = httpx.Client(base_url=self.master.url,
                                 headers={"Authorization": f"Bearer {token}"}, timeout=60)
-        self.agents = {}
-
-    def agent(self, agent_id: str, label: str = "") -> Agent:
-        agent = Agent(self.master.url, agent_id, self.root, label)
-        self.agents[agent_id] = agent
-        wait_until(lambda: agent_id in [a["id"] for a in self.api.get("/api/v1/agents")
-                                        .json()["agents"]], 60, f"agent {agent_id}")
-        return agent
 
     def create(self, kind: str, **body) -> dict:
         r = self.api.post("/api/v1/tasks", json={"kind": kind, **body})
@@ -96,20 +58,15 @@ class Cluster:
                                                     params={"limit": 10000}).json()["logs"]]
 
     def close(self) -> None:
-        for agent in self.agents.values():
-            agent.stop()
+        super().close()
         self.api.close()
-        self.master.stop()
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = Cluster(tmp_path_factory.mktemp("remote-tasks"))
-    try:
+    with Cluster(tmp_path_factory.mktemp("remote-tasks")) as c:
         c.agent("tasks-a")
         yield c
-    finally:
-        c.close()
 
 
 def _pid_gone(pid: int) -> bool:
@@ -295,10 +252,7 @@ def test_a_restarted_master_ends_the_tasks_agents_still_run(cluster):
     pid_file = agent.work_dir / "tasks" / cmd["id"] / "work" / "pid"
     pid = int(wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), 30,
                          "the command's pid"))
-    old = cluster.master
-    old.sigkill()
-    cluster.master = ConfiguredMasterProcess(old.data_dir, old.config, port=old.port)
-    cluster.master.start(timeout=120)
+    cluster.restart_master()
     ended = cluster.wait(cmd["id"], "TERMINATED", timeout=30)
     assert ended["end_reason"] == "the master restarted", ended
     # The agent registers again naming the task; the new master has it killed.

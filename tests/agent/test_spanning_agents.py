@@ -13,15 +13,15 @@ import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"))
 
+from agent_testing import AgentCluster, trial_logs  # noqa: E402
 from master_testing import (  # noqa: E402
-    ConfiguredMasterProcess,
     create_experiment,
     metric_rows,
     trial_processes,
     wait_for_state,
     wait_until,
 )
-from test_remote_agents import AgentProcess, Recorder  # noqa: E402
+from test_remote_agents import Recorder  # noqa: E402
 
 AGENT_TIMEOUT = 3.0
 DIST_MODEL = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "dist_pytorch"
@@ -37,30 +37,14 @@ class SlowDist(DistTrial):
 '''
 
 
-class Cluster:
+class Cluster(AgentCluster):
     def __init__(self, root: pathlib.Path):
-        self.root = root
-        data_dir = root / "master"
-        data_dir.mkdir()
-        self.master = ConfiguredMasterProcess(str(data_dir), {
-            "resource_manager": {"slots": 0, "agent_timeout": AGENT_TIMEOUT}}).start()
+        super().__init__(root, {
+            "resource_manager": {"slots": 0, "agent_timeout": AGENT_TIMEOUT}})
         self.api = self.master.client()
-        self.agents = {}
-
-    def start_agent(self, agent_id: str, slots: int = 1) -> AgentProcess:
-        agent = AgentProcess(self.master.url, agent_id, self.root, slots=slots,
-                             token=None).start()
-        self.agents[agent_id] = agent
-        wait_until(lambda: agent_id in self.agent_ids(), timeout=60,
-                   what=f"agent {agent_id} to register")
-        return agent
-
-    def agent_ids(self):
-        return [a["id"] for a in self.api.get("/agents").json()["agents"]]
 
     def logs(self, trial_id: int) -> str:
-        rows = self.api.get(f"/trials/{trial_id}/logs", params={"limit": 100000}).json()["logs"]
-        return "\n".join(row["line"] for row in rows)
+        return trial_logs(self.api, trial_id)
 
     def weights(self, exp_id: int):
         import torch
@@ -72,19 +56,14 @@ class Cluster:
         return exp, torch.load(path, weights_only=False)["models_state_dict"]
 
     def close(self):
-        for agent in self.agents.values():
-            agent.stop()
+        super().close()
         self.api.close()
-        self.master.stop()
 
 
 @pytest.fixture
 def cluster(tmp_path):
-    c = Cluster(tmp_path)
-    try:
+    with Cluster(tmp_path) as c:
         yield c
-    finally:
-        c.close()
 
 
 def _dist_config(**changes):
@@ -97,8 +76,8 @@ def _dist_config(**changes):
 
 @pytest.mark.e2e
 def test_trial_across_two_agents_trains_as_on_one(cluster):
-    cluster.start_agent("a1")
-    cluster.start_agent("a2")
+    cluster.agent("a1")
+    cluster.agent("a2")
     exp_id = create_experiment(cluster.api, _dist_config(), DIST_MODEL)
     spanned_exp, spanned = cluster.weights(exp_id)
     trial_id = spanned_exp["trials"][0]["id"]
@@ -113,7 +92,7 @@ def test_trial_across_two_agents_trains_as_on_one(cluster):
     for agent in list(cluster.agents.values()):
         assert agent.stop() == 0, agent.log()
 
-    cluster.start_agent("both", slots=2)  # the same trial on one two-slot agent
+    cluster.agent("both", slots=2)  # the same trial on one two-slot agent
     exp_id = create_experiment(cluster.api, _dist_config(), DIST_MODEL)
     one_exp, one = cluster.weights(exp_id)
     assert "det-agent both: starting trial" in cluster.logs(one_exp["trials"][0]["id"])
@@ -131,8 +110,8 @@ def test_sigkill_of_the_non_chief_agent_restarts_the_trial(cluster, tmp_path):
     model = tmp_path / "slow_dist"
     shutil.copytree(DIST_MODEL, model, ignore=shutil.ignore_patterns("__pycache__"))
     (model / "slow_def.py").write_text(SLOW_DIST)
-    cluster.start_agent("a1")
-    cluster.start_agent("a2")
+    cluster.agent("a1")
+    cluster.agent("a2")
     config = _dist_config(entrypoint="slow_def:SlowDist", max_restarts=2,
                           min_checkpoint_period={"batches": 20},
                           min_validation_period={"batches": 100},
@@ -166,7 +145,7 @@ def test_sigkill_of_the_non_chief_agent_restarts_the_trial(cluster, tmp_path):
                what="rank 0 to end on the chief's agent")
     time.sleep(1.0)
     assert trial()["state"] != "COMPLETED"
-    cluster.start_agent(follower)  # back: the trial restarts from its checkpoint
+    cluster.agent(follower)  # back: the trial restarts from its checkpoint
     exp = wait_for_state(cluster.api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=300)
     assert exp["state"] == "COMPLETED", (exp, cluster.logs(trial_id))
     (t,) = exp["trials"]
@@ -183,7 +162,7 @@ def test_pause_and_kill_reach_every_part(cluster, tmp_path):
     model = tmp_path / "slow_dist"
     shutil.copytree(DIST_MODEL, model, ignore=shutil.ignore_patterns("__pycache__"))
     (model / "slow_def.py").write_text(SLOW_DIST)
-    a1, a2 = cluster.start_agent("a1"), cluster.start_agent("a2")
+    a1, a2 = cluster.agent("a1"), cluster.agent("a2")
     config = _dist_config(entrypoint="slow_def:SlowDist", max_restarts=2,
                           searcher={"name": "single", "metric": "validation_loss",
                                     "max_length": {"batches": 5000}})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any
+from typing import Any, Callable
 
 from determined.cli._remote import add_format_flags, client, print_rows, usage_error
 
@@ -29,13 +29,7 @@ def add_parser(nouns: Any) -> None:
     logs.set_defaults(func=_logs)
     master.set_defaults(func=_config)
 
-    agent = nouns.add_parser("agent", aliases=["a"], help="agents")
-    averbs = agent.add_subparsers(dest="verb", metavar="ACTION")
-    alist = averbs.add_parser("list", help="list agents")
-    add_format_flags(agent)
-    add_format_flags(alist, suppress=True)
-    for p in (agent, alist):
-        p.set_defaults(func=_agents)
+    averbs = _listing_noun(nouns, "agent", "a", "agents", "list agents", _agents)
     for verb in ("enable", "disable"):
         p = averbs.add_parser(verb, help=f"{verb} scheduling new trials on an agent"
                               + (" (running trials go on)" if verb == "disable" else ""))
@@ -43,19 +37,28 @@ def add_parser(nouns: Any) -> None:
         p.add_argument("--all", action="store_true", help=f"{verb} every agent")
         p.set_defaults(func=_agent_toggle, enable=verb == "enable")
 
-    slot = nouns.add_parser("slot", aliases=["s"], help="slots")
-    sverbs = slot.add_subparsers(dest="verb", metavar="ACTION")
-    slist = sverbs.add_parser("list", help="list slots and what runs on them")
-    add_format_flags(slot)
-    add_format_flags(slist, suppress=True)
-    for p in (slot, slist):
-        p.set_defaults(func=_slots)
+    sverbs = _listing_noun(nouns, "slot", "s", "slots", "list slots and what runs on them",
+                           _slots)
     for verb in ("enable", "disable"):
         p = sverbs.add_parser(verb, help=f"{verb} scheduling new trials on a slot"
                               + (" (a running trial goes on)" if verb == "disable" else ""))
         p.add_argument("agent_id")
         p.add_argument("slot_id", type=int)
         p.set_defaults(func=_slot_toggle, enable=verb == "enable")
+
+
+def _listing_noun(nouns: Any, name: str, alias: str, help: str, list_help: str,
+                  func: Callable[[argparse.Namespace], int]) -> Any:
+    """A noun that lists when given no verb or ``list`` (``det agent``, ``det agent list``,
+    with the output flags on both); its verbs, to add more."""
+    noun = nouns.add_parser(name, aliases=[alias], help=help)
+    verbs = noun.add_subparsers(dest="verb", metavar="ACTION")
+    listing = verbs.add_parser("list", help=list_help)
+    add_format_flags(noun)
+    add_format_flags(listing, suppress=True)
+    for p in (noun, listing):
+        p.set_defaults(func=func)
+    return verbs
 
 
 def _slots(args: argparse.Namespace) -> int:

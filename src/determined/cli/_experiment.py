@@ -10,7 +10,7 @@ from typing import Any
 from determined.cli._remote import add_local_flags, usage_error
 from determined.errors import MasterError
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "finish_local_run"]
 
 
 def add_parser(nouns: Any) -> None:
@@ -109,7 +109,13 @@ def _create(args: argparse.Namespace) -> int:
         args.config_file, args.model_def, slots=args.slots, local_dir=args.local_dir,
         console=console, show_progress=not args.no_progress,
     )
-    if args.json:
+    return finish_local_run(result, args.json)
+
+
+def finish_local_run(result: Any, as_json: bool) -> int:
+    """The exit code of a finished ``--local`` search (0 when COMPLETED), after printing
+    its result as JSON with ``--json`` (the live display printed it otherwise)."""
+    if as_json:
         print(json.dumps({
             "experiment_id": result.experiment_id,
             "state": result.state,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from typing import Any
 
 from determined.errors import MasterError
@@ -27,6 +26,7 @@ def add_resume_verb(verbs: Any) -> None:
 def _resume(args: argparse.Namespace) -> int:
     from rich.console import Console
 
+    from determined.cli._experiment import finish_local_run
     from determined.local import resume_local_experiment
 
     if not (args.local or args.local_dir is not None):
@@ -35,13 +35,4 @@ def _resume(args: argparse.Namespace) -> int:
     result = resume_local_experiment(
         args.experiment_id, slots=args.slots, local_dir=args.local_dir,
         console=Console(stderr=args.json), show_progress=not args.no_progress)
-    if args.json:
-        print(json.dumps({
-            "experiment_id": result.experiment_id, "state": result.state,
-            "best_trial": result.best_trial.summary() if result.best_trial else None,
-            "best_checkpoint": result.best_checkpoint,
-            "best_checkpoint_path": result.best_checkpoint_path,
-            "directory": result.directory,
-            "trials": [t.summary() for t in result.trials],
-        }, default=str))
-    return 0 if result.state == "COMPLETED" else 1
+    return finish_local_run(result, args.json)

@@ -14,8 +14,8 @@ from determined.cli._remote import (add_format_flags, add_local_flags, client, c
                                    print_rows, usage_error)
 from determined.common.api import MasterClient
 
-__all__ = ["WORKLOAD_COLUMNS", "add_show_verbs", "list_checkpoints", "metric_columns",
-           "steps_json", "workload_rows"]
+__all__ = ["WORKLOAD_COLUMNS", "add_list_checkpoints_args", "add_show_verbs",
+           "list_checkpoints", "metric_columns", "steps_json", "workload_rows"]
 
 EXPERIMENT_COLUMNS = ["id", "owner", "state", "progress", "archived", "labels", "searcher",
                       "start_time", "end_time", "description"]
@@ -55,13 +55,8 @@ def add_show_verbs(verbs: Any) -> None:
     add_local_flags(lt)
     lt.set_defaults(func=_list_trials)
 
-    lc = verbs.add_parser("list-checkpoints", aliases=["lc"], help="list an experiment's checkpoints")
-    lc.add_argument("experiment_id", type=int)
-    lc.add_argument("--best", type=int, default=None, metavar="N",
-                    help="only the N best checkpoints by the searcher metric")
-    add_format_flags(lc)
-    add_local_flags(lc)
-    lc.set_defaults(func=list_checkpoints)
+    add_list_checkpoints_args(verbs.add_parser(
+        "list-checkpoints", aliases=["lc"], help="list an experiment's checkpoints"))
 
     dl = verbs.add_parser("download-model-def",
                           help="download the model definition (context directory) as a .tgz")
@@ -210,6 +205,18 @@ def _list_trials(args: argparse.Namespace) -> int:
     rows = [{**t, "trial_id": t["id"]} for t in trials]
     print_rows(rows, [col for col in TRIAL_COLUMNS if col != "experiment_id"], args)
     return 0
+
+
+def add_list_checkpoints_args(parser: Any) -> None:
+    """``EXPERIMENT_ID [--best N]`` and the output and local flags, run by
+    :func:`list_checkpoints`: ``det experiment list-checkpoints`` and
+    ``det checkpoint list`` are the same command."""
+    parser.add_argument("experiment_id", type=int)
+    parser.add_argument("--best", type=int, default=None, metavar="N",
+                        help="only the N best checkpoints by the searcher metric")
+    add_format_flags(parser)
+    add_local_flags(parser)
+    parser.set_defaults(func=list_checkpoints)
 
 
 def list_checkpoints(args: argparse.Namespace) -> int:

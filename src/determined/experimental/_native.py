@@ -187,7 +187,32 @@ class LocalLauncher:
         return host
 
 
-def make_launcher(
-    config: Dict[str, Any], context_dir: str, test: bool
-) -> Callable[[type], Any]:
-    return LocalLauncher(config, native_hparams(config), context_dir, test)
+def start_native(
+    context_class: Callable[[], Any],
+    default_metric: str,
+    config: Optional[Dict[str, Any]],
+    context_dir: str,
+    command: Optional[List[str]],
+    master_url: Optional[str],
+    *,
+    local: bool,
+    test: bool,
+    quick: bool,
+) -> Any:
+    """How every Native ``init`` ends, past its own argument checks.
+
+    Not ``local``: submit the experiment (test mode with ``test``), print its id and
+    exit 0. ``local``: the framework's context (``context_class()``, imported only
+    then) with a launcher training in this process: the minimal test loop with
+    ``quick``, else the searcher's ``max_length``.
+    """
+    if not local:
+        from determined.experimental._native_submit import submit_experiment
+
+        submit_experiment(native_raw_config(config, default_metric), context_dir, command,
+                          master_url, test=test)
+        sys.exit(0)
+    cfg = native_config(config, default_metric, command)
+    context = context_class()
+    launcher = LocalLauncher(cfg, native_hparams(cfg), context_dir, quick)
+    return context(launcher.env, launcher=launcher)

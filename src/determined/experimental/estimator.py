@@ -18,10 +18,9 @@ trial.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Dict, List, Optional, Union
 
-from determined.experimental._native import Mode, make_launcher, native_config, native_raw_config
+from determined.experimental._native import Mode, start_native
 from determined.experimental._native_trial import current_trial_env, hand_over
 
 __all__ = ["init", "Mode"]
@@ -63,23 +62,19 @@ def init(
     """
     env = current_trial_env()
     if env is not None:  # re-run by a trial of the cluster: the master's config rules
-        from determined.estimator import EstimatorNativeContext
-
-        return EstimatorNativeContext(env, launcher=hand_over)
+        return _context_class()(env, launcher=hand_over)
     full_local = mode is not None and Mode(mode) is Mode.LOCAL
     if local and not test and not full_local:
         raise NotImplementedError(
             "determined.experimental.estimator.init(local=True, test=False) is not supported; "
             "use test=True for a quick local loop or mode=Mode.LOCAL to train locally"
         )
-    if not (local or full_local):
-        from determined.experimental._native_submit import submit_experiment
+    return start_native(_context_class, "loss", config, context_dir, command, master_url,
+                        local=bool(local or full_local), test=test,
+                        quick=bool(local and test and not full_local))
 
-        submit_experiment(native_raw_config(config, "loss"), context_dir, command,
-                          master_url, test=test)
-        sys.exit(0)
-    cfg = native_config(config, "loss", command)
+
+def _context_class() -> Any:
     from determined.estimator import EstimatorNativeContext
 
-    launcher = make_launcher(cfg, context_dir, test=bool(local and test and not full_local))
-    return EstimatorNativeContext(launcher.env, launcher=launcher)
+    return EstimatorNativeContext

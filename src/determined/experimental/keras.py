@@ -17,10 +17,9 @@ context with the trial's hyperparameters and ``model.fit`` trains as the trial.
 
 from __future__ import annotations
 
-import sys
 from typing import Any, Dict, List, Optional, Union
 
-from determined.experimental._native import Mode, make_launcher, native_config, native_raw_config
+from determined.experimental._native import Mode, start_native
 from determined.experimental._native_trial import current_trial_env, hand_over
 
 __all__ = ["init", "Mode"]
@@ -63,9 +62,7 @@ def init(
     """
     env = current_trial_env()
     if env is not None:  # re-run by a trial of the cluster: the master's config rules
-        from determined.keras import TFKerasNativeContext
-
-        return TFKerasNativeContext(env, launcher=hand_over)
+        return _context_class()(env, launcher=hand_over)
     if isinstance(local, (Mode, str)):  # 0.12: init(config, Mode.LOCAL, ...)
         mode, local = local, False
     mode = Mode(mode)
@@ -74,14 +71,12 @@ def init(
             "determined.experimental.keras.init(local=True, test=False) is not supported; "
             "use test=True for a quick local loop or mode=Mode.LOCAL to train locally"
         )
-    if not (local or mode is Mode.LOCAL):
-        from determined.experimental._native_submit import submit_experiment
+    return start_native(_context_class, "val_loss", config, context_dir, command, master_url,
+                        local=bool(local or mode is Mode.LOCAL), test=test,
+                        quick=bool(local and test))
 
-        submit_experiment(native_raw_config(config, "val_loss"), context_dir, command,
-                          master_url, test=test)
-        sys.exit(0)
-    cfg = native_config(config, "val_loss", command)
+
+def _context_class() -> Any:
     from determined.keras import TFKerasNativeContext
 
-    launcher = make_launcher(cfg, context_dir, test=bool(local and test))
-    return TFKerasNativeContext(launcher.env, launcher=launcher)
+    return TFKerasNativeContext

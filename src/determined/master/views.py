@@ -15,8 +15,9 @@ from determined.config import masked_config
 from determined.master.db import Store
 from determined.master.db._experiments import GIT_FIELDS
 
-__all__ = ["checkpoint_json", "experiment_json", "experiments_json", "iso", "logs_json",
-           "model_def_json", "trial_json", "trial_with_metrics_json", "workloads_json"]
+__all__ = ["checkpoint_json", "experiment_json", "experiments_json", "iso", "log_lines_json",
+           "logs_json", "model_def_json", "trial_json", "trial_with_metrics_json",
+           "workloads_json"]
 
 
 def iso(t: Any) -> Optional[str]:
@@ -94,7 +95,11 @@ def logs_json(store: Store, id: int, after_id: int = 0, limit: int = 1000,
               tail: Optional[int] = None) -> Dict[str, Any]:
     """``GET /trials/{id}/logs``."""
     store.get_trial(id)
-    lines = store.get_logs(id, after_id=after_id, limit=limit, tail=tail)
+    return log_lines_json(store.get_logs(id, after_id=after_id, limit=limit, tail=tail))
+
+
+def log_lines_json(lines: List[Any]) -> Dict[str, Any]:
+    """``{"logs": [{id, timestamp, line}]}``: a page of a trial's or a task's log."""
     return {"logs": [{"id": line.id, "timestamp": iso(line.timestamp), "line": line.line}
                      for line in lines]}
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any, List, Mapping, Tuple
 
 from determined.config import Length
-from determined.searcher._checks import (
-    check_choice,
-    check_float,
-    check_int,
-    check_length,
-    read_length,
+from determined.searcher._checks import check_length, read_length
+from determined.searcher._rungs import (
+    bracket_rungs,
+    check_halving_options,
+    halving_options,
+    rung_lengths,
 )
-from determined.searcher._rungs import MODES, bracket_rungs, rung_lengths
 from determined.searcher._sha import SyncHalvingSearch, plan_cost
 
 __all__ = ["AdaptiveSearch", "budget_plan"]
@@ -80,9 +79,7 @@ class AdaptiveSearch(SyncHalvingSearch):
                 f"Expected budget > max_length ({max_length.units}). "
                 f"Received: budget={budget.units}"
             )
-        self.divisor = check_float("divisor", divisor, min_value=1.0, min_exclusive=True)
-        self.max_rungs = check_int("max_rungs", max_rungs, min_value=1)
-        self.mode = check_choice("mode", mode, MODES)
+        self.divisor, self.max_rungs, self.mode = check_halving_options(divisor, max_rungs, mode)
         rungs = bracket_rungs(self.mode, self.max_rungs)
         share = budget.units // len(rungs)
         plans = [budget_plan(max_length.units, share, self.divisor, r) for r in rungs]
@@ -95,7 +92,5 @@ class AdaptiveSearch(SyncHalvingSearch):
         return cls(
             read_length(cfg, "max_length"),
             read_length(cfg, "budget"),
-            divisor=cfg.get("divisor", 4.0),
-            max_rungs=cfg.get("max_rungs", 5),
-            mode=cfg.get("mode", "standard"),
+            **halving_options(cfg),
         )

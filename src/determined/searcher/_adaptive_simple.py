@@ -5,15 +5,13 @@ from __future__ import annotations
 from typing import Any, List, Mapping
 
 from determined.config import Length
-from determined.searcher._checks import (
-    check_choice,
-    check_float,
-    check_int,
-    check_length,
-    read_length,
-    require,
+from determined.searcher._checks import check_int, check_length, read_length, require
+from determined.searcher._rungs import (
+    bracket_rungs,
+    check_halving_options,
+    halving_options,
+    rung_lengths,
 )
-from determined.searcher._rungs import MODES, bracket_rungs, rung_lengths
 from determined.searcher._sha import SyncHalvingSearch
 
 __all__ = ["AdaptiveSimpleSearch", "split_trials"]
@@ -61,9 +59,7 @@ class AdaptiveSimpleSearch(SyncHalvingSearch):
     ) -> None:
         self.max_length = check_length("max_length", max_length)
         self.max_trials = check_int("max_trials", max_trials, min_value=1, max_value=2000)
-        self.divisor = check_float("divisor", divisor, min_value=1.0, min_exclusive=True)
-        self.max_rungs = check_int("max_rungs", max_rungs, min_value=1)
-        self.mode = check_choice("mode", mode, MODES)
+        self.divisor, self.max_rungs, self.mode = check_halving_options(divisor, max_rungs, mode)
         rungs = bracket_rungs(self.mode, self.max_rungs)
         plans = []
         for r, t in zip(rungs, split_trials(self.max_trials, len(rungs))):
@@ -78,7 +74,5 @@ class AdaptiveSimpleSearch(SyncHalvingSearch):
         return cls(
             read_length(cfg, "max_length"),
             require(cfg, "max_trials"),
-            divisor=cfg.get("divisor", 4.0),
-            max_rungs=cfg.get("max_rungs", 5),
-            mode=cfg.get("mode", "standard"),
+            **halving_options(cfg),
         )

@@ -9,14 +9,12 @@ from determined.config import Length, Unit
 from determined.searcher._base import (
     WORST_METRIC,
     SearchContext,
-    SearchMethod,
     decode_metric,
     encode_metric,
 )
+from determined.searcher._brackets import BracketSearch
 from determined.searcher._checks import (
     check_bool,
-    check_choice,
-    check_float,
     check_int,
     check_length,
     read_length,
@@ -30,7 +28,13 @@ from determined.searcher._operations import (
     Train,
     Validate,
 )
-from determined.searcher._rungs import MODES, bracket_rungs, floor_log, rung_lengths
+from determined.searcher._rungs import (
+    bracket_rungs,
+    check_halving_options,
+    floor_log,
+    halving_options,
+    rung_lengths,
+)
 
 __all__ = ["AdaptiveASHASearch", "asha_bracket_trials", "asha_bracket_concurrency"]
 
@@ -243,7 +247,7 @@ class _AsyncBracket:
         self.closed = {int(r) for r in state["closed"]}
 
 
-class AdaptiveASHASearch(SearchMethod):
+class AdaptiveASHASearch(BracketSearch):
     """Asynchronous successive halving (ASHA) with brackets chosen by ``mode``.
 
     Rung ``i`` of a bracket with ``R`` rungs trains to
@@ -289,11 +293,10 @@ class AdaptiveASHASearch(SearchMethod):
         max_concurrent_trials: int = 0,
         stop_once: bool = False,
     ) -> None:
+        super().__init__()
         self.max_length = check_length("max_length", max_length)
         self.max_trials = check_int("max_trials", max_trials, min_value=1)
-        self.divisor = check_float("divisor", divisor, min_value=1.0, min_exclusive=True)
-        self.max_rungs = check_int("max_rungs", max_rungs, min_value=1)
-        self.mode = check_choice("mode", mode, MODES)
+        self.divisor, self.max_rungs, self.mode = check_halving_options(divisor, max_rungs, mode)
         self.max_concurrent_trials = check_int(
             "max_concurrent_trials", max_concurrent_trials, min_value=0
         )
@@ -318,8 +321,6 @@ class AdaptiveASHASearch(SearchMethod):
             )
             for r, t, c in zip(rungs, trials, concurrency)
         ]
-        self._owner: Dict[int, int] = {}
-        self._started = False
 
     @classmethod
     def from_config(
@@ -328,9 +329,7 @@ class AdaptiveASHASearch(SearchMethod):
         return cls(
             read_length(cfg, "max_length"),
             require(cfg, "max_trials"),
-            divisor=cfg.get("divisor", 4.0),
-            max_rungs=cfg.get("max_rungs", 5),
-            mode=cfg.get("mode", "standard"),
+            **halving_options(cfg),
             max_concurrent_trials=cfg.get("max_concurrent_trials") or 0,
             stop_once=cfg.get("stop_once", False),
         )
@@ -338,19 +337,6 @@ class AdaptiveASHASearch(SearchMethod):
     @property
     def unit(self) -> Unit:
         return self.max_length.unit
-
-    def _claim(self, bracket: int, ops: List[Operation]) -> List[Operation]:
-        for op in ops:
-            if isinstance(op, Create):
-                self._owner[op.request_id] = bracket
-        return ops
-
-    def initial_operations(self, ctx: SearchContext) -> List[Operation]:
-        self._started = True
-        ops: List[Operation] = []
-        for i, bracket in enumerate(self.brackets):
-            ops += self._claim(i, bracket.initial_operations(ctx))
-        return ops
 
     def on_capacity_changed(self, ctx: SearchContext, capacity: int) -> List[Operation]:
         """With automatic concurrency, ``capacity`` trials are split over the brackets as
@@ -361,13 +347,10 @@ class AdaptiveASHASearch(SearchMethod):
             return []
         trials = [b.max_trials for b in self.brackets]
         shares = asha_bracket_concurrency(capacity, self.divisor, trials)
-        ops: List[Operation] = []
-        for i, (bracket, share) in enumerate(zip(self.brackets, shares)):
+        for bracket, share in zip(self.brackets, shares):
             bracket.concurrency = share
             bracket.follow = True
-            if self._started:
-                ops += self._claim(i, bracket.fill(ctx))
-        return ops
+        return self._fill_all(ctx)
 
     def on_validation_completed(
         self, ctx: SearchContext, request_id: int, metric: float
@@ -389,16 +372,3 @@ class AdaptiveASHASearch(SearchMethod):
             closed = sum(len(b.closed) for b in self.brackets)
             progress = max(progress, closed / total)
         return progress
-
-    def state_dict(self) -> Dict[str, Any]:
-        return {
-            "owner": [[r, i] for r, i in self._owner.items()],
-            "brackets": [b.state_dict() for b in self.brackets],
-            "started": self._started,
-        }
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self._started = bool(state.get("started", True))
-        self._owner = {int(r): int(i) for r, i in state["owner"]}
-        for bracket, saved in zip(self.brackets, state["brackets"]):
-            bracket.load_state_dict(saved)

@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Dict, List, Mapping, Tuple
 
-__all__ = ["MODES", "bracket_rungs", "floor_log", "rung_lengths"]
+from determined.searcher._checks import check_choice, check_float, check_int
+
+__all__ = ["MODES", "bracket_rungs", "check_halving_options", "floor_log", "halving_options",
+           "rung_lengths"]
 
 MODES = ("aggressive", "standard", "conservative")
+
+
+def halving_options(cfg: Mapping[str, Any]) -> Dict[str, Any]:
+    """``divisor``, ``max_rungs`` and ``mode`` of a searcher config, defaults filled in:
+    keyword arguments for any adaptive method.
+
+    >>> halving_options({"name": "adaptive_asha", "max_rungs": 3})
+    {'divisor': 4.0, 'max_rungs': 3, 'mode': 'standard'}
+    """
+    return {"divisor": cfg.get("divisor", 4.0), "max_rungs": cfg.get("max_rungs", 5),
+            "mode": cfg.get("mode", "standard")}
+
+
+def check_halving_options(divisor: Any, max_rungs: Any, mode: Any) -> Tuple[float, int, str]:
+    """``(divisor, max_rungs, mode)`` if ``divisor > 1``, ``max_rungs >= 1`` and ``mode`` is
+    one of :data:`MODES`; else ``ValueError`` naming the argument."""
+    return (check_float("divisor", divisor, min_value=1.0, min_exclusive=True),
+            check_int("max_rungs", max_rungs, min_value=1), check_choice("mode", mode, MODES))
 
 
 def rung_lengths(max_length: int, divisor: float, num_rungs: int) -> List[int]:

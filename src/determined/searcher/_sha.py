@@ -13,10 +13,10 @@ from determined.config import Length, Unit
 from determined.searcher._base import (
     WORST_METRIC,
     SearchContext,
-    SearchMethod,
     decode_metric,
     encode_metric,
 )
+from determined.searcher._brackets import BracketSearch
 from determined.searcher._operations import (
     Close,
     Create,
@@ -151,7 +151,7 @@ class _SyncBracket:
         self.window = None if window is None else int(window)
 
 
-class SyncHalvingSearch(SearchMethod):
+class SyncHalvingSearch(BracketSearch):
     """Brackets of synchronous successive halving with fixed plans.
 
     Each plan is ``(lengths, starts)``: rung ``i`` trains ``starts[i]`` trials to
@@ -182,28 +182,14 @@ class SyncHalvingSearch(SearchMethod):
                     "Expected a plan with non-decreasing lengths >= 1 and non-increasing "
                     f"starts >= 1. Received: lengths={lengths!r}, starts={starts!r}"
                 )
+        super().__init__()
         self._unit = unit
         self.brackets = [_SyncBracket(list(l), list(s), unit) for l, s in plans]
         self.expected_units = sum(plan_cost(b.lengths, b.starts) for b in self.brackets)
-        self._owner: Dict[int, int] = {}
-        self._started = False
 
     @property
     def unit(self) -> Unit:
         return self._unit
-
-    def _claim(self, bracket: int, ops: List[Operation]) -> List[Operation]:
-        for op in ops:
-            if isinstance(op, Create):
-                self._owner[op.request_id] = bracket
-        return ops
-
-    def initial_operations(self, ctx: SearchContext) -> List[Operation]:
-        self._started = True
-        ops: List[Operation] = []
-        for i, bracket in enumerate(self.brackets):
-            ops += self._claim(i, bracket.initial_operations(ctx))
-        return ops
 
     def on_capacity_changed(self, ctx: SearchContext, capacity: int) -> List[Operation]:
         """Rung-0 trials are then created as capacity frees up (split over the brackets
@@ -212,12 +198,9 @@ class SyncHalvingSearch(SearchMethod):
         from determined.searcher._asha import asha_bracket_concurrency
 
         shares = asha_bracket_concurrency(capacity, 2.0, [b.starts[0] for b in self.brackets])
-        ops: List[Operation] = []
-        for i, (bracket, share) in enumerate(zip(self.brackets, shares)):
+        for bracket, share in zip(self.brackets, shares):
             bracket.window = share
-            if self._started:
-                ops += self._claim(i, bracket.fill(ctx))
-        return ops
+        return self._fill_all(ctx)
 
     def on_validation_completed(
         self, ctx: SearchContext, request_id: int, metric: float
@@ -235,16 +218,3 @@ class SyncHalvingSearch(SearchMethod):
 
     def progress(self, units_done: int) -> float:
         return units_done / self.expected_units
-
-    def state_dict(self) -> Dict[str, Any]:
-        return {
-            "owner": [[r, i] for r, i in self._owner.items()],
-            "brackets": [b.state_dict() for b in self.brackets],
-            "started": self._started,
-        }
-
-    def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self._started = bool(state.get("started", True))
-        self._owner = {int(r): int(i) for r, i in state["owner"]}
-        for bracket, saved in zip(self.brackets, state["brackets"]):
-            bracket.load_state_dict(saved)

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from determined.engine import ExperimentState
 from determined.master.db import (
     EXPERIMENT_TRANSITIONS,
     IllegalTransitionError,
@@ -23,6 +24,10 @@ LEGAL = {
     ("STOPPING_ERROR", "ERROR"),
     ("STOPPING_COMPLETED", "STOPPING_ERROR"), ("STOPPING_CANCELED", "STOPPING_ERROR"),
 }
+
+
+def test_the_store_knows_every_state_the_engine_sets() -> None:
+    assert EXPERIMENT_STATES == sorted(state.value for state in ExperimentState)
 
 
 @pytest.mark.parametrize("src", EXPERIMENT_STATES)

@@ -32,7 +32,6 @@ credentials get 401, a session of a user who is no admin 403.
 from __future__ import annotations
 
 import asyncio
-import datetime
 import hmac
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
@@ -42,7 +41,9 @@ import pydantic
 from fastapi import Header, Query, Request
 
 from determined.master._core import Master
+from determined.master.api._errors import fail
 from determined.master.resource_managers import AGENT_ID, UnknownSessionError
+from determined.master.views import iso
 
 __all__ = ["agent_auth", "agents_listing", "agents_router"]
 
@@ -85,10 +86,6 @@ class Rendezvous(_Body):
     port: int = pydantic.Field(ge=1, le=65535)
 
 
-def _fail(status: int, message: str) -> fastapi.HTTPException:
-    return fastapi.HTTPException(status_code=status, detail=message)
-
-
 def agent_auth(master: Master) -> Any:
     """A dependency checking an agent's credentials: the master's
     ``security.agent_token``, or the session token of an active admin. Without an agent
@@ -108,17 +105,17 @@ def agent_auth(master: Master) -> Any:
             user = master.store.session_user(token)
             if user is not None and user.active:
                 if not user.admin:
-                    raise _fail(403, f"User {user.username!r} is no admin: only an admin's "
-                                     "session (or the agent token) may run an agent")
+                    raise fail(403, f"User {user.username!r} is no admin: only an admin's "
+                                    "session (or the agent token) may run an agent")
                 return
         else:
             needs = ("an agent token (security.agent_token)" if expected else
                      "credentials of agents (security.allow_anonymous: false)")
-            raise _fail(401, f"This master requires {needs}: start the agent with --token "
-                             "TOKEN or DET_AGENT_TOKEN (the agent token, or an admin's session "
-                             "token)")
-        raise _fail(401, "Agent token rejected: it is neither the master's "
-                         "security.agent_token nor an admin's valid session token")
+            raise fail(401, f"This master requires {needs}: start the agent with --token "
+                            "TOKEN or DET_AGENT_TOKEN (the agent token, or an admin's session "
+                            "token)")
+        raise fail(401, "Agent token rejected: it is neither the master's "
+                        "security.agent_token nor an admin's valid session token")
 
     return check
 
@@ -126,8 +123,8 @@ def agent_auth(master: Master) -> Any:
 def _agent_id(agent_id: str) -> str:
     if not agent_id or len(agent_id) > 255 or any(c.isspace() for c in agent_id) \
             or agent_id == AGENT_ID:
-        raise _fail(400, "Expected the agent id to be 1-255 characters without spaces and "
-                         f"not {AGENT_ID!r} (the master's own agent). Received: {agent_id!r}")
+        raise fail(400, "Expected the agent id to be 1-255 characters without spaces and "
+                        f"not {AGENT_ID!r} (the master's own agent). Received: {agent_id!r}")
     return agent_id
 
 
@@ -137,7 +134,7 @@ def agents_router(master: Master) -> fastapi.APIRouter:
     remote = master.rm.remote
 
     def gone(e: UnknownSessionError) -> fastapi.HTTPException:
-        return _fail(410, str(e))
+        return fail(410, str(e))
 
     @api.post("/{agent_id}/register")
     def register(agent_id: str, body: Register, request: Request) -> Dict[str, Any]:
@@ -249,10 +246,6 @@ class _AgentWakeups:
                 future.set_result(None)
 
 
-def _iso(t: Optional[datetime.datetime]) -> Optional[str]:
-    return t.isoformat() if t is not None else None
-
-
 def agents_listing(master: Master) -> Dict[str, Any]:
     """``GET /agents``: live agents, their slots and the task on each slot."""
     busy: Dict[Tuple[str, int], str] = {}
@@ -275,7 +268,7 @@ def agents_listing(master: Master) -> Dict[str, Any]:
             "enabled": rec.enabled if rec is not None else True,
             "type": remote[a.id].get("type", "remote") if a.id in remote else "embedded",
             "address": info.get("address", ""),
-            "registered_at": _iso(rec.registered_at) if rec is not None else None,
+            "registered_at": iso(rec.registered_at) if rec is not None else None,
             "last_seen_seconds_ago": info.get("last_seen_seconds_ago", 0.0),
             "used_slots": sum(1 for agent_id, _ in busy if agent_id == a.id),
             "slot_tasks": [{"slot_id": i, "task": busy.get((a.id, i)),

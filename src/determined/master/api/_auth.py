@@ -32,10 +32,11 @@ from fastapi import Depends, Header, Request
 from starlette.concurrency import run_in_threadpool
 
 from determined.master._core import Master
+from determined.master.api._errors import fail
 from determined.master.db import ConflictError, NotFoundError, User
 from determined.master.db._users import AuthenticationError
 
-__all__ = ["ANONYMOUS_USER", "Auth", "check_owner", "user_json"]
+__all__ = ["ANONYMOUS_USER", "Auth", "check_owner", "require_admin", "user_json"]
 
 #: The user a request without a token acts as, when the master allows it.
 ANONYMOUS_USER = "determined"
@@ -43,10 +44,6 @@ ANONYMOUS_USER = "determined"
 _PUBLIC = ("/api/v1/auth/login", "/api/v1/master")
 _RUNNER_PREFIX = "/api/v1/trial-runner/"
 _MODEL_DEF = re.compile(r"/api/v1/experiments/(\d+)/model_def")
-
-
-def _fail(status: int, message: str) -> fastapi.HTTPException:
-    return fastapi.HTTPException(status_code=status, detail=message)
 
 
 def user_json(u: User) -> Dict[str, Any]:
@@ -61,8 +58,14 @@ def check_owner(user: User, owner: str, what: str, action: str) -> None:
     """
     if user.admin or user.username == owner:
         return
-    raise _fail(403, f"User {user.username!r} may not {action} {what}: it belongs to "
-                     f"{owner!r}; only its owner or an admin can")
+    raise fail(403, f"User {user.username!r} may not {action} {what}: it belongs to "
+                    f"{owner!r}; only its owner or an admin can")
+
+
+def require_admin(user: User, action: str) -> None:
+    """403 unless ``user`` is an admin. Example: ``require_admin(user, "create users")``."""
+    if not user.admin:
+        raise fail(403, f"Only an admin can {action}; {user.username!r} is not one")
 
 
 def _bearer(authorization: Optional[str]) -> Optional[str]:
@@ -70,15 +73,15 @@ def _bearer(authorization: Optional[str]) -> Optional[str]:
         return None
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise _fail(401, "Expected the header 'Authorization: Bearer <token>'. Received: "
-                         f"Authorization: {scheme} ...")
+        raise fail(401, "Expected the header 'Authorization: Bearer <token>'. Received: "
+                        f"Authorization: {scheme} ...")
     return token.strip()
 
 
 def _username(name: str, field: str = "username") -> str:
     if not name or len(name) > 255 or any(c.isspace() for c in name) or "/" in name:
-        raise _fail(400, f"Expected {field} to be 1-255 characters without spaces or '/'. "
-                         f"Received: {field}={name!r}")
+        raise fail(400, f"Expected {field} to be 1-255 characters without spaces or '/'. "
+                        f"Received: {field}={name!r}")
     return name
 
 
@@ -132,7 +135,7 @@ class Auth:
 
         def caller(resolved: Optional[User] = Depends(resolve)) -> User:
             if resolved is None:
-                raise _fail(401, "This route needs a logged-in user")
+                raise fail(401, "This route needs a logged-in user")
             return resolved
 
         #: A dependency giving the calling :class:`User` (runs :meth:`resolve` once).
@@ -161,20 +164,20 @@ class Auth:
             if user is None and self._trial_scope(request, token):
                 return None
             if user is None:
-                raise _fail(401, "Invalid or expired session token: log in again "
-                                 "(`det user login`)")
+                raise fail(401, "Invalid or expired session token: log in again "
+                                "(`det user login`)")
         elif self._security.allow_anonymous:
             try:
                 user = store.get_user(ANONYMOUS_USER)
             except NotFoundError:
-                raise _fail(401, f"Requests without a token act as user {ANONYMOUS_USER!r}, "
-                                 "which no longer exists (renamed?): log in") from None
+                raise fail(401, f"Requests without a token act as user {ANONYMOUS_USER!r}, "
+                                "which no longer exists (renamed?): log in") from None
         else:
-            raise _fail(401, "Authentication required: log in (`det user login`, or POST "
-                             "/api/v1/auth/login) and send 'Authorization: Bearer <token>'")
+            raise fail(401, "Authentication required: log in (`det user login`, or POST "
+                            "/api/v1/auth/login) and send 'Authorization: Bearer <token>'")
         if not user.active:  # 403, not 401: logging in again would not help
-            raise _fail(403, f"User {user.username!r} is deactivated; an admin can run "
-                             f"`det user activate {user.username}`")
+            raise fail(403, f"User {user.username!r} is deactivated; an admin can run "
+                            f"`det user activate {user.username}`")
         return user
 
     def _trial_scope(self, request: Request, token: str) -> bool:
@@ -187,8 +190,8 @@ class Auth:
         if request.method == "GET" and found is not None:
             if self.master.store.get_trial(trial_id).experiment_id == int(found.group(1)):
                 return True
-        raise _fail(403, f"A trial token authorizes only trial {trial_id}'s runner routes, "
-                         f"not {request.method} {request.url.path}: log in as a user")
+        raise fail(403, f"A trial token authorizes only trial {trial_id}'s runner routes, "
+                        f"not {request.method} {request.url.path}: log in as a user")
 
     def router(self) -> fastapi.APIRouter:
         """The ``/auth``, ``/me`` and ``/users`` routes."""
@@ -196,17 +199,13 @@ class Auth:
         store = self.master.store
         Caller = Depends(self.caller)
 
-        def require_admin(user: User, action: str) -> None:
-            if not user.admin:
-                raise _fail(403, f"Only an admin can {action}; {user.username!r} is not one")
-
         @api.post("/auth/login")
         def login(body: Login) -> Dict[str, Any]:
             ttl = self._security.session_ttl_hours * 3600.0
             try:
                 token, user = store.login(body.username, body.password, ttl=ttl)
             except AuthenticationError as e:
-                raise _fail(403 if e.deactivated else 401, str(e)) from None
+                raise fail(403 if e.deactivated else 401, str(e)) from None
             return {"token": token, "user": user_json(user)}
 
         @api.post("/auth/logout")
@@ -214,8 +213,8 @@ class Auth:
                    authorization: Optional[str] = Header(None)) -> Dict[str, Any]:
             token = _bearer(authorization)
             if token is None:
-                raise _fail(400, "Logging out needs the session's 'Authorization: Bearer "
-                                 "<token>' header")
+                raise fail(400, "Logging out needs the session's 'Authorization: Bearer "
+                                "<token>' header")
             return {"logged_out": store.logout(token)}
 
         @api.get("/me")
@@ -237,7 +236,7 @@ class Auth:
                 created = store.create_user(_username(body.username), admin=body.admin,
                                             password=body.password)
             except ConflictError as e:
-                raise _fail(409, str(e)) from None
+                raise fail(409, str(e)) from None
             if not body.active:
                 created = store.update_user(created.username, active=False)
             return user_json(created)
@@ -246,18 +245,18 @@ class Auth:
         def patch_user(username: str, body: PatchUser, user: User = Caller) -> Dict[str, Any]:
             changes = body.model_dump(exclude_none=True)
             if not changes:
-                raise _fail(400, "Expected at least one of username, admin, active, "
-                                 "agent_user_group. Received: an empty change")
+                raise fail(400, "Expected at least one of username, admin, active, "
+                                "agent_user_group. Received: an empty change")
             require_admin(user, "change users (" + ", ".join(sorted(changes)) + ")")
             store.get_user(username)  # 404 first
             if "username" in changes:
                 changes["new_name"] = _username(changes.pop("username"))
             if changes.get("active") is False and username == user.username:
-                raise _fail(400, f"Admin {username!r} cannot deactivate itself")
+                raise fail(400, f"Admin {username!r} cannot deactivate itself")
             try:
                 updated = store.update_user(username, **changes)
             except ConflictError as e:
-                raise _fail(409, str(e)) from None
+                raise fail(409, str(e)) from None
             return user_json(updated)
 
         @api.post("/users/{username}/password")

@@ -37,8 +37,10 @@ from fastapi import Depends, Query
 from determined.master._core import Master
 from determined.master import views
 from determined.master._master_log import MASTER_LOG
-from determined.master.api._auth import check_owner
+from determined.master.api._auth import check_owner, require_admin
+from determined.master.api._errors import fail
 from determined.master.db import TERMINAL_STATES, User
+from determined.master.views import iso
 from determined.storage import CheckpointRecord, build_storage, checkpoints_to_keep
 
 __all__ = ["operations_router", "gc_candidates"]
@@ -64,18 +66,10 @@ class TemplateBody(_Body):
     config: Dict[str, Any]
 
 
-def _fail(status: int, message: str) -> fastapi.HTTPException:
-    return fastapi.HTTPException(status_code=status, detail=message)
-
-
-def _iso(t: Any) -> Optional[str]:
-    return t.isoformat() if t is not None else None
-
-
 def _checkpoint_json(c: Any) -> Dict[str, Any]:
     return {"uuid": c.uuid, "trial_id": c.trial_id, "experiment_id": c.experiment_id,
             "total_batches": c.total_batches, "state": c.state, "validation": c.validation,
-            "end_time": _iso(c.end_time)}
+            "end_time": iso(c.end_time)}
 
 
 def gc_candidates(master: Master, exp_id: int, policy: Dict[str, int]) -> List[Any]:
@@ -105,10 +99,6 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
     api = fastapi.APIRouter(prefix="/api/v1", tags=["operations"])
     store = master.store
     Caller = Depends(caller)
-
-    def require_admin(user: User, action: str) -> None:
-        if not user.admin:
-            raise _fail(403, f"Only an admin can {action}; {user.username!r} is not one")
 
     # -- workloads ------------------------------------------------------------------------
 
@@ -155,20 +145,20 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
         with master.lock:
             exp = store.get_experiment(id)
             if exp.state not in TERMINAL_STATES or id in master.runs:
-                raise _fail(409, f"Experiment {id} is {exp.state}; only finished experiments "
-                                 "(COMPLETED, CANCELED, ERROR) can be deleted: kill it first")
+                raise fail(409, f"Experiment {id} is {exp.state}; only finished experiments "
+                                "(COMPLETED, CANCELED, ERROR) can be deleted: kill it first")
         ckpts = store.list_checkpoints(experiment_id=id)
         registered = store.registered_checkpoints(c.uuid for c in ckpts)
         if registered:
-            raise _fail(409, f"Experiment {id} has checkpoints registered as model versions "
-                             f"({', '.join(sorted(registered))}); delete those models first")
+            raise fail(409, f"Experiment {id} has checkpoints registered as model versions "
+                            f"({', '.join(sorted(registered))}); delete those models first")
         live = [c.uuid for c in ckpts if c.state != "DELETED"]
         gone = set(_delete_files(id, exp.config, live))
         if len(gone) < len(live):
             for uuid in gone:
                 store.set_checkpoint_state(uuid, "DELETED")
-            raise _fail(503, f"Could not delete {len(live) - len(gone)} checkpoint(s) of "
-                             f"experiment {id} (see `det master logs`); the experiment is kept")
+            raise fail(503, f"Could not delete {len(live) - len(gone)} checkpoint(s) of "
+                            f"experiment {id} (see `det master logs`); the experiment is kept")
         store.delete_experiment(id)
         shutil.rmtree(os.path.join(master.config.data_dir, "experiments", str(id)),
                       ignore_errors=True)
@@ -220,7 +210,7 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
     @api.put("/templates/{name}")
     def put_template(name: str, body: TemplateBody, user: User = Caller) -> Dict[str, Any]:
         if not name.strip() or len(name) > 255:
-            raise _fail(400, f"Expected a template name of 1-255 characters. Received: {name!r}")
+            raise fail(400, f"Expected a template name of 1-255 characters. Received: {name!r}")
         store.set_template(name, body.config)
         return {"name": name, "config": body.config}
 

@@ -24,7 +24,10 @@ import pydantic
 from fastapi import Depends, Query
 
 from determined.master._core import Master
+from determined.master.api._auth import require_admin
+from determined.master.api._errors import fail
 from determined.master.db import ConflictError, User
+from determined.master.views import iso
 
 __all__ = ["registry_router"]
 
@@ -47,18 +50,10 @@ class NewVersion(_Body):
     checkpoint_uuid: str = pydantic.Field(min_length=1)
 
 
-def _fail(status: int, message: str) -> fastapi.HTTPException:
-    return fastapi.HTTPException(status_code=status, detail=message)
-
-
-def _iso(t: Any) -> Optional[str]:
-    return t.isoformat() if t is not None else None
-
-
 def model_json(r: Any) -> Dict[str, Any]:
     return {"name": r.name, "description": r.description, "metadata": r.metadata,
-            "creation_time": _iso(r.creation_time),
-            "last_updated_time": _iso(r.last_updated_time), "num_versions": r.num_versions}
+            "creation_time": iso(r.creation_time),
+            "last_updated_time": iso(r.last_updated_time), "num_versions": r.num_versions}
 
 
 def registry_router(master: Master, caller: Any,
@@ -71,7 +66,7 @@ def registry_router(master: Master, caller: Any,
 
     def version_json(v: Any) -> Dict[str, Any]:
         return {"model": model_json(store.get_model(v.model_name)), "version": v.version,
-                "creation_time": _iso(v.creation_time),
+                "creation_time": iso(v.creation_time),
                 "checkpoint": checkpoint_json(store.get_checkpoint(v.checkpoint_uuid))}
 
     @api.get("")
@@ -86,11 +81,11 @@ def registry_router(master: Master, caller: Any,
     @api.post("/{name}", status_code=201)
     def create_model(name: str, body: NewModel, user: User = Caller) -> Dict[str, Any]:
         if not name.strip() or len(name) > 255:
-            raise _fail(400, f"Expected a model name of 1-255 characters. Received: {name!r}")
+            raise fail(400, f"Expected a model name of 1-255 characters. Received: {name!r}")
         try:
             return model_json(store.create_model(name, body.description, body.metadata))
         except ConflictError as e:
-            raise _fail(409, str(e)) from None
+            raise fail(409, str(e)) from None
 
     @api.get("/{name}")
     def get_model(name: str) -> Dict[str, Any]:
@@ -103,8 +98,7 @@ def registry_router(master: Master, caller: Any,
 
     @api.delete("/{name}")
     def delete_model(name: str, user: User = Caller) -> Dict[str, Any]:
-        if not user.admin:
-            raise _fail(403, f"Only an admin can delete models; {user.username!r} is not one")
+        require_admin(user, "delete models")
         store.delete_model(name)
         return {"name": name}
 
@@ -120,14 +114,14 @@ def registry_router(master: Master, caller: Any,
         try:
             return version_json(store.register_model_version(name, body.checkpoint_uuid))
         except ValueError as e:
-            raise _fail(400, str(e)) from None
+            raise fail(400, str(e)) from None
         except ConflictError as e:
-            raise _fail(409, str(e)) from None
+            raise fail(409, str(e)) from None
 
     @api.get("/{name}/versions/{version}")
     def get_version(name: str, version: int) -> Dict[str, Any]:
         if version < 0:
-            raise _fail(400, f"Expected a version >= 0 (0: the latest). Received: {version}")
+            raise fail(400, f"Expected a version >= 0 (0: the latest). Received: {version}")
         return version_json(store.get_model_version(name, version))
 
     return api

@@ -31,9 +31,11 @@ from determined.config import parse_yaml
 from determined.errors import DeterminedError
 from determined.master._core import Master
 from determined.master.api._auth import Auth, check_owner
+from determined.master.api._errors import fail
 from determined.master.db import User
 from determined.master.db._tasks import TaskRecord
 from determined.master.tasks import KINDS, SERVICE_KINDS, validate_task_config
+from determined.master.views import iso, log_lines_json
 
 __all__ = ["task_json", "tasks_router", "tensorboard_runs"]
 
@@ -48,21 +50,13 @@ class CreateTask(pydantic.BaseModel):
     trial_ids: List[int] = pydantic.Field(default_factory=list)
 
 
-def _fail(status: int, message: str) -> fastapi.HTTPException:
-    return fastapi.HTTPException(status_code=status, detail=message)
-
-
-def _iso(t: Any) -> Optional[str]:
-    return t.isoformat() if t is not None else None
-
-
 def task_json(t: TaskRecord) -> Dict[str, Any]:
     return {"id": t.id, "kind": t.kind, "owner": t.owner, "state": t.state,
             "description": t.description, "config": t.config,
             "slots": t.config.get("resources", {}).get("slots", 0),
             "agent_id": t.agent_id, "slot_ids": t.slot_ids, "exit_code": t.exit_code,
-            "end_reason": t.end_reason, "start_time": _iso(t.start_time),
-            "end_time": _iso(t.end_time),
+            "end_reason": t.end_reason, "start_time": iso(t.start_time),
+            "end_time": iso(t.end_time),
             "url": f"/proxy/{t.id}/" if t.kind in SERVICE_KINDS else None}
 
 
@@ -108,37 +102,37 @@ def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
     @api.post("/tasks", status_code=201)
     def create_task(body: CreateTask, user: User = Caller) -> Dict[str, Any]:
         if body.kind not in KINDS:
-            raise _fail(400, f"Expected kind to be one of {', '.join(KINDS)}. "
-                             f"Received: kind={body.kind!r}")
+            raise fail(400, f"Expected kind to be one of {', '.join(KINDS)}. "
+                            f"Received: kind={body.kind!r}")
         raw: Any = body.config
         if isinstance(raw, str):
             try:
                 raw = parse_yaml(raw)
             except Exception as e:
-                raise _fail(400, f"The task config is not valid YAML: {e}") from None
+                raise fail(400, f"The task config is not valid YAML: {e}") from None
         config = validate_task_config(body.kind, raw)
         context = None
         if body.context:
             try:
                 context = base64.b64decode(body.context, validate=True)
             except (binascii.Error, ValueError):
-                raise _fail(400, "context is not valid base64 (expected a tar.gz)") from None
+                raise fail(400, "context is not valid base64 (expected a tar.gz)") from None
             if len(context) > MAX_CONTEXT_BYTES:
-                raise _fail(413, f"The context directory is {len(context) / 1e6:.1f} MB "
-                                 f"packed; the limit is {MAX_CONTEXT_BYTES / 1e6:.0f} MB. "
-                                 "Exclude large files with a .detignore file.")
+                raise fail(413, f"The context directory is {len(context) / 1e6:.1f} MB "
+                                f"packed; the limit is {MAX_CONTEXT_BYTES / 1e6:.0f} MB. "
+                                "Exclude large files with a .detignore file.")
             try:
                 check_context_archive(context)
             except DeterminedError as e:
-                raise _fail(400, f"context: {e}") from None
+                raise fail(400, f"context: {e}") from None
         extra = None
         if body.kind == "tensorboard":
             if not body.experiment_ids and not body.trial_ids:
-                raise _fail(400, "A TensorBoard needs experiment_ids or trial_ids. "
-                                 "Received: neither")
+                raise fail(400, "A TensorBoard needs experiment_ids or trial_ids. "
+                                "Received: neither")
             runs = tensorboard_runs(master, body.experiment_ids, body.trial_ids)
             if not runs:
-                raise _fail(400, "The experiments named have no trials yet")
+                raise fail(400, "The experiments named have no trials yet")
             extra = {"runs": runs}
             config["experiment_ids"] = list(body.experiment_ids)
             config["trial_ids"] = list(body.trial_ids)
@@ -149,8 +143,8 @@ def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
     def list_tasks(kind: Optional[str] = Query(None), all: bool = Query(False),
                    user: User = Caller) -> Dict[str, Any]:
         if kind is not None and kind not in KINDS:
-            raise _fail(400, f"Expected kind to be one of {', '.join(KINDS)}. "
-                             f"Received: kind={kind!r}")
+            raise fail(400, f"Expected kind to be one of {', '.join(KINDS)}. "
+                            f"Received: kind={kind!r}")
         owner = None if all else user.username
         return {"tasks": [task_json(t) for t in master.store.list_tasks(owner=owner, kind=kind)]}
 
@@ -162,9 +156,8 @@ def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
     def get_task_logs(id: str, after_id: int = Query(0, ge=0), limit: int = Query(1000, ge=0),
                       tail: Optional[int] = Query(None, ge=0)) -> Dict[str, Any]:
         master.store.get_task(id)
-        lines = master.store.get_task_logs(id, after_id=after_id, limit=limit, tail=tail)
-        return {"logs": [{"id": l.id, "timestamp": _iso(l.timestamp), "line": l.line}
-                         for l in lines]}
+        return log_lines_json(master.store.get_task_logs(id, after_id=after_id, limit=limit,
+                                                         tail=tail))
 
     @api.post("/tasks/{id}/kill")
     def kill_task(id: str, user: User = Caller) -> Dict[str, Any]:

@@ -18,15 +18,12 @@ import sqlalchemy as sa
 
 from determined.master.db import Store
 from determined.master.db import _models as m
+from determined.master.views import iso
 
 __all__ = ["ExperimentRow", "experiment_fingerprints", "experiment_rows", "metric_rows", "new_metric_rows",
            "new_log_lines", "trial_rows", "max_ids", "log_lines"]
 
 ExperimentRow = Dict[str, Any]
-
-
-def _iso(t: Optional[datetime.datetime]) -> Optional[str]:
-    return t.isoformat() if t is not None else None
 
 
 def searcher_metric(config: Dict[str, Any]) -> Tuple[str, bool]:
@@ -76,7 +73,7 @@ def experiment_rows(store: Store, ids: Optional[List[int]] = None) -> List[Exper
             "id": r.id, "state": r.state, "description": r.description or "",
             "labels": list(r.labels or []), "archived": bool(r.archived),
             "progress": r.progress or 0.0, "owner": r.username, "parent_id": r.parent_id,
-            "start_time": _iso(r.start_time), "end_time": _iso(end),
+            "start_time": iso(r.start_time), "end_time": iso(end),
             "duration": ((end or datetime.datetime.now(datetime.timezone.utc)) - r.start_time
                          ).total_seconds() if r.start_time is not None else None,
             "searcher": name,
@@ -118,7 +115,7 @@ def trial_rows(store: Store, experiment_id: int) -> List[Dict[str, Any]]:
             "state": tr.state, "hparams": tr.hparams, "seed": tr.seed,
             "restarts": tr.restarts, "total_batches": tr.total_batches,
             "best_validation": tr.best_validation, "latest_checkpoint": tr.latest_checkpoint,
-            "start_time": _iso(tr.start_time), "end_time": _iso(tr.end_time),
+            "start_time": iso(tr.start_time), "end_time": iso(tr.end_time),
         })
     return out
 

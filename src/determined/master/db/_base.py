@@ -5,14 +5,16 @@ derive from :class:`StoreBase`; :class:`determined.master.db.Store` combines the
 """
 
 import contextlib
+import datetime
 import threading
 from typing import Any, Dict, Iterator, List, Optional, Type, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 
-from determined.master.db import _engine
+from determined.master.db import _engine, _states
 from determined.master.db._errors import ConflictError, NotFoundError, StoreError
+from determined.master.db._types import utcnow
 from determined.master.db._writer import GroupCommitWriter, Handler
 
 __all__ = ["StoreBase"]
@@ -112,6 +114,17 @@ class StoreBase:
         if obj is None:
             raise NotFoundError(entity, key)
         return obj
+
+    @staticmethod
+    def _move_to_state(entity: str, row: Any, state: str,
+                       end_time: Optional[datetime.datetime] = None) -> None:
+        """Set the state of an experiment's or a trial's ``row`` (a legal change, see
+        ``_states.check_transition``); entering a terminal state sets ``end_time``, now
+        unless given."""
+        if _states.check_transition(entity, row.id, row.state, state):
+            row.state = state
+            if state in _states.TERMINAL_STATES:
+                row.end_time = end_time or utcnow()
 
     @staticmethod
     def _flush_or_conflict(session: orm.Session, message: str) -> None:

@@ -173,10 +173,7 @@ class ExperimentsMixin(StoreBase):
             )
         with self._write() as s:
             row = self._get(s, m.Experiment, id, "experiment", lock=True)
-            if _states.check_transition("experiment", id, row.state, state):
-                row.state = state
-                if state in _states.TERMINAL_STATES:
-                    row.end_time = end_time or utcnow()
+            self._move_to_state("experiment", row, state, end_time)
             return _experiment_record(row)
 
     def update_experiment(

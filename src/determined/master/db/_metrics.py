@@ -10,6 +10,7 @@ from determined.master.db import _models as m
 from determined.master.db._base import StoreBase
 from determined.master.db._checks import check_dict, check_int, check_str
 from determined.master.db._errors import NotFoundError, StoreError
+from determined.master.db._logs import read_log_lines
 from determined.master.db._records import (
     METRIC_KINDS,
     TRAINING,
@@ -230,20 +231,9 @@ class MetricsMixin(StoreBase):
 
         Follow a log by passing the last id seen as ``after_id``.
         """
-        check_int("after_id", after_id, minimum=0)
-        check_int("limit", limit, minimum=0)
-        check_int("tail", tail, minimum=0, optional=True)
-        t = m.TrialLog.__table__
-        query = sa.select(t.c.id, t.c.timestamp, t.c.line).where(
-            t.c.trial_id == trial_id, t.c.id > after_id
-        )
-        if tail is not None:
-            query = query.order_by(t.c.id.desc()).limit(tail)
-        else:
-            query = query.order_by(t.c.id).limit(limit)
         with self._read() as s:
-            lines = [LogLine(*row) for row in s.execute(query)]
-        return lines[::-1] if tail is not None else lines
+            return read_log_lines(s, m.TrialLog.__table__.c.trial_id, trial_id, after_id, limit,
+                                  tail)
 
     # -- group-commit handlers (run on the writer thread) -------------------------------
 

@@ -21,6 +21,7 @@ __all__ = [
     "Checkpoint",
     "Experiment",
     "Metrics",
+    "LogLineColumns",
     "ModelVersion",
     "RegistryModel",
     "SearcherSnapshot",
@@ -163,16 +164,23 @@ class Checkpoint(Base):
     end_time: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(UTCDateTime)
 
 
-class TrialLog(Base):
+class LogLineColumns:
+    """The columns every log table has besides its owner's key (``trial_logs``,
+    ``task_logs``): the line, when it came, and an id that orders the lines."""
+
+    # sort_order: the first column, before the owner's key, as the migrations create it.
+    id: orm.Mapped[int] = orm.mapped_column(BigId, primary_key=True, sort_order=-1)
+    timestamp: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
+    line: orm.Mapped[str] = orm.mapped_column(sa.Text)
+
+
+class TrialLog(LogLineColumns, Base):
     __tablename__ = "trial_logs"
     __table_args__ = (sa.Index(None, "trial_id", "id"),)
 
-    id: orm.Mapped[int] = orm.mapped_column(BigId, primary_key=True)
     trial_id: orm.Mapped[int] = orm.mapped_column(
         sa.ForeignKey("trials.id", ondelete="CASCADE")
     )
-    timestamp: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
-    line: orm.Mapped[str] = orm.mapped_column(sa.Text)
 
 
 class Agent(Base):

@@ -130,7 +130,7 @@ class Checkpoint:
 
 
 class LogLine(NamedTuple):
-    """One trial log line; ``id`` increases with insertion order."""
+    """One log line (of a trial or a task); ``id`` increases with insertion order."""
 
     id: int
     timestamp: datetime.datetime

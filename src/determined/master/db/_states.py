@@ -16,6 +16,7 @@ again is always allowed (a no-op).
 
 from typing import Dict, FrozenSet, Mapping
 
+from determined.engine import ExperimentState
 from determined.master.db._errors import IllegalTransitionError
 
 __all__ = [
@@ -30,15 +31,14 @@ __all__ = [
     "check_transition",
 ]
 
-ACTIVE = "ACTIVE"
-PAUSED = "PAUSED"
-STOPPING_COMPLETED = "STOPPING_COMPLETED"
-STOPPING_CANCELED = "STOPPING_CANCELED"
-STOPPING_ERROR = "STOPPING_ERROR"
-COMPLETED = "COMPLETED"
-CANCELED = "CANCELED"
-ERROR = "ERROR"
-DELETED = "DELETED"
+# The engine's experiment states (it emits them; this module checks the stored changes).
+# Trials and checkpoints reuse their names.
+_E = ExperimentState
+ACTIVE, PAUSED = _E.ACTIVE.value, _E.PAUSED.value
+STOPPING_COMPLETED, STOPPING_CANCELED, STOPPING_ERROR = (
+    _E.STOPPING_COMPLETED.value, _E.STOPPING_CANCELED.value, _E.STOPPING_ERROR.value)
+COMPLETED, CANCELED, ERROR = _E.COMPLETED.value, _E.CANCELED.value, _E.ERROR.value
+DELETED = "DELETED"  # checkpoints only
 
 TERMINAL_STATES: FrozenSet[str] = frozenset({COMPLETED, CANCELED, ERROR})
 USER_REQUESTABLE_STATES: FrozenSet[str] = frozenset({ACTIVE, PAUSED, STOPPING_CANCELED})

@@ -15,9 +15,10 @@ import sqlalchemy as sa
 from sqlalchemy import orm
 
 from determined.master.db._base import StoreBase
-from determined.master.db._models import Base
+from determined.master.db._logs import read_log_lines
+from determined.master.db._models import Base, LogLineColumns
 from determined.master.db._records import LogLine
-from determined.master.db._types import BigId, JSONText, UTCDateTime, utcnow
+from determined.master.db._types import JSONText, UTCDateTime, utcnow
 
 __all__ = ["TASK_STATES", "TaskRecord", "TasksMixin", "TaskLogRow", "TaskRow"]
 
@@ -43,16 +44,13 @@ class TaskRow(Base):
     end_time: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(UTCDateTime)
 
 
-class TaskLogRow(Base):
+class TaskLogRow(LogLineColumns, Base):
     __tablename__ = "task_logs"
     __table_args__ = (sa.Index(None, "task_id", "id"),)
 
-    id: orm.Mapped[int] = orm.mapped_column(BigId, primary_key=True)
     task_id: orm.Mapped[str] = orm.mapped_column(
         sa.ForeignKey("tasks.id", ondelete="CASCADE")
     )
-    timestamp: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
-    line: orm.Mapped[str] = orm.mapped_column(sa.Text)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,13 +137,6 @@ class TasksMixin(StoreBase):
     def get_task_logs(self, task_id: str, after_id: int = 0, limit: int = 1000,
                       tail: Optional[int] = None) -> List[LogLine]:
         """Log lines with ``id > after_id``, oldest first (``tail``: the newest N)."""
-        t = TaskLogRow.__table__
-        query = sa.select(t.c.id, t.c.timestamp, t.c.line).where(
-            t.c.task_id == task_id, t.c.id > after_id)
-        if tail is not None:
-            query = query.order_by(t.c.id.desc()).limit(tail)
-        else:
-            query = query.order_by(t.c.id).limit(limit)
         with self._read() as s:
-            lines = [LogLine(*row) for row in s.execute(query)]
-        return lines[::-1] if tail is not None else lines
+            return read_log_lines(s, TaskLogRow.__table__.c.task_id, task_id, after_id, limit,
+                                  tail)

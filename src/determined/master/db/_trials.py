@@ -154,10 +154,8 @@ class TrialsMixin(StoreBase):
             )
         with self._write() as s:
             row = self._get(s, m.Trial, id, "trial", lock=True)
-            if state is not UNSET and _states.check_transition("trial", id, row.state, state):
-                row.state = state
-                if state in _states.TERMINAL_STATES and "end_time" not in changes:
-                    row.end_time = utcnow()
+            if state is not UNSET:
+                self._move_to_state("trial", row, state, changes.get("end_time"))
             for key, value in changes.items():
                 setattr(row, key, value)
             return _trial_record(row)
