@@ -34,8 +34,11 @@ class BenchMaster:
 
     def __enter__(self) -> "BenchMaster":
         log = open(os.path.join(self.data_dir, "master.log"), "ab")
+        # DET_BENCH_PROFILE=out.prof: the master runs under cProfile (_profile.py).
+        profile = os.environ.get("DET_BENCH_PROFILE")
+        wrapper = [os.path.join(HERE, "_profile.py"), profile] if profile else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "determined.master", "--port", str(self.port),
+            [sys.executable, *wrapper, "-m", "determined.master", "--port", str(self.port),
              "--data-dir", self.data_dir, "--slots", str(self.slots), *self.extra_args],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
@@ -55,7 +58,8 @@ class BenchMaster:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(20)
+                # A profiled master writes its statistics first.
+                self.proc.wait(300 if os.environ.get("DET_BENCH_PROFILE") else 20)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
 

@@ -100,6 +100,20 @@ def test_bulk_checks_rows(store: Store, row, match) -> None:
         store.add_metrics_bulk([row])
 
 
+def test_values_that_are_not_json_are_refused_before_the_write(store: Store,
+                                                               trial_id: int) -> None:
+    with pytest.raises(ValueError, match="row.metrics to be JSON-serializable"):
+        store.add_training_metrics(trial_id, 1, {"loss": object()})
+    with pytest.raises(ValueError, match=r"reports\[1\].batch_metrics"):
+        store.add_training_metrics_many(trial_id, [(1, {}, None), (2, {}, [{"x": {1j}}])])
+    cycle: dict = {}
+    cycle["self"] = cycle
+    with pytest.raises(ValueError, match="rows\\[0\\].metrics"):
+        store.add_metrics_bulk([(trial_id, "validation", 1, cycle)])
+    assert store.list_metrics(trial_id) == []
+    assert store.add_training_metrics(trial_id, 1, {"loss": 0.5}) is True
+
+
 def test_unknown_trial(store: Store, trial_id: int) -> None:
     with pytest.raises(NotFoundError, match="trial 999"):
         store.add_training_metrics(999, 1, {})

@@ -7,7 +7,7 @@ from typing import Any, Optional
 import sqlalchemy as sa
 from sqlalchemy.engine import Dialect
 
-__all__ = ["BigId", "JSONText", "UTCDateTime", "utcnow"]
+__all__ = ["BigId", "JSONText", "UTCDateTime", "encode_json", "utcnow"]
 
 # SQLite only auto-increments a column declared exactly INTEGER PRIMARY KEY.
 BigId = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
@@ -48,6 +48,8 @@ class UTCDateTime(sa.TypeDecorator):
 
 #: One encoder for every row (``json.dumps`` with options builds one per call).
 _COMPACT = json.JSONEncoder(separators=(",", ":"))
+#: ``value`` as JSONText stores it (compact; NaN and infinities as JavaScript writes them).
+encode_json = _COMPACT.encode
 
 
 class JSONText(sa.TypeDecorator):
