@@ -1,11 +1,18 @@
 """Run a module under cProfile in every thread; write one merged .prof at exit.
 
     python benchmarks/cluster/_profile.py OUT.prof -m determined.master --port ...
+    python benchmarks/cluster/_profile.py threads -m determined.master --port ...
 
 The cluster benchmarks use it for the master when ``DET_BENCH_PROFILE`` names the
 output file (``BenchMaster``). cProfile profiles one thread per profiler, so each
 thread gets its own, and their statistics are merged when the process exits
-(SIGTERM included). Times are each thread's CPU time.
+(SIGTERM included). Times are each thread's CPU time. SIGUSR1 clears what was
+collected so far (a benchmark sends it when its measured part starts: see
+``BenchMaster.profile_from_here``).
+
+``threads`` in place of a file: no profile, but every thread gets its Python name as its
+name in the OS (``/proc/PID/task/*/comm``, 15 characters), so that a benchmark can
+read each thread's CPU time at no cost (``_master.thread_cpu``).
 """
 
 import atexit
@@ -30,19 +37,33 @@ def _start_in_thread(*_: Any) -> None:
     profile.enable()  # replaces this hook for the rest of the thread
 
 
+def _name_thread(*_: Any) -> None:
+    import ctypes
+
+    name = threading.current_thread().name.encode()[:15]
+    ctypes.CDLL(None).prctl(15, ctypes.c_char_p(name), 0, 0, 0)  # PR_SET_NAME
+    sys.setprofile(None)
+
+
+def _clear(*_: Any) -> None:
+    with _lock:
+        for profile in _profiles:
+            profile.clear()
+
+
 def _dump(path: str) -> None:
     for profile in list(_profiles):
         profile.disable()
     stats = None
     for profile in _profiles:
         try:
-            profile.create_stats()
-        except Exception:  # noqa: BLE001 - a thread's profile still running
+            # pstats refuses an empty profile (a thread that ran nothing since SIGUSR1).
+            if stats is None:
+                stats = pstats.Stats(profile)
+            else:
+                stats.add(profile)
+        except TypeError:
             continue
-        if stats is None:
-            stats = pstats.Stats(profile)
-        else:
-            stats.add(profile)
     if stats is not None:
         stats.dump_stats(path)
 
@@ -53,9 +74,14 @@ def main() -> None:
         raise SystemExit("usage: _profile.py OUT.prof -m MODULE [ARGS...]")
     module = sys.argv[3]
     sys.argv = [module, *sys.argv[4:]]
+    if out == "threads":
+        threading.setprofile(_name_thread)
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        return
     atexit.register(_dump, os.path.abspath(out))
     threading.setprofile(_start_in_thread)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGUSR1, _clear)
     _start_in_thread()
     runpy.run_module(module, run_name="__main__", alter_sys=True)
 

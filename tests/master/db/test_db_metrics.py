@@ -105,13 +105,33 @@ def test_values_that_are_not_json_are_refused_before_the_write(store: Store,
     with pytest.raises(ValueError, match="row.metrics to be JSON-serializable"):
         store.add_training_metrics(trial_id, 1, {"loss": object()})
     with pytest.raises(ValueError, match=r"reports\[1\].batch_metrics"):
-        store.add_training_metrics_many(trial_id, [(1, {}, None), (2, {}, [{"x": {1j}}])])
+        store.add_training_metrics_many(trial_id, [(1, {}, None), (2, {}, [{"x": object()}])])
     cycle: dict = {}
     cycle["self"] = cycle
     with pytest.raises(ValueError, match="rows\\[0\\].metrics"):
         store.add_metrics_bulk([(trial_id, "validation", 1, cycle)])
     assert store.list_metrics(trial_id) == []
     assert store.add_training_metrics(trial_id, 1, {"loss": 0.5}) is True
+
+
+def test_many_training_reports_checked_and_stored_once(store: Store, trial_id: int) -> None:
+    reports = [(b, {"loss": 1.0 / b}, [{"loss": 0.5}] * 2, 64) for b in range(1, 6)]
+    assert store.add_training_metrics_many(trial_id, reports) == 5
+    assert store.add_training_metrics_many(trial_id, reports[3:] + [(6, {}, None)]) == 1
+    rows = store.list_metrics(trial_id)
+    assert [(r.total_batches, r.metrics.get("loss")) for r in rows] == [
+        (1, 1.0), (2, 0.5), (3, 1 / 3), (4, 0.25), (5, 0.2), (6, None)]
+    assert rows[2].metrics == {"loss": 1 / 3} and rows[0].batch_metrics == [{"loss": 0.5}] * 2
+    assert store.get_trial(trial_id).total_batches == 6
+    assert store.add_training_metrics_many(trial_id, []) == 0
+    for bad, match in [([(7, {})], r"reports\[0\] to be \(total_batches"),
+                       ([(7, {}, None), ("8", {}, None)], r"reports\[1\].total_batches"),
+                       ([(7, [], None)], r"reports\[0\].metrics"),
+                       ([(7, {}, None, -1)], r"reports\[0\].num_inputs"),
+                       ([7], r"reports\[0\] to be")]:
+        with pytest.raises(ValueError, match=match):
+            store.add_training_metrics_many(trial_id, bad)
+    assert len(store.list_metrics(trial_id)) == 6
 
 
 def test_unknown_trial(store: Store, trial_id: int) -> None:

@@ -48,21 +48,31 @@ def _json(where: str, value: Any) -> str:
                          f"Received: {where}={value!r}"[:2000]) from None
 
 
+def _plain_row(tid: Any, kind: Any, batches: Any, now: Any, metrics: Any, per_batch: Any,
+               inputs: Any) -> Optional[_Row]:
+    """The row of values of the plain types a trial runner reports (the hot path), or
+    None for anything else (then :func:`_metrics_row` checks it and says what is wrong)."""
+    if type(tid) is int and type(batches) is int and batches >= 0 \
+            and kind in METRIC_KINDS and type(metrics) is dict \
+            and (per_batch is None or (type(per_batch) is list
+                                       and all(type(b) is dict for b in per_batch))) \
+            and (inputs is None or (type(inputs) is int and inputs >= 0)):
+        try:
+            return (tid, kind, batches, now, encode_json(metrics),
+                    None if per_batch is None else encode_json(per_batch), inputs)
+        except (TypeError, ValueError, RecursionError):
+            return None
+    return None
+
+
 def _metrics_row(row: MetricsRowLike, now: Any, where: str) -> _Row:
     """Check one metrics row (tuple, NamedTuple or mapping) and return its column values;
     ``now`` is the end time, already bound for the dialect."""
     if type(row) is dict and _ROW_KEYS.issuperset(row):  # the trial runners' rows: fast path
-        tid, kind, batches = row.get("trial_id"), row.get("kind"), row.get("total_batches")
-        metrics, per_batch, inputs = row.get("metrics"), row.get("batch_metrics"), \
-            row.get("num_inputs")
-        if type(tid) is int and type(batches) is int and batches >= 0 \
-                and kind in METRIC_KINDS and type(metrics) is dict \
-                and (per_batch is None or (type(per_batch) is list
-                                           and all(type(b) is dict for b in per_batch))) \
-                and (inputs is None or (type(inputs) is int and inputs >= 0)):
-            return (tid, kind, batches, now, _json(f"{where}.metrics", metrics),
-                    None if per_batch is None else _json(f"{where}.batch_metrics", per_batch),
-                    inputs)
+        plain = _plain_row(row.get("trial_id"), row.get("kind"), row.get("total_batches"), now,
+                           row.get("metrics"), row.get("batch_metrics"), row.get("num_inputs"))
+        if plain is not None:
+            return plain
     if isinstance(row, Mapping):
         unknown = set(row) - _ROW_KEYS
         if unknown:
@@ -157,6 +167,24 @@ class MetricsMixin(StoreBase):
             How many rows were new.
         """
         now = self._bound_now()
+        rows = []
+        for report in reports:
+            try:
+                batches, metrics, per_batch = report[0], report[1], report[2]
+                inputs = report[3] if len(report) > 3 else None
+            except (TypeError, IndexError, KeyError):
+                break
+            row = _plain_row(trial_id, TRAINING, batches, now, metrics, per_batch, inputs)
+            if row is None:
+                break
+            rows.append(row)
+        else:
+            return int(self._submit(_TRAINING_PROGRESS, rows)) if rows else 0
+        # Not plain values: check every report to say what is wrong.
+        for i, report in enumerate(reports):
+            if not isinstance(report, Sequence) or not 3 <= len(report) <= 4:
+                raise ValueError(f"Expected reports[{i}] to be (total_batches, metrics, "
+                                 f"batch_metrics[, num_inputs]). Received: {report!r}"[:2000])
         rows = [
             _metrics_row({"trial_id": trial_id, "kind": TRAINING, "total_batches": report[0],
                           "metrics": report[1], "batch_metrics": report[2],
@@ -164,8 +192,6 @@ class MetricsMixin(StoreBase):
                          now, f"reports[{i}]")
             for i, report in enumerate(reports)
         ]
-        if not rows:
-            return 0
         return int(self._submit(_TRAINING_PROGRESS, rows))
 
     def add_validation_metrics(
