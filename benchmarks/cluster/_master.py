@@ -82,7 +82,7 @@ class BenchMaster:
 
     def profile_from_here(self) -> None:
         """With DET_BENCH_PROFILE: drop what the profile collected so far (start-up)."""
-        if os.environ.get("DET_BENCH_PROFILE") and self.proc is not None:
+        if os.environ.get("DET_BENCH_PROFILE", "threads") != "threads" and self.proc is not None:
             os.kill(self.proc.pid, signal.SIGUSR1)
 
     def det(self, *args: str) -> subprocess.CompletedProcess:

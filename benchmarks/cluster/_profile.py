@@ -24,9 +24,10 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, List
+from typing import Any, Dict, List
 
 _profiles: List[cProfile.Profile] = []
+_names: List[str] = []
 _lock = threading.Lock()
 
 
@@ -34,6 +35,7 @@ def _start_in_thread(*_: Any) -> None:
     profile = cProfile.Profile(time.thread_time)  # CPU time, not waits
     with _lock:
         _profiles.append(profile)
+        _names.append(threading.current_thread().name)
     profile.enable()  # replaces this hook for the rest of the thread
 
 
@@ -52,20 +54,23 @@ def _clear(*_: Any) -> None:
 
 
 def _dump(path: str) -> None:
+    """Write every thread's statistics merged to ``path``, and those of the threads of
+    each name (digits dropped: one file for a pool) to ``path`` + ``.NAME``."""
     for profile in list(_profiles):
         profile.disable()
-    stats = None
-    for profile in _profiles:
-        try:
-            # pstats refuses an empty profile (a thread that ran nothing since SIGUSR1).
-            if stats is None:
-                stats = pstats.Stats(profile)
+    merged: Dict[str, pstats.Stats] = {}
+    for name, profile in zip(_names, _profiles):
+        for key in ("", "." + name.rstrip("0123456789_-").replace(" ", "_")):
+            try:
+                stats = pstats.Stats(profile)  # a snapshot: may be taken again
+            except TypeError:  # pstats refuses a thread that ran nothing since SIGUSR1
+                break
+            if key in merged:
+                merged[key].add(stats)
             else:
-                stats.add(profile)
-        except TypeError:
-            continue
-    if stats is not None:
-        stats.dump_stats(path)
+                merged[key] = stats
+    for key, stats in merged.items():
+        stats.dump_stats(path + key)
 
 
 def main() -> None:

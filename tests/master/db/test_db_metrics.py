@@ -1,10 +1,13 @@
 """Metrics and logs: idempotence, bulk ingestion, concurrency and rate, on every backend."""
 
+import datetime
 import math
+import re
 import threading
 from typing import Callable, List
 
 import pytest
+import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -59,6 +62,32 @@ def test_report_again_keeps_first(store: Store, trial_id: int) -> None:
         ("validation", 100, {"error": 0.5}),
         ("training", 200, {"loss": 4.0}),
     ]
+
+
+def test_end_time_is_stored_as_other_times_are(store: Store, trial_id: int) -> None:
+    """Metric rows bind their time once per call (not per row through SQLAlchemy): it
+    must be stored in the form the other timestamps have, so that SQL compares them."""
+    before = datetime.datetime.now(datetime.timezone.utc)
+    store.add_training_metrics(trial_id, 1, {"loss": 0.5})
+    store.add_training_metrics_many(trial_id, [(2, {"loss": 0.4}, None)])
+    store.add_validation_metrics(trial_id, 2, {"error": 0.1})
+    store.add_logs(trial_id, ["a line"])  # a timestamp bound by SQLAlchemy
+    rows = store.list_metrics(trial_id)
+    after = datetime.datetime.now(datetime.timezone.utc)
+    assert all(before <= r.end_time <= after for r in rows)
+    engine = sa.create_engine(store.url)
+    try:
+        with engine.connect() as conn:
+            log_time = conn.exec_driver_sql("SELECT timestamp FROM trial_logs").scalar_one()
+            ends = conn.exec_driver_sql("SELECT end_time FROM metrics").scalars().all()
+    finally:
+        engine.dispose()
+    assert len(ends) == 3 and all(type(e) is type(log_time) for e in ends)
+    if isinstance(log_time, str):  # SQLite: text, compared as text
+        shape = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?")
+        assert shape.fullmatch(log_time) and all(shape.fullmatch(e) for e in ends), (log_time, ends)
+    else:  # PostgreSQL: timestamptz
+        assert all(e.utcoffset() is not None for e in ends)
 
 
 def test_non_finite_and_nested_values_round_trip(store: Store, trial_id: int) -> None:

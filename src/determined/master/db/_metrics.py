@@ -1,5 +1,6 @@
 """Metrics and trial logs: the high-rate writes, group-committed (see ``_writer.py``)."""
 
+import datetime
 import functools
 from collections.abc import Mapping, Sequence  # not typing's: isinstance per row is hot
 from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
@@ -110,6 +111,15 @@ def _metrics_row(row: MetricsRowLike, now: Any, where: str) -> _Row:
         None if batch_metrics is None else _json(f"{where}.batch_metrics", batch_metrics),
         check_int(f"{where}.num_inputs", values.get("num_inputs"), minimum=0, optional=True),
     )
+
+
+def _mark(paramstyle: str) -> str:
+    """The driver's positional parameter marker: sqlite3's ``?``, psycopg's ``%s``."""
+    return "?" if paramstyle == "qmark" else "%s"
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat(" ") if isinstance(value, datetime.datetime) else value
 
 
 def _metrics_record(row: m.Metrics) -> MetricsRecord:
@@ -291,7 +301,12 @@ class MetricsMixin(StoreBase):
     @functools.cached_property
     def _bind_end_time(self) -> Callable[[Any], Any]:
         column = m.Metrics.__table__.c.end_time
-        return column.type.bind_processor(self._engines.write.dialect) or (lambda v: v)
+        bind = column.type.bind_processor(self._engines.write.dialect) or (lambda v: v)
+        if self.backend != "sqlite":
+            return bind
+        # SQLAlchemy leaves datetimes to sqlite3, whose default adapter writes
+        # isoformat(" ") (a Python call per row inside executemany): do it once.
+        return lambda v: _iso(bind(v))
 
     def _bound_now(self) -> Any:
         """The current time as the dialect stores ``metrics.end_time`` (one conversion
@@ -304,17 +319,15 @@ class MetricsMixin(StoreBase):
         for rows in jobs:  # in submission order: the last report of a trial wins
             for row in rows:
                 latest[row[_TRIAL]] = row[_BATCHES]
-        trials = m.Trial.__table__
-        conn.execute(
-            sa.update(trials).where(trials.c.id == sa.bindparam("tid"))
-            .values(total_batches=sa.bindparam("tb")),
-            [{"tid": tid, "tb": tb} for tid, tb in latest.items()],
-        )
+        mark = _mark(conn.dialect.paramstyle)
+        conn.exec_driver_sql(f"UPDATE trials SET total_batches = {mark} WHERE id = {mark}",
+                             [(tb, tid) for tid, tb in latest.items()])
         return counts
 
     def _insert_metrics(self, conn: sa.Connection, jobs: List[List[_Row]]) -> List[int]:
         # The rows are bound already: the driver's executemany takes them as they are
-        # (SQLAlchemy's per-row parameter processing cost more than the INSERT). One
+        # (SQLAlchemy's per-row parameter processing cost more than the INSERT; building
+        # and compiling its statements cost more per commit than the writes). One
         # executemany per job: its row count is how many of the job's rows were new
         # (a duplicate key, also of an earlier job in this group, inserts nothing).
         sql = self._metrics_insert_sql(conn.dialect.paramstyle)
@@ -322,7 +335,7 @@ class MetricsMixin(StoreBase):
 
     @staticmethod
     def _metrics_insert_sql(paramstyle: str) -> str:
-        mark = "?" if paramstyle == "qmark" else "%s"  # sqlite3; psycopg
+        mark = _mark(paramstyle)
         return (f"INSERT INTO metrics ({', '.join(_COLUMNS)}) "
                 f"VALUES ({', '.join([mark] * len(_COLUMNS))}) "
                 "ON CONFLICT (trial_id, kind, total_batches) DO NOTHING")
