@@ -45,6 +45,23 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def _descendants_cpu(pid: int) -> float:
+    """CPU seconds of ``pid``'s child processes (the agent's zygote), with what their
+    reaped children (trial processes) used."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
 def _config(tmp: str, trials: int, workloads: int, unit: int, batch_seconds: float) -> str:
     config = yaml.safe_load(open(os.path.join(NOOP_DIR, "const.yaml")))
     config["checkpoint_storage"] = {"type": "shared_fs", "host_path": os.path.join(tmp, "ckpt")}
@@ -96,11 +113,16 @@ def run_trials(trials: int, workloads: int, unit: int) -> Dict[str, Any]:
         with BenchMaster(data_dir, slots=trials) as master:
             _create_and_wait(master, _warm_config(tmp))
             master.profile_from_here()
-            cpu0 = _cpu_seconds(master.proc.pid)
+            cpu0, trials_cpu0 = _cpu_seconds(master.proc.pid), _descendants_cpu(master.proc.pid)
+            threads0 = thread_cpu(master.proc.pid)
             exp_id = _create_and_wait(master, path)
             cpu = _cpu_seconds(master.proc.pid) - cpu0
+            trials_cpu = _descendants_cpu(master.proc.pid) - trials_cpu0
+            threads = thread_cpu(master.proc.pid)
         result = _stored_rate(data_dir, exp_id, trials * workloads)
     result["master_cpu_us_per_row"] = 1e6 * cpu / result["rows"]
+    result["trials_cpu_us_per_row"] = 1e6 * trials_cpu / result["rows"]
+    _add_threads(result, threads0, threads)
     return result
 
 
@@ -176,11 +198,16 @@ def run_reporters(trials: int, workloads: int, rows: int) -> Dict[str, Any]:
                 raise RuntimeError(f"reporters failed: {errors[:3]}\nmaster log:\n{log}")
         result = _stored_rate(data_dir, exp_id, trials * (workloads // rows) * rows)
     result["master_cpu_us_per_row"] = 1e6 * cpu / result["rows"]
+    _add_threads(result, threads0, threads)
+    return result
+
+
+def _add_threads(result: Dict[str, Any], before: Dict[str, float],
+                 after: Dict[str, float]) -> None:
     if os.environ.get("DET_BENCH_PROFILE") == "threads":  # named threads (_profile.py)
         result["threads_us_per_row"] = {
-            name: round(1e6 * (s - threads0.get(name, 0.0)) / result["rows"], 1)
-            for name, s in sorted(threads.items()) if s - threads0.get(name, 0.0) > 0}
-    return result
+            name: round(1e6 * (s - before.get(name, 0.0)) / result["rows"], 1)
+            for name, s in sorted(after.items()) if s - before.get(name, 0.0) > 0}
 
 
 def main() -> None:
@@ -202,6 +229,8 @@ def main() -> None:
     print(f"{what} through the master: {r['rows']} rows in {r['seconds']:.2f} s = "
           f"{r['rows_per_s']:.0f} rows/s; master CPU {r['master_cpu_us_per_row']:.0f} us/row "
           f"(on {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end)")
+    if "trials_cpu_us_per_row" in r:
+        print(f"trial processes' CPU (from start to exit): {r['trials_cpu_us_per_row']:.0f} us/row")
     if "threads_us_per_row" in r:
         print(f"master CPU by thread, us/row: {r['threads_us_per_row']}")
 
