@@ -132,10 +132,22 @@ async def _json_body(request: Request, model: Type[Body]) -> Body:
 
 
 def _json_body_doc(model: Type[pydantic.BaseModel]) -> Dict[str, Any]:
-    """OpenAPI of a JSON body that a route parses with :func:`_json_body`."""
+    """OpenAPI of a JSON body that a route parses with :func:`_json_body`: the model's
+    JSON schema with its nested models inlined (its ``#/$defs/...`` references would
+    not resolve inside the OpenAPI document)."""
     schema = model.model_json_schema()
+    defs = schema.pop("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                return inline(defs[ref[len("#/$defs/"):]])
+            return {k: inline(v) for k, v in node.items()}
+        return [inline(v) for v in node] if isinstance(node, list) else node
+
     return {"requestBody": {"required": True,
-                            "content": {"application/json": {"schema": schema}}}}
+                            "content": {"application/json": {"schema": inline(schema)}}}}
 
 
 def _experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[str, Any]:
