@@ -22,6 +22,23 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def thread_cpu(pid: int) -> Dict[str, float]:
+    """CPU seconds of each thread of ``pid``, summed by thread name (see _profile.py)."""
+    by_name: Dict[str, float] = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                name = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:  # the thread ended
+            continue
+        name = name.rstrip("0123456789_").rstrip("-_ ") or name
+        cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        by_name[name] = by_name.get(name, 0.0) + cpu
+    return by_name
+
+
 class BenchMaster:
     def __init__(self, data_dir: str, slots: int, extra_args: Optional[List[str]] = None):
         self.data_dir = data_dir
@@ -34,8 +51,11 @@ class BenchMaster:
 
     def __enter__(self) -> "BenchMaster":
         log = open(os.path.join(self.data_dir, "master.log"), "ab")
+        # DET_BENCH_PROFILE=out.prof: the master runs under cProfile (_profile.py).
+        profile = os.environ.get("DET_BENCH_PROFILE")
+        wrapper = [os.path.join(HERE, "_profile.py"), profile] if profile else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "determined.master", "--port", str(self.port),
+            [sys.executable, *wrapper, "-m", "determined.master", "--port", str(self.port),
              "--data-dir", self.data_dir, "--slots", str(self.slots), *self.extra_args],
             stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + 60
@@ -55,9 +75,15 @@ class BenchMaster:
         if self.proc and self.proc.poll() is None:
             self.proc.terminate()
             try:
-                self.proc.wait(20)
+                # A profiled master writes its statistics first.
+                self.proc.wait(300 if os.environ.get("DET_BENCH_PROFILE") else 20)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def profile_from_here(self) -> None:
+        """With DET_BENCH_PROFILE: drop what the profile collected so far (start-up)."""
+        if os.environ.get("DET_BENCH_PROFILE", "threads") != "threads" and self.proc is not None:
+            os.kill(self.proc.pid, signal.SIGUSR1)
 
     def det(self, *args: str) -> subprocess.CompletedProcess:
         env = dict(os.environ, DET_MASTER=self.url)

@@ -7,10 +7,12 @@ metrics) and a validation every 10th, as the master does on behalf of trial runn
     python benchmarks/cluster/ingest.py --rows 400 --bulk 20  # add_metrics_bulk, 20 rows/call
     python benchmarks/cluster/ingest.py --postgres postgresql+psycopg://user@host:5432/db
 
-Prints rows/s per backend. Target: >= 5,000 rows/s with 50 reporters on SQLite.
+Prints rows/s per backend and the CPU time per row. Target: >= 5,000 rows/s with 50 reporters
+on SQLite.
 """
 
 import argparse
+import os
 import tempfile
 import threading
 import time
@@ -54,17 +56,18 @@ def run(url: str, reporters: int, rows: int, bulk: int, batch_metrics: int) -> D
         for thread in threads:
             thread.start()
         barrier.wait()
-        start = time.perf_counter()
+        start, cpu0 = time.perf_counter(), time.process_time()
         for thread in threads:
             thread.join()
-        elapsed = time.perf_counter() - start
+        elapsed, cpu = time.perf_counter() - start, time.process_time() - cpu0
         if errors:
             raise errors[0]
         stored = sum(len(store.list_metrics(t)) for t in trials)
         expected = reporters * rows
         if stored != expected:
             raise AssertionError(f"stored {stored} rows, expected {expected}")
-        return {"rows": stored, "seconds": elapsed, "rows_per_s": stored / elapsed}
+        return {"rows": stored, "seconds": elapsed, "rows_per_s": stored / elapsed,
+                "cpu_us_per_row": 1e6 * cpu / stored}
     finally:
         store.close()
 
@@ -91,7 +94,8 @@ def main() -> None:
             r = run(url, args.reporters, args.rows, args.bulk, args.batch_metrics)
             print(
                 f"{name}: {args.reporters} reporters, {r['rows']:.0f} rows in {r['seconds']:.2f} s "
-                f"= {r['rows_per_s']:.0f} rows/s"
+                f"= {r['rows_per_s']:.0f} rows/s; CPU {r['cpu_us_per_row']:.1f} us/row (this "
+                f"process, reporters included; load average {os.getloadavg()[0]:.1f})"
             )
 
 

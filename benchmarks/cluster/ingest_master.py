@@ -34,7 +34,7 @@ from typing import Any, Dict, List
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _master import NOOP_DIR, BenchMaster  # noqa: E402
+from _master import NOOP_DIR, BenchMaster, thread_cpu  # noqa: E402
 
 _FIRST_BATCH = 10**6  # reporters' batch numbers: far past what the sleeping trials train
 
@@ -43,6 +43,23 @@ def _cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _descendants_cpu(pid: int) -> float:
+    """CPU seconds of ``pid``'s child processes (the agent's zygote), with what their
+    reaped children (trial processes) used."""
+    total = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            total += sum(int(x) for x in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+    return total
 
 
 def _config(tmp: str, trials: int, workloads: int, unit: int, batch_seconds: float) -> str:
@@ -95,11 +112,17 @@ def run_trials(trials: int, workloads: int, unit: int) -> Dict[str, Any]:
         os.makedirs(data_dir)
         with BenchMaster(data_dir, slots=trials) as master:
             _create_and_wait(master, _warm_config(tmp))
-            cpu0 = _cpu_seconds(master.proc.pid)
+            master.profile_from_here()
+            cpu0, trials_cpu0 = _cpu_seconds(master.proc.pid), _descendants_cpu(master.proc.pid)
+            threads0 = thread_cpu(master.proc.pid)
             exp_id = _create_and_wait(master, path)
             cpu = _cpu_seconds(master.proc.pid) - cpu0
+            trials_cpu = _descendants_cpu(master.proc.pid) - trials_cpu0
+            threads = thread_cpu(master.proc.pid)
         result = _stored_rate(data_dir, exp_id, trials * workloads)
     result["master_cpu_us_per_row"] = 1e6 * cpu / result["rows"]
+    result["trials_cpu_us_per_row"] = 1e6 * trials_cpu / result["rows"]
+    _add_threads(result, threads0, threads)
     return result
 
 
@@ -159,13 +182,15 @@ def run_reporters(trials: int, workloads: int, rows: int) -> Dict[str, Any]:
             procs = [mp.Process(target=_reporter,
                                 args=(master.url, tok, workloads // rows, rows, done))
                      for tok in tokens]
-            cpu0 = _cpu_seconds(master.proc.pid)
+            master.profile_from_here()
+            cpu0, threads0 = _cpu_seconds(master.proc.pid), thread_cpu(master.proc.pid)
             for p in procs:
                 p.start()
             errors = [e for e in (done.get() for _ in procs) if e]
             for p in procs:
                 p.join()
             cpu = _cpu_seconds(master.proc.pid) - cpu0
+            threads = thread_cpu(master.proc.pid)
             master.api.post(f"/experiments/{exp_id}/kill")
             if errors:
                 with open(os.path.join(data_dir, "master.log"), errors="replace") as f:
@@ -173,7 +198,16 @@ def run_reporters(trials: int, workloads: int, rows: int) -> Dict[str, Any]:
                 raise RuntimeError(f"reporters failed: {errors[:3]}\nmaster log:\n{log}")
         result = _stored_rate(data_dir, exp_id, trials * (workloads // rows) * rows)
     result["master_cpu_us_per_row"] = 1e6 * cpu / result["rows"]
+    _add_threads(result, threads0, threads)
     return result
+
+
+def _add_threads(result: Dict[str, Any], before: Dict[str, float],
+                 after: Dict[str, float]) -> None:
+    if os.environ.get("DET_BENCH_PROFILE") == "threads":  # named threads (_profile.py)
+        result["threads_us_per_row"] = {
+            name: round(1e6 * (s - before.get(name, 0.0)) / result["rows"], 1)
+            for name, s in sorted(after.items()) if s - before.get(name, 0.0) > 0}
 
 
 def main() -> None:
@@ -195,6 +229,10 @@ def main() -> None:
     print(f"{what} through the master: {r['rows']} rows in {r['seconds']:.2f} s = "
           f"{r['rows_per_s']:.0f} rows/s; master CPU {r['master_cpu_us_per_row']:.0f} us/row "
           f"(on {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end)")
+    if "trials_cpu_us_per_row" in r:
+        print(f"trial processes' CPU (from start to exit): {r['trials_cpu_us_per_row']:.0f} us/row")
+    if "threads_us_per_row" in r:
+        print(f"master CPU by thread, us/row: {r['threads_us_per_row']}")
 
 
 if __name__ == "__main__":

@@ -91,6 +91,17 @@ def test_out_of_range_integers_and_state_conflicts_are_4xx(running_trial):
          400, "weight"),
         ("POST", "/trial-runner/training", {"json": {"batches": BIG, "metrics": {}}},
          400, "batches"),
+        # The training routes parse their bodies themselves: errors as FastAPI's own.
+        ("POST", "/trial-runner/training", {"content": b""}, 400, "Invalid request"),
+        ("POST", "/trial-runner/training-batch",
+         {"content": b'{"reports": [', "headers": {"Content-Type": "application/json"}},
+         400, "Invalid request"),
+        ("POST", "/trial-runner/training-batch", {"json": {"reports": []}}, 400, "reports"),
+        ("POST", "/trial-runner/training-batch",
+         {"json": {"reports": [{"batches": 10**9, "metrics": {}, "extra": 1}]}},
+         400, "reports.0.extra"),
+        ("POST", "/trial-runner/training-batch",
+         {"json": {"reports": [{"batches": -1, "metrics": {}}]}}, 400, "reports.0.batches"),
         ("POST", "/trial-runner/checkpoint", {"json": checkpoint}, 200, None),
         # The same report again (a retried request) is accepted; other content under
         # the same uuid is a conflict.

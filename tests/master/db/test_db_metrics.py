@@ -1,10 +1,13 @@
 """Metrics and logs: idempotence, bulk ingestion, concurrency and rate, on every backend."""
 
+import datetime
 import math
+import re
 import threading
 from typing import Callable, List
 
 import pytest
+import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -61,6 +64,32 @@ def test_report_again_keeps_first(store: Store, trial_id: int) -> None:
     ]
 
 
+def test_end_time_is_stored_as_other_times_are(store: Store, trial_id: int) -> None:
+    """Metric rows bind their time once per call (not per row through SQLAlchemy): it
+    must be stored in the form the other timestamps have, so that SQL compares them."""
+    before = datetime.datetime.now(datetime.timezone.utc)
+    store.add_training_metrics(trial_id, 1, {"loss": 0.5})
+    store.add_training_metrics_many(trial_id, [(2, {"loss": 0.4}, None)])
+    store.add_validation_metrics(trial_id, 2, {"error": 0.1})
+    store.add_logs(trial_id, ["a line"])  # a timestamp bound by SQLAlchemy
+    rows = store.list_metrics(trial_id)
+    after = datetime.datetime.now(datetime.timezone.utc)
+    assert all(before <= r.end_time <= after for r in rows)
+    engine = sa.create_engine(store.url)
+    try:
+        with engine.connect() as conn:
+            log_time = conn.exec_driver_sql("SELECT timestamp FROM trial_logs").scalar_one()
+            ends = conn.exec_driver_sql("SELECT end_time FROM metrics").scalars().all()
+    finally:
+        engine.dispose()
+    assert len(ends) == 3 and all(type(e) is type(log_time) for e in ends)
+    if isinstance(log_time, str):  # SQLite: text, compared as text
+        shape = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?")
+        assert shape.fullmatch(log_time) and all(shape.fullmatch(e) for e in ends), (log_time, ends)
+    else:  # PostgreSQL: timestamptz
+        assert all(e.utcoffset() is not None for e in ends)
+
+
 def test_non_finite_and_nested_values_round_trip(store: Store, trial_id: int) -> None:
     metrics = {
         "loss": math.nan, "up": math.inf, "down": -math.inf, "hist": [1, 2.5, None], "name": "NaN"
@@ -98,6 +127,40 @@ def test_bulk_forms(store: Store, trial_id: int) -> None:
 def test_bulk_checks_rows(store: Store, row, match) -> None:
     with pytest.raises(ValueError, match=match):
         store.add_metrics_bulk([row])
+
+
+def test_values_that_are_not_json_are_refused_before_the_write(store: Store,
+                                                               trial_id: int) -> None:
+    with pytest.raises(ValueError, match="row.metrics to be JSON-serializable"):
+        store.add_training_metrics(trial_id, 1, {"loss": object()})
+    with pytest.raises(ValueError, match=r"reports\[1\].batch_metrics"):
+        store.add_training_metrics_many(trial_id, [(1, {}, None), (2, {}, [{"x": object()}])])
+    cycle: dict = {}
+    cycle["self"] = cycle
+    with pytest.raises(ValueError, match="rows\\[0\\].metrics"):
+        store.add_metrics_bulk([(trial_id, "validation", 1, cycle)])
+    assert store.list_metrics(trial_id) == []
+    assert store.add_training_metrics(trial_id, 1, {"loss": 0.5}) is True
+
+
+def test_many_training_reports_checked_and_stored_once(store: Store, trial_id: int) -> None:
+    reports = [(b, {"loss": 1.0 / b}, [{"loss": 0.5}] * 2, 64) for b in range(1, 6)]
+    assert store.add_training_metrics_many(trial_id, reports) == 5
+    assert store.add_training_metrics_many(trial_id, reports[3:] + [(6, {}, None)]) == 1
+    rows = store.list_metrics(trial_id)
+    assert [(r.total_batches, r.metrics.get("loss")) for r in rows] == [
+        (1, 1.0), (2, 0.5), (3, 1 / 3), (4, 0.25), (5, 0.2), (6, None)]
+    assert rows[2].metrics == {"loss": 1 / 3} and rows[0].batch_metrics == [{"loss": 0.5}] * 2
+    assert store.get_trial(trial_id).total_batches == 6
+    assert store.add_training_metrics_many(trial_id, []) == 0
+    for bad, match in [([(7, {})], r"reports\[0\] to be \(total_batches"),
+                       ([(7, {}, None), ("8", {}, None)], r"reports\[1\].total_batches"),
+                       ([(7, [], None)], r"reports\[0\].metrics"),
+                       ([(7, {}, None, -1)], r"reports\[0\].num_inputs"),
+                       ([7], r"reports\[0\] to be")]:
+        with pytest.raises(ValueError, match=match):
+            store.add_training_metrics_many(trial_id, bad)
+    assert len(store.list_metrics(trial_id)) == 6
 
 
 def test_unknown_trial(store: Store, trial_id: int) -> None:

@@ -1,8 +1,9 @@
 """Metrics and trial logs: the high-rate writes, group-committed (see ``_writer.py``)."""
 
 import datetime
+import functools
 from collections.abc import Mapping, Sequence  # not typing's: isinstance per row is hot
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 import sqlalchemy as sa
 
@@ -19,7 +20,7 @@ from determined.master.db._records import (
     MetricsRecord,
     MetricsRowLike,
 )
-from determined.master.db._types import utcnow
+from determined.master.db._types import encode_json, utcnow
 from determined.master.db._writer import Handler
 
 __all__ = ["MetricsMixin"]
@@ -27,31 +28,55 @@ __all__ = ["MetricsMixin"]
 _METRICS = "metrics"
 _TRAINING_PROGRESS = "metrics+progress"  # training rows that also set trials.total_batches
 _LOGS = "logs"
-_MetricsKey = Tuple[int, str, int]
 
 
 _ROW_KEYS = frozenset({"trial_id", "kind", "total_batches", "metrics", "batch_metrics",
                        "num_inputs"})
+#: The columns of a checked metrics row, in the order of its tuple (see _metrics_row).
+_COLUMNS = ("trial_id", "kind", "total_batches", "end_time", "metrics", "batch_metrics",
+            "num_inputs")
+_TRIAL, _KIND, _BATCHES = 0, 1, 2
+# A checked row: its column values, bound as the driver takes them (JSON as text, the
+# time as the dialect stores it), so the writer hands them to executemany untouched.
+_Row = Tuple[int, str, int, Any, str, Optional[str], Optional[int]]
 
 
-def _metrics_row(row: MetricsRowLike, now: datetime.datetime, where: str) -> Dict[str, Any]:
-    """Check one metrics row (tuple, NamedTuple or mapping) and return its column values."""
+def _json(where: str, value: Any) -> str:
+    """``value`` as compact JSON text (NaN and infinities kept, as JSONText stores them)."""
+    try:
+        return encode_json(value)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f"Expected {where} to be JSON-serializable ({exc}). "
+                         f"Received: {where}={value!r}"[:2000]) from None
+
+
+def _plain_row(tid: Any, kind: Any, batches: Any, now: Any, metrics: Any, per_batch: Any,
+               inputs: Any) -> Optional[_Row]:
+    """The row of values of the plain types a trial runner reports (the hot path), or
+    None for anything else (then :func:`_metrics_row` checks it and says what is wrong)."""
+    if type(tid) is int and type(batches) is int and batches >= 0 \
+            and kind in METRIC_KINDS and type(metrics) is dict \
+            and (per_batch is None or (type(per_batch) is list
+                                       and all(type(b) is dict for b in per_batch))) \
+            and (inputs is None or (type(inputs) is int and inputs >= 0)):
+        try:
+            return (tid, kind, batches, now, encode_json(metrics),
+                    None if per_batch is None else encode_json(per_batch), inputs)
+        except (TypeError, ValueError, RecursionError):
+            return None
+    return None
+
+
+def _metrics_row(row: MetricsRowLike, now: Any, where: str) -> _Row:
+    """Check one metrics row (tuple, NamedTuple or mapping) and return its column values;
+    ``now`` is the end time, already bound for the dialect."""
     if type(row) is dict and _ROW_KEYS.issuperset(row):  # the trial runners' rows: fast path
-        tid, kind, batches = row.get("trial_id"), row.get("kind"), row.get("total_batches")
-        metrics, per_batch, inputs = row.get("metrics"), row.get("batch_metrics"), \
-            row.get("num_inputs")
-        if type(tid) is int and type(batches) is int and batches >= 0 \
-                and kind in METRIC_KINDS and type(metrics) is dict \
-                and (per_batch is None or (type(per_batch) is list
-                                           and all(type(b) is dict for b in per_batch))) \
-                and (inputs is None or (type(inputs) is int and inputs >= 0)):
-            return {"trial_id": tid, "kind": kind, "total_batches": batches, "end_time": now,
-                    "metrics": dict(metrics),
-                    "batch_metrics": None if per_batch is None else list(per_batch),
-                    "num_inputs": inputs}
+        plain = _plain_row(row.get("trial_id"), row.get("kind"), row.get("total_batches"), now,
+                           row.get("metrics"), row.get("batch_metrics"), row.get("num_inputs"))
+        if plain is not None:
+            return plain
     if isinstance(row, Mapping):
-        unknown = set(row) - {"trial_id", "kind", "total_batches", "metrics", "batch_metrics",
-                              "num_inputs"}
+        unknown = set(row) - _ROW_KEYS
         if unknown:
             raise ValueError(f"Unexpected keys {sorted(unknown)} in {where}. Received: {row!r}")
         values = dict(row)
@@ -78,18 +103,24 @@ def _metrics_row(row: MetricsRowLike, now: datetime.datetime, where: str) -> Dic
                 f"Received: batch_metrics={batch_metrics!r}"
             )
         batch_metrics = [dict(b) for b in batch_metrics]
-    return {
-        "trial_id": check_int(f"{where}.trial_id", values.get("trial_id")),
-        "kind": kind,
-        "total_batches": check_int(
-            f"{where}.total_batches", values.get("total_batches"), minimum=0
-        ),
-        "end_time": now,
-        "metrics": check_dict(f"{where}.metrics", values.get("metrics")),
-        "batch_metrics": batch_metrics,
-        "num_inputs": check_int(f"{where}.num_inputs", values.get("num_inputs"), minimum=0,
-                                optional=True),
-    }
+    return (
+        check_int(f"{where}.trial_id", values.get("trial_id")),
+        kind,
+        check_int(f"{where}.total_batches", values.get("total_batches"), minimum=0),
+        now,
+        _json(f"{where}.metrics", check_dict(f"{where}.metrics", values.get("metrics"))),
+        None if batch_metrics is None else _json(f"{where}.batch_metrics", batch_metrics),
+        check_int(f"{where}.num_inputs", values.get("num_inputs"), minimum=0, optional=True),
+    )
+
+
+def _mark(paramstyle: str) -> str:
+    """The driver's positional parameter marker: sqlite3's ``?``, psycopg's ``%s``."""
+    return "?" if paramstyle == "qmark" else "%s"
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat(" ") if isinstance(value, datetime.datetime) else value
 
 
 def _metrics_record(row: m.Metrics) -> MetricsRecord:
@@ -130,7 +161,7 @@ class MetricsMixin(StoreBase):
         row = _metrics_row(
             {"trial_id": trial_id, "kind": TRAINING, "total_batches": total_batches,
              "metrics": metrics, "batch_metrics": batch_metrics, "num_inputs": num_inputs},
-            utcnow(), "row",
+            self._bound_now(), "row",
         )
         return bool(self._submit(_TRAINING_PROGRESS if set_progress else _METRICS, [row]))
 
@@ -146,7 +177,25 @@ class MetricsMixin(StoreBase):
         Returns:
             How many rows were new.
         """
-        now = utcnow()
+        now = self._bound_now()
+        rows = []
+        for report in reports:
+            try:
+                batches, metrics, per_batch = report[0], report[1], report[2]
+                inputs = report[3] if len(report) > 3 else None
+            except (TypeError, IndexError, KeyError):
+                break
+            row = _plain_row(trial_id, TRAINING, batches, now, metrics, per_batch, inputs)
+            if row is None:
+                break
+            rows.append(row)
+        else:
+            return int(self._submit(_TRAINING_PROGRESS, rows)) if rows else 0
+        # Not plain values: check every report to say what is wrong.
+        for i, report in enumerate(reports):
+            if not isinstance(report, Sequence) or not 3 <= len(report) <= 4:
+                raise ValueError(f"Expected reports[{i}] to be (total_batches, metrics, "
+                                 f"batch_metrics[, num_inputs]). Received: {report!r}"[:2000])
         rows = [
             _metrics_row({"trial_id": trial_id, "kind": TRAINING, "total_batches": report[0],
                           "metrics": report[1], "batch_metrics": report[2],
@@ -154,8 +203,6 @@ class MetricsMixin(StoreBase):
                          now, f"reports[{i}]")
             for i, report in enumerate(reports)
         ]
-        if not rows:
-            return 0
         return int(self._submit(_TRAINING_PROGRESS, rows))
 
     def add_validation_metrics(
@@ -165,7 +212,7 @@ class MetricsMixin(StoreBase):
         """Store a validation's metrics; idempotent like :meth:`add_training_metrics`."""
         row = _metrics_row({"trial_id": trial_id, "kind": VALIDATION,
                             "total_batches": total_batches, "metrics": metrics,
-                            "num_inputs": num_inputs}, utcnow(), "row")
+                            "num_inputs": num_inputs}, self._bound_now(), "row")
         return bool(self._submit(_METRICS, [row]))
 
     def add_metrics_bulk(self, rows: Iterable[MetricsRowLike]) -> int:
@@ -184,7 +231,7 @@ class MetricsMixin(StoreBase):
             ...                         (7, "validation", 100, {"error": 0.1})])
             2
         """
-        now = utcnow()
+        now = self._bound_now()
         checked = [_metrics_row(row, now, f"rows[{i}]") for i, row in enumerate(rows)]
         if not checked:
             return 0
@@ -241,41 +288,47 @@ class MetricsMixin(StoreBase):
         return {_METRICS: self._insert_metrics, _LOGS: self._insert_logs,
                 _TRAINING_PROGRESS: self._insert_training_progress}
 
-    def _insert_training_progress(self, conn: sa.Connection, jobs: List[List[Any]]) -> List[int]:
+    @functools.cached_property
+    def _bind_end_time(self) -> Callable[[Any], Any]:
+        column = m.Metrics.__table__.c.end_time
+        bind = column.type.bind_processor(self._engines.write.dialect) or (lambda v: v)
+        if self.backend != "sqlite":
+            return bind
+        # SQLAlchemy leaves datetimes to sqlite3, whose default adapter writes
+        # isoformat(" ") (a Python call per row inside executemany): do it once.
+        return lambda v: _iso(bind(v))
+
+    def _bound_now(self) -> Any:
+        """The current time as the dialect stores ``metrics.end_time`` (one conversion
+        per call, not per row)."""
+        return self._bind_end_time(utcnow())
+
+    def _insert_training_progress(self, conn: sa.Connection, jobs: List[List[_Row]]) -> List[int]:
         counts = self._insert_metrics(conn, jobs)
         latest: Dict[int, int] = {}
         for rows in jobs:  # in submission order: the last report of a trial wins
             for row in rows:
-                latest[row["trial_id"]] = row["total_batches"]
-        trials = m.Trial.__table__
-        conn.execute(
-            sa.update(trials).where(trials.c.id == sa.bindparam("tid"))
-            .values(total_batches=sa.bindparam("tb")),
-            [{"tid": tid, "tb": tb} for tid, tb in latest.items()],
-        )
+                latest[row[_TRIAL]] = row[_BATCHES]
+        mark = _mark(conn.dialect.paramstyle)
+        conn.exec_driver_sql(f"UPDATE trials SET total_batches = {mark} WHERE id = {mark}",
+                             [(tb, tid) for tid, tb in latest.items()])
         return counts
 
-    def _insert_metrics(self, conn: sa.Connection, jobs: List[List[Any]]) -> List[int]:
-        t = m.Metrics.__table__
-        stmt = (
-            self._insert(t)
-            .on_conflict_do_nothing(index_elements=[t.c.trial_id, t.c.kind, t.c.total_batches])
-            .returning(t.c.trial_id, t.c.kind, t.c.total_batches)
-        )
-        params = [row for rows in jobs for row in rows]
-        inserted: Set[_MetricsKey] = {
-            (r.trial_id, r.kind, r.total_batches) for r in conn.execute(stmt, params)
-        }
-        counts = []
-        for rows in jobs:
-            n = 0
-            for row in rows:
-                key = (row["trial_id"], row["kind"], row["total_batches"])
-                if key in inserted:
-                    inserted.discard(key)  # a duplicate later in the batch was skipped
-                    n += 1
-            counts.append(n)
-        return counts
+    def _insert_metrics(self, conn: sa.Connection, jobs: List[List[_Row]]) -> List[int]:
+        # The rows are bound already: the driver's executemany takes them as they are
+        # (SQLAlchemy's per-row parameter processing cost more than the INSERT; building
+        # and compiling its statements cost more per commit than the writes). One
+        # executemany per job: its row count is how many of the job's rows were new
+        # (a duplicate key, also of an earlier job in this group, inserts nothing).
+        sql = self._metrics_insert_sql(conn.dialect.paramstyle)
+        return [conn.exec_driver_sql(sql, rows).rowcount for rows in jobs]
+
+    @staticmethod
+    def _metrics_insert_sql(paramstyle: str) -> str:
+        mark = _mark(paramstyle)
+        return (f"INSERT INTO metrics ({', '.join(_COLUMNS)}) "
+                f"VALUES ({', '.join([mark] * len(_COLUMNS))}) "
+                "ON CONFLICT (trial_id, kind, total_batches) DO NOTHING")
 
     def _insert_logs(self, conn: sa.Connection, jobs: List[List[Any]]) -> List[int]:
         conn.execute(sa.insert(m.TrialLog.__table__), [row for rows in jobs for row in rows])
@@ -284,7 +337,8 @@ class MetricsMixin(StoreBase):
     def _explain_write_error(
         self, conn: sa.Connection, kind: str, rows: List[Any], exc: Exception
     ) -> Exception:
-        trial_ids = sorted({row["trial_id"] for row in rows})
+        trial_ids = sorted({row["trial_id"] if isinstance(row, dict) else row[_TRIAL]
+                            for row in rows})
         known = set(conn.scalars(sa.select(m.Trial.id).where(m.Trial.id.in_(trial_ids))))
         missing = [t for t in trial_ids if t not in known]
         if missing:
