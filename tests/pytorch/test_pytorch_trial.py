@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from determined.errors import InvalidModelDefError, InvalidTrialError, UserCodeError
-from determined.harness import ExitReason
+from determined.harness import ExitReason, InProcessHost, TrialRunner
 from determined.pytorch import load_trial_from_checkpoint_path
+from determined.storage import SharedFSStorageManager
 
 from pytorch_helpers import make_env, run_trial, train_plan
 
@@ -54,6 +55,25 @@ def test_workload_sequence_follows_periods_and_policy(tiny_dir, tmp_path):
     assert [b for b, _ in host.training] == [10, 15, 20, 30, 35, 40]
     assert [b for b, _ in host.validations] == [20, 40]
     assert [b for b, _, _ in host.checkpoints] == [15, 20, 35, 40]
+
+
+def test_best_policy_asks_if_best_only_where_a_checkpoint_could_follow(tiny_dir, tmp_path):
+    # A Validate op checkpoints first: asking the host (a request to the master) whether
+    # its validation is the best could not lead to another checkpoint.
+    asked = []
+
+    class Host(InProcessHost):
+        def is_best_validation(self, value):
+            asked.append(self.training[-1][0])
+            return super().is_best_validation(value)
+
+    env = make_env(tiny_dir, overrides={"checkpoint_policy": "best",
+                                        "min_validation_period": {"batches": 30}})
+    host = Host(train_plan(40))
+    TrialRunner(env, host, SharedFSStorageManager(str(tmp_path))).run()
+    assert [b for b, _ in host.validations] == [30, 40]
+    assert [b for b, _, _ in host.checkpoints] == [30, 40]
+    assert asked == [30]  # the period validation at 30 asks; the Validate op at 40 does not
 
 
 def test_initial_validation_and_none_policy(tiny_dir, tmp_path):

@@ -216,7 +216,11 @@ class TrialRunner:
         if self.is_chief:
             value = _as_float(values[name], name)
             policy = self.config.checkpoint_policy
-            post_ckpt = policy == "all" or (policy == "best" and self.host.is_best_validation(value))
+            # A checkpoint at this batch count already exists (the usual Validate: it
+            # checkpoints first): nothing to ask, no post-validation checkpoint can follow.
+            post_ckpt = policy == "all" or (policy == "best"
+                                            and self.sequencer.since_checkpoint > 0
+                                            and self.host.is_best_validation(value))
             self.host.report_validation(self.batches_trained, metrics)
             if self.tensorboard is not None:
                 self.tensorboard.validation(self.batches_trained, values)
