@@ -76,6 +76,25 @@ def test_best_policy_asks_if_best_only_where_a_checkpoint_could_follow(tiny_dir,
     assert asked == [30]  # the period validation at 30 asks; the Validate op at 40 does not
 
 
+def test_the_validation_of_a_validate_op_is_reported_with_its_completion(tiny_dir, tmp_path):
+    # One report, so the master's REST host sends it as one request.
+    completing = []
+
+    class Host(InProcessHost):
+        def report_validation_completing_op(self, batches_trained, metrics):
+            completing.append(batches_trained)
+            super().report_validation_completing_op(batches_trained, metrics)
+
+    env = make_env(tiny_dir, overrides={"min_validation_period": {"batches": 20}})
+    host = Host(train_plan(30, 50))
+    TrialRunner(env, host, SharedFSStorageManager(str(tmp_path))).run()
+    assert [b for b, _ in host.validations] == [20, 30, 50]
+    # 20 and 50 are period validations (the Validate op at 50 reuses the one at 50)
+    assert completing == [30]
+    assert [(b, m["validation_metrics"]) for b, m in host.searcher_validations] == [
+        (b, m["validation_metrics"]) for b, m in host.validations if b in (30, 50)]
+
+
 def test_initial_validation_and_none_policy(tiny_dir, tmp_path):
     env = make_env(tiny_dir, overrides={"perform_initial_validation": True,
                                         "checkpoint_policy": "none",
