@@ -95,6 +95,18 @@ def test_the_validation_of_a_validate_op_is_reported_with_its_completion(tiny_di
         (b, m["validation_metrics"]) for b, m in host.validations if b in (30, 50)]
 
 
+def test_a_stop_answered_with_a_validate_ops_validation_still_completes_the_op(tiny_dir,
+                                                                              tmp_path):
+    # Reported together, the searcher has the validation even when the trial must stop
+    # (pause) right after it; the trial resumes from the checkpoint taken before it.
+    env = make_env(tiny_dir)
+    host, _, reason = run_trial(env, train_plan(10), tmp_path, stop_after_workloads=3)
+    assert reason == ExitReason.STOPPED
+    assert [b for b, _, _ in host.checkpoints] == [10]
+    assert [b for b, _ in host.validations] == [10]
+    assert [b for b, _ in host.searcher_validations] == [10]
+
+
 def test_initial_validation_and_none_policy(tiny_dir, tmp_path):
     env = make_env(tiny_dir, overrides={"perform_initial_validation": True,
                                         "checkpoint_policy": "none",
