@@ -11,6 +11,7 @@ Target: at most 1.05 for 500 trials x 1 s on 8 slots.
 """
 
 import argparse
+import datetime
 import os
 import sys
 import tempfile
@@ -39,10 +40,16 @@ def run(trials: int, slots: int, seconds: float, keep: bool = False) -> dict:
         os.makedirs(data_dir)
         with BenchMaster(data_dir, slots) as master:
             master.warm_up(warm_path)
+            cpu_before = _cpu(master.proc.pid)
             out = master.det("experiment", "create", cfg_path, NOOP_DIR)
-            start = time.perf_counter()
-            exp = master.wait_done(int(out.stdout.split("Created experiment")[1].split()[0]))
-            wall = time.perf_counter() - start
+            start = time.time()
+            # Polled slowly (the experiment's JSON lists every trial: polling it 20 times
+            # a second took a third of a core by the end of 500 trials); the wall time
+            # ends at the experiment's stored end time, not at the poll that saw it.
+            exp = master.wait_done(int(out.stdout.split("Created experiment")[1].split()[0]),
+                                   poll=0.5)
+            wall = datetime.datetime.fromisoformat(exp["end_time"]).timestamp() - start
+            cpu = {k: v - cpu_before.get(k, 0.0) for k, v in _cpu(master.proc.pid).items()}
             if exp["state"] != "COMPLETED":
                 raise RuntimeError(f"experiment ended {exp['state']}")
             done = sum(t["state"] == "COMPLETED" for t in exp["trials"])
@@ -52,7 +59,23 @@ def run(trials: int, slots: int, seconds: float, keep: bool = False) -> dict:
                 input(f"data in {data_dir}; press enter to delete")
     ideal = trials * seconds / slots
     return {"trials": trials, "slots": slots, "seconds": seconds, "wall": wall,
-            "ideal": ideal, "ratio": wall / ideal}
+            "ideal": ideal, "ratio": wall / ideal, "cpu": cpu}
+
+
+def _cpu(master_pid: int) -> dict:
+    """CPU seconds of the master and of the trial processes that ended (the zygote's
+    reaped children), where psutil is installed."""
+    try:
+        import psutil
+    except ImportError:
+        return {}
+    master = psutil.Process(master_pid)
+    out = {"master": sum(master.cpu_times()[:2])}
+    for child in master.children():
+        if "_zygote" in " ".join(child.cmdline()):
+            times = child.cpu_times()
+            out["trials"] = times.children_user + times.children_system
+    return out
 
 
 def main() -> None:
@@ -63,8 +86,13 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="pause before deleting the data dir")
     args = parser.parse_args()
     r = run(args.trials, args.slots, args.seconds, args.keep)
+    lost = (r["wall"] - r["ideal"]) * r["slots"] / r["trials"]
     print(f"{r['trials']} trials x {r['seconds']:g} s on {r['slots']} slots: "
-          f"wall {r['wall']:.1f} s, ideal {r['ideal']:.1f} s, ratio {r['ratio']:.3f}")
+          f"wall {r['wall']:.1f} s, ideal {r['ideal']:.1f} s, ratio {r['ratio']:.3f} "
+          f"({lost:.3f} s of slot time lost per trial; load average {os.getloadavg()[0]:.1f})")
+    if r["cpu"]:
+        print("CPU seconds per trial: " + ", ".join(
+            f"{k} {v / r['trials']:.3f}" for k, v in sorted(r["cpu"].items())))
 
 
 if __name__ == "__main__":

@@ -98,6 +98,55 @@ def test_a_dead_zygote_is_replaced_and_its_children_reported(spawner, tmp_path):
     assert spawner._proc.pid != zygote
 
 
+def _children(pid: int) -> set:
+    out = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            out.update(int(c) for c in f.read().split())
+    return out
+
+
+def _spares(spawner, count: int, timeout: float = 10.0) -> set:
+    """The zygote's idle children once there are ``count`` (it forks them ahead)."""
+    spawner.start()
+    zygote = spawner._proc.pid
+    deadline = time.monotonic() + timeout
+    while len(_children(zygote)) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return _children(zygote)
+
+
+def test_spawns_run_in_children_forked_ahead_and_replaced(spawner, tmp_path):
+    from determined.agent._zygote import SPARES
+
+    spares = _spares(spawner, SPARES)
+    assert len(spares) == SPARES
+    mod = script(tmp_path, "ahead", "import os, sys\nprint(os.environ['X'], sys.argv[1:])\n")
+    pid, fd = spawner.spawn({"X": "ready"}, str(tmp_path), module=mod, args=["a"])
+    assert pid in spares  # no fork on the request's path
+    assert read_all(fd) == "ready ['a']\n"
+    assert spawner.exits.get(timeout=10) == (pid, 0)
+    assert len(_spares(spawner, SPARES) - {pid}) == SPARES  # replaced
+
+
+def test_spares_exit_with_the_zygote(tmp_path):
+    from determined.agent._zygote import SPARES
+
+    s = Spawner(lambda pid, code: None, preload=[])
+    spares = _spares(s, SPARES)
+    zygote = s._proc.pid
+    s.close()
+    assert not _alive(zygote) and all(_gone(pid) for pid in spares)
+
+    s = Spawner(lambda pid, code: None, preload=[])  # a zygote killed, not closed
+    spares = _spares(s, SPARES)
+    os.kill(s._proc.pid, signal.SIGKILL)
+    try:
+        assert all(_gone(pid) for pid in spares)
+    finally:
+        s.close()
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:

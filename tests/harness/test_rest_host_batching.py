@@ -8,6 +8,7 @@ import time
 import httpx
 
 from determined.common.api import MasterClient
+from determined.harness._host import OpKind, TrialOp
 from determined.harness._rest_host import RestTrialHost
 
 
@@ -58,3 +59,45 @@ def test_a_full_batch_goes_without_waiting():
     assert len(_reported(requests)) >= host.LINGER_REPORTS  # sent long before 30 s
     host.flush()
     assert _reported(requests) == list(range(1, host.LINGER_REPORTS + 2))
+
+
+def _answering(answers):
+    """A host whose master answers each path from ``answers`` (path suffix -> list of
+    JSON answers, used in order) and records (method, path, body)."""
+    requests = []
+
+    def master(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content) if request.content else None
+        path = request.url.path.rsplit("/trial-runner/", 1)[1]
+        requests.append((request.method, path, body))
+        return httpx.Response(200, json=answers[path].pop(0))
+
+    client = MasterClient("example:8080", token="t", transport=httpx.MockTransport(master))
+    return RestTrialHost(client), requests
+
+
+def test_a_validation_completing_its_op_is_one_request_that_brings_the_next_op():
+    close = {"kind": "close", "length": None}
+    host, requests = _answering({"validation": [{"stop": False, "op": close}]})
+    metrics = {"validation_metrics": {"loss": 0.5}, "num_inputs": 4}
+    host.report_validation_completing_op(10, metrics)
+    assert host.next_operation().kind is OpKind.CLOSE  # no next-op request
+    assert requests == [("POST", "validation", {"batches": 10, "metrics": metrics,
+                                                "completes_op": True, "next_op": True})]
+
+
+def test_without_a_next_op_in_the_answer_the_host_asks_for_it():
+    train = {"kind": "train", "length": {"batches": 20}}
+    host, requests = _answering({"validation": [{"stop": False, "op": None}],
+                                 "next-op": [{"op": train}]})
+    host.report_validation_completing_op(10, {"validation_metrics": {"loss": 0.5}})
+    assert host.next_operation() == TrialOp.from_dict(train)
+    assert [(m, p) for m, p, _ in requests] == [("POST", "validation"), ("GET", "next-op")]
+
+
+def test_a_stopping_close_answered_with_the_validation_stops_the_trial():
+    stop = {"kind": "close", "length": None, "stop": True}
+    host, _ = _answering({"validation": [{"stop": False, "op": stop}]})
+    host.report_validation_completing_op(10, {"validation_metrics": {"loss": 0.5}})
+    assert not host.should_stop()
+    assert host.next_operation().kind is OpKind.CLOSE and host.should_stop()

@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from determined.errors import InvalidModelDefError, InvalidTrialError, UserCodeError
-from determined.harness import ExitReason
+from determined.harness import ExitReason, InProcessHost, TrialRunner
 from determined.pytorch import load_trial_from_checkpoint_path
+from determined.storage import SharedFSStorageManager
 
 from pytorch_helpers import make_env, run_trial, train_plan
 
@@ -54,6 +55,56 @@ def test_workload_sequence_follows_periods_and_policy(tiny_dir, tmp_path):
     assert [b for b, _ in host.training] == [10, 15, 20, 30, 35, 40]
     assert [b for b, _ in host.validations] == [20, 40]
     assert [b for b, _, _ in host.checkpoints] == [15, 20, 35, 40]
+
+
+def test_best_policy_asks_if_best_only_where_a_checkpoint_could_follow(tiny_dir, tmp_path):
+    # A Validate op checkpoints first: asking the host (a request to the master) whether
+    # its validation is the best could not lead to another checkpoint.
+    asked = []
+
+    class Host(InProcessHost):
+        def is_best_validation(self, value):
+            asked.append(self.training[-1][0])
+            return super().is_best_validation(value)
+
+    env = make_env(tiny_dir, overrides={"checkpoint_policy": "best",
+                                        "min_validation_period": {"batches": 30}})
+    host = Host(train_plan(40))
+    TrialRunner(env, host, SharedFSStorageManager(str(tmp_path))).run()
+    assert [b for b, _ in host.validations] == [30, 40]
+    assert [b for b, _, _ in host.checkpoints] == [30, 40]
+    assert asked == [30]  # the period validation at 30 asks; the Validate op at 40 does not
+
+
+def test_the_validation_of_a_validate_op_is_reported_with_its_completion(tiny_dir, tmp_path):
+    # One report, so the master's REST host sends it as one request.
+    completing = []
+
+    class Host(InProcessHost):
+        def report_validation_completing_op(self, batches_trained, metrics):
+            completing.append(batches_trained)
+            super().report_validation_completing_op(batches_trained, metrics)
+
+    env = make_env(tiny_dir, overrides={"min_validation_period": {"batches": 20}})
+    host = Host(train_plan(30, 50))
+    TrialRunner(env, host, SharedFSStorageManager(str(tmp_path))).run()
+    assert [b for b, _ in host.validations] == [20, 30, 50]
+    # 20 and 50 are period validations (the Validate op at 50 reuses the one at 50)
+    assert completing == [30]
+    assert [(b, m["validation_metrics"]) for b, m in host.searcher_validations] == [
+        (b, m["validation_metrics"]) for b, m in host.validations if b in (30, 50)]
+
+
+def test_a_stop_answered_with_a_validate_ops_validation_still_completes_the_op(tiny_dir,
+                                                                              tmp_path):
+    # Reported together, the searcher has the validation even when the trial must stop
+    # (pause) right after it; the trial resumes from the checkpoint taken before it.
+    env = make_env(tiny_dir)
+    host, _, reason = run_trial(env, train_plan(10), tmp_path, stop_after_workloads=3)
+    assert reason == ExitReason.STOPPED
+    assert [b for b, _, _ in host.checkpoints] == [10]
+    assert [b for b, _ in host.validations] == [10]
+    assert [b for b, _ in host.searcher_validations] == [10]
 
 
 def test_initial_validation_and_none_policy(tiny_dir, tmp_path):

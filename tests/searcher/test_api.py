@@ -1,5 +1,6 @@
 """Package surface, operations, config errors, snapshots and doctests."""
 
+import dataclasses
 import doctest
 import importlib
 import json
@@ -159,6 +160,35 @@ def test_snapshot_is_json_and_restore_reproduces_it() -> None:
     assert restored.trial_hparams(2) == s.trial_hparams(2)
     with pytest.raises(ValueError, match="snapshot"):
         type(s).restore(make_config("random", max_trials=3), snap)
+
+
+def test_snapshot_trial_entries_hold_every_field_as_copies() -> None:
+    s = make_searcher(make_config("random", max_trials=2))
+    s.start()
+    (entry, _) = s.snapshot()["trials"]
+    trial = s._trials[entry["request_id"]]
+    assert entry == dataclasses.asdict(trial)
+    entry["hparams"]["lr"] = "changed"
+    entry["pending_validations"].append(99)
+    assert s.snapshot()["trials"][0] == dataclasses.asdict(trial)
+
+
+def test_snapshot_serializes_a_finished_trial_once(monkeypatch) -> None:
+    # Snapshots follow every event of an experiment: finished trials, which never
+    # change again, must not be serialized again each time (quadratic in trials).
+    s = make_searcher(make_config("random", max_trials=2, max_concurrent_trials=1))
+    s.start()
+    s.on_trial_created(1)
+    s.on_validation_completed(1, {METRIC: 0.5})
+    s.on_trial_closed(1)
+    s.on_trial_created(2)
+    calls = []
+    real = type(s._trials[1]).to_dict
+    monkeypatch.setattr(type(s._trials[1]), "to_dict",
+                        lambda t: calls.append(t.request_id) or real(t))
+    first = s.snapshot()
+    assert s.snapshot() == first
+    assert calls.count(1) == 1 and calls.count(2) == 2
 
 
 def test_driver_views() -> None:

@@ -14,6 +14,12 @@ objects, one per packet:
 
 When the spawner's end closes (the master exited or died), the zygote kills the
 process groups of its children and exits, so no trial outlives its agent.
+
+Forking a process that imported PyTorch copies a few hundred megabytes of page
+tables (tens of milliseconds), so the zygote keeps ``SPARES`` children forked
+ahead of requests, each waiting on its own socket for a request and its output
+pipe; a spawn hands the request to one and forks its replacement after replying.
+A spare whose zygote is gone reads end-of-file and exits.
 """
 
 from __future__ import annotations
@@ -26,14 +32,17 @@ import signal
 import socket
 import sys
 import traceback
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 MAX_PACKET = 1 << 20
+#: children forked ahead of spawn requests
+SPARES = 2
 
 
 def _preload() -> None:
     import determined.experimental._native_trial  # noqa: F401
     import determined.harness._rest_host  # noqa: F401
+    import determined.harness._trial_setup  # noqa: F401  (imported by every trial: 3 ms)
     import determined.harness._runner  # noqa: F401
     import determined.storage  # noqa: F401
     import determined.tensorboard._events  # noqa: F401  (every chief writes event files)
@@ -123,6 +132,25 @@ def _child(out_fd: int, request: Dict, close: List[int]) -> None:
             os._exit(code)
 
 
+def _spare(conn: socket.socket, close: List[int]) -> None:
+    """Runs in a child forked ahead of a request: waits for one, then runs it as
+    :func:`_child`; exits when the zygote's end closes first. Never returns."""
+    try:
+        signal.set_wakeup_fd(-1)
+        for fd in close:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        data, fds, _, _ = socket.recv_fds(conn, MAX_PACKET, 1)
+    except BaseException:  # noqa: BLE001 - nothing to report to: the zygote saw no request
+        os._exit(1)
+    if not data or len(fds) != 1:
+        os._exit(0)
+    conn.close()
+    _child(fds[0], json.loads(data), [])
+
+
 def serve(sock: socket.socket) -> None:
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -130,6 +158,7 @@ def serve(sock: socket.socket) -> None:
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
     children: Dict[int, int] = {}  # pid -> request id
+    spares: List[Tuple[int, socket.socket]] = []  # (pid, our end of its socket)
     sel = selectors.DefaultSelector()
     sel.register(sock, selectors.EVENT_READ)
     sel.register(wake_r, selectors.EVENT_READ)
@@ -138,15 +167,54 @@ def serve(sock: socket.socket) -> None:
         sock.sendall(json.dumps(message).encode())
 
     def reap() -> None:
-        while children:
+        while children or spares:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
                 return
             if pid == 0:
                 return
-            children.pop(pid, None)
-            send({"exited": pid, "code": os.waitstatus_to_exitcode(status)})
+            if pid in children:
+                del children[pid]
+                send({"exited": pid, "code": os.waitstatus_to_exitcode(status)})
+            else:  # a spare that died before it got a request (killed from outside)
+                for spare in [s for s in spares if s[0] == pid]:
+                    spares.remove(spare)
+                    spare[1].close()
+
+    def fork_spare() -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        inherited = [sock.fileno(), wake_r, wake_w, sel.fileno(), ours.fileno()]
+        inherited += [conn.fileno() for _, conn in spares]
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return
+        if pid == 0:
+            _spare(theirs, inherited)
+        theirs.close()
+        spares.append((pid, ours))
+
+    def start(request: Dict, out_fd: int) -> int:
+        """The pid of a process running ``request``: a spare's, else a new fork's."""
+        while spares:
+            pid, conn = spares.pop(0)
+            try:
+                socket.send_fds(conn, [json.dumps(request).encode()], [out_fd])
+                return pid
+            except OSError:  # it died meanwhile; reap() collects it
+                pass
+            finally:
+                conn.close()
+        pid = os.fork()
+        if pid == 0:
+            _child(out_fd, request, [sock.fileno(), wake_r, wake_w, sel.fileno()])
+        return pid
+
+    for _ in range(SPARES):
+        fork_spare()
 
     while True:
         for key, _ in sel.select():
@@ -168,6 +236,8 @@ def serve(sock: socket.socket) -> None:
                         os.killpg(pid, signal.SIGKILL)
                     except OSError:
                         pass
+                for _, conn in spares:
+                    conn.close()  # each reads end-of-file and exits
                 return
             request = json.loads(data)
             req_id = request.get("spawn")
@@ -177,17 +247,20 @@ def serve(sock: socket.socket) -> None:
                 send({"failed": req_id, "error": f"expected 1 file descriptor, got {len(fds)}"})
                 continue
             try:
-                pid = os.fork()
+                pid = start(request, fds[0])
             except OSError as e:
-                os.close(fds[0])
                 send({"failed": req_id, "error": f"fork failed: {e}"})
                 continue
-            if pid == 0:
-                _child(fds[0], request, [sock.fileno(), wake_r, wake_w, sel.fileno()])
-            os.close(fds[0])
+            finally:
+                os.close(fds[0])
             children[pid] = req_id
             send({"spawned": req_id, "pid": pid})
         reap()
+        while len(spares) < SPARES:  # after replying: the next spawn finds one ready
+            before = len(spares)
+            fork_spare()
+            if len(spares) == before:  # fork failed: retry at the next request
+                break
 
 
 def main() -> None:

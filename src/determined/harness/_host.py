@@ -67,6 +67,15 @@ class TrialHost(abc.ABC):
         """The searcher's ``Validate`` operation finished with these metrics (already
         reported through ``report_validation``, possibly by an earlier workload)."""
 
+    def report_validation_completing_op(self, batches_trained: int,
+                                        metrics: Dict[str, Any]) -> None:
+        """A validation that completes the searcher's current ``Validate`` operation:
+        :meth:`report_validation`, then :meth:`validate_op_completed` with its
+        validation metrics. A host that can tell both at once overrides this."""
+        self.report_validation(batches_trained, metrics)
+        self.validate_op_completed(
+            batches_trained, {"validation_metrics": metrics.get("validation_metrics", {})})
+
     def should_stop(self) -> bool:
         """Whether the trial must checkpoint and exit now (pause, preemption)."""
         return False

@@ -60,6 +60,7 @@ class RestTrialHost(TrialHost):
         self._flushing = 0
         self._failure: Optional[BaseException] = None
         self._sender: Optional[threading.Thread] = None
+        self._next_op: Optional[Dict[str, Any]] = None  # answered with a report
 
     def flush(self) -> None:
         """Wait until every training report is stored; re-raise a failed send."""
@@ -120,7 +121,10 @@ class RestTrialHost(TrialHost):
     def next_operation(self) -> TrialOp:
         self.flush()
         while True:
-            answer = self.client.runner_next_op()
+            if self._next_op is not None:
+                answer, self._next_op = {"op": self._next_op}, None
+            else:
+                answer = self.client.runner_next_op()
             if answer.get("op") is not None:
                 if answer["op"].get("stop"):  # a Close that only stops (pause, preemption)
                     self._stop = True
@@ -146,6 +150,16 @@ class RestTrialHost(TrialHost):
     def validate_op_completed(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
         self.flush()
         self._post("validate-op-completed", {"batches": batches_trained, "metrics": metrics})
+
+    def report_validation_completing_op(self, batches_trained: int,
+                                        metrics: Dict[str, Any]) -> None:
+        """One request instead of three: the validation, the Validate operation's
+        completion, and the next operation when the searcher has one at once (the
+        runner asks for it next; it is kept for :meth:`next_operation`)."""
+        self.flush()
+        answer = self._post("validation", {"batches": batches_trained, "metrics": metrics,
+                                           "completes_op": True, "next_op": True})
+        self._next_op = answer.get("op")
 
     def report_checkpoint(self, batches_trained: int, uuid: str, metadata: Dict[str, Any]) -> None:
         self.flush()

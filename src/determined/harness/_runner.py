@@ -125,15 +125,20 @@ class TrialRunner:
                         if self._execute(nxt.kind, nxt.num_batches):
                             return self._stop()
                 elif op.kind is OpKind.VALIDATE:
+                    completed = False
                     while True:
                         nxt = self.sequencer.next_for_validate()
-                        if nxt.kind is Kind.COMPUTE_VALIDATION_METRICS and self._validated_here():
+                        validation = nxt.kind is Kind.COMPUTE_VALIDATION_METRICS
+                        if validation and self._validated_here():
                             break  # a period validation already ran at this batch count
-                        if self._execute(nxt.kind, nxt.num_batches):
+                        # The validation that ends the loop completes the operation:
+                        # one report tells both (before its callbacks run).
+                        if self._execute(nxt.kind, nxt.num_batches, completes_op=validation):
                             return self._stop()
-                        if nxt.kind is Kind.COMPUTE_VALIDATION_METRICS:
+                        if validation:
+                            completed = True
                             break
-                    if self.is_chief:
+                    if self.is_chief and not completed:
                         assert self.last_validation is not None
                         self.host.validate_op_completed(
                             self.batches_trained, {"validation_metrics": self.last_validation}
@@ -149,8 +154,9 @@ class TrialRunner:
             if self.tensorboard is not None:
                 self.tensorboard.close()
 
-    def _execute(self, kind: Kind, num_batches: int = 0) -> bool:
-        """Run one workload; True when the trial must stop now."""
+    def _execute(self, kind: Kind, num_batches: int = 0, completes_op: bool = False) -> bool:
+        """Run one workload; True when the trial must stop now. ``completes_op``: a
+        validation that completes the searcher's Validate operation."""
         if kind is Kind.RUN_STEP:
             self.step_id += 1
             metrics = self.controller.train(num_batches, self.batches_trained)
@@ -162,7 +168,7 @@ class TrialRunner:
                     self.tensorboard.training(self.batches_trained - num_batches, num_batches,
                                               metrics)
         elif kind is Kind.COMPUTE_VALIDATION_METRICS:
-            self._validate()
+            self._validate(completes_op)
         elif kind is Kind.CHECKPOINT_MODEL:
             self._checkpoint()
         return self._must_stop()
@@ -191,7 +197,13 @@ class TrialRunner:
             and not self.sequencer.need_initial_validation
         )
 
-    def _validate(self) -> None:
+    def _report_validation(self, metrics: Dict[str, Any], completes_op: bool) -> None:
+        if completes_op:
+            self.host.report_validation_completing_op(self.batches_trained, metrics)
+        else:
+            self.host.report_validation(self.batches_trained, metrics)
+
+    def _validate(self, completes_op: bool = False) -> None:
         metrics = self.controller.validate(self.batches_trained)
         values = metrics.get("validation_metrics", {})
         name = self.config.metric
@@ -203,7 +215,7 @@ class TrialRunner:
             self.last_validation = values
             self.last_validation_batches = self.batches_trained
             if self.is_chief:
-                self.host.report_validation(self.batches_trained, metrics)
+                self._report_validation(metrics, completes_op)
             self.sequencer.validated(False)
             return
         if self.is_chief and name not in values:
@@ -216,8 +228,12 @@ class TrialRunner:
         if self.is_chief:
             value = _as_float(values[name], name)
             policy = self.config.checkpoint_policy
-            post_ckpt = policy == "all" or (policy == "best" and self.host.is_best_validation(value))
-            self.host.report_validation(self.batches_trained, metrics)
+            # A checkpoint at this batch count already exists (the usual Validate: it
+            # checkpoints first): nothing to ask, no post-validation checkpoint can follow.
+            post_ckpt = policy == "all" or (policy == "best"
+                                            and self.sequencer.since_checkpoint > 0
+                                            and self.host.is_best_validation(value))
+            self._report_validation(metrics, completes_op)
             if self.tensorboard is not None:
                 self.tensorboard.validation(self.batches_trained, values)
         if self.dist is not None:

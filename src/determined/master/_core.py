@@ -408,8 +408,8 @@ class Master:
             spec_path = os.path.join(launch.trial_dir, f"spec-{launch.restarts}.json")
             with open(spec_path, "w", encoding="utf-8") as f:
                 json.dump(launch.spec, f, default=str)
-            self.store.revoke_trial_tokens(t.trial_id)  # an earlier runner must not report
-            token = self.store.create_trial_token(t.trial_id)
+            # One write: an earlier runner's token goes as this one's is made.
+            token = self.store.create_trial_token(t.trial_id, replace=True)
             pid = self.rm.launch(launch.agent_id, t.trial_id,
                                  {"DET_MASTER": self.url, "DET_TRIAL_TOKEN": token,
                                   "DET_TRIAL_SPEC": spec_path},

@@ -82,7 +82,16 @@ class _Trial:
         return self.closed or self.exited is not None
 
     def to_dict(self) -> Dict[str, Any]:
-        return copy.deepcopy(dataclasses.asdict(self))
+        # By hand: dataclasses.asdict deep-copies every field, and snapshots call this
+        # for every trial after every event.
+        return {
+            "request_id": self.request_id, "trial_seed": self.trial_seed,
+            "hparams": copy.deepcopy(self.hparams), "checkpoint_of": self.checkpoint_of,
+            "created": self.created, "train_units": self.train_units,
+            "pending_validations": list(self.pending_validations),
+            "validated_units": self.validated_units, "close_requested": self.close_requested,
+            "closed": self.closed, "exited": self.exited,
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "_Trial":
@@ -144,6 +153,7 @@ class Searcher:
         self.experiment_seed = experiment_seed
         self._ctx = SearchContext(hyperparameters, random.Random(experiment_seed), sampler=sampler)
         self._trials: Dict[int, _Trial] = {}
+        self._frozen: Dict[int, Dict[str, Any]] = {}  # snapshots of finished trials (final)
         self._started = False
         self._shutdown: Optional[Shutdown] = None
         self._capacity: Optional[int] = None
@@ -357,10 +367,20 @@ class Searcher:
             "started": self._started,
             "capacity": self._capacity,
             "shutdown": None if self._shutdown is None else self._shutdown.to_dict(),
-            "trials": [t.to_dict() for _, t in sorted(self._trials.items())],
+            "trials": [self._trial_dict(t) for _, t in sorted(self._trials.items())],
             "method": self.method.state_dict(),
             "sampler": {"name": self.sampler.name, "state": self.sampler.state_dict()},
         }
+
+    def _trial_dict(self, t: _Trial) -> Dict[str, Any]:
+        # A finished trial never changes again (no operation or event reaches it):
+        # serialize it once, as a search may have thousands of trials.
+        if not t.finished:
+            return t.to_dict()
+        frozen = self._frozen.get(t.request_id)
+        if frozen is None:
+            frozen = self._frozen[t.request_id] = t.to_dict()
+        return frozen
 
     @classmethod
     def restore(cls, config: Mapping[str, Any], snapshot: Mapping[str, Any]) -> "Searcher":

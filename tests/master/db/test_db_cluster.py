@@ -59,6 +59,20 @@ def test_trial_tokens(store: Store, trial_id: int, make_experiment) -> None:
     assert store.check_trial_token(other_token) == other
 
 
+def test_a_replacing_trial_token_revokes_the_earlier_ones(store: Store, trial_id: int,
+                                                          make_experiment) -> None:
+    first, second = store.create_trial_token(trial_id), store.create_trial_token(trial_id)
+    other = store.create_trial(make_experiment(), "r", {}, 1)
+    other_token = store.create_trial_token(other)
+    new = store.create_trial_token(trial_id, replace=True)
+    assert store.check_trial_token(new) == trial_id
+    assert store.check_trial_token(first) is None and store.check_trial_token(second) is None
+    assert store.check_trial_token(other_token) == other
+    assert store.revoke_trial_tokens(trial_id) == 1  # only the new one was left
+    with pytest.raises(NotFoundError, match="trial 999"):
+        store.create_trial_token(999, replace=True)
+
+
 def test_tokens_are_stored_hashed(store: Store, trial_id: int) -> None:
     import sqlalchemy as sa
 

@@ -5,6 +5,7 @@ import math
 import pytest
 
 from determined.master.db import ConflictError, NotFoundError, Store
+from determined.master.db._types import RawJSON
 
 
 def test_create_and_get(store: Store) -> None:
@@ -121,6 +122,14 @@ def test_searcher_snapshot(store: Store, make_experiment) -> None:
     assert math.isnan(snap2.snapshot["nan"]) and snap2.updated_at >= snap.updated_at
     with pytest.raises(ValueError, match="events_applied"):
         store.save_searcher_snapshot(exp, {}, -1)
+
+
+def test_searcher_snapshot_given_encoded(store: Store, make_experiment) -> None:
+    exp = make_experiment()
+    store.save_searcher_snapshot(exp, RawJSON('{"rungs":[1,2],"best":Infinity}'), 2)
+    assert store.get_searcher_snapshot(exp).snapshot == {"rungs": [1, 2], "best": math.inf}
+    with pytest.raises(ValueError, match="snapshot"):
+        store.save_searcher_snapshot(exp, RawJSON("[1, 2]"), 3)
 
 
 def test_delete_experiment_cascades(store: Store, make_experiment) -> None:

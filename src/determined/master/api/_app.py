@@ -425,11 +425,18 @@ def create_app(master: Master) -> fastapi.FastAPI:
         return await run_in_threadpool(store_training, *found, body.reports)
 
     @runner_api.post("/validation")
-    def report_validation(body: models.Report, found: Runner = Depends(runner)) -> Dict[str, Any]:
+    def report_validation(body: models.ValidationReport,
+                          found: Runner = Depends(runner)) -> Dict[str, Any]:
         run, t = found
         with master.lock:
             run.validation(t, body.batches, body.metrics)
-            return _answer(run, t)
+            out: Dict[str, Any] = {}
+            if body.completes_op:  # saves the trial two requests at the end of its op
+                run.validate_op_completed(t, body.metrics)
+                if body.next_op:
+                    out["op"] = run.next_op(t)
+            out.update(_answer(run, t))
+            return out
 
     @runner_api.post("/checkpoint")
     def report_checkpoint(body: models.CheckpointReport,

@@ -8,7 +8,8 @@ import pydantic
 
 from determined.common.validation import INT64_MAX
 
-__all__ = ["CreateExperiment", "Report", "CheckpointReport", "EarlyExit", "LogBatch"]
+__all__ = ["CreateExperiment", "Report", "ValidationReport", "CheckpointReport", "EarlyExit",
+           "LogBatch"]
 
 
 class _Body(pydantic.BaseModel):
@@ -39,6 +40,16 @@ CreateExperiment.model_rebuild()
 class Report(_Body):
     batches: int = pydantic.Field(ge=0, le=INT64_MAX)
     metrics: Dict[str, Any]
+
+
+class ValidationReport(Report):
+    """A validation; ``completes_op``: it also completes the trial's Validate operation
+    (as ``validate-op-completed`` would, with these metrics); ``next_op`` (with
+    ``completes_op``): answer the trial's next operation too, as ``next-op`` would,
+    or null when the searcher has none yet."""
+
+    completes_op: bool = False
+    next_op: bool = False
 
 
 class ReportBatch(_Body):

@@ -198,11 +198,18 @@ class ClusterMixin(StoreBase):
 
     # -- tokens --------------------------------------------------------------------------
 
-    def create_trial_token(self, trial_id: int) -> str:
-        """A new random bearer token for the trial's runner; only its hash is stored."""
+    def create_trial_token(self, trial_id: int, replace: bool = False) -> str:
+        """A new random bearer token for the trial's runner; only its hash is stored.
+        ``replace``: the trial's earlier tokens are revoked in the same transaction (a
+        new process of the trial starts: an earlier one must not report)."""
         token = secrets.token_urlsafe(32)
+        if replace:
+            self._forget_trial_tokens(trial_id)
         with self._write() as s:
             self._get(s, m.Trial, trial_id, "trial")
+            if replace:
+                s.execute(sa.delete(m.AuthToken).where(
+                    m.AuthToken.trial_id == trial_id, m.AuthToken.kind == _TRIAL))
             s.add(
                 m.AuthToken(
                     token_hash=_token_hash(token), kind=_TRIAL, trial_id=trial_id,
@@ -237,12 +244,15 @@ class ClusterMixin(StoreBase):
             self._trial_token_cache()[digest] = trial_id
         return trial_id
 
-    def revoke_trial_tokens(self, trial_id: int) -> int:
-        """Forget every token of the trial (e.g. once it ended); returns how many."""
+    def _forget_trial_tokens(self, trial_id: int) -> None:
         cache = self._trial_token_cache()
         for digest, owner in list(cache.items()):  # list(): a C-level copy, safe vs. writers
             if owner == trial_id:
                 cache.pop(digest, None)
+
+    def revoke_trial_tokens(self, trial_id: int) -> int:
+        """Forget every token of the trial (e.g. once it ended); returns how many."""
+        self._forget_trial_tokens(trial_id)
         with self._write() as s:
             result = s.execute(
                 sa.delete(m.AuthToken).where(

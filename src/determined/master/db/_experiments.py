@@ -20,7 +20,7 @@ from determined.master.db._checks import (
 )
 from determined.master.db._errors import NotFoundError
 from determined.master.db._records import Experiment, SearcherSnapshot
-from determined.master.db._types import utcnow
+from determined.master.db._types import RawJSON, utcnow
 
 __all__ = ["ExperimentsMixin", "GIT_FIELDS"]
 
@@ -244,9 +244,11 @@ class ExperimentsMixin(StoreBase):
         """Replace the experiment's searcher snapshot (JSON-able; NaN/inf allowed).
 
         ``events_applied`` counts the searcher events folded into the snapshot, so a
-        restarted master replays only later ones.
+        restarted master replays only later ones. ``snapshot`` may come encoded, as a
+        :class:`RawJSON` object.
         """
-        snapshot = check_dict("snapshot", snapshot)
+        if not isinstance(snapshot, RawJSON) or not snapshot.startswith("{"):
+            snapshot = check_dict("snapshot", snapshot)
         check_int("events_applied", events_applied, minimum=0)
         table = m.SearcherSnapshot.__table__
         now = utcnow()

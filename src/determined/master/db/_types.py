@@ -63,6 +63,15 @@ def encode_json(value: Any) -> str:
     return pydantic_core.to_json(value, inf_nan_mode="constants").decode()
 
 
+def compact_json(value: Any) -> str:
+    """``value`` as :class:`JSONText` stores it (compact; NaN and infinities allowed)."""
+    return _COMPACT.encode(value)
+
+
+class RawJSON(str):
+    """A JSON document already encoded by :func:`compact_json`: stored as it is."""
+
+
 class JSONText(sa.TypeDecorator):
     """A JSON document stored as text.
 
@@ -77,6 +86,8 @@ class JSONText(sa.TypeDecorator):
     def process_bind_param(self, value: Any, dialect: Dialect) -> Optional[str]:
         if value is None:
             return None
+        if isinstance(value, RawJSON):
+            return str(value)
         return _COMPACT.encode(value)
 
     def process_result_value(self, value: Optional[str], dialect: Dialect) -> Any:

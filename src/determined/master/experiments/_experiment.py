@@ -19,6 +19,7 @@ from determined import engine
 from determined.common.trial_ops import trial_op
 from determined.config import ExperimentConfig, Unit
 from determined.master.db import Store
+from determined.master.db._types import RawJSON, compact_json
 from determined.master.experiments._trial import TrialHandle
 from determined.storage import build_storage
 
@@ -52,6 +53,7 @@ class ExperimentRun:
         self._progress = -1.0  # as last stored
         self._progress_at = 0.0
         self._pending_deletes: List[str] = []
+        self._snapshot_json = _SnapshotJSON()
 
     # ------------------------------------------------------------------ views
 
@@ -149,7 +151,8 @@ class ExperimentRun:
                 if e.reason:
                     logger.info("experiment %s ended %s: %s", self.id, e.state, e.reason)
         if snapshot:
-            self.store.save_searcher_snapshot(self.id, self.core.snapshot(), self.core.events)
+            self.store.save_searcher_snapshot(
+                self.id, self._snapshot_json.encode(self.core.snapshot()), self.core.events)
             self.refresh_progress(force=True)
         if wake:
             self.master.changed(self.id)
@@ -335,3 +338,43 @@ class ExperimentRun:
     def maybe_finish(self) -> bool:
         """True once the experiment has ended (the core finishes it on its own)."""
         return self.core.finished
+
+
+class _SnapshotJSON:
+    """Encodes an experiment's snapshots, reusing the text of each trial entry that is
+    the same object as in the previous snapshot (the core and the searcher hand out
+    one frozen dict per ended trial): after every event only the live trials and the
+    rest are encoded again, not hundreds of ended ones. The text equals what
+    :func:`~determined.master.db._types.compact_json` gives for the same snapshot."""
+
+    _MARKS = ("\x00det-trials\x00", "\x00det-searcher-trials\x00")
+
+    def __init__(self) -> None:
+        self._memo: Dict[int, Tuple[Any, str]] = {}  # id(entry) -> (entry, its text)
+
+    def encode(self, snapshot: Dict[str, Any]) -> RawJSON:
+        searcher = snapshot.get("searcher")
+        lists = (snapshot.get("trials"), searcher.get("trials")
+                 if isinstance(searcher, dict) else None)
+        if not all(isinstance(entries, list) for entries in lists):
+            return RawJSON(compact_json(snapshot))
+        head = dict(snapshot, trials=self._MARKS[0],
+                    searcher=dict(searcher, trials=self._MARKS[1]))
+        text = compact_json(head)
+        marks = [compact_json(m) for m in self._MARKS]
+        if any(text.count(m) != 1 for m in marks):  # cannot happen with our markers
+            return RawJSON(compact_json(snapshot))
+        memo: Dict[int, Tuple[Any, str]] = {}
+        parts = []
+        for mark, entries in sorted(zip(marks, lists), key=lambda ml: text.index(ml[0])):
+            before, text = text.split(mark, 1)
+            parts += [before, "[", ",".join(self._entry(e, memo) for e in entries), "]"]
+        self._memo = memo  # entries gone from this snapshot are forgotten
+        return RawJSON("".join(parts) + text)
+
+    def _entry(self, entry: Any, memo: Dict[int, Tuple[Any, str]]) -> str:
+        known = self._memo.get(id(entry))
+        encoded = known[1] if known is not None and known[0] is entry else \
+            compact_json(entry)
+        memo[id(entry)] = (entry, encoded)
+        return encoded
