@@ -264,11 +264,7 @@ class RayResourceManager:
                                             f"{type(cause).__name__}: {cause}"])
             code, reason = None, "could not start"
         finally:
-            if actor is not None:
-                try:
-                    ray.kill(actor, no_restart=True)
-                except Exception:
-                    pass
+            self._kill_actors([actor] if actor is not None else [])
             with self._lock:
                 self._tasks.pop(task.task_id, None)
         if not self._closed.is_set():
@@ -309,6 +305,10 @@ class RayResourceManager:
                 return
             trial.killed = True
             actors = list(trial.actors)
+        self._kill_actors(actors)
+
+    def _kill_actors(self, actors: List[Any]) -> None:
+        """Kill actors (their processes die with them); ones already gone are skipped."""
         for actor in actors:
             try:
                 self._ray.kill(actor, no_restart=True)
@@ -322,11 +322,7 @@ class RayResourceManager:
             actors = [t.actor for t in self._tasks.values() if t.actor is not None]
         for trial_id in ids:
             self.kill(trial_id)
-        for actor in actors:
-            try:
-                self._ray.kill(actor, no_restart=True)
-            except Exception:  # already gone
-                pass
+        self._kill_actors(actors)
 
     def _run(self, trial: _Trial, node_ids: Dict[str, str], gpus: bool,
              env: Dict[str, str], spec: Dict[str, Any], experiment_id: int) -> None:
@@ -386,11 +382,7 @@ class RayResourceManager:
             self._log_sink(trial.trial_id, [f"det-master: could not run the trial on Ray: "
                                             f"{type(e).__name__}: {e}"])
         finally:
-            for actor in trial.actors:
-                try:
-                    ray.kill(actor, no_restart=True)
-                except Exception:
-                    pass
+            self._kill_actors(trial.actors)
             if pg is not None:
                 try:
                     remove_placement_group(pg)
@@ -573,10 +565,14 @@ class TaskRunner:
             return
         started.put(port)
         try:
-            self._code = self._process.pump(lambda lines: [self._lines.put(l) for l in lines])
+            self._code = self._process.pump(self._queue_lines)
         finally:
             shutil.rmtree(task_dir, ignore_errors=True)
             self._done.set()
+
+    def _queue_lines(self, lines: List[str]) -> None:
+        for line in lines:
+            self._lines.put(line)
 
     def read(self, wait: float) -> Tuple[List[str], Optional[int], bool]:
         """Output lines since the last call (waiting up to ``wait`` seconds for some or
