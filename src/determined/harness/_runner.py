@@ -230,8 +230,10 @@ class TrialRunner:
             policy = self.config.checkpoint_policy
             # A checkpoint at this batch count already exists (the usual Validate: it
             # checkpoints first): nothing to ask, no post-validation checkpoint can follow.
+            # NaN is never the best: no request, no checkpoint for it.
             post_ckpt = policy == "all" or (policy == "best"
                                             and self.sequencer.since_checkpoint > 0
+                                            and not math.isnan(value)
                                             and self.host.is_best_validation(value))
             self._report_validation(metrics, completes_op)
             if self.tensorboard is not None:
@@ -344,6 +346,4 @@ def _as_float(value: Any, name: str) -> float:
         raise InvalidTrialError(
             f"Expected the searcher metric {name!r} to be a scalar. Received: {value!r}"
         ) from None
-    if math.isnan(out):
-        return math.inf
     return out
