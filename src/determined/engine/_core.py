@@ -88,10 +88,16 @@ class ExperimentCore:
     Every event method returns the effects to carry out, in order.
     """
 
-    def __init__(self, config: Mapping[str, Any], source_checkpoint: Optional[str] = None):
+    def __init__(self, config: Mapping[str, Any], source_checkpoint: Optional[str] = None,
+                 capacity: Optional[int] = None):
+        """``capacity``: the trials the slots can run at once, told to the searcher
+        before it starts (automatic concurrency follows it); None when unknown."""
         self.config = dict(config)
         self.cfg = ExperimentConfig(self.config)
         self.searcher = searchers.make_searcher(self.config)
+        if capacity is not None and capacity >= 1:
+            # Before the search starts: no trial exists yet, so no operation follows.
+            self.searcher.on_capacity_changed(capacity)
         self.state = _E.PAUSED
         self.trials: Dict[int, CoreTrial] = {}
         self.shutdown: Optional[searchers.Shutdown] = None

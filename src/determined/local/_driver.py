@@ -145,7 +145,8 @@ class LocalDriver:
         self.db = store.store
         self.source_path = resolve_source_checkpoint() if resolve_source_checkpoint else None
         source = os.path.basename(self.source_path.rstrip("/")) if self.source_path else None
-        self.core = engine.ExperimentCore(config, source_checkpoint=source)
+        self.core = engine.ExperimentCore(config, source_checkpoint=source,
+                                          capacity=self.concurrent)
         self.trials: Dict[int, TrialRecord] = {}  # by request id
         self.procs: Dict[int, _Process] = {}  # by request id
         self._rows: Dict[int, List[Any]] = {}  # training rows not yet written, by trial id

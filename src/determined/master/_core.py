@@ -247,15 +247,12 @@ class Master:
         model_dir = self._model_dir(exp_id)
         if not os.path.isdir(model_dir):  # restored at master start
             self._unpack_model_def(self.store.get_model_def(exp_id), model_dir)
-        run = ExperimentRun(self, exp_id, config, state, model_dir,
-                            source_checkpoint=source_checkpoint)
         # Automatic concurrency follows the trials the cluster can run at once (a
         # restored run's snapshot brings the value it had; _tell_capacity follows
         # agents that join or leave later).
-        capacity = self._capacity(config)
-        if capacity >= 1:
-            run.searcher.on_capacity_changed(capacity)
-        return run
+        return ExperimentRun(self, exp_id, config, state, model_dir,
+                             source_checkpoint=source_checkpoint,
+                             capacity=self._capacity(config))
 
     def _capacity(self, config: Dict[str, Any]) -> int:
         """Trials of an experiment the live agents can run at once."""

@@ -38,7 +38,8 @@ class ExperimentRun:
     """The live part of a non-terminal experiment."""
 
     def __init__(self, master: "Master", experiment_id: int, config: Dict[str, Any],
-                 state: str, model_dir: str, source_checkpoint: Optional[str] = None):
+                 state: str, model_dir: str, source_checkpoint: Optional[str] = None,
+                 capacity: Optional[int] = None):
         self.master = master
         self.store: Store = master.store
         self.id = experiment_id
@@ -47,7 +48,8 @@ class ExperimentRun:
         self.model_dir = model_dir
         self.storage_config = config["checkpoint_storage"]
         self.storage = build_storage(self.storage_config)
-        self.core = engine.ExperimentCore(config, source_checkpoint=source_checkpoint)
+        self.core = engine.ExperimentCore(config, source_checkpoint=source_checkpoint,
+                                          capacity=capacity)
         self.trials: Dict[int, TrialHandle] = {}  # by request id
         self._initial_state = state
         self._progress = -1.0  # as last stored
