@@ -11,21 +11,66 @@ against it (``determined._trial_controller``).
 
 __version__ = "0.13.0"
 
-from determined import errors, util  # noqa: E402
-from determined._env_context import EnvContext, ExperimentConfig, RendezvousInfo  # noqa: E402
-from determined._local_execution import (  # noqa: E402
-    _local_execution_manager,
-    _make_local_execution_env,
-)
-from determined._trial_controller import (  # noqa: E402
-    CallbackTrialController,
-    LoopTrialController,
-    NativeContext,
-    Trial,
-    TrialController,
-)
-from determined.config import Categorical, Constant, Double, Integer, Log  # noqa: E402
-from determined.harness import DistributedContext, TrialContext  # noqa: E402
+import importlib
+from typing import TYPE_CHECKING, Any, List
+
+# Upstream's names load on first use, so ``import determined.engine`` or
+# ``determined.master`` does not pull in the trial runner (and numpy) through here.
+_LAZY = {
+    "errors": ("determined.errors", None),
+    "util": ("determined.util", None),
+    "EnvContext": ("determined._env_context", "EnvContext"),
+    "ExperimentConfig": ("determined._env_context", "ExperimentConfig"),
+    "RendezvousInfo": ("determined._env_context", "RendezvousInfo"),
+    "_local_execution_manager": ("determined._local_execution", "_local_execution_manager"),
+    "_make_local_execution_env": ("determined._local_execution", "_make_local_execution_env"),
+    "CallbackTrialController": ("determined._trial_controller", "CallbackTrialController"),
+    "LoopTrialController": ("determined._trial_controller", "LoopTrialController"),
+    "NativeContext": ("determined._trial_controller", "NativeContext"),
+    "Trial": ("determined._trial_controller", "Trial"),
+    "TrialController": ("determined._trial_controller", "TrialController"),
+    "Categorical": ("determined.config", "Categorical"),
+    "Constant": ("determined.config", "Constant"),
+    "Double": ("determined.config", "Double"),
+    "Integer": ("determined.config", "Integer"),
+    "Log": ("determined.config", "Log"),
+    "DistributedContext": ("determined.harness", "DistributedContext"),
+    "TrialContext": ("determined.harness", "TrialContext"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'determined' has no attribute {name!r}") from None
+    value = importlib.import_module(module)
+    if attr is not None:
+        value = getattr(value, attr)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> List[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:
+    from determined import errors, util  # noqa: F401
+    from determined._env_context import EnvContext, ExperimentConfig, RendezvousInfo  # noqa: F401
+    from determined._local_execution import (  # noqa: F401
+        _local_execution_manager,
+        _make_local_execution_env,
+    )
+    from determined._trial_controller import (  # noqa: F401
+        CallbackTrialController,
+        LoopTrialController,
+        NativeContext,
+        Trial,
+        TrialController,
+    )
+    from determined.config import Categorical, Constant, Double, Integer, Log  # noqa: F401
+    from determined.harness import DistributedContext, TrialContext  # noqa: F401
 
 __all__ = [
     "CallbackTrialController",

@@ -1,13 +1,40 @@
-"""Translate a searcher operation for one trial into the operation its runner executes."""
+"""The operations a trial runner executes, and the translation of a searcher operation
+for one trial into one (shared by the runner and the drivers, which import no runner)."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import enum
+from typing import Any, Dict, Optional
 
 from determined import searcher as searchers
-from determined.harness._host import OpKind, TrialOp
+from determined.config import Length
 
-__all__ = ["trial_op"]
+__all__ = ["OpKind", "TrialOp", "trial_op"]
+
+
+class OpKind(str, enum.Enum):
+    TRAIN = "train"
+    VALIDATE = "validate"
+    CHECKPOINT = "checkpoint"
+    CLOSE = "close"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrialOp:
+    """One searcher operation for this trial; ``length`` (TRAIN) is cumulative."""
+
+    kind: OpKind
+    length: Optional[Length] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"kind": self.kind.value, "length": self.length.to_dict() if self.length else None}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "TrialOp":
+        length = Length.from_dict(d["length"]) if d.get("length") else None
+        return cls(OpKind(d["kind"]), length)
+
 
 _KINDS = {
     searchers.Validate: OpKind.VALIDATE,

@@ -8,36 +8,11 @@ master's REST API (cluster), or an in-process host (Native API, ``--test``).
 from __future__ import annotations
 
 import abc
-import dataclasses
-import enum
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
-from determined.config import Length
+from determined.common.trial_ops import OpKind, TrialOp
 
 __all__ = ["TrialHost", "TrialOp", "OpKind"]
-
-
-class OpKind(str, enum.Enum):
-    TRAIN = "train"
-    VALIDATE = "validate"
-    CHECKPOINT = "checkpoint"
-    CLOSE = "close"
-
-
-@dataclasses.dataclass(frozen=True)
-class TrialOp:
-    """One searcher operation for this trial; ``length`` (TRAIN) is cumulative."""
-
-    kind: OpKind
-    length: Optional[Length] = None
-
-    def to_dict(self) -> Dict[str, Any]:
-        return {"kind": self.kind.value, "length": self.length.to_dict() if self.length else None}
-
-    @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "TrialOp":
-        length = Length.from_dict(d["length"]) if d.get("length") else None
-        return cls(OpKind(d["kind"]), length)
 
 
 class TrialHost(abc.ABC):
