@@ -387,3 +387,21 @@ def test_checkpoint_ids_are_validated(bad: Any) -> None:
     assert core.snapshot() == before
     with pytest.raises(engine.EngineError, match="already reported"):
         core.trial_checkpointed(1, 10, ck(1))
+
+
+@pytest.mark.parametrize("unit, per_epoch, expected", [
+    ("batches", None, 0.25), ("records", None, 0.25), ("epochs", 8, 0.25)])
+def test_progress_counts_trained_units_before_any_validation(unit, per_epoch, expected) -> None:
+    """Progress, in the searcher's unit, counts what a trial has trained before it
+    validates (both adapters store this number)."""
+    gbs = 4
+    lengths = {"batches": 8, "records": 8 * gbs, "epochs": 8 * gbs // (per_epoch or 1)}
+    config = make_config("single")
+    config["searcher"]["max_length"] = {unit: lengths[unit]}
+    if per_epoch:
+        config["records_per_epoch"] = per_epoch
+    core, sim = new(validate_config(config))
+    sim.start(1)
+    assert core.progress() == 0.0
+    sim.apply(core.trial_trained(1, 2, {"loss": 1.0}))  # 2 of 8 batches
+    assert core.progress() == expected

@@ -33,7 +33,7 @@ import uuid as uuidlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from determined import searcher as searchers
-from determined.config import ExperimentConfig
+from determined.config import ExperimentConfig, Unit
 from determined.engine import _effects as fx
 from determined.engine._states import (
     LIVE,
@@ -325,6 +325,22 @@ class ExperimentCore:
                 t.best_metric = value
                 self._emit(fx.UpdateTrial(request_id, {"best_validation": value}))
         return self._take()
+
+    def progress(self) -> float:
+        """Fraction of the search done, in [0, 1], counting what each trial has trained
+        so far (converted to the searcher's unit), not only validated lengths."""
+        unit = self.searcher.unit
+        per_epoch = self.cfg.records_per_epoch
+        trained: Dict[int, int] = {}
+        for r, t in self.trials.items():
+            units = t.batches
+            if unit is Unit.RECORDS:
+                units *= int(t.hparams.get("global_batch_size", 1))
+            elif unit is Unit.EPOCHS:
+                gbs = int(t.hparams.get("global_batch_size", 1))
+                units = units * gbs // per_epoch if per_epoch else 0
+            trained[r] = units
+        return round(min(1.0, self.searcher.progress(trained)), 4)
 
     def is_best(self, value: Any) -> bool:
         """Whether a validation metric value would be the experiment's best so far

@@ -323,7 +323,7 @@ class LocalDriver:
                                  "source_checkpoint_path": self.source_path}
             self.db.save_searcher_snapshot(self.experiment_id, snapshot, self.core.events)
             self.db.update_experiment(self.experiment_id,
-                                      progress=round(min(1.0, self.searcher.progress()), 4))
+                                      progress=self.core.progress())
 
     def _store_metrics(self, r: int, kind: str, batches: int, report: Dict[str, Any]) -> None:
         t = self.trials[r]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from determined import engine
 from determined.common.trial_ops import trial_op
-from determined.config import ExperimentConfig, Unit
+from determined.config import ExperimentConfig
 from determined.master.db import Store
 from determined.master.db._types import RawJSON, compact_json
 from determined.master.experiments._trial import TrialHandle
@@ -183,17 +183,7 @@ class ExperimentRun:
         if not force and now - self._progress_at < 1.0:
             return
         self._progress_at = now
-        unit, gbs_key = self.searcher.unit, "global_batch_size"
-        trained: Dict[int, int] = {}
-        for r, t in self.core.trials.items():
-            batches = t.batches
-            if unit is Unit.RECORDS:
-                batches *= int(t.hparams.get(gbs_key, 1))
-            elif unit is Unit.EPOCHS:
-                per_epoch = self.cfg.records_per_epoch
-                batches = batches * int(t.hparams.get(gbs_key, 1)) // per_epoch if per_epoch else 0
-            trained[r] = batches
-        progress = round(self.searcher.progress(trained), 4)
+        progress = self.core.progress()
         if progress != self._progress:
             self._progress = progress
             self.store.update_experiment(self.id, progress=progress)
