@@ -10,7 +10,11 @@ from typing import Any, Dict, Optional
 from determined import searcher as searchers
 from determined.config import Length
 
-__all__ = ["OpKind", "TrialOp", "trial_op"]
+__all__ = ["EXIT_USER_ERROR", "OpKind", "TrialOp", "trial_op"]
+
+# A trial process exits with this code when the user's code is at fault (an invalid
+# trial, an exception it raised); drivers do not restart such a trial.
+EXIT_USER_ERROR = 65
 
 
 class OpKind(str, enum.Enum):

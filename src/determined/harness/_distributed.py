@@ -46,6 +46,7 @@ from typing import Any, Dict, Iterator, List, Optional
 
 from determined.errors import DeterminedError
 from determined.harness._env import DistributedInfo, TrialEnv
+from determined.common.trial_ops import EXIT_USER_ERROR
 from determined.harness._host import TrialHost, TrialOp
 
 __all__ = [
@@ -62,7 +63,6 @@ __all__ = [
 
 logger = logging.getLogger("determined")
 
-EXIT_USER_ERROR = 65  # as determined.harness._rest_host.EXIT_USER_ERROR
 _WORKER_COMMAND = (
     "import sys; from determined.harness._distributed import worker_main; sys.exit(worker_main())"
 )

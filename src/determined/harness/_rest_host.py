@@ -22,11 +22,11 @@ import traceback
 from typing import Any, Dict, List, Optional
 
 from determined.common.api import APIError, MasterClient
+from determined.common.trial_ops import EXIT_USER_ERROR
 from determined.harness._host import TrialHost, TrialOp
 
 __all__ = ["RestTrialHost", "main", "EXIT_USER_ERROR"]
 
-EXIT_USER_ERROR = 65
 
 
 class RestTrialHost(TrialHost):

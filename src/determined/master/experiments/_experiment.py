@@ -26,11 +26,10 @@ from determined.storage import build_storage
 if TYPE_CHECKING:
     from determined.master._core import Master
 
-__all__ = ["ExperimentRun", "EXIT_USER_ERROR"]
+__all__ = ["ExperimentRun"]
 
 logger = logging.getLogger("determined.master")
 
-EXIT_USER_ERROR = 65  # determined.harness._rest_host.EXIT_USER_ERROR
 _TERMINAL_TRIAL = {"COMPLETED", "CANCELED", "ERROR"}
 
 

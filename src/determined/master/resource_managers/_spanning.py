@@ -29,11 +29,12 @@ import time
 import uuid
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
+from determined.common.trial_ops import EXIT_USER_ERROR
+
 __all__ = ["SpanningMixin", "CHIEF_GRACE_SECONDS"]
 
 logger = logging.getLogger("determined.master")
 
-EXIT_USER_ERROR = 65  # determined.harness._rest_host.EXIT_USER_ERROR
 #: After the chief part ended cleanly, the other parts get this long to exit by themselves.
 CHIEF_GRACE_SECONDS = 60.0
 
