@@ -191,3 +191,20 @@ def _up(url: str) -> bool:
         return httpx.get(url + "/api/v1/master", timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
+
+
+def test_bad_gpu_reports_of_an_agent_are_4xx_naming_the_field(cluster):
+    url = cluster.master.url + "/api/v1/agents/odd-agent"
+    gpu = {"index": "0", "uuid": "GPU-x", "name": "X", "memory_total": GIB}
+    r = httpx.post(url + "/register", json={"slots": 2, "slot_gpus": [gpu]}, timeout=30)
+    assert r.status_code in (400, 422) and "slot_gpus" in r.text, r.text
+    session = httpx.post(url + "/register", json={"slots": 1, "slot_gpus": [gpu]},
+                         timeout=30).json()["session"]
+    try:
+        bad = {"time": 1.0, "gpu_index": 0, "utilization": 170, "memory_used": 1,
+               "memory_total": 2}
+        r = httpx.post(url + "/events", json={"session": session,
+                                              "gpu_metrics": {"x": [bad]}}, timeout=30)
+        assert r.status_code in (400, 422) and "utilization" in r.text, r.text
+    finally:
+        httpx.post(url + "/deregister", json={"session": session}, timeout=30)
