@@ -14,7 +14,8 @@ TINY_DIR = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "tiny_p
 GIB = 2**30
 
 ENV_TRIAL = '''"""TinyTrial printing its GPU environment; hparams: sleep (seconds per batch),
-oom_at_batch (raise torch.cuda.OutOfMemoryError there, as CUDA's allocator does)."""
+oom_at_batch (raise torch.cuda.OutOfMemoryError there, as CUDA's allocator does),
+alloc_fraction (on a GPU: hold a tensor of that fraction of the card's memory)."""
 import json
 import os
 import time
@@ -30,11 +31,18 @@ KEYS = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "DET_GPU_MEMORY_FRACTION",
 class EnvTrial(TinyTrial):
     def __init__(self, context):
         super().__init__(context)
-        print("GPU-ENV " + json.dumps({k: os.environ.get(k) for k in KEYS}), flush=True)
+        seen = {k: os.environ.get(k) for k in KEYS}
+        seen["torch_devices"] = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        print("GPU-ENV " + json.dumps(seen), flush=True)
+        self.held = None
 
     def train_batch(self, batch, epoch_idx, batch_idx):
         hp = self.context.get_hparams()
         time.sleep(hp.get("sleep", 0.0))
+        if hp.get("alloc_fraction") and self.held is None and torch.cuda.is_available():
+            total = torch.cuda.get_device_properties(0).total_memory
+            self.held = torch.empty(int(hp["alloc_fraction"] * total), dtype=torch.uint8,
+                                    device="cuda")
         if hp.get("oom_at_batch") is not None and batch_idx >= hp["oom_at_batch"]:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return super().train_batch(batch, epoch_idx, batch_idx)
