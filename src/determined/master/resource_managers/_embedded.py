@@ -12,6 +12,7 @@ each still runs exactly one trial in a fresh process.
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import signal
@@ -28,6 +29,8 @@ from determined.master import scheduler
 __all__ = ["EmbeddedResourceManager", "AGENT_ID"]
 
 AGENT_ID = "embedded"
+
+logger = logging.getLogger("determined.master")
 
 #: (trial_id, exit_code)
 ExitCallback = Callable[[int, int], None]
@@ -63,6 +66,10 @@ class EmbeddedResourceManager:
         by_slot = slot_gpus(gpu_inventory() if gpus is None else gpus, slots_per_gpu)
         # Slots are GPUs when there are enough GPU slots (the default), else CPUs.
         self.gpus: List[Gpu] = by_slot[:slots] if len(by_slot) >= slots else []
+        if by_slot and not self.gpus:
+            logger.warning("resource_manager.slots %d exceeds the %d GPU slots here (%d GPU(s) "
+                           "x slots_per_gpu %d): the embedded agent offers CPU slots",
+                           slots, len(by_slot), len(by_slot) // slots_per_gpu, slots_per_gpu)
         self.slots_per_gpu = slots_per_gpu
         self._memory_fraction = gpu_memory_fraction
         self._gpu_sink = gpu_sink
