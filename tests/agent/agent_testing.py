@@ -6,7 +6,7 @@ import pathlib
 import signal
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Sequence
 
 import httpx
 
@@ -24,13 +24,17 @@ def trial_logs(client: httpx.Client, trial_id: int) -> str:
 class AgentProcess:
     """``python -m determined.agent`` in a session of its own, its output in a file."""
 
-    def __init__(self, master_url: str, agent_id: str, root: pathlib.Path, slots: int = 1,
-                 token: Optional[str] = None, label: str = ""):
+    def __init__(self, master_url: str, agent_id: str, root: pathlib.Path,
+                 slots: Optional[int] = 1, token: Optional[str] = None, label: str = "",
+                 extra_args: Sequence[str] = (), env: Optional[Dict[str, str]] = None):
         self.id = agent_id
         self.work_dir = root / agent_id
         self.log_path = root / f"{agent_id}.log"
         self.cmd = [sys.executable, "-m", "determined.agent", "--master", master_url,
-                    "--slots", str(slots), "--id", agent_id, "--work-dir", str(self.work_dir)]
+                    "--id", agent_id, "--work-dir", str(self.work_dir), *extra_args]
+        if slots is not None:  # None: the agent's default (one per GPU, else per CPU)
+            self.cmd += ["--slots", str(slots)]
+        self.env = env  # None: this process's environment
         if token is not None:
             self.cmd += ["--token", token]
         if label:
@@ -39,7 +43,8 @@ class AgentProcess:
 
     def start(self) -> "AgentProcess":
         self.proc = subprocess.Popen(self.cmd, stdout=open(self.log_path, "ab"),
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True,
+                                     env=self.env)
         return self
 
     def alive(self) -> bool:
@@ -76,7 +81,7 @@ class AgentCluster:
 
     def ensure_agents(self, *ids: str, **options: Any) -> None:
         """Starts each agent of ``ids`` not running (``options``: :class:`AgentProcess`'s
-        ``slots`` or ``label``) and waits until all are registered."""
+        ``slots``, ``label``, ``extra_args`` or ``env``) and waits until all are registered."""
         for agent_id in ids:
             if agent_id not in self.agents or not self.agents[agent_id].alive():
                 self.agents[agent_id] = AgentProcess(self.master.url, agent_id, self.root,

@@ -33,6 +33,17 @@ def main(argv: Optional[List[str]] = None) -> int:
                         "task services (notebooks, shells, TensorBoards) listen there and "
                         "ranks of trials spanning agents rendezvous there (default: "
                         "$DET_AGENT_ADDRESS, else this machine's address towards the master)")
+    p.add_argument("--slots-per-gpu", dest="slots_per_gpu", type=int, default=1, metavar="K",
+                   help="slots offered per GPU: K trials share each GPU, each capped at 1/K "
+                        "of its memory (default 1)")
+    p.add_argument("--gpu-memory-fraction", dest="gpu_memory_fraction", type=float,
+                   default=None, metavar="F",
+                   help="each slot's cap on its GPU's memory, a fraction in (0, 1] (default "
+                        "1/K with --slots-per-gpu K; no cap with one slot per GPU)")
+    p.add_argument("--gpu-metrics-interval", dest="gpu_metrics_interval", type=float,
+                   default=5.0, metavar="SECONDS",
+                   help="seconds between readings of each busy GPU's utilization and memory "
+                        "(default 5)")
     args = p.parse_args(argv)
     if not args.master:
         p.error("--master is required (or set DET_MASTER), e.g. --master http://10.0.0.5:8080")
@@ -44,7 +55,10 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     try:
         agent = Agent(args.master, slots=args.slots, agent_id=args.agent_id, label=args.label,
-                      work_dir=args.work_dir, token=args.token, address=args.address)
+                      work_dir=args.work_dir, token=args.token, address=args.address,
+                      slots_per_gpu=args.slots_per_gpu,
+                      gpu_memory_fraction=args.gpu_memory_fraction,
+                      gpu_metrics_interval=args.gpu_metrics_interval)
     except ValueError as e:
         p.error(str(e))
     return agent.run()

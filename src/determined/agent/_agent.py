@@ -38,7 +38,10 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from determined.agent._parts import interface_env
 from determined.agent._spawner import Spawner
-from determined.agent._gpus import detect_gpus
+from determined.agent._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
+from determined.agent._gpus import (Gpu, check_memory_fraction, check_slots_per_gpu,
+                                    detect_gpus, gpu_inventory, shared_gpu_note, slot_gpus,
+                                    trial_gpu_env)
 from determined.common.api import APIError, MasterClient, unpack_context
 from determined.tasks._launch import TaskProcess, free_port, task_from_command
 
@@ -65,6 +68,7 @@ class _Trial:
         self.trial_id = trial_id
         self.pid: Optional[int] = None
         self.killed = False
+        self.gpus: List[str] = []  # NVML indices of its GPUs, once it runs
 
 
 class _Part(_Trial):
@@ -115,7 +119,11 @@ class Agent:
         work_dir: model definitions and trial spec files (default
             ``~/.determined/agent/<id>``).
         token: the master's ``security.agent_token``, if it sets one.
-        gpus: GPU indices (default: :func:`detect_gpus`).
+        gpus: the GPUs (default: :func:`gpu_inventory`; ``[]``: none).
+        slots_per_gpu: slots offered per GPU (trials sharing a GPU each get a memory cap).
+        gpu_memory_fraction: each slot's cap, a fraction of its GPU's memory (default
+            ``1 / slots_per_gpu``; no cap with one slot per GPU).
+        gpu_metrics_interval: seconds between readings of the GPUs trials run on.
         address: this machine's address as the master and other agents reach it: task
             services listen there and ranks of trials spanning agents rendezvous there
             (default: this machine's address on the route to the master; never a wildcard).
@@ -123,23 +131,33 @@ class Agent:
 
     def __init__(self, master: str, slots: Optional[int] = None, agent_id: Optional[str] = None,
                  label: str = "", work_dir: Optional[str] = None, token: Optional[str] = None,
-                 gpus: Optional[Sequence[str]] = None, preload: Optional[List[str]] = None,
-                 address: Optional[str] = None):
+                 gpus: Optional[Sequence[Gpu]] = None, preload: Optional[List[str]] = None,
+                 address: Optional[str] = None, slots_per_gpu: int = 1,
+                 gpu_memory_fraction: Optional[float] = None,
+                 gpu_metrics_interval: float = DEFAULT_INTERVAL):
         self.id = agent_id or socket.gethostname()
         if not self.id or any(c.isspace() for c in self.id):
             raise ValueError(f"Expected --id to be a name without spaces. Received: {self.id!r}")
         if slots is not None and slots < 1:
             raise ValueError(f"Expected --slots to be >= 1. Received: --slots {slots}")
-        gpus = list(detect_gpus() if gpus is None else gpus)
-        if gpus:
-            if slots is not None and slots > len(gpus):
-                raise ValueError(f"Expected --slots <= {len(gpus)}, the GPUs nvidia-smi lists. "
-                                 f"Received: --slots {slots}")
-            gpus = gpus[:slots] if slots is not None else gpus
-            self.slots = len(gpus)
+        self.slots_per_gpu = check_slots_per_gpu(slots_per_gpu, "--slots-per-gpu")
+        self.gpu_memory_fraction = check_memory_fraction(gpu_memory_fraction,
+                                                         "--gpu-memory-fraction")
+        if not gpu_metrics_interval > 0:
+            raise ValueError("Expected --gpu-metrics-interval to be > 0 seconds. "
+                             f"Received: {gpu_metrics_interval!r}")
+        by_slot = slot_gpus(gpu_inventory() if gpus is None else gpus, slots_per_gpu)
+        if by_slot:
+            if slots is not None and slots > len(by_slot):
+                raise ValueError(f"Expected --slots <= {len(by_slot)}, the GPUs NVML lists "
+                                 f"times --slots-per-gpu. Received: --slots {slots}")
+            by_slot = by_slot[:slots] if slots is not None else by_slot
+            self.slots = len(by_slot)
         else:
             self.slots = slots if slots is not None else (os.cpu_count() or 1)
-        self.gpus = gpus
+        #: The GPU of each slot ([] on a machine without GPUs).
+        self.gpus: List[Gpu] = by_slot
+        self._sampler = GpuSampler(gpu_metrics_interval, self._busy_gpus, self._file_samples)
         self.label = label
         self.work_dir = os.path.abspath(os.path.expanduser(work_dir or default_work_dir(self.id)))
         self.token = token
@@ -179,6 +197,8 @@ class Agent:
         shipper.start()
         poller = threading.Thread(target=self._poll_loop, name="det-agent-poller", daemon=True)
         poller.start()
+        if self.gpus:
+            self._sampler.start()
         while not self._stop.wait(0.5):
             pass
         try:
@@ -246,6 +266,7 @@ class Agent:
         elif session is None:
             _say(f"det-agent: {self.id} is not registered (master unreachable?); "
                   "not deregistering")
+        self._sampler.stop()
         self._spawner.close()
 
     def _refuse(self, why: str) -> None:
@@ -266,7 +287,8 @@ class Agent:
 
         answer = self._poller.request("POST", f"/agents/{self.id}/register", json={
             "slots": self.slots, "label": self.label, "running": running,
-            "version": determined.__version__})
+            "version": determined.__version__,
+            "slot_gpus": [g.to_json() for g in self.gpus]})
         with self._lock:
             first = self._session is None and not self._registered
             self._registered = True
@@ -274,8 +296,9 @@ class Agent:
             self._poll_seconds = float(answer.get("poll_seconds", 10.0))
         if first:  # import the frameworks in the zygote now, not at the first trial
             threading.Thread(target=self._warm_up, name="det-zygote-start", daemon=True).start()
+        shared = f" ({self.slots_per_gpu} per GPU)" if self.gpus and self.slots_per_gpu > 1 else ""
         _say(f"det-agent: {self.id} registered with {self.master_url}: {self.slots} "
-              f"{'GPU' if self.gpus else 'CPU'} slot(s)")
+              f"{'GPU' if self.gpus else 'CPU'} slot(s){shared}")
 
     def _poll_loop(self) -> None:
         backoff = 0.5
@@ -375,6 +398,7 @@ class Agent:
         exits: Dict[str, int] = {}
         started: Dict[str, Dict[str, Any]] = {}
         reasons: Dict[str, str] = {}
+        gpu: Dict[str, List[Dict[str, Any]]] = {}
         pending = 0
         backoff = 0.5
         while True:
@@ -391,6 +415,8 @@ class Agent:
                 elif kind == "started":
                     started[launch_id] = value
                     deadline = 0.0
+                elif kind == "gpu":
+                    gpu.setdefault(launch_id, []).extend(value)
                 else:
                     exits[launch_id] = value
                     with self._lock:
@@ -409,13 +435,15 @@ class Agent:
                     item = None
             with self._lock:
                 session = self._session
-            if not (logs or exits or started) or session is None:
+            if not (logs or exits or started or gpu) or session is None:
                 continue
             body: Dict[str, Any] = {"session": session, "logs": logs, "exits": exits}
             if started:
                 body["started"] = started
             if reasons:
                 body["reasons"] = reasons
+            if gpu:
+                body["gpu_metrics"] = gpu
             try:
                 self._shipper_client.request("POST", f"/agents/{self.id}/events", json=body,
                                              timeout=30.0)
@@ -426,7 +454,7 @@ class Agent:
                         for launch_id in exits:
                             self._trials.pop(launch_id, None)
                             self._tasks.pop(launch_id, None)
-                    logs, exits, started, reasons, pending = {}, {}, {}, {}, 0
+                    logs, exits, started, reasons, gpu, pending = {}, {}, {}, {}, {}, 0
                     continue
                 if e.status == 410:
                     with self._lock:  # the poller registers again
@@ -440,7 +468,7 @@ class Agent:
                 for launch_id in exits:
                     self._trials.pop(launch_id, None)
                     self._tasks.pop(launch_id, None)
-            logs, exits, started, reasons, pending = {}, {}, {}, {}, 0
+            logs, exits, started, reasons, gpu, pending = {}, {}, {}, {}, {}, 0
 
     @staticmethod
     def _drop_oldest(logs: Dict[str, List[str]]) -> int:
@@ -480,8 +508,7 @@ class Agent:
             env = {"DET_MASTER": self._poller.url, "DET_TRIAL_TOKEN": env_in["DET_TRIAL_TOKEN"],
                    "DET_TRIAL_SPEC": spec_path, "DET_AGENT_ID": self.id,
                    "DET_SLOT_IDS": ",".join(map(str, slot_ids))}
-            if self.gpus:
-                env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus[s] for s in slot_ids)
+            env.update(self._gpu_env(t, slot_ids))
             with self._lock:
                 if t.killed:
                     raise _Killed()
@@ -512,6 +539,28 @@ class Agent:
         with self._exit_lock:
             self._exit_codes.pop(pid, None)
         self._events.put(("exit", t.launch_id, code))
+
+    def _gpu_env(self, t: _Trial, slot_ids: List[int]) -> Dict[str, str]:
+        """The trial's GPUs and memory cap (:func:`trial_gpu_env`); notes its GPUs for
+        the metrics and says in its log which GPU it shares."""
+        env = trial_gpu_env(self.gpus, slot_ids, self.slots_per_gpu, self.gpu_memory_fraction)
+        if env:
+            with self._lock:
+                t.gpus = env["CUDA_VISIBLE_DEVICES"].split(",")
+            note = shared_gpu_note(env)
+            if note is not None:
+                self._log(t, f"det-agent {self.id}: {note}")
+        return env
+
+    def _busy_gpus(self) -> List[str]:
+        with self._lock:
+            return sorted({g for t in self._trials.values() for g in t.gpus})
+
+    def _file_samples(self, samples: List[Dict[str, Any]]) -> None:
+        with self._lock:
+            owners = {launch_id: list(t.gpus) for launch_id, t in self._trials.items()}
+        for launch_id, mine in samples_by_owner(samples, owners).items():
+            self._events.put(("gpu", launch_id, mine))
 
     def _exited(self, pid: int, code: int) -> None:
         with self._exit_lock:
@@ -558,8 +607,7 @@ class Agent:
                    "DET_NUM_AGENTS": str(ranks["num_agents"]),
                    "MASTER_ADDR": addr, "MASTER_PORT": str(port)}
             env.update(interface_env(self.address, dict(os.environ)))
-            if self.gpus:
-                env["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus[s] for s in slot_ids)
+            env.update(self._gpu_env(t, slot_ids))
             for local_rank in range(len(slot_ids)):
                 rank = first + local_rank
                 with self._lock:
@@ -691,8 +739,8 @@ class Agent:
         try:
             slot_ids = [int(s) for s in command.get("slot_ids") or []]
             env_vars = {"DET_AGENT_ID": self.id, "DET_SLOT_IDS": ",".join(map(str, slot_ids))}
-            if self.gpus and slot_ids:
-                env_vars["CUDA_VISIBLE_DEVICES"] = ",".join(self.gpus[s] for s in slot_ids)
+            env_vars.update(trial_gpu_env(self.gpus, slot_ids, self.slots_per_gpu,
+                                          self.gpu_memory_fraction))
             argv, env, work, port = task_from_command(command, task_dir, self.address,
                                                       self._poller.url, env_vars)
             with self._lock:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Dict, List
 
 from determined.cli._remote import add_format_flags, client, print_rows, usage_error
 
@@ -61,13 +61,38 @@ def _listing_noun(nouns: Any, name: str, alias: str, help: str, list_help: str,
     return verbs
 
 
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB"
+
+
+def _gpu_summary(gpus: List[Dict[str, Any]]) -> Dict[str, str]:
+    """An agent's GPUs in three short cells: ``2x NAME``, each one's memory, slots per GPU."""
+    if not gpus:
+        return {"gpus": "", "gpu_memory": "", "slots_per_gpu": ""}
+    names: Dict[str, int] = {}
+    for g in gpus:
+        names[g["name"]] = names.get(g["name"], 0) + 1
+    return {"gpus": ", ".join(f"{n}x {name}" for name, n in names.items()),
+            "gpu_memory": ", ".join(sorted({_gib(g["memory_total"]) for g in gpus})),
+            "slots_per_gpu": ", ".join(sorted({str(g.get("slots", 1)) for g in gpus}))}
+
+
 def _slots(args: argparse.Namespace) -> int:
     with client(args) as c:
         agents = c.request("GET", "/agents")["agents"]
-    rows = [{"agent_id": a["id"], "slot_id": s["slot_id"],
-             "enabled": a["enabled"] and s.get("enabled", True), "task": s["task"] or ""}
-            for a in agents for s in a.get("slot_tasks", [])]
-    print_rows(rows, ["agent_id", "slot_id", "enabled", "task"], args)
+    rows = []
+    for a in agents:
+        for s in a.get("slot_tasks", []):
+            gpu = s.get("gpu") or {}
+            rows.append({"agent_id": a["id"], "slot_id": s["slot_id"],
+                         "enabled": a["enabled"] and s.get("enabled", True),
+                         "task": s["task"] or "",
+                         "gpu": f"{gpu['index']}: {gpu['name']}" if gpu else "",
+                         "gpu_memory": _gib(gpu["memory_total"]) if gpu else ""})
+    columns = ["agent_id", "slot_id", "enabled", "task"]
+    if any(r["gpu"] for r in rows):  # slots sharing a GPU show the same one
+        columns += ["gpu", "gpu_memory"]
+    print_rows(rows, columns, args)
     return 0
 
 
@@ -113,7 +138,12 @@ def _logs(args: argparse.Namespace) -> int:
 def _agents(args: argparse.Namespace) -> int:
     with client(args) as c:
         rows = c.request("GET", "/agents")["agents"]
-    print_rows(rows, ["id", "type", "address", "slots", "used_slots", "enabled", "label"], args)
+    columns = ["id", "type", "address", "slots", "used_slots", "enabled", "label"]
+    if any(a.get("gpus") for a in rows) and not getattr(args, "json", False):
+        for a in rows:
+            a.update(_gpu_summary(a.get("gpus") or []))
+        columns += ["gpus", "gpu_memory", "slots_per_gpu"]
+    print_rows(rows, columns, args)
     return 0
 
 

@@ -57,6 +57,9 @@ def add_parser(nouns: Any) -> None:
     kill = verbs.add_parser("kill", help="kill a trial")
     kill.add_argument("trial_id", type=int)
     kill.set_defaults(func=_kill)
+    from determined.cli._gpu_metrics import add_gpu_metrics_verb
+
+    add_gpu_metrics_verb(verbs)
     trial.set_defaults(func=lambda args: trial.print_help() or 0)
 
 

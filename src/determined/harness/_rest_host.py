@@ -177,6 +177,15 @@ class RestTrialHost(TrialHost):
         self._post("early-exit", {"reason": reason})
 
 
+def _explain_gpu_oom(trial_id: int, error: BaseException) -> None:
+    """Name the memory cap and its options when a trial sharing a GPU ran out of memory."""
+    from determined.harness._gpu_cap import memory_cap_error
+
+    why = memory_cap_error(error)
+    if why is not None:
+        print(f"trial {trial_id} failed: {why}", flush=True)
+
+
 def main() -> int:
     logging.basicConfig(level=logging.INFO, stream=sys.stdout,
                         format="%(asctime)s %(levelname)s %(message)s")
@@ -202,6 +211,9 @@ def main() -> int:
             torch.set_num_threads(threads)
         except ImportError:
             pass
+        from determined.harness._gpu_cap import apply_memory_cap
+
+        apply_memory_cap()  # on a GPU shared with other trials (slots_per_gpu > 1)
         # A Native API experiment (internal.native.command, no entrypoint): re-run the
         # user's script up to its training call, which hands over the trial class.
         from determined.experimental._native_trial import native_trial_class
@@ -219,9 +231,11 @@ def main() -> int:
         return 0
     except (InvalidTrialError, InvalidModelDefError) as e:
         print(f"trial {env.trial_id} failed: {e}", flush=True)
+        _explain_gpu_oom(env.trial_id, e)
         return EXIT_USER_ERROR
-    except Exception:
+    except Exception as e:
         traceback.print_exc()
+        _explain_gpu_oom(env.trial_id, e)
         sys.stdout.flush()
         return 1
     finally:

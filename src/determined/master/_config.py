@@ -51,7 +51,17 @@ class ResourceManagerConfig(_Strict):
     cpus_per_slot: float = pydantic.Field(default=1.0, gt=0)
     #: Slots of the embedded agent (trials on the master's machine); 0: none, only
     #: remote agents (``python -m determined.agent --master URL``) run trials.
-    slots: int = pydantic.Field(default_factory=default_slots, ge=0)
+    #: Slots the embedded agent offers per GPU of the master's machine: that many trials
+    #: share each GPU, each capped at ``gpu_memory_fraction`` of its memory.
+    slots_per_gpu: int = pydantic.Field(default=1, ge=1)
+    #: Each slot's cap on its GPU's memory (default ``1 / slots_per_gpu``; no cap with
+    #: one slot per GPU). For the embedded agent; remote agents take
+    #: ``det-agent --slots-per-gpu / --gpu-memory-fraction``.
+    gpu_memory_fraction: Optional[float] = pydantic.Field(default=None, gt=0, le=1)
+    #: Seconds between the embedded agent's readings of each busy GPU (NVML).
+    gpu_metrics_interval: float = pydantic.Field(default=5.0, gt=0)
+    slots: int = pydantic.Field(
+        default_factory=lambda data: default_slots(data.get("slots_per_gpu", 1)), ge=0)
     #: Seconds without a request from a remote agent before it counts as lost: its
     #: trials count as crashed and its slots leave the cluster.
     agent_timeout: float = pydantic.Field(default=30.0, gt=0)

@@ -91,7 +91,10 @@ class Master:
         self._split_warned: set = set()  # trials told they wait for one agent's slots
         embedded = None
         if rm.slots > 0 and rm.type != "ray":  # slots 0: no embedded agent, remote agents only
-            embedded = EmbeddedResourceManager(rm.slots, self._process_exited, self._store_logs)
+            embedded = EmbeddedResourceManager(
+                rm.slots, self._process_exited, self._store_logs,
+                slots_per_gpu=rm.slots_per_gpu, gpu_memory_fraction=rm.gpu_memory_fraction,
+                gpu_sink=self._store_gpu_samples, gpu_metrics_interval=rm.gpu_metrics_interval)
             self.store.upsert_agent(AGENT_ID, rm.slots)
         remote = RemoteResourceManager(self._process_exited, self._store_logs,
                                        timeout=rm.agent_timeout, on_change=self._wake.set,
@@ -109,6 +112,7 @@ class Master:
         self._thread: Optional[threading.Thread] = None
         self.tasks = TaskManager(self)  # commands, notebooks, shells, TensorBoards
         remote.task_events = self.tasks  # tasks on remote agents report to it
+        remote.gpu_sink = self._store_gpu_samples
         if ray_nodes is not None:
             ray_nodes.task_events = self.tasks  # and tasks on Ray nodes
 
@@ -364,6 +368,12 @@ class Master:
 
     def _store_logs(self, trial_id: int, lines: Any) -> None:
         self.store.add_logs(trial_id, list(lines))
+
+    def _store_gpu_samples(self, trial_id: int, samples: List[Dict[str, Any]]) -> None:
+        try:
+            self.store.add_gpu_samples(trial_id, samples)
+        except Exception as e:  # noqa: BLE001 - metrics must never stop an agent's reports
+            logger.warning("could not store GPU samples of trial %s: %s", trial_id, e)
 
     def _process_exited(self, trial_id: int, code: int) -> None:
         with self.lock:

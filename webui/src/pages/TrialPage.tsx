@@ -8,6 +8,7 @@ import { useSession } from "../session";
 import { ErrorLine, StateBadge } from "../components/Bits";
 import LineChart from "../components/LineChart";
 import Checkpoints from "../components/Checkpoints";
+import GpuMetrics from "../components/GpuMetrics";
 import Logs from "../components/Logs";
 import Table, { type Column } from "../components/Table";
 import { appendRows, type CurveData } from "../components/Curves";
@@ -120,6 +121,7 @@ export default function TrialPage() {
         </table>
       </div>
       <TrialCharts trial={t} names={info.metric_names} liveRows={liveRows} />
+      <GpuMetrics trialId={t.id} running={!TERMINAL.has(t.state)} />
       <h2>Workloads</h2>
       <Table testId="workloads-table" columns={columns} rows={info.workloads} rowKey={(w) => `${w.kind}-${w.total_batches}`} />
       <div className="pager">

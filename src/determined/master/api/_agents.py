@@ -55,12 +55,38 @@ class _Body(pydantic.BaseModel):
     model_config = pydantic.ConfigDict(extra="forbid")
 
 
+class SlotGpu(_Body):
+    index: str = pydantic.Field(max_length=32)
+    uuid: str = pydantic.Field("", max_length=128)
+    name: str = pydantic.Field("", max_length=255)
+    memory_total: int = pydantic.Field(0, ge=0, description="bytes")
+
+
+class GpuSample(_Body):
+    time: float = pydantic.Field(description="seconds since the epoch")
+    gpu_index: int = pydantic.Field(ge=0)
+    gpu_uuid: str = pydantic.Field("", max_length=128)
+    utilization: float = pydantic.Field(ge=0, le=100, description="percent")
+    memory_used: int = pydantic.Field(ge=0, description="bytes")
+    memory_total: int = pydantic.Field(ge=0, description="bytes")
+
+
 class Register(_Body):
     slots: int = pydantic.Field(ge=0, le=MAX_AGENT_SLOTS, description="slots the agent offers")
     label: str = ""
     running: List[str] = pydantic.Field(default_factory=list,
                                         description="launch ids the agent still runs")
     version: str = ""
+    slot_gpus: List[SlotGpu] = pydantic.Field(
+        default_factory=list, max_length=MAX_AGENT_SLOTS,
+        description="the GPU of each slot (several slots may share one); [] without GPUs")
+
+    @pydantic.model_validator(mode="after")
+    def _one_gpu_per_slot(self) -> "Register":
+        if self.slot_gpus and len(self.slot_gpus) != self.slots:
+            raise ValueError(f"Expected slot_gpus to name the GPU of each of the {self.slots} "
+                             f"slots. Received: {len(self.slot_gpus)} entries")
+        return self
 
 
 class Events(_Body):
@@ -71,6 +97,8 @@ class Events(_Body):
         default_factory=dict, description="tasks now running: {launch_id: {host, port}}")
     reasons: Dict[str, str] = pydantic.Field(
         default_factory=dict, description="why the agent itself ended a task: {launch_id: why}")
+    gpu_metrics: Dict[str, List[GpuSample]] = pydantic.Field(
+        default_factory=dict, description="readings of trials' GPUs: {launch_id: [sample]}")
 
 
 class Session(_Body):
@@ -141,7 +169,8 @@ def agents_router(master: Master) -> fastapi.APIRouter:
         _agent_id(agent_id)
         master.store.upsert_agent(agent_id, body.slots, label=body.label)
         address = request.client.host if request.client is not None else ""
-        answer = remote.register(agent_id, body.slots, body.label, body.running, address)
+        answer = remote.register(agent_id, body.slots, body.label, body.running, address,
+                                 [g.model_dump() for g in body.slot_gpus])
         print(f"det-master: agent {agent_id} registered from {address} with {body.slots} "
               f"slot(s)", flush=True)
         return answer
@@ -177,7 +206,8 @@ def agents_router(master: Master) -> fastapi.APIRouter:
     def events(agent_id: str, body: Events) -> Dict[str, Any]:
         try:
             remote.report(agent_id, body.session, body.logs, body.exits, body.started,
-                          body.reasons)
+                          body.reasons, {lid: [s.model_dump() for s in batch]
+                                         for lid, batch in body.gpu_metrics.items()})
         except UnknownSessionError as e:
             raise gone(e) from None
         return {}
@@ -259,10 +289,13 @@ def agents_listing(master: Master) -> Dict[str, Any]:
     remote = {d["id"]: d for d in master.rm.remote.describe()}
     if getattr(master.rm, "ray", None) is not None:  # Ray nodes (type "ray")
         remote.update({d["id"]: d for d in master.rm.ray.describe()})
+    embedded = master.rm.embedded
+    own_gpus = [g.to_json() for g in embedded.gpus] if embedded is not None else []
     out = []
     for a in master.rm.agents():
         rec = records.get(a.id)
         info = remote.get(a.id, {})
+        gpus = own_gpus if a.id == AGENT_ID else info.get("slot_gpus") or []
         out.append({
             "id": a.id, "slots": a.slots, "label": a.label,
             "enabled": rec.enabled if rec is not None else True,
@@ -271,7 +304,19 @@ def agents_listing(master: Master) -> Dict[str, Any]:
             "registered_at": iso(rec.registered_at) if rec is not None else None,
             "last_seen_seconds_ago": info.get("last_seen_seconds_ago", 0.0),
             "used_slots": sum(1 for agent_id, _ in busy if agent_id == a.id),
+            "gpus": _distinct_gpus(gpus),
             "slot_tasks": [{"slot_id": i, "task": busy.get((a.id, i)),
-                            "enabled": i not in a.disabled_slots} for i in range(a.slots)],
+                            "enabled": i not in a.disabled_slots,
+                            "gpu": gpus[i] if i < len(gpus) else None}
+                           for i in range(a.slots)],
         })
     return {"agents": out}
+
+
+def _distinct_gpus(slot_gpus: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """An agent's GPUs (each once) with how many of its slots share each."""
+    out: Dict[str, Dict[str, Any]] = {}
+    for gpu in slot_gpus:
+        entry = out.setdefault(str(gpu["index"]), dict(gpu, slots=0))
+        entry["slots"] += 1
+    return list(out.values())

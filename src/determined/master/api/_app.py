@@ -488,6 +488,9 @@ def create_app(master: Master) -> fastapi.FastAPI:
     from determined.master.api._checkpoint_download import checkpoint_download_router
 
     app.include_router(checkpoint_download_router(master), dependencies=[Depends(auth.resolve)])
+    from determined.master.api._gpu_metrics import gpu_metrics_router
+
+    app.include_router(gpu_metrics_router(master), dependencies=[Depends(auth.resolve)])
     # Agents authenticate with security.agent_token, not as users (see _agents.py).
     app.include_router(agents_router(master), dependencies=[Depends(agent_auth(master))])
     app.include_router(ui_router(master), dependencies=[Depends(auth.resolve)])

@@ -2,8 +2,9 @@
 
 Tables: ``users``, ``experiments``, ``searcher_snapshots``, ``trials``, ``metrics``
 (training and validation, one row per workload), ``checkpoints``, ``trial_logs``,
-``agents``, ``auth_tokens``. Deleting an experiment cascades to its trials and their
-rows. ``tests/master/db/test_db_migrations.py`` checks the migrations match these models.
+``agents``, ``auth_tokens``, ``gpu_samples``. Deleting an experiment cascades to its
+trials and their rows. ``tests/master/db/test_db_migrations.py`` checks the migrations
+match these models.
 """
 
 import datetime
@@ -20,6 +21,7 @@ __all__ = [
     "Base",
     "Checkpoint",
     "Experiment",
+    "GpuSample",
     "Metrics",
     "LogLineColumns",
     "ModelVersion",
@@ -181,6 +183,24 @@ class TrialLog(LogLineColumns, Base):
     trial_id: orm.Mapped[int] = orm.mapped_column(
         sa.ForeignKey("trials.id", ondelete="CASCADE")
     )
+
+
+class GpuSample(Base):
+    """One reading of a GPU a trial ran on, taken by its agent (NVML; migration 0009)."""
+
+    __tablename__ = "gpu_samples"
+    __table_args__ = (sa.Index(None, "trial_id", "time"),)
+
+    id: orm.Mapped[int] = orm.mapped_column(BigId, primary_key=True)
+    trial_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey("trials.id", ondelete="CASCADE")
+    )
+    time: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime)
+    gpu_index: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    gpu_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(128), default="")
+    utilization: orm.Mapped[float] = orm.mapped_column(sa.Float)  # percent
+    memory_used: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)  # bytes
+    memory_total: orm.Mapped[int] = orm.mapped_column(sa.BigInteger)  # bytes
 
 
 class Agent(Base):

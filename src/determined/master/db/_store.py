@@ -3,6 +3,7 @@
 from determined.master.db._checkpoints import CheckpointsMixin
 from determined.master.db._cluster import ClusterMixin
 from determined.master.db._experiments import ExperimentsMixin
+from determined.master.db._gpu_metrics import GpuMetricsMixin
 from determined.master.db._metrics import MetricsMixin
 from determined.master.db._registry import RegistryMixin
 from determined.master.db._tasks import TasksMixin
@@ -14,7 +15,7 @@ __all__ = ["Store"]
 
 class Store(
     ExperimentsMixin, TrialsMixin, MetricsMixin, CheckpointsMixin, ClusterMixin, UsersMixin,
-    RegistryMixin, TasksMixin,
+    RegistryMixin, TasksMixin, GpuMetricsMixin,
 ):
     """The master's database: experiments, trials, metrics, checkpoints, logs, agents,
     users and tokens, on SQLite (embedded default) or PostgreSQL.

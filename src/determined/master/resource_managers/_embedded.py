@@ -12,25 +12,31 @@ each still runs exactly one trial in a fresh process.
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import signal
 import sys
 import threading
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from determined.agent import Spawner
-from determined.agent._gpus import detect_gpus
+from determined.agent._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
+from determined.agent._gpus import Gpu, gpu_inventory, shared_gpu_note, slot_gpus, trial_gpu_env
 from determined.master import scheduler
 
 __all__ = ["EmbeddedResourceManager", "AGENT_ID"]
 
 AGENT_ID = "embedded"
 
+logger = logging.getLogger("determined.master")
+
 #: (trial_id, exit_code)
 ExitCallback = Callable[[int, int], None]
 LogSink = Callable[[int, List[str]], None]
+#: (trial_id, GPU readings: see determined.agent._gpu_metrics)
+GpuSink = Callable[[int, List[Dict[str, Any]]], None]
 
 
 class EmbeddedResourceManager:
@@ -41,15 +47,33 @@ class EmbeddedResourceManager:
         on_exit: called (from a reader thread) with ``(trial_id, exit_code)`` once a
             trial process has exited and its output has been shipped.
         log_sink: stores a trial's log lines.
+        slots_per_gpu: slots per GPU of this machine (several trials share a GPU).
+        gpu_memory_fraction: each slot's cap on its GPU's memory (see
+            :func:`~determined.agent._gpus.trial_gpu_env`).
+        gpu_sink: stores readings of a trial's GPUs, taken every ``gpu_metrics_interval``
+            seconds while it runs.
+        gpus: this machine's GPUs (default: :func:`gpu_inventory`).
     """
 
-    def __init__(self, slots: int, on_exit: ExitCallback, log_sink: LogSink):
+    def __init__(self, slots: int, on_exit: ExitCallback, log_sink: LogSink,
+                 slots_per_gpu: int = 1, gpu_memory_fraction: Optional[float] = None,
+                 gpu_sink: Optional[GpuSink] = None,
+                 gpu_metrics_interval: float = DEFAULT_INTERVAL,
+                 gpus: Optional[Sequence[Gpu]] = None):
         if slots < 1:
             raise ValueError(f"Expected slots >= 1. Received: slots={slots}")
         self.slots = slots
-        gpus = detect_gpus()
-        # Slots are GPUs when there are as many GPUs as slots (the default).
-        self._gpus = gpus if len(gpus) >= slots else []
+        by_slot = slot_gpus(gpu_inventory() if gpus is None else gpus, slots_per_gpu)
+        # Slots are GPUs when there are enough GPU slots (the default), else CPUs.
+        self.gpus: List[Gpu] = by_slot[:slots] if len(by_slot) >= slots else []
+        if by_slot and not self.gpus:
+            logger.warning("resource_manager.slots %d exceeds the %d GPU slots here (%d GPU(s) "
+                           "x slots_per_gpu %d): the embedded agent offers CPU slots",
+                           slots, len(by_slot), len(by_slot) // slots_per_gpu, slots_per_gpu)
+        self.slots_per_gpu = slots_per_gpu
+        self._memory_fraction = gpu_memory_fraction
+        self._gpu_sink = gpu_sink
+        self._trial_gpus: Dict[int, List[str]] = {}  # running trial id -> its GPUs
         self._on_exit = on_exit
         self._log_sink = log_sink
         self._procs: Dict[int, int] = {}  # trial id -> pid
@@ -63,6 +87,9 @@ class EmbeddedResourceManager:
         self._spawner = Spawner(self._exited)
         # Import the frameworks in the zygote now, not when the first trial starts.
         threading.Thread(target=self._warm_up, name="det-zygote-start", daemon=True).start()
+        self._sampler = GpuSampler(gpu_metrics_interval, self._busy_gpus, self._file_samples)
+        if self.gpus and gpu_sink is not None:
+            self._sampler.start()
 
     def _warm_up(self) -> None:
         try:
@@ -78,15 +105,32 @@ class EmbeddedResourceManager:
         """Start the trial's process; returns its pid."""
         assignment = dict(env)
         assignment["DET_SLOT_IDS"] = ",".join(str(s) for s in slot_ids)
-        if self._gpus:
-            assignment["CUDA_VISIBLE_DEVICES"] = ",".join(self._gpus[s] for s in slot_ids)
+        gpu_env = trial_gpu_env(self.gpus, slot_ids, self.slots_per_gpu,
+                                self._memory_fraction)
+        assignment.update(gpu_env)
+        note = shared_gpu_note(gpu_env)
+        if note is not None:
+            self._lines.put((trial_id, f"det-master: {note}"))
         pid, out_fd = self._spawner.spawn(assignment, cwd)
         with self._lock:
             self._procs[trial_id] = pid
+            if gpu_env:
+                self._trial_gpus[trial_id] = gpu_env["CUDA_VISIBLE_DEVICES"].split(",")
             self._exits.setdefault(pid, queue.Queue())
         threading.Thread(target=self._read, args=(trial_id, pid, out_fd),
                          name=f"det-trial-{trial_id}", daemon=True).start()
         return pid
+
+    def _busy_gpus(self) -> List[str]:
+        with self._lock:
+            return sorted({g for gpus in self._trial_gpus.values() for g in gpus})
+
+    def _file_samples(self, samples: List[Dict[str, Any]]) -> None:
+        with self._lock:
+            owners = dict(self._trial_gpus)
+        assert self._gpu_sink is not None
+        for trial_id, mine in samples_by_owner(samples, owners).items():
+            self._gpu_sink(trial_id, mine)
 
     def _exited(self, pid: int, code: int) -> None:
         with self._lock:
@@ -114,6 +158,7 @@ class EmbeddedResourceManager:
             ids = list(self._procs)
         for trial_id in ids:
             self.kill(trial_id)
+        self._sampler.stop()
         self._spawner.close()
         self._lines.put(None)
         self._shipper.join(5)
@@ -134,6 +179,7 @@ class EmbeddedResourceManager:
         done.wait(5)  # its lines are stored before the exit is handled
         with self._lock:
             self._procs.pop(trial_id, None)
+            self._trial_gpus.pop(trial_id, None)
         if not self._closed:
             self._on_exit(trial_id, code)
 

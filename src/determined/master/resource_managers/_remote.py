@@ -89,6 +89,8 @@ class _RemoteAgent:
     wake: threading.Event = dataclasses.field(default_factory=threading.Event)
     draining: bool = False  # shutting down: gets no new trials
     task_launches: Dict[str, _TaskLaunch] = dataclasses.field(default_factory=dict)
+    #: The GPU of each slot (``{index, uuid, name, memory_total}``; [] without GPUs).
+    slot_gpus: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
 
 
 class RemoteResourceManager(SpanningMixin):
@@ -128,6 +130,8 @@ class RemoteResourceManager(SpanningMixin):
         self._history: Dict[str, int] = {}  # every launch id sent -> trial id (for logs)
         #: Told about tasks on agents (set by the master's task manager).
         self.task_events: Optional[TaskEvents] = None
+        #: Stores readings of a trial's GPUs ``(trial_id, samples)`` (set by the master).
+        self.gpu_sink: Optional[Callable[[int, List[Dict[str, Any]]], None]] = None
         self._task_launch: Dict[str, Tuple[str, str]] = {}  # task id -> (agent, launch)
         self._closed = threading.Event()
         self._init_spanning()
@@ -138,7 +142,8 @@ class RemoteResourceManager(SpanningMixin):
     # -- the agent's side ----------------------------------------------------------------
 
     def register(self, agent_id: str, slots: int, label: str = "",
-                 running: Sequence[str] = (), address: str = "") -> Dict[str, Any]:
+                 running: Sequence[str] = (), address: str = "",
+                 slot_gpus: Sequence[Dict[str, Any]] = ()) -> Dict[str, Any]:
         """(Re-)register an agent; returns ``{"session", "poll_seconds", "timeout"}``.
 
         ``running`` names the launches the agent still runs. Launches the master sent it
@@ -151,7 +156,8 @@ class RemoteResourceManager(SpanningMixin):
         lost_tasks: List[str] = []
         with self._lock:
             old = self._agents.get(agent_id)
-            agent = _RemoteAgent(agent_id, slots, label, uuid.uuid4().hex, address, now, now)
+            agent = _RemoteAgent(agent_id, slots, label, uuid.uuid4().hex, address, now, now,
+                                 slot_gpus=[dict(g) for g in slot_gpus])
             running_set = set(running)
             if old is not None:
                 self._wake(old)  # a poll of the old session answers "register again"
@@ -235,10 +241,12 @@ class RemoteResourceManager(SpanningMixin):
     def report(self, agent_id: str, session: str, logs: Dict[str, List[str]],
                exits: Dict[str, int],
                started: Optional[Dict[str, Dict[str, Any]]] = None,
-               reasons: Optional[Dict[str, str]] = None) -> None:
+               reasons: Optional[Dict[str, str]] = None,
+               gpu_metrics: Optional[Dict[str, List[Dict[str, Any]]]] = None) -> None:
         """Store output lines of launches, then handle their exits (in that order).
         ``started``: tasks now running, ``{launch_id: {"host", "port"}}``; ``reasons``:
-        why the agent ended a task itself, ``{launch_id: why}``."""
+        why the agent ended a task itself, ``{launch_id: why}``; ``gpu_metrics``: readings
+        of the launches' GPUs, ``{launch_id: [sample]}``."""
         ended: List[int] = []
         parts_ended = []
         with self._lock:
@@ -258,8 +266,13 @@ class RemoteResourceManager(SpanningMixin):
                 ended.append(launch.trial_id)
             codes = {self._history[lid]: code for lid, code in exits.items()
                      if lid in self._history}
+            samples = [(self._history[lid], batch) for lid, batch in (gpu_metrics or {}).items()
+                       if lid in self._history and batch]
         for trial_id, batch in lines:
             self._store(trial_id, batch)
+        if self.gpu_sink is not None:
+            for trial_id, batch in samples:
+                self.gpu_sink(trial_id, batch)
         for trial_id in ended:
             self._on_exit(trial_id, int(codes[trial_id]))
         self._groups_ended([e for e in parts_ended if e is not None])
@@ -287,6 +300,7 @@ class RemoteResourceManager(SpanningMixin):
         now = time.monotonic()
         with self._lock:
             return [{"id": a.id, "slots": a.slots, "label": a.label, "address": a.address,
+                     "slot_gpus": list(a.slot_gpus),
                      "last_seen_seconds_ago": round(now - a.last_seen, 3),
                      "trials": sorted(launch.trial_id for launch in a.launches.values())}
                     for a in self._agents.values()]
