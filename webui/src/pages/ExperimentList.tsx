@@ -122,7 +122,7 @@ export default function ExperimentList() {
     { key: "labels", title: "Labels", value: (e) => e.labels.join(","), render: (e) => <Labels labels={e.labels} />, sortable: false },
     { key: "owner", title: "Owner", value: (e) => e.owner },
     { key: "state", title: "State", value: (e) => e.state, render: (e) => <StateBadge state={e.state} /> },
-    { key: "progress", title: "Progress", value: (e) => e.progress, render: (e) => <Progress value={e.progress} /> },
+    { key: "progress", title: "Progress", value: (e) => e.progress, render: (e) => <Progress value={e.progress} state={e.state} /> },
     { key: "num_trials", title: "Trials", value: (e) => e.num_trials },
     { key: "best_metric", title: "Best metric", value: (e) => e.best_metric,
       render: (e) => e.best_metric == null ? "" : <span title={e.metric}>{formatNumber(e.best_metric)} <small className="muted">{e.metric}</small></span> },
