@@ -2,7 +2,7 @@
  * checkpoints, config and fork. Live: trials and metrics arrive over /ui/events. */
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
-import { api, canEdit, post, type ExperimentDetail, type MetricRow, type Trial } from "../api";
+import { api, canEdit, getToken, post, type ExperimentDetail, type MetricRow, type Trial } from "../api";
 import { subscribe } from "../events";
 import { flattenHparams, formatDuration, formatNumber, formatTime, TERMINAL } from "../format";
 import { useSession } from "../session";
@@ -112,6 +112,7 @@ export default function ExperimentPage() {
     }
   };
   const adaptive = String(exp.searcher ?? "").startsWith("adaptive");
+  const signedIn = !!user && !!getToken(); // the proxy opens TensorBoards only for a signed-in user
   return (
     <div>
       <h1>
@@ -133,7 +134,7 @@ export default function ExperimentPage() {
           <button disabled={!mayEdit} onClick={() => void act(exp.archived ? "unarchive" : "archive")}>{exp.archived ? "unarchive" : "archive"}</button>
         )}
         <TaskLauncher label="open TensorBoard" testId="tensorboard" request={{ kind: "tensorboard", experiment_ids: [exp.id] }}
-          disabled={!user || exp.trials.length === 0} title={user ? "" : "sign in to start a TensorBoard"} />
+          disabled={!signedIn || exp.trials.length === 0} title={signedIn ? "" : "sign in to start a TensorBoard"} />
         {!mayEdit && <span className="muted">read-only: owned by {exp.owner}</span>}
       </div>
       <ErrorLine error={actionError} />
@@ -153,7 +154,7 @@ export default function ExperimentPage() {
           <ErrorLine error={curves.error} />
         </section>
       )}
-      {tab === "trials" && <TrialsTable exp={exp} bestId={best?.id ?? null} signedIn={!!user} />}
+      {tab === "trials" && <TrialsTable exp={exp} bestId={best?.id ?? null} signedIn={signedIn} />}
       {tab === "hyperparameters" && <HparamTab exp={exp} bestId={best?.id ?? null} />}
       {tab === "rungs" && <Rungs experimentId={id} />}
       {tab === "checkpoints" && <Checkpoints experimentId={id} metric={exp.metric} />}

@@ -23,7 +23,7 @@ export function applyTaskEvent(rows: TaskRow[], payload: { changed: TaskRow[]; r
 }
 
 export default function TaskList() {
-  const { user } = useSession();
+  const { user, anonymous } = useSession();
   const [params, setParams] = useSearchParams();
   const [rows, setRows] = useState<TaskRow[] | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -70,6 +70,8 @@ export default function TaskList() {
     }
   };
   const token = getToken();
+  // Without a token (signed out, or the master's anonymous access) the proxy opens nothing.
+  const signedOut = !user || anonymous || !token;
   const columns: Column<TaskRow>[] = [
     { key: "id", title: "ID", value: (t) => t.id },
     { key: "kind", title: "Kind", value: (t) => t.kind },
@@ -100,6 +102,9 @@ export default function TaskList() {
             ) : null}
             {t.kind === "shell" && t.state === "RUNNING" ? <code className="muted">det shell open {t.id}</code> : null}
             <button className="link" data-testid={`logs-${t.id}`} onClick={() => setParams({ logs: t.id })}>logs</button>
+            {!url && signedOut && t.kind in { notebook: 1, tensorboard: 1 } && t.state === "RUNNING" ? (
+              <Link to="/login?next=/tasks" data-testid={`signin-open-${t.id}`}>sign in to open</Link>
+            ) : null}
             {user ? (
               <ConfirmButton label="kill" testId={`kill-${t.id}`} disabled={!mine || t.state === "TERMINATED"}
                 title={mine ? "" : `only ${t.owner} or an admin may kill it`}
@@ -114,15 +119,16 @@ export default function TaskList() {
     <div>
       <h1>Tasks</h1>
       <p className="muted">Commands, notebooks, shells and TensorBoards: <code>det cmd run</code>, <code>det notebook start</code>, <code>det shell start</code>, <code>det tensorboard start</code>.</p>
-      {user ? (
+      {!signedOut ? (
         <div className="actions">
           <TaskLauncher label="launch notebook" testId="launch-notebook" request={{ kind: "notebook" }} />
           <span className="muted">TensorBoards start from an experiment's page.</span>
         </div>
       ) : (
         <p className="hint" data-testid="signed-out-hint">
-          Signed out: you can see every task and read its logs. <Link to="/login?next=/tasks">Sign in</Link> to
-          open notebooks and TensorBoards, launch a notebook or kill your own tasks.
+          Not signed in{user ? <> (browsing as {user.username})</> : null}: you can see every task and read its logs
+          {user ? <>, and kill tasks of {user.username}</> : null}. <Link to="/login?next=/tasks">Sign in</Link> to
+          open notebooks and TensorBoards and to launch a notebook.
         </p>
       )}
       <ErrorLine error={error} />
