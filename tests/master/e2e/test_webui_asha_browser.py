@@ -179,9 +179,17 @@ def test_hyperparameter_views(cluster, page, out_dir):
         assert ticks.count() >= 2, f"axis {axis} has {ticks.count()} ticks"
     assert "lr (log)" in par.text_content()
     # Hover: the trial's details.
-    par.locator("path.line").last.hover(force=True)
-    assert "trial " in page.get_by_test_id("hp-tooltip").inner_text()
+    at = par.locator("path.line").first.evaluate("""p => {
+      const q = p.getPointAtLength(p.getTotalLength() * 0.15);
+      const r = p.ownerSVGElement.getBoundingClientRect();
+      return [r.left + q.x, r.top + q.y];
+    }""")
+    page.mouse.move(*at)
+    tip = page.get_by_test_id("hp-tooltip").inner_text()
+    assert "trial " in tip and "validation_loss: " in tip and "lr: " in tip
+    page.mouse.move(0, 0)
     # Brushing: drag along the metric's axis keeps fewer trials.
+    page.get_by_test_id("brush-validation_loss").scroll_into_view_if_needed()
     handle = page.get_by_test_id("brush-validation_loss").bounding_box()
     x = handle["x"] + handle["width"] / 2
     page.mouse.move(x, handle["y"] + handle["height"] * 0.55)

@@ -2,7 +2,7 @@
  * against each hyperparameter), a contour plot of two hyperparameters, and importance.
  * Every axis has ticks; hyperparameters of type ``log`` get log axes; hovering a line or
  * point shows the trial's hyperparameters and metric. */
-import { useMemo, useState, type MouseEvent as ReactMouseEvent, type ReactNode } from "react";
+import { useMemo, useRef, useState, type MouseEvent as ReactMouseEvent, type ReactNode } from "react";
 import { formatNumber } from "../format";
 
 export interface HpPoint {
@@ -152,7 +152,13 @@ function AxisTicks({ axis, place }: { axis: Axis; place: (t: number) => { x: num
 export function ParallelCoordinates({ points, names, logNames, metricName, smallerIsBetter, bestTrialId }: Props) {
   const [hover, setHover] = useState<Hover | null>(null);
   const [brushes, setBrushes] = useState<Brushes>({});
-  const [drag, setDrag] = useState<{ axis: string; from: number; to: number } | null>(null);
+  const [drag, setDragState] = useState<{ axis: string; from: number; to: number } | null>(null);
+  // The drag as of the latest event (mouse events may come faster than renders).
+  const dragRef = useRef(drag);
+  const setDrag = (d: typeof drag) => {
+    dragRef.current = d;
+    setDragState(d);
+  };
   const withMetric = useMemo(() => points.filter((p) => p.metric != null && isFinite(p.metric)), [points]);
   const mAxis = useMemo(() => metricAxis(metricName, withMetric.map((p) => p.metric as number)), [withMetric, metricName]);
   const axes = useMemo(() => [...buildAxes(points, names, logNames), mAxis], [points, names, logNames, mAxis]);
@@ -179,8 +185,9 @@ export function ParallelCoordinates({ points, names, logNames, metricName, small
         {brushing ? <> {selected.length} of {withMetric.length} trials selected · <button className="link" onClick={() => setBrushes({})}>clear all</button></> : null}
       </p>
       <svg className="parcoords" width={W} height={H} data-testid="parallel-coordinates" data-selected={selected.length}
-        onMouseMove={(e) => drag && setDrag({ ...drag, to: tOf(e.clientY, e.currentTarget) })}
-        onMouseUp={() => {
+        onMouseMove={(e) => dragRef.current && setDrag({ ...dragRef.current, to: tOf(e.clientY, e.currentTarget) })}
+        onMouseUp={(e) => {
+          const drag = dragRef.current && { ...dragRef.current, to: tOf(e.clientY, e.currentTarget) };
           if (!drag) return;
           const lo = Math.min(drag.from, drag.to);
           const hi = Math.max(drag.from, drag.to);
