@@ -87,11 +87,14 @@ export function axisTicks(axis: Axis, count = 5): Tick[] {
   const eps = (axis.max - axis.min) * 1e-9;
   const inside = values.filter((v) => v >= axis.min - eps && v <= axis.max + eps);
   const ticks = inside.map((v) => ({ pos: axisPosition(axis, v), label: formatNumber(v, 3) }));
-  // The ends, unless a round tick sits (almost) on them.
+  // The ends, labelled; round ticks too close to an end give way so labels do not overlap.
+  let out = ticks;
   for (const [end, pos] of [[axis.min, 0], [axis.max, 1]] as const) {
-    if (!ticks.some((t) => Math.abs(t.pos - pos) < 0.06)) ticks.push({ pos, label: formatNumber(end, 3) });
+    if (out.some((t) => Math.abs(t.pos - pos) < 1e-6)) continue;
+    out = out.filter((t) => Math.abs(t.pos - pos) >= 0.08);
+    out.push({ pos, label: formatNumber(end, 3) });
   }
-  return ticks.sort((a, b) => a.pos - b.pos);
+  return out.sort((a, b) => a.pos - b.pos);
 }
 
 function metricColor(t: number): string {
