@@ -29,6 +29,7 @@ CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+N_TRIALS = 12
 TINY = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "tiny_pytorch")
 # Saturated (coloured) pixels of a uPlot canvas: series, not grid or axis text.
 COLOURED_PIXELS = """(sel) => {
@@ -48,7 +49,8 @@ def _asha_config():
     base.pop("min_validation_period", None)  # validations only at rungs: most trials have one
     base.update(description="asha search", max_restarts=0, searcher={
         "name": "adaptive_asha", "metric": "validation_loss", "smaller_is_better": True,
-        "max_trials": 8, "max_length": {"batches": 64}, "divisor": 4, "max_rungs": 3})
+        "max_trials": N_TRIALS, "max_length": {"batches": 256}, "divisor": 4,
+        "max_rungs": 3})
     base["hyperparameters"] = {
         "global_batch_size": 16,
         "lr": {"type": "log", "minval": -3, "maxval": -0.5, "base": 10},
@@ -128,11 +130,11 @@ def _one_validation_trial(client, exp_id):
 def test_curves_show_one_validation_trials_and_stopped_ones(cluster, page, out_dir):
     client, exp_id = cluster["client"], cluster["asha"]
     trials = client.get(f"/experiments/{exp_id}/trials").json()["trials"]
-    assert len(trials) == 8
+    assert len(trials) == N_TRIALS
     page.goto(cluster["master"].url + f"/experiments/{exp_id}")
     chart = page.get_by_test_id("learning-curves")
     page.wait_for_function("document.querySelector('[data-testid=learning-curves]')"
-                           "?.dataset.series === '8'")
+                           f"?.dataset.series === '{N_TRIALS}'")
     # Only a trial with one validation shown: its marker is on the canvas.
     lone = _one_validation_trial(client, exp_id)
     picker = page.get_by_test_id("trial-picker")
@@ -148,9 +150,9 @@ def test_curves_show_one_validation_trials_and_stopped_ones(cluster, page, out_d
     assert coloured > 10, f"trial {lone}'s only validation is not drawn ({coloured} pixels)"
     picker.get_by_role("button", name="all").click()
     page.wait_for_function("document.querySelector('[data-testid=learning-curves]')"
-                           "?.dataset.series === '8'")
+                           f"?.dataset.series === '{N_TRIALS}'")
     # Every trial has at least one marker; most stopped at the first rung (dashed, hollow).
-    assert int(chart.get_attribute("data-markers")) >= 8
+    assert int(chart.get_attribute("data-markers")) >= N_TRIALS
     assert int(chart.get_attribute("data-stopped")) >= 4
     assert "stopped early" in page.get_by_test_id("curve-legend").inner_text()
     shot(page, out_dir, "curves")
@@ -201,15 +203,15 @@ def test_hyperparameter_views(cluster, page, out_dir):
     page.mouse.move(x, handle["y"] + handle["height"] * 0.98, steps=5)
     page.mouse.up()
     selected = int(par.get_attribute("data-selected"))
-    assert 0 < selected < 8, selected
-    assert par.locator("path.line.out").count() == 8 - selected
+    assert 0 < selected < N_TRIALS, selected
+    assert par.locator("path.line.out").count() == N_TRIALS - selected
     slices = page.get_by_test_id("slice-plots").locator("svg[data-hparam]")
     assert slices.count() == 3
     assert page.get_by_test_id("slice-plots").locator("svg[data-hparam='lr'] text.tick").count() >= 4
     contour = page.get_by_test_id("contour-plot")
-    assert contour.locator("rect").count() > 24 * 24 and contour.locator("circle").count() == 8
+    assert contour.locator("rect").count() > 24 * 24 and contour.locator("circle").count() == N_TRIALS
     page.wait_for_function("document.querySelector('[data-testid=intermediate-values]')"
-                           "?.dataset.series === '8'")
+                           f"?.dataset.series === '{N_TRIALS}'")
     shot(page, out_dir, "hparams")
 
 

@@ -207,12 +207,16 @@ export function ParallelCoordinates({ points, names, logNames, metricName, small
           const inside = !brushing || selected.includes(p);
           const strong = hover?.point.trialId === p.trialId || bestTrialId === p.trialId;
           return (
-            <path key={p.trialId} d={d} fill="none" data-trial={p.trialId} className={inside ? "line in" : "line out"}
-              stroke={inside ? colorOf(p.metric as number) : "#bbb"}
-              strokeWidth={strong ? 3 : 1.4}
-              strokeOpacity={!inside ? 0.15 : hover == null || strong ? 0.9 : 0.3}
-              onMouseMove={(e) => setHover(hoverAt(e, p))}
-              onMouseLeave={() => setHover(null)} />
+            <g key={p.trialId}>
+              <path d={d} fill="none" data-trial={p.trialId} className={inside ? "line in" : "line out"}
+                stroke={inside ? colorOf(p.metric as number) : "#bbb"}
+                strokeWidth={strong ? 3 : 1.4}
+                strokeOpacity={!inside ? 0.15 : hover == null || strong ? 0.9 : 0.3} pointerEvents="none" />
+              {/* a wider invisible stroke: easy to hover */}
+              <path d={d} fill="none" stroke="transparent" strokeWidth={8} className="line-hit"
+                onMouseMove={(e) => setHover(hoverAt(e, p))}
+                onMouseLeave={() => setHover(null)} />
+            </g>
           );
         })}
         {axes.map((a, i) => {
