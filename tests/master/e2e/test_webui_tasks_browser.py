@@ -87,6 +87,7 @@ def test_task_list_live_logs_and_kill(master, page, tmp_path):
     _row(page, second["id"]).locator("[data-testid=state]", has_text="PENDING").wait_for()
     page.screenshot(path=str(tmp_path / "tasks.png"), full_page=True)
     page.get_by_test_id(f"kill-{ticker['id']}").click()
+    row.get_by_role("button", name="yes, kill it").click()  # kill asks first
     row.locator("[data-testid=state]", has_text="TERMINATED").wait_for(timeout=30000)
     assert "killed" in row.locator("[data-testid=end-reason]").inner_text()
     assert page.get_by_test_id(f"kill-{ticker['id']}").is_disabled()
@@ -124,5 +125,6 @@ def test_another_users_task_cannot_be_killed_and_a_notebook_opens(master, page):
     tab.wait_for_function("document.title.includes('JupyterLab')", timeout=60000)
     tab.close()
     page.get_by_test_id(f"kill-{nb['id']}").click()
+    _row(page, nb["id"]).get_by_role("button", name="yes, kill it").click()
     _row(page, nb["id"]).locator("[data-testid=state]", has_text="TERMINATED").wait_for(
         timeout=30000)

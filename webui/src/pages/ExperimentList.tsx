@@ -6,7 +6,7 @@ import { subscribe } from "../events";
 import { formatDuration, formatNumber, formatTime } from "../format";
 import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
-import { ErrorLine, Labels, Progress, StateBadge } from "../components/Bits";
+import { ConfirmButton, ErrorLine, Labels, Progress, StateBadge } from "../components/Bits";
 
 const STATES = ["ACTIVE", "PAUSED", "STOPPING_CANCELED", "STOPPING_COMPLETED", "STOPPING_ERROR", "COMPLETED", "CANCELED", "ERROR"];
 const ACTIONS = ["pause", "activate", "cancel", "kill", "archive", "unarchive"] as const;
@@ -160,9 +160,13 @@ export default function ExperimentList() {
       </div>
       <div className="actions">
         <span className="muted">{selected.size} selected</span>
-        {ACTIONS.map((a) => (
+        {ACTIONS.map((a) => (a === "kill" || a === "cancel" ? (
+          <ConfirmButton key={a} label={a} testId={`batch-${a}`} disabled={!editable.length} confirmLabel={`yes, ${a} them`}
+            question={`${a === "kill" ? "Kill" : "Cancel"} ${editable.length} experiment${editable.length === 1 ? "" : "s"}?`}
+            onConfirm={() => void runAction(a)} />
+        ) : (
           <button key={a} disabled={!editable.length} onClick={() => void runAction(a)} data-testid={`batch-${a}`}>{a}</button>
-        ))}
+        )))}
       </div>
       {actionErrors.map((m) => <p key={m} className="error">{m}</p>)}
       <ErrorLine error={error} />
