@@ -329,3 +329,16 @@ def test_a_signed_out_visitor_sees_what_they_can_do(cluster, page, out_dir):
     finally:
         page.evaluate(f"localStorage.setItem('det.token', {token!r})")
         client.post(f"/tasks/{task['id']}/kill")
+
+
+def test_det_lists_the_failed_experiment_as_failed(cluster):
+    from det_cli_testing import run_det
+
+    url = cluster["master"].url
+    out = run_det(["-m", url, "e", "list"], timeout=120)
+    assert out.returncode == 0, out.stderr
+    broken = [line for line in out.stdout.splitlines() if "broken" in line]
+    assert len(broken) == 1 and "failed" in broken[0] and "%" not in broken[0], out.stdout
+    described = run_det(["-m", url, "e", "describe", str(cluster["failed"])], timeout=120)
+    assert described.returncode == 0, described.stderr
+    assert "failed" in described.stdout and "100%" not in described.stdout, described.stdout
