@@ -3,7 +3,7 @@
  * runs and offer to open it through the proxy. */
 import { useEffect, useState } from "react";
 import { Link } from "react-router";
-import { api, getToken, post, type TaskRow } from "../api";
+import { api, authHeaders, getToken, post, type TaskRow } from "../api";
 import { ErrorLine, StateBadge } from "./Bits";
 
 /** Where a browser opens each kind of service behind the proxy (shells need `det shell open`). */
@@ -23,9 +23,12 @@ export interface LaunchRequest {
   config?: Record<string, unknown>;
 }
 
-/** Follows one task: its row, refreshed every second until it runs or ends. */
+/** Follows one task: its row, refreshed every second until it ends or runs and its
+ * service answers through the proxy (``ready``: any answer but a 5xx, which the proxy
+ * gives while the service is still starting). */
 export function useTask(id: string | null) {
   const [task, setTask] = useState<TaskRow | null>(null);
+  const [ready, setReady] = useState(false);
   useEffect(() => {
     if (!id) return;
     let live = true;
@@ -35,7 +38,14 @@ export function useTask(id: string | null) {
         const t = await api<TaskRow>(`/tasks/${encodeURIComponent(id)}`);
         if (!live) return;
         setTask(t);
-        if (t.state === "RUNNING" || t.state === "TERMINATED") return;
+        if (t.state === "TERMINATED") return;
+        if (t.state === "RUNNING" && t.url && t.kind in OPEN_PATHS) {
+          const r = await fetch(`${t.url}${OPEN_PATHS[t.kind]}`, { headers: authHeaders() });
+          if (r.status < 500) {
+            if (live) setReady(true);
+            return;
+          }
+        }
       } catch {
         // a transient failure: try again
       }
@@ -47,7 +57,7 @@ export function useTask(id: string | null) {
       clearTimeout(timer);
     };
   }, [id]);
-  return task;
+  return { task, ready };
 }
 
 export default function TaskLauncher({ label, request, disabled, title, testId }: {
@@ -60,7 +70,7 @@ export default function TaskLauncher({ label, request, disabled, title, testId }
   const [id, setId] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
-  const task = useTask(id);
+  const { task, ready } = useTask(id);
   const launch = async () => {
     setError(null);
     setBusy(true);
@@ -73,7 +83,7 @@ export default function TaskLauncher({ label, request, disabled, title, testId }
       setBusy(false);
     }
   };
-  const url = task ? openUrl(task, getToken()) : null;
+  const url = task && ready ? openUrl(task, getToken()) : null;
   return (
     <span className="launcher" data-testid={testId}>
       <button disabled={disabled || busy} title={title} onClick={() => void launch()}>{label}</button>
