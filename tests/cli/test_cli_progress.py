@@ -67,3 +67,16 @@ def test_plain_table_and_csv_keep_every_value():
     parsed = list(csv.DictReader(io.StringIO(csv_text(rows, ["id", "loss", "note"]))))
     assert parsed == [{"id": "1", "loss": "0.123456789", "note": ""},
                       {"id": "22", "loss": "2.0", "note": "a, b"}]
+
+
+def test_a_failed_or_canceled_experiment_never_reads_100_percent():
+    from determined.cli._progress import progress_text
+
+    out = io.StringIO()
+    with ExperimentProgress(4, Console(file=out, force_terminal=False)) as progress:
+        # ASHA counts errored trials as closed: the stored progress of a failed search is 1.0.
+        progress.update(experiment("ERROR", 1.0, [("ERROR", 0, None), ("ERROR", 0, None)]))
+    assert out.getvalue().startswith("Experiment 4: ERROR failed | ")
+    assert "100%" not in out.getvalue()
+    assert progress_text("CANCELED", 1.0) == "canceled"
+    assert progress_text("COMPLETED", 1.0) == "100%" and progress_text("ACTIVE", 0.424) == "42%"

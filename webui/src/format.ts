@@ -79,3 +79,33 @@ export function seriesColor(i: number): string {
   const hue = (i * 137.508) % 360;
   return `hsl(${hue.toFixed(1)}, 65%, 45%)`;
 }
+
+/** Trials the searcher stopped before the longest trial's length (pruned, e.g. at an ASHA
+ * rung), and trials that ended in ERROR or CANCELED: their curves are drawn dashed and hollow. */
+export function stoppedTrials(trials: { id: number; state: string; total_batches: number }[]): Set<number> {
+  const longest = Math.max(0, ...trials.map((t) => t.total_batches));
+  return new Set(
+    trials
+      .filter((t) => (t.state === "ERROR" || t.state === "CANCELED") || (TERMINAL.has(t.state) && t.total_batches < longest))
+      .map((t) => t.id),
+  );
+}
+
+/** The x range that shows every point with a small margin (a single x gets a window around it). */
+export function fitRange(min: number | null, max: number | null): [number, number] {
+  if (min == null || max == null || !isFinite(min) || !isFinite(max)) return [0, 1];
+  if (min === max) {
+    const pad = Math.abs(max) * 0.1 || 1;
+    return [min - pad, max + pad];
+  }
+  const pad = (max - min) * 0.04;
+  return [min - pad, max + pad];
+}
+
+/** "12%" for an experiment's progress; ERROR and CANCELED experiments did not finish their
+ * search (the searcher counts failed trials as closed), so they show their state instead. */
+export function progressLabel(state: string, progress: number | null | undefined): string {
+  if (state === "ERROR") return "failed";
+  if (state === "CANCELED") return "canceled";
+  return `${Math.round(Math.min(1, Math.max(0, progress || 0)) * 100)}%`;
+}

@@ -12,7 +12,7 @@ import yaml
 from rich.console import Console
 
 from determined.cli._git import git_info
-from determined.cli._progress import ExperimentProgress
+from determined.cli._progress import ExperimentProgress, progress_text
 from determined.cli._remote import client, print_rows, unreachable_hint, usage_error
 from determined.common.api import APIError, MasterClient, pack_context
 from determined.errors import InvalidConfigError, InvalidModelDefError, MasterError
@@ -156,7 +156,7 @@ def list_remote(args: argparse.Namespace) -> int:
             raise unreachable_hint(e) from None
     if not args.json:
         for r in rows:
-            r["progress"] = f"{100 * (r.get('progress') or 0):.0f}%"
+            r["progress"] = progress_text(r["state"], r.get("progress"))
             r["labels"] = ",".join(r.get("labels") or [])
     columns = ["id", "owner", "description", "state", "progress", "num_trials", "labels",
                "start_time", "end_time"]

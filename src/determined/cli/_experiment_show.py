@@ -10,6 +10,7 @@ import os
 import sys
 from typing import Any, Dict, List, Sequence, Tuple
 
+from determined.cli._progress import progress_text
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text, id_list,
                                    print_rows, usage_error)
 from determined.common.api import MasterClient
@@ -159,7 +160,7 @@ def _describe(args: argparse.Namespace) -> int:
     exp_rows = [{**e, "labels": ",".join(e.get("labels") or [])} for e in exps]
     if not (args.csv or args.outdir):
         for r in exp_rows:
-            r["progress"] = f"{100 * (r.get('progress') or 0):.0f}%"
+            r["progress"] = progress_text(r["state"], r.get("progress"))
     workload_columns = WORKLOAD_COLUMNS + metric_columns(workloads)
     tables = [("experiments", exp_rows, EXPERIMENT_COLUMNS), ("trials", trials, TRIAL_COLUMNS),
               ("workloads", workloads, workload_columns)]

@@ -61,6 +61,17 @@ def summarize(exp: Dict[str, Any], width: Optional[int] = None) -> str:
     return short[:width]
 
 
+ENDED_EARLY = {"ERROR": "failed", "CANCELED": "canceled"}
+
+
+def progress_text(state: str, progress: Any) -> str:
+    """An experiment's progress for people: "42%"; an ERROR or CANCELED one says so
+    instead (its searcher counts failed trials as done, so the fraction can read 100%)."""
+    if state in ENDED_EARLY:
+        return ENDED_EARLY[state]
+    return f"{100 * min(1.0, max(0.0, float(progress or 0))):.0f}%"
+
+
 class ExperimentProgress:
     """Shows an experiment's progress; use as a context manager and call :meth:`update`
     with each polled experiment JSON, :meth:`log` for a line of trial output.
@@ -100,15 +111,21 @@ class ExperimentProgress:
 
     def update(self, exp: Dict[str, Any]) -> None:
         percent = round(100 * (exp.get("progress") or 0))
+        ended_early = exp["state"] in ENDED_EARLY
         width = self.console.width
         if self._progress is not None:
             # The bar's other columns take "Experiment N STATE", 20 + 5 + 8 cells, spaces.
             # Columns: prefix, bar, "100%", status, elapsed "0:00:00", one space between.
             used = len(f"Experiment {self.experiment_id} {exp['state']}") + self._bar + 16
             status = summarize(exp, max(10, width - used))
-            self._progress.update(self._task, completed=percent, state=exp["state"], status=status)
+            if ended_early:  # the bar stays where the search really got to
+                self._progress.update(self._task, state=exp["state"], status=status)
+            else:
+                self._progress.update(self._task, completed=percent, state=exp["state"],
+                                      status=status)
             return
-        head = f"Experiment {self.experiment_id}: {exp['state']} {percent}% | "
+        shown = progress_text(exp["state"], exp.get("progress"))
+        head = f"Experiment {self.experiment_id}: {exp['state']} {shown} | "
         # Piped to a file: the whole line; on a terminal: one that fits it.
         fit = max(10, width - len(head)) if self.console.is_terminal else None
         line = head + summarize(exp, fit)

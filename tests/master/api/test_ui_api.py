@@ -230,6 +230,20 @@ def test_rungs_of_an_adaptive_search(api, tiny_dir_module):
     assert metrics == sorted(metrics)
 
 
+def test_hparam_importance_of_a_search(api, tiny_dir_module):
+    config = _config(tiny_dir_module, searcher={
+        "name": "random", "metric": "validation_loss", "max_trials": 4,
+        "max_length": {"batches": 20}})
+    config["hyperparameters"]["lr"] = {"type": "log", "minval": -3, "maxval": -0.5}
+    exp_id = create_experiment(api, config, tiny_dir_module)
+    wait_for_state(api, exp_id, ["COMPLETED"], timeout=120)
+    r = api.get(f"/ui/experiments/{exp_id}/hparam-importance").json()
+    assert r["metric"] == "validation_loss" and r["trials"] == 4
+    assert [x["name"] for x in r["importance"]] == ["lr"]  # the only one that varies
+    assert 0.0 <= r["importance"][0]["importance"] <= 1.0
+    assert api.get("/ui/experiments/999999/hparam-importance").status_code == 404
+
+
 def test_the_app_is_served_with_deep_links_and_offline_docs(master):
     assert webui.is_built(), "build the web UI first: scripts/build-webui.sh"
     with httpx.Client(base_url=master.url, timeout=30) as c:

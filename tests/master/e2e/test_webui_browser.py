@@ -237,7 +237,7 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
         shot(page, out_dir, f"experiment-{tab}")
     assert "searcher:" in page.get_by_test_id("config-yaml").inner_text()
     page.get_by_role("button", name="hyperparameters", exact=True).click()
-    assert page.get_by_test_id("hparam-scatters").locator("circle").count() == 3
+    assert page.get_by_test_id("slice-plots").locator("circle").count() == 3
     page.get_by_role("button", name="checkpoints", exact=True).click()
     with page.expect_download() as download:
         page.get_by_test_id("checkpoints-table").get_by_text("download").first.click()

@@ -1,7 +1,8 @@
 """The web UI's task list in a real browser (Debian's Chromium, headless, through
 Playwright) against a real master (``allow_anonymous: false``, one slot): rows appear and
-change state live, a command's logs tail live, kill frees the slot, a notebook opens
-through the proxy, and another user's tasks cannot be killed."""
+change state live, a command's logs tail live, kill (after a confirmation) frees the slot,
+a notebook launched from the page opens through the proxy, and another user's tasks
+cannot be killed."""
 
 import os
 
@@ -87,6 +88,7 @@ def test_task_list_live_logs_and_kill(master, page, tmp_path):
     _row(page, second["id"]).locator("[data-testid=state]", has_text="PENDING").wait_for()
     page.screenshot(path=str(tmp_path / "tasks.png"), full_page=True)
     page.get_by_test_id(f"kill-{ticker['id']}").click()
+    row.get_by_role("button", name="yes, kill it").click()  # kill asks first
     row.locator("[data-testid=state]", has_text="TERMINATED").wait_for(timeout=30000)
     assert "killed" in row.locator("[data-testid=end-reason]").inner_text()
     assert page.get_by_test_id(f"kill-{ticker['id']}").is_disabled()
@@ -110,7 +112,12 @@ def test_another_users_task_cannot_be_killed_and_a_notebook_opens(master, page):
     row.locator("[data-testid=state]", has_text="TERMINATED").wait_for(timeout=30000)
 
     c = login(master, "determined")
-    nb = c.post("/tasks", json={"kind": "notebook"}).json()
+    page.get_by_role("button", name="launch notebook").click()  # POST /tasks from the UI
+    launched = page.get_by_test_id("launch-notebook-task")
+    launched.wait_for()
+    nb = {"id": launched.locator("a").first.inner_text().split()[-1]}
+    assert c.get(f"/tasks/{nb['id']}").json()["kind"] == "notebook"
+    page.get_by_test_id("launch-notebook-open").wait_for(timeout=60000)  # it links it too
     link = page.get_by_test_id(f"open-{nb['id']}")
     link.wait_for(timeout=30000)
     href = link.get_attribute("href")
@@ -124,5 +131,6 @@ def test_another_users_task_cannot_be_killed_and_a_notebook_opens(master, page):
     tab.wait_for_function("document.title.includes('JupyterLab')", timeout=60000)
     tab.close()
     page.get_by_test_id(f"kill-{nb['id']}").click()
+    _row(page, nb["id"]).get_by_role("button", name="yes, kill it").click()
     _row(page, nb["id"]).locator("[data-testid=state]", has_text="TERMINATED").wait_for(
         timeout=30000)

@@ -1,15 +1,47 @@
-/** Small pieces: state badge, progress bar, error and loading lines. */
+/** Small pieces: state badge, progress bar, confirm button, error and loading lines. */
+import { useState, type ReactNode } from "react";
+import { progressLabel } from "../format";
 
 export function StateBadge({ state }: { state: string }) {
   return <span className={`state state-${state.toLowerCase()}`} data-testid="state">{state}</span>;
 }
 
-export function Progress({ value }: { value: number }) {
-  const pct = Math.round(Math.min(1, Math.max(0, value || 0)) * 100);
+/** The search's progress; an experiment that ended in ERROR or CANCELED shows that instead
+ * of a percentage (its searcher counted the failed trials as done). */
+export function Progress({ value, state = "" }: { value: number; state?: string }) {
+  const label = progressLabel(state, value);
+  const ended = state === "ERROR" || state === "CANCELED";
+  const pct = ended ? 0 : Math.round(Math.min(1, Math.max(0, value || 0)) * 100);
   return (
-    <span className="progress" title={`${pct}%`}>
+    <span className={`progress${ended ? " ended" : ""}`} title={label} data-testid="progress">
       <span className="bar"><span style={{ width: `${pct}%` }} /></span>
-      <em>{pct}%</em>
+      <em>{label}</em>
+    </span>
+  );
+}
+
+/** A button that asks before it acts: the first click opens a small dialog naming what
+ * will happen; only its confirm button calls ``onConfirm``. */
+export function ConfirmButton({ label, question, confirmLabel, onConfirm, disabled, title, testId }: {
+  label: ReactNode;
+  question: ReactNode;
+  confirmLabel: string;
+  onConfirm: () => void;
+  disabled?: boolean;
+  title?: string;
+  testId?: string;
+}) {
+  const [open, setOpen] = useState(false);
+  return (
+    <span className="confirm">
+      <button data-testid={testId} disabled={disabled} title={title} onClick={() => setOpen(true)}>{label}</button>
+      {open && (
+        <span className="confirm-dialog" role="dialog" aria-label={confirmLabel}>
+          <span>{question}</span>
+          <button className="danger" onClick={() => { setOpen(false); onConfirm(); }}>{confirmLabel}</button>
+          <button onClick={() => setOpen(false)}>no, keep it</button>
+        </span>
+      )}
     </span>
   );
 }

@@ -1,7 +1,7 @@
 /** Learning curves of one metric for many trials: trial picker, log scale, smoothing, x axis. */
 import { useEffect, useMemo, useState } from "react";
 import { api, type MetricRow, type Series, type Trial } from "../api";
-import { seriesColor, smooth } from "../format";
+import { seriesColor, smooth, stoppedTrials } from "../format";
 import LineChart, { type ChartSeries } from "./LineChart";
 
 export type XAxis = "batches" | "records" | "time";
@@ -47,14 +47,28 @@ interface Props {
   trials: Trial[];
   bestTrialId: number | null;
   onDrawn?: (ms: number) => void;
+  testId?: string;
 }
 
-export default function Curves({ data, trials, bestTrialId, onDrawn }: Props) {
+/** What the line styles mean. */
+export function CurveLegend() {
+  return (
+    <div className="curve-legend" data-testid="curve-legend">
+      <span><svg width="28" height="10"><line x1="0" y1="5" x2="28" y2="5" stroke="#446" strokeWidth="1.5" /><circle cx="14" cy="5" r="3.5" fill="#446" /></svg> running or ran to the end</span>
+      <span><svg width="28" height="10"><line x1="0" y1="5" x2="28" y2="5" stroke="#446" strokeWidth="1.5" strokeDasharray="5 4" /><circle cx="14" cy="5" r="3.5" fill="#fff" stroke="#446" strokeWidth="1.5" /></svg> stopped early (pruned), failed or canceled</span>
+      <span><svg width="28" height="10"><line x1="0" y1="5" x2="28" y2="5" stroke="#000" strokeWidth="3" /></svg> best trial</span>
+      <span className="muted">a marker at every validation and at each trial's last point</span>
+    </div>
+  );
+}
+
+export default function Curves({ data, trials, bestTrialId, onDrawn, testId = "learning-curves" }: Props) {
   const [axis, setAxis] = useState<XAxis>("batches");
   const [logY, setLogY] = useState(false);
   const [smoothing, setSmoothing] = useState(0);
   const [hidden, setHidden] = useState<Set<number>>(new Set());
   const ids = useMemo(() => (data?.series ?? []).map((s) => s.trial_id), [data]);
+  const stopped = useMemo(() => stoppedTrials(trials), [trials]);
   const series: ChartSeries[] = useMemo(() => {
     if (!data) return [];
     return data.series
@@ -65,8 +79,9 @@ export default function Curves({ data, trials, bestTrialId, onDrawn }: Props) {
         ys: smooth(s.values, smoothing),
         color: s.trial_id === bestTrialId ? "#000" : seriesColor(ids.indexOf(s.trial_id)),
         highlight: s.trial_id === bestTrialId,
+        stopped: stopped.has(s.trial_id),
       }));
-  }, [data, hidden, axis, smoothing, bestTrialId, ids]);
+  }, [data, hidden, axis, smoothing, bestTrialId, ids, stopped]);
   if (!data) return <p className="muted">Loading metrics…</p>;
   const stateOf = new Map(trials.map((t) => [t.id, t.state]));
   return (
@@ -86,7 +101,11 @@ export default function Curves({ data, trials, bestTrialId, onDrawn }: Props) {
         </label>
       </div>
       <div className="chart-and-picker">
-        <LineChart series={series} xLabel={axis} yLabel={data.metric} logY={logY} onDrawn={onDrawn} testId="learning-curves" />
+        <div className="chart-box">
+          <LineChart series={series} xLabel={axis} yLabel={data.metric} logY={logY} onDrawn={onDrawn} testId={testId}
+            markers={data.kind === "validation" ? "all" : "last"} />
+          <CurveLegend />
+        </div>
         <div className="picker" data-testid="trial-picker">
           <div>
             <button className="link" onClick={() => setHidden(new Set())}>all</button> ·{" "}
@@ -101,7 +120,7 @@ export default function Curves({ data, trials, bestTrialId, onDrawn }: Props) {
                 setHidden(h);
               }} />
               <span className="swatch" style={{ background: id === bestTrialId ? "#000" : seriesColor(i) }} />
-              trial {id}{id === bestTrialId ? " ★ best" : ""} <small className="muted">{stateOf.get(id) ?? ""}</small>
+              trial {id}{id === bestTrialId ? " ★ best" : ""} <small className="muted">{stateOf.get(id) ?? ""}{stopped.has(id) ? " · stopped early" : ""}</small>
             </label>
           ))}
         </div>

@@ -1,4 +1,5 @@
-/** A sortable table: click a header to sort by it, again to reverse. */
+/** A sortable table: click a header to sort by it, again to reverse. A table wider than its
+ * box scrolls sideways in its own box (narrow windows), not the whole page. */
 import { useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 import { compareValues } from "../format";
 
@@ -44,6 +45,7 @@ export default function Table<T>({ columns, rows, rowKey, initialSort, testId, r
     else setLocal({ key, desc });
   };
   return (
+    <div className="table-scroll" data-testid={testId ? `${testId}-scroll` : undefined}>
     <table className="table" data-testid={testId}>
       <thead>
         <tr>
@@ -74,6 +76,7 @@ export default function Table<T>({ columns, rows, rowKey, initialSort, testId, r
         {window_.bottom > 0 && <tr className="spacer" style={{ height: window_.bottom }}><td colSpan={columns.length + (leading ? 1 : 0)} /></tr>}
       </tbody>
     </table>
+    </div>
   );
 }
 

@@ -6,7 +6,7 @@ import { subscribe } from "../events";
 import { formatDuration, formatNumber, formatTime } from "../format";
 import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
-import { ErrorLine, Labels, Progress, StateBadge } from "../components/Bits";
+import { ConfirmButton, ErrorLine, Labels, Progress, StateBadge } from "../components/Bits";
 
 const STATES = ["ACTIVE", "PAUSED", "STOPPING_CANCELED", "STOPPING_COMPLETED", "STOPPING_ERROR", "COMPLETED", "CANCELED", "ERROR"];
 const ACTIONS = ["pause", "activate", "cancel", "kill", "archive", "unarchive"] as const;
@@ -122,7 +122,7 @@ export default function ExperimentList() {
     { key: "labels", title: "Labels", value: (e) => e.labels.join(","), render: (e) => <Labels labels={e.labels} />, sortable: false },
     { key: "owner", title: "Owner", value: (e) => e.owner },
     { key: "state", title: "State", value: (e) => e.state, render: (e) => <StateBadge state={e.state} /> },
-    { key: "progress", title: "Progress", value: (e) => e.progress, render: (e) => <Progress value={e.progress} /> },
+    { key: "progress", title: "Progress", value: (e) => e.progress, render: (e) => <Progress value={e.progress} state={e.state} /> },
     { key: "num_trials", title: "Trials", value: (e) => e.num_trials },
     { key: "best_metric", title: "Best metric", value: (e) => e.best_metric,
       render: (e) => e.best_metric == null ? "" : <span title={e.metric}>{formatNumber(e.best_metric)} <small className="muted">{e.metric}</small></span> },
@@ -160,9 +160,13 @@ export default function ExperimentList() {
       </div>
       <div className="actions">
         <span className="muted">{selected.size} selected</span>
-        {ACTIONS.map((a) => (
+        {ACTIONS.map((a) => (a === "kill" || a === "cancel" ? (
+          <ConfirmButton key={a} label={a} testId={`batch-${a}`} disabled={!editable.length} confirmLabel={`yes, ${a} them`}
+            question={`${a === "kill" ? "Kill" : "Cancel"} ${editable.length} experiment${editable.length === 1 ? "" : "s"}?`}
+            onConfirm={() => void runAction(a)} />
+        ) : (
           <button key={a} disabled={!editable.length} onClick={() => void runAction(a)} data-testid={`batch-${a}`}>{a}</button>
-        ))}
+        )))}
       </div>
       {actionErrors.map((m) => <p key={m} className="error">{m}</p>)}
       <ErrorLine error={error} />

@@ -2,14 +2,15 @@
  * checkpoints, config and fork. Live: trials and metrics arrive over /ui/events. */
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
-import { api, canEdit, post, type ExperimentDetail, type MetricRow, type Trial } from "../api";
+import { api, canEdit, getToken, post, type ExperimentDetail, type MetricRow, type Trial } from "../api";
 import { subscribe } from "../events";
 import { flattenHparams, formatDuration, formatNumber, formatTime, TERMINAL } from "../format";
 import { useSession } from "../session";
-import { ErrorLine, Progress, StateBadge } from "../components/Bits";
+import { ConfirmButton, ErrorLine, Progress, StateBadge } from "../components/Bits";
+import TaskLauncher from "../components/TaskLauncher";
 import Curves, { appendRows, useExperimentCurves } from "../components/Curves";
 import Table, { type Column } from "../components/Table";
-import { HparamScatters, ParallelCoordinates } from "../components/HparamViews";
+import { ContourPlot, ImportanceBars, ParallelCoordinates, SlicePlots, type Importance } from "../components/HparamViews";
 import Checkpoints from "../components/Checkpoints";
 import { ForkForm, Rungs } from "../components/ExperimentExtras";
 
@@ -111,6 +112,7 @@ export default function ExperimentPage() {
     }
   };
   const adaptive = String(exp.searcher ?? "").startsWith("adaptive");
+  const signedIn = !!user && !!getToken(); // the proxy opens TensorBoards only for a signed-in user
   return (
     <div>
       <h1>
@@ -122,13 +124,17 @@ export default function ExperimentPage() {
           <>
             <button disabled={!mayEdit || exp.state !== "ACTIVE"} onClick={() => void act("pause")}>pause</button>
             <button disabled={!mayEdit || exp.state !== "PAUSED"} onClick={() => void act("activate")}>activate</button>
-            <button disabled={!mayEdit} onClick={() => void act("cancel")}>cancel</button>
-            <button disabled={!mayEdit} onClick={() => void act("kill")}>kill</button>
+            <ConfirmButton label="cancel" testId="cancel-experiment" disabled={!mayEdit} confirmLabel="yes, cancel it"
+              question={`Cancel experiment ${exp.id}? Its trials checkpoint and stop; no new trials start.`} onConfirm={() => void act("cancel")} />
+            <ConfirmButton label="kill" testId="kill-experiment" disabled={!mayEdit} confirmLabel="yes, kill it"
+              question={`Kill experiment ${exp.id}? Its trials stop now, without checkpoints.`} onConfirm={() => void act("kill")} />
           </>
         )}
         {TERMINAL.has(exp.state) && (
           <button disabled={!mayEdit} onClick={() => void act(exp.archived ? "unarchive" : "archive")}>{exp.archived ? "unarchive" : "archive"}</button>
         )}
+        <TaskLauncher label="open TensorBoard" testId="tensorboard" request={{ kind: "tensorboard", experiment_ids: [exp.id] }}
+          disabled={!signedIn || exp.trials.length === 0} title={signedIn ? "" : "sign in to start a TensorBoard"} />
         {!mayEdit && <span className="muted">read-only: owned by {exp.owner}</span>}
       </div>
       <ErrorLine error={actionError} />
@@ -148,7 +154,7 @@ export default function ExperimentPage() {
           <ErrorLine error={curves.error} />
         </section>
       )}
-      {tab === "trials" && <TrialsTable exp={exp} bestId={best?.id ?? null} />}
+      {tab === "trials" && <TrialsTable exp={exp} bestId={best?.id ?? null} signedIn={signedIn} />}
       {tab === "hyperparameters" && <HparamTab exp={exp} bestId={best?.id ?? null} />}
       {tab === "rungs" && <Rungs experimentId={id} />}
       {tab === "checkpoints" && <Checkpoints experimentId={id} metric={exp.metric} />}
@@ -206,7 +212,7 @@ function Summary({ exp, mayEdit, onChanged }: { exp: ExperimentDetail; mayEdit: 
         <dt>Owner</dt><dd>{exp.owner}</dd>
         <dt>Searcher</dt><dd>{exp.searcher} · {exp.metric} ({exp.smaller_is_better ? "smaller" : "larger"} is better)</dd>
         <dt>Best</dt><dd>{formatNumber(exp.best_metric)}</dd>
-        <dt>Progress</dt><dd><Progress value={exp.progress} /></dd>
+        <dt>Progress</dt><dd><Progress value={exp.progress} state={exp.state} /></dd>
         <dt>Trials</dt><dd>{exp.trials.length}</dd>
         <dt>Started</dt><dd>{formatTime(exp.start_time)} · {formatDuration(exp.duration)}</dd>
         {exp.parent_id != null && (<><dt>Forked from</dt><dd><Link to={`/experiments/${exp.parent_id}`}>{exp.parent_id}</Link></dd></>)}
@@ -216,7 +222,13 @@ function Summary({ exp, mayEdit, onChanged }: { exp: ExperimentDetail; mayEdit: 
   );
 }
 
-function TrialsTable({ exp, bestId }: { exp: ExperimentDetail; bestId: number | null }) {
+function TrialsTable({ exp, bestId, signedIn }: { exp: ExperimentDetail; bestId: number | null; signedIn: boolean }) {
+  const [selected, setSelected] = useState<Set<number>>(new Set());
+  const toggle = (id: number, on: boolean) => {
+    const s = new Set(selected);
+    if (on) s.add(id); else s.delete(id);
+    setSelected(s);
+  };
   const flat = useMemo(() => new Map(exp.trials.map((t) => [t.id, flattenHparams(t.hparams)])), [exp.trials]);
   const names = useMemo(() => {
     const s = new Set<string>();
@@ -231,25 +243,66 @@ function TrialsTable({ exp, bestId }: { exp: ExperimentDetail; bestId: number | 
     { key: "restarts", title: "Restarts", value: (t) => t.restarts },
     ...names.map((n) => ({ key: `hp:${n}`, title: n, value: (t: Trial) => flat.get(t.id)?.[n], render: (t: Trial) => formatNumber(flat.get(t.id)?.[n]) })),
   ];
-  return <Table testId="trials-table" columns={columns} rows={exp.trials} rowKey={(t) => t.id} initialSort={{ key: "id" }} rowClass={(t) => (t.id === bestId ? "best" : undefined)} />;
+  const ids = [...selected].sort((a, b) => a - b);
+  return (
+    <section>
+      <div className="actions">
+        <TaskLauncher key={ids.join(",")} label={`TensorBoard for ${ids.length} selected trial${ids.length === 1 ? "" : "s"}`} testId="tensorboard-trials"
+          request={{ kind: "tensorboard", trial_ids: ids }} disabled={!signedIn || ids.length === 0}
+          title={signedIn ? "select trials first" : "sign in to start a TensorBoard"} />
+      </div>
+      <Table testId="trials-table" columns={columns} rows={exp.trials} rowKey={(t) => t.id} initialSort={{ key: "id" }}
+        rowClass={(t) => (t.id === bestId ? "best" : undefined)}
+        leadingHeader={<input type="checkbox" aria-label="select all trials" checked={selected.size === exp.trials.length && selected.size > 0}
+          onChange={(e) => setSelected(e.target.checked ? new Set(exp.trials.map((t) => t.id)) : new Set())} />}
+        leading={(t) => <input type="checkbox" aria-label={`select trial ${t.id}`} checked={selected.has(t.id)} onChange={(e) => toggle(t.id, e.target.checked)} />} />
+    </section>
+  );
+}
+
+/** Names of the hyperparameters the config declares ``type: log`` (dotted when nested). */
+export function logHparamNames(space: Record<string, unknown>, prefix = ""): Set<string> {
+  const out = new Set<string>();
+  for (const [k, v] of Object.entries(space ?? {})) {
+    if (!v || typeof v !== "object" || Array.isArray(v)) continue;
+    const key = prefix ? `${prefix}.${k}` : k;
+    const spec = v as Record<string, unknown>;
+    if (spec.type === "log") out.add(key);
+    else if (spec.type === undefined || spec.type === "object") for (const n of logHparamNames((spec.vals as Record<string, unknown>) ?? spec, key)) out.add(n);
+  }
+  return out;
 }
 
 function HparamTab({ exp, bestId }: { exp: ExperimentDetail; bestId: number | null }) {
-  const points = exp.trials.map((t) => ({ trialId: t.id, hparams: flattenHparams(t.hparams), metric: t.best_validation }));
-  const spaces = flattenHparams(exp.config.hyperparameters ?? {});
+  const points = useMemo(() => exp.trials.map((t) => ({ trialId: t.id, hparams: flattenHparams(t.hparams), metric: t.best_validation })), [exp.trials]);
   const names = useMemo(() => {
     const s = new Set<string>();
     for (const p of points) for (const [k, v] of Object.entries(p.hparams)) if (new Set(points.map((q) => JSON.stringify(q.hparams[k]))).size > 1 && v !== undefined) s.add(k);
     return [...s];
   }, [points]);
-  const logNames = new Set(Object.keys(spaces).filter((k) => k.endsWith(".type") && spaces[k] === "log").map((k) => k.slice(0, -5)));
+  const logNames = useMemo(() => logHparamNames(exp.config.hyperparameters ?? {}), [exp.config]);
+  const [importance, setImportance] = useState<{ importance: Importance[]; trials: number } | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const validated = exp.trials.filter((t) => t.best_validation != null).length;
+  useEffect(() => {
+    api<{ importance: Importance[]; trials: number }>(`/ui/experiments/${exp.id}/hparam-importance`).then(setImportance, setError);
+  }, [exp.id, validated]);
+  const curves = useExperimentCurves(exp.id, "validation", exp.metric);
   if (!names.length) return <p className="muted">No hyperparameter varies across trials.</p>;
+  const common = { points, names, logNames, metricName: exp.metric, smallerIsBetter: exp.smaller_is_better, bestTrialId: bestId };
   return (
-    <section>
+    <section className="hp-views">
+      <h2>Hyperparameter importance</h2>
+      <ErrorLine error={error} />
+      {importance && <ImportanceBars rows={importance.importance} trials={importance.trials} metricName={exp.metric} />}
       <h2>Parallel coordinates</h2>
-      <ParallelCoordinates points={points} names={names} logNames={logNames} metricName={exp.metric} smallerIsBetter={exp.smaller_is_better} bestTrialId={bestId} />
-      <h2>{exp.metric} against each hyperparameter</h2>
-      <HparamScatters points={points} names={names} logNames={logNames} metricName={exp.metric} smallerIsBetter={exp.smaller_is_better} bestTrialId={bestId} />
+      <ParallelCoordinates {...common} />
+      <h2>Slice plots: {exp.metric} against each hyperparameter</h2>
+      <SlicePlots {...common} />
+      <h2>Contour plot</h2>
+      <ContourPlot {...common} />
+      <h2>Intermediate values: {exp.metric} of every trial</h2>
+      <Curves data={curves.data} trials={exp.trials} bestTrialId={bestId} testId="intermediate-values" />
     </section>
   );
 }

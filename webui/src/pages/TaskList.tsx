@@ -1,23 +1,16 @@
 /** Tasks (commands, notebooks, shells, TensorBoards): open, logs with live tail, kill; live updates. */
 import { useCallback, useEffect, useState } from "react";
-import { useSearchParams } from "react-router";
+import { Link, useSearchParams } from "react-router";
 import { api, canEdit, getToken, post, type LogLine, type TaskRow } from "../api";
+import TaskLauncher, { openUrl } from "../components/TaskLauncher";
 import { subscribe } from "../events";
 import { formatTime } from "../format";
 import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
 import Logs from "../components/Logs";
-import { ErrorLine, StateBadge } from "../components/Bits";
+import { ConfirmButton, ErrorLine, StateBadge } from "../components/Bits";
 
-/** Where a browser opens each kind of service behind the proxy (shells need `det shell open`). */
-const OPEN_PATHS: Record<string, string> = { notebook: "lab", tensorboard: "" };
-
-/** The proxy URL a browser opens for ``task`` with the session ``token`` (kept in a cookie
- * by the proxy), or null when the task serves nothing a browser can show. */
-export function openUrl(task: TaskRow, token: string | null): string | null {
-  if (!task.url || !(task.kind in OPEN_PATHS) || task.state !== "RUNNING" || !token) return null;
-  return `${task.url}${OPEN_PATHS[task.kind]}?det_token=${encodeURIComponent(token)}`;
-}
+export { openUrl } from "../components/TaskLauncher";
 
 /** The list after a ``tasks`` event: changed rows replaced or added (newest first), removed ones dropped. */
 export function applyTaskEvent(rows: TaskRow[], payload: { changed: TaskRow[]; removed: string[] }): TaskRow[] {
@@ -30,7 +23,7 @@ export function applyTaskEvent(rows: TaskRow[], payload: { changed: TaskRow[]; r
 }
 
 export default function TaskList() {
-  const { user } = useSession();
+  const { user, anonymous } = useSession();
   const [params, setParams] = useSearchParams();
   const [rows, setRows] = useState<TaskRow[] | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -77,6 +70,8 @@ export default function TaskList() {
     }
   };
   const token = getToken();
+  // Without a token (signed out, or the master's anonymous access) the proxy opens nothing.
+  const signedOut = !user || anonymous || !token;
   const columns: Column<TaskRow>[] = [
     { key: "id", title: "ID", value: (t) => t.id },
     { key: "kind", title: "Kind", value: (t) => t.kind },
@@ -107,8 +102,14 @@ export default function TaskList() {
             ) : null}
             {t.kind === "shell" && t.state === "RUNNING" ? <code className="muted">det shell open {t.id}</code> : null}
             <button className="link" data-testid={`logs-${t.id}`} onClick={() => setParams({ logs: t.id })}>logs</button>
-            <button data-testid={`kill-${t.id}`} disabled={!mine || t.state === "TERMINATED"}
-              title={mine ? "" : `only ${t.owner} or an admin may kill it`} onClick={() => void kill(t)}>kill</button>
+            {!url && signedOut && t.kind in { notebook: 1, tensorboard: 1 } && t.state === "RUNNING" ? (
+              <Link to="/login?next=/tasks" data-testid={`signin-open-${t.id}`}>sign in to open</Link>
+            ) : null}
+            {user ? (
+              <ConfirmButton label="kill" testId={`kill-${t.id}`} disabled={!mine || t.state === "TERMINATED"}
+                title={mine ? "" : `only ${t.owner} or an admin may kill it`}
+                question={`Kill ${t.kind} ${t.id}? Its process stops now.`} confirmLabel="yes, kill it" onConfirm={() => void kill(t)} />
+            ) : null}
           </span>
         );
       } },
@@ -118,6 +119,18 @@ export default function TaskList() {
     <div>
       <h1>Tasks</h1>
       <p className="muted">Commands, notebooks, shells and TensorBoards: <code>det cmd run</code>, <code>det notebook start</code>, <code>det shell start</code>, <code>det tensorboard start</code>.</p>
+      {!signedOut ? (
+        <div className="actions">
+          <TaskLauncher label="launch notebook" testId="launch-notebook" request={{ kind: "notebook" }} />
+          <span className="muted">TensorBoards start from an experiment's page.</span>
+        </div>
+      ) : (
+        <p className="hint" data-testid="signed-out-hint">
+          Not signed in{user ? <> (browsing as {user.username})</> : null}: you can see every task and read its logs
+          {user ? <>, and kill tasks of {user.username}</> : null}. <Link to="/login?next=/tasks">Sign in</Link> to
+          open notebooks and TensorBoards and to launch a notebook.
+        </p>
+      )}
       <ErrorLine error={error} />
       {rows == null ? <p className="muted">Loading…</p> : (
         <Table testId="task-table" columns={columns} rows={rows} rowKey={(t) => t.id}

@@ -5,7 +5,7 @@ import { api, canEdit, post, type LogLine, type MetricRow, type Series, type Tri
 import { subscribe } from "../events";
 import { flattenHparams, formatNumber, formatTime, seriesColor, TERMINAL } from "../format";
 import { useSession } from "../session";
-import { ErrorLine, StateBadge } from "../components/Bits";
+import { ConfirmButton, ErrorLine, StateBadge } from "../components/Bits";
 import LineChart from "../components/LineChart";
 import Checkpoints from "../components/Checkpoints";
 import GpuMetrics from "../components/GpuMetrics";
@@ -104,7 +104,8 @@ export default function TrialPage() {
         <Link to={`/experiments/${t.experiment_id}`}>Experiment {t.experiment_id}</Link> / Trial {t.id} <StateBadge state={t.state} />
       </h1>
       <div className="actions">
-        <button disabled={!mayEdit || TERMINAL.has(t.state)} onClick={() => void kill()}>kill trial</button>
+        <ConfirmButton label="kill trial" testId="kill-trial" disabled={!mayEdit || TERMINAL.has(t.state)}
+          question={`Kill trial ${t.id}? It stops now without a checkpoint.`} confirmLabel="yes, kill it" onConfirm={() => void kill()} />
         {!mayEdit && <span className="muted">read-only</span>}
       </div>
       <div className="summary">
@@ -120,7 +121,7 @@ export default function TrialPage() {
           <tbody>{Object.entries(hp).map(([k, v]) => <tr key={k}><td>{k}</td><td>{typeof v === "object" ? JSON.stringify(v) : String(v)}</td></tr>)}</tbody>
         </table>
       </div>
-      <TrialCharts trial={t} names={info.metric_names} liveRows={liveRows} />
+      {owner && <TrialCharts trial={t} names={info.metric_names} liveRows={liveRows} searcherMetric={owner.metric} />}
       <GpuMetrics trialId={t.id} running={!TERMINAL.has(t.state)} />
       <h2>Workloads</h2>
       <Table testId="workloads-table" columns={columns} rows={info.workloads} rowKey={(w) => `${w.kind}-${w.total_batches}`} />
@@ -137,10 +138,19 @@ export default function TrialPage() {
   );
 }
 
-function TrialCharts({ trial, names, liveRows }: { trial: Trial; names: { training: string[]; validation: string[] }; liveRows: MetricRow[] }) {
+/** The metric a trial's chart opens on: the searcher's metric as a validation metric when
+ * the trial reported it, else the first one there is. */
+export function defaultMetricKey(options: string[], searcherMetric: string): string | null {
+  const wanted = `validation:${searcherMetric}`;
+  return options.includes(wanted) ? wanted : options[0] ?? null;
+}
+
+function TrialCharts({ trial, names, liveRows, searcherMetric }: {
+  trial: Trial; names: { training: string[]; validation: string[] }; liveRows: MetricRow[]; searcherMetric: string;
+}) {
   const options = useMemo(() => [...names.validation.map((m) => `validation:${m}`), ...names.training.map((m) => `training:${m}`)], [names]);
   const [choice, setChoice] = useState<string | null>(null);
-  const key = choice ?? options[0] ?? null;
+  const key = choice ?? defaultMetricKey(options, searcherMetric);
   const [perBatch, setPerBatch] = useState(false);
   const [data, setData] = useState<CurveData | null>(null);
   const [kind, metric] = key ? (key.split(/:(.*)/s) as ["training" | "validation", string]) : ["training" as const, ""];
@@ -163,7 +173,8 @@ function TrialCharts({ trial, names, liveRows }: { trial: Trial; names: { traini
         </select>
       </label>{" "}
       <label><input type="checkbox" checked={perBatch} disabled={kind !== "training"} onChange={(e) => setPerBatch(e.target.checked)} /> per batch</label>
-      {s && <LineChart testId="trial-chart" series={[{ label: `${kind} ${metric}`, xs: s.batches, ys: s.values, color: seriesColor(0) }]} xLabel="batches" yLabel={metric} height={260} />}
+      {s && <LineChart testId="trial-chart" series={[{ label: `${kind} ${metric}`, xs: s.batches, ys: s.values, color: seriesColor(0) }]} xLabel="batches" yLabel={metric} height={260}
+        markers={kind === "validation" ? "all" : "last"} />}
     </section>
   );
 }

@@ -7,6 +7,8 @@
   downsampled on the server to at most ``max_points`` points that keep its shape.
 - ``GET /ui/experiments/{id}/rungs``: for adaptive searchers, which trials reached
   (were promoted to) which training length.
+- ``GET /ui/experiments/{id}/hparam-importance``: how much of the searcher metric's
+  spread each hyperparameter explains (``_importance.py`` says how).
 - ``GET /ui/trials/{id}/metrics``: a trial's series, per workload or per batch.
 - ``GET /ui/trials/{id}/workloads``: a trial's workloads, paginated.
 - ``GET /ui/trials/{id}/logs``: log lines, with a case-insensitive text search.
@@ -38,6 +40,7 @@ from determined.master._core import Master
 from determined.master.api import _ui_queries as q
 from determined.master.api._agents import agents_listing
 from determined.master.api._downsample import minmax_buckets
+from determined.master.api._importance import hparam_importance
 
 __all__ = ["ui_router"]
 
@@ -239,6 +242,17 @@ def ui_router(master: Master) -> fastapi.APIRouter:
             s.update(trial_id=tid, records_per_batch=_records_per_batch(trials[tid].hparams))
             series.append(s)
         return {"metric": metric, "kind": kind, "series": series, "last_id": last_id}
+
+    @api.get("/experiments/{id}/hparam-importance")
+    def experiment_hparam_importance(id: int) -> Dict[str, Any]:
+        """Each varying hyperparameter's importance for the searcher metric (each trial's
+        best validation): omega squared of a one-way analysis of variance over trials
+        grouped by the hyperparameter's value (quantile bins for many numbers); ``share``
+        sums to 1. Needs at least 3 trials with a validation."""
+        out = experiment(id)
+        result = hparam_importance(q.trial_rows(store, id))
+        result["metric"] = out["metric"]
+        return clean(result)
 
     @api.get("/experiments/{id}/rungs")
     def experiment_rungs(id: int) -> Dict[str, Any]:
