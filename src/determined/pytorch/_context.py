@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Set
 
 import torch
 
 from determined.harness import TrialContext, TrialEnv
 from determined.pytorch._amp import OPT_LEVELS, NativeAmp, choose_dtype
 from determined.pytorch._data import to_device
-from determined.pytorch._distributed import allreduce_gradients
+from determined.pytorch._distributed import allreduce_gradients, wrap_ddp
 from determined.pytorch._lr_scheduler import LRScheduler
 
 __all__ = ["PyTorchTrialContext"]
@@ -53,6 +53,9 @@ class PyTorchTrialContext(TrialContext):
         self._amp: Optional[NativeAmp] = None
         self._apex = False
         self.scalers: List[Any] = []
+        # Set by the controller: wrap models in DistributedDataParallel (NCCL).
+        self._ddp = False
+        self._ddp_params: Set[int] = set()
         # Ranks to average gradients over (0: one slot, nothing to exchange).
         self._grad_ranks = env.distributed.size if env.distributed.size > 1 else 0
         # Set by the controller while training.
@@ -62,13 +65,21 @@ class PyTorchTrialContext(TrialContext):
     # ---- wrapping
 
     def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
-        """Register ``model`` (moved to this trial's device) and return it."""
+        """Register ``model`` (moved to this trial's device) and return it.
+
+        In a distributed trial on GPUs the model comes back inside
+        ``torch.nn.parallel.DistributedDataParallel`` (reach the model itself as
+        ``.module``); checkpoints hold the model's own ``state_dict``.
+        """
         if not isinstance(model, torch.nn.Module):
             raise TypeError(
                 f"Expected a torch.nn.Module in wrap_model. Received: {type(model).__name__}"
             )
         model = model.to(self.device)
         self.models.append(model)
+        if self._ddp and any(p.requires_grad for p in model.parameters()):
+            self._ddp_params.update(id(p) for p in model.parameters())
+            return wrap_ddp(model, self.device)
         return model
 
     def wrap_optimizer(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
@@ -247,7 +258,7 @@ class PyTorchTrialContext(TrialContext):
             if (self._batch_idx + 1) % k != 0:
                 return
         if self._grad_ranks:
-            allreduce_gradients(optimizer, self._grad_ranks)
+            allreduce_gradients(optimizer, self._grad_ranks, self._ddp_params)
         if k > 1:
             if self._average_aggregated_gradients:
                 for group in optimizer.param_groups:

@@ -34,6 +34,7 @@ from determined.pytorch._distributed import (
     broadcast_models,
     combine_slot_metrics,
     slot_metrics,
+    use_ddp,
 )
 from determined.pytorch._lr_scheduler import LRScheduler
 from determined.pytorch._reducer import reduce_metric, reducers_for, _to_python
@@ -70,6 +71,7 @@ class PyTorchTrialController(TrialController):
                 if torch.cuda.is_available() else torch.device("cpu")
             )
         self._context = PyTorchTrialContext(env, device)
+        self._context._ddp = self._dist is not None and use_ddp(self._dist.backend)
         self._move_batches = device.type != "cpu"
         self.trial: PyTorchTrial = self._user(trial_class, "__init__", self._context)
         self._legacy = overridden(self.trial, "build_model")
