@@ -12,6 +12,7 @@ over ranks when ``optimizations.average_training_metrics`` is set.
 
 from __future__ import annotations
 
+import inspect
 import numbers
 import os
 from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
@@ -72,7 +73,11 @@ def wrap_ddp(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
 
     device_ids = [device.index if device.index is not None else torch.cuda.current_device()] \
         if device.type == "cuda" else None
-    return DistributedDataParallel(model, device_ids=device_ids, broadcast_buffers=False)
+    # torch >= 2.13 names it forward_sync_buffers (broadcast_buffers is deprecated there).
+    params = inspect.signature(DistributedDataParallel.__init__).parameters
+    no_sync = ({"forward_sync_buffers": False} if "forward_sync_buffers" in params
+               else {"broadcast_buffers": False})
+    return DistributedDataParallel(model, device_ids=device_ids, **no_sync)
 
 
 def allreduce_gradients(optimizer: torch.optim.Optimizer, size: int,
