@@ -142,7 +142,7 @@ def test_embedded_agent_crash_pause_and_master_restart_continue_exactly(
             paused_at = pause_and_activate(api, exp_id, 30)
             wait_until(lambda: batches_of(api, exp_id) >= paused_at + 10, timeout=200,
                        what="training to go on after activate")
-        assert batches_of(api, exp_id) < LENGTH, "the trial finished before the master restart"
+            assert batches_of(api, exp_id) < LENGTH, "the trial finished before the master restart"
         master.sigkill()
         master = MasterProcess(str(data), slots=1, port=master.port).start(timeout=120)
         with master.client() as api:
