@@ -1,8 +1,9 @@
-"""Restore anywhere, on a GPU: after a crash, a pause and activate, and a master restart,
-on the embedded agent, on a remote agent and with ``--local``, a trial's Python, NumPy,
-torch and CUDA random streams go on where they stopped and its weights stay
-bit-identical to an uninterrupted run's; a warm start begins from the source
-checkpoint's exact weights; checkpoints move between the CPU and the GPU.
+"""Restore anywhere, on a GPU: after a crash, a pause and activate, and a master restart
+(on the embedded agent and on a remote agent), and after a crash and Ctrl-C of the
+driver (``--local``), a trial's Python, NumPy, torch and CUDA random streams go on where
+they stopped and its weights stay bit-identical to an uninterrupted run's; a warm start
+begins from the source checkpoint's exact weights; checkpoints move between the CPU and
+the GPU.
 
 The trial (gpu_def:RngTrial) reports a draw of each stream per batch and a hash of its
 weights at each validation; each scenario compares those numbers with an
@@ -13,8 +14,10 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -154,38 +157,69 @@ def test_embedded_agent_crash_pause_and_master_restart_continue_exactly(
     assert rows == reference["rows"]
 
 
-def test_remote_agent_crash_and_pause_continue_exactly(reference, tiny_dir, tmp_path):
+def test_remote_agent_crash_pause_and_master_restart_continue_exactly(
+        reference, tiny_dir, tmp_path):
     with AgentCluster(tmp_path, {"resource_manager": {"slots": 0}}) as cluster:
         cluster.ensure_agents("gpu-agent")  # --slots 1: the first GPU
         with cluster.master.client() as api:
             exp_id = create_experiment(api, config(tmp_path, "remote", sleep=0.1),
                                        model_dir(tiny_dir, tmp_path))
-            pause_and_activate(api, exp_id, 40)
+            paused_at = pause_and_activate(api, exp_id, 30)
+            wait_until(lambda: batches_of(api, exp_id) >= paused_at + 10, timeout=200,
+                       what="training to go on after activate")
+            assert batches_of(api, exp_id) < LENGTH, "the trial finished before the master restart"
+        cluster.restart_master()  # the agent reconnects to the new master
+        with cluster.master.client() as api:
             trial, rows = finish(api, exp_id)
-    assert trial["restarts"] == 1
+    assert trial["restarts"] >= 1
+    assert (tmp_path / "remote.crashed").exists()
     assert rows == reference["rows"]
 
 
-def test_local_crash_continues_exactly(tiny_dir, tmp_path):
+def _local_rows(tmp_path, local_dir):
+    """The trial of local experiment 1 and its streams."""
+    (exp,) = json.loads(run_det(["e", "describe", "1", "--metrics", "--local-dir", local_dir,
+                                 "--json"]).stdout)
+    (trial,) = exp["trials"]
+    return trial, streams([(m["kind"], m["total_batches"], m["metrics"]) for m in trial["metrics"]])
+
+
+def test_local_crash_and_interrupted_driver_continue_exactly(tiny_dir, tmp_path):
+    """``--local``: a crash restarts the trial from its checkpoint; Ctrl-C of the driver
+    checkpoints and pauses, ``det e resume`` goes on; the streams match a straight run."""
     model = model_dir(tiny_dir, tmp_path)
+    straight_config = tmp_path / "straight.yaml"
+    straight_config.write_text(yaml.safe_dump(config(tmp_path, "straight", crash=False)))
+    out = run_det(["e", "create", straight_config, model, "--local-dir", tmp_path / "straight",
+                   "--json", "--no-progress"], timeout=400)
+    assert out.returncode == 0, out.stdout + out.stderr
+    _, straight_rows = _local_rows(tmp_path, tmp_path / "straight")
 
-    def local(name, crash):
-        path = tmp_path / f"{name}.yaml"
-        path.write_text(yaml.safe_dump(config(tmp_path, name, crash=crash)))
-        out = run_det(["experiment", "create", path, model, "--local", "--local-dir",
-                       tmp_path / name, "--json"], timeout=400)
-        assert out.returncode == 0, out.stdout + out.stderr
-        (trial,) = json.loads(out.stdout)["trials"]
-        described = run_det(["t", "describe", str(trial["trial_id"]), "--metrics",
-                             "--local-dir", tmp_path / name, "--json"])
-        assert described.returncode == 0, described.stderr
-        metrics = json.loads(described.stdout)["metrics"]
-        return trial, streams([(m["kind"], m["total_batches"], m["metrics"]) for m in metrics])
-
-    crashed, crashed_rows = local("crash", True)
-    straight, straight_rows = local("straight", False)
-    assert crashed["restarts"] == 1 and straight["restarts"] == 0
-    assert crashed_rows == straight_rows
+    faults_config = tmp_path / "faults.yaml"
+    faults_config.write_text(yaml.safe_dump(config(tmp_path, "faults", sleep=0.1)))
+    local = tmp_path / "faults"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "determined.cli", "e", "create", str(faults_config), str(model),
+         "--local-dir", str(local), "--json", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    startup = tmp_path / "faults.startup"
+    # The second start is the restart after the crash at batch 25.
+    wait_until(lambda: startup.exists() and len(startup.read_text().splitlines()) >= 2
+               or proc.poll() is not None, timeout=300, what="the restart after the crash")
+    time.sleep(1.5)  # some batches past the checkpoint at 20 (0.1 s each)
+    assert proc.poll() is None, proc.communicate()
+    os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the trial checkpoints, the driver stops
+    proc.wait(timeout=180)
+    (state,) = json.loads(run_det(["e", "describe", "1", "--local-dir", local, "--json"]).stdout)
+    assert state["state"] == "PAUSED", state
+    out = run_det(["e", "resume", "1", "--local-dir", local, "--json", "--no-progress"],
+                  timeout=400)
+    assert out.returncode == 0, out.stdout + out.stderr
+    _, rows = _local_rows(tmp_path, local)
+    assert (tmp_path / "faults.crashed").exists()
+    starts = startup.read_text().splitlines()
+    assert len(starts) >= 3, starts  # the first start, the restart, the resume
+    assert rows == straight_rows
 
 
 def test_warm_start_begins_from_the_source_weights(reference, tiny_dir, tmp_path):

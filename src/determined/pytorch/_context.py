@@ -150,7 +150,8 @@ class PyTorchTrialContext(TrialContext):
         for what, given, wrapped in (("model", models, self.models), ("optimizer", optimizers,
                                                                       self.optimizers)):
             for obj in given if isinstance(given, (list, tuple)) else [given]:
-                if not any(obj is w for w in wrapped):
+                # A distributed model comes back from wrap_model inside DDP.
+                if not any(obj is w or getattr(obj, "module", None) is w for w in wrapped):
                     raise ValueError(
                         f"configure_apex_amp: every {what} must be wrapped first "
                         f"(context.wrap_{what}); got an unwrapped {type(obj).__name__}"
