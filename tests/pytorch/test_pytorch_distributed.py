@@ -258,3 +258,17 @@ def test_ddp_path_trains_like_one_process(tmp_path, monkeypatch):
     r0, r1 = seen(logs, 0), seen(logs, 1)
     assert all(r0[i][0] == r1[i][0] for i in range(30))  # identical weights on both ranks
     assert "DistributedDataParallel" in (logs / "model-type-0.txt").read_text()
+
+
+def test_ddp_is_the_nccl_path_unless_det_ddp_says_otherwise(monkeypatch):
+    from determined.pytorch._distributed import use_ddp
+
+    monkeypatch.delenv("DET_DDP", raising=False)
+    assert use_ddp("nccl") and not use_ddp("gloo")
+    monkeypatch.setenv("DET_DDP", "0")
+    assert not use_ddp("nccl")
+    monkeypatch.setenv("DET_DDP", "1")
+    assert use_ddp("gloo")
+    monkeypatch.setenv("DET_DDP", "yes")
+    with pytest.raises(ValueError, match="Expected DET_DDP 0 or 1"):
+        use_ddp("nccl")
