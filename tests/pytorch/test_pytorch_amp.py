@@ -108,3 +108,10 @@ def test_configure_apex_amp_rejects_bad_arguments(tiny_dir):
         ctx.configure_apex_amp(model, opt)
     with pytest.raises(RuntimeError, match="cannot be combined with configure_apex_amp"):
         ctx.wrap_scaler(torch.amp.GradScaler("cpu"))
+
+
+def test_bfloat16_metrics_become_python_numbers():
+    from determined.pytorch._reducer import _to_python
+
+    assert _to_python(torch.tensor([1.5, 2.0], dtype=torch.bfloat16)) == [1.5, 2.0]
+    assert _to_python(torch.tensor(0.5, dtype=torch.bfloat16)) == 0.5
