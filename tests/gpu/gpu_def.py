@@ -1,8 +1,15 @@
-"""TinyTrial that records where its model and batches live (for the GPU tests)."""
+"""TinyTrials for the GPU tests: where the model and batches live, and the random
+streams and weights across restores."""
 
 import json
 import os
+import random
+import time
 
+import numpy as np
+import torch
+
+from determined import pytorch
 from model_def import TinyTrial  # noqa: F401  (tests copy tiny_pytorch next to this file)
 
 
@@ -30,4 +37,53 @@ class DeviceTrial(TinyTrial):
         metrics = super().evaluate_batch(batch)
         on_gpu = batch[0].is_cuda and next(self.model.parameters()).is_cuda
         metrics["on_cuda"] = 1.0 if on_gpu else 0.0
+        return metrics
+
+
+def weights_hash(models) -> float:
+    """A 40-bit hash of the models' parameters and buffers (an exact float)."""
+    import hashlib
+
+    h = hashlib.sha1()
+    for model in models:
+        for name, tensor in sorted(model.state_dict().items()):
+            h.update(name.encode())
+            h.update(tensor.detach().cpu().contiguous().numpy().tobytes())
+    return float(int(h.hexdigest()[:10], 16))
+
+
+class StartupHash(pytorch.PyTorchCallback):
+    """Appends the weights' hash at trial startup (after any restore) to a file."""
+
+    def __init__(self, context, path):
+        self.context, self.path = context, path
+
+    def on_trial_startup(self, first_batch_idx):
+        if self.path:
+            with open(self.path, "a") as f:
+                f.write(json.dumps({"batch": first_batch_idx,
+                                    "hash": weights_hash(self.context.models)}) + "\n")
+
+
+class RngTrial(DeviceTrial):
+    """Reports one draw of each random stream per batch (Python, NumPy, torch CPU and
+    CUDA; dropout draws from CUDA too) and the weights' hash at each validation, so that
+    a resumed run can be compared with an uninterrupted one number for number.
+    ``data.sleep`` slows each batch so a test can act mid-training."""
+
+    def build_callbacks(self):
+        callbacks = super().build_callbacks()
+        callbacks["startup"] = StartupHash(self.context, self.context.get_data_config().get("startup_file"))
+        return callbacks
+
+    def train_batch(self, batch, epoch_idx, batch_idx):
+        time.sleep(self.context.get_data_config().get("sleep", 0.0))
+        out = super().train_batch(batch, epoch_idx, batch_idx)
+        out.update(py_rand=random.random(), np_rand=float(np.random.rand()),
+                   torch_rand=torch.rand(1).item(), cuda_rand=torch.rand(1, device="cuda").item())
+        return out
+
+    def evaluate_batch(self, batch):
+        metrics = super().evaluate_batch(batch)
+        metrics["weights_hash"] = weights_hash(self.context.models)
         return metrics

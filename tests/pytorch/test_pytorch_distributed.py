@@ -242,3 +242,33 @@ def test_average_batch_metrics_ignores_missing_values():
     ])
     assert out == [{"loss": 2.0, "tag": "a"}, {"loss": 2.0, "tag": "b"}]
     assert collections.Counter(type(m["loss"]) for m in out) == {float: 2}
+
+
+def test_ddp_path_trains_like_one_process(tmp_path, monkeypatch):
+    # On GPUs (NCCL) wrapped models are DistributedDataParallel; DET_DDP=1 runs the same
+    # code on gloo here. DDP's bucketed all-reduce must give the single process's steps.
+    monkeypatch.setenv("DET_DDP", "1")
+    two, logs = run(tmp_path, "ddp", "train:30,checkpoint")
+    monkeypatch.delenv("DET_DDP")
+    one, _ = run(tmp_path, "one", "train:30,checkpoint", slots=1)
+    a, b = state(two, 30)["models_state_dict"][0], state(one, 30)["models_state_dict"][0]
+    assert set(a) == set(b)  # the model's own keys, no DDP "module." prefix
+    for k in a:
+        assert torch.allclose(a[k], b[k], atol=1e-5), k
+    r0, r1 = seen(logs, 0), seen(logs, 1)
+    assert all(r0[i][0] == r1[i][0] for i in range(30))  # identical weights on both ranks
+    assert "DistributedDataParallel" in (logs / "model-type-0.txt").read_text()
+
+
+def test_ddp_is_the_nccl_path_unless_det_ddp_says_otherwise(monkeypatch):
+    from determined.pytorch._distributed import use_ddp
+
+    monkeypatch.delenv("DET_DDP", raising=False)
+    assert use_ddp("nccl") and not use_ddp("gloo")
+    monkeypatch.setenv("DET_DDP", "0")
+    assert not use_ddp("nccl")
+    monkeypatch.setenv("DET_DDP", "1")
+    assert use_ddp("gloo")
+    monkeypatch.setenv("DET_DDP", "yes")
+    with pytest.raises(ValueError, match="Expected DET_DDP 0 or 1"):
+        use_ddp("nccl")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import logging
 import warnings
-from typing import Any, Callable, Iterator, List, Optional
+from typing import Any, Callable, Iterator, List, Optional, Set
 
 import torch
 
 from determined.harness import TrialContext, TrialEnv
+from determined.pytorch._amp import OPT_LEVELS, NativeAmp, choose_dtype
 from determined.pytorch._data import to_device
-from determined.pytorch._distributed import allreduce_gradients
+from determined.pytorch._distributed import allreduce_gradients, wrap_ddp
 from determined.pytorch._lr_scheduler import LRScheduler
 
 __all__ = ["PyTorchTrialContext"]
@@ -47,6 +48,14 @@ class PyTorchTrialContext(TrialContext):
         self._aggregation_frequency = int(opts.get("aggregation_frequency", 1))
         self._average_aggregated_gradients = bool(opts.get("average_aggregated_gradients", True))
         self._before_step_hooks: List[Callable[[Iterator[Any]], None]] = []
+        # Mixed precision: the harness's own (configure_apex_amp without apex) or the
+        # user's scalers (wrap_scaler); both are checkpointed.
+        self._amp: Optional[NativeAmp] = None
+        self._apex = False
+        self.scalers: List[Any] = []
+        # Set by the controller: wrap models in DistributedDataParallel (NCCL).
+        self._ddp = False
+        self._ddp_params: Set[int] = set()
         # Ranks to average gradients over (0: one slot, nothing to exchange).
         self._grad_ranks = env.distributed.size if env.distributed.size > 1 else 0
         # Set by the controller while training.
@@ -56,13 +65,21 @@ class PyTorchTrialContext(TrialContext):
     # ---- wrapping
 
     def wrap_model(self, model: torch.nn.Module) -> torch.nn.Module:
-        """Register ``model`` (moved to this trial's device) and return it."""
+        """Register ``model`` (moved to this trial's device) and return it.
+
+        In a distributed trial on GPUs the model comes back inside
+        ``torch.nn.parallel.DistributedDataParallel`` (reach the model itself as
+        ``.module``); checkpoints hold the model's own ``state_dict``.
+        """
         if not isinstance(model, torch.nn.Module):
             raise TypeError(
                 f"Expected a torch.nn.Module in wrap_model. Received: {type(model).__name__}"
             )
         model = model.to(self.device)
         self.models.append(model)
+        if self._ddp and any(p.requires_grad for p in model.parameters()):
+            self._ddp_params.update(id(p) for p in model.parameters())
+            return wrap_ddp(model, self.device)
         return model
 
     def wrap_optimizer(self, optimizer: torch.optim.Optimizer) -> torch.optim.Optimizer:
@@ -108,27 +125,75 @@ class PyTorchTrialContext(TrialContext):
         min_loss_scale: Optional[float] = None,
         max_loss_scale: Optional[float] = 2.0**24,
     ) -> Any:
-        """Apex AMP (``apex.amp.initialize`` with these arguments); needs a CUDA GPU and
-        the apex package."""
-        kwargs = dict(
-            opt_level=opt_level, cast_model_type=cast_model_type,
-            patch_torch_functions=patch_torch_functions, keep_batchnorm_fp32=keep_batchnorm_fp32,
-            master_weights=master_weights, loss_scale=loss_scale,
-            cast_model_outputs=cast_model_outputs, num_losses=num_losses, verbosity=verbosity,
-            min_loss_scale=min_loss_scale, max_loss_scale=max_loss_scale,
-        )
+        """Train ``models`` with ``optimizers`` in mixed precision; returns them.
+
+        With NVIDIA apex installed and a GPU: ``apex.amp.initialize`` with these
+        arguments. Otherwise ``torch.amp``: the harness autocasts around
+        ``train_batch``/``evaluate_batch``, and for float16 ``context.backward`` scales
+        the loss with a dynamic ``GradScaler`` (initial scale ``loss_scale`` if it is a
+        number) that ``context.step_optimizer`` steps through and checkpoints save.
+        Every ``opt_level`` but ``O0`` means autocast (apex's O1); ``cast_model_type``
+        picks ``torch.float16`` (the default on a GPU) or ``torch.bfloat16`` (the
+        default on the CPU, no scaler). Call it once, in ``__init__``, after wrapping.
+        """
         if not enabled:
             return models, optimizers
-        if not torch.cuda.is_available():
-            raise RuntimeError(
-                "configure_apex_amp needs a CUDA GPU; this trial runs on the CPU. "
-                "Call it with enabled=False or remove it."
+        if opt_level not in OPT_LEVELS:
+            raise ValueError(
+                f"configure_apex_amp: expected opt_level one of {', '.join(OPT_LEVELS)}. "
+                f"Received: {opt_level!r}"
             )
-        try:
-            from apex import amp  # type: ignore
-        except ImportError:
-            raise RuntimeError("configure_apex_amp needs NVIDIA apex installed") from None
-        return amp.initialize(models, optimizers, **kwargs)
+        if self._amp is not None or self._apex:
+            raise RuntimeError("configure_apex_amp was already called (mixed precision is on)")
+        if self.scalers:
+            raise RuntimeError("configure_apex_amp cannot be combined with wrap_scaler")
+        for what, given, wrapped in (("model", models, self.models), ("optimizer", optimizers,
+                                                                      self.optimizers)):
+            for obj in given if isinstance(given, (list, tuple)) else [given]:
+                # A distributed model comes back from wrap_model inside DDP.
+                if not any(obj is w or getattr(obj, "module", None) is w for w in wrapped):
+                    raise ValueError(
+                        f"configure_apex_amp: every {what} must be wrapped first "
+                        f"(context.wrap_{what}); got an unwrapped {type(obj).__name__}"
+                    )
+        if opt_level == "O0":
+            return models, optimizers
+        if self.device.type == "cuda" and _apex_amp() is not None:
+            self._apex = True
+            return _apex_amp().initialize(
+                models, optimizers, opt_level=opt_level, cast_model_type=cast_model_type,
+                patch_torch_functions=patch_torch_functions,
+                keep_batchnorm_fp32=keep_batchnorm_fp32, master_weights=master_weights,
+                loss_scale=loss_scale, cast_model_outputs=cast_model_outputs,
+                num_losses=num_losses, verbosity=verbosity, min_loss_scale=min_loss_scale,
+                max_loss_scale=max_loss_scale,
+            )
+        dtype = choose_dtype(self.device, cast_model_type)
+        init_scale = loss_scale if isinstance(loss_scale, (int, float)) else None
+        self._amp = NativeAmp(self.device, dtype, init_scale)
+        logger.info("mixed precision: torch.amp autocast to %s on %s%s", dtype, self.device.type,
+                    " with a dynamic loss scaler" if self._amp.scaler else "")
+        return models, optimizers
+
+    def wrap_scaler(self, scaler: Any) -> Any:
+        """Register a ``torch.amp.GradScaler`` for trials that autocast themselves; returns it.
+
+        As in later Determined: scale the loss yourself
+        (``context.backward(scaler.scale(loss))``), step with
+        ``context.step_optimizer(opt, scaler=scaler)`` (the one wrapped scaler is used
+        if ``scaler`` is left out), then call ``scaler.update()``. Its state is saved in
+        checkpoints and restored with them.
+        """
+        if not all(callable(getattr(scaler, m, None)) for m in ("scale", "step", "update",
+                                                                 "state_dict")):
+            raise TypeError(
+                "Expected a torch.amp.GradScaler in wrap_scaler. "
+                f"Received: {type(scaler).__name__}"
+            )
+        if self._amp is not None:
+            raise RuntimeError("wrap_scaler cannot be combined with configure_apex_amp")
+        self.scalers.append(scaler)
+        return scaler
 
     # ---- training steps
 
@@ -139,15 +204,23 @@ class PyTorchTrialContext(TrialContext):
         retain_graph: bool = False,
         create_graph: bool = False,
     ) -> None:
-        """Compute gradients of ``loss`` (``loss.backward`` with the same arguments)."""
-        if gradient is None and not retain_graph and not create_graph:
+        """Compute gradients of ``loss`` (``loss.backward`` with the same arguments); under
+        ``configure_apex_amp`` the loss is scaled first."""
+        amp = self._amp
+        if self._apex:
+            with _apex_amp().scale_loss(loss, self.optimizers) as scaled:
+                scaled.backward(gradient=gradient, retain_graph=retain_graph,
+                                create_graph=create_graph)
+        elif amp is not None:
+            scaled = amp.scaler.scale(loss) if amp.scaler is not None else loss
+            with amp.no_autocast():
+                scaled.backward(gradient=gradient, retain_graph=retain_graph,
+                                create_graph=create_graph)
+            if not retain_graph and not create_graph:
+                _detach(loss)
+        elif gradient is None and not retain_graph and not create_graph:
             loss.backward()
-            # The graph is spent; cut the tensor loose from it so that metrics kept
-            # until the end of the workload do not hold its memory.
-            try:
-                loss.detach_()
-            except RuntimeError:  # a view cannot be detached in place; harmless
-                pass
+            _detach(loss)
         else:
             loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
 
@@ -156,6 +229,7 @@ class PyTorchTrialContext(TrialContext):
         optimizer: torch.optim.Optimizer,
         clip_grads: Optional[Callable[[Iterator[Any]], None]] = None,
         auto_zero_grads: bool = True,
+        scaler: Optional[Any] = None,
     ) -> None:
         """Step ``optimizer`` (every ``aggregation_frequency``-th batch), then zero grads.
 
@@ -166,9 +240,13 @@ class PyTorchTrialContext(TrialContext):
             clip_grads: called with the parameters before the step, e.g.
                 ``lambda p: torch.nn.utils.clip_grad_norm_(p, 1.0)``.
             auto_zero_grads: zero gradients after the step.
+            scaler: a ``GradScaler`` given to :meth:`wrap_scaler`: the step goes through
+                it (``scaler.step``), gradients unscaled before clipping.
         """
         k = self._aggregation_frequency
-        if k == 1 and clip_grads is None and not self._before_step_hooks and not self._grad_ranks:
+        scaler = self._step_scaler(scaler)
+        if (k == 1 and clip_grads is None and not self._before_step_hooks and not self._grad_ranks
+                and scaler is None):
             optimizer.step()
             if auto_zero_grads:
                 optimizer.zero_grad()
@@ -181,21 +259,41 @@ class PyTorchTrialContext(TrialContext):
             if (self._batch_idx + 1) % k != 0:
                 return
         if self._grad_ranks:
-            allreduce_gradients(optimizer, self._grad_ranks)
+            allreduce_gradients(optimizer, self._grad_ranks, self._ddp_params)
         if k > 1:
             if self._average_aggregated_gradients:
                 for group in optimizer.param_groups:
                     for p in group["params"]:
                         if p.grad is not None:
                             p.grad.div_(k)
+        if scaler is not None and (self._before_step_hooks or clip_grads is not None):
+            scaler.unscale_(optimizer)  # hooks and clipping see true gradients
         if self._before_step_hooks:
             for hook in self._before_step_hooks:
                 hook(_params(optimizer))
         if clip_grads is not None:
             clip_grads(_params(optimizer))
-        optimizer.step()
+        if scaler is None:
+            optimizer.step()
+        else:
+            scaler.step(optimizer)
+            if self._amp is not None:
+                self._amp.mark_stepped()
         if auto_zero_grads:
             optimizer.zero_grad()
+
+    def _step_scaler(self, given: Optional[Any]) -> Optional[Any]:
+        if given is not None:
+            if not any(given is s for s in self.scalers):
+                raise ValueError("step_optimizer: scaler must be one given to context.wrap_scaler")
+            return given
+        if self._amp is not None:
+            return self._amp.scaler
+        if len(self.scalers) == 1:
+            return self.scalers[0]
+        if self.scalers:
+            raise ValueError("step_optimizer: several scalers are wrapped; pass scaler=")
+        return None
 
     def to_device(self, data: Any) -> Any:
         """Move tensors/arrays (any nesting) to this trial's device."""
@@ -222,6 +320,23 @@ class PyTorchTrialContext(TrialContext):
     def get_lr_scheduler(self) -> Optional[LRScheduler]:
         warnings.warn("get_lr_scheduler() is deprecated", DeprecationWarning)
         return self.lr_schedulers[0] if self.lr_schedulers else None
+
+
+def _apex_amp() -> Any:
+    try:
+        from apex import amp  # type: ignore
+    except ImportError:
+        return None
+    return amp
+
+
+def _detach(loss: torch.Tensor) -> None:
+    """The graph is spent; cut the tensor loose from it so that metrics kept until the
+    end of the workload do not hold its memory."""
+    try:
+        loss.detach_()
+    except RuntimeError:  # a view cannot be detached in place; harmless
+        pass
 
 
 def _params(optimizer: torch.optim.Optimizer) -> Iterator[Any]:

@@ -12,6 +12,8 @@ the ranks; metrics are combined on the chief at the end of a workload.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import random
 from typing import Any, Dict, List, Optional, Type
@@ -32,12 +34,15 @@ from determined.pytorch._distributed import (
     broadcast_models,
     combine_slot_metrics,
     slot_metrics,
+    use_ddp,
 )
 from determined.pytorch._lr_scheduler import LRScheduler
 from determined.pytorch._reducer import reduce_metric, reducers_for, _to_python
 from determined.pytorch._trial import PyTorchTrial, overridden
 
 __all__ = ["PyTorchTrialController", "STATE_FILE"]
+
+logger = logging.getLogger("determined")
 
 STATE_FILE = "state_dict.pth"
 _LOADING = "build_training_data_loader (while loading a batch)"
@@ -47,7 +52,9 @@ class PyTorchTrialController(TrialController):
     framework = f"torch-{torch.__version__}"
     checkpoint_format = "cloudpickle"
 
-    def __init__(self, trial_class: Type[PyTorchTrial], env: TrialEnv):
+    def __init__(self, trial_class: Type[PyTorchTrial], env: TrialEnv,
+                 device: Optional[torch.device] = None):
+        """``device``: where the models live (default: this rank's GPU, else the CPU)."""
         super().__init__(trial_class, env)
         check_trial_class(trial_class, PyTorchTrial)
         torch.manual_seed(env.trial_seed)
@@ -57,12 +64,14 @@ class PyTorchTrialController(TrialController):
         self._average_training = self._dist is not None and bool(
             env.experiment_config.get("optimizations", {}).get("average_training_metrics", False)
         )
-        device = (
-            # Modulo: a launcher may show each rank only its own GPU (Ray actors).
-            torch.device("cuda", info.local_rank % torch.cuda.device_count())
-            if torch.cuda.is_available() else torch.device("cpu")
-        )
+        if device is None:
+            device = (
+                # Modulo: a launcher may show each rank only its own GPU (Ray actors).
+                torch.device("cuda", info.local_rank % torch.cuda.device_count())
+                if torch.cuda.is_available() else torch.device("cpu")
+            )
         self._context = PyTorchTrialContext(env, device)
+        self._context._ddp = self._dist is not None and use_ddp(self._dist.backend)
         self._move_batches = device.type != "cpu"
         self.trial: PyTorchTrial = self._user(trial_class, "__init__", self._context)
         self._legacy = overridden(self.trial, "build_model")
@@ -70,10 +79,12 @@ class PyTorchTrialController(TrialController):
         if self._legacy:
             self._build_legacy()
         self._check_evaluation_methods()
+        self._configure_mixed_precision()
         if self._dist is not None:
             broadcast_models(self._context.models)
         self.callbacks = self._build_callbacks()
         self.train_loader = self._loader("build_training_data_loader")
+        self.train_loader._pin_for_device = self._move_batches
         self._val_loader: Optional[DataLoader] = None
         if info.size > 1 and not self.train_loader.is_iterable and len(self.train_loader) < info.size:
             raise InvalidTrialError(
@@ -87,6 +98,8 @@ class PyTorchTrialController(TrialController):
         self._iter_position = -1
         self._started = False
         self._train_step = self._legacy_step if self._legacy else self.trial.train_batch
+        if self._context._amp is not None:
+            self._train_step = self._context._amp.wrap_train_step(self._train_step)
         self._epoch_schedulers = [
             s for s in self._context.lr_schedulers if s.step_mode is LRScheduler.StepMode.STEP_EVERY_EPOCH
         ]
@@ -143,12 +156,15 @@ class PyTorchTrialController(TrialController):
                     f"det.pytorch.LRScheduler or None. Received: {type(sched).__name__}"
                 )
             self._context._wrap_det_lr_scheduler(sched)
-        if self.env.experiment_config.get("optimizations", {}).get("mixed_precision", "O0") != "O0":
-            import logging
 
-            logging.getLogger("determined").warning(
-                "optimizations.mixed_precision needs a CUDA GPU with apex; training in fp32"
-            )
+    def _configure_mixed_precision(self) -> None:
+        """``optimizations.mixed_precision`` (O1-O3) turns on mixed precision for every
+        wrapped model and optimizer, unless the trial configured it itself."""
+        level = self.env.experiment_config.get("optimizations", {}).get("mixed_precision", "O0")
+        ctx = self._context
+        if level in (None, "O0") or ctx._amp is not None or ctx._apex or ctx.scalers:
+            return
+        ctx.configure_apex_amp(ctx.models, ctx.optimizers, opt_level=level)
 
     def _check_evaluation_methods(self) -> None:
         has_batch = overridden(self.trial, "evaluate_batch")
@@ -298,13 +314,15 @@ class PyTorchTrialController(TrialController):
         self._startup(batches_trained)
         if self._val_loader is None:
             self._val_loader = self._loader("build_validation_data_loader")
+            self._val_loader._pin_for_device = self._move_batches
         for cb in self.callbacks.values():
             cb.on_validation_start()
             cb.on_validation_step_start()
         for model in self._context.models:
             model.eval()
+        amp = self._context._amp
         try:
-            with torch.no_grad():
+            with torch.no_grad(), amp.autocast() if amp else contextlib.nullcontext():
                 if self._evaluate_full and not self._is_chief:
                     metrics, num_inputs = {}, 0  # the chief evaluates the whole dataset
                 elif self._evaluate_full:
@@ -403,6 +421,8 @@ class PyTorchTrialController(TrialController):
             "optimizers_state_dict": [o.state_dict() for o in ctx.optimizers],
             "lr_schedulers_state_dict": [s.state_dict() for s in ctx.lr_schedulers],
             "callbacks": {name: cb.state_dict() for name, cb in self.callbacks.items()},
+            "scalers_state_dict": [s.state_dict() for s in ctx.scalers],
+            "amp": ctx._amp.state_dict() if ctx._amp is not None else None,
             "rng_state": {
                 "python": random.getstate(),
                 "numpy": np.random.get_state(),
@@ -414,11 +434,14 @@ class PyTorchTrialController(TrialController):
         }
         torch.save(state, os.path.join(path, STATE_FILE), pickle_module=cloudpickle)
 
-    def load(self, path: str, weights_only: bool = False) -> int:
+    def load(self, path: str, weights_only: bool = False, **torch_load_kwargs: Any) -> int:
+        """Restore the checkpoint in ``path``; ``torch_load_kwargs`` go to ``torch.load``
+        (``map_location`` defaults to this trial's device)."""
         file = os.path.join(path, STATE_FILE)
         if not os.path.exists(file):
             raise CheckpointError(f"{path} holds no PyTorch checkpoint ({STATE_FILE} missing)")
-        state = torch.load(file, map_location=self._context.device, weights_only=False)
+        kwargs = {"map_location": self._context.device, "weights_only": False, **torch_load_kwargs}
+        state = torch.load(file, **kwargs)
         ctx = self._context
         models = state.get("models_state_dict") or [state["model_state_dict"]]
         optimizers = state.get("optimizers_state_dict")
@@ -445,18 +468,25 @@ class PyTorchTrialController(TrialController):
         for name, sd in (state.get("callbacks") or {}).items():
             if name in self.callbacks:
                 self.callbacks[name].load_state_dict(sd)
+        self._load_mixed_precision(path, state)
         if weights_only:
             return 0
-        rng = state.get("rng_state") or {}
-        if rng.get("python") is not None:
-            random.setstate(rng["python"])
-        if rng.get("numpy") is not None:
-            np.random.set_state(rng["numpy"])
-        if rng.get("torch") is not None:
-            torch.random.set_rng_state(rng["torch"].cpu())
-        if rng.get("cuda") is not None and torch.cuda.is_available():
-            torch.cuda.set_rng_state_all(rng["cuda"])
+        restore_rng_state(state.get("rng_state") or {})
         return int(state.get("batches_trained", 0))
+
+    def _load_mixed_precision(self, path: str, state: Dict[str, Any]) -> None:
+        ctx = self._context
+        scalers = state.get("scalers_state_dict") or []
+        if scalers and len(scalers) != len(ctx.scalers):
+            raise CheckpointError(
+                f"checkpoint {path} holds {len(scalers)} gradient scaler(s) but the trial "
+                f"wrapped {len(ctx.scalers)}"
+            )
+        for scaler, sd in zip(ctx.scalers, scalers):
+            if sd:  # a disabled GradScaler saves {}
+                scaler.load_state_dict(sd)
+        if ctx._amp is not None and state.get("amp"):
+            ctx._amp.load_state_dict(state["amp"])
 
     def on_checkpoint_end(self, path: str) -> None:
         for cb in self.callbacks.values():
@@ -466,6 +496,34 @@ class PyTorchTrialController(TrialController):
         self._train_iter = None
         for cb in self.callbacks.values():
             cb.on_trial_close()
+
+
+def restore_rng_state(rng: Dict[str, Any]) -> None:
+    """Set the Python, NumPy, torch and CUDA random states saved by ``save``.
+
+    torch wants generator states as CPU byte tensors, whatever ``map_location`` moved
+    them to. CUDA states are restored for the GPUs this process sees (a checkpoint
+    from a machine with more GPUs restores the first ones); without a GPU they are
+    left out, since there is no CUDA stream to continue.
+    """
+    if rng.get("python") is not None:
+        random.setstate(rng["python"])
+    if rng.get("numpy") is not None:
+        np.random.set_state(rng["numpy"])
+    if rng.get("torch") is not None:
+        torch.random.set_rng_state(rng["torch"].cpu())
+    cuda = rng.get("cuda")
+    if not cuda:
+        return
+    if not torch.cuda.is_available():
+        logger.info("the checkpoint holds CUDA random states; no GPU here, so they are not restored")
+        return
+    count = torch.cuda.device_count()
+    if len(cuda) != count:
+        logger.warning("the checkpoint holds CUDA random states of %d GPU(s); restoring %d",
+                       len(cuda), min(len(cuda), count))
+    for index, cuda_state in enumerate(cuda[:count]):
+        torch.cuda.set_rng_state(cuda_state.cpu(), index)
 
 
 def _batch_len(batch: Any) -> int:

@@ -96,6 +96,9 @@ class DataLoader:
         self.generator = generator
         self.prefetch_factor = prefetch_factor
         self.persistent_workers = persistent_workers
+        # Set by the harness for trials on a GPU: page-locked batches let the copy to the
+        # device run without blocking (to_device copies with non_blocking=True).
+        self._pin_for_device = False
 
     @property
     def is_iterable(self) -> bool:
@@ -122,7 +125,7 @@ class DataLoader:
         kwargs = dict(
             num_workers=self.num_workers,
             collate_fn=self.collate_fn,
-            pin_memory=self.pin_memory,
+            pin_memory=self.pin_memory or self._pin_for_device,
             timeout=self.timeout,
             worker_init_fn=self.worker_init_fn,
             multiprocessing_context=self.multiprocessing_context,

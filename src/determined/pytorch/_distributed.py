@@ -1,7 +1,10 @@
 """What PyTorch trials exchange across ranks (``slots_per_trial`` > 1).
 
-Gradients: one all-reduce per step of each optimizer (all of its gradients in a
-flat buffer per dtype), averaged over ranks. Initial weights: broadcast from
+Gradients: on GPUs (NCCL), each wrapped model is a ``DistributedDataParallel``:
+gradients are averaged in buckets while the backward pass still runs. Elsewhere
+(gloo; ``DET_DDP=1`` forces DDP there too, ``DET_DDP=0`` turns it off) one
+all-reduce per step of each optimizer, all of its gradients in a flat buffer per
+dtype, averaged over ranks. Initial weights: broadcast from
 rank 0. Validation metrics: each rank reduces its own batches, the chief
 combines the ranks' results. Training metrics: the chief's, or per-batch means
 over ranks when ``optimizations.average_training_metrics`` is set.
@@ -9,8 +12,10 @@ over ranks when ``optimizations.average_training_metrics`` is set.
 
 from __future__ import annotations
 
+import inspect
 import numbers
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import os
+from typing import Any, Collection, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import torch
@@ -26,6 +31,8 @@ from determined.pytorch._reducer import (
 
 __all__ = [
     "allreduce_gradients",
+    "use_ddp",
+    "wrap_ddp",
     "average_batch_metrics",
     "broadcast_models",
     "combine_slot_metrics",
@@ -45,8 +52,38 @@ def broadcast_models(models: Sequence[torch.nn.Module]) -> None:
                         raise CollectiveError.wrap("broadcasting rank 0's weights", e) from None
 
 
-def allreduce_gradients(optimizer: torch.optim.Optimizer, size: int) -> None:
-    """Average the gradients of ``optimizer``'s parameters over the ranks.
+def use_ddp(backend: str) -> bool:
+    """Whether wrapped models become ``DistributedDataParallel``: with NCCL, unless
+    ``DET_DDP`` says otherwise (``1`` or ``0``)."""
+    forced = os.environ.get("DET_DDP")
+    if forced not in (None, "", "0", "1"):
+        raise ValueError(f"Expected DET_DDP 0 or 1. Received: {forced!r}")
+    return forced == "1" if forced else backend == "nccl"
+
+
+def wrap_ddp(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
+    """``model`` in ``DistributedDataParallel``: bucketed all-reduce overlapped with the
+    backward pass (default 25 MB buckets), gradients averaged over the ranks.
+
+    Buffers (batch-norm statistics) stay each rank's own, as without DDP, so that a
+    forward pass never waits on other ranks (ranks may validate different numbers
+    of batches); checkpoints hold rank 0's.
+    """
+    from torch.nn.parallel import DistributedDataParallel
+
+    device_ids = [device.index if device.index is not None else torch.cuda.current_device()] \
+        if device.type == "cuda" else None
+    # torch >= 2.13 names it forward_sync_buffers (broadcast_buffers is deprecated there).
+    params = inspect.signature(DistributedDataParallel.__init__).parameters
+    no_sync = ({"forward_sync_buffers": False} if "forward_sync_buffers" in params
+               else {"broadcast_buffers": False})
+    return DistributedDataParallel(model, device_ids=device_ids, **no_sync)
+
+
+def allreduce_gradients(optimizer: torch.optim.Optimizer, size: int,
+                        skip: Collection[int] = ()) -> None:
+    """Average the gradients of ``optimizer``'s parameters over the ranks (but those
+    whose ``id`` is in ``skip``: DDP averaged them already).
 
     Each parameter also sends whether it has a gradient here, so that a
     parameter no rank computed a gradient for stays ``None`` everywhere and one
@@ -55,6 +92,8 @@ def allreduce_gradients(optimizer: torch.optim.Optimizer, size: int) -> None:
     buckets: Dict[Tuple[torch.dtype, torch.device], List[torch.Tensor]] = {}
     for group in optimizer.param_groups:
         for p in group["params"]:
+            if id(p) in skip:
+                continue
             dtype = p.grad.dtype if p.grad is not None else p.dtype
             buckets.setdefault((dtype, p.device), []).append(p)
     for (dtype, device), params in buckets.items():

@@ -23,6 +23,10 @@ def load_trial_from_checkpoint_path(
     Example:
         >>> trial = det.pytorch.load_trial_from_checkpoint_path("checkpoints/<uuid>")  # doctest: +SKIP
         >>> model = trial.context.models[0].eval()                                   # doctest: +SKIP
+
+    ``torch_load_kwargs`` go to ``torch.load``; a ``map_location`` naming a device
+    (``"cpu"``, ``"cuda:0"``, a ``torch.device``) also builds the models there, so a
+    checkpoint written on a GPU loads on a machine without one.
     """
     from determined.pytorch._controller import PyTorchTrialController, STATE_FILE
 
@@ -41,11 +45,20 @@ def load_trial_from_checkpoint_path(
         trial_seed=meta.get("trial_seed", 0),
         managed=False,
     )
-    controller = PyTorchTrialController(trial_class, env)
-    controller.load(path, weights_only=True)
+    controller = PyTorchTrialController(trial_class, env, _device_of(torch_load_kwargs))
+    controller.load(path, weights_only=True, **torch_load_kwargs)
     trial = controller.trial
     if controller._model is not None:
         trial.model = controller._model  # type: ignore[attr-defined]
     for model in controller.context.models:
         model.eval()
     return trial
+
+
+def _device_of(torch_load_kwargs: Dict[str, Any]) -> Optional[Any]:
+    import torch
+
+    where = torch_load_kwargs.get("map_location")
+    if isinstance(where, (str, torch.device)):
+        return torch.device(where)
+    return None

@@ -121,6 +121,8 @@ def _to_python(value: Any) -> Any:
         import torch
 
         if isinstance(value, torch.Tensor):
+            if value.dtype == torch.bfloat16:  # NumPy has no bfloat16 (mixed precision)
+                value = value.float()
             value = value.detach().cpu().numpy()
     except ImportError:  # pragma: no cover
         pass
