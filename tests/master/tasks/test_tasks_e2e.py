@@ -189,6 +189,12 @@ def test_notebook_api_through_proxy_with_auth_only(master, tmp_path):
     assert "started" in wait_until(status, 120, "JupyterLab")
     contents = c.get(f"{base}/api/contents").json()
     assert [f["name"] for f in contents["content"]] == ["analysis.py"]
+    # A request body goes through whole (Content-Length kept), a PUT's too.
+    put = c.put(f"{base}/api/contents/notes.txt",
+                json={"type": "file", "format": "text", "content": "x" * 100_000})
+    assert put.status_code in (200, 201), put.text
+    assert c.get(f"{base}/api/contents/notes.txt").json()["content"] == "x" * 100_000
+    c.delete(f"{base}/api/contents/notes.txt")
     assert httpx.get(master.url + f"{base}/api/status").status_code == 401
     # A browser: ?det_token= once, then a cookie.
     token = c.headers["Authorization"].split()[1]
