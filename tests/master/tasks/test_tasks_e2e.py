@@ -273,3 +273,14 @@ def test_shell_round_trips_through_a_pty(master):
     assert wait_task(c, sh["id"], "TERMINATED")["slot_ids"] == [0]
     cmd = create_task(c, "command", config={"entrypoint": "true"})
     assert wait_task(c, cmd["id"], "TERMINATED")["exit_code"] == 0
+
+
+def test_notebook_start_prints_the_url_once_jupyter_answers(master):
+    pytest.importorskip("jupyterlab", reason="the optional extra 'notebook'")
+    out = run_det(["notebook", "start", "--no-browser"], env={"DET_MASTER": master.url},
+                  timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    url = out.stdout.strip()
+    assert "/lab?det_token=" in url, out.stdout
+    browser = httpx.Client(follow_redirects=True, timeout=30)
+    assert browser.get(url).status_code == 200  # ready when printed: no 502 first
