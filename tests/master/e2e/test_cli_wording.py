@@ -68,6 +68,18 @@ def test_follow_says_running_and_waiting_and_ctrl_c_says_how_to_stop(master, tmp
     # The command it names works.
     out = run_det(["experiment", "kill", exp_id], env={"DET_MASTER": master.url})
     assert out.returncode == 0, out.stderr
+    # The master's log tells the story in lifecycle lines.
+    def log() -> str:
+        return run_det(["master", "logs"], env={"DET_MASTER": master.url}).stdout
+
+    text = wait_until(lambda: (lambda t: t if f"lifecycle: experiment {exp_id} CANCELED"
+                               in t or f"lifecycle: experiment {exp_id} ERROR" in t
+                               else None)(log()), 120, "the experiment's end logged")
+    assert f"lifecycle: experiment {exp_id} created by determined (searcher adaptive_asha)" \
+        in text, text
+    assert f"lifecycle: experiment {exp_id} ACTIVE" in text
+    assert text.count(f"of experiment {exp_id} created") == 3, text
+    assert f"of experiment {exp_id} scheduled on embedded slots [0]" in text, text
 
 
 def test_failed_login_says_what_to_check(master):
