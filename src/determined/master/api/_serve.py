@@ -37,8 +37,9 @@ def serve(config: "object") -> None:
     from determined.master._master_log import install
 
     install()  # `det master logs`: logging and stdout/stderr lines, kept in memory
-    # Lifecycle events (``lifecycle: ...``) should stand out: each migration step and each
-    # request the proxy forwards (httpx logs them at INFO) only at DEBUG.
+    # Lifecycle events (``lifecycle: ...``) should stand out: alembic's line per migration
+    # step and httpx's line per proxied request (INFO) are left out; the proxy logs its
+    # requests at DEBUG.
     for noisy in ("alembic", "httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     master = Master(config)
