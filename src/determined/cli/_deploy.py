@@ -74,6 +74,20 @@ def _healthy(url: str) -> bool:
         return False
 
 
+def _port_refusal(port: int, url: str) -> Optional[str]:
+    """Why a new master cannot use ``port`` (held by another master or program), or None."""
+    from determined.master.api._serve import port_taken
+
+    if _healthy(url):
+        return (f"port {port} is already used by another Determined master ({url}); use it "
+                "(export DET_MASTER=" + url + "), stop it, or choose another --port")
+    taken = port_taken("0.0.0.0", port)
+    if taken:
+        return (f"port {port} is already in use by another program ({taken}); stop it or "
+                "choose another --port")
+    return None
+
+
 def _up(args: argparse.Namespace) -> int:
     data_dir = _data_dir(args)
     os.makedirs(data_dir, exist_ok=True)
@@ -82,6 +96,10 @@ def _up(args: argparse.Namespace) -> int:
         print(f"The master is already running at {state['url']} (pid {state['pid']})")
         return 0
     url = f"http://127.0.0.1:{args.port}"
+    refusal = _port_refusal(args.port, url)
+    if refusal:
+        print(f"det: error: {refusal}", file=sys.stderr)
+        return 1
     cmd = [sys.executable, "-m", "determined.master", "--port", str(args.port),
            "--data-dir", data_dir]
     if args.slots is not None:

@@ -112,7 +112,21 @@ def create_remote(args: argparse.Namespace) -> int:
 
 def follow(c: MasterClient, exp_id: int, console: Console, interval: float = 1.0,
            logs: bool = True) -> Dict[str, Any]:
-    """Show progress (and the first trial's logs) until the experiment ends; its final JSON."""
+    """Show progress (and the first trial's logs) until the experiment ends; its final JSON.
+    Ctrl-C stops following (exit 130) and says how to stop the experiment itself."""
+    try:
+        return _follow(c, exp_id, console, interval, logs)
+    except KeyboardInterrupt:
+        console.print(f"det: stopped following; experiment {exp_id} keeps running on the "
+                      f"master. Stop it with `det experiment kill {exp_id}` (or pause it: "
+                      f"`det experiment pause {exp_id}`); follow it again with "
+                      f"`det experiment wait {exp_id}`", markup=False, highlight=False,
+                      soft_wrap=True)
+        raise SystemExit(130) from None
+
+
+def _follow(c: MasterClient, exp_id: int, console: Console, interval: float,
+            logs: bool) -> Dict[str, Any]:
     log_after, first_trial = 0, None
     with ExperimentProgress(exp_id, console) as progress:
         while True:

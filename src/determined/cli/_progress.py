@@ -3,14 +3,14 @@
 Progress goes to the given console (stderr in ``det``), trial logs to stdout. When the
 console is a terminal: a rich progress bar with a status line (trials running/completed,
 batches trained, best validation metric) that log lines scroll above. Otherwise: one plain
-line per change, e.g. ``Experiment 3: ACTIVE 50% | trials: 1 running, 1 completed | batches: 80 |
-best validation_loss: 0.2231``.
+line per change, e.g. ``Experiment 3: ACTIVE 50% | trials: 2 running, 10 waiting, 1 completed |
+batches: 80 | best validation_loss: 0.2231`` (waiting: ACTIVE trials without slots yet).
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
 
@@ -26,6 +26,15 @@ def _best(trials: List[Dict[str, Any]], smaller_is_better: bool) -> Optional[flo
     return min(values) if smaller_is_better else max(values)
 
 
+def _running_waiting(trials: List[Dict[str, Any]]) -> Tuple[int, int]:
+    """ACTIVE trials that hold slots and those waiting for some. A master says which
+    (``running`` per trial); without it (a local store) every ACTIVE trial counts as
+    running."""
+    active = [t for t in trials if t["state"] == "ACTIVE"]
+    running = sum(1 for t in active if t.get("running", True))
+    return running, len(active) - running
+
+
 def summarize(exp: Dict[str, Any], width: Optional[int] = None) -> str:
     """The status text of an experiment JSON from ``GET /experiments/{id}`` (with trials);
     with ``width``, a shorter form that fits it (counts, batches, best metric first)."""
@@ -33,7 +42,9 @@ def summarize(exp: Dict[str, Any], width: Optional[int] = None) -> str:
     counts: Dict[str, int] = {}
     for t in trials:
         counts[t["state"]] = counts.get(t["state"], 0) + 1
-    parts = [f"{counts.get('ACTIVE', 0)} running", f"{counts.get('COMPLETED', 0)} completed"]
+    running, waiting = _running_waiting(trials)
+    parts = [f"{running} running"] + ([f"{waiting} waiting"] if waiting else [])
+    parts += [f"{counts.get('COMPLETED', 0)} completed"]
     parts += [f"{n} {state.lower()}" for state, n in sorted(counts.items())
               if state not in ("ACTIVE", "COMPLETED")]
     searcher = (exp.get("config") or {}).get("searcher") or {}
@@ -46,7 +57,8 @@ def summarize(exp: Dict[str, Any], width: Optional[int] = None) -> str:
     if width is None or len(text) <= width:
         return text
     # Narrow: the best metric first, then as many counts as fit.
-    parts = [f"{counts.get('ACTIVE', 0)} run {counts.get('COMPLETED', 0)} done", f"{batches} b"]
+    wait = f" {waiting} wait" if waiting else ""
+    parts = [f"{running} run{wait} {counts.get('COMPLETED', 0)} done", f"{batches} b"]
     if best is None:
         return " | ".join(parts)[:width]
     value = f"{best:.4g}"

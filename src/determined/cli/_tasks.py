@@ -237,27 +237,50 @@ def _create(args: argparse.Namespace, api: Any, body: Dict[str, Any],
 
 
 def _wait_ready(api: Any, task: Dict[str, Any], token: str, timeout: float = 300) -> None:
-    import httpx
-
+    """Wait until the task's service answers through the proxy. A task that ends first
+    is reported (exit code, end reason, the tail of its log) with a non-zero exit."""
     deadline = time.monotonic() + timeout
     url = f"{api.url}/proxy/{task['id']}/{_PATHS.get(task['kind'], '')}"
     while time.monotonic() < deadline:
         state = api.request("GET", f"/tasks/{task['id']}")
         if state["state"] == "TERMINATED":
-            raise SystemExit(f"det: error: {task['kind']} {task['id']} ended: "
-                             f"{state.get('end_reason')}; see `det {task['kind']} logs "
-                             f"{task['id']}`")
-        if state["state"] == "RUNNING":
-            try:
-                r = httpx.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=5)
-                if task["kind"] == "shell" or r.status_code < 500:
-                    if task["kind"] != "shell" or r.status_code in (400, 426):
-                        return
-            except httpx.HTTPError:
-                pass
+            _report_ended(api, state)
+        if state["state"] == "RUNNING" and _answers(url, task["kind"], token):
+            # The answer came from the service, but it may have ended since.
+            state = api.request("GET", f"/tasks/{task['id']}")
+            if state["state"] == "TERMINATED":
+                _report_ended(api, state)
+            return
         time.sleep(0.5)
     raise SystemExit(f"det: error: {task['kind']} {task['id']} did not answer within "
-                     f"{timeout:.0f} s")
+                     f"{timeout:.0f} s; see `det {task['kind']} logs {task['id']}`")
+
+
+def _answers(url: str, kind: str, token: str) -> bool:
+    """Whether the service behind ``url`` answers itself: 2xx/3xx (the shell's server
+    answers a plain GET with 200; an older one refused it with 400/426). The proxy's own
+    404 (task ended) and 502 (not listening yet) do not count."""
+    import httpx
+
+    try:
+        r = httpx.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=5)
+    except httpx.HTTPError:
+        return False
+    return r.status_code < 400 or (kind == "shell" and r.status_code in (400, 426))
+
+
+def _report_ended(api: Any, task: Dict[str, Any], tail: int = 20) -> None:
+    """Exit with a message for a service task that ended before it was ready."""
+    logs = api.request("GET", f"/tasks/{task['id']}/logs", params={"tail": tail})["logs"]
+    code = task.get("exit_code")
+    how = f"exited with code {code}" if code is not None else "ended"
+    lines = [f"det: error: {task['kind']} {task['id']} {how} "
+             f"({task.get('end_reason') or 'no reason given'}) before it was ready."]
+    if logs:
+        lines.append(f"The last {len(logs)} lines of its log "
+                     f"(all: `det {task['kind']} logs {task['id']}`):")
+        lines += ["  " + line["line"] for line in logs]
+    raise SystemExit("\n".join(lines))
 
 
 def _show_url(url: str, args: argparse.Namespace) -> None:

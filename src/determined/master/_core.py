@@ -24,6 +24,7 @@ from determined.common.api import unpack_context
 from determined.config import validate_config
 from determined.master import scheduler
 from determined.master._config import MasterConfig
+from determined.master._lifecycle import event
 from determined.master.db import Store
 from determined.master.tasks import TaskManager
 from determined.master.experiments import ExperimentRun, TrialState
@@ -77,7 +78,7 @@ class Master:
         os.makedirs(config.data_dir, mode=0o700, exist_ok=True)
         os.chmod(config.data_dir, 0o700)  # holds the database, code and logs of every user
         self.store = Store(config.db or "")
-        self.store.upgrade()
+        logger.info("database schema at revision %s", self.store.upgrade())
         self.lock = threading.RLock()
         self.cond = NotifyingCondition(self.lock)
         self.runs: Dict[int, ExperimentRun] = {}
@@ -338,6 +339,8 @@ class Master:
                 os.rename(staging, os.path.dirname(model_dir))
                 run = self._make_run(exp_id, config, "PAUSED", source_checkpoint=source)
                 self.runs[exp_id] = run
+                event("experiment %s created by %s (searcher %s)", exp_id, owner,
+                      (config.get("searcher") or {}).get("name"))
                 run.start(activate=activate)
                 return exp_id
         finally:
@@ -496,6 +499,8 @@ class Master:
                 continue
             self.allocations[alloc.task_id] = (self._task(run, t), alloc)
             launches.append(self._prepare_launch(run, t, alloc))
+            event("trial %s of experiment %s scheduled on %s", t.trial_id, run.id,
+                  ", ".join(f"{agent} slots {list(slots)}" for agent, slots in alloc.parts))
         for task_id in decision.preempt:
             found = self.trials.get(int(task_id.split("-", 1)[1]))
             if found:

@@ -106,16 +106,20 @@ def _serve_connection(ws: Any, workdir: str) -> None:
 
 
 def _check_token(connection: Any, request: Any) -> Any:
-    """``process_request``: refuse a connection without the task's token (403)."""
+    """``process_request``: refuse a connection without the task's token (403); answer
+    a plain HTTP request (no websocket upgrade: ``det shell start``'s readiness check)
+    with 200 instead of a failed handshake's traceback in the log."""
     expected = os.environ.get("DET_TASK_TOKEN")
-    if not expected:
-        return None
-    scheme, _, given = (request.headers.get("Authorization") or "").partition(" ")
-    if scheme.lower() == "token" and hmac.compare_digest(given.strip().encode(),
-                                                         expected.encode()):
-        return None
-    return connection.respond(403, "The shell needs the task's token (connect through "
-                                   "the master's proxy)\n")
+    if expected:
+        scheme, _, given = (request.headers.get("Authorization") or "").partition(" ")
+        if not (scheme.lower() == "token" and hmac.compare_digest(given.strip().encode(),
+                                                                  expected.encode())):
+            return connection.respond(403, "The shell needs the task's token (connect "
+                                           "through the master's proxy)\n")
+    if "websocket" not in (request.headers.get("Upgrade") or "").lower():
+        return connection.respond(200, "The shell server is ready: open a terminal over "
+                                       "a websocket (`det shell open ID`)\n")
+    return None
 
 
 def main(argv: Optional[List[str]] = None) -> None:

@@ -189,6 +189,12 @@ def test_notebook_api_through_proxy_with_auth_only(master, tmp_path):
     assert "started" in wait_until(status, 120, "JupyterLab")
     contents = c.get(f"{base}/api/contents").json()
     assert [f["name"] for f in contents["content"]] == ["analysis.py"]
+    # A request body goes through whole (Content-Length kept), a PUT's too.
+    put = c.put(f"{base}/api/contents/notes.txt",
+                json={"type": "file", "format": "text", "content": "x" * 100_000})
+    assert put.status_code in (200, 201), put.text
+    assert c.get(f"{base}/api/contents/notes.txt").json()["content"] == "x" * 100_000
+    c.delete(f"{base}/api/contents/notes.txt")
     assert httpx.get(master.url + f"{base}/api/status").status_code == 401
     # A browser: ?det_token= once, then a cookie.
     token = c.headers["Authorization"].split()[1]
@@ -267,3 +273,14 @@ def test_shell_round_trips_through_a_pty(master):
     assert wait_task(c, sh["id"], "TERMINATED")["slot_ids"] == [0]
     cmd = create_task(c, "command", config={"entrypoint": "true"})
     assert wait_task(c, cmd["id"], "TERMINATED")["exit_code"] == 0
+
+
+def test_notebook_start_prints_the_url_once_jupyter_answers(master):
+    pytest.importorskip("jupyterlab", reason="the optional extra 'notebook'")
+    out = run_det(["notebook", "start", "--no-browser"], env={"DET_MASTER": master.url},
+                  timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    url = out.stdout.strip()
+    assert "/lab?det_token=" in url, out.stdout
+    browser = httpx.Client(follow_redirects=True, timeout=30)
+    assert browser.get(url).status_code == 200  # ready when printed: no 502 first

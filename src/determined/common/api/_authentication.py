@@ -179,10 +179,17 @@ class Authenticator:
                         raise APIError(f"No password given for user {self.username!r} "
                                        "(end of input); not logged in", e.status) from None
                     answer = c.login(self.username, typed)
-                else:
+                elif password is not None:  # a password given and refused: say what to check
                     raise APIError(
-                        f"Could not log in to {self.master} as {self.username!r}: {e}. Log in "
-                        f"with `det -m {self.master} user login {self.username}`", e.status,
+                        f"Could not log in to {self.master} as {self.username!r}: {e}. Check "
+                        f"the user name (`det user list` lists users) and the password (an "
+                        f"admin can set it: `det user change-password {self.username}`)",
+                        e.status) from None
+                else:  # another command, without a terminal to ask for the password
+                    raise APIError(
+                        f"Could not log in to {self.master} as {self.username!r} with the "
+                        f"blank password: {e}. Log in first with `det -m {self.master} user "
+                        f"login {self.username}` (it asks for the password)", e.status,
                     ) from None
         token = str(answer["token"])
         self.cache.put(self.master, self.username, token, activate=self.activate)

@@ -33,7 +33,8 @@ def normalize_master_url(master: str) -> str:
     """``localhost:8080`` -> ``http://localhost:8080``.
 
     Raises:
-        MasterError: not ``host[:port]`` or an ``http(s)://`` URL (named in the message).
+        MasterError: not ``host[:port]`` or an ``http(s)://`` URL without a path (named in
+            the message).
     """
     from urllib.parse import urlsplit
 
@@ -51,6 +52,11 @@ def normalize_master_url(master: str) -> str:
     if not ok:
         raise MasterError(f"Invalid master address {given!r}: expected host:port or "
                           "http(s)://host:port (-m/--master or $DET_MASTER)")
+    if parts.path or parts.query or parts.fragment:  # e.g. a web UI page's URL
+        root = f"{parts.scheme}://{parts.netloc}"
+        raise MasterError(f"Invalid master address {given!r}: the master answers at the root "
+                          f"of its address, without a path; use {root} (-m/--master or "
+                          "$DET_MASTER)")
     return master
 
 

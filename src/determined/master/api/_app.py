@@ -151,7 +151,13 @@ def _json_body_doc(model: Type[pydantic.BaseModel]) -> Dict[str, Any]:
 
 
 def _experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[str, Any]:
-    return views.experiment_json(master.store, id, with_config)
+    out = views.experiment_json(master.store, id, with_config)
+    if with_config:  # per trial: whether it holds slots now (else an ACTIVE one waits)
+        with master.lock:
+            held = set(master.allocations)
+        for trial in out["trials"]:
+            trial["running"] = f"trial-{trial['id']}" in held
+    return out
 
 
 _trial_json = views.trial_json

@@ -73,6 +73,20 @@ def _cookie_header(cookies: Dict[str, str]) -> Optional[str]:
     return "; ".join(kept) or None
 
 
+def _request_body(request: Request, headers: List[Tuple[str, str]]) -> Any:
+    """The body to forward: none for a request without one (a GET sent on chunked would
+    be refused by some services, e.g. the shell's websocket server), the stream with its
+    ``Content-Length`` kept (``headers`` gets it) or, when the caller sent it chunked,
+    chunked."""
+    length = request.headers.get("content-length")
+    if length is not None:
+        headers.append(("content-length", length))
+        return request.stream() if length != "0" else b""
+    if "chunked" in request.headers.get("transfer-encoding", "").lower():
+        return request.stream()
+    return None
+
+
 def proxy_router(master: Master) -> fastapi.APIRouter:
     """Routes ``/proxy/{task_id}/{path}`` for HTTP and websockets."""
     router = fastapi.APIRouter(tags=["proxy"])
@@ -141,8 +155,9 @@ def proxy_router(master: Master) -> fastapi.APIRouter:
             url += f"?{request.url.query}"
         headers = upstream_headers(task, request.headers, request.cookies, _HOP)
         upstream = client.build_request(request.method, url, headers=headers,
-                                        content=request.stream())
+                                        content=_request_body(request, headers))
         master.tasks.opened(task_id)
+        logger.debug("proxy %s %s -> task %s", request.method, request.url.path, task_id)
         try:
             response = await client.send(upstream, stream=True)
         except httpx.HTTPError as e:

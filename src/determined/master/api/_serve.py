@@ -3,11 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from typing import List, Optional
 
-__all__ = ["serve", "main"]
+__all__ = ["serve", "main", "port_taken"]
+
+
+def port_taken(host: str, port: int) -> Optional[str]:
+    """Why ``host:port`` cannot be listened on now (the OS's reason), or None if it can."""
+    import socket
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            s.bind((host, port))
+        except OSError as e:
+            return e.strerror or str(e)
+    return None
 
 
 def serve(config: "object") -> None:
@@ -22,6 +37,11 @@ def serve(config: "object") -> None:
     from determined.master._master_log import install
 
     install()  # `det master logs`: logging and stdout/stderr lines, kept in memory
+    # Lifecycle events (``lifecycle: ...``) should stand out: alembic's line per migration
+    # step and httpx's line per proxied request (INFO) are left out; the proxy logs its
+    # requests at DEBUG.
+    for noisy in ("alembic", "httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     master = Master(config)
     master.rm.flags = master.store.scheduling_flags()  # drained agents/slots, before scheduling
     master.start(url=f"http://{config.host}:{config.port}")
@@ -53,6 +73,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (OSError, ValueError) as e:
         print(f"determined-master: {e}", file=sys.stderr)
         return 2
+    taken = port_taken(config.host, config.port)
+    if taken:  # before migrations and start-up lines: one line saying why
+        print(f"determined-master: cannot listen on {config.host}:{config.port}: {taken} "
+              "(another master or program holds the port; choose another with --port)",
+              file=sys.stderr)
+        return 1
     print(f"determined-master: serving http://{config.host}:{config.port} "
           f"(data dir {config.data_dir}, {config.resource_manager.slots} slots)", flush=True)
     print(f"determined-master: web UI at http://{config.host}:{config.port}/ "

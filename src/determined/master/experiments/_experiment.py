@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 from determined import engine
 from determined.common.trial_ops import trial_op
 from determined.config import ExperimentConfig
+from determined.master._lifecycle import event
 from determined.master.db import Store
 from determined.master.db._types import RawJSON, compact_json
 from determined.master.experiments._trial import TrialHandle
@@ -119,6 +120,8 @@ class ExperimentRun:
                 trial_id = self.store.create_trial(self.id, str(e.request_id), e.hparams, e.seed,
                                                    warm_start_checkpoint=e.warm_start)
                 self._register(e.request_id, trial_id)
+                event("trial %s of experiment %s created (hyperparameters %s)", trial_id,
+                      self.id, e.hparams)
             elif isinstance(e, engine.StoreMetrics):
                 self._store_metrics(e, e.metrics)
             elif isinstance(e, engine.RollbackMetrics):
@@ -128,6 +131,9 @@ class ExperimentRun:
                 fields = {k: v for k, v in e.fields.items() if k != "warm_start_checkpoint"}
                 if fields:
                     self.store.update_trial(self._tid(e.request_id), **fields)
+                if "state" in fields:
+                    event("trial %s of experiment %s %s", self._tid(e.request_id), self.id,
+                          fields["state"])
                 if fields.get("state") in _TERMINAL_TRIAL:
                     self.store.revoke_trial_tokens(self._tid(e.request_id))
             elif isinstance(e, engine.TrialLog):
@@ -138,6 +144,7 @@ class ExperimentRun:
                 wake = True
             elif isinstance(e, engine.SetExperimentState):
                 self.store.set_experiment_state(self.id, e.state)
+                event("experiment %s %s", self.id, e.state)
                 wake = True
             elif isinstance(e, engine.DeleteCheckpoint):
                 self._pending_deletes.append(e.uuid)

@@ -31,6 +31,7 @@ import uuid
 from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tuple
 
 from determined.master import scheduler
+from determined.master._lifecycle import event
 from determined.master.resource_managers._spanning import SpanningMixin
 
 __all__ = ["RemoteResourceManager", "TaskEvents", "UnknownSessionError", "LOST_EXIT_CODE"]
@@ -186,6 +187,8 @@ class RemoteResourceManager(SpanningMixin):
         self._groups_ended([e for e in parts_ended if e is not None])
         for task_id in lost_tasks:
             self._task_exited(task_id, None, f"agent {agent_id} registered again without it")
+        event("agent %s %s (%d slots%s)", agent_id, "registered again" if old else "joined",
+              slots, f", label {label}" if label else "")
         self._on_change()
         return {"session": session, "poll_seconds": self.poll_seconds, "timeout": self.timeout}
 
@@ -285,6 +288,7 @@ class RemoteResourceManager(SpanningMixin):
             agent = self._checked(agent_id, session)
             del self._agents[agent_id]
             self._wake(agent)
+        event("agent %s left (it shut down)", agent_id)
         self._drop(agent, f"agent {agent_id} shut down")
 
     # -- the master's side -------------------------------------------------------------
@@ -534,7 +538,7 @@ class RemoteResourceManager(SpanningMixin):
             if overdue:
                 self._groups_ended(overdue)
             for agent in lost:
-                print(f"det-master: agent {agent.id} lost (no request for "
-                      f"{now - agent.last_seen:.1f} s)", flush=True)
+                event("agent %s lost (no request for %.1f s)", agent.id,
+                      now - agent.last_seen)
                 self._drop(agent, f"agent {agent.id} lost (no contact for "
                                   f"{now - agent.last_seen:.1f} s)")

@@ -33,6 +33,7 @@ import time
 from typing import Any, Dict, List, Optional, Tuple
 
 from determined.master import scheduler
+from determined.master._lifecycle import event
 from determined.master.db._tasks import TaskRecord
 from determined.master.tasks._spec import SERVICE_KINDS, bind_mounts, environment_variables
 from determined.tasks._launch import TaskProcess, free_port, prepare_dirs, task_command
@@ -127,6 +128,7 @@ class TaskManager:
         task_id = secrets.token_hex(4)
         record = self.master.store.create_task(task_id, kind, owner, config, context,
                                                description=config.get("description") or "")
+        event("task %s (%s) created by %s", task_id, kind, owner)
         with self.master.lock:
             self._arrival += 1
             task = LiveTask(task_id, kind, owner, config, self._arrival, extra=extra)
@@ -291,6 +293,7 @@ class TaskManager:
         task.host, task.port = host, port
         self.master.store.update_task(task_id, state="RUNNING", agent_id=task.agent_id,
                                       slot_ids=slots)
+        event("task %s (%s) RUNNING on %s", task_id, task.kind, task.agent_id)
         task.last_activity = time.monotonic()
         task.started = True
         task.ready.set()
@@ -313,6 +316,8 @@ class TaskManager:
 
     def _ended(self, task: LiveTask, code: Optional[int], reason: Optional[str] = None) -> None:
         reason = reason or task.killed or ("exited" if code is not None else None)
+        event("task %s (%s) TERMINATED: %s%s", task.id, task.kind, reason,
+              f" (exit code {code})" if code is not None else "")
         try:
             self.master.store.update_task(task.id, state="TERMINATED", exit_code=code,
                                           end_reason=reason)

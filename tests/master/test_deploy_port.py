@@ -1,0 +1,73 @@
+"""`det deploy local up` (and the master itself) on a port that is already held."""
+
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+from det_cli_testing import run_det
+from master_testing import MasterProcess, free_port
+
+pytestmark = pytest.mark.timeout(300)
+
+
+@pytest.fixture
+def listener():
+    """A plain program holding a loopback port (not a master)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def test_port_held_by_another_program_is_one_line(tmp_path, listener):
+    out = run_det(["deploy", "local", "up", "--port", listener, "--data-dir", tmp_path / "d",
+                   "--timeout", 60], timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert f"port {listener} is already in use by another program" in lines[0]
+    assert out.stdout == ""
+    assert not (tmp_path / "d" / "master.json").exists()
+
+
+def test_port_held_by_another_master_is_refused(tmp_path):
+    other = MasterProcess(str(tmp_path / "other"), slots=1)
+    os.makedirs(other.data_dir)
+    other.start(timeout=120)
+    try:
+        out = run_det(["deploy", "local", "up", "--port", other.port, "--data-dir",
+                       tmp_path / "mine"], timeout=120)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert out.stderr.strip().splitlines() == [out.stderr.strip()]
+        assert f"port {other.port} is already used by another Determined master" in out.stderr
+        assert "Master running" not in out.stdout
+        assert not (tmp_path / "mine" / "master.json").exists()
+    finally:
+        other.stop()
+
+
+def test_master_on_a_held_port_says_so_before_migrations(tmp_path, listener):
+    out = subprocess.run([sys.executable, "-m", "determined.master", "--port", str(listener),
+                          "--data-dir", str(tmp_path / "d")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1
+    assert out.stdout == ""
+    assert out.stderr.strip().splitlines() == [
+        f"determined-master: cannot listen on 127.0.0.1:{listener}: Address already in use "
+        "(another master or program holds the port; choose another with --port)"]
+
+
+def test_deploy_up_and_down_on_a_free_port(tmp_path):
+    port = free_port()
+    data = tmp_path / "d"
+    out = run_det(["deploy", "local", "up", "--port", port, "--data-dir", data, "--slots", 1],
+                  timeout=180)
+    try:
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert f"Master running at http://127.0.0.1:{port}" in out.stdout
+    finally:
+        down = run_det(["deploy", "local", "down", "--data-dir", data], timeout=60)
+    assert down.returncode == 0 and "Master stopped" in down.stdout
