@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import enum
-from typing import Any, Dict, Optional
+from typing import AbstractSet, Any, Dict, Optional
 
 from determined.config import Length
 
@@ -75,6 +75,12 @@ class TrialHost(abc.ABC):
         self.report_validation(batches_trained, metrics)
         self.validate_op_completed(
             batches_trained, {"validation_metrics": metrics.get("validation_metrics", {})})
+
+    def recorded_checkpoints(self) -> Optional[AbstractSet[str]]:
+        """UUIDs of every checkpoint of this trial the host has a record of (any
+        state); None when it cannot tell (then no complete checkpoint is removed as
+        a leftover)."""
+        return None
 
     def should_stop(self) -> bool:
         """Whether the trial must checkpoint and exit now (pause, preemption)."""

@@ -446,6 +446,13 @@ def create_app(master: Master) -> fastapi.FastAPI:
         with master.lock:
             return _answer(run, t)
 
+    @runner_api.get("/checkpoints")
+    def recorded_checkpoints(found: Runner = Depends(runner)) -> Dict[str, Any]:
+        """UUIDs of every checkpoint of this trial the master has a record of (any
+        state): a restarted runner removes only files no record names."""
+        return {"uuids": [c.uuid for c in master.store.list_checkpoints(
+            trial_id=found[1].trial_id)]}
+
     @runner_api.post("/validate-op-completed")
     def validate_op_completed(body: models.Report,
                               found: Runner = Depends(runner)) -> Dict[str, Any]:
