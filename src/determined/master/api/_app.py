@@ -190,8 +190,8 @@ def create_app(master: Master) -> fastapi.FastAPI:
         # A report that does not fit the trial's state (a checkpoint reported twice, a
         # Validate done while training) is a conflict; elsewhere a value was refused.
         runner = request.url.path.startswith("/api/v1/trial-runner/")
-        logger.warning("%s %s refused: %s", request.method, request.url.path, exc,
-                       exc_info=exc)
+        # One line: a refusal is the caller's mistake, not the master's (no traceback).
+        logger.warning("%s %s refused: %s", request.method, request.url.path, exc)
         return _error(409 if runner else 400, str(exc))
 
     @app.exception_handler(InvalidConfigError)

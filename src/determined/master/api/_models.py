@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Union
 import pydantic
 
 from determined.common.validation import INT64_MAX
+from determined.engine import check_checkpoint_id
 
 __all__ = ["CreateExperiment", "Report", "ValidationReport", "CheckpointReport", "EarlyExit",
            "LogBatch"]
@@ -62,6 +63,12 @@ class CheckpointReport(_Body):
     batches: int = pydantic.Field(ge=0, le=INT64_MAX)
     uuid: str = pydantic.Field(min_length=1)
     metadata: Dict[str, Any] = {}
+
+    @pydantic.field_validator("uuid")
+    @classmethod
+    def _canonical_uuid(cls, uuid: str) -> str:
+        """A malformed id is a bad request (400), not a conflict with the trial's state."""
+        return check_checkpoint_id(uuid)
 
 
 class EarlyExit(_Body):
