@@ -21,6 +21,7 @@ from determined.config._load import (
     parse_yaml,
     validate_config,
 )
+from determined.config._schema import check_labels
 from determined.config._secrets import masked_config
 from determined.config._test_mode import test_mode_config
 from determined.config._units import Length, Unit
@@ -36,6 +37,7 @@ __all__ = [
     "Length",
     "Log",
     "Unit",
+    "check_labels",
     "config_warnings",
     "load_config",
     "local_test_config",

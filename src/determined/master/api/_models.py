@@ -7,6 +7,7 @@ from typing import Any, Dict, List, Optional, Union
 import pydantic
 
 from determined.common.validation import INT64_MAX
+from determined.config import check_labels
 from determined.engine import check_checkpoint_id
 
 __all__ = ["CreateExperiment", "Report", "ValidationReport", "CheckpointReport", "EarlyExit",
@@ -85,3 +86,8 @@ class Patch(_Body):
     weight: Optional[float] = pydantic.Field(default=None, gt=0, allow_inf_nan=False)
     priority: Optional[int] = pydantic.Field(default=None, ge=1, le=99)
     max_slots: Optional[int] = pydantic.Field(default=None, ge=1, le=INT64_MAX)
+
+    @pydantic.field_validator("labels")
+    @classmethod
+    def _non_empty_labels(cls, labels: Optional[List[str]]) -> Optional[List[str]]:
+        return None if labels is None else check_labels(labels)

@@ -5,6 +5,7 @@ from typing import Any, Dict, List, Optional
 
 import sqlalchemy as sa
 
+from determined.config import check_labels
 from determined.master.db import _models as m
 from determined.master.db import _states
 from determined.master.db._base import StoreBase
@@ -199,7 +200,7 @@ class ExperimentsMixin(StoreBase):
         if description is not UNSET:
             changes["description"] = check_str("description", description)
         if labels is not UNSET:
-            changes["labels"] = check_str_list("labels", labels)
+            changes["labels"] = check_labels(check_str_list("labels", labels))
         if archived is not UNSET:
             changes["archived"] = check_bool("archived", archived)
         if weight is not UNSET:
