@@ -16,6 +16,7 @@ from master_testing import (
     LONG_CONFIG,
     MasterProcess,
     create_experiment,
+    set_password,
     slow_model_dir,
     wait_until,
 )
@@ -148,7 +149,8 @@ def test_agents_need_credentials_without_anonymous_access(config_master_factory)
         r = c.post("/agents/box-1/register", json=body,
                    headers={"Authorization": "Bearer not-a-session"})
         assert r.status_code == 401, r.text
-        admin = c.post("/auth/login", json={"username": "admin", "password": ""}).json()
+        password = set_password(master)  # a blank admin password cannot log in here
+        admin = c.post("/auth/login", json={"username": "admin", "password": password}).json()
         admin_auth = {"Authorization": f"Bearer {admin['token']}"}
         assert c.post("/users", json={"username": "bob", "password": "pw"},
                       headers=admin_auth).status_code == 201
