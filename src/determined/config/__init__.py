@@ -23,6 +23,12 @@ from determined.config._load import (
 )
 from determined.config._schema import check_labels
 from determined.config._secrets import masked_config
+from determined.config._size import (
+    ConfigLimitError,
+    check_config_json,
+    check_config_text,
+    check_config_tree,
+)
 from determined.config._test_mode import test_mode_config
 from determined.config._units import Length, Unit
 from determined.config._access import ExperimentConfig
@@ -30,6 +36,7 @@ from determined.config._access import ExperimentConfig
 __all__ = [
     "MAX_ALIAS_EXPANSION",
     "Categorical",
+    "ConfigLimitError",
     "Constant",
     "Double",
     "ExperimentConfig",
@@ -37,6 +44,9 @@ __all__ = [
     "Length",
     "Log",
     "Unit",
+    "check_config_json",
+    "check_config_text",
+    "check_config_tree",
     "check_labels",
     "config_warnings",
     "load_config",

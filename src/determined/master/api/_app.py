@@ -25,7 +25,13 @@ from starlette.concurrency import run_in_threadpool
 import determined
 from determined.common.api import MAX_CONTEXT_BYTES, ContextArchiveError
 from determined.common.validation import validate_experiment
-from determined.config import config_warnings, parse_yaml
+from determined.config import (
+    ConfigLimitError,
+    check_config_json,
+    check_config_text,
+    config_warnings,
+    parse_yaml,
+)
 from determined.errors import InvalidConfigError, InvalidModelDefError
 from determined.master._core import Master
 from determined.master.api import _models as models
@@ -34,6 +40,7 @@ from determined.master.api._auth import Auth, check_owner
 from determined.master.api._proxy import proxy_router
 from determined.master.api._tasks import tasks_router
 from determined.master.api._ui import ui_router
+from determined.master.api._body_limit import BodyLimit
 from determined.master.api._bounds import int64_params
 from determined.master.db import (
     TERMINAL_STATES,
@@ -164,6 +171,7 @@ def create_app(master: Master) -> fastapi.FastAPI:
     app = fastapi.FastAPI(title="Determined master", version=determined.__version__,
                           docs_url=None)
     app.router.dependencies.append(Depends(int64_params))  # ids and counts fit int64
+    app.add_middleware(BodyLimit, limit=lambda: master.config.limits.max_request_bytes)
     api = fastapi.APIRouter(prefix="/api/v1")
     auth = Auth(master)  # users, sessions, ownership: _auth.py
     Caller = Depends(auth.caller)
@@ -193,6 +201,10 @@ def create_app(master: Master) -> fastapi.FastAPI:
         # One line: a refusal is the caller's mistake, not the master's (no traceback).
         logger.warning("%s %s refused: %s", request.method, request.url.path, exc)
         return _error(409 if runner else 400, str(exc))
+
+    @app.exception_handler(ConfigLimitError)
+    def _config_limit(request: Request, exc: ConfigLimitError) -> JSONResponse:
+        return _error(exc.status, str(exc), [{"field": "config", "message": exc.limit}])
 
     @app.exception_handler(InvalidConfigError)
     def _bad_config(request: Request, exc: InvalidConfigError) -> JSONResponse:
@@ -232,8 +244,20 @@ def create_app(master: Master) -> fastapi.FastAPI:
 
     # -- experiments -------------------------------------------------------------------
 
-    @api.post("/experiments", status_code=201)
-    def create_experiment(body: models.CreateExperiment, user: User = Caller) -> Dict[str, Any]:
+    @api.post("/experiments", status_code=201,
+              openapi_extra=_json_body_doc(models.CreateExperiment))
+    async def create_experiment(request: Request, user: User = Caller) -> Dict[str, Any]:
+        # The body is read here, not by FastAPI: its config's keys and depth are
+        # bounded before anything is decoded (limits.*; the body's size by BodyLimit).
+        raw = await request.body()
+        limits = master.config.limits
+        await run_in_threadpool(check_config_json, raw, limits.max_config_keys,
+                                limits.max_config_depth)
+        body = await _json_body(request, models.CreateExperiment)
+        return await run_in_threadpool(_create_experiment, body, user)
+
+    def _create_experiment(body: models.CreateExperiment, user: User) -> Dict[str, Any]:
+        limits = master.config.limits
         try:
             packed = base64.b64decode(body.model_def, validate=True)
         except (binascii.Error, ValueError):
@@ -245,6 +269,8 @@ def create_app(master: Master) -> fastapi.FastAPI:
                                 "with a .detignore file.")
         raw: Any = body.config
         if isinstance(raw, str):
+            check_config_text(raw, limits.max_config_bytes, limits.max_config_keys,
+                              limits.max_config_depth)
             try:
                 raw = parse_yaml(raw)
             except InvalidConfigError as e:

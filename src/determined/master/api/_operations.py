@@ -34,6 +34,7 @@ import fastapi
 import pydantic
 from fastapi import Depends, Query
 
+from determined.config import check_config_tree
 from determined.master._core import Master
 from determined.master import views
 from determined.master._master_log import MASTER_LOG
@@ -211,6 +212,8 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
     def put_template(name: str, body: TemplateBody, user: User = Caller) -> Dict[str, Any]:
         if not name.strip() or len(name) > 255:
             raise fail(400, f"Expected a template name of 1-255 characters. Received: {name!r}")
+        limits = master.config.limits
+        check_config_tree(body.config, limits.max_config_keys, limits.max_config_depth)
         store.set_template(name, body.config)
         return {"name": name, "config": body.config}
 
