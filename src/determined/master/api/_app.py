@@ -33,7 +33,7 @@ from determined.config import (
     parse_yaml,
 )
 from determined.errors import InvalidConfigError, InvalidModelDefError
-from determined.master._core import Master
+from determined.master._core import ContextQuotaError, Master
 from determined.master.api import _models as models
 from determined.master.api._agents import agent_auth, agents_listing, agents_router
 from determined.master.api._auth import Auth, check_owner
@@ -206,6 +206,10 @@ def create_app(master: Master) -> fastapi.FastAPI:
     def _config_limit(request: Request, exc: ConfigLimitError) -> JSONResponse:
         return _error(exc.status, str(exc), [{"field": "config", "message": exc.limit}])
 
+    @app.exception_handler(ContextQuotaError)
+    def _quota(request: Request, exc: ContextQuotaError) -> JSONResponse:
+        return _error(413, str(exc), [{"field": "model_def", "message": exc.limit}])
+
     @app.exception_handler(InvalidConfigError)
     def _bad_config(request: Request, exc: InvalidConfigError) -> JSONResponse:
         return _error(400, str(exc), [{"field": f, "message": m} for f, m in exc.errors])
@@ -279,10 +283,14 @@ def create_app(master: Master) -> fastapi.FastAPI:
             except Exception as e:
                 raise APIError(400, f"The config is not valid YAML: {e}") from None
         # Everything that could fail later is checked before the experiment is stored.
-        config = validate_experiment(raw, default_storage=master.config.checkpoint_storage,
-                                     context=packed).config
-        exp_id = master.create_experiment(config, packed, body.activate, owner=user.username,
-                                          git=body.git.model_dump() if body.git else None)
+        valid = validate_experiment(raw, default_storage=master.config.checkpoint_storage,
+                                    context=packed, max_context_ratio=limits.max_context_ratio,
+                                    context_ratio_floor=limits.min_context_ratio_bytes)
+        config = valid.config
+        exp_id = master.create_experiment(
+            config, packed, body.activate, owner=user.username,
+            git=body.git.model_dump() if body.git else None,
+            context_bytes=valid.context.unpacked_bytes if valid.context else len(packed))
         # Fields accepted without effect here (container-only), one line each.
         return {"id": exp_id, "warnings": config_warnings(raw) if isinstance(raw, dict) else []}
 
