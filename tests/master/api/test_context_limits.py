@@ -55,6 +55,12 @@ def test_ratio_limit_and_context_quotas(tmp_path, tiny_dir):
             assert r.status_code == 400, r.text
             assert "limits.max_context_ratio" in r.json()["error"] and "zeros.bin" in r.text
             assert _stored(master) == (0, [])
+            # The same for a task's context.
+            r = c.post("/tasks", json={
+                "kind": "command", "config": {"entrypoint": ["true"]},
+                "context": base64.b64encode(bomb).decode()})
+            assert r.status_code == 400 and "limits.max_context_ratio" in r.text, r.text
+            assert c.get("/tasks").json()["tasks"] == []
 
             for _ in range(3):
                 assert _post(c, config, packed).status_code == 201
