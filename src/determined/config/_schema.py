@@ -15,7 +15,8 @@ from typing_extensions import Annotated
 
 from determined.config._units import Length
 
-__all__ = ["ExperimentConfigModel", "check_labels", "SEARCHER_NAMES", "STORAGE_TYPES", "HPARAM_TYPES"]
+__all__ = ["ExperimentConfigModel", "check_labels", "SEARCHER_NAMES", "STORAGE_TYPES",
+           "HPARAM_TYPES"]
 
 
 class _Strict(BaseModel):

@@ -7,8 +7,8 @@ only ``next_op`` and ``is_best``):
                      ("checkpoint", b, uuid, meta) ("is_best", value)
                      ("validate_op_completed", b, m) ("recorded_checkpoints",)
                      ("early_exit", reason) ("error", kind, message) ("exit", reason)
-    driver -> child: ("op", op_dict) ("best", bool) ("recorded", [uuid, ...]), and at any time ("stop",): checkpoint
-                     and exit (Ctrl-C in the driver); an op_dict with "stop" is a Close
+    driver -> child: ("op", op_dict) ("best", bool) ("recorded", [uuid, ...]), and at
+                     any time ("stop",): checkpoint and exit (Ctrl-C in the driver); an op_dict with "stop" is a Close
                      that only stops the trial (it resumes later)
 """
 

@@ -60,11 +60,15 @@ class StorageManager(abc.ABC):
             return None
         return meta if isinstance(meta, dict) else None
 
-    def trial_checkpoints(self, experiment_id: int, trial_id: int) -> Dict[str, int]:
+    def trial_checkpoints(self, experiment_id: int, trial_id: int,
+                          skip: AbstractSet[str] = frozenset()) -> Dict[str, int]:
         """The complete checkpoints whose metadata names this trial: UUID -> batches
-        (those without a readable batch count are left out)."""
+        (those without a readable batch count, and those in ``skip``, are left out:
+        reading metadata costs a request per checkpoint in an object store)."""
         out: Dict[str, int] = {}
         for uuid in self.list_checkpoints():
+            if uuid in skip:
+                continue
             meta = self.checkpoint_metadata(uuid)
             if meta is None or (meta.get("experiment_id"), meta.get("trial_id")) != (
                     experiment_id, trial_id):
@@ -85,7 +89,7 @@ class StorageManager(abc.ABC):
         if recorded is None:
             return []
         doomed = unrecorded_later_checkpoints(
-            self.trial_checkpoints(experiment_id, trial_id), recorded, restored,
+            self.trial_checkpoints(experiment_id, trial_id, skip=recorded), recorded, restored,
             restored_batches)
         for uuid in doomed:
             self.delete(uuid)

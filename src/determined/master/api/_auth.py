@@ -53,7 +53,8 @@ _MODEL_DEF = re.compile(r"/api/v1/experiments/(\d+)/model_def")
 def blank_password_hint(username: str) -> str:
     """Why a blank password cannot log in with anonymous access off, and the fix."""
     return (f"Admins cannot log in with a blank password while security.allow_anonymous is "
-            f"false; set one with `python -m determined.master --config FILE --set-password {username}`")
+            f"false; set one with `python -m determined.master --config FILE "
+            f"--set-password {username}`")
 
 
 def user_json(u: User) -> Dict[str, Any]:
