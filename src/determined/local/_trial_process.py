@@ -1,15 +1,16 @@
 """The trial process of a local experiment, and the host it talks to its driver with.
 
 Protocol over a ``multiprocessing`` pipe (tuples; the child asks, the driver answers
-only ``next_op`` and ``is_best``):
+only ``next_op``, ``is_best`` and ``recorded_checkpoints``):
 
     child -> driver: ("next_op",) ("training", b, m) ("validation", b, m)
                      ("checkpoint", b, uuid, meta) ("is_best", value)
                      ("validate_op_completed", b, m) ("recorded_checkpoints",)
                      ("early_exit", reason) ("error", kind, message) ("exit", reason)
     driver -> child: ("op", op_dict) ("best", bool) ("recorded", [uuid, ...]), and at
-                     any time ("stop",): checkpoint and exit (Ctrl-C in the driver); an op_dict with "stop" is a Close
-                     that only stops the trial (it resumes later)
+                     any time ("stop",): checkpoint and exit (Ctrl-C in the driver); an
+                     op_dict with "stop" is a Close that only stops the trial (it resumes
+                     later)
 """
 
 from __future__ import annotations
