@@ -21,7 +21,14 @@ from determined.config._load import (
     parse_yaml,
     validate_config,
 )
+from determined.config._schema import check_labels
 from determined.config._secrets import masked_config
+from determined.config._size import (
+    ConfigLimitError,
+    check_config_json,
+    check_config_text,
+    check_config_tree,
+)
 from determined.config._test_mode import test_mode_config
 from determined.config._units import Length, Unit
 from determined.config._access import ExperimentConfig
@@ -29,6 +36,7 @@ from determined.config._access import ExperimentConfig
 __all__ = [
     "MAX_ALIAS_EXPANSION",
     "Categorical",
+    "ConfigLimitError",
     "Constant",
     "Double",
     "ExperimentConfig",
@@ -36,6 +44,10 @@ __all__ = [
     "Length",
     "Log",
     "Unit",
+    "check_config_json",
+    "check_config_text",
+    "check_config_tree",
+    "check_labels",
     "config_warnings",
     "load_config",
     "local_test_config",
