@@ -234,7 +234,8 @@ class EstimatorTrialController(TrialController):
         for hook in self.run_hooks:
             self._call("build_train_spec (RunHook.on_checkpoint_load)",
                        lambda h=hook: h.on_checkpoint_load(path))
-        if weights_only:
+        if weights_only:  # the source's random streams go on (as 0.13), at batch 0
+            load_rng_state(path)
             return 0
         load_rng_state(path)
         return int(state["batches_trained"])

@@ -445,8 +445,7 @@ class PyTorchTrialController(TrialController):
         for name, sd in (state.get("callbacks") or {}).items():
             if name in self.callbacks:
                 self.callbacks[name].load_state_dict(sd)
-        if weights_only:
-            return 0
+        # A warm start continues the source's random streams too (as 0.13), at batch 0.
         rng = state.get("rng_state") or {}
         if rng.get("python") is not None:
             random.setstate(rng["python"])
@@ -456,7 +455,7 @@ class PyTorchTrialController(TrialController):
             torch.random.set_rng_state(rng["torch"].cpu())
         if rng.get("cuda") is not None and torch.cuda.is_available():
             torch.cuda.set_rng_state_all(rng["cuda"])
-        return int(state.get("batches_trained", 0))
+        return 0 if weights_only else int(state.get("batches_trained", 0))
 
     def on_checkpoint_end(self, path: str) -> None:
         for cb in self.callbacks.values():

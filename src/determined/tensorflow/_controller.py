@@ -269,7 +269,8 @@ class TensorFlowTrialController(TrialController):
             raise CheckpointError(f"{path} holds no TensorFlowTrial checkpoint ({CHECKPOINT_PREFIX})")
         with self.graph.as_default():
             self._saver.restore(self.session, prefix)
-        if weights_only:
+        if weights_only:  # the source's random streams go on (as 0.13), at batch 0
+            load_rng_state(path)
             return 0
         with open(os.path.join(path, STATE_FILE)) as f:
             state = json.load(f)
