@@ -41,3 +41,25 @@ def pytest_approx(value: float) -> Any:
     import pytest
 
     return pytest.approx(value, rel=1e-6)
+
+
+#: ``estimator_def:LinearEstimator`` whose second validation's hook calls request_stop().
+ESTIMATOR = {
+    "entrypoint": "estimator_def:LinearEstimator", "scheduling_unit": 5,
+    "hyperparameters": {"global_batch_size": 16, "stop_eval_at_validation": 2},
+    "searcher": {"name": "single", "metric": "mse", "max_length": {"batches": 20}},
+    "min_validation_period": {"batches": 5}, "max_restarts": 0,
+}
+
+
+def check_estimator_steps(steps: List[Dict[str, Any]]) -> None:
+    """Per-batch losses in every training step; the validation at 10 batches was
+    stopped by the hook after 2 of its 4 batches and the trial ended there."""
+    assert [s["total_batches"] for s in steps] == [5, 10]
+    for s in steps:
+        batch = s["metrics"]["batch_metrics"]
+        assert len(batch) == 5 and all(isinstance(b["loss"], float) for b in batch)
+        assert s["metrics"]["avg_metrics"]["loss"] == pytest_approx(
+            sum(b["loss"] for b in batch) / 5)
+    assert [s["validation"]["metrics"]["num_inputs"] for s in steps] == [64, 32]
+    assert steps[-1]["checkpoint"]["state"] == "COMPLETED"

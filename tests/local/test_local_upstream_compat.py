@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from det_cli_testing import run_det
-from upstream_compat_testing import check_structured_steps
+from upstream_compat_testing import ESTIMATOR, check_estimator_steps, check_structured_steps
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -97,3 +97,10 @@ def test_hand_built_metrics_and_initial_validation_at_step_0(tmp_path):
     assert trial["state"] == "COMPLETED", trial["error"]
     described = steps(tmp_path, trial["trial_id"])
     check_structured_steps(described["steps"])
+
+
+def test_estimator_request_stop_in_evaluation_ends_the_trial(tmp_path):
+    result = create(tmp_path, ESTIMATOR)
+    (trial,) = result["trials"]
+    assert result["state"] == "COMPLETED" and trial["batches"] == 10
+    check_estimator_steps(steps(tmp_path, trial["trial_id"])["steps"])

@@ -11,7 +11,7 @@ import pytest
 
 from det_cli_testing import run_det
 from master_testing import create_experiment, wait_for_state
-from upstream_compat_testing import check_structured_steps
+from upstream_compat_testing import ESTIMATOR, check_estimator_steps, check_structured_steps
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -85,3 +85,10 @@ def test_hand_built_metrics_and_step_0_on_a_master(shared_master):
     }
     (trial,) = run(shared_master, config)["trials"]
     check_structured_steps(described(shared_master, trial["id"])["steps"])
+
+
+def test_estimator_batch_metrics_and_request_stop_in_evaluation_on_a_master(shared_master):
+    exp = run(shared_master, ESTIMATOR)
+    (trial,) = exp["trials"]
+    assert trial["total_batches"] == 10
+    check_estimator_steps(described(shared_master, trial["id"])["steps"])
