@@ -92,3 +92,24 @@ def test_estimator_batch_metrics_and_request_stop_in_evaluation_on_a_master(shar
     (trial,) = exp["trials"]
     assert trial["total_batches"] == 10
     check_estimator_steps(described(shared_master, trial["id"])["steps"])
+
+
+def test_piped_cli_output_is_complete_on_a_master(shared_master, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    long = "a description long enough that an 80-column table would shorten it " * 2
+    config = {"entrypoint": "model_def:StructuredTrial", "description": long,
+              "labels": ["first-label", "needle-label"],
+              "hyperparameters": {"global_batch_size": 4},
+              "searcher": {"name": "single", "metric": "validation_error",
+                           "max_length": {"batches": 2}}}
+    with shared_master.client() as c:
+        exp_id = create_experiment(c, config, FIXTURE, activate=False)
+    # `det e describe ID | grep label` finds the label; no table hides or shortens.
+    for args in (["e", "describe", exp_id], ["e", "list"], ["e", "list-trials", exp_id],
+                 ["agent", "list"], ["slot", "list"], ["user", "list"], ["task", "list"],
+                 ["template", "list"], ["model", "list"], ["checkpoint", "list", exp_id]):
+        out = run_det(["-m", shared_master.url, *map(str, args)])
+        assert out.returncode == 0, (args, out.stderr)
+        assert "(hidden:" not in out.stdout and "\u2026" not in out.stdout, (args, out.stdout)
+    described = run_det(["-m", shared_master.url, "e", "describe", str(exp_id)]).stdout
+    assert "needle-label" in described and long.strip() in described
