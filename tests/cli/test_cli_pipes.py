@@ -3,6 +3,7 @@ printed in full (no hidden columns, no shortened cells), and a reader that close
 pipe early ends the command quietly."""
 
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -13,19 +14,18 @@ from det_cli_testing import run_det
 
 pytestmark = pytest.mark.timeout(600)
 
+TINY = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "tiny_pytorch"
 LONG = "a description long enough that an 80-column table would have to shorten it " * 2
 
 
 @pytest.fixture(scope="module")
 def local_run(tmp_path_factory, request):
-    from conftest import FIXTURES
-
     tmp = tmp_path_factory.mktemp("pipes")
-    cfg = yaml.safe_load((FIXTURES / "tiny_pytorch" / "const.yaml").read_text())
+    cfg = yaml.safe_load((TINY / "const.yaml").read_text())
     cfg.update(description=LONG, labels=["first-label", "needle-label"])
     cfg["searcher"]["max_length"] = {"batches": 20}
     (tmp / "c.yaml").write_text(yaml.safe_dump(cfg))
-    out = run_det(["e", "create", tmp / "c.yaml", FIXTURES / "tiny_pytorch", "--local-dir",
+    out = run_det(["e", "create", tmp / "c.yaml", TINY, "--local-dir",
                    tmp / "local", "--json", "--no-progress"])
     assert out.returncode == 0, out.stderr
     return tmp / "local", json.loads(out.stdout)

@@ -14,7 +14,8 @@ from upstream_compat_testing import ESTIMATOR, check_estimator_steps, check_stru
 
 pytestmark = pytest.mark.timeout(600)
 
-FIXTURE = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "upstream_compat"
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURE, TINY = FIXTURES / "upstream_compat", FIXTURES / "tiny_pytorch"
 
 DRAWS = {
     "entrypoint": "model_def:DrawsTrial", "scheduling_unit": 10,
@@ -104,3 +105,18 @@ def test_estimator_request_stop_in_evaluation_ends_the_trial(tmp_path):
     (trial,) = result["trials"]
     assert result["state"] == "COMPLETED" and trial["batches"] == 10
     check_estimator_steps(steps(tmp_path, trial["trial_id"])["steps"])
+
+
+@pytest.mark.parametrize("length", [{"epochs": 2}, {"records": 640}])
+def test_local_test_mode_replaces_any_length_with_one_batch(tmp_path, length):
+    cfg = yaml.safe_load((TINY / "const.yaml").read_text())
+    cfg["searcher"]["max_length"] = length
+    cfg["records_per_epoch"] = 384
+    cfg["min_validation_period"] = {"epochs": 1} if "epochs" in length else {"records": 320}
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = run_det(["e", "create", path, TINY, "--local", "--test",
+                   "--local-dir", tmp_path / "local"])
+    assert out.returncode == 0, out.stderr
+    assert "Model definition test succeeded" in out.stdout + out.stderr
+    assert "trained 1 batch" in " ".join((out.stdout + out.stderr).split())

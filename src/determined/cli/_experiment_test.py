@@ -39,7 +39,8 @@ def create_test_remote(args: argparse.Namespace) -> int:
             from determined.cli._experiment_remote import templated
 
             raw = templated(c, args.template, raw, args.config_file)
-        config = test_mode_config(validate_config(raw, source=source))
+        # One batch replaces the length before validation too (whatever its unit).
+        config = test_mode_config(validate_config(test_mode_config(raw), source=source))
         try:
             exp_id = c.create_experiment(config, packed, activate=True, git=git)
         except APIError as e:

@@ -18,6 +18,7 @@ from determined.config._load import (
     load_config,
     local_test_config,
     merge_configs,
+    merge_over_defaults,
     parse_yaml,
     validate_config,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "local_test_config",
     "masked_config",
     "merge_configs",
+    "merge_over_defaults",
     "parse_yaml",
     "test_mode_config",
     "validate_config",

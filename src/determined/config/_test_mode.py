@@ -8,7 +8,9 @@ __all__ = ["test_mode_config"]
 
 def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
     """One trial of one batch that validates and checkpoints, with no restarts and no
-    checkpoints kept; works on raw and validated configs (validate the result).
+    checkpoints kept; works on raw and validated configs (validate the result). The
+    searcher's length is replaced whatever its unit, so apply it before validating too
+    (an ``epochs`` length needs no ``records_per_epoch`` then).
 
     Example:
         >>> cfg = test_mode_config({"searcher": {"name": "random", "metric": "loss"},
@@ -28,7 +30,10 @@ def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
     cfg["min_validation_period"] = {"batches": 1}
     cfg["min_checkpoint_period"] = None
     cfg["max_restarts"] = 0
-    cfg["description"] = f"[test-mode] {config.get('description') or ''}".rstrip()
+    description = config.get("description") or ""
+    if not description.startswith("[test-mode]"):  # applied twice: one prefix
+        description = f"[test-mode] {description}".rstrip()
+    cfg["description"] = description
     keep_none = {"save_experiment_best": 0, "save_trial_best": 0, "save_trial_latest": 0}
     storage = cfg.get("checkpoint_storage")
     if isinstance(storage, dict):

@@ -19,7 +19,7 @@ import sys
 import tempfile
 from typing import Any, Callable, Dict, List, Optional
 
-from determined.config import Length, merge_configs, validate_config
+from determined.config import Length, merge_over_defaults, validate_config
 from determined.errors import InvalidConfigError
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 from determined.storage import SharedFSStorageManager, StorageManager, build_storage
@@ -51,26 +51,6 @@ _NATIVE_DEFAULTS: Dict[str, Any] = {
 }
 
 
-#: Searcher fields that give a length of their own (legacy spellings included): a
-#: searcher naming one does not get the default ``max_length``.
-_SEARCHER_LENGTHS = ("max_length", "length_per_round", "max_steps", "target_trial_steps",
-                     "steps_per_round")
-
-
-def _merge_over_defaults(config: Dict[str, Any]) -> Dict[str, Any]:
-    """``config``'s sections merged field by field over the Native defaults, as 0.13
-    did: ``{"searcher": {"max_length": ...}}`` keeps the default searcher name. A length
-    replaces the default length whole (one unit per length)."""
-    merged = merge_configs(_NATIVE_DEFAULTS, {k: v for k, v in config.items() if k != "searcher"})
-    searcher = config.get("searcher", _NATIVE_DEFAULTS["searcher"])
-    if isinstance(searcher, dict):
-        own_length = any(k in searcher for k in _SEARCHER_LENGTHS)
-        base = {"name": "single"} if own_length else _NATIVE_DEFAULTS["searcher"]
-        searcher = {**copy.deepcopy(base), **searcher}
-    merged["searcher"] = copy.deepcopy(searcher)  # not a dict: validation names it
-    return merged
-
-
 def native_raw_config(config: Optional[Dict[str, Any]], default_metric: str) -> Dict[str, Any]:
     """``config`` merged section by section over the Native defaults (single
     searcher, 100 batches); a searcher without ``metric`` gets ``default_metric`` and a config
@@ -79,7 +59,7 @@ def native_raw_config(config: Optional[Dict[str, Any]], default_metric: str) -> 
         raise InvalidConfigError(
             [("", f"Expected config to be a dict. Received: {type(config).__name__}")]
         )
-    merged = _merge_over_defaults(config or {})
+    merged = merge_over_defaults(_NATIVE_DEFAULTS, config or {})
     searcher = merged.get("searcher")
     if isinstance(searcher, dict) and "metric" not in searcher:
         searcher["metric"] = default_metric

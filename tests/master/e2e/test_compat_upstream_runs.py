@@ -8,6 +8,7 @@ import json
 import pathlib
 
 import pytest
+import yaml
 
 from det_cli_testing import run_det
 from master_testing import create_experiment, wait_for_state
@@ -15,7 +16,8 @@ from upstream_compat_testing import ESTIMATOR, check_estimator_steps, check_stru
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
-FIXTURE = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "upstream_compat"
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures"
+FIXTURE, TINY = FIXTURES / "upstream_compat", FIXTURES / "tiny_pytorch"
 
 DRAWS = {
     "entrypoint": "model_def:DrawsTrial", "scheduling_unit": 10,
@@ -113,3 +115,18 @@ def test_piped_cli_output_is_complete_on_a_master(shared_master, monkeypatch):
         assert "(hidden:" not in out.stdout and "\u2026" not in out.stdout, (args, out.stdout)
     described = run_det(["-m", shared_master.url, "e", "describe", str(exp_id)]).stdout
     assert "needle-label" in described and long.strip() in described
+
+
+@pytest.mark.parametrize("length", [{"epochs": 2}, {"records": 640}])
+def test_test_mode_replaces_any_length_with_one_batch_on_a_master(shared_master, tmp_path,
+                                                                   length):
+    cfg = yaml.safe_load((TINY / "const.yaml").read_text())
+    cfg["searcher"]["max_length"] = length
+    cfg["records_per_epoch"] = 384
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = run_det(["-m", shared_master.url, "e", "create", path, TINY,
+                   "--test", "--json"])
+    assert out.returncode == 0, out.stderr
+    answer = json.loads(out.stdout.strip().splitlines()[-1])
+    assert answer["passed"] and [t["total_batches"] for t in answer["trials"]] == [1]
