@@ -10,7 +10,6 @@ modes the launcher runs the trial in the calling process with
 
 from __future__ import annotations
 
-import copy
 import enum
 import logging
 import os

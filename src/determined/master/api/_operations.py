@@ -37,7 +37,7 @@ from fastapi import Depends, Query
 from determined.master._core import Master
 from determined.master import views
 from determined.master._master_log import MASTER_LOG
-from determined.master.api._auth import check_owner
+from determined.master.api._auth import check_owner, require_admin
 from determined.master.api._errors import fail
 from determined.master.db import TERMINAL_STATES, User
 from determined.master.views import iso
