@@ -238,11 +238,8 @@ class EstimatorTrialController(TrialController):
         for hook in self.run_hooks:
             self._call("build_train_spec (RunHook.on_checkpoint_load)",
                        lambda h=hook: h.on_checkpoint_load(path))
-        if weights_only:  # the source's random streams go on (as 0.13), at batch 0
-            load_rng_state(path)
-            return 0
-        load_rng_state(path)
-        return int(state["batches_trained"])
+        load_rng_state(path)  # a warm start too: the source's random streams go on (0.13)
+        return 0 if weights_only else int(state["batches_trained"])
 
     def on_checkpoint_end(self, path: str) -> None:
         for hook in self.run_hooks:

@@ -51,8 +51,8 @@ _NATIVE_DEFAULTS: Dict[str, Any] = {
 
 
 def native_raw_config(config: Optional[Dict[str, Any]], default_metric: str) -> Dict[str, Any]:
-    """``config`` merged section by section over the Native defaults (single
-    searcher, 100 batches); a searcher without ``metric`` gets ``default_metric`` and a config
+    """``config`` merged section by section over the Native defaults (single searcher,
+    100 batches); a searcher without ``metric`` gets ``default_metric`` and a config
     without ``hyperparameters.global_batch_size`` gets 32. Not validated."""
     if config is not None and not isinstance(config, dict):
         raise InvalidConfigError(
