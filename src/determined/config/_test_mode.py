@@ -30,10 +30,10 @@ def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
     cfg["min_validation_period"] = {"batches": 1}
     cfg["min_checkpoint_period"] = None
     cfg["max_restarts"] = 0
-    description = config.get("description") or ""
-    if not description.startswith("[test-mode]"):  # applied twice: one prefix
-        description = f"[test-mode] {description}".rstrip()
-    cfg["description"] = description
+    description = config.get("description")
+    # None (a raw config): validation gives the default, a second pass prefixes it.
+    if description and not description.startswith("[test-mode]"):
+        cfg["description"] = f"[test-mode] {description}"
     keep_none = {"save_experiment_best": 0, "save_trial_best": 0, "save_trial_latest": 0}
     storage = cfg.get("checkpoint_storage")
     if isinstance(storage, dict):
