@@ -23,7 +23,7 @@ from determined.config._load import (
     validate_config,
 )
 from determined.config._secrets import masked_config
-from determined.config._test_mode import test_mode_config
+from determined.config._test_mode import one_batch_lengths, test_mode_config
 from determined.config._units import Length, Unit
 from determined.config._access import ExperimentConfig
 
@@ -43,6 +43,7 @@ __all__ = [
     "masked_config",
     "merge_configs",
     "merge_over_defaults",
+    "one_batch_lengths",
     "parse_yaml",
     "test_mode_config",
     "validate_config",

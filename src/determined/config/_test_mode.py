@@ -3,21 +3,14 @@
 import copy
 from typing import Any, Dict
 
-__all__ = ["test_mode_config"]
+__all__ = ["one_batch_lengths", "test_mode_config"]
 
 
-def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
-    """One trial of one batch that validates and checkpoints, with no restarts and no
-    checkpoints kept; works on raw and validated configs (validate the result). The
-    searcher's length is replaced whatever its unit, so apply it before validating too
-    (an ``epochs`` length needs no ``records_per_epoch`` then).
-
-    Example:
-        >>> cfg = test_mode_config({"searcher": {"name": "random", "metric": "loss"},
-        ...                         "description": "mnist"})
-        >>> cfg["searcher"]["max_length"], cfg["description"], cfg["max_restarts"]
-        ({'batches': 1}, '[test-mode] mnist', 0)
-    """
+def one_batch_lengths(config: Dict[str, Any]) -> Dict[str, Any]:
+    """A copy of ``config`` whose searcher is a single trial of one batch that validates
+    after it, whatever the units of its own lengths (apply it before validating: an
+    ``epochs`` length then needs no ``records_per_epoch``, and no unit is added beside
+    another)."""
     cfg = copy.deepcopy(config)
     searcher = dict(config.get("searcher") or {})
     cfg["searcher"] = {
@@ -29,11 +22,22 @@ def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
     cfg["scheduling_unit"] = 1
     cfg["min_validation_period"] = {"batches": 1}
     cfg["min_checkpoint_period"] = None
+    return cfg
+
+
+def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
+    """One trial of one batch that validates and checkpoints, with no restarts and no
+    checkpoints kept; works on raw and validated configs (validate the result).
+
+    Example:
+        >>> cfg = test_mode_config({"searcher": {"name": "random", "metric": "loss"},
+        ...                         "description": "mnist"})
+        >>> cfg["searcher"]["max_length"], cfg["description"], cfg["max_restarts"]
+        ({'batches': 1}, '[test-mode] mnist', 0)
+    """
+    cfg = one_batch_lengths(config)
     cfg["max_restarts"] = 0
-    description = config.get("description")
-    # None (a raw config): validation gives the default, a second pass prefixes it.
-    if description and not description.startswith("[test-mode]"):
-        cfg["description"] = f"[test-mode] {description}"
+    cfg["description"] = f"[test-mode] {config.get('description') or ''}".rstrip()
     keep_none = {"save_experiment_best": 0, "save_trial_best": 0, "save_trial_latest": 0}
     storage = cfg.get("checkpoint_storage")
     if isinstance(storage, dict):
