@@ -18,6 +18,7 @@ from determined.config._load import (
     load_config,
     local_test_config,
     merge_configs,
+    merge_over_defaults,
     parse_yaml,
     validate_config,
 )
@@ -29,7 +30,7 @@ from determined.config._size import (
     check_config_text,
     check_config_tree,
 )
-from determined.config._test_mode import test_mode_config
+from determined.config._test_mode import one_batch_lengths, test_mode_config
 from determined.config._units import Length, Unit
 from determined.config._access import ExperimentConfig
 
@@ -53,6 +54,8 @@ __all__ = [
     "local_test_config",
     "masked_config",
     "merge_configs",
+    "merge_over_defaults",
+    "one_batch_lengths",
     "parse_yaml",
     "test_mode_config",
     "validate_config",

@@ -36,6 +36,7 @@ from determined.harness._sequencer import Sequencer
 from determined.harness._usercode import load_trial_class
 from determined.harness._workload import Kind
 from determined.storage import StorageManager, copy_code, read_metadata, write_metadata
+from determined.util import plain_values
 
 __all__ = ["TrialRunner", "ExitReason"]
 
@@ -159,7 +160,7 @@ class TrialRunner:
         validation that completes the searcher's Validate operation."""
         if kind is Kind.RUN_STEP:
             self.step_id += 1
-            metrics = self.controller.train(num_batches, self.batches_trained)
+            metrics = plain_values(self.controller.train(num_batches, self.batches_trained))
             self.batches_trained += num_batches
             self.sequencer.trained(num_batches)
             if self.is_chief:
@@ -204,7 +205,7 @@ class TrialRunner:
             self.host.report_validation(self.batches_trained, metrics)
 
     def _validate(self, completes_op: bool = False) -> None:
-        metrics = self.controller.validate(self.batches_trained)
+        metrics = plain_values(self.controller.validate(self.batches_trained))
         values = metrics.get("validation_metrics", {})
         name = self.config.metric
         if not name or (self.env.test_mode and name not in values):

@@ -295,7 +295,7 @@ class LocalDriver:
                 except NotFoundError:
                     pass  # its record went with a rollback
             elif isinstance(e, engine.UpdateTrial):
-                fields = {k: v for k, v in e.fields.items() if k != "warm_start_checkpoint"}
+                fields = dict(e.fields)
                 if fields:
                     self.db.update_trial(self.trials[e.request_id].trial_id, **fields)
             elif isinstance(e, engine.SetExperimentState):

@@ -7,7 +7,7 @@ log, and draining agents and slots.
 - ``POST /checkpoints/{uuid}/metadata`` ``{metadata}`` merges top-level keys;
   ``DELETE /checkpoints/{uuid}/metadata?keys=a&keys=b`` drops keys; both answer
   ``{"metadata": ...}`` (the experiment's owner or an admin).
-- ``DELETE /experiments/{id}`` (admins; finished experiments only): deletes its
+- ``DELETE /experiments/{id}`` (its owner or an admin; finished experiments only): deletes its
   checkpoints from storage, then its records and files on the master.
 - ``GET /experiments/{id}/gc-preview?save_experiment_best=&save_trial_best=&
   save_trial_latest=`` -> ``{"checkpoints": [...]}`` that policy would delete;
@@ -144,9 +144,9 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
 
     @api.delete("/experiments/{id}")
     def delete_experiment(id: int, user: User = Caller) -> Dict[str, Any]:
-        require_admin(user, "delete experiments")
         with master.lock:
             exp = store.get_experiment(id)
+            check_owner(user, exp.owner, f"experiment {id}", "delete")  # as 0.13
             if exp.state not in TERMINAL_STATES or id in master.runs:
                 raise fail(409, f"Experiment {id} is {exp.state}; only finished experiments "
                                 "(COMPLETED, CANCELED, ERROR) can be deleted: kill it first")

@@ -128,7 +128,7 @@ class ExperimentRun:
                 orphans = self.store.rollback_trial(self._tid(e.request_id), e.batches)
                 self._pending_deletes.extend(orphans)
             elif isinstance(e, engine.UpdateTrial):
-                fields = {k: v for k, v in e.fields.items() if k != "warm_start_checkpoint"}
+                fields = dict(e.fields)
                 if fields:
                     self.store.update_trial(self._tid(e.request_id), **fields)
                 if "state" in fields:
