@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -153,6 +154,38 @@ def task_from_command(command: Dict[str, Any], task_dir: str, host: str, master_
     return argv, env, work, port
 
 
+def read_line_batches(fd: int, emit: Callable[[List[str]], None], max_age: float,
+                      max_lines: int = 200) -> None:
+    """Read ``fd`` to its end, passing its lines to ``emit`` in batches: a batch goes out
+    once it holds ``max_lines`` lines or its first line is ``max_age`` seconds old, even
+    while no more output comes (a service that prints one line and then waits)."""
+    batch: List[str] = []
+    first = 0.0  # when the batch's first line arrived
+    pending = b""
+    while True:
+        timeout = max(0.0, first + max_age - time.monotonic()) if batch else None
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            emit(batch)
+            batch = []
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        *lines, pending = (pending + chunk).split(b"\n")
+        for raw in lines:
+            if not batch:
+                first = time.monotonic()
+            batch.append(raw.decode("utf-8", errors="replace"))
+            if len(batch) >= max_lines:
+                emit(batch)
+                batch = []
+    if pending:
+        batch.append(pending.decode("utf-8", errors="replace"))
+    if batch:
+        emit(batch)
+
+
 class TaskProcess:
     """One task process: started in a session of its own, its output read line by line.
 
@@ -173,15 +206,7 @@ class TaskProcess:
         """Pass output lines to ``emit`` in batches (at most 0.2 s or 200 lines old)
         until the process exits; returns its exit code (negative: a signal)."""
         assert self.proc.stdout is not None
-        batch: List[str] = []
-        last = time.monotonic()
-        for raw in self.proc.stdout:
-            batch.append(raw.decode("utf-8", errors="replace").rstrip("\n"))
-            if len(batch) >= 200 or time.monotonic() - last > 0.2:
-                emit(batch)
-                batch, last = [], time.monotonic()
-        if batch:
-            emit(batch)
+        read_line_batches(self.proc.stdout.fileno(), emit, max_age=0.2)
         return self.proc.wait()
 
     def signal(self, sig: int) -> None:

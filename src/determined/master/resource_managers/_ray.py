@@ -472,6 +472,7 @@ class TrialRank:
 
         from determined.common.api import MasterClient, unpack_context
         from determined.harness._distributed import _WORKER_COMMAND
+        from determined.tasks._launch import read_line_batches
 
         client = MasterClient(env["DET_MASTER"], token=env["DET_TRIAL_TOKEN"])
         self.workdir = tempfile.mkdtemp(prefix=f"det-ray-trial-{rank}-")
@@ -496,20 +497,17 @@ class TrialRank:
                                          stdin=subprocess.DEVNULL, start_new_session=True,
                                          preexec_fn=_die_with_parent)
             prefix = "" if rank == 0 else f"[rank {rank}] "
-            batch: List[str] = []
             unsent: List[str] = []
-            last = time.monotonic()
+
+            def post(batch: List[str]) -> None:
+                nonlocal unsent
+                batch = [prefix + line for line in batch]
+                if not _post_logs(client, batch):
+                    unsent = (unsent + batch)[-1000:]
+
             assert self.proc.stdout is not None
-            for raw in self.proc.stdout:
-                batch.append(prefix + raw.decode("utf-8", errors="replace").rstrip("\n"))
-                if len(batch) >= 200 or time.monotonic() - last > 0.5:
-                    if not _post_logs(client, batch):
-                        unsent = (unsent + batch)[-1000:]
-                    batch, last = [], time.monotonic()
-            code = self.proc.wait()
-            if not _post_logs(client, batch):
-                unsent = (unsent + batch)[-1000:]
-            return code, unsent
+            read_line_batches(self.proc.stdout.fileno(), post, max_age=0.5)
+            return self.proc.wait(), unsent
         finally:
             client.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
