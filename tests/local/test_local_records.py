@@ -47,8 +47,11 @@ def test_every_read_command_shows_what_a_run_with_a_restart_did(tmp_path, tiny_d
     assert steps == [(10, True, False), (20, True, True), (30, True, False), (40, True, True)]
     assert all(len(s["metrics"]["batch_metrics"]) == 10 and s["metrics"]["num_inputs"] == 160
                for s in trial["steps"])
-    assert trial["steps"][-1]["validation"]["metrics"]["validation_metrics"][
-        "validation_loss"] == ran["best_metric"]
+    # The best validation of the run is the smaller of the two (the loss of this short,
+    # randomly seeded run need not fall from batch 20 to 40).
+    validated = [s["validation"]["metrics"]["validation_metrics"]["validation_loss"]
+                 for s in trial["steps"] if s["validation"]]
+    assert len(validated) == 2 and min(validated) == ran["best_metric"]
     csv_text = _read(local, "e", "describe", str(exp_id), fmt="--csv")
     assert csv_text.count("\n\n") == 2 and f"{exp_id},{trial_id},40," in csv_text
 

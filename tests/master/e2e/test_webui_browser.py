@@ -239,6 +239,8 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
         shot(page, out_dir, f"experiment-{tab}")
     assert "searcher:" in page.get_by_test_id("config-yaml").inner_text()
     page.get_by_role("button", name="hyperparameters", exact=True).click()
+    # One point per trial in the slice plots (drawn once the trials have loaded).
+    page.get_by_test_id("slice-plots").locator("circle").nth(2).wait_for()
     assert page.get_by_test_id("slice-plots").locator("circle").count() == 3
     page.get_by_role("button", name="checkpoints", exact=True).click()
     with page.expect_download() as download:
