@@ -25,8 +25,9 @@ from determined.config import validate_config
 from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master._lifecycle import event
-from determined.master.db import Store
+from determined.master.db import Store, resolve_source_checkpoint
 from determined.master.tasks import TaskManager
+from determined.storage import build_storage
 from determined.master.experiments import ExperimentRun, TrialState
 from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_root
 from determined.master.resource_managers import (
@@ -248,7 +249,7 @@ class Master:
         compileall.compile_dir(dest, quiet=2, workers=1)
 
     def _make_run(self, exp_id: int, config: Dict[str, Any], state: str,
-                  source_checkpoint: Optional[str] = None) -> ExperimentRun:
+                  source_checkpoint: Optional[Tuple[str, str]] = None) -> ExperimentRun:
         model_dir = self._model_dir(exp_id)
         if not os.path.isdir(model_dir):  # restored at master start
             self._unpack_model_def(self.store.get_model_def(exp_id), model_dir)
@@ -262,8 +263,9 @@ class Master:
     def _capacity(self, config: Dict[str, Any]) -> int:
         """Trials of an experiment the live agents can run at once."""
         resources = config.get("resources") or {}
-        slots = min(self.rm.slots, int(resources.get("max_slots") or self.rm.slots))
-        return slots // max(1, int(resources.get("slots_per_trial") or 1))
+        max_slots = resources.get("max_slots")
+        return engine.capacity(self.rm.slots, int(max_slots) if max_slots else None,
+                               int(resources.get("slots_per_trial") or 1))
 
     def _tell_capacity(self) -> None:
         """Re-send each run's capacity when it changed (lock held); none while no agent
@@ -273,29 +275,10 @@ class Master:
             if capacity >= 1 and capacity != run.searcher.capacity:
                 run.capacity_changed(capacity)
 
-    def source_checkpoint(self, config: Dict[str, Any]) -> Optional[str]:
-        """The checkpoint uuid ``searcher.source_checkpoint_uuid`` or
-        ``searcher.source_trial_id`` names (every trial warm-starts from it), or None.
-
-        Raises:
-            ValueError: naming the field, if the checkpoint or trial is unknown.
-        """
-        s = config.get("searcher") or {}
-        uuid = s.get("source_checkpoint_uuid")
-        if uuid:
-            c = self.store.get_checkpoint(str(uuid))
-            if c.state != "COMPLETED":
-                raise ValueError(f"searcher.source_checkpoint_uuid: checkpoint {uuid} is "
-                                 f"{c.state}, expected COMPLETED")
-            return c.uuid
-        trial_id = s.get("source_trial_id")
-        if trial_id is not None:
-            c = self.store.latest_checkpoint(int(trial_id))
-            if c is None:
-                raise ValueError(f"searcher.source_trial_id: trial {trial_id} has no "
-                                 "checkpoint")
-            return c.uuid
-        return None
+    def source_checkpoint(self, config: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+        """(uuid, path) of the checkpoint every trial warm-starts from, or None
+        (``resolve_source_checkpoint``; a ValueError names the field)."""
+        return resolve_source_checkpoint(config, self.store, build_storage)
 
     def delete_files(self, storage: Any, uuids: List[str]) -> None:
         """Delete checkpoint files in the background (never under the lock)."""
@@ -476,10 +459,8 @@ class Master:
             running[task_id] = (self._task(*found) if found else task, alloc)
         self.tasks.place_unslotted()  # TensorBoards waiting for an agent
         running.update(self.tasks.running())  # tasks hold slots too (master/tasks)
-        if pending and sum(a.slot_count for _, a in running.values()) >= self.rm.slots:
-            for run in self.runs.values():
-                run.suspend_idle()
-        self._suspend_at_max_slots(pending)
+        self._release_waiting(self.rm.slots - sum(a.slot_count for _, a in running.values()),
+                              len(pending))
         decision = scheduler.schedule(
             self.rm.agents(),
             [self._task(r, t) for r, t in pending.values()] + self.tasks.pending(), running,
@@ -507,15 +488,21 @@ class Master:
                 found[0].stop(found[1])
         return launches
 
-    def _suspend_at_max_slots(self, pending: Dict[str, Tuple[ExperimentRun, TrialState]]) -> None:
-        """An experiment at its resources.max_slots with trials waiting for a slot:
-        its idle trials (waiting for work) give theirs back."""
-        for run in {id(r): r for r, _ in pending.values()}.values():
+    def _release_waiting(self, free: int, wanting: int) -> None:
+        """Trials waiting for work give their slots back by the rule both adapters
+        follow (``engine.release_waiting``), for their own experiment's trials (within
+        its max_slots) and, while the cluster is full, for any experiment's."""
+        for run in list(self.runs.values()):
+            per_trial = run.cfg.slots_per_trial
+            running, waiting = len(run.running()), len(run.idle_running())
             max_slots = (run.config.get("resources") or {}).get("max_slots")
-            if max_slots is None or not run.idle_running():
-                continue
-            used = len(run.running()) * run.cfg.slots_per_trial
-            if used + run.cfg.slots_per_trial > int(max_slots):
+            room = free if max_slots is None else min(free, int(max_slots) - running * per_trial)
+            own = engine.release_waiting(wanting=len(run.schedulable()), running=running,
+                                         waiting=waiting, free_slots=room,
+                                         slots_per_trial=per_trial)
+            others = engine.release_waiting(wanting=wanting, running=running, waiting=waiting,
+                                            free_slots=free, slots_per_trial=1)
+            if own or others:
                 run.suspend_idle()
 
     # ------------------------------------------------------------------ info
