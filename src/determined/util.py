@@ -114,6 +114,12 @@ def json_encode(obj: Any, indent: Optional[str] = None, sort_keys: bool = False)
     return json.dumps(obj, indent=indent, sort_keys=sort_keys, default=_default)
 
 
+def plain_values(obj: Any) -> Any:
+    """``obj`` as the plain JSON values a reader of the stored metrics gets back: NumPy
+    arrays and tuples become lists, NumPy and tensor scalars numbers (NaN kept)."""
+    return json.loads(json_encode(obj))
+
+
 def write_user_code(path: pathlib.Path) -> None:
     """Copy the trial's model directory (the working directory) to ``path/code``."""
     from determined.storage import copy_code

@@ -56,3 +56,4 @@ def test_request_stop_in_evaluation_ends_the_validation(tmp_path):
     host, _ = run_trial(TRIALS, _config(stop_eval_after=2), plan(5, "v"), str(tmp_path))
     assert trials.EVENTS["eval_after_run"] == 2
     assert host.validations[-1][1]["num_inputs"] == 64  # 2 of 5 batches evaluated
+    assert host.early_exit == "user_requested_stop"  # the trial stops there, as 0.13

@@ -1,7 +1,7 @@
 """A trial's unfinished checkpoint writes are removed when it starts (not only when a
-master starts): its tagged ``.partial-*`` scratch directories, and, when it resumes from
-its own checkpoint, complete checkpoints it wrote later that no record names. Other
-trials' files stay."""
+master starts): its tagged ``.partial-*`` scratch directories, and complete checkpoints
+of more batches than the one it resumes from that no record names. Other trials' files
+and every recorded checkpoint stay."""
 
 import json
 import os
@@ -18,7 +18,8 @@ def _complete(root, experiment_id, trial_id, when):
     path.mkdir()
     (path / "state_dict.pth").write_bytes(b"x" * 10)
     (path / "metadata.json").write_text(json.dumps(
-        {"experiment_id": experiment_id, "trial_id": trial_id, "end_time": when}))
+        {"experiment_id": experiment_id, "trial_id": trial_id, "end_time": when,
+         "batch_number": 30}))
     os.utime(path, (when, when))
     return path
 
@@ -57,3 +58,25 @@ def test_trial_start_removes_its_leftovers_only(tmp_path, tiny_dir):
         assert (root / c["uuid"] / "metadata.json").exists() == (c["state"] == "COMPLETED")
     logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
     assert logs.count("removed an unfinished checkpoint write of this trial") == 2, logs
+
+
+def test_restart_keeps_recorded_checkpoints_written_milliseconds_apart(tmp_path, tiny_dir):
+    """A checkpoint after every batch, a hard crash, a restart: every checkpoint the local
+    store lists as COMPLETED is still there."""
+    local = tmp_path / "local"
+    cfg = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    cfg.update(scheduling_unit=1, min_checkpoint_period={"batches": 1})
+    cfg["checkpoint_storage"] = {"save_trial_latest": 100, "save_trial_best": 100}
+    cfg["hyperparameters"]["crash_once_at_batch"] = 25
+    cfg["data"] = {"crash_marker": str(tmp_path / "crashed")}
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    out = run_det(["e", "create", config, tiny_dir, "--local-dir", local, "--json",
+                   "--no-progress"])
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["trials"][0]["restarts"] == 1
+    listed = json.loads(run_det(["e", "lc", "1", "--local-dir", local, "--json"]).stdout)
+    completed = [c["uuid"] for c in listed if c["state"] == "COMPLETED"]
+    assert len(completed) >= 39, listed
+    root = local / "checkpoints"
+    assert [u for u in completed if not (root / u / "metadata.json").exists()] == []

@@ -215,3 +215,17 @@ def metric_rows(client: httpx.Client, trial_id: int) -> List[Any]:
     """A trial's stored metric rows as (kind, total_batches, metrics) in stored order."""
     metrics = client.get(f"/trials/{trial_id}").json()["metrics"]
     return [(m["kind"], m["total_batches"], m["metrics"]) for m in metrics]
+
+
+ADMIN_PASSWORD = "admin-test-pw"
+
+
+def set_password(master: "MasterProcess", user: str = "admin",
+                 password: str = ADMIN_PASSWORD) -> str:
+    """Set ``user``'s password with the master's own ``--set-password`` (admins cannot
+    log in with a blank one where anonymous access is off); returns the password."""
+    cmd = master.command() + ["--set-password", user]
+    out = subprocess.run(cmd, input=password + "\n", capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return password

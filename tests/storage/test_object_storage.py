@@ -154,3 +154,32 @@ def test_unreachable_store_is_a_storage_error():
     s.store.client.meta.config.retries = {"max_attempts": 1}
     with pytest.raises(StorageError, match="s3://b"):
         s.list_checkpoints()
+
+
+def _trial_checkpoint(s, trial_id, batches):
+    uuid = str(uuidlib.uuid4())
+    with s.store_path(uuid) as path:
+        _write(path, {"state_dict.pth": b"w"})
+        write_metadata(path, {"uuid": uuid, "experiment_id": 1, "trial_id": trial_id,
+                              "batch_number": batches})
+    return uuid
+
+
+def test_leftovers_are_unrecorded_checkpoints_past_the_restored_one(backend):
+    """Checkpoints written milliseconds apart: only what no record names and holds more
+    batches than the restored checkpoint goes; file times play no part."""
+    section, _ = backend
+    s = build_storage(section)
+    recorded_early, restored = _trial_checkpoint(s, 1, 10), _trial_checkpoint(s, 1, 20)
+    unrecorded_early = _trial_checkpoint(s, 1, 15)  # fewer batches: kept
+    unrecorded_late = _trial_checkpoint(s, 1, 30)  # killed before reporting it
+    recorded_late = _trial_checkpoint(s, 1, 40)  # rolled back past, but recorded: kept
+    other_trial = _trial_checkpoint(s, 2, 30)
+    recorded = {recorded_early, restored, recorded_late}
+    assert s.remove_leftovers(1, 1, None, restored, 20) == []  # host cannot tell: none
+    removed = s.remove_leftovers(1, 1, recorded, restored, 20)
+    assert removed == [s.describe(unrecorded_late)]
+    assert set(s.list_checkpoints()) == recorded | {unrecorded_early, other_trial}
+    for uuid in recorded:
+        with s.restore_path(uuid) as path:
+            assert read_metadata(path)["uuid"] == uuid

@@ -96,10 +96,11 @@ def _create(args: argparse.Namespace) -> int:
             raise MasterError(f"{flag} needs a master; it has no meaning for --local runs")
     if args.test_mode:
         local_dir = os.path.abspath(args.local_dir or default_local_dir())
-        from determined.config import load_config, local_test_config
+        from determined.config import load_config, local_test_config, one_batch_lengths
 
-        # As 0.13: a partial config (a searcher without a name) works in local test mode.
-        raw = local_test_config(load_config(args.config_file))
+        # As 0.13: a partial config (a searcher without a name) works in local test mode,
+        # and one batch replaces the searcher's length whatever its unit.
+        raw = one_batch_lengths(local_test_config(load_config(args.config_file)))
         cfg = prepare_config(raw, args.model_def, local_dir)
         summary = run_test_mode(cfg, args.model_def, console)
         if args.json:

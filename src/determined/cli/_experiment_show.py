@@ -106,7 +106,7 @@ def steps_json(workloads: Sequence[Dict[str, Any]],
     """A trial's workloads in upstream's ``steps`` shape, one per batch count reported:
     ``{"total_batches", "end_time", "metrics": {"avg_metrics", "batch_metrics",
     "num_inputs"} | None, "validation": {"metrics": {"validation_metrics", "num_inputs"}}
-    | None, "checkpoint": {"uuid", "state"} | None}``."""
+    | None, "checkpoint": {"id", "uuid", "state"} | None}``."""
     steps: Dict[int, Dict[str, Any]] = {}
     for w in workloads:
         step = steps.setdefault(w["total_batches"], {
@@ -122,7 +122,7 @@ def steps_json(workloads: Sequence[Dict[str, Any]],
         step = steps.setdefault(ck["total_batches"], {
             "total_batches": ck["total_batches"], "end_time": ck.get("end_time"),
             "metrics": None, "validation": None, "checkpoint": None})
-        step["checkpoint"] = {"uuid": ck["uuid"], "state": ck["state"]}
+        step["checkpoint"] = {"id": ck.get("id"), "uuid": ck["uuid"], "state": ck["state"]}
     return [steps[b] for b in sorted(steps)]
 
 

@@ -16,7 +16,7 @@ from rich.console import Console
 from determined.cli._experiment_remote import follow, read_context
 from determined.cli._remote import client, unreachable_hint
 from determined.common.api import APIError
-from determined.config import load_config, test_mode_config, validate_config
+from determined.config import load_config, one_batch_lengths, test_mode_config, validate_config
 from determined.errors import MasterError
 
 __all__ = ["create_test_remote"]
@@ -39,7 +39,8 @@ def create_test_remote(args: argparse.Namespace) -> int:
             from determined.cli._experiment_remote import templated
 
             raw = templated(c, args.template, raw, args.config_file)
-        config = test_mode_config(validate_config(raw, source=source))
+        # One batch replaces the length before validation too (whatever its unit).
+        config = test_mode_config(validate_config(one_batch_lengths(raw), source=source))
         try:
             exp_id = c.create_experiment(config, packed, activate=True, git=git)
         except APIError as e:

@@ -92,6 +92,15 @@ def _one_line(e: BaseException) -> str:
     return text
 
 
+def _reader_went_away() -> int:
+    """``det ... | head``: the reader closed the pipe. End quietly, as a command killed
+    by SIGPIPE would (exit status 141), with nothing left to flush."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 141
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = build_parser()
     try:
@@ -105,7 +114,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.print_help()
         return 0
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        return _reader_went_away()
     except DeterminedError as e:
         print(f"det: error: {e}", file=sys.stderr)
         return 1

@@ -31,7 +31,7 @@ def _preview(args: argparse.Namespace) -> int:
         lengths[trial.trained_units] += 1
     unit = searchers.make_searcher(cfg).unit.value
     console = Console()
-    console.print(f"Using search configuration: {cfg['searcher']}")
+    console.print(f"Using search configuration: {cfg['searcher']}", soft_wrap=True)
     table = Table()
     table.add_column("trials")
     table.add_column(f"training ({unit})")

@@ -7,6 +7,7 @@ import csv
 import datetime
 import io
 import json
+import os
 import re
 import shutil
 import sys
@@ -176,8 +177,14 @@ _DROP_FIRST = ["archived", "labels", "end_time", "restarts", "size_bytes", "addr
                "latest_checkpoint", "owner"]
 
 
-def terminal_width() -> int:
-    """``$COLUMNS``, else the terminal's width, else 80."""
+def terminal_width() -> Optional[int]:
+    """``$COLUMNS``, else the terminal's width; None (no limit) when stdout is no
+    terminal, so scripts reading a pipe or file get every column in full."""
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    if not sys.stdout.isatty():
+        return None
     return shutil.get_terminal_size((80, 24)).columns
 
 
@@ -189,10 +196,10 @@ def _shorten(text: str, width: int) -> str:
 def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
                width: Optional[int] = None) -> str:
     """A plain table (``a | b`` with a ``---+---`` rule) at most ``width`` columns wide
-    (default: the terminal's): long cells are shortened with an ellipsis, widest first;
-    columns that still do not fit are left out (named in a last line; ``--csv`` and
-    ``--json`` show every value)."""
-    width = width or terminal_width()
+    (default: the terminal's; no limit when stdout is no terminal): long cells are
+    shortened with an ellipsis, widest first; columns that still do not fit are left
+    out (named in a last line; ``--csv`` and ``--json`` show every value)."""
+    width = width or terminal_width() or sys.maxsize
     labels = [LABELS.get(c, c) for c in columns]
     cells = [[cell(r.get(c)).replace("\n", " ") for c in columns] for r in rows]
     widths = [max([len(label)] + [len(row[i]) for row in cells]) for i, label in enumerate(labels)]

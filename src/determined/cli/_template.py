@@ -66,12 +66,14 @@ def _list(args: argparse.Namespace) -> int:
         print(json.dumps(templates))
         return 0
     if getattr(args, "details", False):
-        rows = [{"name": t["name"], "config": yaml.safe_dump(t["config"], default_flow_style=True,
-                                                             width=10**6).strip()}
+        rows = [{"name": t["name"], "owner": t.get("owner") or "",
+                 "config": yaml.safe_dump(t["config"], default_flow_style=True,
+                                          width=10**6).strip()}
                 for t in templates]
-        print_rows(rows, ["name", "config"], args)
+        print_rows(rows, ["name", "owner", "config"], args)
     else:
-        print_rows([{"name": t["name"]} for t in templates], ["name"], args)
+        print_rows([{"name": t["name"], "owner": t.get("owner") or ""} for t in templates],
+                   ["name", "owner"], args)
     return 0
 
 

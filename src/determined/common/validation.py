@@ -104,11 +104,12 @@ def _entrypoint_module(config: Mapping[str, Any]) -> str:
 
 
 def _check_context(config: Dict[str, Any], context: Optional[bytes], model_dir: Optional[str],
-                   source: str) -> Optional[ContextArchive]:
+                   source: str, max_ratio: Optional[float] = None,
+                   ratio_floor: int = 0) -> Optional[ContextArchive]:
     module = _entrypoint_module(config)
     found: Optional[ContextArchive] = None
     if context is not None:
-        found = check_context_archive(context)
+        found = check_context_archive(context, max_ratio=max_ratio, ratio_floor=ratio_floor)
         present = found.has_module(module) if module else True
         where = "the uploaded context directory"
     elif model_dir is not None:
@@ -144,6 +145,8 @@ def validate_experiment(
     context: Optional[bytes] = None,
     model_dir: Optional[str] = None,
     source: str = "experiment config",
+    max_context_ratio: Optional[float] = None,
+    context_ratio_floor: int = 0,
 ) -> ValidExperiment:
     """Validate a new experiment completely, before anything about it is stored.
 
@@ -154,6 +157,8 @@ def validate_experiment(
         context: the uploaded context archive (the master), or
         model_dir: the model definition directory (local runs).
         source: names the config in error messages.
+        max_context_ratio, context_ratio_floor: the archive's unpacked-to-packed size
+            limit, for contexts over the floor unpacked (the master's limits).
 
     Returns:
         The normalized config with defaults, and what the archive holds.
@@ -173,6 +178,7 @@ def validate_experiment(
     raw, defaults = _defaults(raw, default_storage)
     config = validate_config(raw, defaults=defaults, source=source)
     _check_searcher(config, source)
-    found = _check_context(config, context, model_dir, source)
+    found = _check_context(config, context, model_dir, source, max_context_ratio,
+                           context_ratio_floor)
     _check_storage(config, source)
     return ValidExperiment(config, found)

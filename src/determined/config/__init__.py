@@ -18,17 +18,26 @@ from determined.config._load import (
     load_config,
     local_test_config,
     merge_configs,
+    merge_over_defaults,
     parse_yaml,
     validate_config,
 )
+from determined.config._schema import check_labels
 from determined.config._secrets import masked_config
-from determined.config._test_mode import test_mode_config
+from determined.config._size import (
+    ConfigLimitError,
+    check_config_json,
+    check_config_text,
+    check_config_tree,
+)
+from determined.config._test_mode import one_batch_lengths, test_mode_config
 from determined.config._units import Length, Unit
 from determined.config._access import ExperimentConfig
 
 __all__ = [
     "MAX_ALIAS_EXPANSION",
     "Categorical",
+    "ConfigLimitError",
     "Constant",
     "Double",
     "ExperimentConfig",
@@ -36,11 +45,17 @@ __all__ = [
     "Length",
     "Log",
     "Unit",
+    "check_config_json",
+    "check_config_text",
+    "check_config_tree",
+    "check_labels",
     "config_warnings",
     "load_config",
     "local_test_config",
     "masked_config",
     "merge_configs",
+    "merge_over_defaults",
+    "one_batch_lengths",
     "parse_yaml",
     "test_mode_config",
     "validate_config",

@@ -35,6 +35,7 @@ __all__ = [
     "load_config",
     "local_test_config",
     "merge_configs",
+    "merge_over_defaults",
     "parse_yaml",
     "validate_config",
 ]
@@ -297,8 +298,31 @@ def local_test_config(raw: Mapping[str, Any]) -> Dict[str, Any]:
     Example:
         >>> local_test_config({"searcher": {"metric": "loss"}})["searcher"]["name"]
         'single'
+        >>> local_test_config({"searcher": {"max_length": {"epochs": 2}}})["searcher"]["max_length"]
+        {'epochs': 2}
     """
-    return merge_configs(_LOCAL_TEST_DEFAULTS, raw)
+    return merge_over_defaults(_LOCAL_TEST_DEFAULTS, raw)
+
+
+#: Searcher fields that are a length (legacy spellings included).
+_SEARCHER_LENGTHS = ("max_length", "length_per_round", "budget", "max_steps",
+                     "target_trial_steps", "step_budget", "steps_per_round")
+
+
+def merge_over_defaults(defaults: Mapping[str, Any], raw: Mapping[str, Any]) -> Dict[str, Any]:
+    """``raw`` merged section by section over ``defaults`` (``merge_configs``), except
+    that a searcher giving a length of its own keeps none of the defaults' lengths (a
+    length has exactly one unit)."""
+    merged = merge_configs(defaults, {k: v for k, v in raw.items() if k != "searcher"})
+    searcher = raw.get("searcher", defaults.get("searcher"))
+    base = defaults.get("searcher")
+    if isinstance(searcher, Mapping) and isinstance(base, Mapping):
+        if any(k in searcher for k in _SEARCHER_LENGTHS):
+            base = {k: v for k, v in base.items() if k not in _SEARCHER_LENGTHS}
+        searcher = merge_configs(base, searcher)
+    if searcher is not None:
+        merged["searcher"] = copy.deepcopy(searcher)  # not a mapping: validation names it
+    return merged
 
 
 def _default_description(seed: int) -> str:

@@ -15,7 +15,8 @@ from typing_extensions import Annotated
 
 from determined.config._units import Length
 
-__all__ = ["ExperimentConfigModel", "SEARCHER_NAMES", "STORAGE_TYPES", "HPARAM_TYPES"]
+__all__ = ["ExperimentConfigModel", "check_labels", "SEARCHER_NAMES", "STORAGE_TYPES",
+           "HPARAM_TYPES"]
 
 
 class _Strict(BaseModel):
@@ -381,6 +382,15 @@ class DataLayer(_Strict):
     endpoint_url: Optional[str] = None
 
 
+def check_labels(labels: List[str]) -> List[str]:
+    """``labels`` unchanged, or ValueError when one is empty or blank (a label that
+    shows as nothing and that no filter could name)."""
+    blank = [label for label in labels if not label.strip()]
+    if blank:
+        raise ValueError(f"Expected non-empty labels. Received: {blank[0]!r} in {labels!r}")
+    return labels
+
+
 class ExperimentConfigModel(_Strict):
     entrypoint: Optional[str] = None
     description: Optional[str] = None
@@ -426,7 +436,7 @@ class ExperimentConfigModel(_Strict):
     @field_validator("labels")
     @classmethod
     def _label_set(cls, value: List[str]) -> List[str]:
-        return list(dict.fromkeys(value))
+        return list(dict.fromkeys(check_labels(value)))
 
     @model_validator(mode="after")
     def _batch_size(self) -> "ExperimentConfigModel":

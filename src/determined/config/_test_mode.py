@@ -3,7 +3,26 @@
 import copy
 from typing import Any, Dict
 
-__all__ = ["test_mode_config"]
+__all__ = ["one_batch_lengths", "test_mode_config"]
+
+
+def one_batch_lengths(config: Dict[str, Any]) -> Dict[str, Any]:
+    """A copy of ``config`` whose searcher is a single trial of one batch that validates
+    after it, whatever the units of its own lengths (apply it before validating: an
+    ``epochs`` length then needs no ``records_per_epoch``, and no unit is added beside
+    another)."""
+    cfg = copy.deepcopy(config)
+    searcher = dict(config.get("searcher") or {})
+    cfg["searcher"] = {
+        "name": "single",
+        "metric": searcher.get("metric"),
+        "smaller_is_better": searcher.get("smaller_is_better", True),
+        "max_length": {"batches": 1},
+    }
+    cfg["scheduling_unit"] = 1
+    cfg["min_validation_period"] = {"batches": 1}
+    cfg["min_checkpoint_period"] = None
+    return cfg
 
 
 def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
@@ -16,17 +35,7 @@ def test_mode_config(config: Dict[str, Any]) -> Dict[str, Any]:
         >>> cfg["searcher"]["max_length"], cfg["description"], cfg["max_restarts"]
         ({'batches': 1}, '[test-mode] mnist', 0)
     """
-    cfg = copy.deepcopy(config)
-    searcher = dict(config.get("searcher") or {})
-    cfg["searcher"] = {
-        "name": "single",
-        "metric": searcher.get("metric"),
-        "smaller_is_better": searcher.get("smaller_is_better", True),
-        "max_length": {"batches": 1},
-    }
-    cfg["scheduling_unit"] = 1
-    cfg["min_validation_period"] = {"batches": 1}
-    cfg["min_checkpoint_period"] = None
+    cfg = one_batch_lengths(config)
     cfg["max_restarts"] = 0
     cfg["description"] = f"[test-mode] {config.get('description') or ''}".rstrip()
     keep_none = {"save_experiment_best": 0, "save_trial_best": 0, "save_trial_latest": 0}

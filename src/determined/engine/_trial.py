@@ -29,7 +29,7 @@ class CoreTrial:
     current_op: Optional[Any] = None
     last_train: Optional[Length] = None
     batches: int = 0  # highest training/validation count stored
-    validated_batches: int = 0
+    validated_batches: int = -1  # none yet (perform_initial_validation stores batch 0)
     last_validation: Optional[Tuple[int, Optional[float]]] = None
     checkpoint_batches: int = 0
     latest_checkpoint: Optional[str] = None

@@ -174,16 +174,20 @@ class EstimatorTrialController(TrialController):
     def validate(self, batches_trained: int) -> Dict[str, Any]:
         prefix = self._driver_call(self.driver.save)
         counter = _RecordCounter(self._context.get_per_slot_batch_size())
+        stop = _StopSeen()
         spec = self.eval_spec
         try:
             results = self.estimator.evaluate(
                 input_fn=self._input_fn(spec.input_fn, "build_validation_spec", repeat=False),
-                steps=spec.steps, hooks=[counter] + list(spec.hooks),
+                # The user's hooks before _StopSeen; the Estimator's steps hook after.
+                steps=spec.steps, hooks=[counter] + list(spec.hooks) + [stop],
                 checkpoint_path=prefix, name=spec.name,
             )
         except Exception as e:
             raise user_code_error(e, self.trial_class, "build_validation_spec (evaluation)") from None
         metrics = {str(k): to_python(v) for k, v in results.items()}
+        if stop.seen:  # a SessionRunHook stopped the evaluation: the trial stops (as 0.13)
+            self._context.set_stop_requested(True)
         return {
             "validation_metrics": metrics,
             "num_inputs": counter.records,
@@ -234,10 +238,8 @@ class EstimatorTrialController(TrialController):
         for hook in self.run_hooks:
             self._call("build_train_spec (RunHook.on_checkpoint_load)",
                        lambda h=hook: h.on_checkpoint_load(path))
-        if weights_only:
-            return 0
-        load_rng_state(path)
-        return int(state["batches_trained"])
+        load_rng_state(path)  # a warm start too: the source's random streams go on (0.13)
+        return 0 if weights_only else int(state["batches_trained"])
 
     def on_checkpoint_end(self, path: str) -> None:
         for hook in self.run_hooks:
@@ -273,6 +275,16 @@ class _RecordCounter(tf.estimator.SessionRunHook):
     def after_run(self, run_context: Any, run_values: Any) -> None:
         size = run_values.results
         self.records += int(size) if size is not None else self.default
+
+
+class _StopSeen(tf.estimator.SessionRunHook):
+    """Notes a ``request_stop()`` of the hooks that ran before it."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def after_run(self, run_context: Any, run_values: Any) -> None:
+        self.seen = self.seen or run_context.stop_requested
 
 
 def _use_model_dir(estimator: Any, model_dir: str, seed: int) -> None:

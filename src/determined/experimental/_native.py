@@ -10,7 +10,6 @@ modes the launcher runs the trial in the calling process with
 
 from __future__ import annotations
 
-import copy
 import enum
 import logging
 import os
@@ -19,7 +18,7 @@ import sys
 import tempfile
 from typing import Any, Callable, Dict, List, Optional
 
-from determined.config import Length, validate_config
+from determined.config import Length, merge_over_defaults, validate_config
 from determined.errors import InvalidConfigError
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 from determined.storage import SharedFSStorageManager, StorageManager, build_storage
@@ -52,15 +51,14 @@ _NATIVE_DEFAULTS: Dict[str, Any] = {
 
 
 def native_raw_config(config: Optional[Dict[str, Any]], default_metric: str) -> Dict[str, Any]:
-    """``config`` merged shallowly over the Native defaults (single searcher, 100
-    batches); a searcher without ``metric`` gets ``default_metric`` and a config
+    """``config`` merged section by section over the Native defaults (single searcher,
+    100 batches); a searcher without ``metric`` gets ``default_metric`` and a config
     without ``hyperparameters.global_batch_size`` gets 32. Not validated."""
     if config is not None and not isinstance(config, dict):
         raise InvalidConfigError(
             [("", f"Expected config to be a dict. Received: {type(config).__name__}")]
         )
-    merged = copy.deepcopy(_NATIVE_DEFAULTS)
-    merged.update(copy.deepcopy(config or {}))
+    merged = merge_over_defaults(_NATIVE_DEFAULTS, config or {})
     searcher = merged.get("searcher")
     if isinstance(searcher, dict) and "metric" not in searcher:
         searcher["metric"] = default_metric

@@ -19,11 +19,9 @@ logger = logging.getLogger("determined")
 
 
 def _config(trial_def: Type[Any], config: Optional[Dict[str, Any]]) -> Dict[str, Any]:
-    raw = dict(config or {})
+    """``config``'s sections merged over the Native defaults, validated."""
+    raw = native_raw_config(config, "validation_loss")
     raw.setdefault("entrypoint", f"{trial_def.__module__}:{trial_def.__qualname__}")
-    raw.setdefault("searcher", {"name": "single", "metric": "validation_loss",
-                                "max_length": {"batches": 100}})
-    raw.setdefault("hyperparameters", {"global_batch_size": 32})
     return validate_config(raw)
 
 

@@ -54,8 +54,9 @@ class TrialController(abc.ABC):
     def load(self, path: str, weights_only: bool = False) -> int:
         """Restore state from ``path``; return the batches trained it records.
 
-        ``weights_only`` (warm starts): restore model/optimizer state but keep this
-        trial's own RNG seeds and start at batch 0.
+        ``weights_only`` (warm starts): restore weights, optimizer and RNG states (the
+        source's random streams go on, as in 0.13) but not the data position; the trial
+        starts at batch 0.
         """
 
     def on_checkpoint_end(self, path: str) -> None:

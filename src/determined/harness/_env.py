@@ -43,8 +43,8 @@ class TrialEnv:
         hparams: this trial's sampled hyperparameters (plain values).
         model_dir: the context directory holding the entrypoint module.
         latest_checkpoint: path of a checkpoint to resume from (restart or warm start).
-        warm_start: True when ``latest_checkpoint`` only supplies weights (a warm start
-            from another trial) rather than a restart of this trial.
+        warm_start: True when ``latest_checkpoint`` is another trial's (a warm start:
+            its state is restored but training starts at batch 0) rather than this one's.
         distributed: this process's place among the trial's processes.
     """
 

@@ -8,7 +8,7 @@ master's REST API (cluster), or an in-process host (Native API, ``--test``).
 from __future__ import annotations
 
 import abc
-from typing import Any, Dict
+from typing import AbstractSet, Any, Dict, Optional
 
 from determined.common.trial_ops import OpKind, TrialOp
 
@@ -50,6 +50,12 @@ class TrialHost(abc.ABC):
         self.report_validation(batches_trained, metrics)
         self.validate_op_completed(
             batches_trained, {"validation_metrics": metrics.get("validation_metrics", {})})
+
+    def recorded_checkpoints(self) -> Optional[AbstractSet[str]]:
+        """UUIDs of every checkpoint of this trial the host has a record of (any
+        state); None when it cannot tell (then no complete checkpoint is removed as
+        a leftover)."""
+        return None
 
     def should_stop(self) -> bool:
         """Whether the trial must checkpoint and exit now (pause, preemption)."""

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import Any, Dict, List, Optional
+from typing import AbstractSet, Any, Dict, List, Optional
 
 from determined.common.api import APIError, MasterClient
 from determined.common.trial_ops import EXIT_USER_ERROR
@@ -164,6 +164,10 @@ class RestTrialHost(TrialHost):
     def report_checkpoint(self, batches_trained: int, uuid: str, metadata: Dict[str, Any]) -> None:
         self.flush()
         self._post("checkpoint", {"batches": batches_trained, "uuid": uuid, "metadata": metadata})
+
+    def recorded_checkpoints(self) -> Optional[AbstractSet[str]]:
+        self.flush()
+        return frozenset(self.client.request("GET", "/trial-runner/checkpoints")["uuids"])
 
     def is_best_validation(self, value: float) -> bool:
         self.flush()

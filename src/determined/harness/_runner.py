@@ -36,6 +36,7 @@ from determined.harness._sequencer import Sequencer
 from determined.harness._usercode import load_trial_class
 from determined.harness._workload import Kind
 from determined.storage import StorageManager, copy_code, read_metadata, write_metadata
+from determined.util import plain_values
 
 __all__ = ["TrialRunner", "ExitReason"]
 
@@ -159,7 +160,7 @@ class TrialRunner:
         validation that completes the searcher's Validate operation."""
         if kind is Kind.RUN_STEP:
             self.step_id += 1
-            metrics = self.controller.train(num_batches, self.batches_trained)
+            metrics = plain_values(self.controller.train(num_batches, self.batches_trained))
             self.batches_trained += num_batches
             self.sequencer.trained(num_batches)
             if self.is_chief:
@@ -204,7 +205,7 @@ class TrialRunner:
             self.host.report_validation(self.batches_trained, metrics)
 
     def _validate(self, completes_op: bool = False) -> None:
-        metrics = self.controller.validate(self.batches_trained)
+        metrics = plain_values(self.controller.validate(self.batches_trained))
         values = metrics.get("validation_metrics", {})
         name = self.config.metric
         if not name or (self.env.test_mode and name not in values):
@@ -310,16 +311,18 @@ class TrialRunner:
 
     def _remove_leftovers(self) -> None:
         """Before writing anything: this trial's unfinished checkpoint writes of earlier
-        processes go (storage that supports it: shared_fs), and so do complete
-        checkpoints it wrote after the one it resumes from (never registered)."""
-        remove = getattr(self.storage, "remove_leftovers", None)
-        if remove is None or not self.env.experiment_id or not self.env.trial_id:
+        processes go, and so do complete checkpoints it wrote after the one it resumes
+        from that its host has no record of (killed before reporting them)."""
+        if not self.env.experiment_id or not self.env.trial_id:
             return  # not a trial of a driver or master (test mode, tests' own runners)
         self.storage.scratch_tag = f"e{self.env.experiment_id}t{self.env.trial_id}-"
         try:
-            for path in remove(self.env.experiment_id, self.env.trial_id, self.latest_checkpoint):
+            recorded = self.host.recorded_checkpoints()
+            for path in self.storage.remove_leftovers(
+                    self.env.experiment_id, self.env.trial_id, recorded,
+                    self.latest_checkpoint, self.batches_trained):
                 logger.info("removed an unfinished checkpoint write of this trial: %s", path)
-        except OSError as e:
+        except Exception as e:  # noqa: BLE001 - leftovers cost space, never the trial
             logger.warning("could not look for unfinished checkpoint writes: %s", e)
 
     def _restore(self, ref: str, weights_only: bool) -> None:

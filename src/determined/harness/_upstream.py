@@ -138,8 +138,11 @@ class UpstreamController(TrialController):
             raise InvalidTrialError(
                 f"{describe_class(type(self.controller))}.{method} returned {response!r}; "
                 "expected det.util.make_metrics(...) or det.util.wrap_metrics(...)")
-        if "stop_requested" in response and isinstance(response.get("metrics"), dict):
-            if response["stop_requested"]:
+        # wrap_metrics(...) output, or {"metrics": ...} built by hand (upstream's own
+        # fixtures leave stop_requested out).
+        if isinstance(response.get("metrics"), dict) and (
+                "stop_requested" in response or len(response) == 1):
+            if response.get("stop_requested"):
                 self._context.set_stop_requested(True)
             return response["metrics"]
         return response

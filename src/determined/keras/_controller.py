@@ -275,6 +275,7 @@ class TFKerasTrialController(TrialController):
         self._ensure_built()
         _checkpoint.load_model_weights(self.model, model_file)
         _checkpoint.load_optimizer_state(self.model, model_file)
+        load_rng_state(path)  # a warm start too: the source's random streams go on (0.13)
         if weights_only:
             return 0
         state_file = os.path.join(path, STATE_FILE)
@@ -291,7 +292,6 @@ class TFKerasTrialController(TrialController):
             )
             self.batch_in_epoch = 0
         self._batches = None
-        load_rng_state(path)
         return int(state["batches_trained"])
 
     def _ensure_built(self) -> None:

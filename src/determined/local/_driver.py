@@ -393,6 +393,10 @@ class LocalDriver:
             self.on_event("checkpoint", t, {"uuid": uuid})
         elif kind == "is_best":
             p.conn.send(("best", self.core.is_best(msg[1])))
+        elif kind == "recorded_checkpoints":
+            self.records.flush()
+            p.conn.send(("recorded", [c.uuid for c in self.db.list_checkpoints(
+                trial_id=t.trial_id)]))
         elif kind == "early_exit":
             self._do(self.core.early_exit(r))
         elif kind == "error":

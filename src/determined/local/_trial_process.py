@@ -1,15 +1,16 @@
 """The trial process of a local experiment, and the host it talks to its driver with.
 
 Protocol over a ``multiprocessing`` pipe (tuples; the child asks, the driver answers
-only ``next_op`` and ``is_best``):
+only ``next_op``, ``is_best`` and ``recorded_checkpoints``):
 
     child -> driver: ("next_op",) ("training", b, m) ("validation", b, m)
                      ("checkpoint", b, uuid, meta) ("is_best", value)
-                     ("validate_op_completed", b, m)
+                     ("validate_op_completed", b, m) ("recorded_checkpoints",)
                      ("early_exit", reason) ("error", kind, message) ("exit", reason)
-    driver -> child: ("op", op_dict) ("best", bool), and at any time ("stop",): checkpoint
-                     and exit (Ctrl-C in the driver); an op_dict with "stop" is a Close
-                     that only stops the trial (it resumes later)
+    driver -> child: ("op", op_dict) ("best", bool) ("recorded", [uuid, ...]), and at
+                     any time ("stop",): checkpoint and exit (Ctrl-C in the driver); an
+                     op_dict with "stop" is a Close that only stops the trial (it resumes
+                     later)
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import os
 import signal
 import sys
 import traceback
-from typing import Any, Dict
+from typing import AbstractSet, Any, Dict, Optional
 
 from determined.harness import TrialEnv, TrialHost, TrialOp
 
@@ -65,6 +66,10 @@ class PipeHost(TrialHost):
 
     def report_checkpoint(self, batches_trained: int, uuid: str, metadata: Dict[str, Any]) -> None:
         self.conn.send(("checkpoint", batches_trained, uuid, metadata))
+
+    def recorded_checkpoints(self) -> Optional[AbstractSet[str]]:
+        self.conn.send(("recorded_checkpoints",))
+        return frozenset(self._recv("recorded"))
 
     def is_best_validation(self, value: float) -> bool:
         self.conn.send(("is_best", value))

@@ -23,6 +23,7 @@ from determined.config._secrets import masked_section
 import yaml
 
 __all__ = ["MasterConfig", "SchedulerConfig", "ResourceManagerConfig", "SecurityConfig",
+           "LimitsConfig",
            "default_data_dir", "load_master_config"]
 
 
@@ -88,6 +89,28 @@ class SecurityConfig(_Strict):
     agent_token: Optional[str] = pydantic.Field(default=None, min_length=1)
 
 
+class LimitsConfig(_Strict):
+    """What one client may make the master hold: checked before anything is parsed
+    or stored, refused with a 4xx naming the limit (README, "Limits")."""
+
+    #: Bytes of one request body (413 above; an experiment's base64 context included).
+    max_request_bytes: int = pydantic.Field(default=150_000_000, ge=1024)
+    #: Bytes of an experiment config or template given as YAML text (413 above).
+    max_config_bytes: int = pydantic.Field(default=1024 * 1024, ge=1024)
+    #: Mapping keys in one config (400 above).
+    max_config_keys: int = pydantic.Field(default=10_000, ge=10)
+    #: Nesting levels of one config (400 above).
+    max_config_depth: int = pydantic.Field(default=32, ge=4)
+    #: A context archive's unpacked files may be this many times its packed size
+    #: (contexts under ``min_context_ratio_bytes`` unpacked are exempt); 400 above.
+    max_context_ratio: float = pydantic.Field(default=100.0, ge=1.0)
+    min_context_ratio_bytes: int = pydantic.Field(default=64 * 1024 * 1024, ge=0)
+    #: Unpacked bytes of the stored contexts of one user's experiments (413 above).
+    max_context_bytes_per_user: int = pydantic.Field(default=8 * 1024**3, ge=0)
+    #: Unpacked bytes of all stored contexts of the master (413 above).
+    max_context_bytes_total: int = pydantic.Field(default=32 * 1024**3, ge=0)
+
+
 class MasterConfig(_Strict):
     """Everything the master needs to start. Unset paths derive from ``data_dir``."""
 
@@ -98,6 +121,7 @@ class MasterConfig(_Strict):
     checkpoint_storage: Optional[Dict[str, Any]] = None
     resource_manager: ResourceManagerConfig = pydantic.Field(default_factory=ResourceManagerConfig)
     security: SecurityConfig = pydantic.Field(default_factory=SecurityConfig)
+    limits: LimitsConfig = pydantic.Field(default_factory=LimitsConfig)
     #: Seconds a TensorBoard task may go without a proxied request before it is killed.
     tensorboard_timeout: float = pydantic.Field(default=300.0, gt=0)
     #: The same for notebooks; unset: notebooks are never reaped.

@@ -37,7 +37,15 @@ from determined.master.resource_managers import (
     RemoteResourceManager,
 )
 
-__all__ = ["Master"]
+__all__ = ["Master", "ContextQuotaError"]
+
+
+class ContextQuotaError(Exception):
+    """Storing a context would exceed a context quota; ``limit`` names its config key."""
+
+    def __init__(self, message: str, limit: str):
+        super().__init__(message)
+        self.limit = limit
 
 
 class _Launch(NamedTuple):
@@ -304,8 +312,32 @@ class Master:
             defaults = {}
         return validate_config(raw, defaults=defaults)
 
+    def check_context_quota(self, owner: str, context_bytes: int) -> None:
+        """ContextQuotaError if storing a context of ``context_bytes`` (unpacked) would
+        put ``owner``'s or the master's stored contexts over their limits."""
+        limits = self.config.limits
+        mine, total = self.store.context_bytes_used(owner)
+        for used, limit, key, whose in (
+                (mine, limits.max_context_bytes_per_user, "max_context_bytes_per_user",
+                 f"user {owner!r}'s experiments"),
+                (total, limits.max_context_bytes_total, "max_context_bytes_total",
+                 "all experiments")):
+            if used + context_bytes > limit:
+                raise ContextQuotaError(
+                    f"Storing this context ({context_bytes / 2**20:.1f} MiB unpacked) would "
+                    f"put the contexts of {whose} at {(used + context_bytes) / 2**20:.1f} "
+                    f"MiB, over the master's limits.{key} of {limit / 2**20:.1f} MiB; "
+                    "delete finished experiments (`det e delete`) to make room",
+                    f"limits.{key}")
+
     def create_experiment(self, config: Dict[str, Any], model_def: bytes, activate: bool,
-                          owner: str = OWNER, git: Optional[Dict[str, str]] = None) -> int:
+                          owner: str = OWNER, git: Optional[Dict[str, str]] = None,
+                          context_bytes: Optional[int] = None) -> int:
+        """Store and start an experiment; ``context_bytes``: its context's unpacked size
+        (checked against the context quotas before anything is written)."""
+        if context_bytes is None:
+            context_bytes = len(model_def)
+        self.check_context_quota(owner, context_bytes)
         source = self.source_checkpoint(config)
         # Unpacking and byte-compiling take long for a big context: done before taking
         # the lock, in a staging directory renamed into place once the id is known.
@@ -315,8 +347,9 @@ class Master:
         try:
             self._unpack_model_def(model_def, os.path.join(staging, "model_def"))
             with self.lock:
+                self.check_context_quota(owner, context_bytes)  # others may have stored
                 exp_id = self.store.create_experiment(config, model_def, owner=owner,
-                                                     git=git)
+                                                     git=git, context_bytes=context_bytes)
                 model_dir = self._model_dir(exp_id)
                 shutil.rmtree(os.path.dirname(model_dir), ignore_errors=True)  # a stale one
                 os.rename(staging, os.path.dirname(model_dir))

@@ -30,13 +30,14 @@ def trial_json(t: Any) -> Dict[str, Any]:
         "state": t.state, "hparams": t.hparams, "seed": t.seed, "restarts": t.restarts,
         "total_batches": t.total_batches, "latest_checkpoint": t.latest_checkpoint,
         "best_validation": t.best_validation, "warm_start_checkpoint": t.warm_start_checkpoint,
+        "warm_start_checkpoint_id": t.warm_start_checkpoint_id,
         "start_time": iso(t.start_time), "end_time": iso(t.end_time),
     }
 
 
 def checkpoint_json(c: Any) -> Dict[str, Any]:
     return {
-        "uuid": c.uuid, "trial_id": c.trial_id, "experiment_id": c.experiment_id,
+        "id": c.id, "uuid": c.uuid, "trial_id": c.trial_id, "experiment_id": c.experiment_id,
         "total_batches": c.total_batches, "state": c.state, "resources": c.resources,
         "metadata": c.metadata, "framework": c.framework, "format": c.format,
         "determined_version": c.determined_version, "start_time": iso(c.start_time),

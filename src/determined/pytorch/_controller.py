@@ -469,10 +469,9 @@ class PyTorchTrialController(TrialController):
             if name in self.callbacks:
                 self.callbacks[name].load_state_dict(sd)
         self._load_mixed_precision(path, state)
-        if weights_only:
-            return 0
+        # A warm start continues the source's random streams too (as 0.13), at batch 0.
         restore_rng_state(state.get("rng_state") or {})
-        return int(state.get("batches_trained", 0))
+        return 0 if weights_only else int(state.get("batches_trained", 0))
 
     def _load_mixed_precision(self, path: str, state: Dict[str, Any]) -> None:
         ctx = self._context

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import abc
 import contextlib
+import json
 import os
-from typing import Dict, Iterator, List
+from typing import AbstractSet, Any, Dict, Iterator, List, Mapping, Optional
 
 from determined.errors import CheckpointError
 
-__all__ = ["StorageManager", "checkpoint_ref_uuid"]
+__all__ = ["StorageManager", "checkpoint_ref_uuid", "unrecorded_later_checkpoints"]
 
 
 class StorageManager(abc.ABC):
@@ -49,6 +50,50 @@ class StorageManager(abc.ABC):
     @abc.abstractmethod
     def describe(self, uuid: str) -> str:
         """Where checkpoint ``uuid`` lives, for people (a path or URL)."""
+
+    def checkpoint_metadata(self, uuid: str) -> Optional[Dict[str, Any]]:
+        """Stored checkpoint ``uuid``'s ``metadata.json``; None when it has none readable."""
+        try:
+            with open(os.path.join(self.describe(uuid), "metadata.json"), encoding="utf-8") as f:
+                meta = json.load(f)
+        except (OSError, ValueError, CheckpointError):
+            return None
+        return meta if isinstance(meta, dict) else None
+
+    def trial_checkpoints(self, experiment_id: int, trial_id: int,
+                          skip: AbstractSet[str] = frozenset()) -> Dict[str, int]:
+        """The complete checkpoints whose metadata names this trial: UUID -> batches
+        (those without a readable batch count, and those in ``skip``, are left out:
+        reading metadata costs a request per checkpoint in an object store)."""
+        out: Dict[str, int] = {}
+        for uuid in self.list_checkpoints():
+            if uuid in skip:
+                continue
+            meta = self.checkpoint_metadata(uuid)
+            if meta is None or (meta.get("experiment_id"), meta.get("trial_id")) != (
+                    experiment_id, trial_id):
+                continue
+            batches = meta.get("batch_number")
+            if isinstance(batches, int) and not isinstance(batches, bool):
+                out[uuid] = batches
+        return out
+
+    def remove_leftovers(self, experiment_id: int, trial_id: int,
+                         recorded: Optional[AbstractSet[str]], restored: Optional[str],
+                         restored_batches: int) -> List[str]:
+        """At a trial's start, when none of its earlier processes can still write:
+        delete the complete checkpoints it wrote that no record names (``recorded``:
+        the UUIDs its host has a record of; None when the host cannot tell, then
+        nothing is deleted) and that hold more batches than the one it resumes from
+        (killed before reporting them, or rolled back). Returns what was removed."""
+        if recorded is None:
+            return []
+        doomed = unrecorded_later_checkpoints(
+            self.trial_checkpoints(experiment_id, trial_id, skip=recorded), recorded, restored,
+            restored_batches)
+        for uuid in doomed:
+            self.delete(uuid)
+        return [self.describe(uuid) for uuid in doomed]
 
     def resources(self, uuid: str) -> Dict[str, int]:
         """Every file of stored checkpoint ``uuid``: relative path -> size in bytes."""
@@ -98,3 +143,13 @@ def checkpoint_ref_uuid(ref: str) -> str:
     if not uuid:
         raise CheckpointError(f"Expected a checkpoint path or URL. Received: {ref!r}")
     return uuid
+
+
+def unrecorded_later_checkpoints(found: Mapping[str, int], recorded: AbstractSet[str],
+                                 restored: Optional[str], restored_batches: int) -> List[str]:
+    """Which of a trial's stored checkpoints (``found``: UUID -> batches) are leftovers:
+    no record names them and they hold more batches than the restored one. File
+    times never decide: checkpoints written milliseconds apart are told apart by
+    their records and batch counts alone."""
+    return sorted(uuid for uuid, batches in found.items()
+                  if uuid not in recorded and uuid != restored and batches > restored_batches)

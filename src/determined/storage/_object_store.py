@@ -149,6 +149,22 @@ class ObjectStoreStorageManager(StorageManager):
         if keys:
             self._call(self.store.delete_keys, keys)
 
+    def checkpoint_metadata(self, uuid: str) -> Optional[Dict[str, object]]:
+        """Only ``metadata.json`` is fetched."""
+        import json
+
+        fd, local = tempfile.mkstemp(prefix="det-meta-")
+        os.close(fd)
+        try:
+            self._call(self.store.download_file, self._ckpt_prefix(uuid) + METADATA_FILE, local)
+            with open(local, encoding="utf-8") as f:
+                meta = json.load(f)
+        except (OSError, ValueError, CheckpointError, StorageError):
+            return None
+        finally:
+            os.remove(local)
+        return meta if isinstance(meta, dict) else None
+
     def list_checkpoints(self) -> List[str]:
         root = self._key() + "/" if self.prefix else ""
         return sorted(

@@ -6,7 +6,7 @@ import contextlib
 import os
 import shutil
 import uuid as uuidlib
-from typing import Iterator, List, Optional
+from typing import AbstractSet, Iterator, List, Optional
 
 from determined.errors import CheckpointError, StorageError
 from determined.storage._base import StorageManager
@@ -70,41 +70,18 @@ class SharedFSStorageManager(StorageManager):
         yield final
 
     def remove_leftovers(self, experiment_id: int, trial_id: int,
-                         restored: Optional[str]) -> List[str]:
-        """At a trial's start, when none of its earlier processes can still write:
-        remove its unfinished writes (scratch directories tagged with it) and, when it
-        resumes from its own checkpoint ``restored``, the complete checkpoints it wrote
-        after that one (killed before reporting them, or rolled back: no record names
-        them). Returns the paths removed."""
-        import json
-
+                         recorded: Optional[AbstractSet[str]], restored: Optional[str],
+                         restored_batches: int) -> List[str]:
+        """Also this trial's unfinished writes (scratch directories tagged with it)."""
         tag = f"{_SCRATCH_PREFIX}e{experiment_id}t{trial_id}-"
         removed: List[str] = []
-        since = None
-        if restored:
-            try:
-                since = os.stat(self._final(restored)).st_mtime
-            except (OSError, CheckpointError):
-                since = None
         for name in os.listdir(self.root):
-            path = os.path.join(self.root, name)
-            doomed = name.startswith(tag)
-            if not doomed and since is not None and not name.startswith(".") \
-                    and name != restored and name != "tensorboard":
-                try:
-                    if os.stat(path).st_mtime < since - 1.0:
-                        continue
-                    with open(os.path.join(path, "metadata.json"), encoding="utf-8") as f:
-                        meta = json.load(f)
-                    doomed = (meta.get("experiment_id"), meta.get("trial_id")) == (
-                        experiment_id, trial_id) and meta.get("end_time", 0) > since - 1.0 \
-                        and name != restored
-                except (OSError, ValueError, AttributeError):
-                    continue
-            if doomed:
+            if name.startswith(tag):
+                path = os.path.join(self.root, name)
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(path)
-        return removed
+        return removed + super().remove_leftovers(experiment_id, trial_id, recorded, restored,
+                                                  restored_batches)
 
     def delete(self, uuid: str) -> None:
         shutil.rmtree(self._final(uuid), ignore_errors=True)

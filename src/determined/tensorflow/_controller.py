@@ -269,6 +269,7 @@ class TensorFlowTrialController(TrialController):
             raise CheckpointError(f"{path} holds no TensorFlowTrial checkpoint ({CHECKPOINT_PREFIX})")
         with self.graph.as_default():
             self._saver.restore(self.session, prefix)
+        load_rng_state(path)  # a warm start too: the source's random streams go on (0.13)
         if weights_only:
             return 0
         with open(os.path.join(path, STATE_FILE)) as f:
@@ -276,7 +277,6 @@ class TensorFlowTrialController(TrialController):
         self.epoch = int(state["epoch"])
         self.batch_in_epoch = int(state["batch_in_epoch"])
         self._train_started = False
-        load_rng_state(path)
         return int(state["batches_trained"])
 
     def close(self) -> None:

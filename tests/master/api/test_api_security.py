@@ -16,6 +16,7 @@ from master_testing import (
     LONG_CONFIG,
     MasterProcess,
     create_experiment,
+    set_password,
     slow_model_dir,
     wait_until,
 )
@@ -148,7 +149,8 @@ def test_agents_need_credentials_without_anonymous_access(config_master_factory)
         r = c.post("/agents/box-1/register", json=body,
                    headers={"Authorization": "Bearer not-a-session"})
         assert r.status_code == 401, r.text
-        admin = c.post("/auth/login", json={"username": "admin", "password": ""}).json()
+        password = set_password(master)  # a blank admin password cannot log in here
+        admin = c.post("/auth/login", json={"username": "admin", "password": password}).json()
         admin_auth = {"Authorization": f"Bearer {admin['token']}"}
         assert c.post("/users", json={"username": "bob", "password": "pw"},
                       headers=admin_auth).status_code == 201
@@ -161,3 +163,23 @@ def test_agents_need_credentials_without_anonymous_access(config_master_factory)
         assert r.status_code == 200 and r.json()["session"], r.text
         assert [a["id"] for a in c.get("/agents", headers=admin_auth).json()["agents"]] == \
             ["box-1"]
+
+
+def test_malformed_checkpoint_id_is_400_and_refusals_log_one_line(running_trial):
+    master, api, exp_id, _, trial_id, token = running_trial
+    auth = {"Authorization": f"Bearer {token}"}
+    with _fresh(master) as c:
+        for bad in ("../etc", "not-a-uuid", f"urn:uuid:{uuid.uuid4()}"):
+            r = c.post("/trial-runner/checkpoint", headers=auth,
+                       json={"batches": 10, "uuid": bad, "metadata": {}})
+            assert r.status_code == 400, (bad, r.text)
+            assert r.json()["details"][0]["field"] == "uuid" and "UUID form" in r.text
+        # A report that does not fit the trial's state: a 409, logged as one line.
+        r = c.post("/trial-runner/validate-op-completed", headers=auth,
+                   json={"batches": 0, "metrics": {}})
+        assert r.status_code == 409, r.text
+    with open(os.path.join(master.data_dir, "master-test.log"), errors="replace") as f:
+        log = f.read()
+    refusals = [line for line in log.splitlines() if "validate-op-completed refused" in line]
+    assert refusals, log[-3000:]
+    assert "Traceback" not in log, log[-3000:]

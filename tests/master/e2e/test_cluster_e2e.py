@@ -78,7 +78,7 @@ def test_trial_sigkill_restarts_from_checkpoint_without_double_counting(
         path.mkdir()
         (path / "metadata.json").write_text(json.dumps(
             {"experiment_id": 1 if trial_id == 1 else 7, "trial_id": trial_id,
-             "end_time": later}))
+             "end_time": later, "batch_number": 30}))
         os.utime(path, (later, later))
         leftovers[path] = trial_id == 1
     cfg_path = tmp_path / "crash.yaml"

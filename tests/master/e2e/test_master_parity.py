@@ -185,21 +185,28 @@ def test_gc_policy_previews_then_applies(shared_master, tiny_dir, tmp_path):
     assert stored["save_trial_latest"] == 1 and stored["save_trial_best"] == 0
 
 
-def test_delete_experiment_is_admin_only_and_removes_checkpoints(shared_master, tiny_dir,
-                                                                 tmp_path):
+def test_delete_experiment_is_for_its_owner_or_admins_and_removes_checkpoints(
+        shared_master, tiny_dir, tmp_path):
     exp_id = create(shared_master, config_file(tmp_path, tiny_dir), tiny_dir)
+    other = create(shared_master, config_file(tmp_path, tiny_dir), tiny_dir)
     det(shared_master, "e", "wait", exp_id, "--polling-interval", "0.3")
+    det(shared_master, "e", "wait", other, "--polling-interval", "0.3")
     d = Determined(shared_master.url)
     ckpt = d.get_experiment(exp_id).top_checkpoint()
     assert os.path.isdir(ckpt.path)
-    refused = det(shared_master, "e", "delete", exp_id, "--yes", code=1)
-    assert "Only an admin" in refused.stderr
-    det(shared_master, "-u", "admin", "e", "delete", exp_id, "--yes")
+    det(shared_master, "-u", "admin", "user", "create", "not-the-owner")
+    refused = det(shared_master, "-u", "not-the-owner", "e", "delete", exp_id, "--yes", code=1)
+    assert "may not delete experiment" in refused.stderr and "'determined'" in refused.stderr
+    # Its owner (`determined`, not an admin) deletes it, as with 0.13's DET_ADMIN=1 det.
+    det(shared_master, "experiment", "delete", exp_id, "--yes", env={"DET_ADMIN": "1"})
     assert not os.path.exists(ckpt.path)
     c = httpx.Client(base_url=shared_master.url + "/api/v1")
     assert c.get(f"/experiments/{exp_id}").status_code == 404
+    det(shared_master, "-u", "admin", "e", "delete", other, "--yes")  # admins: anyone's
+    assert c.get(f"/experiments/{other}").status_code == 404
     logs = det(shared_master, "master", "logs").stdout
-    assert f"experiment {exp_id} deleted by admin" in logs
+    assert f"experiment {exp_id} deleted by determined" in logs
+    assert f"experiment {other} deleted by admin" in logs
     tail = det(shared_master, "master", "logs", "--tail", "1").stdout.strip().splitlines()
     assert len(tail) == 1
 

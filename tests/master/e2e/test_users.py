@@ -16,7 +16,7 @@ import yaml
 from determined.common.api import pack_context
 from determined.errors import MasterError
 from determined.experimental import Determined
-from master_testing import wait_for_state
+from master_testing import set_password, wait_for_state
 
 
 def det(master: Any, *args: str, input: str = "", user: Optional[str] = None,
@@ -193,6 +193,7 @@ def test_no_anonymous_access(master_factory, tiny_dir, tmp_path, monkeypatch) ->
         {"security": {"allow_anonymous": False, "session_ttl_hours": 3 / 3600}}))
     monkeypatch.setenv("DET_MASTER_CONFIG", str(config_path))
     m = master_factory(slots=1)
+    password = set_password(m)  # an admin's blank password cannot log in here
 
     with m.client() as anon:
         r = anon.get("/experiments")
@@ -215,12 +216,13 @@ def test_no_anonymous_access(master_factory, tiny_dir, tmp_path, monkeypatch) ->
     exp = d.create_experiment(exp_config, str(tiny_dir))
     # The trial runner reports with its per-trial token: the experiment completes.
     assert exp.wait(interval=0.3, timeout=180) == "COMPLETED"
+    det(m, "user", "login", "admin", "--password", password)
     assert Determined(m.url, user="admin")._client.me()["admin"] is True
     with pytest.raises(MasterError, match="Could not log in .* as 'nobody'"):
         Determined(m.url, user="nobody").get_experiment(exp.id)
 
     # Trials too are killed only by their experiment's owner or an admin.
-    admin = login(m, "admin")
+    admin = login(m, "admin", password)
     with m.client() as c:
         assert c.post("/users", json={"username": "eve"}, headers=admin).status_code == 201
         trial_id = exp.get_trials()[0].id
@@ -238,14 +240,14 @@ def test_no_anonymous_access(master_factory, tiny_dir, tmp_path, monkeypatch) ->
         assert r.status_code == 400 and r.json()["details"][0]["field"] == "admin"
 
     # An expired session: the API refuses it; det logs in again by itself.
-    det(m, "user", "login", "admin", "--password", "")
-    token = auth_cache()["masters"][m.url]["tokens"]["admin"]
+    det(m, "user", "login", "eve", "--password", "")
+    token = auth_cache()["masters"][m.url]["tokens"]["eve"]
     time.sleep(3.5)
     r = httpx.get(m.url + "/api/v1/me", headers={"Authorization": f"Bearer {token}"})
     assert r.status_code == 401
     listed = json.loads(det(m, "e", "list", "-a", "--json").stdout)
     assert [e["id"] for e in listed] == [exp.id] and listed[0]["owner"] == "determined"
-    assert auth_cache()["masters"][m.url]["tokens"]["admin"] != token
+    assert auth_cache()["masters"][m.url]["tokens"]["eve"] != token
 
 
 def test_unreadable_login_cache(shared_master) -> None:

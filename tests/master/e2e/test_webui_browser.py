@@ -23,7 +23,8 @@ import yaml
 from determined.master import webui
 from determined.master.db import Store
 from determined.master.db import _models as m
-from master_testing import ConfiguredMasterProcess, create_experiment, wait_for_state, wait_until
+from master_testing import (ConfiguredMasterProcess, create_experiment, set_password,
+                            wait_for_state, wait_until)
 
 pytestmark = pytest.mark.e2e
 
@@ -97,7 +98,8 @@ def _run_cluster(master, data_dir):
     client.headers["Authorization"] = f"Bearer {token}"
     admin = httpx.Client(base_url=master.url + "/api/v1", timeout=60)
     admin.headers["Authorization"] = "Bearer " + admin.post(
-        "/auth/login", json={"username": "admin"}).json()["token"]
+        "/auth/login", json={"username": "admin",
+                             "password": set_password(master)}).json()["token"]
     assert admin.post("/users", json={"username": "viewer", "password": "pw"}).status_code == 201
     base = yaml.safe_load(open(os.path.join(tiny, "const.yaml")))
     search = dict(base, description="tiny search", labels=[INJECTION, "ok"],

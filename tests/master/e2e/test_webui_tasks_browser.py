@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from determined.master import webui
-from master_testing import ConfiguredMasterProcess, wait_until
+from master_testing import ADMIN_PASSWORD, ConfiguredMasterProcess, set_password, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -28,6 +28,7 @@ def master(tmp_path_factory):
     m = ConfiguredMasterProcess(str(tmp_path_factory.mktemp("webui_tasks")), {
         "resource_manager": {"slots": 1}, "security": {"allow_anonymous": False}})
     m.start(timeout=120)
+    set_password(m)  # a blank admin password cannot log in without anonymous access
     yield m
     m.stop()
 
@@ -35,7 +36,8 @@ def master(tmp_path_factory):
 def login(m, user: str) -> httpx.Client:
     c = httpx.Client(base_url=m.url + "/api/v1", timeout=60)
     c.headers["Authorization"] = "Bearer " + c.post(
-        "/auth/login", json={"username": user, "password": ""}).json()["token"]
+        "/auth/login", json={"username": user, "password": ADMIN_PASSWORD if user == "admin"
+                             else ""}).json()["token"]
     return c
 
 

@@ -121,13 +121,18 @@ def _check_member(member: tarfile.TarInfo, path: str, links: Set[str],
 
 
 def check_context_archive(data: bytes, max_unpacked_bytes: int = MAX_UNPACKED_CONTEXT_BYTES,
-                          max_members: int = MAX_CONTEXT_MEMBERS) -> ContextArchive:
+                          max_members: int = MAX_CONTEXT_MEMBERS,
+                          max_ratio: Optional[float] = None,
+                          ratio_floor: int = 0) -> ContextArchive:
     """Check an uploaded context archive (a tar, usually gzipped) without extracting it.
 
     Args:
         data: the archive's bytes.
         max_unpacked_bytes: the most bytes its files may hold unpacked.
         max_members: the most entries it may have.
+        max_ratio: the most its files may hold unpacked per packed byte (the
+            master's ``limits.max_context_ratio``), for contexts over ``ratio_floor``
+            bytes unpacked; checked as the archive is read, so a bomb stops early.
 
     Returns:
         The member names (normalized) and the unpacked size.
@@ -144,6 +149,7 @@ def check_context_archive(data: bytes, max_unpacked_bytes: int = MAX_UNPACKED_CO
     files: Set[str] = set()
     seen: Dict[str, str] = {}
     total = 0
+    ratio_cap = max(int(max_ratio * len(data)), ratio_floor) if max_ratio else None
     try:
         with tarfile.open(fileobj=io.BytesIO(data), mode="r|*") as tar:
             for member in tar:
@@ -165,6 +171,12 @@ def check_context_archive(data: bytes, max_unpacked_bytes: int = MAX_UNPACKED_CO
                 elif member.isfile():
                     files.add(path)
                     total += member.size
+                    if ratio_cap is not None and total > ratio_cap:
+                        raise ContextArchiveError(
+                            f"The context directory is over {ratio_cap / 2**20:.1f} MiB "
+                            f"unpacked (at {member.name!r}), more than {max_ratio:g} times "
+                            f"its {len(data)} packed bytes (the master's "
+                            "limits.max_context_ratio)", member.name)
                     if total > max_unpacked_bytes:
                         raise ContextArchiveError(
                             f"The context directory is over {max_unpacked_bytes / 2**20:.0f} "

@@ -25,15 +25,22 @@ from starlette.concurrency import run_in_threadpool
 import determined
 from determined.common.api import MAX_CONTEXT_BYTES, ContextArchiveError
 from determined.common.validation import validate_experiment
-from determined.config import config_warnings, parse_yaml
+from determined.config import (
+    ConfigLimitError,
+    check_config_json,
+    check_config_text,
+    config_warnings,
+    parse_yaml,
+)
 from determined.errors import InvalidConfigError, InvalidModelDefError
-from determined.master._core import Master
+from determined.master._core import ContextQuotaError, Master
 from determined.master.api import _models as models
 from determined.master.api._agents import agent_auth, agents_listing, agents_router
 from determined.master.api._auth import Auth, check_owner
 from determined.master.api._proxy import proxy_router
 from determined.master.api._tasks import tasks_router
 from determined.master.api._ui import ui_router
+from determined.master.api._body_limit import BodyLimit
 from determined.master.api._bounds import int64_params
 from determined.master.db import (
     TERMINAL_STATES,
@@ -170,6 +177,7 @@ def create_app(master: Master) -> fastapi.FastAPI:
     app = fastapi.FastAPI(title="Determined master", version=determined.__version__,
                           docs_url=None)
     app.router.dependencies.append(Depends(int64_params))  # ids and counts fit int64
+    app.add_middleware(BodyLimit, limit=lambda: master.config.limits.max_request_bytes)
     api = fastapi.APIRouter(prefix="/api/v1")
     auth = Auth(master)  # users, sessions, ownership: _auth.py
     Caller = Depends(auth.caller)
@@ -196,9 +204,17 @@ def create_app(master: Master) -> fastapi.FastAPI:
         # A report that does not fit the trial's state (a checkpoint reported twice, a
         # Validate done while training) is a conflict; elsewhere a value was refused.
         runner = request.url.path.startswith("/api/v1/trial-runner/")
-        logger.warning("%s %s refused: %s", request.method, request.url.path, exc,
-                       exc_info=exc)
+        # One line: a refusal is the caller's mistake, not the master's (no traceback).
+        logger.warning("%s %s refused: %s", request.method, request.url.path, exc)
         return _error(409 if runner else 400, str(exc))
+
+    @app.exception_handler(ConfigLimitError)
+    def _config_limit(request: Request, exc: ConfigLimitError) -> JSONResponse:
+        return _error(exc.status, str(exc), [{"field": "config", "message": exc.limit}])
+
+    @app.exception_handler(ContextQuotaError)
+    def _quota(request: Request, exc: ContextQuotaError) -> JSONResponse:
+        return _error(413, str(exc), [{"field": "model_def", "message": exc.limit}])
 
     @app.exception_handler(InvalidConfigError)
     def _bad_config(request: Request, exc: InvalidConfigError) -> JSONResponse:
@@ -238,8 +254,20 @@ def create_app(master: Master) -> fastapi.FastAPI:
 
     # -- experiments -------------------------------------------------------------------
 
-    @api.post("/experiments", status_code=201)
-    def create_experiment(body: models.CreateExperiment, user: User = Caller) -> Dict[str, Any]:
+    @api.post("/experiments", status_code=201,
+              openapi_extra=_json_body_doc(models.CreateExperiment))
+    async def create_experiment(request: Request, user: User = Caller) -> Dict[str, Any]:
+        # The body is read here, not by FastAPI: its config's keys and depth are
+        # bounded before anything is decoded (limits.*; the body's size by BodyLimit).
+        raw = await request.body()
+        limits = master.config.limits
+        await run_in_threadpool(check_config_json, raw, limits.max_config_keys,
+                                limits.max_config_depth)
+        body = await _json_body(request, models.CreateExperiment)
+        return await run_in_threadpool(_create_experiment, body, user)
+
+    def _create_experiment(body: models.CreateExperiment, user: User) -> Dict[str, Any]:
+        limits = master.config.limits
         try:
             packed = base64.b64decode(body.model_def, validate=True)
         except (binascii.Error, ValueError):
@@ -251,6 +279,8 @@ def create_app(master: Master) -> fastapi.FastAPI:
                                 "with a .detignore file.")
         raw: Any = body.config
         if isinstance(raw, str):
+            check_config_text(raw, limits.max_config_bytes, limits.max_config_keys,
+                              limits.max_config_depth)
             try:
                 raw = parse_yaml(raw)
             except InvalidConfigError as e:
@@ -259,10 +289,14 @@ def create_app(master: Master) -> fastapi.FastAPI:
             except Exception as e:
                 raise APIError(400, f"The config is not valid YAML: {e}") from None
         # Everything that could fail later is checked before the experiment is stored.
-        config = validate_experiment(raw, default_storage=master.config.checkpoint_storage,
-                                     context=packed).config
-        exp_id = master.create_experiment(config, packed, body.activate, owner=user.username,
-                                          git=body.git.model_dump() if body.git else None)
+        valid = validate_experiment(raw, default_storage=master.config.checkpoint_storage,
+                                    context=packed, max_context_ratio=limits.max_context_ratio,
+                                    context_ratio_floor=limits.min_context_ratio_bytes)
+        config = valid.config
+        exp_id = master.create_experiment(
+            config, packed, body.activate, owner=user.username,
+            git=body.git.model_dump() if body.git else None,
+            context_bytes=valid.context.unpacked_bytes if valid.context else len(packed))
         # Fields accepted without effect here (container-only), one line each.
         return {"id": exp_id, "warnings": config_warnings(raw) if isinstance(raw, dict) else []}
 
@@ -451,6 +485,13 @@ def create_app(master: Master) -> fastapi.FastAPI:
         run.checkpoint(t, body.batches, body.uuid, body.metadata)  # locks after its file walk
         with master.lock:
             return _answer(run, t)
+
+    @runner_api.get("/checkpoints")
+    def recorded_checkpoints(found: Runner = Depends(runner)) -> Dict[str, Any]:
+        """UUIDs of every checkpoint of this trial the master has a record of (any
+        state): a restarted runner removes only files no record names."""
+        return {"uuids": [c.uuid for c in master.store.list_checkpoints(
+            trial_id=found[1].trial_id)]}
 
     @runner_api.post("/validate-op-completed")
     def validate_op_completed(body: models.Report,

@@ -11,6 +11,9 @@ routes (which keep their per-trial tokens) runs :meth:`Auth.resolve` first:
 - no token -> user ``determined`` if the master config has ``security.allow_anonymous``
   (the default, as upstream's blank-password default user), else 401.
 - a deactivated user -> 403 (so clients do not try to log in again), also at login.
+- with ``security.allow_anonymous: false``, an admin never logs in with a blank password
+  (401 saying how to set one): the seeded ``admin`` has one, and an admin session could
+  register agents and change users.
 
 Routes: ``POST /auth/login`` {username, password} -> {token, user};
 ``POST /auth/logout``; ``GET /me``; ``GET /users``; ``GET /users/{name}``;
@@ -36,7 +39,8 @@ from determined.master.api._errors import fail
 from determined.master.db import ConflictError, NotFoundError, User
 from determined.master.db._users import AuthenticationError
 
-__all__ = ["ANONYMOUS_USER", "Auth", "check_owner", "require_admin", "user_json"]
+__all__ = ["ANONYMOUS_USER", "Auth", "blank_password_hint", "check_owner", "require_admin",
+           "user_json"]
 
 #: The user a request without a token acts as, when the master allows it.
 ANONYMOUS_USER = "determined"
@@ -44,6 +48,13 @@ ANONYMOUS_USER = "determined"
 _PUBLIC = ("/api/v1/auth/login", "/api/v1/master")
 _RUNNER_PREFIX = "/api/v1/trial-runner/"
 _MODEL_DEF = re.compile(r"/api/v1/experiments/(\d+)/model_def")
+
+
+def blank_password_hint(username: str) -> str:
+    """Why a blank password cannot log in with anonymous access off, and the fix."""
+    return (f"Admins cannot log in with a blank password while security.allow_anonymous is "
+            f"false; set one with `python -m determined.master --config FILE "
+            f"--set-password {username}`")
 
 
 def user_json(u: User) -> Dict[str, Any]:
@@ -201,6 +212,13 @@ class Auth:
 
         @api.post("/auth/login")
         def login(body: Login) -> Dict[str, Any]:
+            if body.password == "" and not self._security.allow_anonymous:
+                try:
+                    blank_admin = store.get_user(body.username).admin
+                except NotFoundError:
+                    blank_admin = False  # the login fails as for any unknown user
+                if blank_admin:
+                    raise fail(401, blank_password_hint(body.username))
             ttl = self._security.session_ttl_hours * 3600.0
             try:
                 token, user = store.login(body.username, body.password, ttl=ttl)

@@ -7,6 +7,8 @@ from typing import Any, Dict, List, Optional, Union
 import pydantic
 
 from determined.common.validation import INT64_MAX
+from determined.config import check_labels
+from determined.engine import check_checkpoint_id
 
 __all__ = ["CreateExperiment", "Report", "ValidationReport", "CheckpointReport", "EarlyExit",
            "LogBatch"]
@@ -63,6 +65,12 @@ class CheckpointReport(_Body):
     uuid: str = pydantic.Field(min_length=1)
     metadata: Dict[str, Any] = {}
 
+    @pydantic.field_validator("uuid")
+    @classmethod
+    def _canonical_uuid(cls, uuid: str) -> str:
+        """A malformed id is a bad request (400), not a conflict with the trial's state."""
+        return check_checkpoint_id(uuid)
+
 
 class EarlyExit(_Body):
     reason: str
@@ -78,3 +86,8 @@ class Patch(_Body):
     weight: Optional[float] = pydantic.Field(default=None, gt=0, allow_inf_nan=False)
     priority: Optional[int] = pydantic.Field(default=None, ge=1, le=99)
     max_slots: Optional[int] = pydantic.Field(default=None, ge=1, le=INT64_MAX)
+
+    @pydantic.field_validator("labels")
+    @classmethod
+    def _non_empty_labels(cls, labels: Optional[List[str]]) -> Optional[List[str]]:
+        return None if labels is None else check_labels(labels)

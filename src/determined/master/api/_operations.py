@@ -7,13 +7,15 @@ log, and draining agents and slots.
 - ``POST /checkpoints/{uuid}/metadata`` ``{metadata}`` merges top-level keys;
   ``DELETE /checkpoints/{uuid}/metadata?keys=a&keys=b`` drops keys; both answer
   ``{"metadata": ...}`` (the experiment's owner or an admin).
-- ``DELETE /experiments/{id}`` (admins; finished experiments only): deletes its
+- ``DELETE /experiments/{id}`` (its owner or an admin; finished experiments only): deletes its
   checkpoints from storage, then its records and files on the master.
 - ``GET /experiments/{id}/gc-preview?save_experiment_best=&save_trial_best=&
   save_trial_latest=`` -> ``{"checkpoints": [...]}`` that policy would delete;
   ``PATCH /experiments/{id}/gc-policy`` ``{save_*}`` stores it and, for a finished
   experiment, deletes them now -> ``{"deleted": [uuid...]}``.
-- ``GET /templates``, ``GET|PUT|DELETE /templates/{name}`` (``PUT`` ``{config}``).
+- ``GET /templates``, ``GET|PUT|DELETE /templates/{name}`` (``PUT`` ``{config}``):
+  ``{name, config, owner}``; anyone reads, only the owner (whoever made it) or an
+  admin overwrites or deletes (403 otherwise).
 - ``GET /master/logs?after_id=&limit=&tail=`` -> ``{"logs": [{id, timestamp, level, line}]}``.
 - ``POST /agents/{id}/enable|disable`` and ``POST /agents/{id}/slots/{slot}/enable|disable``
   (admins): a disabled agent or slot gets no new trials; running ones go on.
@@ -34,12 +36,13 @@ import fastapi
 import pydantic
 from fastapi import Depends, Query
 
+from determined.config import check_config_tree
 from determined.master._core import Master
 from determined.master import views
 from determined.master._master_log import MASTER_LOG
 from determined.master.api._auth import check_owner, require_admin
 from determined.master.api._errors import fail
-from determined.master.db import TERMINAL_STATES, User
+from determined.master.db import TERMINAL_STATES, NotFoundError, User
 from determined.master.views import iso
 from determined.storage import CheckpointRecord, build_storage, checkpoints_to_keep
 
@@ -141,9 +144,9 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
 
     @api.delete("/experiments/{id}")
     def delete_experiment(id: int, user: User = Caller) -> Dict[str, Any]:
-        require_admin(user, "delete experiments")
         with master.lock:
             exp = store.get_experiment(id)
+            check_owner(user, exp.owner, f"experiment {id}", "delete")  # as 0.13
             if exp.state not in TERMINAL_STATES or id in master.runs:
                 raise fail(409, f"Experiment {id} is {exp.state}; only finished experiments "
                                 "(COMPLETED, CANCELED, ERROR) can be deleted: kill it first")
@@ -200,23 +203,42 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
 
     @api.get("/templates")
     def list_templates() -> Dict[str, Any]:
-        return {"templates": [{"name": n, "config": c}
-                              for n, c in store.list_templates().items()]}
+        return {"templates": store.list_template_records()}
 
     @api.get("/templates/{name}")
     def get_template(name: str) -> Dict[str, Any]:
-        return {"name": name, "config": store.get_template(name)}
+        return store.get_template_record(name)
+
+    def _template_owner(name: str, user: User, action: str) -> Optional[str]:
+        """The existing template's owner after checking that ``user`` may change it
+        (403 otherwise); None when there is no such template."""
+        try:
+            owner = store.get_template_record(name)["owner"]
+        except NotFoundError:
+            return None
+        if owner is None:  # made before templates had owners
+            require_admin(user, f"{action} template {name!r} (it has no owner)")
+        else:
+            check_owner(user, owner, f"template {name!r}", action)
+        return owner
 
     @api.put("/templates/{name}")
     def put_template(name: str, body: TemplateBody, user: User = Caller) -> Dict[str, Any]:
         if not name.strip() or len(name) > 255:
             raise fail(400, f"Expected a template name of 1-255 characters. Received: {name!r}")
-        store.set_template(name, body.config)
-        return {"name": name, "config": body.config}
+        limits = master.config.limits
+        check_config_tree(body.config, limits.max_config_keys, limits.max_config_depth)
+        with master.lock:  # the owner check and the write, with no change between
+            _template_owner(name, user, "overwrite")
+            store.set_template(name, body.config, owner=user.username)
+        return store.get_template_record(name)
 
     @api.delete("/templates/{name}")
     def delete_template(name: str, user: User = Caller) -> Dict[str, Any]:
-        store.delete_template(name)
+        with master.lock:
+            store.get_template_record(name)  # 404 first
+            _template_owner(name, user, "delete")
+            store.delete_template(name)
         return {"name": name}
 
     # -- the master's log --------------------------------------------------------------------

@@ -44,6 +44,7 @@ def serve(config: "object") -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     master = Master(config)
     master.rm.flags = master.store.scheduling_flags()  # drained agents/slots, before scheduling
+    _warn_blank_admin_passwords(master)
     master.start(url=f"http://{config.host}:{config.port}")
     app = create_app(master)
     server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port,
@@ -53,6 +54,45 @@ def serve(config: "object") -> None:
         server.run()
     finally:
         master.close()
+
+
+def _warn_blank_admin_passwords(master: "object") -> None:
+    """One log line per admin whose blank password cannot log in (anonymous access off)."""
+    import logging
+
+    from determined.master.api._auth import blank_password_hint
+
+    store = master.store  # type: ignore[attr-defined]
+    if master.config.security.allow_anonymous:  # type: ignore[attr-defined]
+        return
+    for user in store.list_users():
+        if user.admin and user.active and store.check_user_password(user.username, ""):
+            logging.getLogger(__name__).warning(
+                "admin %r has a blank password. %s", user.username,
+                blank_password_hint(user.username))
+
+
+def set_password(config: "object", username: str, password: str) -> str:
+    """Set ``username``'s password in the master's database directly (the operator's
+    way to set the admin password before anyone can log in); returns a report line."""
+    from determined.master.db import Store
+
+    if not password:
+        raise ValueError("Expected a non-empty password. Received: a blank one")
+    store = Store(config.db or "")  # type: ignore[attr-defined]
+    try:
+        store.set_user_password(username, password)
+    finally:
+        store.close()
+    return f"determined-master: the password of {username!r} is set"
+
+
+def _read_new_password() -> str:
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\r\n")
+    import getpass
+
+    return getpass.getpass("New password: ")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -66,6 +106,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--data-dir", dest="data_dir", default=None)
     p.add_argument("--db", default=None)
     p.add_argument("--slots", type=int, default=None)
+    p.add_argument("--set-password", metavar="USER", default=None,
+                   help="set USER's password in the database (one line of piped stdin, "
+                        "else a prompt) and exit")
     args = p.parse_args(argv)
     try:
         config = load_master_config(args.config, host=args.host, port=args.port,
@@ -73,6 +116,15 @@ def main(argv: Optional[List[str]] = None) -> int:
     except (OSError, ValueError) as e:
         print(f"determined-master: {e}", file=sys.stderr)
         return 2
+    if args.set_password is not None:
+        from determined.master.db import NotFoundError
+
+        try:
+            print(set_password(config, args.set_password, _read_new_password()))
+        except (ValueError, NotFoundError) as e:
+            print(f"determined-master: {e}", file=sys.stderr)
+            return 2
+        return 0
     taken = port_taken(config.host, config.port)
     if taken:  # before migrations and start-up lines: one line saying why
         print(f"determined-master: cannot listen on {config.host}:{config.port}: {taken} "

@@ -27,7 +27,7 @@ from fastapi import Depends, Query
 
 from determined.common.api import MAX_CONTEXT_BYTES
 from determined.common.api._context_archive import check_context_archive
-from determined.config import parse_yaml
+from determined.config import check_config_text, check_config_tree, parse_yaml
 from determined.errors import DeterminedError
 from determined.master._core import Master
 from determined.master.api._auth import Auth, check_owner
@@ -105,11 +105,16 @@ def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
             raise fail(400, f"Expected kind to be one of {', '.join(KINDS)}. "
                             f"Received: kind={body.kind!r}")
         raw: Any = body.config
+        limits = master.config.limits
         if isinstance(raw, str):
+            check_config_text(raw, limits.max_config_bytes, limits.max_config_keys,
+                              limits.max_config_depth)
             try:
                 raw = parse_yaml(raw)
             except Exception as e:
                 raise fail(400, f"The task config is not valid YAML: {e}") from None
+        elif isinstance(raw, dict):
+            check_config_tree(raw, limits.max_config_keys, limits.max_config_depth)
         config = validate_task_config(body.kind, raw)
         context = None
         if body.context:
@@ -122,7 +127,8 @@ def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
                                 f"packed; the limit is {MAX_CONTEXT_BYTES / 1e6:.0f} MB. "
                                 "Exclude large files with a .detignore file.")
             try:
-                check_context_archive(context)
+                check_context_archive(context, max_ratio=limits.max_context_ratio,
+                                      ratio_floor=limits.min_context_ratio_bytes)
             except DeterminedError as e:
                 raise fail(400, f"context: {e}") from None
         extra = None

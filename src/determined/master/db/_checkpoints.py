@@ -53,6 +53,7 @@ def _record(
         start_time=row.start_time,
         end_time=row.end_time,
         validation=validation,
+        id=row.id,
     )
 
 

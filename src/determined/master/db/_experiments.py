@@ -1,10 +1,11 @@
 """Experiments, their searcher snapshots and model definitions."""
 
 import datetime
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import sqlalchemy as sa
 
+from determined.config import check_labels
 from determined.master.db import _models as m
 from determined.master.db import _states
 from determined.master.db._base import StoreBase
@@ -75,6 +76,7 @@ class ExperimentsMixin(StoreBase):
         parent_id: Optional[int] = None,
         state: str = "PAUSED",
         git: Optional[Dict[str, str]] = None,
+        context_bytes: Optional[int] = None,
     ) -> int:
         """Store a new experiment and return its id.
 
@@ -88,6 +90,7 @@ class ExperimentsMixin(StoreBase):
             parent_id: the experiment this one was forked from, if any.
             state: ``PAUSED`` (default; SPEC 1.4: stored paused, then activated) or ``ACTIVE``.
             git: where the model definition came from: every key of ``GIT_FIELDS``.
+            context_bytes: the context's files' size unpacked (for the quotas).
 
         Raises:
             NotFoundError: unknown owner or parent.
@@ -102,6 +105,7 @@ class ExperimentsMixin(StoreBase):
             )
         check_str("owner", owner, nonempty=True)
         check_int("parent_id", parent_id, optional=True)
+        check_int("context_bytes", context_bytes, minimum=0, optional=True)
         if git is not None:
             git = check_dict("git", git)
             if sorted(git) != sorted(GIT_FIELDS):
@@ -128,10 +132,23 @@ class ExperimentsMixin(StoreBase):
                 start_time=utcnow(),
                 **_defaults_from_config(config),
                 **(git or {}),
+                context_bytes=context_bytes,
             )
             s.add(row)
             s.flush()
             return row.id
+
+    def context_bytes_used(self, owner: str) -> Tuple[int, int]:
+        """Unpacked bytes of the stored contexts of ``owner``'s experiments and of all
+        (the packed size where none was recorded)."""
+        size = sa.func.coalesce(m.Experiment.context_bytes,
+                                sa.func.length(m.Experiment.model_def))
+        mine = sa.func.sum(sa.case((m.User.username == owner, size), else_=0))
+        query = sa.select(mine, sa.func.sum(size)).join(
+            m.User, m.User.id == m.Experiment.owner_id)
+        with self._read() as s:
+            row = s.execute(query).one()
+        return int(row[0] or 0), int(row[1] or 0)
 
     def get_experiment(self, id: int) -> Experiment:
         """The experiment ``id``; raises NotFoundError."""
@@ -199,7 +216,7 @@ class ExperimentsMixin(StoreBase):
         if description is not UNSET:
             changes["description"] = check_str("description", description)
         if labels is not UNSET:
-            changes["labels"] = check_str_list("labels", labels)
+            changes["labels"] = check_labels(check_str_list("labels", labels))
         if archived is not UNSET:
             changes["archived"] = check_bool("archived", archived)
         if weight is not UNSET:

@@ -89,6 +89,8 @@ class Experiment(Base):
     git_commit: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(1024))
     git_committer: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(1024))
     git_commit_date: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(1024))
+    # Bytes of the context's files unpacked (the context quotas); None: not recorded.
+    context_bytes: orm.Mapped[Optional[int]] = orm.mapped_column(sa.BigInteger)
 
     owner: orm.Mapped[User] = orm.relationship(lazy="joined", innerjoin=True)
 
@@ -270,3 +272,6 @@ class Template(Base):
 
     name: orm.Mapped[str] = orm.mapped_column(sa.String(255), primary_key=True)
     config: orm.Mapped[Any] = orm.mapped_column(JSONText)
+    # The user who made it (a name, as experiments' owners are shown); None: made
+    # before templates had owners, changed by admins only.
+    owner: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))

@@ -141,7 +141,7 @@ class RecordEffects:
         self._deletes.append(e.uuid)
 
     def update_trial(self, e: engine.UpdateTrial) -> None:
-        fields = {k: v for k, v in e.fields.items() if k != "warm_start_checkpoint"}
+        fields = dict(e.fields)
         if not fields:
             return
         tid = self.tid(e.request_id)

@@ -75,6 +75,8 @@ class Trial:
     end_time: Optional[datetime.datetime]
     latest_checkpoint: Optional[str]
     best_validation: Optional[float]
+    # The integer id of the warm-start checkpoint (upstream's warm_start_checkpoint_id).
+    warm_start_checkpoint_id: Optional[int] = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -127,6 +129,7 @@ class Checkpoint:
     start_time: datetime.datetime
     end_time: Optional[datetime.datetime]
     validation: Optional[Dict[str, Any]]
+    id: int = 0  # the row's integer id (upstream's checkpoint ``id``)
 
 
 class LogLine(NamedTuple):

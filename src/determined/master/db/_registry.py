@@ -212,12 +212,14 @@ class RegistryMixin(StoreBase):
 
     # -- templates --------------------------------------------------------------------------
 
-    def set_template(self, name: str, config: Dict[str, Any]) -> None:
-        """Create or replace the template ``name``."""
+    def set_template(self, name: str, config: Dict[str, Any],
+                     owner: Optional[str] = None) -> None:
+        """Create the template ``name`` owned by ``owner``, or replace its config (the
+        owner stays)."""
         check_str("name", name, nonempty=True)
         config = check_dict("config", config)
         t = m.Template.__table__
-        stmt = self._insert(t).values(name=name, config=config)
+        stmt = self._insert(t).values(name=name, config=config, owner=owner)
         stmt = stmt.on_conflict_do_update(index_elements=[t.c.name],
                                           set_={"config": stmt.excluded.config})
         with self._write() as s:
@@ -225,17 +227,25 @@ class RegistryMixin(StoreBase):
 
     def get_template(self, name: str) -> Dict[str, Any]:
         """The template's config; raises NotFoundError."""
+        return self.get_template_record(name)["config"]
+
+    def get_template_record(self, name: str) -> Dict[str, Any]:
+        """``{"name", "config", "owner"}`` of template ``name``; raises NotFoundError."""
         with self._read() as s:
             row = s.get(m.Template, name)
             if row is None:
                 raise NotFoundError("template", name)
-            return dict(row.config)
+            return _template(row)
 
     def list_templates(self) -> Dict[str, Dict[str, Any]]:
-        """Every template, by name."""
+        """Every template's config, by name."""
+        return {t["name"]: t["config"] for t in self.list_template_records()}
+
+    def list_template_records(self) -> List[Dict[str, Any]]:
+        """Every template as ``{"name", "config", "owner"}``, by name."""
         with self._read() as s:
-            return {row.name: dict(row.config)
-                    for row in s.scalars(sa.select(m.Template).order_by(m.Template.name))}
+            return [_template(row) for row in
+                    s.scalars(sa.select(m.Template).order_by(m.Template.name))]
 
     def delete_template(self, name: str) -> None:
         """Delete a template; raises NotFoundError."""
@@ -276,3 +286,7 @@ class RegistryMixin(StoreBase):
         with self._read() as s:
             return [WorkloadRecord(r.kind, r.total_batches, r.end_time, r.metrics,
                                    r.batch_metrics, r.num_inputs) for r in s.scalars(query)]
+
+
+def _template(row: m.Template) -> Dict[str, Any]:
+    return {"name": row.name, "config": dict(row.config), "owner": row.owner}

@@ -22,7 +22,18 @@ from determined.master.db._types import utcnow
 __all__ = ["TrialsMixin"]
 
 
-def _trial_record(row: m.Trial) -> Trial:
+def _trial_records(s: Any, rows: List[m.Trial]) -> List[Trial]:
+    """Records of ``rows``, with the integer ids of their warm-start checkpoints (one
+    query)."""
+    uuids = {r.warm_start_checkpoint for r in rows if r.warm_start_checkpoint}
+    ids: Dict[str, int] = {}
+    if uuids:
+        query = sa.select(m.Checkpoint.uuid, m.Checkpoint.id).where(m.Checkpoint.uuid.in_(uuids))
+        ids = {u: i for u, i in s.execute(query)}
+    return [_trial_record(r, ids.get(r.warm_start_checkpoint or "")) for r in rows]
+
+
+def _trial_record(row: m.Trial, warm_start_checkpoint_id: Optional[int]) -> Trial:
     return Trial(
         id=row.id,
         experiment_id=row.experiment_id,
@@ -37,6 +48,7 @@ def _trial_record(row: m.Trial) -> Trial:
         end_time=row.end_time,
         latest_checkpoint=row.latest_checkpoint,
         best_validation=row.best_validation,
+        warm_start_checkpoint_id=warm_start_checkpoint_id,
     )
 
 
@@ -96,7 +108,7 @@ class TrialsMixin(StoreBase):
     def get_trial(self, id: int) -> Trial:
         """The trial ``id``; raises NotFoundError."""
         with self._read() as s:
-            return _trial_record(self._get(s, m.Trial, id, "trial"))
+            return _trial_records(s, [self._get(s, m.Trial, id, "trial")])[0]
 
     def list_trials(self, experiment_id: int) -> List[Trial]:
         """The experiment's trials by ascending id (empty for an unknown experiment)."""
@@ -104,7 +116,7 @@ class TrialsMixin(StoreBase):
             sa.select(m.Trial).where(m.Trial.experiment_id == experiment_id).order_by(m.Trial.id)
         )
         with self._read() as s:
-            return [_trial_record(row) for row in s.scalars(query)]
+            return _trial_records(s, list(s.scalars(query)))
 
     def trial_by_request(self, experiment_id: int, request_id: str) -> Optional[Trial]:
         """The experiment's trial for a searcher request id, or None."""
@@ -113,7 +125,7 @@ class TrialsMixin(StoreBase):
         )
         with self._read() as s:
             row = s.scalar(query)
-            return None if row is None else _trial_record(row)
+            return None if row is None else _trial_records(s, [row])[0]
 
     def update_trial(
         self,
@@ -125,6 +137,7 @@ class TrialsMixin(StoreBase):
         end_time: Any = UNSET,
         latest_checkpoint: Any = UNSET,
         best_validation: Any = UNSET,
+        warm_start_checkpoint: Any = UNSET,
     ) -> Trial:
         """Change the given fields only; returns the updated trial.
 
@@ -148,6 +161,9 @@ class TrialsMixin(StoreBase):
             changes["latest_checkpoint"] = check_str(
                 "latest_checkpoint", latest_checkpoint, optional=True
             )
+        if warm_start_checkpoint is not UNSET:  # a PBT clone learns its parent's at start
+            changes["warm_start_checkpoint"] = check_str(
+                "warm_start_checkpoint", warm_start_checkpoint, optional=True)
         if best_validation is not UNSET:
             changes["best_validation"] = check_number(
                 "best_validation", best_validation, optional=True, finite=False
@@ -158,7 +174,7 @@ class TrialsMixin(StoreBase):
                 self._move_to_state("trial", row, state, changes.get("end_time"))
             for key, value in changes.items():
                 setattr(row, key, value)
-            return _trial_record(row)
+            return _trial_records(s, [row])[0]
 
     def rollback_trial(self, trial_id: int, to_batches: int) -> List[str]:
         """Forget what the trial did after ``to_batches`` (a restart from a checkpoint).
