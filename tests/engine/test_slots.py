@@ -62,3 +62,4 @@ def test_a_child_waiting_on_an_idle_parent_ends_the_search_with_error() -> None:
     assert "no trial can start" in core.reason
     assert parent.state is child.state is TrialState.CANCELED
     assert any(isinstance(e, engine.FinishExperiment) and e.state == "ERROR" for e in effects)
+

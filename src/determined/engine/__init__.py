@@ -27,8 +27,10 @@ from determined.engine._effects import (
     dispatch,
 )
 from determined.engine._states import (
+    EXPERIMENT_TRANSITIONS,
     LIVE,
     TERMINAL,
+    TERMINAL_EXPERIMENT,
     TRANSITIONS,
     EngineError,
     ExperimentState,
@@ -39,7 +41,8 @@ from determined.engine._slots import capacity, release_waiting
 from determined.engine._trial import CoreTrial
 
 __all__ = [
-    "Assignment", "capacity", "dispatch", "release_waiting",
+    "Assignment", "capacity", "dispatch", "release_waiting", "EXPERIMENT_TRANSITIONS",
+    "TERMINAL_EXPERIMENT",
     "CoreTrial", "CreateTrial", "DeleteCheckpoint", "Effect", "EngineError",
     "ExperimentCore", "ExperimentState", "FinishExperiment", "IllegalTransition", "KillTrial",
     "LaunchTrial", "LIVE", "RegisterCheckpoint", "RollbackMetrics", "SaveSnapshot",

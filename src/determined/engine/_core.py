@@ -41,10 +41,12 @@ from determined.engine._states import (
     LIVE,
     EngineError,
     TERMINAL,
+    TERMINAL_EXPERIMENT,
     TRANSITIONS,
     ExperimentState,
     IllegalTransition,
     TrialState,
+    check_experiment_transition,
 )
 from determined.engine._trial import CoreTrial
 
@@ -139,6 +141,7 @@ class ExperimentCore:
     def _set_state(self, state: ExperimentState) -> None:
         if state is self.state:
             return
+        check_experiment_transition(self.state, state)
         self.state = state
         self._emit(fx.SetExperimentState(state.value))
         for t in self.trials.values():
@@ -721,5 +724,3 @@ class ExperimentCore:
         self._maybe_finish()
         return self._take()
 
-
-TERMINAL_EXPERIMENT = frozenset({_E.COMPLETED, _E.CANCELED, _E.ERROR})
