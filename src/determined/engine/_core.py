@@ -537,6 +537,35 @@ class ExperimentCore:
         self._maybe_finish()
         return self._take()
 
+    def abort(self, state: str, reason: str = "") -> List[fx.Effect]:
+        """End the experiment at once as ``state`` (ERROR or CANCELED) because its adapter
+        cannot go on: processes are killed without a checkpoint, every unfinished
+        trial ends CANCELED, the searcher hears nothing more."""
+        final = _E(state)
+        if final not in (_E.ERROR, _E.CANCELED):
+            raise EngineError(f"Expected an abort state of ERROR or CANCELED. "
+                              f"Received: state={state!r}")
+        if self.finished:
+            return self._take()
+        self.killed = True
+        if reason:
+            self.reason = reason
+        for t in self.trials.values():
+            if t.state in LIVE and t.state is not _S.KILLING:
+                self._emit(fx.KillTrial(t.request_id))
+            if t.state not in TERMINAL:
+                self._end(t, _S.CANCELED, f"Trial canceled: the experiment was aborted"
+                          f"{': ' + reason if reason else ''}")
+        if final is _E.ERROR or self.state is _E.STOPPING_COMPLETED:
+            final = _E.ERROR  # (a completing search cannot turn CANCELED)
+            self._set_state(_E.STOPPING_ERROR)
+        elif self.state not in _STOPPING:
+            self._set_state(_E.STOPPING_CANCELED)
+        final = _STOPPING[self.state]
+        self._set_state(final)
+        self._emit(fx.SaveSnapshot(), fx.FinishExperiment(final.value, self.reason))
+        return self._take()
+
     def kill_trial(self, request_id: int) -> List[fx.Effect]:
         """End one trial now: CANCELED, never restarted."""
         t = self.trial(request_id)

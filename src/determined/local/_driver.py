@@ -226,8 +226,8 @@ class LocalDriver:
         except KeyboardInterrupt:
             self._stop_gracefully()
             raise
-        except BaseException:
-            self._kill_all("ERROR")
+        except BaseException as err:
+            self._kill_all("ERROR", f"{type(err).__name__}: {err}")
             raise
         finally:
             self.store.pump_all(final=True)
@@ -449,9 +449,11 @@ class LocalDriver:
                 self._wait_and_handle()
         except KeyboardInterrupt:
             pass
-        self._kill_all("PAUSED" if not self.procs else "CANCELED", cancel_trials=False)
+        self._kill_all("PAUSED" if not self.procs else "CANCELED")
 
-    def _kill_all(self, state: str, cancel_trials: bool = True) -> None:
+    def _kill_all(self, state: str, reason: str = "") -> None:
+        """End every trial process now; the experiment ends ``state`` (ERROR or
+        CANCELED, through the core's abort) or stays PAUSED."""
         for p in self.procs.values():
             if p.process.is_alive():
                 p.process.terminate()
@@ -459,18 +461,11 @@ class LocalDriver:
                 if p.process.is_alive():
                     p.process.kill()
         self.procs.clear()
+        self._final_state = state
+        if state == "PAUSED":
+            return
         try:
-            self.records.flush()
-            for t in self.trials.values():
-                if cancel_trials and t.state in ("RUNNING", "PENDING", "IDLE", "PAUSED"):
-                    t.state = "CANCELED"
-                    self.db.update_trial(t.trial_id, state="CANCELED")
-            self._final_state = state
-            current = self.db.get_experiment(self.experiment_id).state
-            if state != current and state in ("ERROR", "CANCELED"):
-                if not current.startswith("STOPPING_"):
-                    self.db.set_experiment_state(self.experiment_id, "STOPPING_" + state)
-                self.db.set_experiment_state(self.experiment_id, state)
+            self._do(self.core.abort(state, reason))
         except Exception as err:  # noqa: BLE001 - the original error matters more
             logger.warning("could not record experiment %s as %s: %s",
                            self.experiment_id, state, err)

@@ -28,7 +28,7 @@ from determined.master._lifecycle import event
 from determined.master.db import Store, resolve_source_checkpoint
 from determined.master.tasks import TaskManager
 from determined.storage import build_storage
-from determined.master.experiments import ExperimentRun, TrialState
+from determined.master.experiments import ExperimentRun, TrialHandle
 from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_root
 from determined.master.resource_managers import (
     AGENT_ID,
@@ -50,7 +50,7 @@ class ContextQuotaError(Exception):
 
 class _Launch(NamedTuple):
     run: "ExperimentRun"
-    trial: "TrialState"
+    trial: "TrialHandle"
     spec: Dict[str, Any]
     trial_dir: str
     agent_id: str
@@ -91,7 +91,7 @@ class Master:
         self.lock = threading.RLock()
         self.cond = NotifyingCondition(self.lock)
         self.runs: Dict[int, ExperimentRun] = {}
-        self.trials: Dict[int, Tuple[ExperimentRun, TrialState]] = {}
+        self.trials: Dict[int, Tuple[ExperimentRun, TrialHandle]] = {}
         self.allocations: Dict[str, Tuple[scheduler.Task, scheduler.Allocation]] = {}
         self.url = f"http://{config.host}:{config.port}"
         self.cluster_id = self._cluster_id()
@@ -379,7 +379,7 @@ class Master:
 
     # ------------------------------------------------------------------ trial processes
 
-    def trial(self, trial_id: int) -> Tuple[ExperimentRun, TrialState]:
+    def trial(self, trial_id: int) -> Tuple[ExperimentRun, TrialHandle]:
         return self.trials[trial_id]
 
     def kill_trial(self, trial_id: int) -> None:
@@ -404,7 +404,7 @@ class Master:
             run.process_exited(t, code)
             self.changed()
 
-    def _prepare_launch(self, run: ExperimentRun, t: TrialState,
+    def _prepare_launch(self, run: ExperimentRun, t: TrialHandle,
                         alloc: scheduler.Allocation) -> "_Launch":
         """The in-memory part of starting a trial (called with the lock held)."""
         restore, warm = run.restore_path(t)
@@ -468,7 +468,7 @@ class Master:
             except Exception as e:  # keep scheduling; the error is in the master log
                 logger.exception("scheduling failed: %s: %s", type(e).__name__, e)
 
-    def _task(self, run: ExperimentRun, t: TrialState) -> scheduler.Task:
+    def _task(self, run: ExperimentRun, t: TrialHandle) -> scheduler.Task:
         exp = run.cfg
         return scheduler.Task(
             f"trial-{t.trial_id}", f"exp-{run.id}", exp.slots_per_trial, arrival=t.arrival,
@@ -480,7 +480,7 @@ class Master:
 
     def _schedule_once(self) -> "List[_Launch]":
         self._tell_capacity()
-        pending: Dict[str, Tuple[ExperimentRun, TrialState]] = {}
+        pending: Dict[str, Tuple[ExperimentRun, TrialHandle]] = {}
         for run in list(self.runs.values()):
             for t in run.schedulable():
                 pending[f"trial-{t.trial_id}"] = (run, t)

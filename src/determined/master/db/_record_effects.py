@@ -59,7 +59,11 @@ class RecordEffects:
         self._snapshot_json = SnapshotJSON()
         self.snapshot_extra = dict(snapshot_extra or {})
         self.progress = -1.0  # as last stored
+        # What an adapter may watch: a trial record made, a trial's or the experiment's
+        # stored state changed.
         self.on_created: Callable[[int, int], None] = lambda request_id, trial_id: None
+        self.on_trial_state: Callable[[int, str], None] = lambda trial_id, state: None
+        self.on_experiment_state: Callable[[str], None] = lambda state: None
 
     def apply(self, effects: Sequence[engine.Effect], core: Any) -> List[engine.Effect]:
         """Carry out the record effects in order; returns the others, in order. A
@@ -146,6 +150,8 @@ class RecordEffects:
             return
         tid = self.tid(e.request_id)
         self.store.update_trial(tid, **fields)
+        if "state" in fields:
+            self.on_trial_state(tid, fields["state"])
         if fields.get("state") in _TERMINAL_TRIAL:
             self.store.revoke_trial_tokens(tid)
 
@@ -154,6 +160,7 @@ class RecordEffects:
 
     def set_experiment_state(self, e: engine.SetExperimentState) -> None:
         self.store.set_experiment_state(self.experiment_id, e.state)
+        self.on_experiment_state(e.state)
 
     def save_snapshot(self, e: engine.SaveSnapshot) -> None:
         self._save = True

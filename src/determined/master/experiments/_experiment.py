@@ -58,6 +58,10 @@ class ExperimentRun:
             self.store, experiment_id, lambda uuids: master.delete_files(self.storage, uuids),
             snapshot_extra={"source_checkpoint_path": self.source_path})
         self.records.on_created = self._created
+        self.records.on_trial_state = lambda tid, state: event(
+            "trial %s of experiment %s %s", tid, self.id, state)
+        self.records.on_experiment_state = self._experiment_state
+        self._wake = False
 
     # ------------------------------------------------------------------ views
 
@@ -125,17 +129,13 @@ class ExperimentRun:
     def _do(self, effects: List[Any]) -> None:
         """Carry out the core's effects (lock held): records, then process effects."""
         self._wake = False
-        for e in effects:
-            if isinstance(e, engine.UpdateTrial) and "state" in e.fields:
-                event("trial %s of experiment %s %s", self.records.tid(e.request_id), self.id,
-                      e.fields["state"])
-            elif isinstance(e, engine.SetExperimentState):
-                event("experiment %s %s", self.id, e.state)
         engine.dispatch(self.records.apply(effects, self.core), self)
-        if any(isinstance(e, engine.SetExperimentState) for e in effects):
-            self._wake = True
         if self._wake:
             self.master.changed(self.id)
+
+    def _experiment_state(self, state: str) -> None:
+        event("experiment %s %s", self.id, state)
+        self._wake = True
 
     # process effects (engine.dispatch calls these)
 
