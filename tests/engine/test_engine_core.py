@@ -115,7 +115,8 @@ class Sim:
             self._checkpoint(r)
             self.exit(r, 0)
             return
-        op = core.next_op(r)
+        answer = core.next_op(r)
+        op = answer.op if answer is not None else None
         t = core.trial(r)
         if op is None:
             self.awaiting.add(r)
@@ -129,8 +130,8 @@ class Sim:
             b = self.processes[r]
             value = math.nan if r in self.nan_for else loss(t.hparams, b)
             name = core.cfg.metric
-            self.apply(core.trial_validated(r, b, {name: value}))
-            self.apply(core.validate_op_completed(r, {name: value}))
+            self.apply(core.trial_validated(r, b, {"validation_metrics": {name: value}}))
+            self.apply(core.validate_op_completed(r, {"validation_metrics": {name: value}}))
         elif isinstance(op, searchers.Checkpoint):
             self._checkpoint(r)
         elif isinstance(op, searchers.Close):

@@ -7,8 +7,8 @@ import math
 from determined import engine
 from determined.config import validate_config
 from determined.master.db._types import compact_json
-from determined.master.experiments import _experiment
-from determined.master.experiments._experiment import _SnapshotJSON
+from determined.master.db import _snapshot_json
+from determined.master.db._snapshot_json import SnapshotJSON as _SnapshotJSON
 
 
 def _snapshot(ended, searcher_ended, live):
@@ -24,7 +24,7 @@ def test_ended_trials_are_encoded_once_and_the_text_is_unchanged(monkeypatch):
     ended = [{"request_id": i, "hparams": {"lr": 0.1 * i, "name": "x\u00e9"}} for i in range(3)]
     searcher_ended = [{"request_id": i, "closed": True} for i in range(3)]
     encoded = []
-    monkeypatch.setattr(_experiment, "compact_json",
+    monkeypatch.setattr(_snapshot_json, "compact_json",
                         lambda value: encoded.append(value) or compact_json(value))
     encoder = _SnapshotJSON()
     for live in (1, 2, 3):

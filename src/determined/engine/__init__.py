@@ -5,7 +5,9 @@ are adapters around :class:`ExperimentCore`; this package does no I/O and import
 framework and nothing from the master.
 """
 
-from determined.engine._core import ExperimentCore, check_checkpoint_id
+from determined.engine._assignment import Assignment
+from determined.engine._checkpoints import check_checkpoint_id
+from determined.engine._core import ExperimentCore
 from determined.engine._effects import (
     CreateTrial,
     DeleteCheckpoint,
@@ -22,19 +24,25 @@ from determined.engine._effects import (
     TrialLog,
     UpdateTrial,
     WakeTrial,
+    dispatch,
 )
 from determined.engine._states import (
+    EXPERIMENT_TRANSITIONS,
     LIVE,
     TERMINAL,
+    TERMINAL_EXPERIMENT,
     TRANSITIONS,
     EngineError,
     ExperimentState,
     IllegalTransition,
     TrialState,
 )
+from determined.engine._slots import capacity, release_waiting
 from determined.engine._trial import CoreTrial
 
 __all__ = [
+    "Assignment", "capacity", "dispatch", "release_waiting", "EXPERIMENT_TRANSITIONS",
+    "TERMINAL_EXPERIMENT",
     "CoreTrial", "CreateTrial", "DeleteCheckpoint", "Effect", "EngineError",
     "ExperimentCore", "ExperimentState", "FinishExperiment", "IllegalTransition", "KillTrial",
     "LaunchTrial", "LIVE", "RegisterCheckpoint", "RollbackMetrics", "SaveSnapshot",

@@ -29,23 +29,26 @@ from __future__ import annotations
 
 import copy
 import math
-import uuid as uuidlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from determined import searcher as searchers
 from determined.config import ExperimentConfig, Unit
+from determined.engine import _checkpoints as ckpts
 from determined.engine import _effects as fx
+from determined.engine._assignment import Assignment
+from determined.engine._checkpoints import check_checkpoint_id
 from determined.engine._states import (
     LIVE,
     EngineError,
     TERMINAL,
+    TERMINAL_EXPERIMENT,
     TRANSITIONS,
     ExperimentState,
     IllegalTransition,
     TrialState,
+    check_experiment_transition,
 )
 from determined.engine._trial import CoreTrial
-from determined.storage._gc import CheckpointRecord, checkpoints_to_keep
 
 __all__ = ["ExperimentCore", "EngineError", "check_checkpoint_id"]
 
@@ -53,19 +56,6 @@ _S, _E = TrialState, ExperimentState
 _STOPPING = {_E.STOPPING_COMPLETED: _E.COMPLETED, _E.STOPPING_CANCELED: _E.CANCELED,
              _E.STOPPING_ERROR: _E.ERROR}
 _SNAPSHOT_VERSION = 1
-
-
-def check_checkpoint_id(uuid: Any) -> str:
-    """``uuid`` if it is a checkpoint id (a UUID in its canonical form), else EngineError
-    (a checkpoint id names a directory: no path tricks)."""
-    try:
-        ok = isinstance(uuid, str) and str(uuidlib.UUID(uuid)) == uuid.lower()
-    except ValueError:
-        ok = False
-    if not ok:
-        raise EngineError(f"Expected a checkpoint id in UUID form "
-                          f"(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). Received: {uuid!r}")
-    return uuid
 
 
 def _finite(value: Any) -> Optional[float]:
@@ -151,6 +141,7 @@ class ExperimentCore:
     def _set_state(self, state: ExperimentState) -> None:
         if state is self.state:
             return
+        check_experiment_transition(self.state, state)
         self.state = state
         self._emit(fx.SetExperimentState(state.value))
         for t in self.trials.values():
@@ -266,28 +257,35 @@ class ExperimentCore:
         self._emit(fx.TrialLog(request_id, line))
         return self._take()
 
-    def next_op(self, request_id: int) -> Optional[Any]:
-        """The trial's next searcher operation (``Close`` to make it stop), or None
-        if the searcher has not sent one yet (the trial is WAITING). Asking again
-        means the previous operation is done."""
+    def next_op(self, request_id: int) -> Optional[Assignment]:
+        """The trial's next operation, or None if the searcher has not sent one yet
+        (the trial is WAITING). A Close the searcher did not send (the trial stops and
+        resumes later) is marked ``resume_later``. Asking again means the previous
+        operation is done."""
         t = self.trial(request_id)
         if t.state not in LIVE or t.state in (_S.STOPPING, _S.KILLING):
-            return searchers.Close(request_id)
+            return self._stop_op(t)
         if t.state is _S.RUNNING and t.current_op is not None and not isinstance(
                 t.current_op, searchers.Close):
             t.current_op = None
         if self.state is not _E.ACTIVE:
             self._move(t, _S.STOPPING, "next operation")
-            return searchers.Close(request_id)
+            return self._stop_op(t)
         if t.ops:
             op = t.ops.pop(0)
             t.current_op = op
             if isinstance(op, searchers.Train):
                 t.last_train = op.length
             self._move(t, _S.RUNNING, "next operation")
-            return op
+            return Assignment(op)
         self._move(t, _S.WAITING, "next operation")
         return None
+
+    @staticmethod
+    def _stop_op(t: CoreTrial) -> Assignment:
+        searchers_close = isinstance(t.current_op, searchers.Close)
+        return Assignment(t.current_op if searchers_close else searchers.Close(t.request_id),
+                          resume_later=not searchers_close)
 
     def should_stop(self, request_id: int) -> bool:
         """Whether the trial's process must checkpoint and exit now."""
@@ -304,14 +302,16 @@ class ExperimentCore:
         return self._take()
 
     def trial_validated(self, request_id: int, batches: int,
-                        metrics: Mapping[str, Any]) -> List[fx.Effect]:
-        """A validation report (``metrics``: the validation metrics by name)."""
+                        report: Mapping[str, Any]) -> List[fx.Effect]:
+        """A validation report as the trial process sent it (``validation_metrics``
+        by name, ``num_inputs``): stored whole, its searcher metric read here."""
         t = self.trial(request_id)
         if t.state not in LIVE or batches <= t.validated_batches:
             return self._take()
         t.validated_batches = batches
         t.batches = max(t.batches, batches)
-        self._emit(fx.StoreMetrics(request_id, "validation", batches, dict(metrics)))
+        self._emit(fx.StoreMetrics(request_id, "validation", batches, dict(report)))
+        metrics = report.get("validation_metrics") or {}
         value = _finite(metrics.get(self.cfg.metric))
         t.last_validation = (batches, value)
         for c in self.checkpoints.values():
@@ -350,19 +350,19 @@ class ExperimentCore:
             return False
         return self.best_value is None or self._signed(v) <= self.best_value
 
-    def trial_checkpointed(self, request_id: int, batches: int, uuid: str) -> List[fx.Effect]:
-        """A checkpoint was written completely. The same report again (a retried
-        request) changes nothing; another trial or batch count under a known uuid is an
+    def trial_checkpointed(self, request_id: int, batches: int, uuid: str,
+                           resources: Optional[Mapping[str, int]] = None, framework: str = "",
+                           format: str = "") -> List[fx.Effect]:
+        """A checkpoint was written completely (``resources``: its files, relative path
+        -> bytes). The same report again (a retried request) changes nothing; other
+        content under a known uuid (trial, batches, files, framework, format) is an
         EngineError."""
         t = self.trial(request_id)
         check_checkpoint_id(uuid)
-        known = self.checkpoints.get(uuid)
-        if known is not None:
-            if known["request_id"] == request_id and known["batches"] == batches:
-                return self._take()
-            raise EngineError(f"Checkpoint {uuid} was already reported, by trial request id "
-                              f"{known['request_id']} at {known['batches']} batches; this "
-                              f"report says request id {request_id} at {batches} batches")
+        resources = dict(resources or {})
+        content = ckpts.content_key(resources, framework, format)
+        if ckpts.is_repeat(uuid, self.checkpoints.get(uuid), request_id, batches, content):
+            return self._take()
         if t.state in TERMINAL:
             raise EngineError(f"Trial (request id {request_id}) reported checkpoint {uuid} "
                               f"after it ended ({t.state.value})")
@@ -370,9 +370,11 @@ class ExperimentCore:
         metric = t.last_validation[1] if t.last_validation and t.last_validation[0] == batches \
             else None
         self.checkpoints[uuid] = {"request_id": request_id, "batches": batches,
-                                  "order": self._seq, "metric": metric, "deleted": False}
+                                  "order": self._seq, "metric": metric, "deleted": False,
+                                  "content": content}
         t.latest_checkpoint, t.checkpoint_batches = uuid, batches
-        self._emit(fx.RegisterCheckpoint(request_id, uuid, batches),
+        self._emit(fx.RegisterCheckpoint(request_id, uuid, batches, resources, framework,
+                                         format),
                    fx.UpdateTrial(request_id, {"latest_checkpoint": uuid,
                                                "total_batches": batches}))
         for child in self.trials.values():  # a warm-start child may wait for it
@@ -382,8 +384,10 @@ class ExperimentCore:
         return self._take()
 
     def validate_op_completed(self, request_id: int,
-                              metrics: Mapping[str, Any]) -> List[fx.Effect]:
-        """The searcher's Validate operation for the trial finished with ``metrics``."""
+                              report: Mapping[str, Any]) -> List[fx.Effect]:
+        """The searcher's Validate operation for the trial finished with ``report``
+        (``validation_metrics`` by name)."""
+        metrics = report.get("validation_metrics") or {}
         t = self.trial(request_id)
         if not isinstance(t.current_op, searchers.Validate):
             raise EngineError(f"Trial (request id {request_id}) reported a Validate "
@@ -533,6 +537,35 @@ class ExperimentCore:
         self._maybe_finish()
         return self._take()
 
+    def abort(self, state: str, reason: str = "") -> List[fx.Effect]:
+        """End the experiment at once as ``state`` (ERROR or CANCELED) because its adapter
+        cannot go on: processes are killed without a checkpoint, every unfinished
+        trial ends CANCELED, the searcher hears nothing more."""
+        final = _E(state)
+        if final not in (_E.ERROR, _E.CANCELED):
+            raise EngineError(f"Expected an abort state of ERROR or CANCELED. "
+                              f"Received: state={state!r}")
+        if self.finished:
+            return self._take()
+        self.killed = True
+        if reason:
+            self.reason = reason
+        for t in self.trials.values():
+            if t.state in LIVE and t.state is not _S.KILLING:
+                self._emit(fx.KillTrial(t.request_id))
+            if t.state not in TERMINAL:
+                self._end(t, _S.CANCELED, f"Trial canceled: the experiment was aborted"
+                          f"{': ' + reason if reason else ''}")
+        if final is _E.ERROR or self.state is _E.STOPPING_COMPLETED:
+            final = _E.ERROR  # (a completing search cannot turn CANCELED)
+            self._set_state(_E.STOPPING_ERROR)
+        elif self.state not in _STOPPING:
+            self._set_state(_E.STOPPING_CANCELED)
+        final = _STOPPING[self.state]
+        self._set_state(final)
+        self._emit(fx.SaveSnapshot(), fx.FinishExperiment(final.value, self.reason))
+        return self._take()
+
     def kill_trial(self, request_id: int) -> List[fx.Effect]:
         """End one trial now: CANCELED, never restarted."""
         t = self.trial(request_id)
@@ -583,9 +616,13 @@ class ExperimentCore:
             alive = [t for t in self.trials.values() if t.state not in TERMINAL]
             if self.shutdown is not None:
                 target = _E.STOPPING_ERROR if self.shutdown.failure else _E.STOPPING_COMPLETED
-            elif self.state is _E.ACTIVE and alive and all(t.state is _S.IDLE for t in alive):
+            elif self.state is _E.ACTIVE and alive and not self.schedulable():
+                # No process, and none can start: nothing will ever report again.
                 target = _E.STOPPING_ERROR
-                self.reason = "every trial waits for work the searcher never sends"
+                self.reason = ("every trial waits for work the searcher never sends"
+                               if all(t.state is _S.IDLE for t in alive) else
+                               "no trial can start: each waits for a checkpoint no running "
+                               "trial will write")
             else:
                 return
             self._set_state(target)
@@ -602,30 +639,23 @@ class ExperimentCore:
         self._emit(fx.SaveSnapshot(), fx.FinishExperiment(final.value, self.reason))
 
     def garbage(self) -> List[str]:
-        """Checkpoints the storage policy (save_experiment_best, save_trial_best,
-        save_trial_latest) does not keep; NaN metrics count as unvalidated."""
-        policy = self.config.get("checkpoint_storage") or {}
-        live = {u: c for u, c in self.checkpoints.items() if not c["deleted"]}
-        records = [CheckpointRecord(u, c["request_id"], c["order"], c["metric"])
-                   for u, c in live.items()]
+        """Checkpoints the storage policy does not keep (``_checkpoints.garbage``)."""
         protected = {t.warm_start for t in self.trials.values() if t.warm_start}
-        keep = checkpoints_to_keep(
-            records, int(policy.get("save_experiment_best", 0) or 0),
-            int(policy.get("save_trial_best", 1) if policy.get("save_trial_best") is not None
-                else 1),
-            int(policy.get("save_trial_latest", 1) if policy.get("save_trial_latest")
-                is not None else 1),
-            self.cfg.smaller_is_better, protected)
-        return sorted((u for u in live if u not in keep), key=lambda u: live[u]["order"])
+        return ckpts.garbage(self.checkpoints, protected,
+                             self.config.get("checkpoint_storage") or {},
+                             self.cfg.smaller_is_better)
 
     def best_checkpoint(self) -> Optional[str]:
         """The kept checkpoint with the best metric (else the newest kept one)."""
-        live = [(u, c) for u, c in self.checkpoints.items() if not c["deleted"]]
-        scored = [(u, c) for u, c in live if c["metric"] is not None]
-        if scored:
-            return min(scored, key=lambda uc: (self._signed(uc[1]["metric"]),
-                                               -uc[1]["order"]))[0]
-        return max(live, key=lambda uc: uc[1]["order"])[0] if live else None
+        return ckpts.best_checkpoint(self.checkpoints, self.cfg.smaller_is_better)
+
+    def best_trial(self) -> Optional[int]:
+        """The request id of the trial with the best validation metric (NaN never
+        counts; ties go to the oldest trial), or None before any."""
+        scored = [t for t in self.trials.values() if t.best_metric is not None]
+        if not scored:
+            return None
+        return min(scored, key=lambda t: (self._signed(t.best_metric), t.arrival)).request_id
 
     @property
     def finished(self) -> bool:
@@ -723,5 +753,3 @@ class ExperimentCore:
         self._maybe_finish()
         return self._take()
 
-
-TERMINAL_EXPERIMENT = frozenset({_E.COMPLETED, _E.CANCELED, _E.ERROR})

@@ -1,4 +1,5 @@
-"""Trial and experiment states, and the one table of legal trial transitions."""
+"""Trial and experiment states, and their tables of legal transitions (the only ones:
+the master's store checks stored changes against the same tables)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import enum
 from typing import Dict, FrozenSet
 
 __all__ = ["TrialState", "ExperimentState", "EngineError", "IllegalTransition", "TRANSITIONS",
-           "LIVE", "TERMINAL"]
+           "LIVE", "TERMINAL", "EXPERIMENT_TRANSITIONS", "TERMINAL_EXPERIMENT",
+           "check_experiment_transition"]
 
 
 class TrialState(str, enum.Enum):
@@ -62,6 +64,24 @@ TRANSITIONS: Dict[TrialState, FrozenSet[TrialState]] = {
 }
 
 
+_E = ExperimentState
+_E_STOPPING = frozenset({_E.STOPPING_COMPLETED, _E.STOPPING_CANCELED, _E.STOPPING_ERROR})
+TERMINAL_EXPERIMENT: FrozenSet[ExperimentState] = frozenset({_E.COMPLETED, _E.CANCELED,
+                                                             _E.ERROR})
+
+#: experiment state -> the states it may move to (a stopping experiment may still fail).
+EXPERIMENT_TRANSITIONS: Dict[ExperimentState, FrozenSet[ExperimentState]] = {
+    _E.ACTIVE: frozenset({_E.PAUSED}) | _E_STOPPING,
+    _E.PAUSED: frozenset({_E.ACTIVE}) | _E_STOPPING,
+    _E.STOPPING_COMPLETED: frozenset({_E.COMPLETED, _E.STOPPING_ERROR}),
+    _E.STOPPING_CANCELED: frozenset({_E.CANCELED, _E.STOPPING_ERROR}),
+    _E.STOPPING_ERROR: frozenset({_E.ERROR}),
+    _E.COMPLETED: frozenset(),
+    _E.CANCELED: frozenset(),
+    _E.ERROR: frozenset(),
+}
+
+
 class EngineError(ValueError):
     """An event that does not fit the experiment's state (an unknown trial, a report
     in the wrong state, a malformed checkpoint id)."""
@@ -77,3 +97,11 @@ class IllegalTransition(EngineError):
             f"{new.value}. Expected one of: {allowed}"
         )
         self.request_id, self.old, self.new, self.event = request_id, old, new, event
+
+
+def check_experiment_transition(old: ExperimentState, new: ExperimentState) -> None:
+    """EngineError unless the experiment may move from ``old`` to ``new``."""
+    if new is not old and new not in EXPERIMENT_TRANSITIONS[old]:
+        allowed = ", ".join(sorted(s.value for s in EXPERIMENT_TRANSITIONS[old]))
+        raise EngineError(f"The experiment cannot move from {old.value} to {new.value}. "
+                          f"Expected one of: {allowed or 'none (terminal)'}")

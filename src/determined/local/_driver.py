@@ -21,21 +21,18 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 import multiprocessing
 import multiprocessing.connection
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from determined import engine
-from determined import searcher as searchers
-from determined.common.trial_ops import trial_op
 from determined.config import ExperimentConfig
 from determined.harness import TrialEnv
 from determined.local._pool import WarmPool, frameworks_used, process_context
 from determined.local._store import LocalStore
-from determined.master.db import ConflictError, NotFoundError
+from determined.master.db import RecordEffects, restore_location
 from determined.storage import build_storage
 
 __all__ = ["LocalDriver", "TrialRecord", "ExperimentResult"]
@@ -111,8 +108,9 @@ class LocalDriver:
         slots: slots of this machine; ``slots // resources.slots_per_trial`` trials
             run at once.
         on_event: called with (kind, trial, details) for progress displays.
-        resolve_source_checkpoint: the path of the checkpoint every trial warm-starts
-            from (``searcher.source_checkpoint_uuid`` / ``source_trial_id``), or None.
+        source_checkpoint: (uuid, path) of the checkpoint every trial warm-starts from
+            (``searcher.source_checkpoint_uuid`` / ``source_trial_id``,
+            ``master.db.resolve_source_checkpoint``), or None.
     """
 
     def __init__(
@@ -124,7 +122,7 @@ class LocalDriver:
         storage_config: Dict[str, Any],
         slots: int = 1,
         on_event: Optional[Callable[[str, Optional[TrialRecord], Dict[str, Any]], None]] = None,
-        resolve_source_checkpoint: Optional[Callable[[], Optional[str]]] = None,
+        source_checkpoint: Optional[Tuple[str, str]] = None,
     ):
         self.config = config
         self.cfg = ExperimentConfig(config)
@@ -143,13 +141,16 @@ class LocalDriver:
         self.concurrent = self.slots // per_trial  # trials running at once
         self.on_event = on_event or (lambda kind, trial, details: None)
         self.db = store.store
-        self.source_path = resolve_source_checkpoint() if resolve_source_checkpoint else None
-        source = os.path.basename(self.source_path.rstrip("/")) if self.source_path else None
-        self.core = engine.ExperimentCore(config, source_checkpoint=source,
-                                          capacity=self.concurrent)
+        self.source_path = source_checkpoint[1] if source_checkpoint else None
+        self.core = engine.ExperimentCore(
+            config, source_checkpoint=source_checkpoint[0] if source_checkpoint else None,
+            capacity=self.concurrent)
         self.trials: Dict[int, TrialRecord] = {}  # by request id
         self.procs: Dict[int, _Process] = {}  # by request id
-        self._rows: Dict[int, List[Any]] = {}  # training rows not yet written, by trial id
+        self.records = RecordEffects(self.db, experiment_id, self._delete_files,
+                                     log=store.log_line, buffer_training=True)
+        self.records.on_created = self._created
+        self._set_snapshot_extra()
         self.start_time = time.time()
         self._resumed = False
         frameworks = frameworks_used(self.model_dir)
@@ -182,6 +183,7 @@ class LocalDriver:
                              f"({self.core.state.value})")
         local = snapshot.get("local") or {}
         self.source_path = local.get("source_checkpoint_path")
+        self._set_snapshot_extra()
         exp = self.db.get_experiment(self.experiment_id)
         self.start_time = exp.start_time.timestamp()
         latest: Dict[int, Any] = {}
@@ -189,6 +191,7 @@ class LocalDriver:
             r = int(rec.request_id)
             if r not in self.core.trials:
                 continue  # created after the snapshot: the core creates it again
+            self.records.trial_ids[r] = rec.id
             self.trials[r] = TrialRecord(
                 rec.id, r, rec.hparams, rec.seed, state=rec.state, batches=rec.total_batches,
                 best_metric=rec.best_validation, latest_checkpoint=rec.latest_checkpoint,
@@ -214,17 +217,17 @@ class LocalDriver:
                 self._start_queued()
                 if self.core.finished:
                     break
-                if not self.procs:
-                    raise RuntimeError("the searcher has no work for any trial but did not "
-                                       f"shut down (searcher {self.cfg.searcher['name']})")
+                if not self.procs:  # the core ends a search that cannot go on: a bug
+                    raise RuntimeError(f"experiment {self.experiment_id} is "
+                                       f"{self.core.state.value} with no trial to run")
                 self._refill_pool()
                 self._wait_and_handle()
-                self._flush_rows()
+                self.records.flush()
         except KeyboardInterrupt:
             self._stop_gracefully()
             raise
-        except BaseException:
-            self._kill_all("ERROR")
+        except BaseException as err:
+            self._kill_all("ERROR", f"{type(err).__name__}: {err}")
             raise
         finally:
             self.store.pump_all(final=True)
@@ -232,9 +235,11 @@ class LocalDriver:
 
     def _start_queued(self) -> None:
         queued = self.core.schedulable()
-        live = self.core.live()
-        if (queued and len(live) >= self.concurrent) or (
-                not queued and live and len(self.core.waiting()) == len(live)):
+        per_trial = self.cfg.slots_per_trial
+        if engine.release_waiting(wanting=len(queued), running=len(self.core.live()),
+                                  waiting=len(self.core.waiting()),
+                                  free_slots=(self.concurrent - len(self.procs)) * per_trial,
+                                  slots_per_trial=per_trial):
             self._do(self.core.suspend_idle())  # idle trials give their slots back
         for request_id in queued:
             if len(self.procs) >= self.concurrent:
@@ -275,93 +280,54 @@ class LocalDriver:
     # ------------------------------------------------------------------ effects
 
     def _do(self, effects: List[Any]) -> None:
-        save = False
-        for e in effects:
-            if isinstance(e, engine.CreateTrial):
-                self._create(e)
-            elif isinstance(e, engine.StoreMetrics):
-                self._store_metrics(e.request_id, e.kind, e.batches, e.metrics)
-            elif isinstance(e, engine.RollbackMetrics):
-                self._flush_rows()
-                orphans = self.db.rollback_trial(self.trials[e.request_id].trial_id, e.batches)
-                for uuid in orphans:
-                    self._delete_files(uuid)
-            elif isinstance(e, engine.RegisterCheckpoint):
-                pass  # stored by _checkpoint() with its file sizes, before the core heard it
-            elif isinstance(e, engine.DeleteCheckpoint):
-                self._delete_files(e.uuid)
-                try:
-                    self.db.set_checkpoint_state(e.uuid, "DELETED")
-                except NotFoundError:
-                    pass  # its record went with a rollback
-            elif isinstance(e, engine.UpdateTrial):
-                fields = dict(e.fields)
-                if fields:
-                    self.db.update_trial(self.trials[e.request_id].trial_id, **fields)
-            elif isinstance(e, engine.SetExperimentState):
-                self.db.set_experiment_state(self.experiment_id, e.state)
-            elif isinstance(e, engine.KillTrial):
-                p = self.procs.get(e.request_id)
-                if p is not None and p.process.is_alive():
-                    p.process.kill()
-            elif isinstance(e, (engine.WakeTrial, engine.StopTrial)):
-                p = self.procs.get(e.request_id)
-                if p is not None and p.awaiting_op:
-                    self._send_next_op(e.request_id, p)
-                elif p is not None and isinstance(e, engine.StopTrial):
-                    p.conn.send(("stop",))
-            elif isinstance(e, engine.TrialLog):
-                self.store.log_line(self.trials[e.request_id].trial_id, f"[determined] {e.line}")
-            elif isinstance(e, engine.SaveSnapshot):
-                save = True
+        """Records first (``RecordEffects``), then the process effects."""
+        engine.dispatch(self.records.apply(effects, self.core), self)
         for r in self.trials:
             self._sync(r)
-        if save:  # records first: a snapshot never names what they lack (kill -9 between)
-            self._flush_rows()
-            snapshot = self.core.snapshot()
-            snapshot["local"] = {"model_dir": self.model_dir,
-                                 "source_checkpoint_path": self.source_path}
-            self.db.save_searcher_snapshot(self.experiment_id, snapshot, self.core.events)
-            self.db.update_experiment(self.experiment_id,
-                                      progress=self.core.progress())
 
-    def _store_metrics(self, r: int, kind: str, batches: int, report: Dict[str, Any]) -> None:
-        t = self.trials[r]
-        t.batches = max(t.batches, batches)
-        if kind == "training":
-            self._rows.setdefault(t.trial_id, []).append(
-                (batches, report.get("avg_metrics") or {}, report.get("batch_metrics"),
-                 report.get("num_inputs")))
-        else:
-            self._flush_rows()
-            self.db.add_validation_metrics(t.trial_id, batches,
-                                           report.get("validation_metrics") or {},
-                                           num_inputs=report.get("num_inputs"))
+    def _set_snapshot_extra(self) -> None:
+        self.records.snapshot_extra = {
+            "local": {"model_dir": self.model_dir, "source_checkpoint_path": self.source_path},
+            "source_checkpoint_path": self.source_path}
 
-    def _flush_rows(self) -> None:
-        """Write the buffered training rows (one transaction per trial)."""
-        rows, self._rows = self._rows, {}
-        for trial_id, reports in rows.items():
-            self.db.add_training_metrics_many(trial_id, reports)
+    # process effects (engine.dispatch calls these)
 
-    def _delete_files(self, uuid: str) -> None:
-        try:
-            self.storage.delete(uuid)
-        except Exception as err:  # noqa: BLE001 - GC must not fail the search
-            logger.warning("could not delete checkpoint %s: %s", uuid, err)
+    def launch_trial(self, e: engine.LaunchTrial) -> None:
+        pass  # _start_queued asks the core for schedulable trials every turn
 
-    def _create(self, e: engine.CreateTrial) -> None:
-        try:
-            trial_id = self.db.create_trial(self.experiment_id, str(e.request_id), e.hparams,
-                                            e.seed, warm_start_checkpoint=e.warm_start)
-        except ConflictError:  # created before a kill -9 that came ahead of the snapshot
-            found = self.db.trial_by_request(self.experiment_id, str(e.request_id))
-            assert found is not None
-            trial_id = found.id
+    def finish_experiment(self, e: engine.FinishExperiment) -> None:
+        pass  # the loop ends once the core is finished
+
+    def kill_process(self, e: engine.KillTrial) -> None:
+        p = self.procs.get(e.request_id)
+        if p is not None and p.process.is_alive():
+            p.process.kill()
+
+    def wake_trial(self, e: Any) -> None:
+        p = self.procs.get(e.request_id)
+        if p is not None and p.awaiting_op:
+            self._send_next_op(e.request_id, p)
+
+    def stop_trial(self, e: engine.StopTrial) -> None:
+        p = self.procs.get(e.request_id)
+        if p is not None and p.awaiting_op:
+            self._send_next_op(e.request_id, p)
+        elif p is not None:
+            p.conn.send(("stop",))
+
+    def _delete_files(self, uuids: List[str]) -> None:
+        for uuid in uuids:
+            try:
+                self.storage.delete(uuid)
+            except Exception as err:  # noqa: BLE001 - GC must not fail the search
+                logger.warning("could not delete checkpoint %s: %s", uuid, err)
+
+    def _created(self, request_id: int, trial_id: int) -> None:
         self.store.watch(trial_id)
-        t = TrialRecord(trial_id, e.request_id, e.hparams, e.seed, e.checkpoint_of,
-                        warm_start=e.warm_start)
-        self.trials[e.request_id] = t
+        ct = self.core.trial(request_id)
+        t = TrialRecord(trial_id, request_id, ct.hparams, ct.seed, ct.checkpoint_of,
+                        warm_start=ct.warm_start)
+        self.trials[request_id] = t
         self.on_event("created", t, {})
 
     def _sync(self, r: int) -> None:
@@ -372,30 +338,22 @@ class LocalDriver:
         t.state = state
         t.latest_checkpoint, t.checkpoint_batches = ct.latest_checkpoint, ct.checkpoint_batches
         t.restarts, t.best_metric, t.error = ct.restarts, ct.best_metric, ct.error
+        t.batches = ct.batches
         if ct.warm_start:
             t.warm_start = ct.warm_start
 
     # ------------------------------------------------------------------ processes
 
     def _send_next_op(self, r: int, p: _Process) -> None:
-        op = self.core.next_op(r)
-        if op is None:
-            p.awaiting_op = True
-            return
-        p.awaiting_op = False
-        out = trial_op(op).to_dict()
-        if isinstance(op, searchers.Close) and self.core.trial(r).current_op is not op:
-            out["stop"] = True  # not the searcher's Close: the trial resumes later
-        p.conn.send(("op", out))
+        answer = self.core.next_op(r)
+        p.awaiting_op = answer is None
+        if answer is not None:
+            p.conn.send(("op", answer.to_dict()))
 
     def _spawn(self, r: int) -> None:
         t = self.trials[r]
         self._do(self.core.trial_started(r))
-        uuid, warm = self.core.restore_point(r)
-        restore: Optional[str] = None
-        if uuid is not None:
-            restore = (self.source_path if warm and uuid == self.core.source_checkpoint
-                       and self.source_path else self.storage.describe(uuid))
+        restore, warm = restore_location(self.core, r, self.storage, self.source_path)
         env = TrialEnv(
             experiment_config=self.config,
             hparams=t.hparams,
@@ -425,14 +383,10 @@ class LocalDriver:
         elif kind == "validation":
             values = msg[2].get("validation_metrics") or {}
             t.latest_validation = values
-            effects = self.core.trial_validated(r, msg[1], values)
-            for e in effects:  # the whole report (num_inputs too), as a master stores it
-                if isinstance(e, engine.StoreMetrics):
-                    self._store_metrics(r, e.kind, e.batches, msg[2])
-            self._do([e for e in effects if not isinstance(e, engine.StoreMetrics)])
+            self._do(self.core.trial_validated(r, msg[1], msg[2]))
             self.on_event("validation", t, values)
         elif kind == "validate_op_completed":
-            self._do(self.core.validate_op_completed(r, msg[2].get("validation_metrics") or {}))
+            self._do(self.core.validate_op_completed(r, msg[2]))
         elif kind == "checkpoint":
             _, batches, uuid, meta = msg
             self._checkpoint(r, batches, uuid, meta or {})
@@ -440,7 +394,7 @@ class LocalDriver:
         elif kind == "is_best":
             p.conn.send(("best", self.core.is_best(msg[1])))
         elif kind == "recorded_checkpoints":
-            self._flush_rows()
+            self.records.flush()
             p.conn.send(("recorded", [c.uuid for c in self.db.list_checkpoints(
                 trial_id=t.trial_id)]))
         elif kind == "early_exit":
@@ -449,22 +403,16 @@ class LocalDriver:
             p.error = msg[2]
 
     def _checkpoint(self, r: int, batches: int, uuid: str, meta: Dict[str, Any]) -> None:
-        """Record a checkpoint with its file sizes, then tell the core."""
+        """Tell the core of a checkpoint with its files (sizes, also in object stores)."""
         engine.check_checkpoint_id(uuid)
         resources: Dict[str, int] = {}
         try:
-            root = self.storage.describe(uuid)
-            for dirpath, _, files in os.walk(root):
-                for name in files:
-                    path = os.path.join(dirpath, name)
-                    resources[os.path.relpath(path, root)] = os.path.getsize(path)
-        except Exception:  # noqa: BLE001 - describe() of an object store: sizes unknown
-            pass
-        self._flush_rows()
-        if uuid not in self.core.checkpoints:  # else the core tells a repeat from a conflict
-            self.db.add_checkpoint(uuid, self.trials[r].trial_id, batches, resources, {},
-                                   str(meta.get("framework", "")), str(meta.get("format", "")))
-        self._do(self.core.trial_checkpointed(r, batches, uuid))
+            resources = self.storage.resources(uuid)
+        except Exception as err:  # noqa: BLE001 - the checkpoint counts; sizes are a bonus
+            logger.warning("checkpoint %s: could not list its files: %s", uuid, err)
+        self._do(self.core.trial_checkpointed(r, batches, uuid, resources,
+                                              str(meta.get("framework", "")),
+                                              str(meta.get("format", ""))))
 
     def _process_ended(self, r: int, p: _Process) -> None:
         p.process.join()
@@ -472,7 +420,7 @@ class LocalDriver:
         p.conn.close()
         del self.procs[r]
         t = self.trials[r]
-        self._flush_rows()
+        self.records.flush()
         self.store.pump(t.trial_id, final=True)
         restarts_before = self.core.trial(r).restarts
         signal = -code if code is not None and code < 0 else None
@@ -501,9 +449,11 @@ class LocalDriver:
                 self._wait_and_handle()
         except KeyboardInterrupt:
             pass
-        self._kill_all("PAUSED" if not self.procs else "CANCELED", cancel_trials=False)
+        self._kill_all("PAUSED" if not self.procs else "CANCELED")
 
-    def _kill_all(self, state: str, cancel_trials: bool = True) -> None:
+    def _kill_all(self, state: str, reason: str = "") -> None:
+        """End every trial process now; the experiment ends ``state`` (ERROR or
+        CANCELED, through the core's abort) or stays PAUSED."""
         for p in self.procs.values():
             if p.process.is_alive():
                 p.process.terminate()
@@ -511,33 +461,20 @@ class LocalDriver:
                 if p.process.is_alive():
                     p.process.kill()
         self.procs.clear()
+        self._final_state = state
+        if state == "PAUSED":
+            return
         try:
-            self._flush_rows()
-            for t in self.trials.values():
-                if cancel_trials and t.state in ("RUNNING", "PENDING", "IDLE", "PAUSED"):
-                    t.state = "CANCELED"
-                    self.db.update_trial(t.trial_id, state="CANCELED")
-            self._final_state = state
-            current = self.db.get_experiment(self.experiment_id).state
-            if state != current and state in ("ERROR", "CANCELED"):
-                if not current.startswith("STOPPING_"):
-                    self.db.set_experiment_state(self.experiment_id, "STOPPING_" + state)
-                self.db.set_experiment_state(self.experiment_id, state)
+            self._do(self.core.abort(state, reason))
         except Exception as err:  # noqa: BLE001 - the original error matters more
             logger.warning("could not record experiment %s as %s: %s",
                            self.experiment_id, state, err)
 
     # ------------------------------------------------------------------ records
 
-    def _signed(self, value: float) -> float:
-        return value if self.cfg.smaller_is_better else -value
-
     def best_trial(self) -> Optional[TrialRecord]:
-        scored = [t for t in self.trials.values()
-                  if t.best_metric is not None and not math.isnan(t.best_metric)]
-        if not scored:
-            return None
-        return min(scored, key=lambda t: (self._signed(t.best_metric), t.trial_id))  # type: ignore
+        best = self.core.best_trial()
+        return None if best is None else self.trials[best]
 
     def best_checkpoint(self) -> Optional[str]:
         return self.core.best_checkpoint()

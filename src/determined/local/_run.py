@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 from rich.console import Console
 
@@ -116,7 +116,7 @@ def run_local_experiment(
     db = open_store(local_dir)
     try:
         storage_config = cfg["checkpoint_storage"]
-        source_ckpt = _resolve_source(cfg, db, storage_config)
+        source_ckpt = _resolve_source(cfg, db)
         exp_id = db.create_experiment(cfg, _packed(model_dir), owner=OWNER)
     except BaseException:
         db.close()
@@ -129,7 +129,7 @@ def run_local_experiment(
     try:
         driver = LocalDriver(
             cfg, model_dir, exp_id, store, storage_config, slots=slots,
-            resolve_source_checkpoint=lambda: source_ckpt,
+            source_checkpoint=source_ckpt,
         )
     except BaseException:
         store.close()
@@ -169,30 +169,13 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
     return result
 
 
-def _resolve_source(cfg: Dict[str, Any], db: Any, storage_config: Dict[str, Any]) -> Optional[str]:
-    """The checkpoint path named by searcher.source_checkpoint_uuid / source_trial_id."""
-    from determined.master.db import NotFoundError
+def _resolve_source(cfg: Dict[str, Any], db: Any) -> Optional[Tuple[str, str]]:
+    """(uuid, path) of the checkpoint searcher.source_checkpoint_uuid / source_trial_id
+    names, in the storage of the experiment that wrote it (as on a master)."""
+    from determined.master.db import SourceCheckpointError, resolve_source_checkpoint
 
-    s = cfg["searcher"]
-    storage = build_storage(storage_config)
-    if s.get("source_checkpoint_uuid"):
-        uuid = s["source_checkpoint_uuid"]
-        if uuid not in storage.list_checkpoints():
-            raise InvalidConfigError(
-                [("searcher.source_checkpoint_uuid", f"no checkpoint {uuid} in {storage.describe('')}")]
-            )
-        return storage.describe(uuid)
-    if s.get("source_trial_id") is not None:
-        trial_id = s["source_trial_id"]
-        try:
-            trial = db.get_trial(trial_id)
-        except NotFoundError:
-            trial = None
-        if trial is None or not trial.latest_checkpoint:
-            raise InvalidConfigError(
-                [("searcher.source_trial_id", f"no trial {trial_id} with a checkpoint in "
-                                              "this local directory")]
-            )
-        config = db.get_experiment(trial.experiment_id).config
-        return build_storage(config["checkpoint_storage"]).describe(trial.latest_checkpoint)
-    return None
+    try:
+        return resolve_source_checkpoint(cfg, db, build_storage)
+    except SourceCheckpointError as err:
+        raise InvalidConfigError([(err.field, str(err).split(": ", 1)[1] +
+                                   " in this local directory")]) from None

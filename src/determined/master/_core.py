@@ -25,9 +25,10 @@ from determined.config import validate_config
 from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master._lifecycle import event
-from determined.master.db import Store
+from determined.master.db import Store, resolve_source_checkpoint
 from determined.master.tasks import TaskManager
-from determined.master.experiments import ExperimentRun, TrialState
+from determined.storage import build_storage
+from determined.master.experiments import ExperimentRun, TrialHandle
 from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_root
 from determined.master.resource_managers import (
     AGENT_ID,
@@ -49,7 +50,7 @@ class ContextQuotaError(Exception):
 
 class _Launch(NamedTuple):
     run: "ExperimentRun"
-    trial: "TrialState"
+    trial: "TrialHandle"
     spec: Dict[str, Any]
     trial_dir: str
     agent_id: str
@@ -90,7 +91,7 @@ class Master:
         self.lock = threading.RLock()
         self.cond = NotifyingCondition(self.lock)
         self.runs: Dict[int, ExperimentRun] = {}
-        self.trials: Dict[int, Tuple[ExperimentRun, TrialState]] = {}
+        self.trials: Dict[int, Tuple[ExperimentRun, TrialHandle]] = {}
         self.allocations: Dict[str, Tuple[scheduler.Task, scheduler.Allocation]] = {}
         self.url = f"http://{config.host}:{config.port}"
         self.cluster_id = self._cluster_id()
@@ -256,7 +257,7 @@ class Master:
         compileall.compile_dir(dest, quiet=2, workers=1)
 
     def _make_run(self, exp_id: int, config: Dict[str, Any], state: str,
-                  source_checkpoint: Optional[str] = None) -> ExperimentRun:
+                  source_checkpoint: Optional[Tuple[str, str]] = None) -> ExperimentRun:
         model_dir = self._model_dir(exp_id)
         if not os.path.isdir(model_dir):  # restored at master start
             self._unpack_model_def(self.store.get_model_def(exp_id), model_dir)
@@ -270,8 +271,9 @@ class Master:
     def _capacity(self, config: Dict[str, Any]) -> int:
         """Trials of an experiment the live agents can run at once."""
         resources = config.get("resources") or {}
-        slots = min(self.rm.slots, int(resources.get("max_slots") or self.rm.slots))
-        return slots // max(1, int(resources.get("slots_per_trial") or 1))
+        max_slots = resources.get("max_slots")
+        return engine.capacity(self.rm.slots, int(max_slots) if max_slots else None,
+                               int(resources.get("slots_per_trial") or 1))
 
     def _tell_capacity(self) -> None:
         """Re-send each run's capacity when it changed (lock held); none while no agent
@@ -281,29 +283,10 @@ class Master:
             if capacity >= 1 and capacity != run.searcher.capacity:
                 run.capacity_changed(capacity)
 
-    def source_checkpoint(self, config: Dict[str, Any]) -> Optional[str]:
-        """The checkpoint uuid ``searcher.source_checkpoint_uuid`` or
-        ``searcher.source_trial_id`` names (every trial warm-starts from it), or None.
-
-        Raises:
-            ValueError: naming the field, if the checkpoint or trial is unknown.
-        """
-        s = config.get("searcher") or {}
-        uuid = s.get("source_checkpoint_uuid")
-        if uuid:
-            c = self.store.get_checkpoint(str(uuid))
-            if c.state != "COMPLETED":
-                raise ValueError(f"searcher.source_checkpoint_uuid: checkpoint {uuid} is "
-                                 f"{c.state}, expected COMPLETED")
-            return c.uuid
-        trial_id = s.get("source_trial_id")
-        if trial_id is not None:
-            c = self.store.latest_checkpoint(int(trial_id))
-            if c is None:
-                raise ValueError(f"searcher.source_trial_id: trial {trial_id} has no "
-                                 "checkpoint")
-            return c.uuid
-        return None
+    def source_checkpoint(self, config: Dict[str, Any]) -> Optional[Tuple[str, str]]:
+        """(uuid, path) of the checkpoint every trial warm-starts from, or None
+        (``resolve_source_checkpoint``; a ValueError names the field)."""
+        return resolve_source_checkpoint(config, self.store, build_storage)
 
     def delete_files(self, storage: Any, uuids: List[str]) -> None:
         """Delete checkpoint files in the background (never under the lock)."""
@@ -396,7 +379,7 @@ class Master:
 
     # ------------------------------------------------------------------ trial processes
 
-    def trial(self, trial_id: int) -> Tuple[ExperimentRun, TrialState]:
+    def trial(self, trial_id: int) -> Tuple[ExperimentRun, TrialHandle]:
         return self.trials[trial_id]
 
     def kill_trial(self, trial_id: int) -> None:
@@ -421,7 +404,7 @@ class Master:
             run.process_exited(t, code)
             self.changed()
 
-    def _prepare_launch(self, run: ExperimentRun, t: TrialState,
+    def _prepare_launch(self, run: ExperimentRun, t: TrialHandle,
                         alloc: scheduler.Allocation) -> "_Launch":
         """The in-memory part of starting a trial (called with the lock held)."""
         restore, warm = run.restore_path(t)
@@ -485,7 +468,7 @@ class Master:
             except Exception as e:  # keep scheduling; the error is in the master log
                 logger.exception("scheduling failed: %s: %s", type(e).__name__, e)
 
-    def _task(self, run: ExperimentRun, t: TrialState) -> scheduler.Task:
+    def _task(self, run: ExperimentRun, t: TrialHandle) -> scheduler.Task:
         exp = run.cfg
         return scheduler.Task(
             f"trial-{t.trial_id}", f"exp-{run.id}", exp.slots_per_trial, arrival=t.arrival,
@@ -497,7 +480,7 @@ class Master:
 
     def _schedule_once(self) -> "List[_Launch]":
         self._tell_capacity()
-        pending: Dict[str, Tuple[ExperimentRun, TrialState]] = {}
+        pending: Dict[str, Tuple[ExperimentRun, TrialHandle]] = {}
         for run in list(self.runs.values()):
             for t in run.schedulable():
                 pending[f"trial-{t.trial_id}"] = (run, t)
@@ -509,10 +492,8 @@ class Master:
             running[task_id] = (self._task(*found) if found else task, alloc)
         self.tasks.place_unslotted()  # TensorBoards waiting for an agent
         running.update(self.tasks.running())  # tasks hold slots too (master/tasks)
-        if pending and sum(a.slot_count for _, a in running.values()) >= self.rm.slots:
-            for run in self.runs.values():
-                run.suspend_idle()
-        self._suspend_at_max_slots(pending)
+        self._release_waiting(self.rm.slots - sum(a.slot_count for _, a in running.values()),
+                              len(pending))
         decision = scheduler.schedule(
             self.rm.agents(),
             [self._task(r, t) for r, t in pending.values()] + self.tasks.pending(), running,
@@ -540,15 +521,21 @@ class Master:
                 found[0].stop(found[1])
         return launches
 
-    def _suspend_at_max_slots(self, pending: Dict[str, Tuple[ExperimentRun, TrialState]]) -> None:
-        """An experiment at its resources.max_slots with trials waiting for a slot:
-        its idle trials (waiting for work) give theirs back."""
-        for run in {id(r): r for r, _ in pending.values()}.values():
+    def _release_waiting(self, free: int, wanting: int) -> None:
+        """Trials waiting for work give their slots back by the rule both adapters
+        follow (``engine.release_waiting``), for their own experiment's trials (within
+        its max_slots) and, while the cluster is full, for any experiment's."""
+        for run in list(self.runs.values()):
+            per_trial = run.cfg.slots_per_trial
+            running, waiting = len(run.running()), len(run.idle_running())
             max_slots = (run.config.get("resources") or {}).get("max_slots")
-            if max_slots is None or not run.idle_running():
-                continue
-            used = len(run.running()) * run.cfg.slots_per_trial
-            if used + run.cfg.slots_per_trial > int(max_slots):
+            room = free if max_slots is None else min(free, int(max_slots) - running * per_trial)
+            own = engine.release_waiting(wanting=len(run.schedulable()), running=running,
+                                         waiting=waiting, free_slots=room,
+                                         slots_per_trial=per_trial)
+            others = engine.release_waiting(wanting=wanting, running=running, waiting=waiting,
+                                            free_slots=free, slots_per_trial=1)
+            if own or others:
                 run.suspend_idle()
 
     # ------------------------------------------------------------------ info

@@ -49,7 +49,7 @@ from determined.master.db import (
     NotFoundError,
     User,
 )
-from determined.master.experiments import ExperimentRun, TrialState
+from determined.master.experiments import ExperimentRun, TrialHandle
 from determined.master import views, webui
 from determined.searcher import SearcherError
 
@@ -405,7 +405,7 @@ def create_app(master: Master) -> fastapi.FastAPI:
     # No user to resolve: the runner dependency checks the trial's token.
     runner_api = fastapi.APIRouter(prefix="/api/v1/trial-runner")
 
-    async def runner(request: Request) -> Tuple[ExperimentRun, TrialState]:
+    async def runner(request: Request) -> Tuple[ExperimentRun, TrialHandle]:
         # Async (no thread hop per report): the token check is a cached lookup, and one
         # dict read needs no lock. The header is read directly: a Header() parameter
         # costs FastAPI a validation per request.
@@ -418,16 +418,16 @@ def create_app(master: Master) -> fastapi.FastAPI:
             raise APIError(401, "Unknown or expired trial token")
         return found
 
-    Runner = Tuple[ExperimentRun, TrialState]
+    Runner = Tuple[ExperimentRun, TrialHandle]
 
-    def _answer(run: ExperimentRun, t: TrialState) -> Dict[str, Any]:
+    def _answer(run: ExperimentRun, t: TrialHandle) -> Dict[str, Any]:
         run.refresh_progress()  # throttled; reports are when trained lengths change
         return {"stop": run.must_stop(t)}
 
     wakeups = _Wakeups()
     master.cond.listeners.append(wakeups.notify)
 
-    def next_op_now(run: ExperimentRun, t: TrialState) -> Optional[Dict[str, Any]]:
+    def next_op_now(run: ExperimentRun, t: TrialHandle) -> Optional[Dict[str, Any]]:
         with master.lock:
             return run.next_op(t)
 
@@ -445,7 +445,7 @@ def create_app(master: Master) -> fastapi.FastAPI:
                 return {"op": op}
             await wakeups.wait(woken, min(remaining, 5.0))
 
-    def store_training(run: ExperimentRun, t: TrialState,
+    def store_training(run: ExperimentRun, t: TrialHandle,
                        reports: List[models.Report]) -> Dict[str, Any]:
         run.training_many(t, [(r.batches, r.metrics) for r in reports])  # group commit
         with master.lock:

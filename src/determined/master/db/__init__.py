@@ -41,6 +41,12 @@ from determined.master.db._states import (
     check_transition,
 )
 from determined.master.db._store import Store
+from determined.master.db._record_effects import (
+    RecordEffects,
+    SourceCheckpointError,
+    resolve_source_checkpoint,
+    restore_location,
+)
 
 __all__ = [
     "Agent",
@@ -56,6 +62,10 @@ __all__ = [
     "NotFoundError",
     "SearcherSnapshot",
     "Store",
+    "RecordEffects",
+    "SourceCheckpointError",
+    "resolve_source_checkpoint",
+    "restore_location",
     "StoreError",
     "TERMINAL_STATES",
     "TRAINING",

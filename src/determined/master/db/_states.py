@@ -16,6 +16,7 @@ again is always allowed (a no-op).
 
 from typing import Dict, FrozenSet, Mapping
 
+from determined.engine import EXPERIMENT_TRANSITIONS as _ENGINE_EXPERIMENT_TRANSITIONS
 from determined.engine import ExperimentState
 from determined.master.db._errors import IllegalTransitionError
 
@@ -43,17 +44,11 @@ DELETED = "DELETED"  # checkpoints only
 TERMINAL_STATES: FrozenSet[str] = frozenset({COMPLETED, CANCELED, ERROR})
 USER_REQUESTABLE_STATES: FrozenSet[str] = frozenset({ACTIVE, PAUSED, STOPPING_CANCELED})
 
-_STOPPING = frozenset({STOPPING_COMPLETED, STOPPING_CANCELED, STOPPING_ERROR})
 
+#: The engine's table (``engine._states.EXPERIMENT_TRANSITIONS``) by state name.
 EXPERIMENT_TRANSITIONS: Mapping[str, FrozenSet[str]] = {
-    ACTIVE: frozenset({PAUSED}) | _STOPPING,
-    PAUSED: frozenset({ACTIVE}) | _STOPPING,
-    STOPPING_COMPLETED: frozenset({COMPLETED, STOPPING_ERROR}),
-    STOPPING_CANCELED: frozenset({CANCELED, STOPPING_ERROR}),
-    STOPPING_ERROR: frozenset({ERROR}),
-    COMPLETED: frozenset(),
-    CANCELED: frozenset(),
-    ERROR: frozenset(),
+    old.value: frozenset(new.value for new in news)
+    for old, news in _ENGINE_EXPERIMENT_TRANSITIONS.items()
 }
 EXPERIMENT_STATES: FrozenSet[str] = frozenset(EXPERIMENT_TRANSITIONS)
 

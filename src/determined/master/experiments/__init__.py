@@ -1,6 +1,6 @@
-"""Experiment lifecycle in the master: feeds the searcher, applies its operations."""
+"""The master's adapter around ``engine.ExperimentCore``: :class:`ExperimentRun` and its trials' handles."""
 
 from determined.master.experiments._experiment import ExperimentRun
-from determined.master.experiments._trial import TrialState
+from determined.master.experiments._trial import TrialHandle
 
-__all__ = ["ExperimentRun", "TrialState"]
+__all__ = ["ExperimentRun", "TrialHandle"]

@@ -16,11 +16,9 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from determined import engine
-from determined.common.trial_ops import trial_op
 from determined.config import ExperimentConfig
 from determined.master._lifecycle import event
-from determined.master.db import Store
-from determined.master.db._types import RawJSON, compact_json
+from determined.master.db import RecordEffects, Store, restore_location
 from determined.master.experiments._trial import TrialHandle
 from determined.storage import build_storage
 
@@ -31,15 +29,16 @@ __all__ = ["ExperimentRun"]
 
 logger = logging.getLogger("determined.master")
 
-_TERMINAL_TRIAL = {"COMPLETED", "CANCELED", "ERROR"}
-
 
 class ExperimentRun:
     """The live part of a non-terminal experiment."""
 
     def __init__(self, master: "Master", experiment_id: int, config: Dict[str, Any],
-                 state: str, model_dir: str, source_checkpoint: Optional[str] = None,
+                 state: str, model_dir: str,
+                 source_checkpoint: Optional[Tuple[str, str]] = None,
                  capacity: Optional[int] = None):
+        """``source_checkpoint``: (uuid, path) every trial without a searcher parent
+        warm-starts from (``resolve_source_checkpoint``)."""
         self.master = master
         self.store: Store = master.store
         self.id = experiment_id
@@ -48,14 +47,21 @@ class ExperimentRun:
         self.model_dir = model_dir
         self.storage_config = config["checkpoint_storage"]
         self.storage = build_storage(self.storage_config)
-        self.core = engine.ExperimentCore(config, source_checkpoint=source_checkpoint,
-                                          capacity=capacity)
+        self.source_path = source_checkpoint[1] if source_checkpoint else None
+        self.core = engine.ExperimentCore(
+            config, source_checkpoint=source_checkpoint[0] if source_checkpoint else None,
+            capacity=capacity)
         self.trials: Dict[int, TrialHandle] = {}  # by request id
         self._initial_state = state
-        self._progress = -1.0  # as last stored
         self._progress_at = 0.0
-        self._pending_deletes: List[str] = []
-        self._snapshot_json = _SnapshotJSON()
+        self.records = RecordEffects(
+            self.store, experiment_id, lambda uuids: master.delete_files(self.storage, uuids),
+            snapshot_extra={"source_checkpoint_path": self.source_path})
+        self.records.on_created = self._created
+        self.records.on_trial_state = lambda tid, state: event(
+            "trial %s of experiment %s %s", tid, self.id, state)
+        self.records.on_experiment_state = self._experiment_state
+        self._wake = False
 
     # ------------------------------------------------------------------ views
 
@@ -88,6 +94,8 @@ class ExperimentRun:
             self.start(activate=self._initial_state == "ACTIVE")
             return
         self.core = engine.ExperimentCore.restore(self.config, snap.snapshot)
+        self.source_path = snap.snapshot.get("source_checkpoint_path")
+        self.records.snapshot_extra["source_checkpoint_path"] = self.source_path
         for rec in self.store.list_trials(self.id):
             rid = int(rec.request_id)
             if rid in self.core.trials:
@@ -107,80 +115,42 @@ class ExperimentRun:
     def _register(self, request_id: int, trial_id: int) -> TrialHandle:
         h = TrialHandle(trial_id, self.core.trial(request_id))
         self.trials[request_id] = h
+        self.records.trial_ids[request_id] = trial_id
         self.master.trials[trial_id] = (self, h)
         return h
+
+    def _created(self, request_id: int, trial_id: int) -> None:
+        h = self._register(request_id, trial_id)
+        event("trial %s of experiment %s created (hyperparameters %s)", trial_id, self.id,
+              h.hparams)
 
     # ------------------------------------------------------------------ effects
 
     def _do(self, effects: List[Any]) -> None:
-        """Carry out the core's effects (lock held)."""
-        snapshot = wake = False
-        for e in effects:
-            if isinstance(e, engine.CreateTrial):
-                trial_id = self.store.create_trial(self.id, str(e.request_id), e.hparams, e.seed,
-                                                   warm_start_checkpoint=e.warm_start)
-                self._register(e.request_id, trial_id)
-                event("trial %s of experiment %s created (hyperparameters %s)", trial_id,
-                      self.id, e.hparams)
-            elif isinstance(e, engine.StoreMetrics):
-                self._store_metrics(e, e.metrics)
-            elif isinstance(e, engine.RollbackMetrics):
-                orphans = self.store.rollback_trial(self._tid(e.request_id), e.batches)
-                self._pending_deletes.extend(orphans)
-            elif isinstance(e, engine.UpdateTrial):
-                fields = dict(e.fields)
-                if fields:
-                    self.store.update_trial(self._tid(e.request_id), **fields)
-                if "state" in fields:
-                    event("trial %s of experiment %s %s", self._tid(e.request_id), self.id,
-                          fields["state"])
-                if fields.get("state") in _TERMINAL_TRIAL:
-                    self.store.revoke_trial_tokens(self._tid(e.request_id))
-            elif isinstance(e, engine.TrialLog):
-                self.store.add_logs(self._tid(e.request_id), [f"[determined] {e.line}"])
-            elif isinstance(e, engine.KillTrial):
-                self.master.kill_trial(self._tid(e.request_id))
-            elif isinstance(e, (engine.LaunchTrial, engine.StopTrial, engine.WakeTrial)):
-                wake = True
-            elif isinstance(e, engine.SetExperimentState):
-                self.store.set_experiment_state(self.id, e.state)
-                event("experiment %s %s", self.id, e.state)
-                wake = True
-            elif isinstance(e, engine.DeleteCheckpoint):
-                self._pending_deletes.append(e.uuid)
-                self.store.set_checkpoint_state(e.uuid, "DELETED")
-            elif isinstance(e, engine.RegisterCheckpoint):
-                pass  # stored by checkpoint() with its file sizes, before the core heard it
-            elif isinstance(e, engine.SaveSnapshot):
-                snapshot = True
-            elif isinstance(e, engine.FinishExperiment):
-                snapshot = True
-                self.master.finished(self)
-                if e.reason:
-                    logger.info("experiment %s ended %s: %s", self.id, e.state, e.reason)
-        if snapshot:
-            self.store.save_searcher_snapshot(
-                self.id, self._snapshot_json.encode(self.core.snapshot()), self.core.events)
-            self.refresh_progress(force=True)
-        if wake:
+        """Carry out the core's effects (lock held): records, then process effects."""
+        self._wake = False
+        engine.dispatch(self.records.apply(effects, self.core), self)
+        if self._wake:
             self.master.changed(self.id)
-        if self._pending_deletes:
-            uuids, self._pending_deletes = self._pending_deletes, []
-            self.master.delete_files(self.storage, uuids)
 
-    def _tid(self, request_id: int) -> int:
-        return self.trials[request_id].trial_id
+    def _experiment_state(self, state: str) -> None:
+        event("experiment %s %s", self.id, state)
+        self._wake = True
 
-    def _store_metrics(self, e: Any, report: Dict[str, Any]) -> None:
-        tid = self._tid(e.request_id)
-        if e.kind == "training":
-            self.store.add_training_metrics(tid, e.batches, report.get("avg_metrics") or {},
-                                            report.get("batch_metrics"), set_progress=True,
-                                            num_inputs=report.get("num_inputs"))
-        else:
-            self.store.add_validation_metrics(tid, e.batches,
-                                              report.get("validation_metrics") or {},
-                                              num_inputs=report.get("num_inputs"))
+    # process effects (engine.dispatch calls these)
+
+    def launch_trial(self, e: engine.LaunchTrial) -> None:
+        self._wake = True
+
+    stop_trial = wake_trial = launch_trial
+
+    def kill_process(self, e: engine.KillTrial) -> None:
+        self.master.kill_trial(self.records.tid(e.request_id))
+
+    def finish_experiment(self, e: engine.FinishExperiment) -> None:
+        self.master.finished(self)
+        if e.reason:
+            logger.info("experiment %s ended %s: %s", self.id, e.state, e.reason)
 
     def refresh_progress(self, force: bool = False) -> None:
         """Store the search's progress, counting what trials have trained so far (at
@@ -189,10 +159,7 @@ class ExperimentRun:
         if not force and now - self._progress_at < 1.0:
             return
         self._progress_at = now
-        progress = self.core.progress()
-        if progress != self._progress:
-            self._progress = progress
-            self.store.update_experiment(self.id, progress=progress)
+        self.records.write_progress(self.core.progress())
 
     # ------------------------------------------------------------------ scheduling view
 
@@ -210,8 +177,7 @@ class ExperimentRun:
 
     def restore_path(self, t: TrialHandle) -> Tuple[Optional[str], bool]:
         """(checkpoint path or None, warm) for a trial about to start."""
-        uuid, warm = self.core.restore_point(t.request_id)
-        return (self.storage.describe(uuid) if uuid else None), warm
+        return restore_location(self.core, t.request_id, self.storage, self.source_path)
 
     def started(self, t: TrialHandle) -> None:
         self._do(self.core.trial_started(t.request_id))
@@ -235,16 +201,13 @@ class ExperimentRun:
     def next_op(self, t: TrialHandle) -> Optional[Dict[str, Any]]:
         """The trial's next op (a CLOSE marked ``stop`` to make it checkpoint and
         exit), or None if there is none yet."""
-        op = self.core.next_op(t.request_id)
-        if op is None:
+        answer = self.core.next_op(t.request_id)
+        if answer is None:
             # The scheduler may suspend this idle trial to free its slot. Waking the
             # runners here would wake this one too: it would poll in a busy loop.
             self.master.wake_scheduler()
             return None
-        out = trial_op(op).to_dict()
-        if self.core.trial(t.request_id).current_op is not op:
-            out["stop"] = True  # not the searcher's Close: it resumes later
-        return out
+        return answer.to_dict()
 
     def training(self, t: TrialHandle, batches: int, metrics: Dict[str, Any]) -> None:
         """Store a training report (the lock only guards the core, not the write)."""
@@ -262,13 +225,8 @@ class ExperimentRun:
         if rows:
             self.store.add_training_metrics_many(t.trial_id, rows)
 
-    def validation(self, t: TrialHandle, batches: int, metrics: Dict[str, Any]) -> None:
-        values = metrics.get("validation_metrics") or {}
-        effects = self.core.trial_validated(t.request_id, batches, values)
-        for e in effects:
-            if isinstance(e, engine.StoreMetrics):
-                self._store_metrics(e, metrics)
-        self._do([e for e in effects if not isinstance(e, engine.StoreMetrics)])
+    def validation(self, t: TrialHandle, batches: int, report: Dict[str, Any]) -> None:
+        self._do(self.core.trial_validated(t.request_id, batches, report))
 
     def checkpoint(self, t: TrialHandle, batches: int, uuid: str, meta: Dict[str, Any]) -> None:
         """Register a checkpoint; walks its files first, without the master's lock."""
@@ -279,32 +237,12 @@ class ExperimentRun:
         except Exception as e:  # noqa: BLE001 - the checkpoint counts; sizes are a bonus
             logger.warning("checkpoint %s: could not list its files: %s", uuid, e)
         with self.master.lock:
-            if uuid in self.core.checkpoints:  # a retried report: the same, or a 409
-                self._same_checkpoint(t, batches, uuid, meta, resources)
-                self._do(self.core.trial_checkpointed(t.request_id, batches, uuid))
-                return
-            self.store.add_checkpoint(uuid, t.trial_id, batches, resources, {},
-                                      str(meta.get("framework", "")), str(meta.get("format", "")))
-            self._do(self.core.trial_checkpointed(t.request_id, batches, uuid))
+            self._do(self.core.trial_checkpointed(
+                t.request_id, batches, uuid, resources, str(meta.get("framework", "")),
+                str(meta.get("format", ""))))
 
-    def _same_checkpoint(self, t: TrialHandle, batches: int, uuid: str, meta: Dict[str, Any],
-                         resources: Dict[str, int]) -> None:
-        """EngineError (409) unless the stored checkpoint ``uuid`` is what this report
-        says: the same trial, batches, framework, format and files."""
-        stored = self.store.get_checkpoint(uuid)
-        reported = (t.trial_id, batches, str(meta.get("framework", "")),
-                    str(meta.get("format", "")), resources)
-        known = (stored.trial_id, stored.total_batches, stored.framework, stored.format,
-                 stored.resources)
-        if reported != known:
-            raise engine.EngineError(
-                f"Checkpoint {uuid} was already reported with other content (trial, "
-                f"batches, framework, format, files): {known[:4]} and {len(known[4])} "
-                f"files, now {reported[:4]} and {len(resources)} files")
-
-    def validate_op_completed(self, t: TrialHandle, metrics: Dict[str, Any]) -> None:
-        self._do(self.core.validate_op_completed(t.request_id,
-                                                 metrics.get("validation_metrics") or {}))
+    def validate_op_completed(self, t: TrialHandle, report: Dict[str, Any]) -> None:
+        self._do(self.core.validate_op_completed(t.request_id, report))
 
     def early_exit(self, t: TrialHandle) -> None:
         self._do(self.core.early_exit(t.request_id))
@@ -336,43 +274,3 @@ class ExperimentRun:
     def maybe_finish(self) -> bool:
         """True once the experiment has ended (the core finishes it on its own)."""
         return self.core.finished
-
-
-class _SnapshotJSON:
-    """Encodes an experiment's snapshots, reusing the text of each trial entry that is
-    the same object as in the previous snapshot (the core and the searcher hand out
-    one frozen dict per ended trial): after every event only the live trials and the
-    rest are encoded again, not hundreds of ended ones. The text equals what
-    :func:`~determined.master.db._types.compact_json` gives for the same snapshot."""
-
-    _MARKS = ("\x00det-trials\x00", "\x00det-searcher-trials\x00")
-
-    def __init__(self) -> None:
-        self._memo: Dict[int, Tuple[Any, str]] = {}  # id(entry) -> (entry, its text)
-
-    def encode(self, snapshot: Dict[str, Any]) -> RawJSON:
-        searcher = snapshot.get("searcher")
-        lists = (snapshot.get("trials"), searcher.get("trials")
-                 if isinstance(searcher, dict) else None)
-        if not all(isinstance(entries, list) for entries in lists):
-            return RawJSON(compact_json(snapshot))
-        head = dict(snapshot, trials=self._MARKS[0],
-                    searcher=dict(searcher, trials=self._MARKS[1]))
-        text = compact_json(head)
-        marks = [compact_json(m) for m in self._MARKS]
-        if any(text.count(m) != 1 for m in marks):  # cannot happen with our markers
-            return RawJSON(compact_json(snapshot))
-        memo: Dict[int, Tuple[Any, str]] = {}
-        parts = []
-        for mark, entries in sorted(zip(marks, lists), key=lambda ml: text.index(ml[0])):
-            before, text = text.split(mark, 1)
-            parts += [before, "[", ",".join(self._entry(e, memo) for e in entries), "]"]
-        self._memo = memo  # entries gone from this snapshot are forgotten
-        return RawJSON("".join(parts) + text)
-
-    def _entry(self, entry: Any, memo: Dict[int, Tuple[Any, str]]) -> str:
-        known = self._memo.get(id(entry))
-        encoded = known[1] if known is not None and known[0] is entry else \
-            compact_json(entry)
-        memo[id(entry)] = (entry, encoded)
-        return encoded

@@ -6,7 +6,7 @@ from typing import Any, Dict
 
 from determined.engine import CoreTrial
 
-__all__ = ["TrialHandle", "TrialState"]
+__all__ = ["TrialHandle"]
 
 
 class TrialHandle:
@@ -49,6 +49,3 @@ class TrialHandle:
     def __repr__(self) -> str:
         return f"TrialHandle(trial_id={self.trial_id}, state={self.state})"
 
-
-#: The name API routes import (kept for compatibility).
-TrialState = TrialHandle
