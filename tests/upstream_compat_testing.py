@@ -5,6 +5,35 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+# A trial that validates with the draws of its random generators (warm-start tests).
+DRAWS: Dict[str, Any] = {
+    "entrypoint": "model_def:DrawsTrial", "scheduling_unit": 10,
+    "hyperparameters": {"global_batch_size": 16},
+    "searcher": {"name": "single", "metric": "validation_loss", "max_length": {"batches": 20}},
+    "min_validation_period": {"batches": 10}, "min_checkpoint_period": {"batches": 10},
+    "checkpoint_storage": {"save_trial_latest": 2}, "max_restarts": 0,
+}
+
+# A PBT search of the DRAWS trial in which exactly one trial is cloned by exploit.
+PBT = dict(DRAWS, hyperparameters={
+    "global_batch_size": 16, "lr": {"type": "log", "minval": -2, "maxval": -0.5}},
+    searcher={"name": "pbt", "metric": "validation_loss", "population_size": 3,
+              "num_rounds": 2, "length_per_round": {"batches": 10},
+              "replace_function": {"truncate_fraction": 0.34},
+              "explore_function": {"resample_probability": 0.3, "perturb_factor": 0.2}},
+    reproducibility={"experiment_seed": 3}, min_checkpoint_period=None)
+
+
+def check_pbt_lineage(by_id: Dict[int, Dict[str, Any]]) -> None:
+    """The PBT search's trials (described, by id): one clone, a warm start that names
+    its parent's checkpoint by uuid and by the ``id`` it has in the parent's steps."""
+    checkpoint_ids = {s["checkpoint"]["uuid"]: (tid, s["checkpoint"]["id"])
+                      for tid, t in by_id.items() for s in t["steps"] if s["checkpoint"]}
+    clones = [t for t in by_id.values() if t["warm_start_checkpoint"]]
+    assert len(by_id) == 4 and len(clones) == 1
+    parent, ckpt_id = checkpoint_ids[clones[0]["warm_start_checkpoint"]]
+    assert parent != clones[0]["id"] and clones[0]["warm_start_checkpoint_id"] == ckpt_id
+
 
 def batch_metrics(step_id: int, num_batches: int) -> List[Dict[str, Any]]:
     """``StructuredTrial``'s batch metrics of workload ``step_id`` as JSON gives them back:

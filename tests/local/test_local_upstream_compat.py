@@ -10,20 +10,13 @@ import pytest
 import yaml
 
 from det_cli_testing import run_det
-from upstream_compat_testing import ESTIMATOR, check_estimator_steps, check_structured_steps
+from upstream_compat_testing import (DRAWS, ESTIMATOR, PBT, check_estimator_steps,
+                                    check_pbt_lineage, check_structured_steps)
 
 pytestmark = pytest.mark.timeout(600)
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 FIXTURE, TINY = FIXTURES / "upstream_compat", FIXTURES / "tiny_pytorch"
-
-DRAWS = {
-    "entrypoint": "model_def:DrawsTrial", "scheduling_unit": 10,
-    "hyperparameters": {"global_batch_size": 16},
-    "searcher": {"name": "single", "metric": "validation_loss", "max_length": {"batches": 20}},
-    "min_validation_period": {"batches": 10}, "min_checkpoint_period": {"batches": 10},
-    "checkpoint_storage": {"save_trial_latest": 2}, "max_restarts": 0,
-}
 
 STRUCTURED = {
     "entrypoint": "model_def:StructuredTrial", "scheduling_unit": 2,
@@ -75,21 +68,9 @@ def test_warm_start_continues_the_sources_state_and_names_its_checkpoint(tmp_pat
 
 
 def test_pbt_clones_are_warm_starts_from_their_parents_checkpoints(tmp_path):
-    config = dict(DRAWS, hyperparameters={
-        "global_batch_size": 16, "lr": {"type": "log", "minval": -2, "maxval": -0.5}},
-        searcher={"name": "pbt", "metric": "validation_loss", "population_size": 3,
-                  "num_rounds": 2, "length_per_round": {"batches": 10},
-                  "replace_function": {"truncate_fraction": 0.34},
-                  "explore_function": {"resample_probability": 0.3, "perturb_factor": 0.2}},
-        reproducibility={"experiment_seed": 3}, min_checkpoint_period=None)
-    result = create(tmp_path, config)
+    result = create(tmp_path, PBT)
     by_id = {t["trial_id"]: steps(tmp_path, t["trial_id"]) for t in result["trials"]}
-    checkpoint_ids = {s["checkpoint"]["uuid"]: (tid, s["checkpoint"]["id"])
-                      for tid, t in by_id.items() for s in t["steps"] if s["checkpoint"]}
-    clones = [t for t in by_id.values() if t["warm_start_checkpoint"]]
-    assert len(by_id) == 4 and len(clones) == 1
-    parent, ckpt_id = checkpoint_ids[clones[0]["warm_start_checkpoint"]]
-    assert parent != clones[0]["id"] and clones[0]["warm_start_checkpoint_id"] == ckpt_id
+    check_pbt_lineage(by_id)
 
 
 def test_hand_built_metrics_and_initial_validation_at_step_0(tmp_path):

@@ -12,20 +12,13 @@ import yaml
 
 from det_cli_testing import run_det
 from master_testing import create_experiment, wait_for_state
-from upstream_compat_testing import ESTIMATOR, check_estimator_steps, check_structured_steps
+from upstream_compat_testing import (DRAWS, ESTIMATOR, PBT, check_estimator_steps,
+                                    check_pbt_lineage, check_structured_steps)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures"
 FIXTURE, TINY = FIXTURES / "upstream_compat", FIXTURES / "tiny_pytorch"
-
-DRAWS = {
-    "entrypoint": "model_def:DrawsTrial", "scheduling_unit": 10,
-    "hyperparameters": {"global_batch_size": 16},
-    "searcher": {"name": "single", "metric": "validation_loss", "max_length": {"batches": 20}},
-    "min_validation_period": {"batches": 10}, "min_checkpoint_period": {"batches": 10},
-    "checkpoint_storage": {"save_trial_latest": 2}, "max_restarts": 0,
-}
 
 
 def run(master, config, model_dir=FIXTURE, timeout=240):
@@ -60,21 +53,9 @@ def test_warm_start_continues_the_sources_state_on_a_master(shared_master):
 
 
 def test_pbt_clones_name_their_parents_checkpoint_on_a_master(shared_master):
-    config = dict(DRAWS, hyperparameters={
-        "global_batch_size": 16, "lr": {"type": "log", "minval": -2, "maxval": -0.5}},
-        searcher={"name": "pbt", "metric": "validation_loss", "population_size": 3,
-                  "num_rounds": 2, "length_per_round": {"batches": 10},
-                  "replace_function": {"truncate_fraction": 0.34},
-                  "explore_function": {"resample_probability": 0.3, "perturb_factor": 0.2}},
-        reproducibility={"experiment_seed": 3}, min_checkpoint_period=None)
-    exp = run(shared_master, config)
+    exp = run(shared_master, PBT)
     by_id = {t["id"]: described(shared_master, t["id"]) for t in exp["trials"]}
-    checkpoint_ids = {s["checkpoint"]["uuid"]: (tid, s["checkpoint"]["id"])
-                      for tid, t in by_id.items() for s in t["steps"] if s["checkpoint"]}
-    clones = [t for t in by_id.values() if t["warm_start_checkpoint"]]
-    assert len(by_id) == 4 and len(clones) == 1
-    parent, ckpt_id = checkpoint_ids[clones[0]["warm_start_checkpoint"]]
-    assert parent != clones[0]["id"] and clones[0]["warm_start_checkpoint_id"] == ckpt_id
+    check_pbt_lineage(by_id)
 
 
 def test_hand_built_metrics_and_step_0_on_a_master(shared_master):
