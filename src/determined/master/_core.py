@@ -1,7 +1,10 @@
-"""The master's core: experiments, the scheduler loop and the resource manager.
+"""The master's core: the scheduler loop, the resource manager and the tasks, around
+the :class:`~determined.master.experiments.Experiments` service that owns the live
+experiments.
 
-One lock (``Master.lock``) guards all live state; API handlers, the scheduler
-thread and process-exit callbacks take it. Long polls wait on ``Master.cond``.
+One lock guards all live state: the service's (``Master.lock`` is the same), which the
+scheduler thread, process-exit callbacks and the task manager share. Long polls wait
+on ``Master.cond``.
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ from determined.config import validate_config
 from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master._lifecycle import event
-from determined.master.db import Store, resolve_source_checkpoint
+from determined.master.db import RecordEffects, Store, resolve_source_checkpoint
 from determined.master.tasks import TaskManager
 from determined.storage import build_storage
-from determined.master.experiments import ExperimentRun, TrialHandle
+from determined.master.experiments import Experiments, ExperimentRun, TrialHandle
 from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_root
 from determined.master.resource_managers import (
     AGENT_ID,
@@ -88,10 +91,11 @@ class Master:
         os.chmod(config.data_dir, 0o700)  # holds the database, code and logs of every user
         self.store = Store(config.db or "")
         logger.info("database schema at revision %s", self.store.upgrade())
-        self.lock = threading.RLock()
+        self.experiments = Experiments(
+            self.store, kill_process=self.kill_trial, wake=self.changed,
+            wake_scheduler=self.wake_scheduler, delete_files=self.delete_files)
+        self.lock = self.experiments.lock
         self.cond = NotifyingCondition(self.lock)
-        self.runs: Dict[int, ExperimentRun] = {}
-        self.trials: Dict[int, Tuple[ExperimentRun, TrialHandle]] = {}
         self.allocations: Dict[str, Tuple[scheduler.Task, scheduler.Allocation]] = {}
         self.url = f"http://{config.host}:{config.port}"
         self.cluster_id = self._cluster_id()
@@ -189,8 +193,9 @@ class Master:
                 pass
 
     def _restore_run(self, exp: Any) -> None:
-        """Rebuild one unfinished experiment; one that cannot be rebuilt is marked ERROR
-        with the reason (in the master log and its trials' logs) and the master goes on."""
+        """Rebuild one unfinished experiment (lock held). One whose run cannot be built
+        is marked ERROR; one that fails to continue is aborted by its core. Either way
+        the reason goes to the master log and its trials' logs, and the master goes on."""
         config = dict(exp.config)
         resources = dict(config.get("resources") or {})
         for key in ("weight", "priority", "max_slots"):  # live edits (det e set ...)
@@ -201,29 +206,34 @@ class Master:
         run = None
         try:
             run = self._make_run(exp.id, config, exp.state)
-            self.runs[exp.id] = run
-            run.restore()
+            run.load()
         except Exception as e:  # noqa: BLE001 - any failure isolates this experiment only
-            self.runs.pop(exp.id, None)
             if run is not None:
-                for h in run.trials.values():
-                    self.trials.pop(h.trial_id, None)
-            reason = f"could not be restored at master start: {type(e).__name__}: {e}"
-            logger.error("experiment %s %s", exp.id, reason)
-            self._mark_error(exp.id, reason)
+                self.experiments.discard(run)  # the trials load() registered
+            self._mark_error(exp.id, self._restore_failure(exp.id, e))
+            return
+        self.experiments.add(run)
+        try:
+            run.recover()
+        except Exception as e:  # noqa: BLE001
+            reason = self._restore_failure(exp.id, e)
+            try:
+                run.abort(reason)
+            except Exception as again:  # noqa: BLE001 - its records are beyond its core
+                logger.error("experiment %s: could not abort: %s", exp.id, again)
+                self.experiments.discard(run)
+                self._mark_error(exp.id, reason)
+
+    @staticmethod
+    def _restore_failure(exp_id: int, e: Exception) -> str:
+        reason = f"could not be restored at master start: {type(e).__name__}: {e}"
+        logger.error("experiment %s %s", exp_id, reason)
+        return reason
 
     def _mark_error(self, exp_id: int, reason: str) -> None:
+        """End as ERROR an experiment whose run cannot be built."""
         try:
-            state = self.store.get_experiment(exp_id).state
-            if state not in ("STOPPING_ERROR", "ERROR"):
-                self.store.set_experiment_state(exp_id, "STOPPING_ERROR")
-            self.store.set_experiment_state(exp_id, "ERROR")
-            for rec in self.store.list_trials(exp_id):
-                if rec.state not in ("COMPLETED", "CANCELED", "ERROR"):
-                    self.store.add_logs(rec.id, [f"[determined] Experiment {exp_id} {reason}"])
-                    self.store.update_trial(rec.id, state="ERROR")
-            self.store.update_experiment(exp_id, description=self.store.get_experiment(
-                exp_id).description or f"ERROR: {reason}"[:1000])
+            RecordEffects(self.store, exp_id, lambda uuids: None).mark_error(reason)
         except Exception as e:  # noqa: BLE001
             logger.error("experiment %s: could not record its error: %s", exp_id, e)
 
@@ -264,9 +274,9 @@ class Master:
         # Automatic concurrency follows the trials the cluster can run at once (a
         # restored run's snapshot brings the value it had; _tell_capacity follows
         # agents that join or leave later).
-        return ExperimentRun(self, exp_id, config, state, model_dir,
-                             source_checkpoint=source_checkpoint,
-                             capacity=self._capacity(config))
+        return self.experiments.build(exp_id, config, state, model_dir,
+                                      source_checkpoint=source_checkpoint,
+                                      capacity=self._capacity(config))
 
     def _capacity(self, config: Dict[str, Any]) -> int:
         """Trials of an experiment the live agents can run at once."""
@@ -276,12 +286,9 @@ class Master:
                                int(resources.get("slots_per_trial") or 1))
 
     def _tell_capacity(self) -> None:
-        """Re-send each run's capacity when it changed (lock held); none while no agent
-        has slots (e.g. remote agents reconnecting after a master restart)."""
-        for run in list(self.runs.values()):
-            capacity = self._capacity(run.config)
-            if capacity >= 1 and capacity != run.searcher.capacity:
-                run.capacity_changed(capacity)
+        """Tell each run its capacity (lock held; a run ignores no change)."""
+        for run in self.experiments.runs():
+            run.capacity_changed(self._capacity(run.config))
 
     def source_checkpoint(self, config: Dict[str, Any]) -> Optional[Tuple[str, str]]:
         """(uuid, path) of the checkpoint every trial warm-starts from, or None
@@ -354,18 +361,13 @@ class Master:
                 shutil.rmtree(os.path.dirname(model_dir), ignore_errors=True)  # a stale one
                 os.rename(staging, os.path.dirname(model_dir))
                 run = self._make_run(exp_id, config, "PAUSED", source_checkpoint=source)
-                self.runs[exp_id] = run
+                self.experiments.add(run)
                 event("experiment %s created by %s (searcher %s)", exp_id, owner,
                       (config.get("searcher") or {}).get("name"))
                 run.start(activate=activate)
                 return exp_id
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-
-    def finished(self, run: ExperimentRun) -> None:
-        self.runs.pop(run.id, None)
-        for t in run.trials.values():
-            self.trials.pop(t.trial_id, None)
 
     def changed(self, exp_id: Optional[int] = None) -> None:
         """Something a scheduler decision or a waiting runner depends on changed: wake
@@ -378,9 +380,6 @@ class Master:
         self._wake.set()
 
     # ------------------------------------------------------------------ trial processes
-
-    def trial(self, trial_id: int) -> Tuple[ExperimentRun, TrialHandle]:
-        return self.trials[trial_id]
 
     def kill_trial(self, trial_id: int) -> None:
         self.rm.kill(trial_id)
@@ -397,7 +396,7 @@ class Master:
     def _process_exited(self, trial_id: int, code: int) -> None:
         with self.lock:
             self.allocations.pop(f"trial-{trial_id}", None)
-            found = self.trials.get(trial_id)
+            found = self.experiments.trial(trial_id)
             if found is None:
                 return
             run, t = found
@@ -421,7 +420,6 @@ class Master:
         }
         trial_dir = os.path.join(self.config.data_dir, "experiments", str(run.id), "trials",
                                  str(t.trial_id))
-        self.trials[t.trial_id] = (run, t)
         agent_id, slot_ids = alloc.parts[0]  # more parts only where rm.can_span them
         return _Launch(run, t, spec, trial_dir, agent_id, list(slot_ids), t.restarts,
                        alloc.parts if len(alloc.parts) > 1 else None)
@@ -481,14 +479,14 @@ class Master:
     def _schedule_once(self) -> "List[_Launch]":
         self._tell_capacity()
         pending: Dict[str, Tuple[ExperimentRun, TrialHandle]] = {}
-        for run in list(self.runs.values()):
+        for run in self.experiments.runs():
             for t in run.schedulable():
                 pending[f"trial-{t.trial_id}"] = (run, t)
         # Running tasks with their experiment's current weight/priority/max_slots: a live
         # edit must reach them too (the scheduler wants one setting per group).
         running = {}
         for task_id, (task, alloc) in self.allocations.items():
-            found = self.trials.get(int(task_id.split("-", 1)[1]))
+            found = self.experiments.trial(int(task_id.split("-", 1)[1]))
             running[task_id] = (self._task(*found) if found else task, alloc)
         self.tasks.place_unslotted()  # TensorBoards waiting for an agent
         running.update(self.tasks.running())  # tasks hold slots too (master/tasks)
@@ -516,7 +514,7 @@ class Master:
             event("trial %s of experiment %s scheduled on %s", t.trial_id, run.id,
                   ", ".join(f"{agent} slots {list(slots)}" for agent, slots in alloc.parts))
         for task_id in decision.preempt:
-            found = self.trials.get(int(task_id.split("-", 1)[1]))
+            found = self.experiments.trial(int(task_id.split("-", 1)[1]))
             if found:
                 found[0].stop(found[1])
         return launches
@@ -525,7 +523,7 @@ class Master:
         """Trials waiting for work give their slots back by the rule both adapters
         follow (``engine.release_waiting``), for their own experiment's trials (within
         its max_slots) and, while the cluster is full, for any experiment's."""
-        for run in list(self.runs.values()):
+        for run in self.experiments.runs():
             per_trial = run.cfg.slots_per_trial
             running, waiting = len(run.running()), len(run.idle_running())
             max_slots = (run.config.get("resources") or {}).get("max_slots")
@@ -537,6 +535,18 @@ class Master:
                                             free_slots=free, slots_per_trial=1)
             if own or others:
                 run.suspend_idle()
+
+    def slot_holders(self) -> List[Tuple[str, scheduler.Allocation]]:
+        """Every task holding slots now (trials as ``trial-<id>``), with its allocation."""
+        with self.lock:
+            held = list(self.allocations.items()) + list(self.tasks.running().items())
+        return [(task_id, alloc) for task_id, (_, alloc) in held]
+
+    def set_scheduling_flags(self, flags: Any) -> None:
+        """Apply the stored enabled/disabled agents and slots (``Store.scheduling_flags``)."""
+        with self.lock:
+            self.rm.flags = flags
+            self.changed()
 
     # ------------------------------------------------------------------ info
 
