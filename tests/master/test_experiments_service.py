@@ -10,6 +10,7 @@ other threads pause, activate, edit and read the experiment.
 import ast
 import os
 import pathlib
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -85,21 +86,27 @@ def _user(api_url: str, exp_id: int, trial_id: int, rounds: int,
                 statuses.append((f"{method} {path}", r.status_code))
 
 
-def test_concurrent_api_requests_and_runner_reports_stay_consistent(master_factory, tmp_path):
+def _blocked_trial(api: httpx.Client, tmp_path: pathlib.Path) -> Tuple[int, Dict[str, Any], str]:
+    """Start an experiment whose one trial blocks: (experiment id, trial, its token)."""
     model = tmp_path / "blocker"
     model.mkdir()
     (model / "blocker_def.py").write_text(BLOCKER)
+    token_path = str(tmp_path / "token")
+    config = dict(CONFIG, hyperparameters=dict(CONFIG["hyperparameters"],
+                                               token_file=token_path))
+    exp_id = create_experiment(api, config, model)
+    wait_until(lambda: os.path.exists(token_path), timeout=120, what="the trial's token")
+    with open(token_path) as f:
+        token = f.read().strip()
+    (trial,) = api.get(f"/experiments/{exp_id}").json()["trials"]
+    return exp_id, trial, token
+
+
+def test_concurrent_api_requests_and_runner_reports_stay_consistent(master_factory, tmp_path):
     master = master_factory(slots=1)
     api_url = master.url + "/api/v1"
     with master.client() as api:
-        token_path = str(tmp_path / "token")
-        config = dict(CONFIG, hyperparameters=dict(CONFIG["hyperparameters"],
-                                                   token_file=token_path))
-        exp_id = create_experiment(api, config, model)
-        wait_until(lambda: os.path.exists(token_path), timeout=120, what="the trial's token")
-        with open(token_path) as f:
-            token = f.read().strip()
-        (trial,) = api.get(f"/experiments/{exp_id}").json()["trials"]
+        exp_id, trial, token = _blocked_trial(api, tmp_path)
 
         statuses: List[Tuple[str, int]] = []
         threads = [threading.Thread(target=_runner, args=(api_url, token, statuses))]
@@ -137,6 +144,39 @@ def test_concurrent_api_requests_and_runner_reports_stay_consistent(master_facto
         assert r.status_code == 401, r.text
         assert api.post(f"/experiments/{exp_id}/kill").status_code == 200  # ended: no-op
         assert api.post(f"/experiments/{exp_id}/pause").status_code == 409
+
+
+def test_a_run_that_fails_to_continue_after_a_restart_is_aborted_by_its_core(
+        master_factory, tmp_path):
+    master = master_factory(slots=1)
+    with master.client() as api:
+        exp_id, trial, token = _blocked_trial(api, tmp_path)
+        headers = {"Authorization": f"Bearer {token}"}
+        for batches in (10, 20, 30):  # trained past its (absent) checkpoint
+            r = httpx.post(master.url + "/api/v1/trial-runner/training", headers=headers,
+                           json={"batches": batches, "metrics": {}}, timeout=30)
+            assert r.status_code == 200, r.text
+        # Pausing saves a snapshot with the trial stopping: its process counts as live.
+        assert api.post(f"/experiments/{exp_id}/pause").status_code == 200
+    master.sigkill()
+    # The restarted master must roll those rows back; the database refuses it.
+    db = sqlite3.connect(os.path.join(master.data_dir, "master.db"))
+    db.execute("CREATE TRIGGER keep_metrics BEFORE DELETE ON metrics "
+               "BEGIN SELECT RAISE(ABORT, 'metrics are kept'); END")
+    db.commit()
+    db.close()
+    again = master_factory(slots=1, data_dir=master.data_dir, port=master.port)
+    with again.client() as api:
+        exp = api.get(f"/experiments/{exp_id}").json()
+        # The core's abort: the experiment ERROR, its unfinished trial CANCELED (a run
+        # that cannot even be built would leave its trials ERROR instead).
+        assert exp["state"] == "ERROR", exp
+        assert exp["trials"][0]["state"] == "CANCELED", exp
+        logs = [ln["line"] for ln in api.get(f"/trials/{trial['id']}/logs").json()["logs"]]
+        assert any("the experiment was aborted" in ln and "could not be restored at master "
+                   "start" in ln and "metrics are kept" in ln for ln in logs), logs
+        assert api.post(f"/experiments/{exp_id}/activate").status_code == 409
+        assert api.get("/master").status_code == 200
 
 
 def _imports(path: pathlib.Path) -> List[str]:

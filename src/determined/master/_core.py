@@ -28,11 +28,11 @@ from determined.config import validate_config
 from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master._lifecycle import event
-from determined.master.db import RecordEffects, Store, resolve_source_checkpoint
+from determined.master.db import TERMINAL_STATES, Store, resolve_source_checkpoint
 from determined.master.tasks import TaskManager
 from determined.storage import build_storage
 from determined.master.experiments import Experiments, ExperimentRun, TrialHandle
-from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_root
+from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_roots
 from determined.master.resource_managers import (
     AGENT_ID,
     CompositeResourceManager,
@@ -151,9 +151,8 @@ class Master:
                 shutil.rmtree(os.path.join(root, name), ignore_errors=True)
         with self.lock:
             for exp in self.store.list_experiments(include_archived=True):
-                if exp.state in ("ACTIVE", "PAUSED", "STOPPING_COMPLETED", "STOPPING_CANCELED",
-                                 "STOPPING_ERROR"):
-                    self._restore_run(exp)
+                if exp.state not in TERMINAL_STATES:
+                    self.experiments.restore(exp, self._make_run)
         threading.Thread(target=self._clean_checkpoint_roots, name="det-checkpoint-cleanup",
                          daemon=True).start()
         self.tasks.start()
@@ -192,69 +191,15 @@ class Master:
             except OSError:
                 pass
 
-    def _restore_run(self, exp: Any) -> None:
-        """Rebuild one unfinished experiment (lock held). One whose run cannot be built
-        is marked ERROR; one that fails to continue is aborted by its core. Either way
-        the reason goes to the master log and its trials' logs, and the master goes on."""
-        config = dict(exp.config)
-        resources = dict(config.get("resources") or {})
-        for key in ("weight", "priority", "max_slots"):  # live edits (det e set ...)
-            value = getattr(exp, key, None)
-            if value is not None:
-                resources[key] = value
-        config["resources"] = resources
-        run = None
-        try:
-            run = self._make_run(exp.id, config, exp.state)
-            run.load()
-        except Exception as e:  # noqa: BLE001 - any failure isolates this experiment only
-            if run is not None:
-                self.experiments.discard(run)  # the trials load() registered
-            self._mark_error(exp.id, self._restore_failure(exp.id, e))
-            return
-        self.experiments.add(run)
-        try:
-            run.recover()
-        except Exception as e:  # noqa: BLE001
-            reason = self._restore_failure(exp.id, e)
-            try:
-                run.abort(reason)
-            except Exception as again:  # noqa: BLE001 - its records are beyond its core
-                logger.error("experiment %s: could not abort: %s", exp.id, again)
-                self.experiments.discard(run)
-                self._mark_error(exp.id, reason)
-
-    @staticmethod
-    def _restore_failure(exp_id: int, e: Exception) -> str:
-        reason = f"could not be restored at master start: {type(e).__name__}: {e}"
-        logger.error("experiment %s %s", exp_id, reason)
-        return reason
-
-    def _mark_error(self, exp_id: int, reason: str) -> None:
-        """End as ERROR an experiment whose run cannot be built."""
-        try:
-            RecordEffects(self.store, exp_id, lambda uuids: None).mark_error(reason)
-        except Exception as e:  # noqa: BLE001
-            logger.error("experiment %s: could not record its error: %s", exp_id, e)
-
     def _clean_checkpoint_roots(self) -> None:
         """Remove unfinished checkpoint writes (scratch dirs, complete but never
         registered checkpoints) from every shared_fs root this master uses."""
         try:
-            exps = self.store.list_experiments(include_archived=True)
-            roots = set()
-            for storage in [self.config.checkpoint_storage or {}] + [
-                    e.config.get("checkpoint_storage") or {} for e in exps]:
-                if storage.get("type", "shared_fs") == "shared_fs" and storage.get("host_path"):
-                    roots.add(os.path.normpath(os.path.join(storage["host_path"],
-                                                            storage.get("storage_path") or "")))
-            registered = {c.uuid for c in self.store.list_checkpoints()}
             # Only the embedded agent ever ran trials: all of them died with the old
             # master (orphans are killed), so no writer can be alive.
             others = [a for a in self.store.list_agents() if a.id != AGENT_ID]
-            grace = GRACE_SECONDS if others else 0.0
-            for root in sorted(roots):
-                clean_checkpoint_root(root, registered, {e.id for e in exps}, grace=grace)
+            clean_checkpoint_roots(self.store, self.config.checkpoint_storage or {},
+                                   grace=GRACE_SECONDS if others else 0.0)
         except Exception as e:  # noqa: BLE001 - housekeeping must not stop the master
             logger.warning("checkpoint cleanup failed: %s", e)
 

@@ -80,6 +80,48 @@ class Experiments:
         return ExperimentRun(records, self, config, state, model_dir, storage,
                              source_checkpoint=source_checkpoint, capacity=capacity)
 
+    def restore(self, exp: Any, build: Callable[[int, Dict[str, Any], str], ExperimentRun]
+                ) -> None:
+        """Continue the stored unfinished experiment ``exp`` after a master restart, with
+        the run ``build(id, config, state)`` makes. One whose run cannot be built (e.g.
+        an unreadable snapshot) is marked ERROR; one that fails to continue is aborted
+        by its core. Either way the reason goes to the master log and its trials' logs."""
+        config = dict(exp.config)
+        resources = dict(config.get("resources") or {})
+        for key in ("weight", "priority", "max_slots"):  # live edits (det e set ...)
+            value = getattr(exp, key, None)
+            if value is not None:
+                resources[key] = value
+        config["resources"] = resources
+        with self.lock:
+            run = None
+            try:
+                run = build(exp.id, config, exp.state)
+                run.load()
+            except Exception as e:  # noqa: BLE001 - any failure isolates this experiment only
+                if run is not None:
+                    self.discard(run)  # the trials load() registered
+                self._mark_error(exp.id, _restore_failure(exp.id, e))
+                return
+            self.add(run)
+            try:
+                run.recover()
+            except Exception as e:  # noqa: BLE001
+                reason = _restore_failure(exp.id, e)
+                try:
+                    run.abort(reason)
+                except Exception as again:  # noqa: BLE001 - its records are beyond its core
+                    logger.error("experiment %s: could not abort: %s", exp.id, again)
+                    self.discard(run)
+                    self._mark_error(exp.id, reason)
+
+    def _mark_error(self, experiment_id: int, reason: str) -> None:
+        """End as ERROR an experiment whose run cannot be built."""
+        try:
+            RecordEffects(self.store, experiment_id, lambda uuids: None).mark_error(reason)
+        except Exception as e:  # noqa: BLE001
+            logger.error("experiment %s: could not record its error: %s", experiment_id, e)
+
     def add(self, run: ExperimentRun) -> None:
         with self.lock:
             self._runs[run.id] = run
@@ -245,3 +287,9 @@ class Experiments:
         """Whether ``value`` would be the experiment's best validation metric."""
         with self.lock:
             return live.run.is_best(value)
+
+
+def _restore_failure(experiment_id: int, e: Exception) -> str:
+    reason = f"could not be restored at master start: {type(e).__name__}: {e}"
+    logger.error("experiment %s %s", experiment_id, reason)
+    return reason
