@@ -24,6 +24,7 @@ from determined.config import validate_config
 from determined.local._driver import LocalDriver
 from determined.local._store import LocalStore, open_store
 from determined.master.db import NotFoundError, Store
+from determined.master._config import LimitsConfig
 from determined.master.experiments import Experiments
 
 OWNER = "determined"
@@ -317,7 +318,8 @@ class MasterSide(_Side):
             for uuid in uuids:
                 recording.delete(uuid)
 
-        self.host = Experiments(self.db, kill_process=self.killed.append,
+        self.host = Experiments(self.db, root, LimitsConfig(), capacity=lambda cfg: capacity,
+                                kill_process=self.killed.append,
                                 wake=lambda exp_id: None, wake_scheduler=lambda: None,
                                 delete_files=delete_files)
         self.run = self.host.build(self.exp_id, config, "PAUSED", os.path.join(root, "model"),
@@ -357,7 +359,7 @@ class MasterSide(_Side):
 
     def do_train(self, r: int, batches: int, metrics: Dict[str, Any]) -> None:
         t = self._t(r)
-        self.run.store_training(t, self.run.trained(t, [(batches, metrics)]))
+        self.run.store_training(self.run.trained(t, [(batches, metrics)]))
 
     def do_validate(self, r: int, batches: int, report: Dict[str, Any]) -> None:
         self.run.validation(self._t(r), batches, report)

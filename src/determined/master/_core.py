@@ -9,13 +9,10 @@ on ``Master.cond``.
 
 from __future__ import annotations
 
-import compileall
 import json
 import logging
 import os
-import shutil
 import signal
-import tempfile
 import threading
 import time
 import uuid as uuidlib
@@ -23,14 +20,11 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import determined
 from determined import engine
-from determined.common.api import unpack_context
-from determined.config import validate_config
 from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master._lifecycle import event
-from determined.master.db import TERMINAL_STATES, Store, resolve_source_checkpoint
+from determined.master.db import Store
 from determined.master.tasks import TaskManager
-from determined.storage import build_storage
 from determined.master.experiments import Experiments, ExperimentRun, TrialHandle
 from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_roots
 from determined.master.resource_managers import (
@@ -40,15 +34,7 @@ from determined.master.resource_managers import (
     RemoteResourceManager,
 )
 
-__all__ = ["Master", "ContextQuotaError"]
-
-
-class ContextQuotaError(Exception):
-    """Storing a context would exceed a context quota; ``limit`` names its config key."""
-
-    def __init__(self, message: str, limit: str):
-        super().__init__(message)
-        self.limit = limit
+__all__ = ["Master"]
 
 
 class _Launch(NamedTuple):
@@ -61,7 +47,6 @@ class _Launch(NamedTuple):
     restarts: int
     parts: Any = None  # every (agent, slots) of a trial spanning agents (remote or Ray)
 
-OWNER = "determined"
 
 logger = logging.getLogger("determined.master")
 
@@ -92,7 +77,8 @@ class Master:
         self.store = Store(config.db or "")
         logger.info("database schema at revision %s", self.store.upgrade())
         self.experiments = Experiments(
-            self.store, kill_process=self.kill_trial, wake=self.changed,
+            self.store, config.data_dir, config.limits, capacity=self._capacity,
+            kill_process=self.kill_trial, wake=self.changed,
             wake_scheduler=self.wake_scheduler, delete_files=self.delete_files)
         self.lock = self.experiments.lock
         self.cond = NotifyingCondition(self.lock)
@@ -145,14 +131,7 @@ class Master:
         if url:
             self.url = url
         self._kill_orphans()
-        root = os.path.join(self.config.data_dir, "experiments")
-        for name in os.listdir(root) if os.path.isdir(root) else []:
-            if name.startswith(".incoming-"):  # a creation the last master did not finish
-                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-        with self.lock:
-            for exp in self.store.list_experiments(include_archived=True):
-                if exp.state not in TERMINAL_STATES:
-                    self.experiments.restore(exp, self._make_run)
+        self.experiments.restore_unfinished()
         threading.Thread(target=self._clean_checkpoint_roots, name="det-checkpoint-cleanup",
                          daemon=True).start()
         self.tasks.start()
@@ -203,26 +182,6 @@ class Master:
         except Exception as e:  # noqa: BLE001 - housekeeping must not stop the master
             logger.warning("checkpoint cleanup failed: %s", e)
 
-    def _model_dir(self, exp_id: int) -> str:
-        return os.path.join(self.config.data_dir, "experiments", str(exp_id), "model_def")
-
-    def _unpack_model_def(self, packed: bytes, dest: str) -> None:
-        unpack_context(packed, dest)
-        # Byte-compile once here rather than in every trial process.
-        compileall.compile_dir(dest, quiet=2, workers=1)
-
-    def _make_run(self, exp_id: int, config: Dict[str, Any], state: str,
-                  source_checkpoint: Optional[Tuple[str, str]] = None) -> ExperimentRun:
-        model_dir = self._model_dir(exp_id)
-        if not os.path.isdir(model_dir):  # restored at master start
-            self._unpack_model_def(self.store.get_model_def(exp_id), model_dir)
-        # Automatic concurrency follows the trials the cluster can run at once (a
-        # restored run's snapshot brings the value it had; _tell_capacity follows
-        # agents that join or leave later).
-        return self.experiments.build(exp_id, config, state, model_dir,
-                                      source_checkpoint=source_checkpoint,
-                                      capacity=self._capacity(config))
-
     def _capacity(self, config: Dict[str, Any]) -> int:
         """Trials of an experiment the live agents can run at once."""
         resources = config.get("resources") or {}
@@ -235,11 +194,6 @@ class Master:
         for run in self.experiments.runs():
             run.capacity_changed(self._capacity(run.config))
 
-    def source_checkpoint(self, config: Dict[str, Any]) -> Optional[Tuple[str, str]]:
-        """(uuid, path) of the checkpoint every trial warm-starts from, or None
-        (``resolve_source_checkpoint``; a ValueError names the field)."""
-        return resolve_source_checkpoint(config, self.store, build_storage)
-
     def delete_files(self, storage: Any, uuids: List[str]) -> None:
         """Delete checkpoint files in the background (never under the lock)."""
         def work() -> None:
@@ -251,68 +205,6 @@ class Master:
         threading.Thread(target=work, name="det-checkpoint-gc", daemon=True).start()
 
     # ------------------------------------------------------------------ experiments
-
-    def validate(self, raw: Any) -> Dict[str, Any]:
-        """Validate an experiment config with the master's defaults (raises
-        InvalidConfigError listing every error)."""
-        if isinstance(raw, dict) and raw.get("checkpoint_storage", {}) is None:
-            raw = {k: v for k, v in raw.items() if k != "checkpoint_storage"}  # the default
-        defaults = {"checkpoint_storage": dict(self.config.checkpoint_storage or {})}
-        if isinstance(raw, dict) and isinstance(raw.get("checkpoint_storage"), dict) and raw[
-            "checkpoint_storage"
-        ].get("type") not in (None, "shared_fs"):
-            defaults = {}
-        return validate_config(raw, defaults=defaults)
-
-    def check_context_quota(self, owner: str, context_bytes: int) -> None:
-        """ContextQuotaError if storing a context of ``context_bytes`` (unpacked) would
-        put ``owner``'s or the master's stored contexts over their limits."""
-        limits = self.config.limits
-        mine, total = self.store.context_bytes_used(owner)
-        for used, limit, key, whose in (
-                (mine, limits.max_context_bytes_per_user, "max_context_bytes_per_user",
-                 f"user {owner!r}'s experiments"),
-                (total, limits.max_context_bytes_total, "max_context_bytes_total",
-                 "all experiments")):
-            if used + context_bytes > limit:
-                raise ContextQuotaError(
-                    f"Storing this context ({context_bytes / 2**20:.1f} MiB unpacked) would "
-                    f"put the contexts of {whose} at {(used + context_bytes) / 2**20:.1f} "
-                    f"MiB, over the master's limits.{key} of {limit / 2**20:.1f} MiB; "
-                    "delete finished experiments (`det e delete`) to make room",
-                    f"limits.{key}")
-
-    def create_experiment(self, config: Dict[str, Any], model_def: bytes, activate: bool,
-                          owner: str = OWNER, git: Optional[Dict[str, str]] = None,
-                          context_bytes: Optional[int] = None) -> int:
-        """Store and start an experiment; ``context_bytes``: its context's unpacked size
-        (checked against the context quotas before anything is written)."""
-        if context_bytes is None:
-            context_bytes = len(model_def)
-        self.check_context_quota(owner, context_bytes)
-        source = self.source_checkpoint(config)
-        # Unpacking and byte-compiling take long for a big context: done before taking
-        # the lock, in a staging directory renamed into place once the id is known.
-        root = os.path.join(self.config.data_dir, "experiments")
-        os.makedirs(root, exist_ok=True)
-        staging = tempfile.mkdtemp(prefix=".incoming-", dir=root)
-        try:
-            self._unpack_model_def(model_def, os.path.join(staging, "model_def"))
-            with self.lock:
-                self.check_context_quota(owner, context_bytes)  # others may have stored
-                exp_id = self.store.create_experiment(config, model_def, owner=owner,
-                                                     git=git, context_bytes=context_bytes)
-                model_dir = self._model_dir(exp_id)
-                shutil.rmtree(os.path.dirname(model_dir), ignore_errors=True)  # a stale one
-                os.rename(staging, os.path.dirname(model_dir))
-                run = self._make_run(exp_id, config, "PAUSED", source_checkpoint=source)
-                self.experiments.add(run)
-                event("experiment %s created by %s (searcher %s)", exp_id, owner,
-                      (config.get("searcher") or {}).get("name"))
-                run.start(activate=activate)
-                return exp_id
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
 
     def changed(self, exp_id: Optional[int] = None) -> None:
         """Something a scheduler decision or a waiting runner depends on changed: wake

@@ -24,7 +24,7 @@ import determined
 from determined.common.api import ContextArchiveError
 from determined.config import ConfigLimitError
 from determined.errors import InvalidConfigError, InvalidModelDefError
-from determined.master._core import ContextQuotaError, Master
+from determined.master._core import Master
 from determined.master.api._agents import agent_auth, agents_listing, agents_router
 from determined.master.api._auth import Auth
 from determined.master.api._body_limit import BodyLimit
@@ -41,6 +41,7 @@ from determined.master.api._trial_runner import PREFIX as RUNNER_PREFIX
 from determined.master.api._trial_runner import trial_runner_router
 from determined.master.api._ui import ui_router
 from determined.master.db import ConflictError, IllegalTransitionError, NotFoundError
+from determined.master.experiments import ContextQuotaError
 from determined.master import views, webui
 from determined.searcher import SearcherError
 

@@ -96,7 +96,7 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
                                     context=packed, max_context_ratio=limits.max_context_ratio,
                                     context_ratio_floor=limits.min_context_ratio_bytes)
         config = valid.config
-        exp_id = master.create_experiment(
+        exp_id = experiments.create(
             config, packed, body.activate, owner=user.username,
             git=body.git.model_dump() if body.git else None,
             context_bytes=valid.context.unpacked_bytes if valid.context else len(packed))

@@ -88,7 +88,15 @@ class RecordEffects:
 
     def flush(self) -> None:
         """Write the buffered training rows (one transaction per trial)."""
+        self.write_training(self.take_training())
+
+    def take_training(self) -> Dict[int, List[Any]]:
+        """The buffered training rows by trial id, no longer buffered: for a caller that
+        writes them itself (:meth:`write_training`), e.g. outside a lock."""
         rows, self._rows = self._rows, {}
+        return rows
+
+    def write_training(self, rows: Mapping[int, List[Any]]) -> None:
         for trial_id, reports in rows.items():
             self.store.add_training_metrics_many(trial_id, reports)
 

@@ -26,9 +26,6 @@ __all__ = ["ExperimentRun"]
 
 logger = logging.getLogger("determined.master")
 
-#: A training report as the store takes it: (batches, avg metrics, batch metrics, inputs).
-TrainingRow = Tuple[int, Dict[str, Any], Any, Any]
-
 
 class ExperimentRun:
     """The live part of a non-terminal experiment.
@@ -220,20 +217,15 @@ class ExperimentRun:
         return answer.to_dict()
 
     def trained(self, t: TrialHandle,
-                reports: List[Tuple[int, Dict[str, Any]]]) -> List[TrainingRow]:
+                reports: List[Tuple[int, Dict[str, Any]]]) -> Dict[int, List[Any]]:
         """Tell the core of training reports; the rows to store (:meth:`store_training`)."""
-        rows = []
         for batches, metrics in reports:
-            for e in self.core.trial_trained(t.request_id, batches, metrics):
-                if isinstance(e, engine.StoreMetrics):
-                    rows.append((e.batches, metrics.get("avg_metrics") or {},
-                                 metrics.get("batch_metrics"), metrics.get("num_inputs")))
-        return rows
+            self._do(self.core.trial_trained(t.request_id, batches, metrics))
+        return self.records.take_training()
 
-    def store_training(self, t: TrialHandle, rows: List[TrainingRow]) -> None:
-        """Write training rows, one transaction (no lock needed: rows only add)."""
-        if rows:
-            self.store.add_training_metrics_many(t.trial_id, rows)
+    def store_training(self, rows: Dict[int, List[Any]]) -> None:
+        """Write training rows, one transaction per trial (no lock needed: rows only add)."""
+        self.records.write_training(rows)
 
     def validation(self, t: TrialHandle, batches: int, report: Dict[str, Any]) -> None:
         self._do(self.core.trial_validated(t.request_id, batches, report))

@@ -14,12 +14,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
-from determined.master.db import TERMINAL_STATES, RecordEffects, Store
+from determined.master._lifecycle import event
+from determined.master.db import TERMINAL_STATES, RecordEffects, Store, resolve_source_checkpoint
+from determined.master.experiments._contexts import ModelDirs, check_context_quota
 from determined.master.experiments._experiment import ExperimentRun
 from determined.master.experiments._trial import TrialHandle
 from determined.storage import build_storage
+
+if TYPE_CHECKING:
+    from determined.master._config import LimitsConfig
 
 __all__ = ["Experiments", "LiveTrial", "NotFinishedError"]
 
@@ -49,6 +54,10 @@ class Experiments:
 
     Args:
         store: the master's database.
+        data_dir: the master's data directory (unpacked contexts lie under it).
+        limits: the master config's ``limits`` (context quotas).
+        capacity: how many trials of an experiment (its config) the cluster can run
+            at once now.
         kill_process: kills a trial's process (by trial id).
         wake: wakes the scheduler and the long polls of one experiment's runners
             (None: of every experiment's); called with the lock held.
@@ -56,10 +65,15 @@ class Experiments:
         delete_files: deletes checkpoint files ``(storage, uuids)`` in the background.
     """
 
-    def __init__(self, store: Store, *, kill_process: Callable[[int], None],
+    def __init__(self, store: Store, data_dir: str, limits: "LimitsConfig", *,
+                 capacity: Callable[[Dict[str, Any]], int],
+                 kill_process: Callable[[int], None],
                  wake: Callable[[Optional[int]], None], wake_scheduler: Callable[[], None],
                  delete_files: Callable[[Any, List[str]], None]):
         self.store = store
+        self.model_dirs = ModelDirs(data_dir)
+        self._limits = limits
+        self._capacity = capacity
         self.lock = threading.RLock()
         self._runs: Dict[int, ExperimentRun] = {}
         self._trials: Dict[int, LiveTrial] = {}  # by trial id
@@ -68,7 +82,38 @@ class Experiments:
         self._wake_scheduler = wake_scheduler
         self._delete_files = delete_files
 
-    # ------------------------------------------------------------------ the registry
+    # ------------------------------------------------------------------ create, restore
+
+    def create(self, config: Dict[str, Any], model_def: bytes, activate: bool, owner: str,
+               git: Optional[Dict[str, str]] = None,
+               context_bytes: Optional[int] = None) -> int:
+        """Store and start an experiment; its id. ``context_bytes``: its context's
+        unpacked size, checked against the context quotas before anything is written."""
+        if context_bytes is None:
+            context_bytes = len(model_def)
+        check_context_quota(self.store, self._limits, owner, context_bytes)
+        source = resolve_source_checkpoint(config, self.store, build_storage)
+        with self.model_dirs.staged(model_def) as staging:
+            with self.lock:
+                # Again: others may have stored theirs while this one unpacked.
+                check_context_quota(self.store, self._limits, owner, context_bytes)
+                exp_id = self.store.create_experiment(config, model_def, owner=owner,
+                                                     git=git, context_bytes=context_bytes)
+                model_dir = self.model_dirs.place(staging, exp_id)
+                run = self.build(exp_id, config, "PAUSED", model_dir, source_checkpoint=source,
+                                 capacity=self._capacity(config))
+                self.add(run)
+                event("experiment %s created by %s (searcher %s)", exp_id, owner,
+                      (config.get("searcher") or {}).get("name"))
+                run.start(activate=activate)
+                return exp_id
+
+    def restore_unfinished(self) -> None:
+        """Continue every unfinished experiment after a master restart (:meth:`restore`)."""
+        self.model_dirs.remove_unfinished()
+        for exp in self.store.list_experiments(include_archived=True):
+            if exp.state not in TERMINAL_STATES:
+                self.restore(exp)
 
     def build(self, experiment_id: int, config: Dict[str, Any], state: str, model_dir: str,
               source_checkpoint: Optional[Tuple[str, str]] = None,
@@ -76,16 +121,16 @@ class Experiments:
         """A run of a stored experiment, not yet registered (:meth:`add`)."""
         storage = build_storage(config["checkpoint_storage"])
         records = RecordEffects(self.store, experiment_id,
-                                lambda uuids: self._delete_files(storage, uuids))
+                                lambda uuids: self._delete_files(storage, uuids),
+                                buffer_training=True)  # written outside the lock
         return ExperimentRun(records, self, config, state, model_dir, storage,
                              source_checkpoint=source_checkpoint, capacity=capacity)
 
-    def restore(self, exp: Any, build: Callable[[int, Dict[str, Any], str], ExperimentRun]
-                ) -> None:
-        """Continue the stored unfinished experiment ``exp`` after a master restart, with
-        the run ``build(id, config, state)`` makes. One whose run cannot be built (e.g.
-        an unreadable snapshot) is marked ERROR; one that fails to continue is aborted
-        by its core. Either way the reason goes to the master log and its trials' logs."""
+    def restore(self, exp: Any) -> None:
+        """Continue the stored unfinished experiment ``exp`` after a master restart. One
+        whose run cannot be built (e.g. an unreadable snapshot) is marked ERROR; one that
+        fails to continue is aborted by its core. Either way the reason goes to the
+        master log and its trials' logs."""
         config = dict(exp.config)
         resources = dict(config.get("resources") or {})
         for key in ("weight", "priority", "max_slots"):  # live edits (det e set ...)
@@ -96,7 +141,11 @@ class Experiments:
         with self.lock:
             run = None
             try:
-                run = build(exp.id, config, exp.state)
+                # A restored run's snapshot brings the capacity it had; the master tells
+                # it of agents that joined or left since.
+                run = self.build(exp.id, config, exp.state,
+                                 self.model_dirs.ensure(self.store, exp.id),
+                                 capacity=self._capacity(config))
                 run.load()
             except Exception as e:  # noqa: BLE001 - any failure isolates this experiment only
                 if run is not None:
@@ -121,6 +170,8 @@ class Experiments:
             RecordEffects(self.store, experiment_id, lambda uuids: None).mark_error(reason)
         except Exception as e:  # noqa: BLE001
             logger.error("experiment %s: could not record its error: %s", experiment_id, e)
+
+    # ------------------------------------------------------------------ the registry
 
     def add(self, run: ExperimentRun) -> None:
         with self.lock:
@@ -246,7 +297,7 @@ class Experiments:
         """Training reports ``(batches, metrics)`` of one trial, stored in one commit."""
         with self.lock:
             rows = live.run.trained(live.trial, reports)
-        live.run.store_training(live.trial, rows)
+        live.run.store_training(rows)
         with self.lock:
             return self._answer(live)
 
