@@ -61,7 +61,7 @@ class ExperimentRun:
             capacity=capacity)
         self.trials: Dict[int, TrialHandle] = {}  # by request id
         self._initial_state = state
-        self._snapshot: Optional[Dict[str, Any]] = None
+        self._loaded = False  # from a snapshot (load)
         self._progress_at = 0.0
         records.snapshot_extra["source_checkpoint_path"] = self.source_path
         records.on_created = self._created
@@ -85,7 +85,7 @@ class ExperimentRun:
         snap = self.store.get_searcher_snapshot(self.id)
         if snap is None:
             return
-        self._snapshot = snap.snapshot
+        self._loaded = True
         self.core = engine.ExperimentCore.restore(self.config, snap.snapshot)
         self.source_path = snap.snapshot.get("source_checkpoint_path")
         self.records.snapshot_extra["source_checkpoint_path"] = self.source_path
@@ -97,7 +97,7 @@ class ExperimentRun:
     def recover(self) -> None:
         """Continue after :meth:`load`: trials whose processes were lost roll back to
         their latest checkpoints."""
-        if self._snapshot is None:
+        if not self._loaded:
             self.start(activate=self._initial_state == "ACTIVE")
             return
         latest: Dict[int, Tuple[str, int]] = {}
