@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from determined.master.experiments._experiment import ExperimentRun
-    from determined.master.experiments._trial import TrialHandle
+from determined.master.experiments._trial import TrialHandle
 
 __all__ = ["ExperimentHost"]
 
 
 class ExperimentHost(Protocol):
-    """The master as one :class:`ExperimentRun` needs it (the master's
+    """The master as one ``ExperimentRun`` needs it (the master's
     :class:`~determined.master.experiments.Experiments` service implements it). Called
-    with the experiments' lock held."""
+    with the experiments' lock held; ``run`` is the calling ``ExperimentRun`` (typed
+    loosely: this module stays below it, with no import circle)."""
 
     def kill_process(self, trial_id: int) -> None:
         """Kill the trial's process now (its exit is reported as usual)."""
@@ -26,8 +25,8 @@ class ExperimentHost(Protocol):
     def wake_scheduler(self) -> None:
         """Run a scheduling pass soon (no runner needs waking)."""
 
-    def trial_added(self, run: "ExperimentRun", trial: "TrialHandle") -> None:
+    def trial_added(self, run: Any, trial: TrialHandle) -> None:
         """The run has a new trial record: its runner may report from now on."""
 
-    def finished(self, run: "ExperimentRun") -> None:
+    def finished(self, run: Any) -> None:
         """The run has ended: it and its trials leave the registry."""
