@@ -1,7 +1,7 @@
 """The JSON the read routes of the REST API answer with, built from a
 :class:`~determined.master.db.Store`.
 
-One definition for both readers of a store: the master's API (``api/_app.py``,
+One definition for both readers of a store: the master's API (``api/_experiments.py``,
 ``api/_operations.py``) and ``--local`` commands, which read the SQLite file of the
 local directory through :class:`determined.local.LocalClient`. No web framework here.
 """
