@@ -4,7 +4,7 @@ The agent registers (slots, label), then long-polls the master for commands; eac
 is also its heartbeat (the master's side: ``determined.master.resource_managers._remote``).
 ``launch`` fetches the experiment's model definition once (cached in the work dir),
 writes the trial's spec file and forks the trial runner from a zygote
-(:class:`~determined.agent.Spawner`, as the embedded agent does); ``kill`` SIGKILLs a
+(:class:`~determined._procs.Spawner`, as the embedded agent does); ``kill`` SIGKILLs a
 trial's process group. The trials' output lines go to the master in batches, each
 trial's exit code after its last lines. ``launch_part`` starts this agent's ranks of a
 trial spanning agents (:meth:`Agent._launch_part`).
@@ -37,11 +37,12 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from determined.agent._parts import interface_env
-from determined.agent._spawner import Spawner
-from determined.agent._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
-from determined.agent._gpus import (Gpu, check_memory_fraction, check_slots_per_gpu,
+from determined._procs._spawner import Spawner
+from determined._procs._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
+from determined._procs._gpus import (Gpu, check_memory_fraction, check_slots_per_gpu,
                                     detect_gpus, gpu_inventory, shared_gpu_note, slot_gpus,
                                     trial_gpu_env)
+from determined._version import __version__
 from determined.common.api import APIError, MasterClient, unpack_context
 from determined.tasks._launch import TaskProcess, free_port, task_from_command
 
@@ -283,11 +284,9 @@ class Agent:
             pass  # registering tells whether the master is there
         with self._lock:
             running = list(self._trials) + list(self._tasks)
-        import determined
-
         answer = self._poller.request("POST", f"/agents/{self.id}/register", json={
             "slots": self.slots, "label": self.label, "running": running,
-            "version": determined.__version__,
+            "version": __version__,
             "slot_gpus": [g.to_json() for g in self.gpus]})
         with self._lock:
             first = self._session is None and not self._registered

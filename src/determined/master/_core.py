@@ -178,7 +178,7 @@ class Master:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
                     cmdline = f.read()
                 ours = (b"determined.harness._rest_host" in cmdline
-                        or b"determined.agent._zygote" in cmdline)
+                        or b"determined._procs._zygote" in cmdline)
                 if ours:
                     os.killpg(pid, signal.SIGKILL)
             except (OSError, ValueError):

@@ -23,6 +23,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from determined._procs import set_parent_death_signal
 from determined.common.api import unpack_context
 
 __all__ = ["TaskProcess", "free_port", "link_mounts", "prepare_dirs", "task_command",
@@ -32,21 +33,6 @@ __all__ = ["TaskProcess", "free_port", "link_mounts", "prepare_dirs", "task_comm
 KILL_GRACE = 3.0
 #: Kinds that serve HTTP or websockets behind ``/proxy/<task-id>/``.
 SERVICE_KINDS = ("notebook", "shell", "tensorboard")
-
-try:  # Linux: a task process dies with the thread watching it
-    import ctypes
-
-    _LIBC = ctypes.CDLL(None, use_errno=True)
-except (OSError, ImportError):  # pragma: no cover
-    _LIBC = None
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the thread that started it ends."""
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port free on ``host`` now."""
@@ -196,7 +182,7 @@ class TaskProcess:
     def __init__(self, argv: List[str], env: Dict[str, str], cwd: str):
         self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+                                     start_new_session=True, preexec_fn=set_parent_death_signal)
 
     @property
     def pid(self) -> int:

@@ -5,7 +5,7 @@ process group), so killing a trial kills everything it started. Its stdout and
 stderr are read line by line and shipped to the log store in batches.
 
 Trial processes are forked from a zygote that has already imported the platform
-and PyTorch (if installed), see :class:`determined.agent.Spawner`: starting one
+and PyTorch (if installed), see :class:`determined._procs.Spawner`: starting one
 takes milliseconds instead of an interpreter start and a framework import, and
 each still runs exactly one trial in a fresh process.
 """
@@ -21,9 +21,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from determined.agent import Spawner
-from determined.agent._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
-from determined.agent._gpus import Gpu, gpu_inventory, shared_gpu_note, slot_gpus, trial_gpu_env
+from determined._procs import Spawner
+from determined._procs._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
+from determined._procs._gpus import Gpu, gpu_inventory, shared_gpu_note, slot_gpus, trial_gpu_env
 from determined.master import scheduler
 
 __all__ = ["EmbeddedResourceManager", "AGENT_ID"]
@@ -35,7 +35,7 @@ logger = logging.getLogger("determined.master")
 #: (trial_id, exit_code)
 ExitCallback = Callable[[int, int], None]
 LogSink = Callable[[int, List[str]], None]
-#: (trial_id, GPU readings: see determined.agent._gpu_metrics)
+#: (trial_id, GPU readings: see determined._procs._gpu_metrics)
 GpuSink = Callable[[int, List[Dict[str, Any]]], None]
 
 
@@ -49,7 +49,7 @@ class EmbeddedResourceManager:
         log_sink: stores a trial's log lines.
         slots_per_gpu: slots per GPU of this machine (several trials share a GPU).
         gpu_memory_fraction: each slot's cap on its GPU's memory (see
-            :func:`~determined.agent._gpus.trial_gpu_env`).
+            :func:`~determined._procs._gpus.trial_gpu_env`).
         gpu_sink: stores readings of a trial's GPUs, taken every ``gpu_metrics_interval``
             seconds while it runs.
         gpus: this machine's GPUs (default: :func:`gpu_inventory`).

@@ -6,7 +6,7 @@ picks a free port, reports ``address:port`` (``POST /agents/{id}/rendezvous``, s
 :meth:`SpanningMixin.rendezvous`), and only then are the other parts sent, carrying
 that address as ``MASTER_ADDR``/``MASTER_PORT``. Each agent starts one process per
 slot of its part (rank 0: the trial runner; others: the worker entry of
-:mod:`determined.harness._distributed`).
+:mod:`determined.harness._ranks`).
 
 Failure: a part that exits non-zero (or whose agent is lost) makes the master kill
 every other part; the trial's exit is reported once every part has ended (so its slots
