@@ -37,7 +37,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from determined.agent._parts import interface_env
-from determined._procs._spawner import Spawner
+from determined._procs import Spawner, read_line_batches
 from determined._procs._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
 from determined._procs._gpus import (Gpu, check_memory_fraction, check_slots_per_gpu,
                                     detect_gpus, gpu_inventory, shared_gpu_note, slot_gpus,
@@ -244,8 +244,8 @@ class Agent:
         for t in trials:
             self._kill(t)
         for task in tasks:
-            self._events.put(("line", task.launch_id, f"det-agent {self.id}: shutting down; "
-                                                      f"killing task {task.task_id}"))
+            self._events.put(("lines", task.launch_id, [f"det-agent {self.id}: shutting down; "
+                                                        f"killing task {task.task_id}"]))
             task.end_reason = f"agent {self.id} shut down"
             self._kill_task(task, signal.SIGKILL)
         deadline = time.monotonic() + 10.0
@@ -408,9 +408,9 @@ class Agent:
             deadline = time.monotonic() + 0.1
             while item is not None:
                 kind, launch_id, value = item
-                if kind == "line":
-                    logs.setdefault(launch_id, []).append(value)
-                    pending += 1
+                if kind == "lines":
+                    logs.setdefault(launch_id, []).extend(value)
+                    pending += len(value)
                 elif kind == "started":
                     started[launch_id] = value
                     deadline = 0.0
@@ -481,7 +481,15 @@ class Agent:
     # -- trials ------------------------------------------------------------------------
 
     def _log(self, t: _Trial, line: str) -> None:
-        self._events.put(("line", t.launch_id, line))
+        self._events.put(("lines", t.launch_id, [line]))
+
+    def _read_output(self, launch_id: str, out_fd: int, prefix: str = "") -> None:
+        """Queue a process's output in batches of lines until it closes its end."""
+        try:
+            read_line_batches(out_fd, lambda lines: self._events.put(("lines", launch_id, lines)),
+                              max_age=0.1, prefix=prefix)
+        finally:
+            os.close(out_fd)
 
     def _write_spec(self, t: _Trial, command: Dict[str, Any], token: str) -> Tuple[str, str]:
         """Fetch the trial's model definition and write its spec (this agent's model
@@ -529,9 +537,7 @@ class Agent:
                          f"{type(e).__name__}: {e}")
             self._events.put(("exit", t.launch_id, 1))
             return
-        with os.fdopen(out_fd, "rb") as out:
-            for raw in out:
-                self._log(t, raw.decode("utf-8", errors="replace").rstrip("\n"))
+        self._read_output(t.launch_id, out_fd)
         with self._exit_lock:
             codes = self._exit_codes[pid]
         code = codes.get()
@@ -646,10 +652,7 @@ class Agent:
     def _follow_rank(self, t: _Part, pid: int, out_fd: int, rank: int,
                      results: "queue.Queue[int]") -> None:
         """Ship one rank's output lines, then put its exit code in ``results``."""
-        prefix = "" if rank == 0 else f"[rank {rank}] "
-        with os.fdopen(out_fd, "rb") as out:
-            for raw in out:
-                self._log(t, prefix + raw.decode("utf-8", errors="replace").rstrip("\n"))
+        self._read_output(t.launch_id, out_fd, "" if rank == 0 else f"[rank {rank}] ")
         with self._exit_lock:
             codes = self._exit_codes[pid]
         code = codes.get()
@@ -718,8 +721,8 @@ class Agent:
         with self._lock:
             self._tasks[task.launch_id] = task  # named in "running" from now on
         if self._stop.is_set():
-            self._events.put(("line", task.launch_id, f"det-agent {self.id}: shutting down; "
-                                                      "task not started"))
+            self._events.put(("lines", task.launch_id, [f"det-agent {self.id}: shutting down; "
+                                                        "task not started"]))
             self._events.put(("exit", task.launch_id, 1))
             return
         threading.Thread(target=self._run_task, args=(task, command),
@@ -730,8 +733,7 @@ class Agent:
         dies with this thread)."""
 
         def log(lines: List[str]) -> None:
-            for line in lines:
-                self._events.put(("line", task.launch_id, line))
+            self._events.put(("lines", task.launch_id, lines))
 
         kind = str(command["kind"])
         task_dir = os.path.join(self.work_dir, "tasks", task.task_id)

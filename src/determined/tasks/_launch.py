@@ -14,16 +14,14 @@ from __future__ import annotations
 import base64
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from determined._procs import set_parent_death_signal
+from determined._procs import read_line_batches, set_parent_death_signal
 from determined.common.api import unpack_context
 
 __all__ = ["TaskProcess", "free_port", "link_mounts", "prepare_dirs", "task_command",
@@ -138,38 +136,6 @@ def task_from_command(command: Dict[str, Any], task_dir: str, host: str, master_
                              host, port, str(command["token"]), master_url,
                              dict(command.get("env") or {}, **env_vars))
     return argv, env, work, port
-
-
-def read_line_batches(fd: int, emit: Callable[[List[str]], None], max_age: float,
-                      max_lines: int = 200) -> None:
-    """Read ``fd`` to its end, passing its lines to ``emit`` in batches: a batch goes out
-    once it holds ``max_lines`` lines or its first line is ``max_age`` seconds old, even
-    while no more output comes (a service that prints one line and then waits)."""
-    batch: List[str] = []
-    first = 0.0  # when the batch's first line arrived
-    pending = b""
-    while True:
-        timeout = max(0.0, first + max_age - time.monotonic()) if batch else None
-        ready, _, _ = select.select([fd], [], [], timeout)
-        if not ready:
-            emit(batch)
-            batch = []
-            continue
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        *lines, pending = (pending + chunk).split(b"\n")
-        for raw in lines:
-            if not batch:
-                first = time.monotonic()
-            batch.append(raw.decode("utf-8", errors="replace"))
-            if len(batch) >= max_lines:
-                emit(batch)
-                batch = []
-    if pending:
-        batch.append(pending.decode("utf-8", errors="replace"))
-    if batch:
-        emit(batch)
 
 
 class TaskProcess:

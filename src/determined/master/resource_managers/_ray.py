@@ -38,7 +38,13 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from determined.master import scheduler
 from determined.master.resource_managers._ray_actors import TaskRunner, TrialRank
-from determined.master.resource_managers._remote import LOST_EXIT_CODE
+from determined.master.resource_managers._base import (
+    LOST_EXIT_CODE,
+    ExitCallback,
+    LogSink,
+    Part,
+    TrialLaunch,
+)
 
 __all__ = ["RayResourceManager", "NODE_LABEL"]
 
@@ -47,8 +53,6 @@ logger = logging.getLogger("determined.master")
 #: The label every Ray node carries with its id (bundles are pinned with it).
 NODE_LABEL = "ray.io/node-id"
 
-ExitCallback = Callable[[int, int], None]
-LogSink = Callable[[int, List[str]], None]
 
 
 @dataclasses.dataclass
@@ -69,7 +73,8 @@ class _Task:
 
 
 class RayResourceManager:
-    """Ray nodes as agents; trials as actors in placement groups.
+    """Ray nodes as agents; trials as actors in placement groups (a
+    :class:`~determined.master.resource_managers._base.ResourceManager`).
 
     Args:
         address: the cluster's address (``HOST:PORT`` of the head's GCS, or ``auto``).
@@ -177,6 +182,9 @@ class RayResourceManager:
 
     # -- tasks ----------------------------------------------------------------------------
 
+    def runs_tasks(self, agent_id: str) -> bool:
+        return self.has_agent(agent_id)
+
     def holds_task(self, task_id: str) -> bool:
         with self._lock:
             return task_id in self._tasks
@@ -274,15 +282,15 @@ class RayResourceManager:
         with self._lock:
             return trial_id in self._trials
 
-    def launch(self, agent_id: str, trial_id: int, slot_ids: Sequence[int],
-               env: Dict[str, str], spec: Dict[str, Any], experiment_id: int,
-               parts: Optional[Sequence[Tuple[str, Sequence[int]]]] = None) -> None:
-        """Start the trial's ranks (in the background); ``parts`` lists every
-        ``(agent_id, slot_ids)`` of a trial spanning nodes (default: one part).
+    def can_span(self, parts: Sequence[Part]) -> bool:
+        """Any of the cluster's nodes (ranks rendezvous at rank 0's node)."""
+        return all(self.has_agent(a) for a, _ in parts)
 
-        ``env`` holds ``DET_MASTER`` (as the nodes reach it) and ``DET_TRIAL_TOKEN``.
-        """
-        all_parts = [(a, tuple(s)) for a, s in (parts or [(agent_id, slot_ids)])]
+    def launch(self, launch: TrialLaunch) -> None:
+        """Start the trial's ranks (in the background), one actor per slot of its parts;
+        they reach the master at ``DET_MASTER`` with ``DET_TRIAL_TOKEN``."""
+        trial_id, all_parts = launch.trial_id, [(a, tuple(s)) for a, s in launch.parts]
+        env = {k: launch.env[k] for k in ("DET_MASTER", "DET_TRIAL_TOKEN")}
         trial = _Trial(trial_id, all_parts)
         with self._lock:
             missing = [a for a, _ in all_parts if a not in self._nodes]
@@ -291,8 +299,8 @@ class RayResourceManager:
             node_ids = {a: self._nodes[a]["node_id"] for a, _ in all_parts}
             gpus = any(self._nodes[a]["gpus"] for a, _ in all_parts)
             self._trials[trial_id] = trial
-        threading.Thread(target=self._run, args=(trial, node_ids, gpus, dict(env), spec,
-                                                  experiment_id),
+        threading.Thread(target=self._run, args=(trial, node_ids, gpus, env, launch.spec,
+                                                  launch.experiment_id),
                          name=f"det-ray-trial-{trial_id}", daemon=True).start()
 
     def kill(self, trial_id: int) -> None:

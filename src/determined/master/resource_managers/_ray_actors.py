@@ -17,9 +17,9 @@ import tempfile
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
-from determined._procs import set_parent_death_signal
+from determined._procs import read_line_batches, set_parent_death_signal
 from determined.common.api import MasterClient, unpack_context
-from determined.tasks._launch import TaskProcess, read_line_batches, task_from_command
+from determined.tasks._launch import TaskProcess, task_from_command
 
 __all__ = ["TrialRank", "TaskRunner"]
 
@@ -64,17 +64,16 @@ class TrialRank:
                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True,
                                          preexec_fn=set_parent_death_signal)
-            prefix = "" if rank == 0 else f"[rank {rank}] "
             unsent: List[str] = []
 
             def post(batch: List[str]) -> None:
                 nonlocal unsent
-                batch = [prefix + line for line in batch]
                 if not _post_logs(client, batch):
                     unsent = (unsent + batch)[-1000:]
 
             assert self.proc.stdout is not None
-            read_line_batches(self.proc.stdout.fileno(), post, max_age=0.5)
+            read_line_batches(self.proc.stdout.fileno(), post, max_age=0.5,
+                              prefix="" if rank == 0 else f"[rank {rank}] ")
             return self.proc.wait(), unsent
         finally:
             client.close()
