@@ -15,7 +15,7 @@ def pytest_collection_modifyitems(config, items):
     gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
     if not gpu_tests:
         return
-    from determined.agent._gpus import detect_gpus
+    from determined._procs._gpus import detect_gpus
 
     if detect_gpus():
         return

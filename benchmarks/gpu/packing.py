@@ -115,7 +115,7 @@ def main() -> int:
     ks = [int(k) for k in (args.k or ("1,2" if args.tiny else "1,2,4,8")).split(",")]
     args.max_trials = args.max_trials or (4 if args.tiny else 24)
     args.batches = args.batches or (32 if args.tiny else 800)
-    from determined.agent._gpus import gpu_inventory
+    from determined._procs._gpus import gpu_inventory
 
     gpus = gpu_inventory()
     if gpus:

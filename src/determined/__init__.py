@@ -9,10 +9,10 @@ The low-level controller API of upstream 0.13 (``Trial``, ``TrialController``,
 against it (``determined._trial_controller``).
 """
 
-__version__ = "0.13.0"
-
 import importlib
 from typing import TYPE_CHECKING, Any, List
+
+from determined._version import __version__
 
 # Upstream's names load on first use, so ``import determined.engine`` or
 # ``determined.master`` does not pull in the trial runner (and numpy) through here.

@@ -142,7 +142,7 @@ def create_run_command(
     worker_process_env_path: str,
 ) -> List[str]:
     """The ``horovodrun`` command line upstream used to start a distributed trial's workers
-    (for reference: this platform starts its own processes, see ``harness._distributed``)."""
+    (for reference: this platform starts its own processes, see ``harness._ranks``)."""
     num_machines = len(ip_addresses)
     cmd = ["horovodrun", "-np", str(num_machines * num_gpus_per_machine),
            "-H", create_hostlist_arg(num_gpus_per_machine, ip_addresses),

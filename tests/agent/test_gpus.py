@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from determined.agent._gpu_metrics import GpuSampler, samples_by_owner
-from determined.agent._gpus import (Gpu, check_slots_per_gpu, gpu_inventory, shared_gpu_note,
+from determined._procs._gpu_metrics import GpuSampler, samples_by_owner
+from determined._procs._gpus import (Gpu, check_slots_per_gpu, gpu_inventory, shared_gpu_note,
                                     slot_gpus, trial_gpu_env)
 from determined.harness._gpu_cap import apply_memory_cap, memory_cap_error
 from determined.master._config import load_master_config

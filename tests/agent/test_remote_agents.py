@@ -241,8 +241,8 @@ class Recorder:
 
 
 def _launch(registry, agent_id: str, trial_id: int) -> str:
-    return registry.launch(agent_id, trial_id, [0], {"DET_TRIAL_TOKEN": "t"},
-                           {"env": {}}, experiment_id=1)
+    return registry.send_launch(agent_id, trial_id, [0], {"DET_TRIAL_TOKEN": "t"},
+                                {"env": {}}, experiment_id=1)
 
 
 def test_registry_reconciles_a_reregistering_agent():

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from determined.agent import Spawner
+from determined._procs import Spawner
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ def _spares(spawner, count: int, timeout: float = 10.0) -> set:
 
 
 def test_spawns_run_in_children_forked_ahead_and_replaced(spawner, tmp_path):
-    from determined.agent._zygote import SPARES
+    from determined._procs._zygote import SPARES
 
     spares = _spares(spawner, SPARES)
     assert len(spares) == SPARES
@@ -130,7 +130,7 @@ def test_spawns_run_in_children_forked_ahead_and_replaced(spawner, tmp_path):
 
 
 def test_spares_exit_with_the_zygote(tmp_path):
-    from determined.agent._zygote import SPARES
+    from determined._procs._zygote import SPARES
 
     s = Spawner(lambda pid, code: None, preload=[])
     spares = _spares(s, SPARES)

@@ -22,7 +22,7 @@ from determined.errors import (  # noqa: E402
     InvalidConfigError, InvalidModelDefError, InvalidTrialError, MasterError,
 )
 from determined.experimental import Determined, Mode, create  # noqa: E402
-from determined.experimental._native_trial import current_trial_env, native_trial_class  # noqa: E402
+from determined.harness._native_trial import current_trial_env, native_trial_class  # noqa: E402
 from determined.harness import TrialEnv  # noqa: E402
 from determined.harness._usercode import load_trial_class  # noqa: E402
 

@@ -19,13 +19,13 @@ def main() -> None:
     on_cpu = sys.argv[3:] == ["cpu"]
     from determined.config import load_config, validate_config
     from determined.harness import DistributedInfo, TrialEnv
-    from determined.harness._distributed import Collective
+    from determined.pytorch._collective import TorchCollective
     from determined.pytorch import DataLoader
     from determined.pytorch._context import PyTorchTrialContext
     from determined.pytorch._data import to_device
 
     info = DistributedInfo(rank=0, size=1, master_addr="127.0.0.1", master_port=port)
-    group = Collective(info)
+    group = TorchCollective(info)
     cfg = validate_config(load_config(os.path.join(model_dir, "const.yaml")))
     env = TrialEnv(cfg, {"global_batch_size": 64}, model_dir, distributed=info)
     device = torch.device("cpu") if on_cpu else torch.device("cuda", 0)

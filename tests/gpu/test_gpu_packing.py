@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE.parent / "agent"))
 
 from agent_testing import trial_logs  # noqa: E402
 from det_cli_testing import run_det  # noqa: E402
-from determined.agent._gpus import gpu_inventory  # noqa: E402
+from determined._procs._gpus import gpu_inventory  # noqa: E402
 from gpu_testing import env_config, env_model_dir, trial_gpu_env  # noqa: E402
 from master_testing import ConfiguredMasterProcess, create_experiment, wait_for_state  # noqa: E402
 

@@ -15,7 +15,7 @@ import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"))
 
-from determined.agent._gpus import detect_gpus  # noqa: E402
+from determined._procs._gpus import detect_gpus  # noqa: E402
 from det_cli_testing import run_det  # noqa: E402
 from master_testing import MasterProcess, create_experiment, wait_for_state  # noqa: E402
 

@@ -4,7 +4,7 @@
         [--restore PATH] [--entrypoint E] [--hparams JSON] [--data JSON] [--optimizations JSON]
 
 OPS is a comma list of train:<batches>, validate, checkpoint (close is implied).
-The other ranks are started by ``determined.harness._distributed`` as in a real run.
+The other ranks are started by ``determined.harness._ranks`` as in a real run.
 """
 
 import argparse
@@ -30,7 +30,7 @@ def main() -> None:
 
     from determined.config import Length, load_config, validate_config
     from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
-    from determined.harness._distributed import distributed_trial
+    from determined.harness._ranks import distributed_trial
 
     raw = load_config(args.config)
     raw["resources"] = {"slots_per_trial": args.slots}

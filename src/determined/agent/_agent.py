@@ -4,7 +4,7 @@ The agent registers (slots, label), then long-polls the master for commands; eac
 is also its heartbeat (the master's side: ``determined.master.resource_managers._remote``).
 ``launch`` fetches the experiment's model definition once (cached in the work dir),
 writes the trial's spec file and forks the trial runner from a zygote
-(:class:`~determined.agent.Spawner`, as the embedded agent does); ``kill`` SIGKILLs a
+(:class:`~determined._procs.Spawner`, as the embedded agent does); ``kill`` SIGKILLs a
 trial's process group. The trials' output lines go to the master in batches, each
 trial's exit code after its last lines. ``launch_part`` starts this agent's ranks of a
 trial spanning agents (:meth:`Agent._launch_part`).
@@ -37,11 +37,12 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from determined.agent._parts import interface_env
-from determined.agent._spawner import Spawner
-from determined.agent._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
-from determined.agent._gpus import (Gpu, check_memory_fraction, check_slots_per_gpu,
+from determined._procs import Spawner, read_line_batches
+from determined._procs._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
+from determined._procs._gpus import (Gpu, check_memory_fraction, check_slots_per_gpu,
                                     detect_gpus, gpu_inventory, shared_gpu_note, slot_gpus,
                                     trial_gpu_env)
+from determined._version import __version__
 from determined.common.api import APIError, MasterClient, unpack_context
 from determined.tasks._launch import TaskProcess, free_port, task_from_command
 
@@ -243,8 +244,8 @@ class Agent:
         for t in trials:
             self._kill(t)
         for task in tasks:
-            self._events.put(("line", task.launch_id, f"det-agent {self.id}: shutting down; "
-                                                      f"killing task {task.task_id}"))
+            self._events.put(("lines", task.launch_id, [f"det-agent {self.id}: shutting down; "
+                                                        f"killing task {task.task_id}"]))
             task.end_reason = f"agent {self.id} shut down"
             self._kill_task(task, signal.SIGKILL)
         deadline = time.monotonic() + 10.0
@@ -283,11 +284,9 @@ class Agent:
             pass  # registering tells whether the master is there
         with self._lock:
             running = list(self._trials) + list(self._tasks)
-        import determined
-
         answer = self._poller.request("POST", f"/agents/{self.id}/register", json={
             "slots": self.slots, "label": self.label, "running": running,
-            "version": determined.__version__,
+            "version": __version__,
             "slot_gpus": [g.to_json() for g in self.gpus]})
         with self._lock:
             first = self._session is None and not self._registered
@@ -409,9 +408,9 @@ class Agent:
             deadline = time.monotonic() + 0.1
             while item is not None:
                 kind, launch_id, value = item
-                if kind == "line":
-                    logs.setdefault(launch_id, []).append(value)
-                    pending += 1
+                if kind == "lines":
+                    logs.setdefault(launch_id, []).extend(value)
+                    pending += len(value)
                 elif kind == "started":
                     started[launch_id] = value
                     deadline = 0.0
@@ -482,7 +481,15 @@ class Agent:
     # -- trials ------------------------------------------------------------------------
 
     def _log(self, t: _Trial, line: str) -> None:
-        self._events.put(("line", t.launch_id, line))
+        self._events.put(("lines", t.launch_id, [line]))
+
+    def _read_output(self, launch_id: str, out_fd: int, prefix: str = "") -> None:
+        """Queue a process's output in batches of lines until it closes its end."""
+        try:
+            read_line_batches(out_fd, lambda lines: self._events.put(("lines", launch_id, lines)),
+                              max_age=0.1, prefix=prefix)
+        finally:
+            os.close(out_fd)
 
     def _write_spec(self, t: _Trial, command: Dict[str, Any], token: str) -> Tuple[str, str]:
         """Fetch the trial's model definition and write its spec (this agent's model
@@ -530,9 +537,7 @@ class Agent:
                          f"{type(e).__name__}: {e}")
             self._events.put(("exit", t.launch_id, 1))
             return
-        with os.fdopen(out_fd, "rb") as out:
-            for raw in out:
-                self._log(t, raw.decode("utf-8", errors="replace").rstrip("\n"))
+        self._read_output(t.launch_id, out_fd)
         with self._exit_lock:
             codes = self._exit_codes[pid]
         code = codes.get()
@@ -647,10 +652,7 @@ class Agent:
     def _follow_rank(self, t: _Part, pid: int, out_fd: int, rank: int,
                      results: "queue.Queue[int]") -> None:
         """Ship one rank's output lines, then put its exit code in ``results``."""
-        prefix = "" if rank == 0 else f"[rank {rank}] "
-        with os.fdopen(out_fd, "rb") as out:
-            for raw in out:
-                self._log(t, prefix + raw.decode("utf-8", errors="replace").rstrip("\n"))
+        self._read_output(t.launch_id, out_fd, "" if rank == 0 else f"[rank {rank}] ")
         with self._exit_lock:
             codes = self._exit_codes[pid]
         code = codes.get()
@@ -719,8 +721,8 @@ class Agent:
         with self._lock:
             self._tasks[task.launch_id] = task  # named in "running" from now on
         if self._stop.is_set():
-            self._events.put(("line", task.launch_id, f"det-agent {self.id}: shutting down; "
-                                                      "task not started"))
+            self._events.put(("lines", task.launch_id, [f"det-agent {self.id}: shutting down; "
+                                                        "task not started"]))
             self._events.put(("exit", task.launch_id, 1))
             return
         threading.Thread(target=self._run_task, args=(task, command),
@@ -731,8 +733,7 @@ class Agent:
         dies with this thread)."""
 
         def log(lines: List[str]) -> None:
-            for line in lines:
-                self._events.put(("line", task.launch_id, line))
+            self._events.put(("lines", task.launch_id, lines))
 
         kind = str(command["kind"])
         task_dir = os.path.join(self.work_dir, "tasks", task.task_id)

@@ -10,7 +10,7 @@ from typing import Any
 from determined.cli._remote import add_local_flags, usage_error
 from determined.errors import MasterError
 
-__all__ = ["add_parser", "finish_local_run"]
+__all__ = ["add_parser"]
 
 
 def add_parser(nouns: Any) -> None:
@@ -110,23 +110,9 @@ def _create(args: argparse.Namespace) -> int:
         args.config_file, args.model_def, slots=args.slots, local_dir=args.local_dir,
         console=console, show_progress=not args.no_progress,
     )
+    from determined.cli._local_result import finish_local_run
+
     return finish_local_run(result, args.json)
-
-
-def finish_local_run(result: Any, as_json: bool) -> int:
-    """The exit code of a finished ``--local`` search (0 when COMPLETED), after printing
-    its result as JSON with ``--json`` (the live display printed it otherwise)."""
-    if as_json:
-        print(json.dumps({
-            "experiment_id": result.experiment_id,
-            "state": result.state,
-            "best_trial": result.best_trial.summary() if result.best_trial else None,
-            "best_checkpoint": result.best_checkpoint,
-            "best_checkpoint_path": result.best_checkpoint_path,
-            "directory": result.directory,
-            "trials": [t.summary() for t in result.trials],
-        }, default=str))
-    return 0 if result.state == "COMPLETED" else 1
 
 
 def _check_utf8(path: str) -> None:

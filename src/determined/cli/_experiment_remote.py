@@ -8,12 +8,18 @@ import os
 import time
 from typing import Any, Dict
 
-import yaml
 from rich.console import Console
 
+from determined._metric_order import MetricOrder
 from determined.cli._git import git_info
 from determined.cli._progress import ExperimentProgress, progress_text
-from determined.cli._remote import client, print_rows, unreachable_hint, usage_error
+from determined.cli._remote import (
+    client,
+    print_rows,
+    read_config_text,
+    unreachable_hint,
+    usage_error,
+)
 from determined.common.api import APIError, MasterClient, pack_context
 from determined.errors import InvalidConfigError, InvalidModelDefError, MasterError
 
@@ -46,25 +52,6 @@ def read_context(args: argparse.Namespace) -> bytes:
         return pack_context(args.model_def)
     except ValueError as e:
         raise InvalidModelDefError(f"model_def: {e}") from None
-
-
-def read_config_text(path: str) -> str:
-    """The config file's text, checked to be YAML here (the master validates the rest)."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except OSError as e:
-        raise InvalidConfigError([("", f"cannot read it: {e.strerror}")],
-                                 source=f"config file {path}") from None
-    except UnicodeDecodeError as e:
-        raise MasterError(f"config file {path} is not UTF-8 text ({e.reason} at byte "
-                          f"{e.start}); save it as UTF-8") from None
-    try:
-        yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise InvalidConfigError([("", f"not valid YAML: {e}")],
-                                 source=f"config file {path}") from None
-    return text
 
 
 def templated(c: MasterClient, template: str, config: Any, path: str) -> Dict[str, Any]:
@@ -149,11 +136,11 @@ def _follow(c: MasterClient, exp_id: int, console: Console, interval: float,
 
 def _final_line(exp: Dict[str, Any], console: Console) -> None:
     searcher = exp["config"]["searcher"]
-    scored = [t for t in exp["trials"] if isinstance(t.get("best_validation"), (int, float))]
+    order = MetricOrder.of(exp["config"])
+    scored = [t for t in exp["trials"] if order.comparable(t.get("best_validation"))]
     text = f"Experiment {exp['id']} {exp['state']}"
     if scored:
-        pick = min if searcher.get("smaller_is_better", True) else max
-        best = pick(scored, key=lambda t: t["best_validation"])
+        best = min(scored, key=lambda t: order.key(t["best_validation"]))
         text += f": best {searcher['metric']} {best['best_validation']:.6g} (trial {best['id']})"
         if best.get("latest_checkpoint"):  # a line of its own: 80 columns, and easy to copy
             text += f"\nIts latest checkpoint: {best['latest_checkpoint']}"

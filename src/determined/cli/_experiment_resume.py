@@ -26,7 +26,7 @@ def add_resume_verb(verbs: Any) -> None:
 def _resume(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from determined.cli._experiment import finish_local_run
+    from determined.cli._local_result import finish_local_run
     from determined.local import resume_local_experiment
 
     if not (args.local or args.local_dir is not None):

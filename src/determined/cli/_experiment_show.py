@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import math
 import os
 import sys
 from typing import Any, Dict, List, Sequence, Tuple
 
+from determined._metric_order import MetricOrder
 from determined.cli._progress import progress_text
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text, id_list,
                                    print_rows, usage_error)
@@ -233,11 +233,10 @@ def list_checkpoints(args: argparse.Namespace) -> int:
         ck["batches"], ck["validation_metric"] = ck["total_batches"], value
         ck["size_bytes"] = sum((ck.get("resources") or {}).values())
     if args.best is not None:
+        order = MetricOrder(smaller)
         scored = [ck for ck in checkpoints if ck["state"] == "COMPLETED"
-                  and isinstance(ck["validation_metric"], (int, float))
-                  and not math.isnan(ck["validation_metric"])]
-        scored.sort(key=lambda ck: (ck["validation_metric"] if smaller else -ck["validation_metric"],
-                                    -ck["batches"]))
+                  and order.comparable(ck["validation_metric"])]
+        scored.sort(key=lambda ck: (order.key(ck["validation_metric"]), -ck["batches"]))
         checkpoints = scored[:args.best]
     if args.json:
         print(json.dumps(checkpoints, default=str))

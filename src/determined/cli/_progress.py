@@ -9,21 +9,17 @@ batches: 80 | best validation_loss: 0.2231`` (waiting: ACTIVE trials without slo
 
 from __future__ import annotations
 
-import math
 from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
+
+from determined._metric_order import MetricOrder
 
 __all__ = ["ExperimentProgress", "summarize"]
 
 
 def _best(trials: List[Dict[str, Any]], smaller_is_better: bool) -> Optional[float]:
-    values = [t["best_validation"] for t in trials
-              if isinstance(t.get("best_validation"), (int, float))
-              and not math.isnan(t["best_validation"])]
-    if not values:
-        return None
-    return min(values) if smaller_is_better else max(values)
+    return MetricOrder(smaller_is_better).best(t.get("best_validation") for t in trials)
 
 
 def _running_waiting(trials: List[Dict[str, Any]]) -> Tuple[int, int]:

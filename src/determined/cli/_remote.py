@@ -13,9 +13,13 @@ import shutil
 import sys
 from typing import Any, Dict, List, NoReturn, Optional, Sequence, TextIO
 
+import yaml
+
 from determined.common.api import APIError, MasterClient
+from determined.errors import InvalidConfigError, MasterError
 
 __all__ = [
+    "read_config_text",
     "add_format_flags",
     "add_local_flags",
     "cell",
@@ -247,3 +251,22 @@ def print_rows(rows: List[Dict[str, Any]], columns: Sequence[str], args: argpars
     if title:
         out.write(title + "\n")
     out.write(table_text(rows, columns))
+
+
+def read_config_text(path: str) -> str:
+    """The config file's text, checked to be YAML here (the master validates the rest)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise InvalidConfigError([("", f"cannot read it: {e.strerror}")],
+                                 source=f"config file {path}") from None
+    except UnicodeDecodeError as e:
+        raise MasterError(f"config file {path} is not UTF-8 text ({e.reason} at byte "
+                          f"{e.start}); save it as UTF-8") from None
+    try:
+        yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise InvalidConfigError([("", f"not valid YAML: {e}")],
+                                 source=f"config file {path}") from None
+    return text

@@ -88,7 +88,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _set(args: argparse.Namespace) -> int:
-    from determined.cli._experiment_remote import read_config_text
+    from determined.cli._remote import read_config_text
     from determined.config import parse_yaml
 
     config = parse_yaml(read_config_text(args.template_file))

@@ -12,6 +12,7 @@ Example:
 """
 
 from determined.config._hparams import Categorical, Constant, Double, Integer, Log
+from determined._metric_order import MetricOrder
 from determined.config._load import (
     MAX_ALIAS_EXPANSION,
     config_warnings,
@@ -36,6 +37,7 @@ from determined.config._access import ExperimentConfig
 
 __all__ = [
     "MAX_ALIAS_EXPANSION",
+    "MetricOrder",
     "Categorical",
     "ConfigLimitError",
     "Constant",

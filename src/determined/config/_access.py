@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping, Optional
 
+from determined._metric_order import MetricOrder
 from determined.config._units import Length
 
 __all__ = ["ExperimentConfig"]
@@ -64,8 +65,7 @@ class ExperimentConfig:
     def length_to_batches(self, length: Length, global_batch_size: int) -> int:
         return length.to_batches(global_batch_size, self.records_per_epoch)
 
-    def better(self, a: float, b: Optional[float]) -> bool:
-        """Whether metric ``a`` beats ``b`` (``None`` = nothing yet)."""
-        if b is None:
-            return True
-        return a < b if self.smaller_is_better else a > b
+    @property
+    def metric_order(self) -> MetricOrder:
+        """How the searcher metric's values compare (NaN is never better)."""
+        return MetricOrder(self.smaller_is_better)

@@ -10,6 +10,7 @@ import json
 import uuid as uuidlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
+from determined.config import MetricOrder
 from determined.engine._states import EngineError
 from determined.storage._gc import CheckpointRecord, checkpoints_to_keep
 
@@ -76,8 +77,8 @@ def best_checkpoint(checkpoints: Mapping[str, Dict[str, Any]],
                     smaller_is_better: bool) -> Optional[str]:
     """The kept checkpoint with the best metric (else the newest kept one)."""
     live = [(u, c) for u, c in checkpoints.items() if not c["deleted"]]
-    scored = [(u, c) for u, c in live if c["metric"] is not None]
-    sign = 1 if smaller_is_better else -1
+    order = MetricOrder(smaller_is_better)
+    scored = [(u, c) for u, c in live if order.comparable(c["metric"])]
     if scored:
-        return min(scored, key=lambda uc: (sign * uc[1]["metric"], -uc[1]["order"]))[0]
+        return min(scored, key=lambda uc: (order.key(uc[1]["metric"]), -uc[1]["order"]))[0]
     return max(live, key=lambda uc: uc[1]["order"])[0] if live else None

@@ -148,7 +148,7 @@ class ExperimentCore:
             self._show(t)
 
     def _signed(self, value: float) -> float:
-        return value if self.cfg.smaller_is_better else -value
+        return self.cfg.metric_order.signed(value)
 
     # ------------------------------------------------------------------ searcher ops
 

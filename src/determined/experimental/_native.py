@@ -28,7 +28,6 @@ __all__ = [
     "native_config",
     "native_hparams",
     "native_raw_config",
-    "master_url",
     "LocalLauncher",
     "default_checkpoint_dir",
 ]
@@ -102,14 +101,6 @@ def native_hparams(config: Dict[str, Any]) -> Dict[str, Any]:
         )
     rng = random.Random(config["reproducibility"]["experiment_seed"])
     return sample_hparams(space, rng)
-
-
-def master_url(url: Optional[str] = None) -> str:
-    """``url``, else ``$DET_MASTER``, ``$DET_MASTER_ADDR`` or ``localhost:8080``, with a scheme."""
-    url = url or os.environ.get("DET_MASTER") or os.environ.get("DET_MASTER_ADDR") or "localhost:8080"
-    if "://" not in url:
-        url = "http://" + url
-    return url.rstrip("/")
 
 
 def default_checkpoint_dir() -> str:

@@ -21,12 +21,18 @@ from typing import Any, Dict, List, Optional
 from determined.common.api import MAX_CONTEXT_BYTES, APIError, MasterClient, pack_context
 from determined.config import test_mode_config, validate_config
 from determined.errors import InvalidModelDefError, MasterError
-from determined.experimental._native import master_url as resolve_master_url
 
-__all__ = ["submit_experiment", "trial_entrypoint", "default_command"]
+__all__ = ["submit_experiment", "trial_entrypoint", "default_command", "resolve_master_url"]
 
 _TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
 
+
+def resolve_master_url(url: Optional[str] = None) -> str:
+    """``url``, else ``$DET_MASTER``, ``$DET_MASTER_ADDR`` or ``localhost:8080``, with a scheme."""
+    url = url or os.environ.get("DET_MASTER") or os.environ.get("DET_MASTER_ADDR") or "localhost:8080"
+    if "://" not in url:
+        url = "http://" + url
+    return url.rstrip("/")
 
 def _probe(url: str) -> None:
     with MasterClient(url, timeout=10.0) as client:

@@ -69,7 +69,7 @@ def create(
                          "for a full local experiment")
     if not local:
         from determined.experimental._native_submit import submit_experiment
-        from determined.experimental._native_trial import current_trial_env, hand_over
+        from determined.harness._native_trial import current_trial_env, hand_over
 
         if current_trial_env() is not None:  # the cluster re-runs the script: train now
             hand_over(trial_def)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Union
 
 from determined.experimental._native import Mode, start_native
-from determined.experimental._native_trial import current_trial_env, hand_over
+from determined.harness._native_trial import current_trial_env, hand_over
 
 __all__ = ["init", "Mode"]
 

@@ -1,7 +1,7 @@
 """A trial's cap on GPU memory when it shares its GPU with other trials.
 
 The agent puts the cap in ``DET_GPU_MEMORY_FRACTION`` (see
-``determined.agent._gpus.trial_gpu_env``); :func:`apply_memory_cap` applies it with
+``determined._procs._gpus.trial_gpu_env``); :func:`apply_memory_cap` applies it with
 ``torch.cuda.set_per_process_memory_fraction`` before training, and
 :func:`memory_cap_error` turns a CUDA out-of-memory error under a cap into a message
 naming the cap and the options that set it.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from determined.config import Length
+from determined.config import Length, MetricOrder
 from determined.harness._host import OpKind, TrialHost, TrialOp
 
 __all__ = ["InProcessHost", "train_validate_plan"]
@@ -67,7 +67,10 @@ class InProcessHost(TrialHost):
         self.searcher_validations.append((batches_trained, metrics))
 
     def is_best_validation(self, value: float) -> bool:
-        signed = value if self.smaller_is_better else -value
+        order = MetricOrder(self.smaller_is_better)
+        if not order.comparable(value):
+            return False  # NaN is never the best
+        signed = order.signed(value)
         if signed <= self._best:
             self._best = signed
             return True

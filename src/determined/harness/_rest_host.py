@@ -220,9 +220,8 @@ def main() -> int:
         apply_memory_cap()  # on a GPU shared with other trials (slots_per_gpu > 1)
         # A Native API experiment (internal.native.command, no entrypoint): re-run the
         # user's script up to its training call, which hands over the trial class.
-        from determined.experimental._native_trial import native_trial_class
-
-        from determined.harness._distributed import FollowerHost, distributed_trial
+        from determined.harness._native_trial import native_trial_class
+        from determined.harness._ranks import FollowerHost, distributed_trial
 
         # slots_per_trial > 1: rank 0 (unless DET_RANK says otherwise) starts the other
         # ranks on this machine; only rank 0 talks to the master.

@@ -8,7 +8,7 @@ framework; *storage* owns checkpoint files. The runner only connects them.
 Distributed trials (``slots_per_trial`` > 1): every rank runs a runner; only
 the chief (rank 0) talks to the host, and the runner broadcasts its operations
 and decisions (stop, checkpoint after a validation, the checkpoint's UUID), so
-all ranks run the same workloads (see ``_distributed``).
+all ranks run the same workloads (see ``_ranks``).
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ from typing import Any, Dict, Optional, Type
 
 import numpy as np
 
-import determined
 from determined import tensorboard
+from determined._version import __version__
 from determined.config import ExperimentConfig
 from determined.errors import InvalidTrialError
 from determined.harness._controller import TrialController
-from determined.harness._distributed import Collective, connect
+from determined.harness._collective import Collective
 from determined.harness._env import TrialEnv
 from determined.harness._frameworks import controller_for
+from determined.harness._group import connect
 from determined.harness._host import OpKind, TrialHost, TrialOp
 from determined.harness._sequencer import Sequencer
 from determined.harness._usercode import load_trial_class
@@ -278,7 +279,7 @@ class TrialRunner:
         )
         return {
             "uuid": ckpt_uuid,
-            "determined_version": determined.__version__,
+            "determined_version": __version__,
             "framework": self.controller.framework,
             "format": self.controller.checkpoint_format,
             "experiment_id": self.env.experiment_id,

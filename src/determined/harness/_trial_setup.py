@@ -4,7 +4,7 @@ Upstream ran every trial in a container of its own: a fresh copy of the model
 directory as working directory, ``environment.environment_variables`` exported,
 ``startup-hook.sh`` sourced before the trial, ``bind_mounts`` mounted. Here the trial
 process does the same to itself before loading user code
-(:func:`prepare_trial_process`, called by ``harness._distributed.distributed_trial``,
+(:func:`prepare_trial_process`, called by ``harness._ranks.distributed_trial``,
 which every launcher runs), so local runs, the embedded agent and remote agents
 all behave alike:
 

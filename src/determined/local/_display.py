@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from determined._metric_order import MetricOrder
 from determined.local._driver import ExperimentResult, TrialRecord
 
 __all__ = ["ProgressDisplay", "print_summary", "format_hparams"]
@@ -36,9 +37,11 @@ def format_hparams(hparams: Dict[str, Any], prefix: str = "") -> str:
 class ProgressDisplay:
     """A progress bar for the search, with one line per notable trial event."""
 
-    def __init__(self, console: Console, metric: str, progress_fn: Any):
+    def __init__(self, console: Console, metric: str, progress_fn: Any,
+                 order: MetricOrder = MetricOrder()):
         self.console = console
         self.metric = metric
+        self.order = order
         self.progress_fn = progress_fn
         self.progress = Progress(
             TextColumn("[bold]search"),
@@ -104,19 +107,9 @@ class ProgressDisplay:
             self.counts["running"] -= 1
             self.counts["errors"] += 1
             log(f"[red]trial {trial.trial_id} failed:[/red]\n{escape(str(details.get('error')))}")
-        if trial.best_metric is not None:
-            self.best = (
-                trial.best_metric if self.best is None else self._pick(self.best, trial.best_metric)
-            )
+        if self.order.better(trial.best_metric, self.best):
+            self.best = trial.best_metric
         self.refresh()
-
-    def _pick(self, a: float, b: float) -> float:
-        return b if self._better(b, a) else a
-
-    smaller_is_better = True
-
-    def _better(self, a: float, b: float) -> bool:
-        return a < b if self.smaller_is_better else a > b
 
 
 def _first_line(text: Any) -> str:

@@ -1,7 +1,7 @@
 """Run a whole experiment on this machine: an adapter around
 :class:`~determined.engine.ExperimentCore`. The searcher and the core live in this
 process; each trial runs in a process of its own (one per slot for a distributed
-trial: see ``determined.harness._distributed``), ``slots // slots_per_trial`` trials
+trial: see ``determined.harness._ranks``), ``slots // slots_per_trial`` trials
 at a time.
 
 The driver is a single-threaded event loop: it starts trial processes when the core

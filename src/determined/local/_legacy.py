@@ -64,7 +64,7 @@ def _read_json(path: str) -> Optional[Dict[str, Any]]:
         return None
 
 
-def import_legacy(store: Store, local_dir: str) -> int:
+def import_legacy(store: Store, local_dir: str, owner: str) -> int:
     """Copy every old-format experiment of ``local_dir`` into ``store``; returns how many."""
     root = os.path.join(local_dir, "experiments")
     names = sorted((n for n in os.listdir(root) if n.isdigit()), key=int) \
@@ -75,22 +75,21 @@ def import_legacy(store: Store, local_dir: str) -> int:
         state = _read_json(os.path.join(exp_dir, "experiment.json"))
         if state is None:
             continue
-        _import_one(store, exp_dir, state)
+        _import_one(store, exp_dir, state, owner)
         imported += 1
     if imported:
         logger.info("imported %d local experiments of an older version from %s", imported, root)
     return imported
 
 
-def _import_one(store: Store, exp_dir: str, state: Dict[str, Any]) -> None:
-    from determined.local._store import OWNER
+def _import_one(store: Store, exp_dir: str, state: Dict[str, Any], owner: str) -> None:
 
     now = datetime.datetime.now(datetime.timezone.utc)
     config = state["config"]
     exp_state = state.get("state") if state.get("state") in _EXPERIMENT_STATES else "ERROR"
     end = _time(state.get("end_time"))
     with store._write() as s:  # explicit ids: the store's API numbers new rows itself
-        owner_id = s.scalar(sa.select(m.User.id).where(m.User.username == OWNER))
+        owner_id = s.scalar(sa.select(m.User.id).where(m.User.username == owner))
         s.add(m.Experiment(
             id=int(state["id"]), state=exp_state, config=config, model_def=b"",
             owner_id=owner_id, parent_id=None, archived=False,

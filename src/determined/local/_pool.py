@@ -73,7 +73,7 @@ def _worker_main(conn: Any, preload: List[str], threads: int) -> None:
         try:
             importlib.import_module(module)
             if module == "torch":  # what every PyTorch trial imports lazily (1-2 s)
-                from determined.agent._zygote import warm_torch
+                from determined._procs._zygote import warm_torch
 
                 warm_torch()
         except ImportError:

@@ -8,7 +8,7 @@ import determined.storage  # noqa: F401
 import determined.tensorboard._events  # noqa: F401
 
 try:
-    from determined.agent._zygote import warm_torch
+    from determined._procs._zygote import warm_torch
 
     warm_torch()
 except ImportError:  # no PyTorch here: its trials fail with the import error

@@ -152,12 +152,13 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
           show_progress: bool) -> Any:
     """Run ``driver`` to its end (with a progress display when asked), close ``store``
     and print the summary table; returns the driver's result."""
+    from determined._metric_order import MetricOrder
     from determined.local._display import ProgressDisplay, print_summary
 
     try:
         if show_progress:
-            display = ProgressDisplay(console, cfg["searcher"]["metric"], driver.searcher.progress)
-            display.smaller_is_better = cfg["searcher"]["smaller_is_better"]
+            display = ProgressDisplay(console, cfg["searcher"]["metric"], driver.searcher.progress,
+                                      MetricOrder.of(cfg))
             driver.on_event = display.event
             with display:
                 result = driver.run()

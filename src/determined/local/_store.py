@@ -53,7 +53,7 @@ def open_store(local_dir: str) -> Store:
         if fresh:
             from determined.local._legacy import import_legacy
 
-            import_legacy(store, local_dir)
+            import_legacy(store, local_dir, OWNER)
     except BaseException:
         store.close()
         raise

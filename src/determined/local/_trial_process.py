@@ -97,7 +97,7 @@ def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_pat
         os.path.dirname(os.path.dirname(log_path)), "tensorboard", f"trial_{env.trial_id}"))
     from determined.errors import InvalidTrialError, InvalidModelDefError
     from determined.harness import TrialRunner
-    from determined.harness._distributed import distributed_trial
+    from determined.harness._ranks import distributed_trial
     from determined.storage import build_storage
 
     os.chdir(env.model_dir)

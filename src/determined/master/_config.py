@@ -18,7 +18,7 @@ from typing import Any, Dict, Literal, Optional
 
 import pydantic
 
-from determined.agent._gpus import default_slots
+from determined._procs._gpus import default_slots
 from determined.config._secrets import masked_section
 import yaml
 

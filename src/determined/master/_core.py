@@ -32,6 +32,7 @@ from determined.master.resource_managers import (
     CompositeResourceManager,
     EmbeddedResourceManager,
     RemoteResourceManager,
+    TrialLaunch,
 )
 
 __all__ = ["Master"]
@@ -160,7 +161,7 @@ class Master:
                 with open(f"/proc/{pid}/cmdline", "rb") as f:
                     cmdline = f.read()
                 ours = (b"determined.harness._rest_host" in cmdline
-                        or b"determined.agent._zygote" in cmdline)
+                        or b"determined._procs._zygote" in cmdline)
                 if ours:
                     os.killpg(pid, signal.SIGKILL)
             except (OSError, ValueError):
@@ -271,11 +272,12 @@ class Master:
                 json.dump(launch.spec, f, default=str)
             # One write: an earlier runner's token goes as this one's is made.
             token = self.store.create_trial_token(t.trial_id, replace=True)
-            pid = self.rm.launch(launch.agent_id, t.trial_id,
-                                 {"DET_MASTER": self.url, "DET_TRIAL_TOKEN": token,
-                                  "DET_TRIAL_SPEC": spec_path},
-                                 launch.slot_ids, launch.run.model_dir, launch.spec, launch.run.id,
-                                 parts=launch.parts)
+            pid = self.rm.launch(TrialLaunch(
+                t.trial_id, launch.run.id,
+                tuple((a, tuple(s)) for a, s in (launch.parts
+                                                 or [(launch.agent_id, launch.slot_ids)])),
+                {"DET_MASTER": self.url, "DET_TRIAL_TOKEN": token, "DET_TRIAL_SPEC": spec_path},
+                launch.spec, launch.run.model_dir))
             if pid is not None:  # the embedded agent's (orphan cleanup after a crash)
                 with open(os.path.join(launch.trial_dir, "pid"), "w", encoding="utf-8") as f:
                     f.write(str(pid))

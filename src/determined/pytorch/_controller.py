@@ -5,7 +5,7 @@ nothing else per batch unless the trial asked for it (LR schedulers, epoch
 callbacks, a non-CPU device). Per-batch metrics stay tensors until the end of
 the workload, when each metric is stacked and copied to the host once.
 
-Distributed trials (see ``_distributed``): the same loop on every rank, each on
+Distributed trials (see ``harness._ranks``): the same loop on every rank, each on
 its own shard of batches; ``context.step_optimizer`` averages gradients over
 the ranks; metrics are combined on the chief at the end of a workload.
 """
@@ -25,7 +25,8 @@ import torch
 from determined.errors import CheckpointError, InvalidTrialError
 from determined.harness import TrialController, TrialEnv, check_trial_class, describe_class
 from determined.harness import user_code_error
-from determined.harness._distributed import CollectiveError, connect
+from determined.harness._collective import CollectiveError
+from determined.harness._group import connect
 from determined.pytorch._callback import PyTorchCallback, overrides
 from determined.pytorch._context import PyTorchTrialContext
 from determined.pytorch._data import DataLoader, to_device

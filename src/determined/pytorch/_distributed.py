@@ -21,7 +21,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from determined.harness._distributed import CollectiveError
+from determined.harness._collective import CollectiveError
 from determined.pytorch._reducer import (
     MetricReducer,
     Reducer,

@@ -23,7 +23,7 @@ import math
 import random
 from typing import Any, Dict, List, Mapping, Optional, Type
 
-from determined.config import Length, Unit
+from determined.config import Length, MetricOrder, Unit
 from determined.searcher._adaptive import AdaptiveSearch
 from determined.searcher._adaptive_simple import AdaptiveSimpleSearch
 from determined.searcher._asha import AdaptiveASHASearch
@@ -253,9 +253,7 @@ class Searcher:
                 f"Expected the searcher metric {self.metric!r} to be a number. "
                 f"Received: {self.metric}={value!r}"
             )
-        signed = float(value) if self.smaller_is_better else -float(value)
-        if math.isnan(signed):
-            signed = math.inf  # a NaN metric ranks worst
+        signed = MetricOrder(self.smaller_is_better).signed(value)  # NaN ranks worst: inf
         trial.validated_units = trial.pending_validations.pop(0)
         self._ctx.sampler.observe(trial.hparams, trial.validated_units, signed)
         return self._apply(self.method.on_validation_completed(self._ctx, request_id, signed))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, Iterable, List, Optional, Set
 
+from determined._metric_order import MetricOrder
+
 __all__ = ["CheckpointRecord", "checkpoints_to_keep"]
 
 
@@ -43,7 +45,7 @@ def checkpoints_to_keep(
         >>> sorted(checkpoints_to_keep(cks, 2, 0, 0), key=int)
         ['7', '8']
     """
-    sign = 1.0 if smaller_is_better else -1.0
+    order = MetricOrder(smaller_is_better)
     by_trial: Dict[int, List[CheckpointRecord]] = {}
     all_ckpts = list(checkpoints)
     for c in all_ckpts:
@@ -51,9 +53,9 @@ def checkpoints_to_keep(
     keep: Set[str] = set(protected) & {c.uuid for c in all_ckpts}
 
     def best(cands: List[CheckpointRecord], n: int) -> List[str]:
-        # NaN compares false with everything: such a checkpoint counts as unvalidated.
-        validated = [c for c in cands if c.metric is not None and c.metric == c.metric]
-        validated.sort(key=lambda c: (sign * c.metric, c.order))  # type: ignore[operator]
+        # A NaN metric counts as unvalidated.
+        validated = [c for c in cands if order.comparable(c.metric)]
+        validated.sort(key=lambda c: (order.key(c.metric), c.order))
         return [c.uuid for c in validated[:n]]
 
     for cands in by_trial.values():

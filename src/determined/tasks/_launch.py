@@ -14,15 +14,14 @@ from __future__ import annotations
 import base64
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
 import sys
 import threading
-import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from determined._procs import read_line_batches, set_parent_death_signal
 from determined.common.api import unpack_context
 
 __all__ = ["TaskProcess", "free_port", "link_mounts", "prepare_dirs", "task_command",
@@ -32,21 +31,6 @@ __all__ = ["TaskProcess", "free_port", "link_mounts", "prepare_dirs", "task_comm
 KILL_GRACE = 3.0
 #: Kinds that serve HTTP or websockets behind ``/proxy/<task-id>/``.
 SERVICE_KINDS = ("notebook", "shell", "tensorboard")
-
-try:  # Linux: a task process dies with the thread watching it
-    import ctypes
-
-    _LIBC = ctypes.CDLL(None, use_errno=True)
-except (OSError, ImportError):  # pragma: no cover
-    _LIBC = None
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """In the child before exec: SIGKILL when the thread that started it ends."""
-    if _LIBC is not None:
-        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
 
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port free on ``host`` now."""
@@ -154,38 +138,6 @@ def task_from_command(command: Dict[str, Any], task_dir: str, host: str, master_
     return argv, env, work, port
 
 
-def read_line_batches(fd: int, emit: Callable[[List[str]], None], max_age: float,
-                      max_lines: int = 200) -> None:
-    """Read ``fd`` to its end, passing its lines to ``emit`` in batches: a batch goes out
-    once it holds ``max_lines`` lines or its first line is ``max_age`` seconds old, even
-    while no more output comes (a service that prints one line and then waits)."""
-    batch: List[str] = []
-    first = 0.0  # when the batch's first line arrived
-    pending = b""
-    while True:
-        timeout = max(0.0, first + max_age - time.monotonic()) if batch else None
-        ready, _, _ = select.select([fd], [], [], timeout)
-        if not ready:
-            emit(batch)
-            batch = []
-            continue
-        chunk = os.read(fd, 65536)
-        if not chunk:
-            break
-        *lines, pending = (pending + chunk).split(b"\n")
-        for raw in lines:
-            if not batch:
-                first = time.monotonic()
-            batch.append(raw.decode("utf-8", errors="replace"))
-            if len(batch) >= max_lines:
-                emit(batch)
-                batch = []
-    if pending:
-        batch.append(pending.decode("utf-8", errors="replace"))
-    if batch:
-        emit(batch)
-
-
 class TaskProcess:
     """One task process: started in a session of its own, its output read line by line.
 
@@ -196,7 +148,7 @@ class TaskProcess:
     def __init__(self, argv: List[str], env: Dict[str, str], cwd: str):
         self.proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+                                     start_new_session=True, preexec_fn=set_parent_death_signal)
 
     @property
     def pid(self) -> int:

@@ -36,3 +36,17 @@ def test_every_line_arrives_once_in_order_with_a_partial_last_line():
     assert proc.pump(batches.append) == 0
     assert all(len(b) <= 200 for b in batches)
     assert [line for b in batches for line in b] == [str(i) for i in range(450)] + ["tail"]
+
+
+def test_the_shared_reader_prefixes_each_line_and_leaves_the_pipe_to_its_owner():
+    import os
+
+    from determined._procs import read_line_batches
+
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, b"one\ntwo\nthree")
+    os.close(write_fd)
+    batches = []
+    read_line_batches(read_fd, batches.append, max_age=0.1, max_lines=2, prefix="[rank 1] ")
+    assert batches == [["[rank 1] one", "[rank 1] two"], ["[rank 1] three"]]
+    os.close(read_fd)  # still open: the caller (agent, embedded agent, actor) closes it

@@ -22,6 +22,7 @@ import sys
 import tempfile
 from typing import Any, Dict, Iterator, Optional
 
+from determined.common.api._client import APIError, MasterClient, normalize_master_url
 from determined.errors import MasterError
 
 __all__ = ["AUTH_DIR_ENV", "DEFAULT_USER", "Authenticator", "TokenCache", "auth_dir"]
@@ -140,8 +141,6 @@ class Authenticator:
 
     def __init__(self, master: str, user: Optional[str] = None, password: Optional[str] = None,
                  cache: Optional[TokenCache] = None, activate: Optional[bool] = None):
-        from determined.common.api._client import normalize_master_url
-
         self.master = normalize_master_url(master)
         self.cache = cache or TokenCache()
         self.username = user or self.cache.active_user(self.master) or DEFAULT_USER
@@ -162,8 +161,6 @@ class Authenticator:
         Raises:
             MasterError: the master refused the login or is unreachable.
         """
-        from determined.common.api._client import APIError, MasterClient
-
         password = password if password is not None else self.password
         with MasterClient(self.master) as c:
             try:

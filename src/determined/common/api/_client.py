@@ -9,16 +9,22 @@ from __future__ import annotations
 
 import base64
 import contextlib
-from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Protocol, Union
 
 import httpx
 
 from determined.errors import MasterError
 
-if TYPE_CHECKING:
-    from determined.common.api._authentication import Authenticator
+__all__ = ["MasterClient", "normalize_master_url", "APIError", "TokenSource"]
 
-__all__ = ["MasterClient", "normalize_master_url", "APIError"]
+
+class TokenSource(Protocol):
+    """Where a client gets a user's bearer token (an ``Authenticator``)."""
+
+    username: str
+
+    def token(self, refresh: bool = False) -> str:
+        """A valid token; ``refresh``: the last one was refused, log in again."""
 
 
 class APIError(MasterError):
@@ -78,7 +84,7 @@ class MasterClient:
 
     def __init__(self, master: str, token: Optional[str] = None,
                  transport: Optional[httpx.BaseTransport] = None, timeout: float = 60.0,
-                 auth: Optional["Authenticator"] = None):
+                 auth: Optional[TokenSource] = None):
         self.url = normalize_master_url(master)
         self._auth = auth
         headers = {"Authorization": f"Bearer {token}"} if token else {}

@@ -35,7 +35,7 @@ from fastapi import Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from determined.config import masked_config
+from determined.config import MetricOrder, masked_config
 from determined.master._core import Master
 from determined.master.api import _ui_queries as q
 from determined.master.api._agents import agents_listing
@@ -261,6 +261,7 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         on (were promoted)."""
         exp = store.get_experiment(id)
         metric, smaller = q.searcher_metric(exp.config)
+        order = MetricOrder(smaller)
         trials = store.list_trials(id)
         validations: Dict[int, Dict[int, float]] = {}
         for r in q.metric_rows(store, [t.id for t in trials], "validation"):
@@ -279,8 +280,7 @@ def ui_router(master: Master) -> fastapi.APIRouter:
                 b = min(at)
                 entries.append({"trial_id": t.id, "batches": b, "metric": got[b],
                                 "promoted": finished[t.id] > length})
-            entries.sort(key=lambda e: (math.isnan(e["metric"]),
-                                        e["metric"] if smaller else -e["metric"]))
+            entries.sort(key=lambda e: order.key(e["metric"]))
             rungs.append({"length": length, "trials": entries})
         searcher = exp.config.get("searcher", {})
         return clean({"searcher": searcher.get("name"), "metric": metric,

@@ -11,7 +11,7 @@ from determined.master.db._checks import check_int
 
 __all__ = ["GpuMetricsMixin"]
 
-#: Keys of a reading (``determined.agent._gpu_metrics``): time (seconds since the epoch),
+#: Keys of a reading (``determined._procs._gpu_metrics``): time (seconds since the epoch),
 #: gpu_index, gpu_uuid, utilization (percent), memory_used and memory_total (bytes).
 _KEYS = ("time", "gpu_index", "gpu_uuid", "utilization", "memory_used", "memory_total")
 

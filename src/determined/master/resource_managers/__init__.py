@@ -7,11 +7,9 @@ master's machine, unless it has 0 slots) and every live remote agent
 
 from determined.master.resource_managers._composite import CompositeResourceManager
 from determined.master.resource_managers._embedded import AGENT_ID, EmbeddedResourceManager
-from determined.master.resource_managers._remote import (
-    LOST_EXIT_CODE,
-    RemoteResourceManager,
-    UnknownSessionError,
-)
+from determined.master.resource_managers._base import LOST_EXIT_CODE, ResourceManager, TrialLaunch
+from determined.master.resource_managers._remote import RemoteResourceManager, UnknownSessionError
 
 __all__ = ["AGENT_ID", "CompositeResourceManager", "EmbeddedResourceManager",
-           "LOST_EXIT_CODE", "RemoteResourceManager", "UnknownSessionError"]
+           "LOST_EXIT_CODE", "RemoteResourceManager", "ResourceManager", "TrialLaunch",
+           "UnknownSessionError"]

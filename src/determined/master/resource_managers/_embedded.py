@@ -2,10 +2,11 @@
 
 Each trial runs ``determined.harness._rest_host`` in a new session (its own
 process group), so killing a trial kills everything it started. Its stdout and
-stderr are read line by line and shipped to the log store in batches.
+stderr go to the log store in batches (:func:`determined._procs.read_line_batches`),
+all of them before its exit is reported.
 
 Trial processes are forked from a zygote that has already imported the platform
-and PyTorch (if installed), see :class:`determined.agent.Spawner`: starting one
+and PyTorch (if installed), see :class:`determined._procs.Spawner`: starting one
 takes milliseconds instead of an interpreter start and a framework import, and
 each still runs exactly one trial in a fresh process.
 """
@@ -16,15 +17,14 @@ import logging
 import os
 import queue
 import signal
-import sys
 import threading
-import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from determined.agent import Spawner
-from determined.agent._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
-from determined.agent._gpus import Gpu, gpu_inventory, shared_gpu_note, slot_gpus, trial_gpu_env
+from determined._procs import Spawner, read_line_batches
+from determined._procs._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
+from determined._procs._gpus import Gpu, gpu_inventory, shared_gpu_note, slot_gpus, trial_gpu_env
 from determined.master import scheduler
+from determined.master.resource_managers._base import ExitCallback, LogSink, Part, TrialLaunch
 
 __all__ = ["EmbeddedResourceManager", "AGENT_ID"]
 
@@ -32,15 +32,13 @@ AGENT_ID = "embedded"
 
 logger = logging.getLogger("determined.master")
 
-#: (trial_id, exit_code)
-ExitCallback = Callable[[int, int], None]
-LogSink = Callable[[int, List[str]], None]
-#: (trial_id, GPU readings: see determined.agent._gpu_metrics)
+#: (trial_id, GPU readings: see determined._procs._gpu_metrics)
 GpuSink = Callable[[int, List[Dict[str, Any]]], None]
 
 
 class EmbeddedResourceManager:
-    """One agent with ``slots`` slots on this machine.
+    """One agent with ``slots`` slots on this machine (a
+    :class:`~determined.master.resource_managers._base.ResourceManager`).
 
     Args:
         slots: how many slots the agent offers.
@@ -49,7 +47,7 @@ class EmbeddedResourceManager:
         log_sink: stores a trial's log lines.
         slots_per_gpu: slots per GPU of this machine (several trials share a GPU).
         gpu_memory_fraction: each slot's cap on its GPU's memory (see
-            :func:`~determined.agent._gpus.trial_gpu_env`).
+            :func:`~determined._procs._gpus.trial_gpu_env`).
         gpu_sink: stores readings of a trial's GPUs, taken every ``gpu_metrics_interval``
             seconds while it runs.
         gpus: this machine's GPUs (default: :func:`gpu_inventory`).
@@ -79,11 +77,7 @@ class EmbeddedResourceManager:
         self._procs: Dict[int, int] = {}  # trial id -> pid
         self._exits: Dict[int, "queue.Queue[int]"] = {}  # pid -> its exit code, once known
         self._lock = threading.Lock()
-        self._lines: "queue.Queue[Optional[Tuple[int, str]]]" = queue.Queue()
         self._closed = False
-        self._shipper = threading.Thread(target=self._ship_logs, name="det-log-shipper",
-                                         daemon=True)
-        self._shipper.start()
         self._spawner = Spawner(self._exited)
         # Import the frameworks in the zygote now, not when the first trial starts.
         threading.Thread(target=self._warm_up, name="det-zygote-start", daemon=True).start()
@@ -95,14 +89,27 @@ class EmbeddedResourceManager:
         try:
             self._spawner.start()
         except Exception as e:  # the first launch retries and reports
-            print(f"det-master: could not start the trial zygote: {e}", file=sys.stderr)
+            logger.warning("could not start the trial zygote: %s", e)
 
     def agents(self) -> List[scheduler.Agent]:
         return [scheduler.Agent(AGENT_ID, self.slots)]
 
-    def launch(self, trial_id: int, env: Dict[str, str], slot_ids: Sequence[int],
+    def has_agent(self, agent_id: str) -> bool:
+        return agent_id == AGENT_ID
+
+    def can_span(self, parts: Sequence[Part]) -> bool:
+        """No: the embedded agent starts all of a trial's ranks itself."""
+        return len(parts) == 1 and self.has_agent(parts[0][0])
+
+    def launch(self, launch: TrialLaunch) -> int:
+        """Start the trial's process (rank 0: it starts the other ranks); returns its pid."""
+        if not self.can_span(launch.parts):
+            raise RuntimeError(f"the embedded agent runs trials on its own slots only. "
+                               f"Received: parts={list(launch.parts)}")
+        return self._start(launch.trial_id, launch.env, launch.slot_ids, launch.model_dir)
+
+    def _start(self, trial_id: int, env: Dict[str, str], slot_ids: Sequence[int],
                cwd: str) -> int:
-        """Start the trial's process; returns its pid."""
         assignment = dict(env)
         assignment["DET_SLOT_IDS"] = ",".join(str(s) for s in slot_ids)
         gpu_env = trial_gpu_env(self.gpus, slot_ids, self.slots_per_gpu,
@@ -110,7 +117,7 @@ class EmbeddedResourceManager:
         assignment.update(gpu_env)
         note = shared_gpu_note(gpu_env)
         if note is not None:
-            self._lines.put((trial_id, f"det-master: {note}"))
+            self._store_lines(trial_id, [f"det-master: {note}"])
         pid, out_fd = self._spawner.spawn(assignment, cwd)
         with self._lock:
             self._procs[trial_id] = pid
@@ -147,12 +154,30 @@ class EmbeddedResourceManager:
         except (ProcessLookupError, PermissionError):
             pass
 
+    def holds(self, trial_id: int) -> bool:
+        with self._lock:
+            return trial_id in self._procs
+
     def pid(self, trial_id: int) -> Optional[int]:
         with self._lock:
             return self._procs.get(trial_id)
 
+    # Tasks on the embedded agent are the task manager's own processes.
+
+    def runs_tasks(self, agent_id: str) -> bool:
+        return False
+
+    def launch_task(self, agent_id: str, task_id: str, command: Dict[str, Any]) -> str:
+        raise RuntimeError("the master's task manager starts the embedded agent's tasks itself")
+
+    def holds_task(self, task_id: str) -> bool:
+        return False
+
+    def kill_task(self, task_id: str) -> None:
+        pass
+
     def close(self) -> None:
-        """Kill every trial process and stop shipping logs."""
+        """Kill every trial process."""
         self._closed = True  # exits from now on are the master's own doing
         with self._lock:
             ids = list(self._procs)
@@ -160,59 +185,27 @@ class EmbeddedResourceManager:
             self.kill(trial_id)
         self._sampler.stop()
         self._spawner.close()
-        self._lines.put(None)
-        self._shipper.join(5)
 
     # -- threads ------------------------------------------------------------------------
 
     def _read(self, trial_id: int, pid: int, out_fd: int) -> None:
-        with os.fdopen(out_fd, "rb") as out:
-            for raw in out:
-                self._lines.put((trial_id, raw.decode("utf-8", errors="replace").rstrip("\n")))
+        try:
+            read_line_batches(out_fd, lambda lines: self._store_lines(trial_id, lines),
+                              max_age=0.1)
+        finally:
+            os.close(out_fd)
         with self._lock:
             exits = self._exits[pid]
-        code = exits.get()
+        code = exits.get()  # its lines are stored: the exit may be handled
         with self._lock:
             self._exits.pop(pid, None)
-        done = threading.Event()
-        self._lines.put((trial_id, done))  # type: ignore[arg-type]
-        done.wait(5)  # its lines are stored before the exit is handled
-        with self._lock:
             self._procs.pop(trial_id, None)
             self._trial_gpus.pop(trial_id, None)
         if not self._closed:
             self._on_exit(trial_id, code)
 
-    def _ship_logs(self) -> None:
-        while True:
-            item = self._lines.get()
-            if item is None:
-                return
-            batch: Dict[int, List[str]] = {}
-            markers: List[threading.Event] = []
-            deadline = time.monotonic() + 0.1
-            while item is not None:
-                trial_id, line = item
-                if isinstance(line, threading.Event):
-                    markers.append(line)
-                    deadline = 0.0  # a trial ended: store now, its exit waits for this
-                else:
-                    batch.setdefault(trial_id, []).append(line)
-                timeout = deadline - time.monotonic()
-                if timeout <= 0:
-                    break
-                try:
-                    item = self._lines.get(timeout=timeout)
-                except queue.Empty:
-                    break
-            for trial_id, lines in batch.items():
-                try:
-                    self._log_sink(trial_id, lines)
-                except Exception as e:  # a log write must never stop the shipper
-                    print(f"det-master: could not store logs of trial {trial_id}: {e}",
-                          file=sys.stderr)
-            for marker in markers:
-                marker.set()
-            if item is None:
-                return
-
+    def _store_lines(self, trial_id: int, lines: List[str]) -> None:
+        try:
+            self._log_sink(trial_id, lines)
+        except Exception as e:  # a log write must never stop the reader
+            logger.warning("could not store logs of trial %s: %s", trial_id, e)

@@ -9,7 +9,7 @@ A trial gets a placement group with one bundle per slot, each pinned to the node
 the scheduler chose (bundle label ``ray.io/node-id``): strategy PACK when the
 trial fits one node, SPREAD otherwise. Each rank is a Ray actor in its bundle that
 fetches the model definition from the master, runs the rank's process (rank 0
-``determined.harness._rest_host``, others ``_distributed.worker_main``; they
+``determined.harness._rest_host``, others ``harness._rank_main.worker_main``; they
 rendezvous at rank 0's node address) and ships its output to the master's log
 store. Trial processes talk to the master through the REST API, as on our agents.
 
@@ -32,25 +32,27 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import queue
-import shutil
-import socket
 import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from determined.master import scheduler
-from determined.master.resource_managers._remote import LOST_EXIT_CODE
+from determined.master.resource_managers._ray_actors import TaskRunner, TrialRank
+from determined.master.resource_managers._base import (
+    LOST_EXIT_CODE,
+    ExitCallback,
+    LogSink,
+    Part,
+    TrialLaunch,
+)
 
-__all__ = ["RayResourceManager", "NODE_LABEL", "TaskRunner"]
+__all__ = ["RayResourceManager", "NODE_LABEL"]
 
 logger = logging.getLogger("determined.master")
 
 #: The label every Ray node carries with its id (bundles are pinned with it).
 NODE_LABEL = "ray.io/node-id"
 
-ExitCallback = Callable[[int, int], None]
-LogSink = Callable[[int, List[str]], None]
 
 
 @dataclasses.dataclass
@@ -71,7 +73,8 @@ class _Task:
 
 
 class RayResourceManager:
-    """Ray nodes as agents; trials as actors in placement groups.
+    """Ray nodes as agents; trials as actors in placement groups (a
+    :class:`~determined.master.resource_managers._base.ResourceManager`).
 
     Args:
         address: the cluster's address (``HOST:PORT`` of the head's GCS, or ``auto``).
@@ -179,6 +182,9 @@ class RayResourceManager:
 
     # -- tasks ----------------------------------------------------------------------------
 
+    def runs_tasks(self, agent_id: str) -> bool:
+        return self.has_agent(agent_id)
+
     def holds_task(self, task_id: str) -> bool:
         with self._lock:
             return task_id in self._tasks
@@ -276,15 +282,15 @@ class RayResourceManager:
         with self._lock:
             return trial_id in self._trials
 
-    def launch(self, agent_id: str, trial_id: int, slot_ids: Sequence[int],
-               env: Dict[str, str], spec: Dict[str, Any], experiment_id: int,
-               parts: Optional[Sequence[Tuple[str, Sequence[int]]]] = None) -> None:
-        """Start the trial's ranks (in the background); ``parts`` lists every
-        ``(agent_id, slot_ids)`` of a trial spanning nodes (default: one part).
+    def can_span(self, parts: Sequence[Part]) -> bool:
+        """Any of the cluster's nodes (ranks rendezvous at rank 0's node)."""
+        return all(self.has_agent(a) for a, _ in parts)
 
-        ``env`` holds ``DET_MASTER`` (as the nodes reach it) and ``DET_TRIAL_TOKEN``.
-        """
-        all_parts = [(a, tuple(s)) for a, s in (parts or [(agent_id, slot_ids)])]
+    def launch(self, launch: TrialLaunch) -> None:
+        """Start the trial's ranks (in the background), one actor per slot of its parts;
+        they reach the master at ``DET_MASTER`` with ``DET_TRIAL_TOKEN``."""
+        trial_id, all_parts = launch.trial_id, [(a, tuple(s)) for a, s in launch.parts]
+        env = {k: launch.env[k] for k in ("DET_MASTER", "DET_TRIAL_TOKEN")}
         trial = _Trial(trial_id, all_parts)
         with self._lock:
             missing = [a for a, _ in all_parts if a not in self._nodes]
@@ -293,8 +299,8 @@ class RayResourceManager:
             node_ids = {a: self._nodes[a]["node_id"] for a, _ in all_parts}
             gpus = any(self._nodes[a]["gpus"] for a, _ in all_parts)
             self._trials[trial_id] = trial
-        threading.Thread(target=self._run, args=(trial, node_ids, gpus, dict(env), spec,
-                                                  experiment_id),
+        threading.Thread(target=self._run, args=(trial, node_ids, gpus, env, launch.spec,
+                                                  launch.experiment_id),
                          name=f"det-ray-trial-{trial_id}", daemon=True).start()
 
     def kill(self, trial_id: int) -> None:
@@ -440,179 +446,3 @@ class RayResourceManager:
 
 class _Killed(Exception):
     pass
-
-
-class TrialRank:
-    """One rank of a trial, as a Ray actor on its node (see the module docstring)."""
-
-    def __init__(self) -> None:
-        self.proc: Any = None
-        self.workdir: Optional[str] = None
-
-    def rendezvous(self) -> Tuple[str, int]:
-        """This node's address and a free port on it (rank 0 hosts the rendezvous)."""
-        import ray
-
-        ip = ray.util.get_node_ip_address()
-        with socket.socket() as s:
-            s.bind(("", 0))
-            return ip, int(s.getsockname()[1])
-
-    def run(self, env: Dict[str, str], spec: Dict[str, Any], experiment_id: int, rank: int,
-            threads: int) -> Tuple[int, List[str]]:
-        """Run the rank's process to its end, posting its output to the master; return
-        its exit code and the output lines the master refused (posted too late)."""
-        import base64
-        import json
-        import os
-        import shutil
-        import subprocess
-        import sys
-        import tempfile
-
-        from determined.common.api import MasterClient, unpack_context
-        from determined.harness._distributed import _WORKER_COMMAND
-        from determined.tasks._launch import read_line_batches
-
-        client = MasterClient(env["DET_MASTER"], token=env["DET_TRIAL_TOKEN"])
-        self.workdir = tempfile.mkdtemp(prefix=f"det-ray-trial-{rank}-")
-        try:
-            model_dir = os.path.join(self.workdir, "model_def")
-            answer = client.request("GET", f"/experiments/{experiment_id}/model_def")
-            unpack_context(base64.b64decode(answer["b64_tgz"]), model_dir)
-            spec = dict(spec, threads=threads, env=dict(spec["env"], model_dir=model_dir))
-            spec_path = os.path.join(self.workdir, "spec.json")
-            with open(spec_path, "w", encoding="utf-8") as f:
-                json.dump(spec, f, default=str)
-            child_env = dict(os.environ, **env)
-            child_env.update({"DET_TRIAL_SPEC": spec_path, "DET_DIST_SPEC": spec_path,
-                              "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"})
-            child_env.pop("DET_PARENT_PID", None)
-            if rank == 0:
-                cmd = [sys.executable, "-m", "determined.harness._rest_host"]
-            else:
-                cmd = [sys.executable, "-c", _WORKER_COMMAND]
-            self.proc = subprocess.Popen(cmd, env=child_env, cwd=model_dir,
-                                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, start_new_session=True,
-                                         preexec_fn=_die_with_parent)
-            prefix = "" if rank == 0 else f"[rank {rank}] "
-            unsent: List[str] = []
-
-            def post(batch: List[str]) -> None:
-                nonlocal unsent
-                batch = [prefix + line for line in batch]
-                if not _post_logs(client, batch):
-                    unsent = (unsent + batch)[-1000:]
-
-            assert self.proc.stdout is not None
-            read_line_batches(self.proc.stdout.fileno(), post, max_age=0.5)
-            return self.proc.wait(), unsent
-        finally:
-            client.close()
-            shutil.rmtree(self.workdir, ignore_errors=True)
-
-
-class TaskRunner:
-    """A task's process on its Ray node, as an actor (see
-    :meth:`RayResourceManager.launch_task`): :meth:`start` it, :meth:`read` its output
-    and exit, :meth:`stop` it. The process dies with the actor (``PR_SET_PDEATHSIG``
-    on the thread reading it)."""
-
-    def __init__(self) -> None:
-        self._lines: "queue.Queue[str]" = queue.Queue()
-        self._done = threading.Event()
-        self._code: Optional[int] = None
-        self._process: Any = None
-        self._stopped = False
-        self._lock = threading.Lock()
-
-    def start(self, command: Dict[str, Any], env_vars: Dict[str, str]
-              ) -> Tuple[str, Optional[int]]:
-        """Prepare the task's directory and start its process; returns the node's
-        address and the port its service (if any) listens on."""
-        import tempfile
-
-        import ray
-
-        host = ray.util.get_node_ip_address()
-        task_dir = tempfile.mkdtemp(prefix=f"det-ray-task-{command['task_id']}-")
-        started: "queue.Queue[Any]" = queue.Queue()
-        threading.Thread(target=self._run, name="det-task-process", daemon=True,
-                         args=(command, task_dir, host, env_vars, started)).start()
-        answer = started.get()
-        if isinstance(answer, BaseException):
-            raise answer
-        return host, answer
-
-    def _run(self, command: Dict[str, Any], task_dir: str, host: str,
-             env_vars: Dict[str, str], started: "queue.Queue[Any]") -> None:
-        from determined.tasks._launch import TaskProcess, task_from_command
-
-        try:
-            argv, env, work, port = task_from_command(command, task_dir, host,
-                                                      str(command["master_url"]), env_vars)
-            with self._lock:
-                self._process = TaskProcess(argv, env, work)
-                stopped = self._stopped
-            if stopped:
-                self._process.stop()
-        except Exception as e:
-            shutil.rmtree(task_dir, ignore_errors=True)
-            started.put(e)
-            return
-        started.put(port)
-        try:
-            self._code = self._process.pump(self._queue_lines)
-        finally:
-            shutil.rmtree(task_dir, ignore_errors=True)
-            self._done.set()
-
-    def _queue_lines(self, lines: List[str]) -> None:
-        for line in lines:
-            self._lines.put(line)
-
-    def read(self, wait: float) -> Tuple[List[str], Optional[int], bool]:
-        """Output lines since the last call (waiting up to ``wait`` seconds for some or
-        for the end), the exit code (once ended) and whether it ended."""
-        if self._lines.empty():
-            self._done.wait(wait)
-        done = self._done.is_set()  # every line is queued before this is set
-        lines: List[str] = []
-        while True:
-            try:
-                lines.append(self._lines.get_nowait())
-            except queue.Empty:
-                break
-        return lines, self._code if done else None, done
-
-    def stop(self) -> None:
-        """SIGTERM the task's process group, SIGKILL a few seconds later."""
-        with self._lock:
-            self._stopped = True
-            process = self._process
-        if process is not None:
-            process.stop()
-
-
-def _post_logs(client: Any, lines: List[str]) -> bool:
-    """Store lines through the REST API; False when the master refused them (the
-    trial's token is revoked once the trial ended: the master stores the rest)."""
-    if not lines:
-        return True
-    try:
-        client.request("POST", "/trial-runner/logs", json={"lines": lines})
-        return True
-    except Exception:  # the master may be restarting; output is not worth a crash
-        return False
-
-
-def _die_with_parent() -> None:
-    """In the rank's process before exec: die when the actor's process dies."""
-    try:
-        import ctypes
-        import signal
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
-        pass

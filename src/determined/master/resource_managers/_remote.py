@@ -22,7 +22,6 @@ Locking: one lock guards the registry; callbacks into the master (``on_exit``,
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import threading
@@ -32,15 +31,18 @@ from typing import Any, Callable, Dict, List, Optional, Protocol, Sequence, Tupl
 
 from determined.master import scheduler
 from determined.master._lifecycle import event
+from determined.master.resource_managers._agent_records import Launch, RemoteAgent, TaskLaunch
+from determined.master.resource_managers._base import (
+    LOST_EXIT_CODE,
+    ExitCallback,
+    LogSink,
+    Part,
+    TrialLaunch,
+)
 from determined.master.resource_managers._spanning import SpanningMixin
 
 __all__ = ["RemoteResourceManager", "TaskEvents", "UnknownSessionError", "LOST_EXIT_CODE"]
 
-#: The exit code a trial of a lost agent is reported with (as if SIGKILLed).
-LOST_EXIT_CODE = -9
-
-ExitCallback = Callable[[int, int], None]
-LogSink = Callable[[int, List[str]], None]
 
 logger = logging.getLogger("determined.master")
 
@@ -60,43 +62,10 @@ class UnknownSessionError(Exception):
     """The agent's session is not (or no longer) valid: it must register again."""
 
 
-@dataclasses.dataclass
-class _Launch:
-    id: str
-    trial_id: int
-    slot_ids: Tuple[int, ...]
-    command: Dict[str, Any]
-    delivered: bool = False
-
-
-@dataclasses.dataclass
-class _TaskLaunch:
-    id: str
-    task_id: str
-    delivered: bool = False
-
-
-@dataclasses.dataclass
-class _RemoteAgent:
-    id: str
-    slots: int
-    label: str
-    session: str
-    address: str
-    last_seen: float
-    registered_at: float
-    commands: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
-    launches: Dict[str, _Launch] = dataclasses.field(default_factory=dict)  # live ones
-    wake: threading.Event = dataclasses.field(default_factory=threading.Event)
-    draining: bool = False  # shutting down: gets no new trials
-    task_launches: Dict[str, _TaskLaunch] = dataclasses.field(default_factory=dict)
-    #: The GPU of each slot (``{index, uuid, name, memory_total}``; [] without GPUs).
-    slot_gpus: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
-
-
 class RemoteResourceManager(SpanningMixin):
     """The registry of remote agents, their command queues and their liveness (and
-    trials spanning several of them: :mod:`._spanning`).
+    trials spanning several of them: :mod:`._spanning`); a
+    :class:`~determined.master.resource_managers._base.ResourceManager`.
 
     Args:
         on_exit: ``(trial_id, exit_code)`` once a remote trial ended (its logs are
@@ -126,7 +95,7 @@ class RemoteResourceManager(SpanningMixin):
         #: should look again (commands, a new session, shutdown).
         self.listeners: List[Callable[[str], None]] = []
         self._lock = threading.Lock()
-        self._agents: Dict[str, _RemoteAgent] = {}
+        self._agents: Dict[str, RemoteAgent] = {}
         self._trial_launch: Dict[int, Tuple[str, str]] = {}  # trial id -> (agent, launch)
         self._history: Dict[str, int] = {}  # every launch id sent -> trial id (for logs)
         #: Told about tasks on agents (set by the master's task manager).
@@ -157,7 +126,7 @@ class RemoteResourceManager(SpanningMixin):
         lost_tasks: List[str] = []
         with self._lock:
             old = self._agents.get(agent_id)
-            agent = _RemoteAgent(agent_id, slots, label, uuid.uuid4().hex, address, now, now,
+            agent = RemoteAgent(agent_id, slots, label, uuid.uuid4().hex, address, now, now,
                                  slot_gpus=[dict(g) for g in slot_gpus])
             running_set = set(running)
             if old is not None:
@@ -318,8 +287,23 @@ class RemoteResourceManager(SpanningMixin):
         with self._lock:
             return sum(a.slots for a in self._agents.values() if not a.draining)
 
-    def launch(self, agent_id: str, trial_id: int, slot_ids: Sequence[int],
-               env: Dict[str, str], spec: Dict[str, Any], experiment_id: int) -> str:
+    def can_span(self, parts: Sequence[Part]) -> bool:
+        """Any of this registry's agents (ranks rendezvous at rank 0's agent)."""
+        return all(self.has_agent(a) for a, _ in parts)
+
+    def launch(self, launch: TrialLaunch) -> None:
+        """Queue the trial's launch on its agent, or its parts on theirs (the agents
+        get the trial's token and spec, not the master's paths)."""
+        env = {"DET_TRIAL_TOKEN": launch.env["DET_TRIAL_TOKEN"]}
+        if launch.spans:
+            self.launch_parts(launch.trial_id, launch.parts, env, launch.spec,
+                              launch.experiment_id)
+        else:
+            self.send_launch(launch.agent_id, launch.trial_id, launch.slot_ids, env,
+                             launch.spec, launch.experiment_id)
+
+    def send_launch(self, agent_id: str, trial_id: int, slot_ids: Sequence[int],
+                    env: Dict[str, str], spec: Dict[str, Any], experiment_id: int) -> str:
         """Queue a launch on the agent; returns the launch id.
 
         ``env`` holds ``DET_TRIAL_TOKEN``; ``spec`` is the trial spec (the agent points
@@ -333,7 +317,7 @@ class RemoteResourceManager(SpanningMixin):
             command = {"type": "launch", "launch_id": launch_id, "trial_id": trial_id,
                        "experiment_id": experiment_id, "slot_ids": list(slot_ids),
                        "env": dict(env), "spec": json.loads(json.dumps(spec, default=str))}
-            agent.launches[launch_id] = _Launch(launch_id, trial_id, tuple(slot_ids), command)
+            agent.launches[launch_id] = Launch(launch_id, trial_id, tuple(slot_ids), command)
             agent.commands.append(command)
             self._trial_launch[trial_id] = (agent_id, launch_id)
             self._history[launch_id] = trial_id
@@ -341,12 +325,15 @@ class RemoteResourceManager(SpanningMixin):
             return launch_id
 
     def holds(self, trial_id: int) -> bool:
-        """Whether the trial runs (or is about to) on a remote agent."""
+        """Whether the trial runs (or is about to) on remote agents."""
         with self._lock:
-            return trial_id in self._trial_launch
+            return trial_id in self._trial_launch or trial_id in self._groups
 
     def kill(self, trial_id: int) -> None:
-        """Ask the trial's agent to SIGKILL it (a launch not yet sent is dropped)."""
+        """Ask the trial's agent(s) to SIGKILL it (a launch not yet sent is dropped)."""
+        if self.holds_parts(trial_id):
+            self.kill_parts(trial_id)
+            return
         with self._lock:
             found = self._trial_launch.get(trial_id)
             if found is None:
@@ -370,6 +357,13 @@ class RemoteResourceManager(SpanningMixin):
 
     # -- tasks -------------------------------------------------------------------------
 
+    def runs_tasks(self, agent_id: str) -> bool:
+        return self.has_agent(agent_id)
+
+    def holds_task(self, task_id: str) -> bool:
+        with self._lock:
+            return task_id in self._task_launch
+
     def launch_task(self, agent_id: str, task_id: str, command: Dict[str, Any]) -> str:
         """Queue a ``launch_task`` command (``command`` without its type and launch id:
         see :mod:`determined.agent._agent`); returns the launch id."""
@@ -378,7 +372,7 @@ class RemoteResourceManager(SpanningMixin):
             if agent is None:
                 raise RuntimeError(f"agent {agent_id!r} is not connected (lost or shut down)")
             launch_id = uuid.uuid4().hex[:16]
-            agent.task_launches[launch_id] = _TaskLaunch(launch_id, task_id)
+            agent.task_launches[launch_id] = TaskLaunch(launch_id, task_id)
             agent.commands.append(dict(command, type="launch_task", launch_id=launch_id,
                                        task_id=task_id))
             self._task_launch[task_id] = (agent_id, launch_id)
@@ -404,7 +398,7 @@ class RemoteResourceManager(SpanningMixin):
         threading.Thread(target=self._task_exited, args=(task_id, None, "killed"),
                          daemon=True).start()
 
-    def _carry_tasks(self, old: _RemoteAgent, agent: _RemoteAgent,
+    def _carry_tasks(self, old: RemoteAgent, agent: RemoteAgent,
                      running: set) -> List[str]:
         """A re-registering agent keeps its task launches that still run (and their
         queued commands); returns the ids of tasks it lost (lock held)."""
@@ -419,7 +413,7 @@ class RemoteResourceManager(SpanningMixin):
         agent.commands += [c for c in old.commands if c.get("launch_id") in agent.task_launches]
         return lost
 
-    def _task_reports(self, agent: _RemoteAgent, started: Dict[str, Dict[str, Any]],
+    def _task_reports(self, agent: RemoteAgent, started: Dict[str, Dict[str, Any]],
                       logs: Dict[str, List[str]], exits: Dict[str, int],
                       reasons: Dict[str, str]) -> List[Tuple[str, str, Any]]:
         """The task callbacks a report asks for, in order (lock held; made after)."""
@@ -474,13 +468,13 @@ class RemoteResourceManager(SpanningMixin):
 
     # -- internals -------------------------------------------------------------------
 
-    def _wake(self, agent: _RemoteAgent) -> None:
+    def _wake(self, agent: RemoteAgent) -> None:
         """Wake the agent's waiting polls (called with the lock held)."""
         agent.wake.set()
         for listener in self.listeners:
             listener(agent.id)
 
-    def _checked(self, agent_id: str, session: str) -> _RemoteAgent:
+    def _checked(self, agent_id: str, session: str) -> RemoteAgent:
         agent = self._agents.get(agent_id)
         if agent is None or agent.session != session:
             raise UnknownSessionError(
@@ -493,17 +487,17 @@ class RemoteResourceManager(SpanningMixin):
         try:
             self._log_sink(trial_id, lines)
         except Exception as e:  # a log write must never stop an agent's reports
-            print(f"det-master: could not store logs of trial {trial_id}: {e}", flush=True)
+            logger.warning("could not store logs of trial %s: %s", trial_id, e)
 
     def _lose(self, trial_id: int, why: str) -> None:
         self._store(trial_id, [f"det-master: {why}; the trial counts as crashed"])
         try:
             self._on_lost(trial_id)
         except Exception as e:
-            print(f"det-master: cleaning up lost trial {trial_id} failed: {e}", flush=True)
+            logger.warning("cleaning up lost trial %s failed: %s", trial_id, e)
         self._on_exit(trial_id, LOST_EXIT_CODE)
 
-    def _drop(self, agent: _RemoteAgent, why: str) -> None:
+    def _drop(self, agent: RemoteAgent, why: str) -> None:
         with self._lock:
             trials = []
             parts_ended = [self._part_ended(launch.id, LOST_EXIT_CODE, why=why, lost=True)

@@ -6,7 +6,7 @@ picks a free port, reports ``address:port`` (``POST /agents/{id}/rendezvous``, s
 :meth:`SpanningMixin.rendezvous`), and only then are the other parts sent, carrying
 that address as ``MASTER_ADDR``/``MASTER_PORT``. Each agent starts one process per
 slot of its part (rank 0: the trial runner; others: the worker entry of
-:mod:`determined.harness._distributed`).
+:mod:`determined.harness._ranks`).
 
 Failure: a part that exits non-zero (or whose agent is lost) makes the master kill
 every other part; the trial's exit is reported once every part has ended (so its slots
@@ -30,6 +30,7 @@ import uuid
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 from determined.common.trial_ops import EXIT_USER_ERROR
+from determined.master.resource_managers._agent_records import Launch, RemoteAgent
 
 __all__ = ["SpanningMixin", "CHIEF_GRACE_SECONDS"]
 
@@ -66,7 +67,7 @@ class SpanningMixin:
     """Spanning trials for :class:`RemoteResourceManager` (see the module docstring)."""
 
     _lock: threading.Lock
-    _agents: Dict[str, Any]
+    _agents: Dict[str, RemoteAgent]
     _history: Dict[str, int]
     #: Seconds the other parts get to exit after the chief's part ended cleanly.
     chief_grace: float = CHIEF_GRACE_SECONDS
@@ -84,8 +85,6 @@ class SpanningMixin:
         """Queue the chief's part of a trial spanning ``parts`` (``(agent_id,
         slot_ids)``, the chief's first); the others follow its rendezvous. Returns the
         launch ids, in rank order."""
-        from determined.master.resource_managers._remote import _Launch
-
         size = sum(len(s) for _, s in parts)
         with self._lock:
             missing = [a for a, _ in parts if a not in self._agents]
@@ -102,7 +101,7 @@ class SpanningMixin:
                            "ranks": {"first": first, "size": size, "num_agents": len(parts),
                                      "chief": first == 0}}
                 first += len(slot_ids)
-                self._agents[agent_id].launches[launch_id] = _Launch(
+                self._agents[agent_id].launches[launch_id] = Launch(
                     launch_id, trial_id, tuple(slot_ids), command)
                 self._history[launch_id] = trial_id
                 self._group_of[launch_id] = trial_id

@@ -1,4 +1,4 @@
-"""The agent's side of the zygote: spawn, watch and kill trial processes."""
+"""The spawner: start, watch and kill trial processes forked from a zygote (``_zygote``)."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ class Spawner:
         env = dict(os.environ, PYTHONUNBUFFERED="1", DET_ZYGOTE_PRELOAD=",".join(self._preload))
         try:
             proc = subprocess.Popen(
-                [sys.executable, "-m", "determined.agent._zygote", str(theirs.fileno())],
+                [sys.executable, "-m", "determined._procs._zygote", str(theirs.fileno())],
                 pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
             )
         finally:

@@ -1,6 +1,6 @@
 """The zygote: imports once, then forks one trial process per request.
 
-Run as ``python -m determined.agent._zygote FD`` by :class:`~determined.agent.Spawner`,
+Run as ``python -m determined._procs._zygote FD`` by :class:`~determined._procs.Spawner`,
 which holds the other end of the SOCK_SEQPACKET socket ``FD``. Messages are JSON
 objects, one per packet:
 
@@ -40,7 +40,7 @@ SPARES = 2
 
 
 def _preload() -> None:
-    import determined.experimental._native_trial  # noqa: F401
+    import determined.harness._native_trial  # noqa: F401
     import determined.harness._rest_host  # noqa: F401
     import determined.harness._trial_setup  # noqa: F401  (imported by every trial: 3 ms)
     import determined.harness._runner  # noqa: F401
