@@ -15,10 +15,6 @@ ALLOWED: Dict[FrozenSet[str], str] = {
                "determined.experimental._model"}):
         "the SDK objects (Checkpoint, Model) reach the master through a Determined client "
         "that builds them, as upstream 0.13's API has it (lazy imports only)",
-    frozenset({"determined.master._core", "determined.master.experiments",
-               "determined.master.experiments._experiment"}):
-        "ExperimentRun calls back into the Master (typing import); the Experiments "
-        "service of issue 19 part 4 replaces it with a small host protocol",
     frozenset({"determined.searcher._sampler", "determined.searcher._tpe"}):
         "a deliberate lazy registry: the sampler factory names TPE, TPE builds on the sampler",
 }
