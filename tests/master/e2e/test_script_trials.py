@@ -164,3 +164,14 @@ def test_script_runner_routes_answer_and_refuse_bad_bodies(master_factory, tmp_p
             assert runner.get("/should-stop").json() == {"stop": True}
         assert api.post(f"/experiments/{exp_id}/kill").status_code == 200
         wait_for_state(api, exp_id, ["CANCELED"], timeout=120)
+
+
+def test_test_mode_on_a_master_runs_the_script(master_factory, tmp_path):
+    master = master_factory(slots=1)
+    config = tmp_path / "script.yaml"
+    config.write_text(yaml.safe_dump(script_config()))
+    out = subprocess.run([sys.executable, "-m", "determined.cli", "e", "create", str(config),
+                          str(SCRIPT_DIR), "--test"], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, DET_MASTER=master.url))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "closed at step 1" in out.stdout + out.stderr  # the trial's streamed log
