@@ -26,6 +26,7 @@ import math
 import random
 from typing import Any, Dict, List, Mapping, Optional, Type
 
+from determined.common.frozen_entries import FrozenEntries
 from determined.config import Length, Unit
 from determined.searcher._adaptive import AdaptiveSearch
 from determined.searcher._adaptive_simple import AdaptiveSimpleSearch
@@ -159,7 +160,7 @@ class Searcher:
         self.experiment_seed = experiment_seed
         self._ctx = SearchContext(hyperparameters, random.Random(experiment_seed), sampler=sampler)
         self._trials: Dict[int, _Trial] = {}
-        self._frozen: Dict[int, Dict[str, Any]] = {}  # snapshots of finished trials (final)
+        self._frozen = FrozenEntries()  # a finished trial never changes again
         self._started = False
         self._shutdown: Optional[Shutdown] = None
         self._capacity: Optional[int] = None
@@ -444,14 +445,8 @@ class Searcher:
         }
 
     def _trial_dict(self, t: _Trial) -> Dict[str, Any]:
-        # A finished trial never changes again (no operation or event reaches it):
-        # serialize it once, as a search may have thousands of trials.
-        if not t.finished:
-            return t.to_dict()
-        frozen = self._frozen.get(t.request_id)
-        if frozen is None:
-            frozen = self._frozen[t.request_id] = t.to_dict()
-        return frozen
+        # No operation or event reaches a finished trial: its entry is built once.
+        return self._frozen.entry(t.request_id, t.finished, t.to_dict)
 
     @classmethod
     def restore(cls, config: Mapping[str, Any], snapshot: Mapping[str, Any]) -> "Searcher":
