@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from determined.config import Length
 
-__all__ = ["EXIT_USER_ERROR", "OpKind", "TrialOp", "core_script_event"]
+__all__ = ["EXIT_USER_ERROR", "OpKind", "TrialOp"]
 
 # A trial process exits with this code when the user's code is at fault (an invalid
 # trial, an exception it raised); drivers do not restart such a trial.
@@ -38,12 +38,3 @@ class TrialOp:
     def from_dict(cls, d: Dict[str, Any]) -> "TrialOp":
         length = Length.from_dict(d["length"]) if d.get("length") else None
         return cls(OpKind(d["kind"]), length)
-
-
-def core_script_event(core: Any, method: str, *args: Any) -> List[Any]:
-    """Issue 21 merge seam: call the engine's script-trial event ``method``
-    (``trial_progressed``, ``script_exited``; branch timemetric adds them to
-    ``ExperimentCore``) and return its effects; no effects while the engine lacks it.
-    At merge, the adapters call the methods directly and this helper goes."""
-    handler = getattr(core, method, None)
-    return list(handler(*args)) if handler is not None else []

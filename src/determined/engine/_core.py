@@ -33,12 +33,13 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from determined import searcher as searchers
 from determined.common.frozen_entries import FrozenEntries
-from determined.config import ExperimentConfig, Unit
+from determined.config import ExperimentConfig, Unit, is_script_entrypoint
 from determined.engine import _checkpoints as ckpts
 from determined.engine import _effects as fx
 from determined.engine import _snapshot
 from determined.engine._assignment import Assignment
 from determined.engine._checkpoints import check_checkpoint_id
+from determined.engine._scripts import ScriptTrials
 from determined.engine._states import (
     LIVE,
     EngineError,
@@ -67,7 +68,7 @@ def _finite(value: Any) -> Optional[float]:
     return None if math.isnan(value) else value
 
 
-class ExperimentCore:
+class ExperimentCore(ScriptTrials):
     """One experiment's lifecycle.
 
     Args:
@@ -88,6 +89,7 @@ class ExperimentCore:
         self.config = dict(config)
         self.cfg = ExperimentConfig(self.config)
         self.searcher = searchers.make_searcher(self.config)
+        self.scripted = is_script_entrypoint(self.config.get("entrypoint"))
         if capacity is not None and capacity >= 1:
             # Before the search starts: no trial exists yet, so no operation follows.
             self.searcher.on_capacity_changed(capacity)
@@ -171,6 +173,7 @@ class ExperimentCore:
             else:
                 t = self.trial(op.request_id)
                 t.ops.append(op)
+                out += self._script_queued(t, op)
                 if t.state is _S.WAITING:
                     out.append(fx.WakeTrial(t.request_id))
                 elif t.state is _S.IDLE:
@@ -208,7 +211,10 @@ class ExperimentCore:
         return [r for r, t in self.trials.items() if t.state in LIVE]
 
     def waiting(self) -> List[int]:
-        """Running trials that wait for work (they could give their slot back)."""
+        """Running trials that wait for work (they could give their slot back; a
+        self-paced script trains on while it waits)."""
+        if self.scripted and self.searcher.self_paced:
+            return []
         return [r for r, t in self.trials.items() if t.state is _S.WAITING]
 
     def _parent_ready(self, t: CoreTrial) -> bool:
@@ -270,6 +276,9 @@ class ExperimentCore:
         if self.state is not _E.ACTIVE:
             self._quiet_move(t, _S.STOPPING)
             return self._stop_op(t)
+        stop = self._script_next_op(t)
+        if stop is not None:
+            return stop
         if t.ops:
             op = t.ops.pop(0)
             t.current_op = op
@@ -296,7 +305,8 @@ class ExperimentCore:
     def should_stop(self, request_id: int) -> bool:
         """Whether the trial's process must checkpoint and exit now."""
         t = self.trial(request_id)
-        return t.state not in (_S.RUNNING, _S.WAITING) or self.state is not _E.ACTIVE
+        return (t.state not in (_S.RUNNING, _S.WAITING) or self.state is not _E.ACTIVE
+                or self._script_must_stop(t))
 
     def trial_trained(self, request_id: int, batches: int,
                       metrics: Mapping[str, Any]) -> List[fx.Effect]:
@@ -330,15 +340,18 @@ class ExperimentCore:
             if t.best_metric is None or signed < self._signed(t.best_metric):
                 t.best_metric = value
                 out.append(fx.UpdateTrial(request_id, {"best_validation": value}))
-        return out
+        return out + self._script_validated(t, batches, metrics)
 
     def progress(self) -> float:
         """Fraction of the search done, in [0, 1], counting what each trial has trained
         so far (converted to the searcher's unit), not only validated lengths."""
         unit = self.searcher.unit
         per_epoch = self.cfg.records_per_epoch
-        trained: Dict[int, int] = {}
+        trained: Dict[int, float] = {}
         for r, t in self.trials.items():
+            if self.scripted:  # steps are in the searcher's unit
+                trained[r] = self._script_units(t)
+                continue
             units = t.batches
             if unit is Unit.RECORDS:
                 units *= int(t.hparams.get("global_batch_size", 1))
@@ -379,6 +392,7 @@ class ExperimentCore:
                                   "order": self._seq, "metric": metric, "deleted": False,
                                   "content": content}
         t.latest_checkpoint, t.checkpoint_batches = uuid, batches
+        self._script_settle_checkpoints(t)  # (the children are launched below)
         out: List[fx.Effect] = [
             fx.RegisterCheckpoint(request_id, uuid, batches, resources, framework, format),
             fx.UpdateTrial(request_id, {"latest_checkpoint": uuid, "total_batches": batches})]
@@ -426,6 +440,8 @@ class ExperimentCore:
             out += self._report_killed(t)
         elif self.state is _E.STOPPING_CANCELED:
             out = self._end(t, _S.CANCELED, f"Trial stopped: experiment canceled ({how})")
+        elif code == 0 and not signal and self.scripted:
+            out = self._script_exit_0(t)
         elif code == 0 and not signal and not closed and not t.exit_reported:
             out = self._requeue(t)
             out.append(fx.TrialLog(request_id, f"Trial stopped after a checkpoint at "
@@ -490,6 +506,8 @@ class ExperimentCore:
             return True
         if not t.latest_checkpoint:
             return False
+        if self.scripted:
+            return t.checkpoint_batches >= t.last_train.units
         try:
             gbs = int(t.hparams["global_batch_size"])
             target = self.cfg.length_to_batches(t.last_train, gbs)
@@ -706,6 +724,7 @@ class ExperimentCore:
                 t.ops.clear()
                 out += self._complete(t, report_close=True)
             else:
-                out += self._move(t, _S.PENDING if t.ops else _S.IDLE, "process lost")
+                resumes = bool(t.ops) or (self.scripted and self.searcher.self_paced)
+                out += self._move(t, _S.PENDING if resumes else _S.IDLE, "process lost")
         out.append(fx.SaveSnapshot())
         return out + self._maybe_finish()
