@@ -52,3 +52,48 @@ def test_single_without_max_length_runs_the_script_to_its_end(tmp_path, script_d
     assert out.returncode == 0, out.stdout + out.stderr
     (trial,) = json.loads(out.stdout)["trials"]
     assert trial["state"] == "COMPLETED" and trial["batches"] == 5
+
+
+def _write(tmp_path, script_dir, name, entrypoint, searcher):
+    config = yaml.safe_load((script_dir / "asha.yaml").read_text())
+    config["entrypoint"] = entrypoint
+    config["searcher"] = searcher
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def test_pbt_drives_a_core_api_script(tmp_path, script_dir):
+    searcher = {"name": "pbt", "metric": "validation_loss", "population_size": 3,
+                "num_rounds": 3, "length_per_round": {"batches": 4},
+                "replace_function": {"truncate_fraction": 0.34},
+                "explore_function": {"resample_probability": 0.3, "perturb_factor": 0.2}}
+    path = _write(tmp_path, script_dir, "pbt", "python3 train.py --ops", searcher)
+    out = run_det(["e", "create", path, script_dir, "--local", "--local-dir",
+                   tmp_path / "local", "--json", "--no-progress"])
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout)
+    assert result["state"] == "COMPLETED"
+    trials = result["trials"]
+    assert all(t["state"] == "COMPLETED" for t in trials), trials
+    children = [t for t in trials if t["warm_start"]]
+    assert children, "PBT cloned no trial"
+    for child in children:  # each resumed from its parent's checkpoint, not from scratch
+        logs = run_det(["t", "logs", str(child["trial_id"]), "--local-dir",
+                        tmp_path / "local"]).stdout
+        assert f"resumed from {child['warm_start']} at step" in logs
+    assert max(t["batches"] for t in trials) == 12  # 3 rounds of 4 steps
+
+
+def test_tpe_samples_a_time_metric_search(tmp_path, script_dir):
+    searcher = {"name": "adaptive_asha", "metric": "validation_loss", "time_metric": "batches",
+                "max_time": 16, "max_trials": 5, "divisor": 2, "max_rungs": 2,
+                "mode": "aggressive", "sampler": "tpe"}
+    path = _write(tmp_path, script_dir, "tpe",
+                  "python3 train.py --steps 16 --validate-every 8", searcher)
+    out = run_det(["e", "create", path, script_dir, "--local", "--local-dir",
+                   tmp_path / "local", "--json", "--no-progress"])
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout)
+    assert result["state"] == "COMPLETED" and len(result["trials"]) == 5
+    assert all(t["state"] == "COMPLETED" for t in result["trials"])

@@ -55,21 +55,6 @@ class ExperimentConfig:
     def max_restarts(self) -> int:
         return int(self.raw["max_restarts"])
 
-    @property
-    def trial_units(self) -> Optional[int]:
-        """What one whole trial trains in the searcher's length unit (``max_length``;
-        ``max_time`` of a time-metric search; PBT: every round), or None when the
-        searcher has no length (a script's progress is then a fraction). A script's
-        ``report_progress(fraction)`` is ``fraction * trial_units`` units."""
-        s = self.raw["searcher"]
-        if s.get("max_length"):
-            return Length.from_dict(s["max_length"]).units
-        if s.get("time_metric") and s.get("max_time"):
-            return int(s["max_time"])
-        if s.get("length_per_round") and s.get("num_rounds"):
-            return Length.from_dict(s["length_per_round"]).units * int(s["num_rounds"])
-        return None
-
     def to_batches(self, length: Optional[Mapping[str, int]], global_batch_size: int) -> Optional[int]:
         """A config length in batches for a trial with this global batch size."""
         if not length:

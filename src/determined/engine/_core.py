@@ -174,6 +174,8 @@ class ExperimentCore(ScriptTrials):
                 t = self.trial(op.request_id)
                 t.ops.append(op)
                 out += self._script_queued(t, op)
+                if not t.ops:
+                    continue  # (a script's latest checkpoint satisfied it)
                 if t.state is _S.WAITING:
                     out.append(fx.WakeTrial(t.request_id))
                 elif t.state is _S.IDLE:
