@@ -1,5 +1,6 @@
-"""The operations a trial runner executes, and the translation of a searcher operation
-for one trial into one (shared by the runner and the drivers, which import no runner)."""
+"""The operations a trial runner executes (shared by the runner and the drivers, which
+import no runner). The engine translates a searcher operation into one
+(``engine._assignment``)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,9 @@ import dataclasses
 import enum
 from typing import Any, Dict, Optional
 
-from determined import searcher as searchers
 from determined.config import Length
 
-__all__ = ["EXIT_USER_ERROR", "OpKind", "TrialOp", "trial_op"]
+__all__ = ["EXIT_USER_ERROR", "OpKind", "TrialOp"]
 
 # A trial process exits with this code when the user's code is at fault (an invalid
 # trial, an exception it raised); drivers do not restart such a trial.
@@ -38,20 +38,3 @@ class TrialOp:
     def from_dict(cls, d: Dict[str, Any]) -> "TrialOp":
         length = Length.from_dict(d["length"]) if d.get("length") else None
         return cls(OpKind(d["kind"]), length)
-
-
-_KINDS = {
-    searchers.Validate: OpKind.VALIDATE,
-    searchers.Checkpoint: OpKind.CHECKPOINT,
-    searchers.Close: OpKind.CLOSE,
-}
-
-
-def trial_op(op: Any) -> TrialOp:
-    """The runner's form of a Train, Validate, Checkpoint or Close operation."""
-    if isinstance(op, searchers.Train):
-        return TrialOp(OpKind.TRAIN, op.length)
-    try:
-        return TrialOp(_KINDS[type(op)])
-    except KeyError:
-        raise TypeError(f"Expected a per-trial searcher operation. Received: {op!r}") from None

@@ -14,6 +14,7 @@ import traceback
 
 from determined._procs import die_with_parent
 from determined.common.trial_ops import EXIT_USER_ERROR
+from determined.config import is_script_entrypoint
 from determined.errors import InvalidModelDefError, InvalidTrialError
 from determined.harness._env import TrialEnv
 from determined.harness._group import disconnect
@@ -40,6 +41,10 @@ def worker_main() -> int:
                         format=f"%(asctime)s [rank {info.rank}] %(levelname)s %(message)s")
     threads = int(spec.get("threads", 1))
     env = with_info(TrialEnv.from_dict(spec["env"]), info)
+    if is_script_entrypoint(env.experiment_config.get("entrypoint")):
+        print(f"rank {info.rank}: a script trial runs on its chief only (the script starts "
+              "its own ranks); nothing to do here", flush=True)
+        return 0
     os.chdir(env.model_dir)
     # Started by a launcher (an agent, a Ray actor): this rank's own working directory,
     # variables, hook and mounts, as rank 0's. Ranks the chief started inherit its.

@@ -38,6 +38,7 @@ import threading
 import time
 from typing import Any, Dict, Iterator, Optional
 
+from determined.config import is_script_entrypoint
 from determined.common.trial_ops import EXIT_USER_ERROR
 from determined.errors import InvalidTrialError
 from determined.harness._collective import CollectiveError, dist_timeout
@@ -219,6 +220,9 @@ def distributed_trial(
     """
     # What a trial's container gave it upstream: working dir, variables, hook, mounts.
     env = prepare_trial_process(env, storage_config)
+    if is_script_entrypoint(env.experiment_config.get("entrypoint")):
+        yield env  # a script starts its own ranks (e.g. determined.launch.torch_distributed)
+        return
     given = info_from_environ()
     if given is not None:
         env = with_info(env, given)

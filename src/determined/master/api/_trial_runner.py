@@ -3,8 +3,9 @@ token (``Authorization: Bearer <trial token>``), not by a user.
 
 - ``GET next-op`` -> ``{"op": op or null}`` (a long poll of up to 25 s);
 - ``POST training`` / ``training-batch`` / ``validation`` / ``checkpoint`` /
-  ``validate-op-completed`` / ``early-exit`` -> ``{"stop": bool}`` (``validation`` may
-  also end the Validate op and carry the next ``op``);
+  ``validate-op-completed`` / ``early-exit`` / ``progress`` / ``script-exited`` (script
+  trials) -> ``{"stop": bool}`` (``validation`` may also end the Validate op and carry
+  the next ``op``); ``GET should-stop`` -> ``{"stop": bool}``;
 - ``GET checkpoints`` -> ``{"uuids": [...]}``; ``GET is-best?value=`` -> ``{"best"}``;
   ``POST logs`` -> ``{"stored": n}``.
 
@@ -161,6 +162,20 @@ def trial_runner_router(master: Master) -> fastapi.APIRouter:
     @router.post("/early-exit")
     def early_exit(body: models.EarlyExit, live: LiveTrial = Runner) -> Dict[str, Any]:
         return experiments.report_early_exit(live)
+
+    # Script trials (issue 21): progress, the script's exit, and whether to stop (a
+    # script may go long without a report to read the answer from).
+    @router.post("/progress")
+    def report_progress(body: models.ScriptProgress, live: LiveTrial = Runner) -> Dict[str, Any]:
+        return experiments.report_progress(live, body.units)
+
+    @router.post("/script-exited")
+    def script_exited(body: models.ScriptExited, live: LiveTrial = Runner) -> Dict[str, Any]:
+        return experiments.report_script_exited(live, body.code)
+
+    @router.get("/should-stop")
+    def should_stop(live: LiveTrial = Runner) -> Dict[str, Any]:
+        return experiments.should_stop(live)
 
     @router.get("/is-best")
     def is_best(value: float, live: LiveTrial = Runner) -> Dict[str, Any]:

@@ -255,6 +255,12 @@ class ExperimentRun:
     def is_best(self, value: float) -> bool:
         return self.core.is_best(value)
 
+    def script_progress(self, t: TrialHandle, units: float) -> None:
+        self._do(self.core.trial_progressed(t.request_id, units))
+
+    def script_exited(self, t: TrialHandle, code: int) -> None:
+        self._do(self.core.script_exited(t.request_id, code))
+
     # ------------------------------------------------------------------ process exits
 
     def process_exited(self, t: TrialHandle, code: int) -> None:

@@ -339,6 +339,23 @@ class Experiments:
         with self.lock:
             return live.run.is_best(value)
 
+    def report_progress(self, live: LiveTrial, units: float) -> Dict[str, Any]:
+        """A script trial's progress in the searcher's length unit."""
+        with self.lock:
+            live.run.script_progress(live.trial, units)
+            return self._answer(live)
+
+    def report_script_exited(self, live: LiveTrial, code: int) -> Dict[str, Any]:
+        """A script trial's command ended with ``code`` (its process exits next)."""
+        with self.lock:
+            live.run.script_exited(live.trial, code)
+            return self._answer(live)
+
+    def should_stop(self, live: LiveTrial) -> Dict[str, Any]:
+        """The answer a report gets, without a report (script trials poll it)."""
+        with self.lock:
+            return self._answer(live)
+
 
 def _restore_failure(experiment_id: int, e: Exception) -> str:
     reason = f"could not be restored at master start: {type(e).__name__}: {e}"
