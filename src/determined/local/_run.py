@@ -200,7 +200,9 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
 
     try:
         if show_progress:
-            display = ProgressDisplay(console, cfg["searcher"]["metric"], driver.searcher.progress)
+            # The core counts what trials trained so far (scripts: their reported progress).
+            display = ProgressDisplay(console, cfg["searcher"]["metric"],
+                                      lambda: driver.core.progress())
             display.smaller_is_better = cfg["searcher"]["smaller_is_better"]
             driver.on_event = display.event
             with display:
