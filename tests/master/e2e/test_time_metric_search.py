@@ -4,7 +4,10 @@ train their own length, the searcher stops the weaker ones through
 ``should_preempt()`` (they checkpoint, exit 0 and end COMPLETED, never resumed), and
 the experiment shows sensible progress throughout."""
 
+import os
 import pathlib
+import subprocess
+import sys
 import time
 
 import pytest
@@ -52,3 +55,8 @@ def test_time_metric_asha_over_a_core_api_script(master_factory):
         metrics = api.get(f"/trials/{stopped['id']}").json()["metrics"]
         validations = [m for m in metrics if m["kind"] == "validation"]
         assert validations and all(m["total_batches"] % 4 == 0 for m in validations)
+    listed = subprocess.run([sys.executable, "-m", "determined.cli", "experiment", "list"],
+                            capture_output=True, text=True, timeout=60,
+                            env=dict(os.environ, DET_MASTER=master.url))
+    assert listed.returncode == 0, listed.stderr
+    assert "100%" in listed.stdout
