@@ -47,11 +47,13 @@ def test_single_without_max_length_runs_the_script_to_its_end(tmp_path, script_d
     config["hyperparameters"]["lr"] = 0.5
     path = tmp_path / "single.yaml"
     path.write_text(yaml.safe_dump(config))
+    # With the progress display (fed by the script's report_progress fractions).
     out = run_det(["e", "create", path, script_dir, "--local", "--local-dir",
-                   tmp_path / "local", "--json", "--no-progress"])
+                   tmp_path / "local", "--json"])
     assert out.returncode == 0, out.stdout + out.stderr
     (trial,) = json.loads(out.stdout)["trials"]
     assert trial["state"] == "COMPLETED" and trial["batches"] == 5
+    assert "100.0%" in out.stderr
 
 
 def _write(tmp_path, script_dir, name, entrypoint, searcher):
@@ -97,3 +99,18 @@ def test_tpe_samples_a_time_metric_search(tmp_path, script_dir):
     result = json.loads(out.stdout)
     assert result["state"] == "COMPLETED" and len(result["trials"]) == 5
     assert all(t["state"] == "COMPLETED" for t in result["trials"])
+
+
+def test_classic_asha_over_scripts_on_one_slot(tmp_path, script_dir):
+    # A script waiting for its rung is suspended (one slot) and exits 0: it resumes
+    # later, at the steps it stopped at, without training its Train again.
+    searcher = {"name": "adaptive_asha", "metric": "validation_loss", "max_trials": 3,
+                "max_length": {"batches": 16}, "divisor": 2, "max_rungs": 2,
+                "mode": "aggressive"}
+    path = _write(tmp_path, script_dir, "classic", "python3 train.py --ops", searcher)
+    out = run_det(["e", "create", path, script_dir, "--local", "--slots", "1",
+                   "--local-dir", tmp_path / "local", "--json", "--no-progress"])
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout)
+    assert result["state"] == "COMPLETED" and len(result["trials"]) == 3
+    assert sorted(t["batches"] for t in result["trials"])[-1] == 16

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, List, Mapping, Optional
 from determined import searcher as searchers
 from determined.engine import _effects as fx
 from determined.engine._assignment import Assignment
-from determined.engine._states import LIVE, TrialState
+from determined.engine._states import LIVE, ExperimentState, TrialState
 from determined.engine._trial import CoreTrial
 
 if TYPE_CHECKING:
@@ -36,6 +36,8 @@ else:
 __all__ = ["ScriptTrials"]
 
 _S = TrialState
+_EXPERIMENT_STOPPING = (ExperimentState.STOPPING_COMPLETED, ExperimentState.STOPPING_CANCELED,
+                        ExperimentState.STOPPING_ERROR)
 
 
 class ScriptTrials(_Core):
@@ -138,13 +140,13 @@ class ScriptTrials(_Core):
             out = self._requeue(t)
             if self._script_settle_checkpoints(t):
                 out += self._script_launch_children(t)
-            if t.ops and isinstance(t.ops[0], searchers.Close) and t.latest_checkpoint:
-                return out + self._complete(t, report_close=True)
             out.append(fx.TrialLog(t.request_id, f"Trial stopped after a checkpoint at "
                                    f"{t.checkpoint_batches} steps; it resumes later"))
             resumes = bool(t.ops) or self.searcher.self_paced
             return out + self._move(t, _S.PENDING if resumes else _S.IDLE, "script exited")
         out = self._end(t, _S.COMPLETED, "Trial completed: its script exited 0")
+        if self.state in _EXPERIMENT_STOPPING:  # the search is over for it either way
+            return out
         return out + self._searcher_event(self.searcher.on_trial_finished(t.request_id))
 
     def _script_validated(self, t: CoreTrial, steps: int,

@@ -201,8 +201,9 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
 
     try:
         if show_progress:
-            display = ProgressDisplay(console, cfg["searcher"]["metric"], driver.searcher.progress,
-                                      MetricOrder.of(cfg))
+            # The core counts what trials trained so far (scripts: their reported progress).
+            display = ProgressDisplay(console, cfg["searcher"]["metric"],
+                                      lambda: driver.core.progress(), MetricOrder.of(cfg))
             driver.on_event = display.event
             with display:
                 result = driver.run()
