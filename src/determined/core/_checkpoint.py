@@ -21,7 +21,7 @@ import time
 import uuid as uuidlib
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
-import determined
+from determined._version import __version__
 from determined.core._distributed import DistributedContext
 from determined.core._session import Session, check_steps
 from determined.storage import read_metadata, write_metadata
@@ -193,7 +193,7 @@ class CheckpointContext:
             user["steps_completed"] = self._session.steps_completed
         steps = check_steps(user["steps_completed"], "checkpoint metadata")
         full: Dict[str, Any] = {
-            "determined_version": determined.__version__,
+            "determined_version": __version__,
             "framework": "core",
             "format": "directory",
             "start_time": start,

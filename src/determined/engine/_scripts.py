@@ -20,18 +20,13 @@ checkpoints and exits, and resumes later with its remaining operations.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, List, Mapping, Optional
+from typing import Any, List, Mapping, Optional
 
 from determined import searcher as searchers
 from determined.engine import _effects as fx
 from determined.engine._assignment import Assignment
 from determined.engine._states import LIVE, ExperimentState, TrialState
 from determined.engine._trial import CoreTrial
-
-if TYPE_CHECKING:
-    from determined.engine._core import ExperimentCore as _Core
-else:
-    _Core = object
 
 __all__ = ["ScriptTrials"]
 
@@ -40,8 +35,9 @@ _EXPERIMENT_STOPPING = (ExperimentState.STOPPING_COMPLETED, ExperimentState.STOP
                         ExperimentState.STOPPING_ERROR)
 
 
-class ScriptTrials(_Core):
-    """``ExperimentCore``'s events and rules for script trials (a mixin of the core)."""
+class ScriptTrials:
+    """``ExperimentCore``'s events and rules for script trials (a mixin of the core: its
+    methods use the core's trials, searcher and helpers)."""
 
     #: The experiment's entrypoint is a command: its trials are scripts.
     scripted: bool = False

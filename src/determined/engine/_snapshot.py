@@ -8,21 +8,19 @@ trial's entry is built once (:class:`~determined.common.frozen_entries.FrozenEnt
 from __future__ import annotations
 
 import copy
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Type
+from typing import Any, Dict, Mapping, Type
 
 from determined import searcher as searchers
 from determined.engine._states import TERMINAL, EngineError, ExperimentState
 from determined.engine._trial import CoreTrial
 
-if TYPE_CHECKING:
-    from determined.engine._core import ExperimentCore
 
 __all__ = ["SNAPSHOT_VERSION", "snapshot", "restore"]
 
 SNAPSHOT_VERSION = 1
 
 
-def snapshot(core: "ExperimentCore") -> Dict[str, Any]:
+def snapshot(core: Any) -> Dict[str, Any]:
     """All of ``core``'s state as JSON-able data."""
     return {
         "version": SNAPSHOT_VERSION,
@@ -41,8 +39,8 @@ def snapshot(core: "ExperimentCore") -> Dict[str, Any]:
     }
 
 
-def restore(cls: Type["ExperimentCore"], config: Mapping[str, Any],
-            data: Mapping[str, Any]) -> "ExperimentCore":
+def restore(cls: Type[Any], config: Mapping[str, Any],
+            data: Mapping[str, Any]) -> Any:
     """A core of class ``cls`` for ``config`` continuing from the snapshot ``data``."""
     if data.get("version") != SNAPSHOT_VERSION:
         raise EngineError(f"Expected an experiment snapshot of version {SNAPSHOT_VERSION}. "
