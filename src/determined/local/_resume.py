@@ -8,7 +8,8 @@ from typing import Optional
 from rich.console import Console
 
 from determined.errors import DeterminedError
-from determined.local._driver import ExperimentResult, LocalDriver
+from determined.local._driver import LocalDriver
+from determined.local._result import ExperimentResult
 from determined.local._store import LocalStore, db_path, default_local_dir, open_store
 from determined.master.db import NotFoundError
 

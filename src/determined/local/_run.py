@@ -13,7 +13,8 @@ from determined.common.validation import validate_experiment
 from determined.config import Length, load_config, test_mode_config, validate_config
 from determined.errors import InvalidConfigError
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
-from determined.local._driver import ExperimentResult, LocalDriver
+from determined.local._driver import LocalDriver
+from determined.local._result import ExperimentResult
 from determined.local._store import OWNER, LocalStore, db_path, default_local_dir, open_store
 from determined.storage import build_storage
 
@@ -156,7 +157,7 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
 
     try:
         if show_progress:
-            display = ProgressDisplay(console, cfg["searcher"]["metric"], driver.searcher.progress)
+            display = ProgressDisplay(console, cfg["searcher"]["metric"], driver.core.progress)
             display.smaller_is_better = cfg["searcher"]["smaller_is_better"]
             driver.on_event = display.event
             with display:
