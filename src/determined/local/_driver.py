@@ -40,6 +40,7 @@ __all__ = ["LocalDriver"]
 
 logger = logging.getLogger("determined.local")
 
+
 @dataclasses.dataclass
 class _Process:
     process: Any

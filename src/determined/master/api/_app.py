@@ -50,7 +50,7 @@ from determined.master.db import (
     User,
 )
 from determined.master.experiments import ExperimentRun, TrialHandle
-from determined.master import views, webui
+from determined.master import scheduler, views, webui
 from determined.searcher import SearcherError
 
 __all__ = ["create_app"]
@@ -163,7 +163,7 @@ def _experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[
         with master.lock:
             held = set(master.allocations)
         for trial in out["trials"]:
-            trial["running"] = f"trial-{trial['id']}" in held
+            trial["running"] = scheduler.trial_task_id(trial["id"]) in held
     return out
 
 
