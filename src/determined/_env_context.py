@@ -10,13 +10,26 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional
 
+from determined import config
 from determined.harness._env import DistributedInfo, TrialEnv
 
 __all__ = ["EnvContext", "ExperimentConfig", "RendezvousInfo"]
 
 
 class ExperimentConfig(dict):
-    """An experiment config (a plain dict) with upstream's accessors."""
+    """Upstream 0.13's ``det.ExperimentConfig``: the experiment config as a plain dict
+    with upstream's accessor methods, kept for user code written against 0.13.
+
+    One config, three names: :func:`determined.config.validate_config` checks a config
+    against the schema (``ExperimentConfigModel``, used for validation only) and
+    returns the normalized dict; :class:`determined.config.ExperimentConfig` is the
+    typed view our code reads it with; this class is that dict as upstream handed it
+    to trials. The methods both have read through the typed view.
+    """
+
+    @property
+    def _typed(self) -> config.ExperimentConfig:
+        return config.ExperimentConfig(self)
 
     def _section(self, name: str) -> Dict[str, Any]:
         return self.get(name) or {}
@@ -31,7 +44,7 @@ class ExperimentConfig(dict):
         return self._section("data").get("__det_profile_frequency")
 
     def scheduling_unit(self) -> int:
-        return int(self.get("scheduling_unit") or self.get("batches_per_step") or 100)
+        return self._typed.scheduling_unit
 
     def native_enabled(self) -> bool:
         return "command" in (self._section("internal").get("native") or {})
@@ -49,10 +62,10 @@ class ExperimentConfig(dict):
         return bool(self._section("data").get("dataflow_to_tf_dataset", False))
 
     def slots_per_trial(self) -> int:
-        return int(self._section("resources").get("slots_per_trial") or 1)
+        return self._typed.slots_per_trial
 
     def experiment_seed(self) -> int:
-        return int(self._section("reproducibility").get("experiment_seed") or 0)
+        return self._typed.experiment_seed
 
     def get_data_layer_type(self) -> str:
         return str(self._section("data_layer").get("type", "shared_fs"))

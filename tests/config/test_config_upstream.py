@@ -122,3 +122,20 @@ def test_partial_config_in_local_test_mode_merged_over_defaults():
     cfg = validate_config(make_test_mode_config(local_test_config(raw)))
     assert cfg["searcher"]["name"] == "single"
     assert cfg["searcher"]["max_length"] == {"batches": 1}
+
+
+def test_upstreams_experiment_config_reads_as_the_typed_view() -> None:
+    """``determined.ExperimentConfig`` (0.13's dict) and ``config.ExperimentConfig`` (the
+    typed view) answer alike, for a validated config and for a partial one."""
+    import determined as det
+    from determined.config import ExperimentConfig
+
+    cfg = validate_config(parse_yaml(BASE) | {"scheduling_unit": 7,
+                                              "resources": {"slots_per_trial": 2},
+                                              "reproducibility": {"experiment_seed": 5}})
+    for raw, expected in ((cfg, (7, 2, 5)), ({"batches_per_step": 3}, (3, 1, 0))):
+        upstream, typed = det.ExperimentConfig(raw), ExperimentConfig(raw)
+        assert isinstance(upstream, dict) and upstream == raw
+        assert (upstream.scheduling_unit(), upstream.slots_per_trial(),
+                upstream.experiment_seed()) == expected
+        assert (typed.scheduling_unit, typed.slots_per_trial, typed.experiment_seed) == expected

@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 
 from determined.local._display import ProgressDisplay, print_summary
-from determined.local._driver import ExperimentResult, TrialRecord
+from determined.local import ExperimentResult
 
 HPARAMS = {"global_batch_size": 32, "learning_rate": 0.05, "momentum": 0.9,
            "dropout": 0.1, "hidden_size": 64, "weight_decay": 1e-4, "optimizer": "sgd"}
@@ -18,8 +18,9 @@ def _result(n_trials):
     for i in range(n_trials):
         hp = {k: (v * (i + 1) if isinstance(v, (int, float)) else f"{v}{i}")
               for k, v in HPARAMS.items()}
-        trials.append(TrialRecord(trial_id=i + 1, request_id=i, hparams=hp, seed=i,
-                                  state="COMPLETED", batches=375, best_metric=0.02 * (i + 1)))
+        trials.append({"trial_id": i + 1, "request_id": i, "hparams": hp, "seed": i,
+                       "state": "COMPLETED", "batches": 375, "best_metric": 0.02 * (i + 1),
+                       "restarts": 0, "latest_validation": None})
     return ExperimentResult(1, "COMPLETED", trials, trials[0], "abc", "/ckpt/abc", "/records")
 
 
@@ -69,7 +70,7 @@ def test_event_lines_have_the_time_and_no_source_location():
 
 def test_best_trial_line_uses_short_numbers():
     result = _result(2)
-    result.trials[0].hparams["learning_rate"] = 0.26139934284277677
+    result.trials[0]["hparams"]["learning_rate"] = 0.26139934284277677
     text = _render(result, 80)
     line = text[text.index("Best trial"):]
     assert "learning_rate=0.2614" in line and "0.26139934" not in line, line

@@ -1,5 +1,11 @@
 """Experiment configuration: schema, defaults, legacy aliases, units, hparam spaces.
 
+A config is a plain dict. :func:`validate_config` checks it against the schema (the
+pydantic ``ExperimentConfigModel``, used for validation only) and returns it
+normalized; :class:`ExperimentConfig` is a typed read-only view of that dict;
+``determined.ExperimentConfig`` (upstream 0.13's name) is the same dict with
+upstream's methods, which read through the view.
+
 Example:
     >>> from determined.config import validate_config
     >>> cfg = validate_config({
@@ -38,7 +44,7 @@ from determined.config._size import (
     check_config_tree,
 )
 from determined.config._test_mode import one_batch_lengths, test_mode_config
-from determined.config._units import Length, Unit
+from determined.config._units import Length, Unit, global_batch_size
 from determined.config._access import ExperimentConfig
 
 __all__ = [
@@ -57,6 +63,7 @@ __all__ = [
     "check_config_text",
     "check_config_tree",
     "check_labels",
+    "global_batch_size",
     "config_warnings",
     "is_script_entrypoint",
     "is_trial_class_entrypoint",

@@ -11,7 +11,11 @@ __all__ = ["ExperimentConfig"]
 
 
 class ExperimentConfig:
-    """A read-only view of a config returned by :func:`validate_config`.
+    """A read-only, typed view of a config returned by :func:`validate_config` (what
+    our own code reads configs with). ``determined.ExperimentConfig``, upstream 0.13's
+    dict face of the same config, reads through it; a partial config (user code may
+    build one) reads as the schema's defaults for ``scheduling_unit``,
+    ``slots_per_trial`` and ``experiment_seed``.
 
     Lengths convert to batches with the trial's own global batch size, since a
     searched ``global_batch_size`` makes the conversion differ per trial.
@@ -34,7 +38,8 @@ class ExperimentConfig:
 
     @property
     def scheduling_unit(self) -> int:
-        return int(self.raw["scheduling_unit"])
+        # (``batches_per_step``: the legacy alias, in a config not normalized yet)
+        return int(self.raw.get("scheduling_unit") or self.raw.get("batches_per_step") or 100)
 
     @property
     def records_per_epoch(self) -> int:
@@ -42,11 +47,11 @@ class ExperimentConfig:
 
     @property
     def slots_per_trial(self) -> int:
-        return int(self.raw["resources"]["slots_per_trial"])
+        return int((self.raw.get("resources") or {}).get("slots_per_trial") or 1)
 
     @property
     def experiment_seed(self) -> int:
-        return int(self.raw["reproducibility"]["experiment_seed"])
+        return int((self.raw.get("reproducibility") or {}).get("experiment_seed") or 0)
 
     @property
     def checkpoint_policy(self) -> str:

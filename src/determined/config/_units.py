@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional
 
-__all__ = ["Unit", "Length"]
+__all__ = ["Unit", "Length", "global_batch_size"]
 
 
 class Unit(str, enum.Enum):
@@ -76,5 +76,33 @@ class Length:
             )
         return self.units * records_per_epoch // global_batch_size
 
+    @classmethod
+    def from_batches(cls, unit: Unit, batches: int, global_batch_size: int,
+                     records_per_epoch: int = 0) -> "Length":
+        """``batches`` of ``global_batch_size`` records as a length in ``unit`` (the way
+        back from :meth:`to_batches`; without ``records_per_epoch`` epochs count 0).
+
+        Example:
+            >>> Length.from_batches(Unit.RECORDS, 10, global_batch_size=32).units
+            320
+            >>> Length.from_batches(Unit.EPOCHS, 10, 32, records_per_epoch=100).units
+            3
+        """
+        if unit is Unit.BATCHES:
+            return cls(unit, batches)
+        if unit is Unit.RECORDS:
+            return cls(unit, batches * global_batch_size)
+        epochs = batches * global_batch_size // records_per_epoch if records_per_epoch > 0 else 0
+        return cls(unit, epochs)
+
     def __str__(self) -> str:
         return f"{self.units} {self.unit.value}"
+
+
+def global_batch_size(hparams: Any) -> Optional[int]:
+    """The ``global_batch_size`` of a trial's hyperparameters (its records per batch),
+    or None when it has none (a script trial) or it is not a number."""
+    gbs = hparams.get("global_batch_size") if isinstance(hparams, Mapping) else None
+    if isinstance(gbs, bool) or not isinstance(gbs, (int, float)):
+        return None
+    return int(gbs)

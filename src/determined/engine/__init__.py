@@ -38,10 +38,12 @@ from determined.engine._states import (
     TrialState,
 )
 from determined.engine._slots import capacity, release_waiting
+from determined.engine._snapshot import SNAPSHOT_VERSION
 from determined.engine._trial import CoreTrial
 
 __all__ = [
     "Assignment", "capacity", "dispatch", "release_waiting", "EXPERIMENT_TRANSITIONS",
+    "SNAPSHOT_VERSION",
     "TERMINAL_EXPERIMENT",
     "CoreTrial", "CreateTrial", "DeleteCheckpoint", "Effect", "EngineError",
     "ExperimentCore", "ExperimentState", "FinishExperiment", "IllegalTransition", "KillTrial",

@@ -33,7 +33,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from determined import searcher as searchers
 from determined.common.frozen_entries import FrozenEntries
-from determined.config import ExperimentConfig, Unit, is_script_entrypoint
+from determined.config import (ExperimentConfig, Length, global_batch_size,
+                               is_script_entrypoint)
 from determined.engine import _checkpoints as ckpts
 from determined.engine import _effects as fx
 from determined.engine import _snapshot
@@ -50,6 +51,7 @@ from determined.engine._states import (
     IllegalTransition,
     TrialState,
     check_experiment_transition,
+    recorded_trial_state,
 )
 from determined.engine._trial import CoreTrial
 
@@ -60,8 +62,9 @@ _STOPPING = {_E.STOPPING_COMPLETED: _E.COMPLETED, _E.STOPPING_CANCELED: _E.CANCE
              _E.STOPPING_ERROR: _E.ERROR}
 
 
-def _finite(value: Any) -> Optional[float]:
-    """``value`` as a float, or None if it is not a finite-or-infinite number (NaN)."""
+def _metric_value(value: Any) -> Optional[float]:
+    """A reported metric as a float, or None when it cannot rank a trial (not a number,
+    or NaN); infinities are kept."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     value = float(value)
@@ -124,13 +127,8 @@ class ExperimentCore(ScriptTrials):
         out: List[fx.Effect] = [fx.LaunchTrial(t.request_id)] if new is _S.PENDING else []
         return out + self._show(t)
 
-    def _display(self, t: CoreTrial) -> str:
-        if t.state in TERMINAL:
-            return t.state.value
-        return "PAUSED" if self.state is _E.PAUSED else "ACTIVE"
-
     def _show(self, t: CoreTrial) -> List[fx.Effect]:
-        shown = self._display(t)
+        shown = recorded_trial_state(t.state, self.state)
         if shown == t.shown_state:
             return []
         t.shown_state = shown
@@ -193,7 +191,7 @@ class ExperimentCore(ScriptTrials):
         t = CoreTrial(op.request_id, copy.deepcopy(op.hparams), op.trial_seed,
                       op.checkpoint_of, warm_start=warm, arrival=len(self.trials) + 1)
         self.trials[op.request_id] = t
-        t.shown_state = self._display(t)
+        t.shown_state = recorded_trial_state(t.state, self.state)
         out: List[fx.Effect] = [
             fx.CreateTrial(t.request_id, t.hparams, t.seed, t.checkpoint_of, warm),
             fx.LaunchTrial(t.request_id)]
@@ -330,7 +328,7 @@ class ExperimentCore(ScriptTrials):
         t.batches = max(t.batches, batches)
         out: List[fx.Effect] = [fx.StoreMetrics(request_id, "validation", batches, dict(report))]
         metrics = report.get("validation_metrics") or {}
-        value = _finite(metrics.get(self.cfg.metric))
+        value = _metric_value(metrics.get(self.cfg.metric))
         t.last_validation = (batches, value)
         for c in self.checkpoints.values():
             if c["request_id"] == request_id and c["batches"] == batches:
@@ -347,26 +345,18 @@ class ExperimentCore(ScriptTrials):
     def progress(self) -> float:
         """Fraction of the search done, in [0, 1], counting what each trial has trained
         so far (converted to the searcher's unit), not only validated lengths."""
-        unit = self.searcher.unit
-        per_epoch = self.cfg.records_per_epoch
-        trained: Dict[int, float] = {}
-        for r, t in self.trials.items():
-            if self.scripted:  # steps are in the searcher's unit
-                trained[r] = self._script_units(t)
-                continue
-            units = t.batches
-            if unit is Unit.RECORDS:
-                units *= int(t.hparams.get("global_batch_size", 1))
-            elif unit is Unit.EPOCHS:
-                gbs = int(t.hparams.get("global_batch_size", 1))
-                units = units * gbs // per_epoch if per_epoch else 0
-            trained[r] = units
+        unit, per_epoch = self.searcher.unit, self.cfg.records_per_epoch
+        trained: Dict[int, float] = {
+            r: (self._script_units(t) if self.scripted  # steps are in the searcher's unit
+                else Length.from_batches(unit, t.batches, global_batch_size(t.hparams) or 1,
+                                         per_epoch).units)
+            for r, t in self.trials.items()}
         return round(min(1.0, self.searcher.progress(trained)), 4)
 
     def is_best(self, value: Any) -> bool:
         """Whether a validation metric value would be the experiment's best so far
         (NaN never is)."""
-        v = _finite(value)
+        v = _metric_value(value)
         if v is None:
             return False
         return self.best_value is None or self._signed(v) <= self.best_value
@@ -510,10 +500,12 @@ class ExperimentCore(ScriptTrials):
             return False
         if self.scripted:
             return t.checkpoint_batches >= t.last_train.units
+        gbs = global_batch_size(t.hparams)
         try:
-            gbs = int(t.hparams["global_batch_size"])
-            target = self.cfg.length_to_batches(t.last_train, gbs)
-        except (KeyError, TypeError, ValueError):
+            target = self.cfg.length_to_batches(t.last_train, gbs) if gbs else None
+        except ValueError:  # epochs without records_per_epoch
+            return False
+        if target is None:
             return False
         return t.checkpoint_batches >= target
 

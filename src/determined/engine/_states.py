@@ -8,7 +8,7 @@ from typing import Dict, FrozenSet
 
 __all__ = ["TrialState", "ExperimentState", "EngineError", "IllegalTransition", "TRANSITIONS",
            "LIVE", "TERMINAL", "EXPERIMENT_TRANSITIONS", "TERMINAL_EXPERIMENT",
-           "check_experiment_transition"]
+           "check_experiment_transition", "recorded_trial_state"]
 
 
 class TrialState(str, enum.Enum):
@@ -20,6 +20,8 @@ class TrialState(str, enum.Enum):
     preemption, suspension of an idle trial, cancel). ``KILLING``: a process was
     killed and its exit not yet seen. ``IDLE``: no process and no work (e.g. waiting
     for an ASHA promotion). ``COMPLETED``, ``ERROR``, ``CANCELED``: the end.
+
+    Records, the API and the UI show a coarser state: :func:`recorded_trial_state`.
     """
 
     PENDING = "PENDING"
@@ -105,3 +107,12 @@ def check_experiment_transition(old: ExperimentState, new: ExperimentState) -> N
         allowed = ", ".join(sorted(s.value for s in EXPERIMENT_TRANSITIONS[old]))
         raise EngineError(f"The experiment cannot move from {old.value} to {new.value}. "
                           f"Expected one of: {allowed or 'none (terminal)'}")
+
+
+def recorded_trial_state(state: TrialState, experiment: ExperimentState) -> str:
+    """A trial's state as its record shows it (the store's trial states,
+    ``master.db.TRIAL_TRANSITIONS``): an ended trial its end, any other PAUSED while
+    its experiment is paused, else ACTIVE."""
+    if state in TERMINAL:
+        return state.value
+    return "PAUSED" if experiment is ExperimentState.PAUSED else "ACTIVE"

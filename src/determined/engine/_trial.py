@@ -15,7 +15,8 @@ __all__ = ["CoreTrial"]
 
 @dataclasses.dataclass
 class CoreTrial:
-    """One trial's lifecycle data; every field survives a snapshot."""
+    """One trial's lifecycle data; every field survives a snapshot. Its record (ids,
+    times, the recorded state) is ``master.db.Trial``."""
 
     request_id: int
     hparams: Dict[str, Any]
@@ -24,7 +25,7 @@ class CoreTrial:
     warm_start: Optional[str] = None
     arrival: int = 0
     state: TrialState = TrialState.PENDING
-    shown_state: str = "ACTIVE"
+    shown_state: str = "ACTIVE"  # as last recorded (_states.recorded_trial_state)
     ops: List[Any] = dataclasses.field(default_factory=list)  # queued searcher ops
     current_op: Optional[Any] = None
     last_train: Optional[Length] = None

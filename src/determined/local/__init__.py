@@ -1,7 +1,8 @@
 """Local experiments: the whole search on this machine, no master (``--local``)."""
 
 from determined.local._client import LocalClient
-from determined.local._driver import ExperimentResult, LocalDriver, TrialRecord
+from determined.local._driver import LocalDriver
+from determined.local._result import ExperimentResult
 from determined.local._resume import resume_local_experiment
 from determined.local._run import prepare_config, run_local_experiment, run_test_mode
 from determined.local._store import LocalStore, default_local_dir, open_store
@@ -11,7 +12,6 @@ __all__ = [
     "LocalClient",
     "LocalDriver",
     "LocalStore",
-    "TrialRecord",
     "default_local_dir",
     "open_store",
     "prepare_config",

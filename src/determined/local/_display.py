@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from determined._metric_order import MetricOrder
-from determined.local._driver import ExperimentResult, TrialRecord
+from determined.local._result import ExperimentResult
 
 __all__ = ["ProgressDisplay", "print_summary", "format_hparams"]
 
@@ -77,21 +77,22 @@ class ProgressDisplay:
         location: the reader is a user, not a developer)."""
         self.progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {text}")
 
-    def event(self, kind: str, trial: Optional[TrialRecord], details: Dict[str, Any]) -> None:
+    def event(self, kind: str, trial: Dict[str, Any], details: Dict[str, Any]) -> None:
+        """One event of the driver (``LocalDriver.on_event``): ``trial`` is the
+        driver's ``trial_view``, ``details`` what the event carries."""
         log = self._log
-        if trial is None:
-            return
+        tid = trial["trial_id"]
         if kind == "started":
             self.counts["running"] += 1
             if details.get("resumed"):
-                log(f"trial {trial.trial_id} resumed from checkpoint {trial.latest_checkpoint} "
-                    f"at {trial.checkpoint_batches} batches")
+                log(f"trial {tid} resumed from checkpoint {trial['latest_checkpoint']} "
+                    f"at {trial['checkpoint_batches']} batches")
             else:
-                log(f"trial {trial.trial_id} started: {format_hparams(trial.hparams)}")
+                log(f"trial {tid} started: {format_hparams(trial['hparams'])}")
         elif kind == "validation":
             value = details.get(self.metric)
             if value is not None:
-                log(f"trial {trial.trial_id} validated at {trial.batches} batches: "
+                log(f"trial {tid} validated at {trial['batches']} batches: "
                     f"{self.metric}={_fmt(value)}")
         elif kind == "suspended":
             self.counts["running"] -= 1
@@ -101,14 +102,14 @@ class ProgressDisplay:
             self.counts["done"] += 1
         elif kind == "restart":
             self.counts["running"] -= 1
-            log(f"[yellow]trial {trial.trial_id} failed ({_first_line(details.get('error'))}); "
+            log(f"[yellow]trial {tid} failed ({_first_line(details.get('error'))}); "
                 "restarting from its latest checkpoint")
         elif kind == "error":
             self.counts["running"] -= 1
             self.counts["errors"] += 1
-            log(f"[red]trial {trial.trial_id} failed:[/red]\n{escape(str(details.get('error')))}")
-        if self.order.better(trial.best_metric, self.best):
-            self.best = trial.best_metric
+            log(f"[red]trial {tid} failed:[/red]\n{escape(str(details.get('error')))}")
+        if self.order.better(trial["best_metric"], self.best):
+            self.best = trial["best_metric"]
         self.refresh()
 
 
@@ -144,7 +145,7 @@ def _columns_that_fit(names: List[str], flat: List[Dict[str, Any]], room: int) -
 def print_summary(console: Console, result: ExperimentResult, metric: str) -> None:
     """The table of trials (a column per hyperparameter that varies, as many as the
     terminal's width holds) and the best checkpoint."""
-    flat = [_flatten(t.hparams) for t in result.trials]
+    flat = [_flatten(t["hparams"]) for t in result.trials]
     names = sorted({k for f in flat for k in f})
     varying = [n for n in names if len({repr(f.get(n)) for f in flat}) > 1]
     fixed = 1 + (5 + 3) + (9 + 3) + (7 + 3) + (max(len(metric), 7) + 3)
@@ -160,23 +161,24 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
     for col in shown:
         table.add_column(col.replace("global_batch_size", "batch"), overflow="ellipsis",
                          no_wrap=True, max_width=14)
+    best_id = result.best_trial["trial_id"] if result.best_trial is not None else None
     for t, f in zip(result.trials, flat):
-        best = "" if t.best_metric is None else _fmt(t.best_metric)
-        mark = "*" if result.best_trial is not None and t.trial_id == result.best_trial.trial_id else ""
-        state = t.state if not t.restarts else f"{t.state} ({t.restarts} restarts)"
-        table.add_row(f"{t.trial_id}{mark}", state, str(t.batches), best,
+        best = "" if t["best_metric"] is None else _fmt(t["best_metric"])
+        mark = "*" if t["trial_id"] == best_id else ""
+        state = t["state"] if not t["restarts"] else f"{t['state']} ({t['restarts']} restarts)"
+        table.add_row(f"{t['trial_id']}{mark}", state, str(t["batches"]), best,
                       *(_fmt(f.get(n, "")) for n in shown))
     console.print(table)
     if result.reason:
         console.print(f"[red]{escape(result.reason)}")
-    if result.best_trial is not None:
-        bt = result.best_trial
+    bt = result.best_trial
+    if bt is not None:
         console.print(
-            f"Best trial: {bt.trial_id} with {metric}={_fmt(bt.best_metric)} "
-            f"({format_hparams(bt.hparams)})"
+            f"Best trial: {bt['trial_id']} with {metric}={_fmt(bt['best_metric'])} "
+            f"({format_hparams(bt['hparams'])})"
         )
-    if result.best_trial is not None and result.best_trial.latest_validation:
-        metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in result.best_trial.latest_validation.items())
+    if bt is not None and bt["latest_validation"]:
+        metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in bt["latest_validation"].items())
         console.print(f"Its latest validation: {metrics}")
     if result.best_checkpoint_path:
         console.print(f"Best checkpoint: {result.best_checkpoint_path}")

@@ -31,48 +31,14 @@ from determined import engine
 from determined.config import ExperimentConfig, is_script_entrypoint
 from determined.harness import TrialEnv
 from determined.local._pool import WarmPool, frameworks_used, process_context
+from determined.local._result import ExperimentResult, experiment_result
 from determined.local._store import LocalStore
 from determined.master.db import RecordEffects, restore_location
 from determined.storage import build_storage
 
-__all__ = ["LocalDriver", "TrialRecord", "ExperimentResult"]
+__all__ = ["LocalDriver"]
 
 logger = logging.getLogger("determined.local")
-
-#: The core's states as a local run reports them.
-_SHOWN = {"WAITING": "RUNNING", "STOPPING": "RUNNING", "KILLING": "RUNNING"}
-
-
-@dataclasses.dataclass
-class TrialRecord:
-    """What a local run shows and records of one trial."""
-
-    trial_id: int
-    request_id: int
-    hparams: Dict[str, Any]
-    seed: int
-    checkpoint_of: Optional[int] = None
-    state: str = "PENDING"  # PENDING, RUNNING, IDLE, COMPLETED, ERROR, CANCELED
-    batches: int = 0
-    best_metric: Optional[float] = None
-    latest_validation: Optional[Dict[str, Any]] = None
-    latest_checkpoint: Optional[str] = None
-    checkpoint_batches: int = 0
-    restarts: int = 0
-    error: Optional[str] = None
-    warm_start: Optional[str] = None
-    start_time: Optional[float] = None
-    end_time: Optional[float] = None
-
-    def summary(self) -> Dict[str, Any]:
-        return {
-            "trial_id": self.trial_id, "request_id": self.request_id, "hparams": self.hparams,
-            "seed": self.seed, "state": self.state, "batches": self.batches,
-            "best_metric": self.best_metric, "latest_validation": self.latest_validation,
-            "latest_checkpoint": self.latest_checkpoint, "restarts": self.restarts,
-            "error": self.error, "warm_start": self.warm_start,
-            "start_time": self.start_time, "end_time": self.end_time,
-        }
 
 
 @dataclasses.dataclass
@@ -82,18 +48,6 @@ class _Process:
     eof: bool = False
     awaiting_op: bool = False  # asked for an operation, not answered yet
     error: Optional[str] = None
-
-
-@dataclasses.dataclass
-class ExperimentResult:
-    experiment_id: int
-    state: str
-    trials: List[TrialRecord]
-    best_trial: Optional[TrialRecord]
-    best_checkpoint: Optional[str]
-    best_checkpoint_path: Optional[str]
-    directory: str
-    reason: str = ""
 
 
 class LocalDriver:
@@ -107,7 +61,8 @@ class LocalDriver:
         storage_config: the checkpoint_storage section to use.
         slots: slots of this machine; ``slots // resources.slots_per_trial`` trials
             run at once.
-        on_event: called with (kind, trial, details) for progress displays.
+        on_event: called with (kind, trial, details) for progress displays: ``trial``
+            is :meth:`trial_view` of the trial the event is about.
         source_checkpoint: (uuid, path) of the checkpoint every trial warm-starts from
             (``searcher.source_checkpoint_uuid`` / ``source_trial_id``,
             ``master.db.resolve_source_checkpoint``), or None.
@@ -121,7 +76,7 @@ class LocalDriver:
         store: LocalStore,
         storage_config: Dict[str, Any],
         slots: int = 1,
-        on_event: Optional[Callable[[str, Optional[TrialRecord], Dict[str, Any]], None]] = None,
+        on_event: Optional[Callable[[str, Dict[str, Any], Dict[str, Any]], None]] = None,
         source_checkpoint: Optional[Tuple[str, str]] = None,
     ):
         self.config = config
@@ -145,13 +100,16 @@ class LocalDriver:
         self.core = engine.ExperimentCore(
             config, source_checkpoint=source_checkpoint[0] if source_checkpoint else None,
             capacity=self.concurrent)
-        self.trials: Dict[int, TrialRecord] = {}  # by request id
         self.procs: Dict[int, _Process] = {}  # by request id
+        # What the core does not know of a trial's processes, by request id: when the
+        # first one started, and the last error one reported.
+        self.started: Dict[int, float] = {}
+        self.errors: Dict[int, str] = {}
+        self.final_state: Optional[str] = None  # set when the driver ends the run itself
         self.records = RecordEffects(self.db, experiment_id, self._delete_files,
                                      log=store.log_line, buffer_training=True)
         self.records.on_created = self._created
         self._set_snapshot_extra()
-        self.start_time = time.time()
         self._resumed = False
         # A script's trial process only starts the script: nothing to preload for it.
         frameworks = [] if is_script_entrypoint(config.get("entrypoint")) \
@@ -159,14 +117,6 @@ class LocalDriver:
         self._ctx = process_context(frameworks)
         self._threads = max(1, (os.cpu_count() or 1) // self.slots)
         self.pool = WarmPool(self._ctx, self.concurrent, frameworks, self._threads)
-
-    @property
-    def searcher(self) -> Any:
-        return self.core.searcher
-
-    @property
-    def state(self) -> str:
-        return self.core.state.value
 
     # ------------------------------------------------------------------ main loop
 
@@ -186,24 +136,18 @@ class LocalDriver:
         local = snapshot.get("local") or {}
         self.source_path = local.get("source_checkpoint_path")
         self._set_snapshot_extra()
-        exp = self.db.get_experiment(self.experiment_id)
-        self.start_time = exp.start_time.timestamp()
         latest: Dict[int, Any] = {}
         for rec in self.db.list_trials(self.experiment_id):
             r = int(rec.request_id)
             if r not in self.core.trials:
                 continue  # created after the snapshot: the core creates it again
             self.records.trial_ids[r] = rec.id
-            self.trials[r] = TrialRecord(
-                rec.id, r, rec.hparams, rec.seed, state=rec.state, batches=rec.total_batches,
-                best_metric=rec.best_validation, latest_checkpoint=rec.latest_checkpoint,
-                restarts=rec.restarts, warm_start=rec.warm_start_checkpoint,
-                start_time=rec.start_time.timestamp())
+            self.started[r] = rec.start_time.timestamp()
             self.store.resume_logs(rec.id)
             c = self.db.latest_checkpoint(rec.id)
             if c is not None:
                 latest[r] = (c.uuid, c.total_batches)
-        missing = set(self.core.trials) - set(self.trials)
+        missing = set(self.core.trials) - set(self.records.trial_ids)
         if missing:
             raise ValueError(f"experiment {self.experiment_id}: its records lack trials "
                              f"(request ids {sorted(missing)}) its snapshot has")
@@ -233,7 +177,8 @@ class LocalDriver:
             raise
         finally:
             self.store.pump_all(final=True)
-        return self._result(self.core.reason)
+        return experiment_result(self.core, self.db, self.experiment_id, self.storage,
+                                 self.store.dir, self.started, self.errors, self.final_state)
 
     def _start_queued(self) -> None:
         queued = self.core.schedulable()
@@ -284,8 +229,6 @@ class LocalDriver:
     def _do(self, effects: List[Any]) -> None:
         """Records first (``RecordEffects``), then the process effects."""
         engine.dispatch(self.records.apply(effects, self.core), self)
-        for r in self.trials:
-            self._sync(r)
 
     def _set_snapshot_extra(self) -> None:
         self.records.snapshot_extra = {
@@ -326,23 +269,16 @@ class LocalDriver:
 
     def _created(self, request_id: int, trial_id: int) -> None:
         self.store.watch(trial_id)
-        ct = self.core.trial(request_id)
-        t = TrialRecord(trial_id, request_id, ct.hparams, ct.seed, ct.checkpoint_of,
-                        warm_start=ct.warm_start)
-        self.trials[request_id] = t
-        self.on_event("created", t, {})
+        self.on_event("created", self.trial_view(request_id), {})
 
-    def _sync(self, r: int) -> None:
-        ct, t = self.core.trial(r), self.trials[r]
-        state = _SHOWN.get(ct.state.value, ct.state.value)
-        if state in ("COMPLETED", "ERROR", "CANCELED") and t.end_time is None:
-            t.end_time = time.time()
-        t.state = state
-        t.latest_checkpoint, t.checkpoint_batches = ct.latest_checkpoint, ct.checkpoint_batches
-        t.restarts, t.best_metric, t.error = ct.restarts, ct.best_metric, ct.error
-        t.batches = ct.batches
-        if ct.warm_start:
-            t.warm_start = ct.warm_start
+    def trial_view(self, r: int) -> Dict[str, Any]:
+        """What a display shows of a trial now: ``trial_id``, ``hparams``, ``batches``,
+        ``best_metric``, ``restarts``, ``latest_checkpoint``, ``checkpoint_batches``."""
+        t = self.core.trial(r)
+        return {"trial_id": self.records.tid(r), "hparams": t.hparams, "batches": t.batches,
+                "best_metric": t.best_metric, "restarts": t.restarts,
+                "latest_checkpoint": t.latest_checkpoint,
+                "checkpoint_batches": t.checkpoint_batches}
 
     # ------------------------------------------------------------------ processes
 
@@ -353,52 +289,44 @@ class LocalDriver:
             p.conn.send(("op", answer.to_dict()))
 
     def _spawn(self, r: int) -> None:
-        t = self.trials[r]
         self._do(self.core.trial_started(r))
+        t, trial_id = self.core.trial(r), self.records.tid(r)
         restore, warm = restore_location(self.core, r, self.storage, self.source_path)
-        env = TrialEnv(
-            experiment_config=self.config,
-            hparams=t.hparams,
-            model_dir=self.model_dir,
-            experiment_id=self.experiment_id,
-            trial_id=t.trial_id,
-            trial_seed=t.seed,
-            latest_checkpoint=restore,
-            warm_start=warm,
-        )
+        env = TrialEnv(experiment_config=self.config, hparams=t.hparams,
+                       model_dir=self.model_dir, experiment_id=self.experiment_id,
+                       trial_id=trial_id, trial_seed=t.seed, latest_checkpoint=restore,
+                       warm_start=warm)
         process, conn = self.pool.run(
-            (env, self.storage_config, self.store.trial_log_path(t.trial_id), self._threads)
-        )
+            (env, self.storage_config, self.store.trial_log_path(trial_id), self._threads))
         self.procs[r] = _Process(process, conn)
-        t.start_time = t.start_time or time.time()
-        self.on_event("started", t, {"restart": t.restarts,
-                                     "resumed": restore is not None and not warm})
+        self.started.setdefault(r, time.time())
+        self.on_event("started", self.trial_view(r),
+                      {"restart": t.restarts, "resumed": restore is not None and not warm})
 
     def _handle(self, r: int, p: _Process, msg: Any) -> None:
-        t, kind = self.trials[r], msg[0]
+        kind = msg[0]
         if kind == "next_op":
             self._send_next_op(r, p)
         elif kind == "training":
             _, batches, metrics = msg
             self._do(self.core.trial_trained(r, batches, metrics))
-            self.on_event("training", t, metrics)
+            self.on_event("training", self.trial_view(r), metrics)
         elif kind == "validation":
-            values = msg[2].get("validation_metrics") or {}
-            t.latest_validation = values
             self._do(self.core.trial_validated(r, msg[1], msg[2]))
-            self.on_event("validation", t, values)
+            self.on_event("validation", self.trial_view(r),
+                          msg[2].get("validation_metrics") or {})
         elif kind == "validate_op_completed":
             self._do(self.core.validate_op_completed(r, msg[2]))
         elif kind == "checkpoint":
             _, batches, uuid, meta = msg
             self._checkpoint(r, batches, uuid, meta or {})
-            self.on_event("checkpoint", t, {"uuid": uuid})
+            self.on_event("checkpoint", self.trial_view(r), {"uuid": uuid})
         elif kind == "is_best":
             p.conn.send(("best", self.core.is_best(msg[1])))
         elif kind == "recorded_checkpoints":
             self.records.flush()
             p.conn.send(("recorded", [c.uuid for c in self.db.list_checkpoints(
-                trial_id=t.trial_id)]))
+                trial_id=self.records.tid(r))]))
         elif kind == "early_exit":
             self._do(self.core.early_exit(r))
         elif kind == "progress":
@@ -425,25 +353,25 @@ class LocalDriver:
         code = p.process.exitcode
         p.conn.close()
         del self.procs[r]
-        t = self.trials[r]
         self.records.flush()
-        self.store.pump(t.trial_id, final=True)
+        self.store.pump(self.records.tid(r), final=True)
         restarts_before = self.core.trial(r).restarts
         signal = -code if code is not None and code < 0 else None
         message = (p.error or "").strip().splitlines()[-1] if p.error else ""
         self._do(self.core.trial_exited(r, code=None if signal else code, signal=signal,
                                         message=message))
-        ct = self.core.trial(r)
+        t, view = self.core.trial(r), self.trial_view(r)
         if p.error:
-            t.error = p.error
-        if ct.restarts > restarts_before:
-            self.on_event("restart", t, {"error": t.error or ct.error, "code": code})
-        elif ct.state is engine.TrialState.ERROR:
-            self.on_event("error", t, {"error": t.error or ct.error})
-        elif ct.state is engine.TrialState.COMPLETED:
-            self.on_event("closed", t, {"was_running": True})
-        elif ct.state in (engine.TrialState.PENDING, engine.TrialState.IDLE):
-            self.on_event("suspended", t, {})
+            self.errors[r] = p.error
+        error = self.errors.get(r) or t.error
+        if t.restarts > restarts_before:
+            self.on_event("restart", view, {"error": error, "code": code})
+        elif t.state is engine.TrialState.ERROR:
+            self.on_event("error", view, {"error": error})
+        elif t.state is engine.TrialState.COMPLETED:
+            self.on_event("closed", view, {"was_running": True})
+        elif t.state in (engine.TrialState.PENDING, engine.TrialState.IDLE):
+            self.on_event("suspended", view, {})
 
     def _stop_gracefully(self) -> None:
         """Ctrl-C: running trials checkpoint and exit, the experiment is PAUSED and
@@ -467,7 +395,7 @@ class LocalDriver:
                 if p.process.is_alive():
                     p.process.kill()
         self.procs.clear()
-        self._final_state = state
+        self.final_state = state
         if state == "PAUSED":
             return
         try:
@@ -475,25 +403,3 @@ class LocalDriver:
         except Exception as err:  # noqa: BLE001 - the original error matters more
             logger.warning("could not record experiment %s as %s: %s",
                            self.experiment_id, state, err)
-
-    # ------------------------------------------------------------------ records
-
-    def best_trial(self) -> Optional[TrialRecord]:
-        best = self.core.best_trial()
-        return None if best is None else self.trials[best]
-
-    def best_checkpoint(self) -> Optional[str]:
-        return self.core.best_checkpoint()
-
-    def _result(self, reason: str) -> ExperimentResult:
-        best_uuid = self.best_checkpoint()
-        return ExperimentResult(
-            experiment_id=self.experiment_id,
-            state=getattr(self, "_final_state", None) or self.state,
-            trials=sorted(self.trials.values(), key=lambda t: t.trial_id),
-            best_trial=self.best_trial(),
-            best_checkpoint=best_uuid,
-            best_checkpoint_path=self.storage.describe(best_uuid) if best_uuid else None,
-            directory=self.store.dir,
-            reason=reason,
-        )

@@ -7,8 +7,10 @@ from typing import Optional
 
 from rich.console import Console
 
+from determined import engine
 from determined.errors import DeterminedError
-from determined.local._driver import ExperimentResult, LocalDriver
+from determined.local._driver import LocalDriver
+from determined.local._result import ExperimentResult
 from determined.local._store import LocalStore, db_path, default_local_dir, open_store
 from determined.master.db import NotFoundError
 
@@ -40,7 +42,7 @@ def resume_local_experiment(experiment_id: int, slots: int = 1, local_dir: Optio
             raise DeterminedError(f"local experiment {experiment_id} has already {exp.state}")
         found = db.get_searcher_snapshot(experiment_id)
         snapshot = found.snapshot if found is not None else {}
-        if snapshot.get("version") != 1 or "trials" not in snapshot:
+        if snapshot.get("version") != engine.SNAPSHOT_VERSION or "trials" not in snapshot:
             raise DeterminedError(f"local experiment {experiment_id} has no experiment snapshot "
                                   "(it ran with an older version); it cannot be resumed")
         model_dir = (snapshot.get("local") or {}).get("model_dir")

@@ -19,7 +19,8 @@ from determined.config import (
 )
 from determined.errors import InvalidConfigError
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
-from determined.local._driver import ExperimentResult, LocalDriver
+from determined.local._driver import LocalDriver
+from determined.local._result import ExperimentResult
 from determined.local._store import OWNER, LocalStore, db_path, default_local_dir, open_store
 from determined.storage import build_storage
 

@@ -233,7 +233,7 @@ class Master:
 
     def _process_exited(self, trial_id: int, code: int) -> None:
         with self.lock:
-            self.allocations.pop(f"trial-{trial_id}", None)
+            self.allocations.pop(scheduler.trial_task_id(trial_id), None)
             found = self.experiments.trial(trial_id)
             if found is None:
                 return
@@ -284,7 +284,7 @@ class Master:
         except Exception as e:
             logger.error("could not start trial %s: %s", t.trial_id, e)
             with self.lock:
-                self.allocations.pop(f"trial-{t.trial_id}", None)
+                self.allocations.pop(scheduler.trial_task_id(t.trial_id), None)
                 if t.core.state in engine.LIVE:
                     launch.run.process_exited(t, 1)  # a failed start: restart rules apply
                 self.changed()
@@ -308,7 +308,7 @@ class Master:
     def _task(self, run: ExperimentRun, t: TrialHandle) -> scheduler.Task:
         exp = run.cfg
         return scheduler.Task(
-            f"trial-{t.trial_id}", f"exp-{run.id}", exp.slots_per_trial, arrival=t.arrival,
+            scheduler.trial_task_id(t.trial_id), f"exp-{run.id}", exp.slots_per_trial, arrival=t.arrival,
             weight=float(run.config.get("resources", {}).get("weight") or 1.0),
             max_slots=run.config.get("resources", {}).get("max_slots"),
             priority=run.config.get("resources", {}).get("priority"),
@@ -320,12 +320,12 @@ class Master:
         pending: Dict[str, Tuple[ExperimentRun, TrialHandle]] = {}
         for run in self.experiments.runs():
             for t in run.schedulable():
-                pending[f"trial-{t.trial_id}"] = (run, t)
+                pending[scheduler.trial_task_id(t.trial_id)] = (run, t)
         # Running tasks with their experiment's current weight/priority/max_slots: a live
         # edit must reach them too (the scheduler wants one setting per group).
         running = {}
         for task_id, (task, alloc) in self.allocations.items():
-            found = self.experiments.trial(int(task_id.split("-", 1)[1]))
+            found = self.experiments.trial(scheduler.trial_of_task(task_id))
             running[task_id] = (self._task(*found) if found else task, alloc)
         self.tasks.place_unslotted()  # TensorBoards waiting for an agent
         running.update(self.tasks.running())  # tasks hold slots too (master/tasks)
@@ -353,7 +353,7 @@ class Master:
             event("trial %s of experiment %s scheduled on %s", t.trial_id, run.id,
                   ", ".join(f"{agent} slots {list(slots)}" for agent, slots in alloc.parts))
         for task_id in decision.preempt:
-            found = self.experiments.trial(int(task_id.split("-", 1)[1]))
+            found = self.experiments.trial(scheduler.trial_of_task(task_id))
             if found:
                 found[0].stop(found[1])
         return launches

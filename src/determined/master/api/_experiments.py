@@ -27,7 +27,7 @@ from determined.common.api import MAX_CONTEXT_BYTES
 from determined.common.validation import validate_experiment
 from determined.config import check_config_json, check_config_text, config_warnings, parse_yaml
 from determined.errors import InvalidConfigError
-from determined.master import views
+from determined.master import scheduler, views
 from determined.master._core import Master
 from determined.master.api import _models as models
 from determined.master.api._auth import check_owner
@@ -47,7 +47,7 @@ def experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[s
     if with_config:
         held = {task_id for task_id, _ in master.slot_holders()}
         for trial in out["trials"]:
-            trial["running"] = f"trial-{trial['id']}" in held
+            trial["running"] = scheduler.trial_task_id(trial["id"]) in held
     return out
 
 

@@ -35,7 +35,8 @@ from fastapi import Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from determined.config import MetricOrder, masked_config
+from determined.config import MetricOrder, global_batch_size, masked_config
+from determined.master import scheduler
 from determined.master._core import Master
 from determined.master.api import _ui_queries as q
 from determined.master.api._agents import agents_listing
@@ -137,11 +138,6 @@ def _rows_sample(master: Master, trial_ids: List[int], kind: str) -> List[Any]:
     return rows[:200] + rows[-200:]
 
 
-def _records_per_batch(hparams: Any) -> Optional[int]:
-    gbs = hparams.get("global_batch_size") if isinstance(hparams, dict) else None
-    return int(gbs) if isinstance(gbs, (int, float)) and not isinstance(gbs, bool) else None
-
-
 def _event(name: str, data: Any) -> str:
     return f"event: {name}\ndata: {json.dumps(clean(data), default=str)}\n\n"
 
@@ -198,7 +194,7 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         trials = q.trial_rows(store, id)
         ids = [t["id"] for t in trials]
         for t in trials:
-            t["records_per_batch"] = _records_per_batch(t["hparams"])
+            t["records_per_batch"] = global_batch_size(t["hparams"])
         out.update(config=config, config_yaml=yaml.safe_dump(config, sort_keys=False),
                    trials=trials,
                    metric_names={"training": _metric_names(_rows_sample(master, ids, "training")),
@@ -239,7 +235,7 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         series = []
         for tid in ids:
             s = _series(by_trial[tid], metric, max_points, trials[tid].start_time.timestamp())
-            s.update(trial_id=tid, records_per_batch=_records_per_batch(trials[tid].hparams))
+            s.update(trial_id=tid, records_per_batch=global_batch_size(trials[tid].hparams))
             series.append(s)
         return {"metric": metric, "kind": kind, "series": series, "last_id": last_id}
 
@@ -345,9 +341,10 @@ def ui_router(master: Master) -> fastapi.APIRouter:
             for slot in agent["slot_tasks"]:
                 task = slot.get("task") or ""
                 slot["trial_id"] = slot["experiment_id"] = None
-                if task.startswith("trial-"):
+                trial_id = scheduler.trial_of_task(task)
+                if trial_id is not None:
                     try:
-                        tr = store.get_trial(int(task.split("-", 1)[1]))
+                        tr = store.get_trial(trial_id)
                         slot["trial_id"], slot["experiment_id"] = tr.id, tr.experiment_id
                     except Exception:  # the trial is gone: show the task id only
                         pass
@@ -464,7 +461,7 @@ class _Feed:
                 v = json.dumps(t, default=str)
                 if self.seen_trials.get(t["id"]) != v:
                     self.seen_trials[t["id"]] = v
-                    t["records_per_batch"] = _records_per_batch(t["hparams"])
+                    t["records_per_batch"] = global_batch_size(t["hparams"])
                     changed.append(t)
             if changed:
                 out.append(_event("trials", changed))

@@ -24,6 +24,7 @@ and lets a task preempt lower-priority ones when that makes it fit.
 """
 
 from determined.master.scheduler._schedule import schedule
+from determined.master.scheduler._task_ids import trial_of_task, trial_task_id
 from determined.master.scheduler._types import (
     DEFAULT_PRIORITY,
     Agent,
@@ -43,4 +44,6 @@ __all__ = [
     "SchedulerPolicy",
     "Task",
     "schedule",
+    "trial_of_task",
+    "trial_task_id",
 ]
