@@ -36,6 +36,12 @@ _LAZY = {
     "Log": ("determined.config", "Log"),
     "DistributedContext": ("determined.harness", "DistributedContext"),
     "TrialContext": ("determined.harness", "TrialContext"),
+    # Determined 0.38's Core API.
+    "core": ("determined.core", None),
+    "ClusterInfo": ("determined._info", "ClusterInfo"),
+    "TrialInfo": ("determined._info", "TrialInfo"),
+    "get_cluster_info": ("determined._info", "get_cluster_info"),
+    "InvalidHP": ("determined.errors", "InvalidHP"),
 }
 
 
@@ -56,7 +62,9 @@ def __dir__() -> List[str]:
 
 
 if TYPE_CHECKING:
-    from determined import errors, util  # noqa: F401
+    from determined import core, errors, util  # noqa: F401
+    from determined._info import ClusterInfo, TrialInfo, get_cluster_info  # noqa: F401
+    from determined.errors import InvalidHP  # noqa: F401
     from determined._env_context import EnvContext, ExperimentConfig, RendezvousInfo  # noqa: F401
     from determined._local_execution import (  # noqa: F401
         _local_execution_manager,
@@ -75,12 +83,14 @@ if TYPE_CHECKING:
 __all__ = [
     "CallbackTrialController",
     "Categorical",
+    "ClusterInfo",
     "Constant",
     "DistributedContext",
     "Double",
     "EnvContext",
     "ExperimentConfig",
     "Integer",
+    "InvalidHP",
     "Log",
     "LoopTrialController",
     "NativeContext",
@@ -88,7 +98,10 @@ __all__ = [
     "Trial",
     "TrialContext",
     "TrialController",
+    "TrialInfo",
     "__version__",
+    "core",
     "errors",
+    "get_cluster_info",
     "util",
 ]

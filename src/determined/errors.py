@@ -32,6 +32,7 @@ __all__ = [
     "WorkerError",
     "WorkerFinishedGracefully",
     "SkipWorkloadException",
+    "InvalidHP",
 ]
 
 
@@ -122,3 +123,8 @@ class WorkerFinishedGracefully(Exception):
 
 class SkipWorkloadException(Exception):
     """A workload was skipped (not the chief)."""
+
+
+class InvalidHP(Exception):
+    """Raised by a Core API script for a hyperparameter set it cannot train with: the
+    trial ends early (exit 0) and the searcher is told (0.38's ``det.InvalidHP``)."""

@@ -1,0 +1,271 @@
+"""``DistributedContext``: where this process sits among a job's processes, and
+collectives of small picklable objects between them (Determined 0.38's API).
+
+The chief (rank 0) listens on ``chief_ip:pub_port + port_offset`` (TCP); every other
+rank connects to it. Each machine's local chief (``local_rank`` 0) also serves its
+machine's ranks over a Unix socket (TCP on ``force_tcp``) for the ``*_local`` variants.
+These are for coordination (decisions, file lists, metadata), not for tensors: use your
+framework's collectives for those.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import tempfile
+from typing import Any, List, Optional
+
+from determined.core._hub import Member, Root
+
+__all__ = ["DistributedContext", "DummyDistributedContext", "DEFAULT_PORT"]
+
+logger = logging.getLogger("determined.core")
+
+#: The chief's port before ``port_offset`` (upstream's first inter-process port).
+DEFAULT_PORT = 12360
+
+
+def _get_training_port_offset() -> int:
+    """``DET_UNIQUE_PORT_OFFSET``: set per trial so that trials on one machine differ."""
+    raw = os.environ.get("DET_UNIQUE_PORT_OFFSET", "0")
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(
+            f"Expected DET_UNIQUE_PORT_OFFSET to be an integer. Received: {raw!r}") from None
+
+
+def _env_int(name: str) -> int:
+    raw = os.environ.get(name)
+    if raw is None:
+        raise ValueError(f"Expected {name} in the environment (set by the launcher)")
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"Expected an integer in {name}. Received: {raw!r}") from None
+
+
+class DistributedContext:
+    """Ranks of this process and collectives across the job's processes.
+
+    Args:
+        rank, size: this process's index in the job and the number of processes.
+        local_rank, local_size: the same on this machine.
+        cross_rank, cross_size: this machine's index and the number of machines.
+        chief_ip: the chief's address; required when ``cross_size > 1``.
+        pub_port: the chief's port (before ``port_offset``).
+        pull_port: accepted for compatibility (one port is enough here).
+        port_offset: added to ``pub_port``.
+        force_tcp: local collectives over TCP instead of a Unix socket.
+
+    Every process of the job must construct it (it connects them) and call each
+    collective in the same order.
+    """
+
+    def __init__(
+        self,
+        *,
+        rank: int,
+        size: int,
+        local_rank: int,
+        local_size: int,
+        cross_rank: int,
+        cross_size: int,
+        chief_ip: Optional[str] = None,
+        pub_port: int = DEFAULT_PORT,
+        pull_port: int = DEFAULT_PORT + 5,
+        port_offset: int = 0,
+        force_tcp: bool = False,
+    ) -> None:
+        for name, value in (("rank", rank), ("size", size), ("local_rank", local_rank),
+                            ("local_size", local_size), ("cross_rank", cross_rank),
+                            ("cross_size", cross_size)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"Expected DistributedContext {name} to be a non-negative "
+                                 f"integer. Received: {value!r}")
+        if not (rank < size and local_rank < local_size and cross_rank < cross_size):
+            raise ValueError(
+                "Expected rank < size, local_rank < local_size and cross_rank < cross_size. "
+                f"Received: rank={rank}, size={size}, local_rank={local_rank}, "
+                f"local_size={local_size}, cross_rank={cross_rank}, cross_size={cross_size}")
+        self.rank, self.size = rank, size
+        self.local_rank, self.local_size = local_rank, local_size
+        self.cross_rank, self.cross_size = cross_rank, cross_size
+        if local_size != size:
+            if not chief_ip:
+                raise ValueError(
+                    f"DistributedContext needs chief_ip (or DET_CHIEF_IP) when the job spans "
+                    f"machines (local_size {local_size} != size {size})")
+            self._chief_ip = chief_ip
+        else:
+            self._chief_ip = "127.0.0.1"
+        self._port = pub_port + port_offset
+        self._root: Optional[Root] = None
+        self._member: Optional[Member] = None
+        self._local_root: Optional[Root] = None
+        self._local_member: Optional[Member] = None
+        self._tempdir: Optional[str] = None
+        self._closed = False
+        self._connect(force_tcp)
+
+    # ------------------------------------------------------------------ setup
+
+    @property
+    def chief_ip(self) -> str:
+        """The address ranks use to reach the chief."""
+        return self._chief_ip
+
+    def _connect(self, force_tcp: bool) -> None:
+        if self.size < 2:
+            return
+        if self.rank == 0:
+            bind = "127.0.0.1" if self.local_size == self.size else "0.0.0.0"
+            self._root = Root((bind, self._port), self.size)
+            self._root.accept()
+        else:
+            self._member = Member((self._chief_ip, self._port), self.rank)
+        if self.local_size < 2:
+            self.allgather(None)  # the machines with local groups announce theirs
+            return
+        if self.local_rank == 0:
+            if force_tcp or not hasattr(os, "fork"):
+                address: Any = ("127.0.0.1", 0)
+            else:
+                self._tempdir = tempfile.mkdtemp(prefix="det-core-")
+                address = os.path.join(self._tempdir, "local.sock")
+            self._local_root = Root(address, self.local_size)
+            self.allgather((self.cross_rank, self._local_root.address))
+            self._local_root.accept()
+        else:
+            announced = [a for a in self.allgather(None) if a is not None and a[0] == self.cross_rank]
+            if len(announced) != 1:
+                raise RuntimeError(f"expected one local chief on machine {self.cross_rank}; "
+                                   f"found {len(announced)}")
+            self._local_member = Member(announced[0][1], self.local_rank)
+
+    @classmethod
+    def from_horovod(cls, hvd: Any, chief_ip: Optional[str] = None) -> "DistributedContext":
+        """Ranks from an initialized ``horovod`` module (``hvd.init()`` called)."""
+        return cls(rank=hvd.rank(), size=hvd.size(), local_rank=hvd.local_rank(),
+                   local_size=hvd.local_size(), cross_rank=hvd.cross_rank(),
+                   cross_size=hvd.cross_size(),
+                   chief_ip=chief_ip or os.environ.get("DET_CHIEF_IP"),
+                   port_offset=_get_training_port_offset())
+
+    @classmethod
+    def from_deepspeed(cls, chief_ip: Optional[str] = None) -> "DistributedContext":
+        """Ranks from DeepSpeed's launcher variables (RANK, WORLD_SIZE, LOCAL_RANK,
+        LOCAL_SIZE, CROSS_RANK, CROSS_SIZE)."""
+        return cls(rank=_env_int("RANK"), size=_env_int("WORLD_SIZE"),
+                   local_rank=_env_int("LOCAL_RANK"), local_size=_env_int("LOCAL_SIZE"),
+                   cross_rank=_env_int("CROSS_RANK"), cross_size=_env_int("CROSS_SIZE"),
+                   chief_ip=chief_ip or os.environ.get("DET_CHIEF_IP"),
+                   port_offset=_get_training_port_offset())
+
+    @classmethod
+    def from_torch_distributed(cls, chief_ip: Optional[str] = None) -> "DistributedContext":
+        """Ranks from torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK,
+        LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE); ``chief_ip`` or
+        ``DET_CHIEF_IP`` is required when the job spans machines."""
+        return cls(rank=_env_int("RANK"), size=_env_int("WORLD_SIZE"),
+                   local_rank=_env_int("LOCAL_RANK"), local_size=_env_int("LOCAL_WORLD_SIZE"),
+                   cross_rank=_env_int("GROUP_RANK"), cross_size=_env_int("GROUP_WORLD_SIZE"),
+                   chief_ip=chief_ip or os.environ.get("DET_CHIEF_IP"),
+                   port_offset=_get_training_port_offset())
+
+    def close(self) -> None:
+        """Close the connections (every rank, after its last collective)."""
+        if self._closed:
+            return
+        self._closed = True
+        for end in (self._local_root, self._local_member, self._root, self._member):
+            if end is not None:
+                end.close()
+        if self._tempdir is not None:
+            shutil.rmtree(self._tempdir, ignore_errors=True)
+
+    # ------------------------------------------------------------------ ranks
+
+    def get_rank(self) -> int:
+        return self.rank
+
+    def get_local_rank(self) -> int:
+        return self.local_rank
+
+    def get_size(self) -> int:
+        return self.size
+
+    def get_num_agents(self) -> int:
+        """The number of machines (``cross_size``)."""
+        return self.cross_size
+
+    # ------------------------------------------------------------------ collectives
+
+    def gather(self, stuff: Any) -> Optional[List]:
+        """Every rank's ``stuff``, by rank, on the chief; None on the other ranks."""
+        return _gather(self._root, self._member, stuff, self.size)
+
+    def gather_local(self, stuff: Any) -> Optional[List]:
+        """Every local rank's ``stuff`` on this machine's local chief; None elsewhere."""
+        return _gather(self._local_root, self._local_member, stuff, self.local_size)
+
+    def allgather(self, stuff: Any) -> List:
+        """Every rank's ``stuff``, by rank, on every rank."""
+        return _allgather(self._root, self._member, stuff, self.size)
+
+    def allgather_local(self, stuff: Any) -> List:
+        """Every local rank's ``stuff``, by local rank, on every rank of this machine."""
+        return _allgather(self._local_root, self._local_member, stuff, self.local_size)
+
+    def broadcast(self, stuff: Any) -> Any:
+        """The chief's ``stuff`` on every rank (the others' argument is ignored)."""
+        return _broadcast(self._root, self._member, stuff, self.size)
+
+    def broadcast_local(self, stuff: Any = None) -> Any:
+        """The local chief's ``stuff`` on every rank of this machine."""
+        return _broadcast(self._local_root, self._local_member, stuff, self.local_size)
+
+
+def _gather(root: Optional[Root], member: Optional[Member], stuff: Any,
+            size: int) -> Optional[List]:
+    if size < 2:
+        return [stuff]
+    if root is not None:
+        out = [stuff, *root.recv_all()]
+        root.send_all(None)  # nobody starts the next collective before all sent this one
+        return out
+    assert member is not None
+    member.send(stuff)
+    member.recv()
+    return None
+
+
+def _allgather(root: Optional[Root], member: Optional[Member], stuff: Any, size: int) -> List:
+    if size < 2:
+        return [stuff]
+    if root is not None:
+        out = [stuff, *root.recv_all()]
+        root.send_all(out)
+        return out
+    assert member is not None
+    member.send(stuff)
+    return list(member.recv())
+
+
+def _broadcast(root: Optional[Root], member: Optional[Member], stuff: Any, size: int) -> Any:
+    if size < 2:
+        return stuff
+    if root is not None:
+        root.send_all(stuff)
+        return stuff
+    assert member is not None
+    return member.recv()
+
+
+class DummyDistributedContext(DistributedContext):
+    """One process: rank 0 of 1."""
+
+    def __init__(self) -> None:
+        super().__init__(rank=0, size=1, local_rank=0, local_size=1, cross_rank=0,
+                         cross_size=1)

@@ -1,0 +1,48 @@
+"""Helpers of the Core API tests: running a script as its own process."""
+
+import os
+import pathlib
+import subprocess
+import sys
+from typing import Dict, List, Optional
+
+import torch
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "tests" / "fixtures" / "core_api" / "train.py"
+
+
+def script_env(directory: pathlib.Path, extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    """The environment of a script run by hand in directory mode under ``directory``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    env["DET_CORE_DIR"] = str(directory)
+    env["OMP_NUM_THREADS"] = "1"
+    for name in ("DET_CLUSTER_INFO", "DET_SCRIPT_LINK", "DET_SCRIPT_AUTHKEY"):
+        env.pop(name, None)
+    env.update(extra or {})
+    return env
+
+
+def run_script(directory: pathlib.Path, args: List[str], timeout: float = 240,
+               script: pathlib.Path = SCRIPT) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(script), *args], env=script_env(directory),
+                          cwd=directory.parent, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def final_state(directory: pathlib.Path) -> dict:
+    """The ``state.pt`` of the directory's latest checkpoint."""
+    from determined.core import latest_local_checkpoint
+
+    storage_id = latest_local_checkpoint(str(directory))
+    assert storage_id is not None, f"no checkpoint recorded under {directory}"
+    return torch.load(directory / "checkpoints" / storage_id / "state.pt", weights_only=False)
+
+
+def assert_same_weights(a: dict, b: dict) -> None:
+    assert a["steps"] == b["steps"]
+    assert a["model"].keys() == b["model"].keys()
+    for name in a["model"]:
+        assert torch.equal(a["model"][name], b["model"][name]), name
+    assert torch.equal(a["rng"], b["rng"])
