@@ -126,13 +126,19 @@ def checkpoint_to_resume(core_context: Any) -> Optional[str]:
 
 class TrainingMetricsBuffer:
     """Training metrics logged at the same ``steps_completed`` become one report (a
-    framework may log several dicts per step, e.g. step and epoch aggregates)."""
+    framework may log several dicts per step, e.g. step and epoch aggregates); once that
+    report is sent, later ones at the same steps (e.g. a run's closing summary) are
+    dropped, so each step has one training row (as upstream's callbacks)."""
 
     def __init__(self, core_context: Any):
         self._core = core_context
         self._pending: Optional[Any] = None  # (steps, metrics)
+        self._sent_steps: Optional[int] = None
 
     def add(self, steps: int, metrics: Dict[str, Any]) -> None:
+        if steps == self._sent_steps:
+            logger.debug("training metrics at steps %d already reported: %s", steps, sorted(metrics))
+            return
         if self._pending is not None and self._pending[0] != steps:
             self.flush()
         if self._pending is None:
@@ -141,5 +147,8 @@ class TrainingMetricsBuffer:
 
     def flush(self) -> None:
         pending, self._pending = self._pending, None
-        if pending is not None and pending[1] and self._core.distributed.rank == 0:
+        if pending is None or not pending[1]:
+            return
+        self._sent_steps = pending[0]
+        if self._core.distributed.rank == 0:
             self._core.train.report_training_metrics(pending[0], pending[1])

@@ -39,8 +39,9 @@ class DeterminedCallback(pl.Callback):
       ``log_every_n_steps``, validation ones after each validation;
     - checkpoints (the whole Lightning checkpoint plus the RNG states) go to the
       experiment's checkpoint storage: after the validation that ends each searcher
-      operation, every ``checkpoint_every`` steps (default: the config's
-      ``min_checkpoint_period``), on preemption and at the end of training;
+      operation, every ``checkpoint_every`` steps in the searcher's unit (default: the
+      config's ``min_checkpoint_period``, else at every epoch's end as Lightning's own
+      default ``ModelCheckpoint``), on preemption and at the end of training;
     - a restarted trial (and, off the platform, a script run again in the same core
       directory) resumes from the latest one: weights, optimizers, LR schedulers,
       loop counters and RNG states;
@@ -166,7 +167,8 @@ class DeterminedCallback(pl.Callback):
             trainer.should_stop = True
             return
         every = self._checkpoint_every
-        if every and not follower.in_epochs and trainer.global_step % every == 0:
+        if every and not follower.in_epochs and trainer.global_step % every == 0 \
+                and self._last_checkpoint_step != trainer.global_step:
             self._checkpoint(trainer)
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
@@ -174,9 +176,11 @@ class DeterminedCallback(pl.Callback):
             self._finish_boundary(trainer)  # no validation ran at the boundary
         every = self._checkpoint_every
         follower = self._require_follower()
-        if every and follower.in_epochs and not self._preempted:
-            if (trainer.current_epoch + 1) % every == 0:
-                self._checkpoint(trainer)
+        if self._preempted or (every and not follower.in_epochs):
+            return
+        due = (trainer.current_epoch + 1) % (every or 1) == 0
+        if due and self._last_checkpoint_step != trainer.global_step:
+            self._checkpoint(trainer)
 
     def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         if trainer.sanity_checking or trainer.state.fn != TrainerFn.FITTING:

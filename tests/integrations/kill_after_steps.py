@@ -1,0 +1,33 @@
+"""Run a training script and SIGKILL it right after its N-th optimizer step (counted in
+this process; torch's global optimizer hook, so the script itself is unchanged).
+
+    python kill_after_steps.py N script.py [args...]
+"""
+
+import os
+import runpy
+import signal
+import sys
+
+from torch.optim.optimizer import register_optimizer_step_post_hook
+
+
+def main() -> None:
+    limit, script, args = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    count = 0
+
+    def after_step(optimizer, *_):
+        nonlocal count
+        count += 1
+        if count >= limit:
+            sys.stdout.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    register_optimizer_step_post_hook(after_step)
+    sys.argv = [script, *args]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    runpy.run_path(script, run_name="__main__")
+
+
+if __name__ == "__main__":
+    main()
