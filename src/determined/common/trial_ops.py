@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 from determined import searcher as searchers
 from determined.config import Length
 
-__all__ = ["EXIT_USER_ERROR", "OpKind", "TrialOp", "trial_op"]
+__all__ = ["EXIT_USER_ERROR", "OpKind", "TrialOp", "core_script_event", "trial_op"]
 
 # A trial process exits with this code when the user's code is at fault (an invalid
 # trial, an exception it raised); drivers do not restart such a trial.
@@ -55,3 +55,12 @@ def trial_op(op: Any) -> TrialOp:
         return TrialOp(_KINDS[type(op)])
     except KeyError:
         raise TypeError(f"Expected a per-trial searcher operation. Received: {op!r}") from None
+
+
+def core_script_event(core: Any, method: str, *args: Any) -> List[Any]:
+    """Issue 21 merge seam: call the engine's script-trial event ``method``
+    (``trial_progressed``, ``script_exited``; branch timemetric adds them to
+    ``ExperimentCore``) and return its effects; no effects while the engine lacks it.
+    At merge, the adapters call the methods directly and this helper goes."""
+    handler = getattr(core, method, None)
+    return list(handler(*args)) if handler is not None else []

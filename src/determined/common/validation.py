@@ -21,12 +21,13 @@ the entrypoint, :class:`~determined.common.api.ContextArchiveError` (an
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from determined import searcher as searchers
 from determined.common.api._context_archive import ContextArchive, check_context_archive
-from determined.config import validate_config
+from determined.config import is_script_entrypoint, script_file, validate_config
 from determined.errors import DeterminedError, InvalidConfigError, InvalidModelDefError
 from determined.storage import build_storage
 
@@ -100,6 +101,8 @@ def _check_searcher(config: Dict[str, Any], source: str) -> None:
 
 
 def _entrypoint_module(config: Mapping[str, Any]) -> str:
+    if is_script_entrypoint(config.get("entrypoint")):
+        return ""
     return str(config.get("entrypoint") or "").split(":")[0].split(".")[0]
 
 
@@ -107,10 +110,14 @@ def _check_context(config: Dict[str, Any], context: Optional[bytes], model_dir: 
                    source: str, max_ratio: Optional[float] = None,
                    ratio_floor: int = 0) -> Optional[ContextArchive]:
     module = _entrypoint_module(config)
+    # A ``python3 FILE.py`` command: the file must come with the context.
+    script = script_file(config["entrypoint"]) if is_script_entrypoint(
+        config.get("entrypoint")) else None
     found: Optional[ContextArchive] = None
     if context is not None:
         found = check_context_archive(context, max_ratio=max_ratio, ratio_floor=ratio_floor)
         present = found.has_module(module) if module else True
+        has_script = script is None or posixpath.normpath(script) in found.names
         where = "the uploaded context directory"
     elif model_dir is not None:
         if not os.path.isdir(model_dir):
@@ -118,6 +125,7 @@ def _check_context(config: Dict[str, Any], context: Optional[bytes], model_dir: 
                 f"Model directory {model_dir} does not exist or is not a directory")
         present = not module or os.path.isfile(os.path.join(model_dir, f"{module}.py")) \
             or os.path.isdir(os.path.join(model_dir, module))
+        has_script = script is None or os.path.isfile(os.path.join(model_dir, script))
         where = f"model directory {model_dir}"
     else:
         return None
@@ -126,6 +134,10 @@ def _check_context(config: Dict[str, Any], context: Optional[bytes], model_dir: 
             [("entrypoint", f"{where} has no module {module!r} ({module}.py or a package "
                             f"{module}/) named by entrypoint {config.get('entrypoint')!r}")],
             source)
+    if not has_script:
+        raise InvalidConfigError(
+            [("entrypoint", f"{where} has no file {script!r} run by entrypoint "
+                            f"{config.get('entrypoint')!r}")], source)
     return found
 
 

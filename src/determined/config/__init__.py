@@ -11,6 +11,12 @@ Example:
     (100, True)
 """
 
+from determined.config._entrypoint import (
+    is_script_entrypoint,
+    is_trial_class_entrypoint,
+    script_command,
+    script_file,
+)
 from determined.config._hparams import Categorical, Constant, Double, Integer, Log
 from determined.config._load import (
     MAX_ALIAS_EXPANSION,
@@ -50,6 +56,8 @@ __all__ = [
     "check_config_tree",
     "check_labels",
     "config_warnings",
+    "is_script_entrypoint",
+    "is_trial_class_entrypoint",
     "load_config",
     "local_test_config",
     "masked_config",
@@ -57,6 +65,8 @@ __all__ = [
     "merge_over_defaults",
     "one_batch_lengths",
     "parse_yaml",
+    "script_command",
+    "script_file",
     "test_mode_config",
     "validate_config",
 ]

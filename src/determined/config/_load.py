@@ -24,6 +24,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from determined.config import _schema
+from determined.config._entrypoint import is_script_entrypoint
 from determined.config._hparams import tag_space, untag_space
 from determined.config._legacy import apply_legacy_aliases
 from determined.config._secrets import MASK
@@ -204,14 +205,18 @@ def _cross_field_errors(config: Mapping[str, Any]) -> List[Tuple[str, str]]:
     internal = config.get("internal")
     native = isinstance(internal, Mapping) and internal.get("native")
     if config.get("entrypoint") is None and not native:
-        errors.append(("entrypoint", "Field required (expected '<module>:<object>')"))
+        errors.append(("entrypoint", "Field required (expected a Trial class "
+                                     "'<module>:<object>' or a command such as "
+                                     "'python3 train.py')"))
+    # A script counts its own steps in the searcher's unit: no batch size, no epoch size.
+    script = is_script_entrypoint(config.get("entrypoint"))
     hparams = config.get("hyperparameters")
-    if isinstance(hparams, Mapping) and "global_batch_size" not in hparams:
+    if isinstance(hparams, Mapping) and "global_batch_size" not in hparams and not script:
         errors.append(
             ("hyperparameters.global_batch_size", "Field required (expected a positive integer)")
         )
     rpe = config.get("records_per_epoch", 0)
-    if not (isinstance(rpe, int) and rpe > 0):
+    if not (isinstance(rpe, int) and rpe > 0) and not script:
         searcher = config.get("searcher") if isinstance(config.get("searcher"), Mapping) else {}
         candidates = [
             ("min_validation_period", config.get("min_validation_period")),
@@ -372,5 +377,6 @@ def validate_config(
     if out["reproducibility"]["experiment_seed"] is None:
         out["reproducibility"]["experiment_seed"] = int(time.time()) % (2**31 - 1)
     if not out.get("description"):
-        out["description"] = _default_description(out["reproducibility"]["experiment_seed"])
+        out["description"] = out.get("name") or _default_description(
+            out["reproducibility"]["experiment_seed"])
     return out

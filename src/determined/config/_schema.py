@@ -13,6 +13,7 @@ from typing import Any, Dict, List, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from typing_extensions import Annotated
 
+from determined.config._entrypoint import check_entrypoint
 from determined.config._units import Length
 
 __all__ = ["ExperimentConfigModel", "check_labels", "SEARCHER_NAMES", "STORAGE_TYPES",
@@ -392,7 +393,8 @@ def check_labels(labels: List[str]) -> List[str]:
 
 
 class ExperimentConfigModel(_Strict):
-    entrypoint: Optional[str] = None
+    entrypoint: Optional[Union[str, List[str]]] = None
+    name: Optional[str] = None  # 0.38's name; shown as the description when none is given
     description: Optional[str] = None
     labels: List[str] = Field(default_factory=list)
     data: Dict[str, Any] = Field(default_factory=dict)
@@ -419,19 +421,10 @@ class ExperimentConfigModel(_Strict):
 
     _v = _length_validator("min_validation_period", "min_checkpoint_period")
 
-    @field_validator("entrypoint")
+    @field_validator("entrypoint", mode="before")
     @classmethod
-    def _entrypoint(cls, value: Optional[str]) -> Optional[str]:
-        if value is None:
-            return value
-        module, sep, obj = value.partition(":")
-        if not sep or not obj or not all(p.isidentifier() for p in obj.split(".")) or (
-            module and not all(p.isidentifier() for p in module.split("."))
-        ):
-            raise ValueError(
-                f"Expected '<module>:<object>' such as 'model_def:MyTrial'. Received: {value!r}"
-            )
-        return value
+    def _entrypoint(cls, value: Any) -> Any:
+        return check_entrypoint(value)
 
     @field_validator("labels")
     @classmethod

@@ -44,8 +44,8 @@ class DownloadMode(enum.Enum):
 
 
 def merge_metadata(all_metadata: List[Dict[str, Any]]) -> Tuple[Dict[str, Any], Dict[str, List[int]]]:
-    """Merge the ranks' metadata: nested dicts merge, any other key given by two ranks
-    is a conflict. Returns (merged, conflicting "/path" -> ranks)."""
+    """Merge the ranks' metadata: nested dicts merge; a key that ranks give different
+    values is a conflict. Returns (merged, conflicting "/path" -> ranks)."""
     merged: Dict[str, Any] = {}
     owners: Dict[str, List[int]] = {}
     conflicts: Dict[str, List[int]] = {}
@@ -58,7 +58,8 @@ def merge_metadata(all_metadata: List[Dict[str, Any]]) -> Tuple[Dict[str, Any], 
                 continue
             owners.setdefault(path, []).append(rank)
             if key in into:
-                conflicts[path] = owners[path]
+                if into[key] != value:
+                    conflicts[path] = owners[path]
             else:
                 into[key] = value
 

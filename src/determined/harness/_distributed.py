@@ -44,6 +44,7 @@ import time
 import traceback
 from typing import Any, Dict, Iterator, List, Optional
 
+from determined.config import is_script_entrypoint
 from determined.errors import DeterminedError
 from determined.harness._env import DistributedInfo, TrialEnv
 from determined.common.trial_ops import EXIT_USER_ERROR
@@ -378,6 +379,9 @@ def distributed_trial(
 
     # What a trial's container gave it upstream: working dir, variables, hook, mounts.
     env = prepare_trial_process(env, storage_config)
+    if is_script_entrypoint(env.experiment_config.get("entrypoint")):
+        yield env  # a script starts its own ranks (e.g. determined.launch.torch_distributed)
+        return
     given = info_from_environ()
     if given is not None:
         env = _with_info(env, given)
@@ -469,6 +473,10 @@ def worker_main() -> int:
     from determined.storage import build_storage
 
     env = _with_info(TrialEnv.from_dict(spec["env"]), info)
+    if is_script_entrypoint(env.experiment_config.get("entrypoint")):
+        print(f"rank {info.rank}: a script trial runs on its chief only (the script starts "
+              "its own ranks); nothing to do here", flush=True)
+        return 0
     os.chdir(env.model_dir)
     from determined.harness._trial_setup import prepare_trial_process
 

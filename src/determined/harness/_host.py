@@ -63,3 +63,11 @@ class TrialHost(abc.ABC):
 
     def report_early_exit(self, reason: str) -> None:
         """The user asked to stop the trial early (``set_stop_requested``)."""
+
+    def report_progress(self, units: float) -> None:
+        """A script trial's progress in the searcher's length unit (Core API
+        ``report_progress``); drivers may show it as the experiment's progress."""
+
+    def script_exited(self, code: int) -> None:
+        """A script trial's command ended with exit ``code`` (negative: killed by that
+        signal); sent by the wrapper (``_script_trial``) before its process exits."""

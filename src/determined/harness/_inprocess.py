@@ -49,6 +49,8 @@ class InProcessHost(TrialHost):
         self.checkpoints: List[Tuple[int, str, Dict[str, Any]]] = []
         self.early_exit: Optional[str] = None
         self.searcher_validations: List[Tuple[int, Dict[str, Any]]] = []
+        self.progress: List[float] = []
+        self.script_exit_code: Optional[int] = None
         self._best = math.inf
 
     def next_operation(self) -> TrialOp:
@@ -81,3 +83,9 @@ class InProcessHost(TrialHost):
 
     def report_early_exit(self, reason: str) -> None:
         self.early_exit = reason
+
+    def report_progress(self, units: float) -> None:
+        self.progress.append(units)
+
+    def script_exited(self, code: int) -> None:
+        self.script_exit_code = code

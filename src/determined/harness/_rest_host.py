@@ -25,8 +25,10 @@ from determined.common.api import APIError, MasterClient
 from determined.common.trial_ops import EXIT_USER_ERROR
 from determined.harness._host import TrialHost, TrialOp
 
-__all__ = ["RestTrialHost", "main", "EXIT_USER_ERROR"]
+__all__ = ["RestTrialHost", "main", "EXIT_USER_ERROR", "SCRIPT_STOP_POLL_SECONDS"]
 
+#: How often a script trial's process asks the master whether it must stop.
+SCRIPT_STOP_POLL_SECONDS = 2.0
 
 
 class RestTrialHost(TrialHost):
@@ -51,9 +53,12 @@ class RestTrialHost(TrialHost):
     LINGER_SECONDS = 0.02
     LINGER_REPORTS = 100
 
-    def __init__(self, client: MasterClient):
+    def __init__(self, client: MasterClient, stop_poll_seconds: Optional[float] = None):
         self.client = client
         self._stop = False
+        # A script trial may go long without a report: should_stop() then asks.
+        self._stop_poll = stop_poll_seconds
+        self._stop_asked = time.monotonic()
         self._cv = threading.Condition()
         self._pending: List[Dict[str, Any]] = []
         self._sending = False
@@ -111,6 +116,7 @@ class RestTrialHost(TrialHost):
             try:
                 answer = self.client.runner_post(what, body)
                 self._stop = bool(answer.get("stop", False))
+                self._stop_asked = time.monotonic()
                 return answer
             except APIError as e:
                 if e.status is not None or attempt == 4:
@@ -174,11 +180,23 @@ class RestTrialHost(TrialHost):
         return self.client.runner_is_best(value)
 
     def should_stop(self) -> bool:
+        if (self._stop_poll is not None and not self._stop
+                and time.monotonic() - self._stop_asked >= self._stop_poll):
+            self._stop_asked = time.monotonic()
+            self._stop = bool(self.client.request("GET", "/trial-runner/should-stop")["stop"])
         return self._stop
 
     def report_early_exit(self, reason: str) -> None:
         self.flush()
         self._post("early-exit", {"reason": reason})
+
+    def report_progress(self, units: float) -> None:
+        self.flush()
+        self._post("progress", {"units": float(units)})
+
+    def script_exited(self, code: int) -> None:
+        self.flush()
+        self._post("script-exited", {"code": int(code)})
 
 
 def _explain_gpu_oom(trial_id: int, error: BaseException) -> None:
@@ -199,20 +217,24 @@ def main() -> int:
     threads = int(spec.get("threads", 1))
     os.environ.setdefault("OMP_NUM_THREADS", str(threads))
     from determined.errors import InvalidModelDefError, InvalidTrialError
+    from determined.config import is_script_entrypoint
     from determined.harness._env import TrialEnv
     from determined.harness._runner import TrialRunner
+    from determined.harness._script_trial import run_script
     from determined.storage import build_storage
 
     env = TrialEnv.from_dict(spec["env"])
     os.chdir(env.model_dir)
     sys.path.insert(0, env.model_dir)
     client = MasterClient(os.environ["DET_MASTER"], token=os.environ["DET_TRIAL_TOKEN"])
-    host = RestTrialHost(client)
+    script = is_script_entrypoint(env.experiment_config.get("entrypoint"))
+    host = RestTrialHost(client, stop_poll_seconds=SCRIPT_STOP_POLL_SECONDS if script else None)
     try:
         try:
-            import torch
+            if not script:  # a script is a process of its own
+                import torch
 
-            torch.set_num_threads(threads)
+                torch.set_num_threads(threads)
         except ImportError:
             pass
         from determined.harness._gpu_cap import apply_memory_cap
@@ -227,6 +249,10 @@ def main() -> int:
         # slots_per_trial > 1: rank 0 (unless DET_RANK says otherwise) starts the other
         # ranks on this machine; only rank 0 talks to the master.
         with distributed_trial(env, spec["storage"], threads) as env:
+            if script:
+                code = run_script(env, host, spec["storage"], os.environ["DET_MASTER"])
+                print(f"trial {env.trial_id} exited: script exit code {code}", flush=True)
+                return code
             runner = TrialRunner(env, host if env.distributed.rank == 0 else FollowerHost(),
                                  build_storage(spec["storage"]),
                                  trial_class=native_trial_class(env))

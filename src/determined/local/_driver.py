@@ -28,7 +28,8 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from determined import engine
-from determined.config import ExperimentConfig
+from determined.common.trial_ops import core_script_event
+from determined.config import ExperimentConfig, is_script_entrypoint
 from determined.harness import TrialEnv
 from determined.local._pool import WarmPool, frameworks_used, process_context
 from determined.local._store import LocalStore
@@ -153,7 +154,9 @@ class LocalDriver:
         self._set_snapshot_extra()
         self.start_time = time.time()
         self._resumed = False
-        frameworks = frameworks_used(self.model_dir)
+        # A script's trial process only starts the script: nothing to preload for it.
+        frameworks = [] if is_script_entrypoint(config.get("entrypoint")) \
+            else frameworks_used(self.model_dir)
         self._ctx = process_context(frameworks)
         self._threads = max(1, (os.cpu_count() or 1) // self.slots)
         self.pool = WarmPool(self._ctx, self.concurrent, frameworks, self._threads)
@@ -399,6 +402,10 @@ class LocalDriver:
                 trial_id=t.trial_id)]))
         elif kind == "early_exit":
             self._do(self.core.early_exit(r))
+        elif kind == "progress":
+            self._do(core_script_event(self.core, "trial_progressed", r, msg[1]))
+        elif kind == "script_exited":
+            self._do(core_script_event(self.core, "script_exited", r, msg[1]))
         elif kind == "error":
             p.error = msg[2]
 

@@ -10,7 +10,13 @@ from typing import Any, Dict, Optional, Tuple, Union
 from rich.console import Console
 
 from determined.common.validation import validate_experiment
-from determined.config import Length, load_config, test_mode_config, validate_config
+from determined.config import (
+    Length,
+    is_script_entrypoint,
+    load_config,
+    test_mode_config,
+    validate_config,
+)
 from determined.errors import InvalidConfigError
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 from determined.local._driver import ExperimentResult, LocalDriver
@@ -44,6 +50,8 @@ def run_test_mode(
     hparams = searchers.sample_hparams(cfg["hyperparameters"], rng)
     env = TrialEnv(cfg, hparams, os.path.abspath(model_dir), trial_seed=rng.randrange(2**31),
                    test_mode=True)
+    if is_script_entrypoint(cfg["entrypoint"]):
+        return _test_script(env, cfg, console)
     host = InProcessHost(
         [TrialOp(OpKind.TRAIN, Length.from_dict({"batches": 1})), TrialOp(OpKind.VALIDATE),
          TrialOp(OpKind.CHECKPOINT), TrialOp(OpKind.CLOSE)],
@@ -73,6 +81,42 @@ def run_test_mode(
         if summary["checkpoints"]
         else "[yellow]Model definition test ran but wrote no checkpoint"
     )
+    return summary
+
+
+def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console) -> Dict[str, Any]:
+    """Test mode of a script: its command gets one short TRAIN and a VALIDATE."""
+    from determined.errors import InvalidModelDefError
+    from determined.harness._script_trial import run_script
+
+    host = InProcessHost(
+        [TrialOp(OpKind.TRAIN, Length.from_dict(cfg["searcher"]["max_length"])),
+         TrialOp(OpKind.VALIDATE), TrialOp(OpKind.CLOSE)],
+        smaller_is_better=cfg["searcher"]["smaller_is_better"],
+    )
+    storage = build_storage(cfg["checkpoint_storage"])
+    start = time.time()
+    code = run_script(env, host, cfg["checkpoint_storage"])
+    for _, uuid, _ in host.checkpoints:
+        storage.delete(uuid)
+    if code != 0:
+        raise InvalidModelDefError(
+            f"Model definition test failed: entrypoint {cfg['entrypoint']!r} exited with "
+            f"code {code} (its output is above)")
+    summary = {
+        "hparams": env.hparams,
+        "training": host.training[-1][1].get("avg_metrics", {}) if host.training else {},
+        "validation": host.validations[-1][1].get("validation_metrics", {})
+        if host.validations else {},
+        "checkpoints": len(host.checkpoints),
+        "seconds": time.time() - start,
+    }
+    reported = "reported " + ", ".join(
+        f"{len(v)} {k}" for k, v in (("training", host.training),
+                                       ("validation", host.validations),
+                                       ("checkpoint", host.checkpoints)))
+    console.print(f"[green]Model definition test succeeded[/green] in "
+                  f"{summary['seconds']:.1f}s: the script exited 0 and {reported} report(s)")
     return summary
 
 

@@ -1,16 +1,6 @@
 """The trial process of a local experiment, and the host it talks to its driver with.
 
-Protocol over a ``multiprocessing`` pipe (tuples; the child asks, the driver answers
-only ``next_op``, ``is_best`` and ``recorded_checkpoints``):
-
-    child -> driver: ("next_op",) ("training", b, m) ("validation", b, m)
-                     ("checkpoint", b, uuid, meta) ("is_best", value)
-                     ("validate_op_completed", b, m) ("recorded_checkpoints",)
-                     ("early_exit", reason) ("error", kind, message) ("exit", reason)
-    driver -> child: ("op", op_dict) ("best", bool) ("recorded", [uuid, ...]), and at
-                     any time ("stop",): checkpoint and exit (Ctrl-C in the driver); an
-                     op_dict with "stop" is a Close that only stops the trial (it resumes
-                     later)
+Protocol: see :mod:`determined.harness._pipe_host` (the trial process's side).
 """
 
 from __future__ import annotations
@@ -20,63 +10,12 @@ import os
 import signal
 import sys
 import traceback
-from typing import AbstractSet, Any, Dict, Optional
+from typing import Any, Dict
 
-from determined.harness import TrialEnv, TrialHost, TrialOp
+from determined.harness import TrialEnv
+from determined.harness._pipe_host import PipeHost
 
 __all__ = ["PipeHost", "trial_main"]
-
-
-class PipeHost(TrialHost):
-    def __init__(self, conn: Any):
-        self.conn = conn
-        self._stop = False
-
-    def _recv(self, kind: str) -> Any:
-        while True:
-            got, *payload = self.conn.recv()
-            if got == "stop":
-                self._stop = True
-                continue
-            assert got == kind, got
-            return payload[0]
-
-    def next_operation(self) -> TrialOp:
-        self.conn.send(("next_op",))
-        payload = self._recv("op")
-        if payload.get("stop"):
-            self._stop = True
-        return TrialOp.from_dict(payload)
-
-    def should_stop(self) -> bool:
-        # Between requests the driver sends nothing but ("stop",).
-        while not self._stop and self.conn.poll():
-            if self.conn.recv()[0] == "stop":
-                self._stop = True
-        return self._stop
-
-    def report_training(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
-        self.conn.send(("training", batches_trained, metrics))
-
-    def report_validation(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
-        self.conn.send(("validation", batches_trained, metrics))
-
-    def validate_op_completed(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
-        self.conn.send(("validate_op_completed", batches_trained, metrics))
-
-    def report_checkpoint(self, batches_trained: int, uuid: str, metadata: Dict[str, Any]) -> None:
-        self.conn.send(("checkpoint", batches_trained, uuid, metadata))
-
-    def recorded_checkpoints(self) -> Optional[AbstractSet[str]]:
-        self.conn.send(("recorded_checkpoints",))
-        return frozenset(self._recv("recorded"))
-
-    def is_best_validation(self, value: float) -> bool:
-        self.conn.send(("is_best", value))
-        return bool(self._recv("best"))
-
-    def report_early_exit(self, reason: str) -> None:
-        self.conn.send(("early_exit", reason))
 
 
 def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_path: str,
@@ -97,19 +36,29 @@ def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_pat
         os.path.dirname(os.path.dirname(log_path)), "tensorboard", f"trial_{env.trial_id}"))
     from determined.errors import InvalidTrialError, InvalidModelDefError
     from determined.harness import TrialRunner
+    from determined.config import is_script_entrypoint
     from determined.harness._distributed import distributed_trial
+    from determined.harness._script_trial import run_script
     from determined.storage import build_storage
 
     os.chdir(env.model_dir)
+    script = is_script_entrypoint(env.experiment_config.get("entrypoint"))
     try:
         try:
-            import torch
+            if not script:  # a script is a process of its own
+                import torch
 
-            torch.set_num_threads(num_threads)
+                torch.set_num_threads(num_threads)
         except ImportError:
             pass
         # A distributed trial: this process is rank 0 and starts the others.
         with distributed_trial(env, storage_config, num_threads) as env:
+            if script:
+                code = run_script(env, PipeHost(conn), storage_config)
+                conn.send(("exit", "completed" if code == 0 else f"exit code {code}"))
+                if code:
+                    raise SystemExit(code)
+                return
             runner = TrialRunner(env, PipeHost(conn), build_storage(storage_config))
             reason = runner.run()
         conn.send(("exit", reason))

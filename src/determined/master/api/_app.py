@@ -508,6 +508,29 @@ def create_app(master: Master) -> fastapi.FastAPI:
             run.early_exit(t)
             return _answer(run, t)
 
+    # Script trials (issue 21): progress, the script's exit, and whether to stop (a
+    # script may go long without a report to read the answer from).
+    @runner_api.post("/progress")
+    def script_progress(body: models.ScriptProgress,
+                        found: Runner = Depends(runner)) -> Dict[str, Any]:
+        run, t = found
+        with master.lock:
+            run.script_progress(t, body.units)
+            return _answer(run, t)
+
+    @runner_api.post("/script-exited")
+    def script_exited(body: models.ScriptExited,
+                      found: Runner = Depends(runner)) -> Dict[str, Any]:
+        run, t = found
+        with master.lock:
+            run.script_exited(t, body.code)
+            return _answer(run, t)
+
+    @runner_api.get("/should-stop")
+    def should_stop(found: Runner = Depends(runner)) -> Dict[str, Any]:
+        with master.lock:
+            return _answer(*found)
+
     @runner_api.get("/is-best")
     def is_best(value: float, found: Runner = Depends(runner)) -> Dict[str, Any]:
         run, _ = found

@@ -76,6 +76,18 @@ class EarlyExit(_Body):
     reason: str
 
 
+class ScriptProgress(_Body):
+    """A script trial's progress, in the searcher's length unit."""
+
+    units: float = pydantic.Field(ge=0, allow_inf_nan=False)
+
+
+class ScriptExited(_Body):
+    """A script trial's command ended (negative ``code``: killed by that signal)."""
+
+    code: int = pydantic.Field(ge=-255, le=255)
+
+
 class LogBatch(_Body):
     lines: List[str]
 

@@ -16,6 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
 
 from determined import engine
+from determined.common.trial_ops import core_script_event
 from determined.config import ExperimentConfig
 from determined.master._lifecycle import event
 from determined.master.db import RecordEffects, Store, restore_location
@@ -249,6 +250,12 @@ class ExperimentRun:
 
     def is_best(self, value: float) -> bool:
         return self.core.is_best(value)
+
+    def script_progress(self, t: TrialHandle, units: float) -> None:
+        self._do(core_script_event(self.core, "trial_progressed", t.request_id, units))
+
+    def script_exited(self, t: TrialHandle, code: int) -> None:
+        self._do(core_script_event(self.core, "script_exited", t.request_id, code))
 
     # ------------------------------------------------------------------ process exits
 

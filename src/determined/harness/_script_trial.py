@@ -1,0 +1,328 @@
+"""The trial-process side of a script trial: run the entrypoint command as a child.
+
+Every launcher starts the usual trial process (the local driver's ``trial_main``, the
+master's ``_rest_host`` through an agent's zygote or a Ray actor). When the entrypoint
+is a command, that process calls :func:`run_script` instead of running a
+``TrialRunner``: it starts the command (working directory: the model directory; its
+own process group; stdout and stderr shared, so its output is the trial's log) and
+serves the requests the command sends over its link (:mod:`._script_link`) by calling
+its own :class:`TrialHost`, so it stays the only process talking to the driver or
+master. All host calls come from the calling thread.
+
+Stops and kills:
+
+- when the host says the trial must stop (pause, preemption, a searcher decision), the
+  child is told (its ``should_stop()`` turns true) and gets ``DET_SCRIPT_STOP_GRACE``
+  seconds (default 60) to checkpoint and exit before its process group gets SIGTERM,
+  then SIGKILL ``KILL_GRACE`` seconds later; the trial process then exits 0;
+- SIGTERM to this process (an agent or Ray stopping the trial) passes SIGTERM on to
+  the child's group, then SIGKILL after ``KILL_GRACE`` seconds;
+- SIGKILL to this process: the child gets SIGKILL too (``PR_SET_PDEATHSIG``).
+
+Exit codes: the child's; killed by signal N: 128 + N. The host hears the child's code
+through ``script_exited`` first.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import queue
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from multiprocessing.connection import Connection, Listener, wait
+from typing import Any, Callable, List, Mapping, Optional
+
+from determined.config import script_command
+from determined.errors import InvalidModelDefError
+from determined.harness._env import TrialEnv
+from determined.harness._host import OpKind, TrialHost
+from determined.harness._script_link import (
+    AUTHKEY_ENV,
+    CLUSTER_INFO_ENV,
+    LATEST_CHECKPOINT_ENV,
+    LINK_ENV,
+    write_cluster_info,
+)
+
+__all__ = ["run_script", "STOP_GRACE_ENV", "KILL_GRACE"]
+
+logger = logging.getLogger("determined")
+
+STOP_GRACE_ENV = "DET_SCRIPT_STOP_GRACE"
+KILL_GRACE = 10.0
+_POLL_SECONDS = 0.2
+#: Rank variables of the trial process; the script starts (and numbers) its own ranks.
+_RANK_VARS = ("DET_RANK", "DET_SIZE", "DET_LOCAL_RANK", "DET_LOCAL_SIZE", "DET_NUM_AGENTS")
+
+
+def _stop_grace() -> float:
+    raw = os.environ.get(STOP_GRACE_ENV, "60")
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        raise ValueError(f"Expected {STOP_GRACE_ENV} to be a number of seconds. "
+                         f"Received: {raw!r}") from None
+
+
+def _checkpoint_uuid(path: Optional[str]) -> Optional[str]:
+    """The storage id of a checkpoint path (its last component)."""
+    return os.path.basename(path.rstrip("/")) if path else None
+
+
+def _child_preexec(parent: int) -> Callable[[], None]:
+    """In the child before exec: die with this process, default Ctrl-C handling."""
+    try:
+        import ctypes
+
+        libc: Any = ctypes.CDLL("libc.so.6", use_errno=True)
+    except OSError:
+        libc = None
+
+    def preexec() -> None:
+        if libc is not None:
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # local trial processes ignore it
+        if os.getppid() != parent:  # the parent died before prctl took effect
+            os._exit(1)
+
+    return preexec
+
+
+class _Child:
+    """The running command and its process group."""
+
+    def __init__(self, argv: List[str], cwd: str, env: Mapping[str, str]):
+        try:
+            self.proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+                                         start_new_session=True,
+                                         preexec_fn=_child_preexec(os.getpid()))
+        except OSError as e:
+            raise InvalidModelDefError(
+                f"entrypoint: cannot run {argv[0]!r} in {cwd}: {e.strerror or e}") from None
+        self.signalled: Optional[int] = None
+
+    def signal_group(self, sig: int) -> None:
+        self.signalled = sig
+        try:
+            os.killpg(self.proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def reap_group(self) -> None:
+        """After the child exited: processes it left in its group go too."""
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+class _Server:
+    """Serves the child's link connections with ``host``'s answers."""
+
+    def __init__(self, host: TrialHost):
+        self.host = host
+        self.conns: List[Connection] = []
+        self.stop_sent = False
+
+    def add(self, conn: Connection) -> None:
+        self.conns.append(conn)
+        if self.stop_sent:
+            self._send(conn, ("stop",))
+
+    def _send(self, conn: Connection, message: Any) -> None:
+        try:
+            conn.send(message)
+        except OSError:  # the child went away; its EOF removes the connection
+            pass
+
+    def serve_ready(self, timeout: float) -> None:
+        for conn in wait(self.conns, timeout) if self.conns else _sleep(timeout):
+            self._serve_one(conn)  # type: ignore[arg-type]
+
+    def drain(self, seconds: float = 5.0) -> None:
+        """What the child sent before it exited, until every connection is at EOF."""
+        deadline = time.monotonic() + seconds
+        while self.conns and time.monotonic() < deadline:
+            for conn in wait(self.conns, 0.1):
+                self._serve_one(conn)  # type: ignore[arg-type]
+
+    def _serve_one(self, conn: Connection) -> None:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            self.conns.remove(conn)
+            conn.close()
+            return
+        self.handle(conn, msg)
+
+    def handle(self, conn: Connection, msg: Any) -> None:
+        host, kind = self.host, msg[0]
+        if kind == "next_op":
+            op = host.next_operation()
+            answer = op.to_dict()
+            if op.kind is OpKind.CLOSE and host.should_stop():
+                answer["stop"] = True  # a Close that only stops: the trial resumes later
+            self._send(conn, ("op", answer))
+        elif kind == "training":
+            host.report_training(msg[1], msg[2])
+        elif kind == "validation":
+            host.report_validation(msg[1], msg[2])
+        elif kind == "validate_op_completed":
+            host.validate_op_completed(msg[1], msg[2])
+        elif kind == "checkpoint":
+            host.report_checkpoint(msg[1], msg[2], msg[3])
+        elif kind == "is_best":
+            self._send(conn, ("best", host.is_best_validation(msg[1])))
+        elif kind == "recorded_checkpoints":
+            recorded = host.recorded_checkpoints()
+            self._send(conn, ("recorded", None if recorded is None else sorted(recorded)))
+        elif kind == "early_exit":
+            host.report_early_exit(msg[1])
+        elif kind == "progress":
+            host.report_progress(msg[1])
+        elif kind in ("error", "exit", "script_exited"):
+            pass  # the child's own notes; its exit code is what counts
+        else:
+            logger.warning("script trial: ignoring an unknown link message %r", kind)
+
+    def tell_stop(self) -> None:
+        self.stop_sent = True
+        for conn in self.conns:
+            self._send(conn, ("stop",))
+
+    def close(self) -> None:
+        for conn in self.conns:
+            conn.close()
+        self.conns = []
+
+
+def _sleep(seconds: float) -> List[Any]:
+    time.sleep(seconds)
+    return []
+
+
+def _child_env(env: TrialEnv, address: str, authkey: bytes, info_path: str,
+               latest: Optional[str]) -> dict:
+    import determined
+
+    out = {k: v for k, v in os.environ.items() if k not in _RANK_VARS}
+    out.update({
+        LINK_ENV: address, AUTHKEY_ENV: authkey.hex(), CLUSTER_INFO_ENV: info_path,
+        "DET_TRIAL_ID": str(env.trial_id), "DET_EXPERIMENT_ID": str(env.experiment_id),
+        "DET_HPARAMS": json.dumps(env.hparams, default=str), "PYTHONUNBUFFERED": "1",
+    })
+    out.pop(LATEST_CHECKPOINT_ENV, None)
+    if latest:
+        out[LATEST_CHECKPOINT_ENV] = latest
+    # The script imports the same ``determined`` as this process.
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(determined.__file__)))
+    paths = [p for p in out.get("PYTHONPATH", "").split(os.pathsep) if p]
+    out["PYTHONPATH"] = os.pathsep.join([package_root] + [p for p in paths if p != package_root])
+    return out
+
+
+def _accept_forever(listener: Listener, accepted: "queue.Queue[Connection]") -> None:
+    while True:
+        try:
+            accepted.put(listener.accept())
+        except OSError:  # closed: the trial is over
+            return
+        except Exception as e:  # noqa: BLE001 - a bad handshake must not end the trial
+            logger.warning("script trial: refused a link connection: %s", e)
+
+
+def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any],
+               master_url: Optional[str] = None) -> int:
+    """Run the trial's command until it exits; serve its link with ``host``.
+
+    Args:
+        env: the trial (its ``experiment_config["entrypoint"]`` is the command;
+            ``model_dir`` is the working directory).
+        host: the trial process's host (pipe, REST or in-process).
+        storage_config: the checkpoint_storage section, for the script.
+        master_url: the master's URL (None in local runs).
+
+    Returns:
+        The exit code for the trial process (see the module docstring).
+
+    Raises:
+        InvalidModelDefError: the command cannot be started (not found, not executable).
+    """
+    argv = script_command(env.experiment_config["entrypoint"])
+    grace = _stop_grace()
+    workdir = tempfile.mkdtemp(prefix="det-script-")
+    address = os.path.join(workdir, "link")
+    authkey = secrets.token_bytes(32)
+    info_path = os.path.join(workdir, "cluster_info.json")
+    latest = _checkpoint_uuid(env.latest_checkpoint)
+    write_cluster_info(info_path, env, storage_config, master_url, latest)
+    listener = Listener(address, family="AF_UNIX", authkey=authkey)
+    accepted: "queue.Queue[Connection]" = queue.Queue()
+    threading.Thread(target=_accept_forever, args=(listener, accepted),
+                     name="det-script-link", daemon=True).start()
+    terminated = threading.Event()
+    restore = _on_sigterm(terminated.set)
+    server = _Server(host)
+    try:
+        logger.info("trial %s runs its script: %s", env.trial_id, " ".join(argv))
+        child = _Child(argv, env.model_dir, _child_env(env, address, authkey, info_path, latest))
+        stop_at: Optional[float] = None
+        term_at: Optional[float] = None
+        while child.proc.poll() is None:
+            while not accepted.empty():
+                server.add(accepted.get())
+            server.serve_ready(_POLL_SECONDS)
+            now = time.monotonic()
+            if stop_at is None and (terminated.is_set() or host.should_stop()):
+                server.tell_stop()
+                stop_at = now - grace if terminated.is_set() else now
+            if stop_at is not None and term_at is None and now - stop_at >= grace:
+                logger.info("trial %s: its script did not exit after a stop request; "
+                            "sending SIGTERM", env.trial_id)
+                child.signal_group(signal.SIGTERM)
+                term_at = now
+            if term_at is not None and now - term_at >= KILL_GRACE:
+                child.signal_group(signal.SIGKILL)
+        while not accepted.empty():
+            server.add(accepted.get())
+        server.drain()
+        child.reap_group()
+        code = child.proc.returncode
+        stopped = child.signalled is not None and not terminated.is_set()
+        logger.info("trial %s: script %s", env.trial_id, _describe(code, stopped))
+        reported = 0 if stopped else code
+        host.script_exited(reported)
+        if terminated.is_set():
+            return 128 + signal.SIGTERM
+        return reported if reported >= 0 else 128 - reported
+    finally:
+        restore()
+        listener.close()
+        server.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _describe(code: int, stopped: bool) -> str:
+    how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+    return how + (" after a stop request" if stopped else "")
+
+
+def _on_sigterm(handler: Callable[[], None]) -> Callable[[], None]:
+    """Call ``handler`` on SIGTERM (main thread only); returns what restores the old one."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, lambda *_: handler())
+
+    def restore() -> None:
+        signal.signal(signal.SIGTERM, previous)
+
+    return restore
+

@@ -1,0 +1,162 @@
+"""Script entrypoints with ``det experiment create --local`` (and ``--test``): the real
+CLI, real trial processes and scripts (tests/fixtures/script_trial/train.py talks to
+its wrapper through the raw link)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from det_cli_testing import run_det
+
+pytestmark = pytest.mark.timeout(600)
+
+
+@pytest.fixture
+def script_dir(request):
+    from conftest import FIXTURES
+
+    return FIXTURES / "script_trial"
+
+
+def _config(tmp_path, script_dir, **changes):
+    cfg = yaml.safe_load((script_dir / "const.yaml").read_text())
+    hparams = changes.pop("hparams", {})
+    cfg["hyperparameters"].update(hparams)
+    cfg.update(changes)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def _create(tmp_path, config, script_dir, *extra):
+    out = run_det(["e", "create", config, script_dir, "--local", "--local-dir",
+                   tmp_path / "local", "--json", "--no-progress", *extra])
+    result = json.loads(out.stdout) if out.stdout.strip().startswith("{") else None
+    return out, result
+
+
+def _logs(tmp_path, trial_id):
+    out = run_det(["t", "logs", str(trial_id), "--local-dir", tmp_path / "local"])
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_script_completes_with_records_and_logs(tmp_path, script_dir):
+    out, result = _create(tmp_path, script_dir / "const.yaml", script_dir)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert result["state"] == "COMPLETED"
+    (trial,) = result["trials"]
+    assert trial["state"] == "COMPLETED" and trial["batches"] == 6
+    assert trial["best_metric"] == pytest.approx(1 / 7)
+    with open(os.path.join(result["best_checkpoint_path"], "state.json")) as f:
+        assert json.load(f) == {"steps": 6}
+    logs = _logs(tmp_path, trial["trial_id"])
+    assert "closed at step 6" in logs  # the script's own output
+    assert "script exited with code 0" in logs
+    listed = run_det(["e", "list", "--local-dir", tmp_path / "local", "--json"])
+    assert json.loads(listed.stdout)[0]["description"] == "raw-link-script"  # config `name`
+
+
+def test_crash_restarts_from_the_latest_checkpoint(tmp_path, script_dir):
+    config = _config(tmp_path, script_dir, hparams={"ckpt_every": 2, "crash_at": 5})
+    out, result = _create(tmp_path, config, script_dir)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (trial,) = result["trials"]
+    assert trial["state"] == "COMPLETED" and trial["restarts"] == 1 and trial["batches"] == 6
+    logs = _logs(tmp_path, trial["trial_id"])
+    assert "crashing at step 5" in logs and "exit code 3" in logs
+    assert "at step 4" in logs.split("resumed from checkpoint", 1)[1].splitlines()[0]
+
+
+def test_nonzero_exit_without_restarts_left_fails_the_trial(tmp_path, script_dir):
+    config = _config(tmp_path, script_dir, hparams={"exit_code": 7}, max_restarts=1)
+    out, result = _create(tmp_path, config, script_dir)
+    assert out.returncode != 0
+    (trial,) = result["trials"]
+    assert trial["state"] == "ERROR" and trial["restarts"] == 1
+    assert "exit code 7" in trial["error"]
+
+
+def test_sigkilled_script_restarts_and_completes(tmp_path, script_dir):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    config = _config(tmp_path, script_dir, searcher={
+        "name": "single", "metric": "loss", "max_length": {"batches": 12}},
+        hparams={"ckpt_every": 2, "step_seconds": 0.2, "marker_dir": str(markers)})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(script_dir),
+         "--local", "--local-dir", str(tmp_path / "local"), "--json", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    steps = markers / "1.steps"
+    deadline = time.monotonic() + 120
+    while not (steps.exists() and steps.read_text() and int(steps.read_text()) >= 3):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the script never reached step 3"
+        time.sleep(0.1)
+    os.kill(int((markers / "1.pid").read_text()), signal.SIGKILL)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stdout + stderr
+    (trial,) = json.loads(stdout)["trials"]
+    assert trial["state"] == "COMPLETED" and trial["restarts"] == 1 and trial["batches"] == 12
+    logs = _logs(tmp_path, 1)
+    assert "killed by signal 9" in logs and "resumed from checkpoint" in logs
+
+
+def test_ctrl_c_pauses_the_script_which_resumes_later(tmp_path, script_dir):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    config = _config(tmp_path, script_dir, searcher={
+        "name": "single", "metric": "loss", "max_length": {"batches": 30}},
+        hparams={"step_seconds": 0.1, "marker_dir": str(markers)})
+    local = tmp_path / "local"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(script_dir),
+         "--local", "--local-dir", str(local), "--json", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    steps = markers / "1.steps"
+    deadline = time.monotonic() + 120
+    while not (steps.exists() and steps.read_text() and int(steps.read_text()) >= 3):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the script never reached step 3"
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=180)
+    (exp,) = json.loads(run_det(["e", "describe", "1", "--local-dir", local, "--json"]).stdout)
+    assert exp["state"] == "PAUSED", exp
+    logs = _logs(tmp_path, 1)
+    assert "stopping at step" in logs and "killed by signal" not in logs
+    out = run_det(["e", "resume", "1", "--local-dir", local, "--json", "--no-progress"])
+    assert out.returncode == 0, out.stdout + out.stderr
+    (trial,) = json.loads(out.stdout)["trials"]
+    assert trial["state"] == "COMPLETED" and trial["batches"] == 30 and trial["restarts"] == 0
+    assert "resumed from checkpoint" in _logs(tmp_path, 1)
+
+
+def test_test_mode_runs_one_short_train_and_a_validate(tmp_path, script_dir):
+    out = run_det(["e", "create", script_dir / "const.yaml", script_dir, "--local", "--test",
+                   "--local-dir", tmp_path / "local", "--json"])
+    assert out.returncode == 0, out.stdout + out.stderr
+    summary = json.loads(out.stdout.strip().splitlines()[-1])
+    assert summary["training"] == {"loss": 0.5} and summary["validation"] == {"loss": 0.5}
+    assert "closed at step 1" in out.stdout  # the script's output, on the console
+
+    failing = _config(tmp_path, script_dir, hparams={"exit_code": 4})
+    out = run_det(["e", "create", failing, script_dir, "--local", "--test",
+                   "--local-dir", tmp_path / "local"])
+    assert out.returncode != 0
+    assert "exited with code 4" in out.stdout + out.stderr
+
+
+def test_bad_entrypoints_are_named(tmp_path, script_dir):
+    for entrypoint, expected in (("python3 missing.py", "has no file 'missing.py'"),
+                                 ("train.py", "its interpreter ('python3 train.py')")):
+        out, _ = _create(tmp_path, _config(tmp_path, script_dir, entrypoint=entrypoint),
+                         script_dir)
+        assert out.returncode != 0
+        assert "entrypoint" in out.stderr and expected in out.stderr, out.stderr

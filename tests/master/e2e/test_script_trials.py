@@ -1,0 +1,134 @@
+"""Script entrypoints on a real master with its embedded agent: the script
+(tests/fixtures/script_trial/train.py, the raw link) completes, its output is the
+trial's log, pause/activate stops and resumes it, a SIGKILLed script restarts from its
+latest checkpoint, and bad entrypoints are refused with a 400."""
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from master_testing import create_experiment, wait_for_state, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
+
+SCRIPT_DIR = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "script_trial"
+
+
+def script_config(max_length=6, **hparams):
+    config = yaml.safe_load((SCRIPT_DIR / "const.yaml").read_text())
+    config["hyperparameters"].update(hparams)
+    config["searcher"]["max_length"] = {"batches": max_length}
+    return config
+
+
+def trial_log(api, trial_id):
+    rows = api.get(f"/trials/{trial_id}/logs", params={"limit": 100000}).json()["logs"]
+    return "\n".join(r["line"] for r in rows)
+
+
+def wait_for_step(markers, trial_id, step, timeout=120):
+    path = markers / f"{trial_id}.steps"
+    wait_until(lambda: path.exists() and path.read_text() and int(path.read_text()) >= step,
+               timeout=timeout, what=f"the script at step {step}")
+
+
+def test_script_completes_and_its_output_is_the_trial_log(master_factory):
+    master = master_factory(slots=1)
+    with master.client() as api:
+        exp_id = create_experiment(api, script_config(), SCRIPT_DIR)
+        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=180)
+        assert exp["state"] == "COMPLETED", exp
+        assert exp["description"] == "raw-link-script"  # the config's 0.38 `name`
+        (trial,) = exp["trials"]
+        assert trial["state"] == "COMPLETED" and trial["total_batches"] == 6
+        metrics = api.get(f"/trials/{trial['id']}").json()["metrics"]
+        assert [(m["kind"], m["total_batches"]) for m in metrics] == [
+            *(("training", b) for b in range(1, 7)), ("validation", 6)]
+        ckpts = api.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]
+        assert [c["total_batches"] for c in ckpts] == [6]
+        assert os.path.isfile(os.path.join(master.data_dir, "checkpoints", ckpts[0]["uuid"],
+                                           "state.json"))
+    out = subprocess.run([sys.executable, "-m", "determined.cli", "trial", "logs",
+                          str(trial["id"])], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, DET_MASTER=master.url))
+    assert out.returncode == 0, out.stderr
+    assert "closed at step 6" in out.stdout and "script exited with code 0" in out.stdout
+
+
+def test_pause_stops_the_script_and_activate_resumes_it(master_factory, tmp_path):
+    master = master_factory(slots=1)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    config = script_config(40, step_seconds=0.1, marker_dir=str(markers))
+    with master.client() as api:
+        exp_id = create_experiment(api, config, SCRIPT_DIR)
+        wait_for_step(markers, 1, 3)
+        assert api.post(f"/experiments/{exp_id}/pause").status_code == 200
+        wait_until(lambda: api.get(f"/experiments/{exp_id}").json()["trials"][0]["state"]
+                   in ("PAUSED", "IDLE", "PENDING") and "script exited" in trial_log(api, 1),
+                   timeout=120, what="the script to stop")
+        paused_at = int((markers / "1.steps").read_text())
+        assert paused_at < 40
+        time.sleep(1.0)
+        assert int((markers / "1.steps").read_text()) == paused_at  # nothing runs
+        assert api.post(f"/experiments/{exp_id}/activate").status_code == 200
+        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=240)
+        assert exp["state"] == "COMPLETED", exp
+        (trial,) = exp["trials"]
+        assert trial["restarts"] == 0 and trial["total_batches"] == 40
+        log = trial_log(api, trial["id"])
+        assert "stopping at step" in log
+        assert f"resumed from checkpoint {trial['latest_checkpoint']}" not in log  # older one
+        assert "resumed from checkpoint" in log
+
+
+def test_sigkilled_script_restarts_from_its_latest_checkpoint(master_factory, tmp_path):
+    master = master_factory(slots=1)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    config = script_config(12, step_seconds=0.2, ckpt_every=2, marker_dir=str(markers))
+    with master.client() as api:
+        exp_id = create_experiment(api, config, SCRIPT_DIR)
+        wait_for_step(markers, 1, 3)
+        os.kill(int((markers / "1.pid").read_text()), signal.SIGKILL)
+        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=240)
+        assert exp["state"] == "COMPLETED", exp
+        (trial,) = exp["trials"]
+        assert trial["restarts"] == 1 and trial["total_batches"] == 12
+        log = trial_log(api, trial["id"])
+        assert "killed by signal 9" in log and "resumed from checkpoint" in log
+
+
+def test_failing_script_uses_up_its_restarts(master_factory):
+    master = master_factory(slots=1)
+    config = script_config(exit_code=9)
+    config["max_restarts"] = 1
+    with master.client() as api:
+        exp_id = create_experiment(api, config, SCRIPT_DIR)
+        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=180)
+        (trial,) = exp["trials"]
+        assert trial["state"] == "ERROR" and trial["restarts"] == 1
+        assert "exit code 9" in trial_log(api, trial["id"])
+
+
+def test_bad_entrypoints_are_refused_naming_the_field(master_factory):
+    import base64
+
+    from determined.common.api import pack_context
+
+    master = master_factory(slots=1)
+    packed = base64.b64encode(pack_context(str(SCRIPT_DIR))).decode()
+    with master.client() as api:
+        for entrypoint, expected in (("python3 missing.py", "has no file 'missing.py'"),
+                                     (["python3", 7], "a list holds only strings"),
+                                     ("model_def:", "<module>:<object>")):
+            config = dict(script_config(), entrypoint=entrypoint)
+            r = api.post("/experiments", json={"config": config, "model_def": packed})
+            assert r.status_code == 400, r.text
+            assert "entrypoint" in r.text and expected in r.text, r.text
