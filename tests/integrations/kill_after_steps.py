@@ -1,7 +1,10 @@
 """Run a training script and SIGKILL it right after its N-th optimizer step (counted in
 this process; torch's global optimizer hook, so the script itself is unchanged).
 
-    python kill_after_steps.py N script.py [args...]
+    python kill_after_steps.py N [--once MARKER] script.py [args...]
+
+With ``--once`` the kill happens only if MARKER does not exist yet (it is created just
+before), so a restarted trial running the same command trains on.
 """
 
 import os
@@ -13,7 +16,11 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 
 
 def main() -> None:
-    limit, script, args = int(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    limit, rest = int(sys.argv[1]), sys.argv[2:]
+    marker = None
+    if rest[0] == "--once":
+        marker, rest = rest[1], rest[2:]
+    script, args = rest[0], rest[1:]
     count = 0
 
     def after_step(optimizer, *_):
@@ -23,7 +30,10 @@ def main() -> None:
             sys.stdout.flush()
             os.kill(os.getpid(), signal.SIGKILL)
 
-    register_optimizer_step_post_hook(after_step)
+    if marker is None or not os.path.exists(marker):
+        if marker is not None:
+            open(marker, "w").close()
+        register_optimizer_step_post_hook(after_step)
     sys.argv = [script, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     runpy.run_path(script, run_name="__main__")
