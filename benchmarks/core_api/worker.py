@@ -16,6 +16,7 @@ import sys
 
 import torch
 
+# benchmarks/overhead's workloads (run.py copies the file beside this one for --platform)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "overhead"))
 
 from _workloads import WORKLOADS, StepClock, make_dataset, make_model  # noqa: E402
