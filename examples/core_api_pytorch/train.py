@@ -3,7 +3,8 @@
 
 It follows the searcher's operations (train to ``op.length`` batches, validate,
 ``op.report_completed``), reports metrics, checkpoints the model, optimizer, step count
-and RNG state at the end of each operation and when preempted, and resumes exactly from
+and RNG state every ``--checkpoint-every`` batches, at the end of each operation and when
+preempted, and resumes exactly from
 its latest checkpoint: the order of the training data depends only on the epoch, so a
 restarted trial sees the same batches as one never interrupted.
 
@@ -56,7 +57,7 @@ def save(core_context, steps, model, opt):
                     "rng": torch.get_rng_state()}, os.path.join(path, "state.pt"))
 
 
-def main(core_context, batches: int) -> None:
+def main(core_context, batches: int, checkpoint_every: int) -> None:
     info = det.get_cluster_info()
     hparams = info.trial.hparams if info else {
         "batch_size": 32, "hidden_size": 64, "dropout": 0.1, "learning_rate": 0.05}
@@ -95,6 +96,8 @@ def main(core_context, batches: int) -> None:
                 core_context.train.report_training_metrics(steps, {"loss": float(np.mean(losses))})
                 losses = []
                 op.report_progress(steps)
+            if steps % checkpoint_every == 0 and steps < length:
+                save(core_context, steps, model, opt)
             if core_context.preempt.should_preempt():
                 save(core_context, steps, model, opt)
                 print(f"preempted at step {steps}")
@@ -108,6 +111,7 @@ def main(core_context, batches: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", type=int, default=200, help="length off the platform")
+    parser.add_argument("--checkpoint-every", type=int, default=100)
     args = parser.parse_args()
     with det.core.init() as core_context:
-        main(core_context, args.batches)
+        main(core_context, args.batches, args.checkpoint_every)
