@@ -120,7 +120,8 @@ class ClusterInfo:
 
 
 def read_info_file(path: str) -> Tuple[Dict[str, Any], Dict[str, Any], Optional[str]]:
-    """(TrialEnv dict, checkpoint_storage section, master URL) from the info file."""
+    """(TrialEnv dict, checkpoint_storage section, master URL) from the info file; the
+    env's ``latest_checkpoint`` is a storage id here."""
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -137,6 +138,8 @@ def read_info_file(path: str) -> Tuple[Dict[str, Any], Dict[str, Any], Optional[
     if "experiment_config" not in env:
         raise RuntimeError(f"{INFO_ENV}={path}: expected the trial's env "
                            "(experiment_config, hparams, trial_id, ...)")
+    if data.get("latest_checkpoint"):  # the storage id, beside the env's path
+        env = dict(env, latest_checkpoint=data["latest_checkpoint"])
     storage = data.get("checkpoint_storage") or data.get("storage") or \
         (env.get("experiment_config") or {}).get("checkpoint_storage") or {}
     return env, dict(storage), data.get("master_url")

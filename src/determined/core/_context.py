@@ -66,6 +66,7 @@ class Context:
     def close(self, exc_type: Optional[type] = None, exc_val: Optional[BaseException] = None,
               exc_tb: Optional[types.TracebackType] = None) -> None:
         self.preempt.close()
+        self.checkpoint._session.close()
         if self._tensorboard is not None:
             try:
                 self._tensorboard.close()
@@ -132,14 +133,16 @@ def _platform_session(dist: DistributedContext, info_path: str,
                 f"DET_CLUSTER_INFO is set ({info_path}) but the trial's link is not "
                 "(DET_SCRIPT_LINK): the chief must be the process the platform started")
         env, host, storage = link.env, link.host, link.storage
+        on_close = getattr(link, "close", None)
     else:
+        on_close = None
         env_dict, storage_config, _ = _info.read_info_file(info_path)
         env, host, storage = TrialEnv.from_dict(env_dict), None, build_storage(storage_config)
     if checkpoint_storage is not None:
         storage = _storage_from_arg(checkpoint_storage)
     if env.experiment_id and env.trial_id and hasattr(storage, "scratch_tag"):
         storage.scratch_tag = f"e{env.experiment_id}t{env.trial_id}-"
-    return Session(host=host, storage=storage, env=env)
+    return Session(host=host, storage=storage, env=env, on_close=on_close)
 
 
 def _tensorboard_for(session: Session, dist: DistributedContext) -> Optional[Any]:

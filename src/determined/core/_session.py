@@ -4,13 +4,13 @@ checkpoint storage, its environment, and what the script reported so far."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from determined.harness._env import TrialEnv
 from determined.harness._host import TrialHost
 from determined.storage import StorageManager
 
-__all__ = ["Session", "searcher_max_length"]
+__all__ = ["Session", "searcher_max_length", "trial_units"]
 
 
 def searcher_max_length(config: Dict[str, Any]) -> Optional[Tuple[str, float]]:
@@ -25,6 +25,21 @@ def searcher_max_length(config: Dict[str, Any]) -> Optional[Tuple[str, float]]:
         (unit, value), = raw.items()
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return (str(unit), float(value))
+    return None
+
+
+def trial_units(config: Dict[str, Any]) -> Optional[float]:
+    """A whole trial's length in the unit its progress is reported in: ``max_length``
+    (batches/epochs/records), else ``max_time`` of a ``time_metric`` search; None when
+    the config has neither (progress then goes as a fraction)."""
+    length = searcher_max_length(config)
+    if length is not None:
+        return length[1]
+    searcher = config.get("searcher") or {}
+    max_time = searcher.get("max_time")
+    if searcher.get("time_metric") and isinstance(max_time, (int, float)) \
+            and not isinstance(max_time, bool):
+        return float(max_time)
     return None
 
 
@@ -46,6 +61,12 @@ class Session:
     steps_completed: int = 0
     last_validation: Optional[Tuple[int, Dict[str, Any]]] = None
     latest_checkpoint: Optional[Tuple[int, str, Dict[str, Any]]] = None
+    on_close: Optional[Callable[[], None]] = None
+
+    def close(self) -> None:
+        if self.on_close is not None:
+            close, self.on_close = self.on_close, None
+            close()
 
     @property
     def config(self) -> Dict[str, Any]:

@@ -16,7 +16,7 @@ import pathlib
 from typing import Any, Callable, Dict, List, Optional
 
 from determined.core._distributed import DistributedContext
-from determined.core._session import Session, check_metrics, check_steps, searcher_max_length
+from determined.core._session import Session, check_metrics, check_steps, trial_units
 from determined.util import plain_values
 
 __all__ = ["TrainContext", "DummyTrainContext", "EarlyExitReason", "TensorboardMode"]
@@ -134,15 +134,13 @@ class TrainContext:
         if math.isnan(value) or not 0.0 <= value <= 1.0:
             raise ValueError(f"Expected report_progress progress in [0, 1]. Received: {progress!r}")
         host = self._chief_host("report_progress")
-        length = searcher_max_length(self._session.config)
-        if host is None:
-            return
-        if length is None:
-            logger.debug("progress %.3f (the config has no searcher.max_length)", value)
-            return
         report = getattr(host, "report_progress", None)
-        if callable(report):
-            report(value * length[1])
+        if not callable(report):
+            return
+        # The host takes units of the searcher's length (max_length, or max_time of a
+        # time-metric search); a config with neither takes the fraction.
+        total = trial_units(self._session.config)
+        report(value * total if total is not None else value)
 
     def report_early_exit(self, reason: EarlyExitReason) -> None:
         """The trial ends early: ``INVALID_HP`` (reported by ``core.Context`` when the
