@@ -4,14 +4,14 @@ schema, in their own SQLite files), identical searcher calls, identical operatio
 handed to the trial processes and identical restore paths.
 
 Both adapters are real; what stands in is their collaborator only: a pool of fake
-processes for the local driver (it records what a trial would be started with) and a
-small host for the master's run (its lock, trial registry and file deletion).
+processes for the local driver (it records what a trial would be started with), and for
+the master's run the real ``Experiments`` service as its host, with process kills and
+scheduler wake-ups noted and file deletion done at once.
 """
 
 from __future__ import annotations
 
 import os
-import threading
 import uuid as uuidlib
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -24,7 +24,8 @@ from determined.config import validate_config
 from determined.local._driver import LocalDriver
 from determined.local._store import LocalStore, open_store
 from determined.master.db import NotFoundError, Store
-from determined.master.experiments import ExperimentRun
+from determined.master._config import LimitsConfig
+from determined.master.experiments import Experiments
 
 OWNER = "determined"
 _RECORDED = ("start", "on_trial_created", "on_validation_completed", "on_trial_closed",
@@ -145,34 +146,6 @@ class _RecordingStorage:
             state = "no record"  # its record went with a rollback
         self._deletes.append((uuid, state))
         self._inner.delete(uuid)
-
-
-class _FakeHost:
-    """What an ExperimentRun needs of the master: its lock, trial registry, process
-    kills and file deletion (done at once here, on a thread in the master)."""
-
-    def __init__(self, store: Store):
-        self.store = store
-        self.lock = threading.RLock()
-        self.trials: Dict[int, Any] = {}
-        self.killed: List[int] = []
-        self.ended: List[int] = []
-
-    def kill_trial(self, trial_id: int) -> None:
-        self.killed.append(trial_id)
-
-    def changed(self, exp_id: Optional[int] = None) -> None:
-        pass
-
-    def wake_scheduler(self) -> None:
-        pass
-
-    def delete_files(self, storage: Any, uuids: List[str]) -> None:
-        for uuid in uuids:
-            storage.delete(uuid)
-
-    def finished(self, run: Any) -> None:
-        self.ended.append(run.id)
 
 
 # ---------------------------------------------------------------- the two sides
@@ -338,12 +311,20 @@ class MasterSide(_Side):
         self.db = Store("sqlite:///" + os.path.join(root, "master.db"))
         self.db.upgrade()
         self.exp_id = self.db.create_experiment(config, b"", owner=OWNER)
-        self.host = _FakeHost(self.db)
-        self.run = ExperimentRun(self.host, self.exp_id, config, "PAUSED",  # type: ignore
-                                 os.path.join(root, "model"),
-                                 source_checkpoint=source,
-                                 capacity=capacity)
-        self.run.storage = _RecordingStorage(self.run.storage, self.db, self.deletes)
+        self.killed: List[int] = []
+
+        def delete_files(storage: Any, uuids: List[str]) -> None:
+            recording = _RecordingStorage(storage, self.db, self.deletes)
+            for uuid in uuids:
+                recording.delete(uuid)
+
+        self.host = Experiments(self.db, root, LimitsConfig(), capacity=lambda cfg: capacity,
+                                kill_process=self.killed.append,
+                                wake=lambda exp_id: None, wake_scheduler=lambda: None,
+                                delete_files=delete_files)
+        self.run = self.host.build(self.exp_id, config, "PAUSED", os.path.join(root, "model"),
+                                   source_checkpoint=source, capacity=capacity)
+        self.host.add(self.run)
 
     @property
     def core(self) -> Any:
@@ -377,7 +358,8 @@ class MasterSide(_Side):
         self._ask(r)
 
     def do_train(self, r: int, batches: int, metrics: Dict[str, Any]) -> None:
-        self.run.training(self._t(r), batches, metrics)
+        t = self._t(r)
+        self.run.store_training(self.run.trained(t, [(batches, metrics)]))
 
     def do_validate(self, r: int, batches: int, report: Dict[str, Any]) -> None:
         self.run.validation(self._t(r), batches, report)
@@ -386,7 +368,8 @@ class MasterSide(_Side):
         self.run.validate_op_completed(self._t(r), report)
 
     def do_checkpoint(self, r: int, batches: int, uuid: str, meta: Dict[str, Any]) -> None:
-        self.run.checkpoint(self._t(r), batches, uuid, meta)
+        self.run.checkpoint(self._t(r), batches, uuid, self.run.checkpoint_resources(uuid),
+                            meta)
 
     def do_early_exit(self, r: int) -> None:
         self.run.early_exit(self._t(r))

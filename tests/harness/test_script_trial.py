@@ -221,3 +221,37 @@ def test_sigterm_to_the_trial_process_reaches_the_script(tmp_path, out_dir):
 def test_connect_outside_a_trial_is_none(monkeypatch):
     monkeypatch.delenv("DET_SCRIPT_LINK", raising=False)
     assert connect() is None
+
+
+def test_sigkilled_trial_process_takes_the_scripts_process_group_along(tmp_path, out_dir):
+    """A kill of the trial process alone (the local driver's, or an agent's killpg of
+    the trial's group): the script and what it started go too."""
+    _write(tmp_path, "spawner.py", """
+        import os, subprocess, sys, time
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        open(os.environ["OUT_DIR"] + "/pids", "w").write(f"{os.getpid()} {child.pid}")
+        while True:
+            time.sleep(0.1)
+    """)
+    (tmp_path / "wrapper.py").write_text(textwrap.dedent(f"""
+        from determined.harness import InProcessHost, TrialEnv
+        from determined.harness._script_trial import run_script
+        env = TrialEnv({{"entrypoint": "python3 spawner.py"}}, {{}}, {str(tmp_path / "model")!r})
+        run_script(env, InProcessHost([]), {{"type": "shared_fs", "host_path": "/tmp"}})
+    """))
+    import subprocess
+
+    wrapper = subprocess.Popen([sys.executable, str(tmp_path / "wrapper.py")],
+                               start_new_session=True)
+    pids = tmp_path / "pids"
+    deadline = time.monotonic() + 60
+    while not (pids.exists() and pids.read_text()):
+        assert wrapper.poll() is None and time.monotonic() < deadline
+        time.sleep(0.05)
+    script, grandchild = map(int, pids.read_text().split())
+    os.killpg(wrapper.pid, signal.SIGKILL)  # as an agent kills a trial
+    wrapper.wait()
+    deadline = time.monotonic() + 20
+    while _alive(script) or _alive(grandchild):
+        assert time.monotonic() < deadline, "the script's group outlived its trial process"
+        time.sleep(0.1)

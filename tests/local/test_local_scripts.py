@@ -160,3 +160,26 @@ def test_bad_entrypoints_are_named(tmp_path, script_dir):
                          script_dir)
         assert out.returncode != 0
         assert "entrypoint" in out.stderr and expected in out.stderr, out.stderr
+
+
+def test_adaptive_search_over_a_core_api_script(tmp_path):
+    """tests/fixtures/core_api/train.py (a ``determined.core`` script) under adaptive_asha,
+    every trial with a slot of its own (a trial waiting for its rung is not suspended)."""
+    from conftest import FIXTURES
+
+    core_dir = FIXTURES / "core_api"
+    config = tmp_path / "core.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "core-asha",
+        "entrypoint": ["python3", "train.py", "--checkpoint-every", "5"],
+        "hyperparameters": {"lr": {"type": "log", "base": 10, "minval": -2, "maxval": -1}},
+        "searcher": {"name": "adaptive_asha", "metric": "validation_loss", "max_trials": 3,
+                     "max_length": {"batches": 20}, "divisor": 2, "max_rungs": 2},
+        "max_restarts": 0,
+    }))
+    out, result = _create(tmp_path, config, core_dir, "--slots", "3")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert result["state"] == "COMPLETED" and len(result["trials"]) == 3
+    assert all(t["state"] == "COMPLETED" and t["best_metric"] > 0 for t in result["trials"])
+    assert max(t["batches"] for t in result["trials"]) == 20
+    assert "done at step" in _logs(tmp_path, result["trials"][0]["trial_id"])

@@ -29,7 +29,10 @@ def _preview(args: argparse.Namespace) -> int:
     lengths = Counter()
     for trial in result.trials.values():
         lengths[trial.trained_units] += 1
-    unit = searchers.make_searcher(cfg).unit.value
+    searcher = searchers.make_searcher(cfg)
+    # A self-paced search plays scripts that train to max_time (time metric units).
+    unit = (searcher.unit.value if searcher.unit is not None else
+            searcher.time_metric.name if searcher.time_metric else "steps")
     console = Console()
     console.print(f"Using search configuration: {cfg['searcher']}", soft_wrap=True)
     table = Table()

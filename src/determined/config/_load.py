@@ -215,6 +215,9 @@ def _cross_field_errors(config: Mapping[str, Any]) -> List[Tuple[str, str]]:
         errors.append(
             ("hyperparameters.global_batch_size", "Field required (expected a positive integer)")
         )
+    searcher = config.get("searcher")
+    if config.get("entrypoint") is not None and not script and isinstance(searcher, Mapping):
+        errors += _trial_class_searcher_errors(searcher)
     rpe = config.get("records_per_epoch", 0)
     if not (isinstance(rpe, int) and rpe > 0) and not script:
         searcher = config.get("searcher") if isinstance(config.get("searcher"), Mapping) else {}
@@ -234,6 +237,20 @@ def _cross_field_errors(config: Mapping[str, Any]) -> List[Tuple[str, str]]:
                            f"{MASK!r} is how the API shows a secret (e.g. in a config copied "
                            "from `det e config` or the web UI): give the real key, or leave "
                            "it out to use the credentials of the environment"))
+    return errors
+
+
+def _trial_class_searcher_errors(searcher: Mapping[str, Any]) -> List[Tuple[str, str]]:
+    """A Trial class trains what the searcher's operations say: it needs a length; a
+    time metric (0.38), or no length at all, is for scripts, which train their own."""
+    script_only = "is for script entrypoints (a command such as 'python3 train.py')"
+    errors = [(f"searcher.{key}", f"{script_only}; a Trial class needs searcher.max_length")
+              for key in ("time_metric", "max_time") if searcher.get(key) is not None]
+    # (adaptive_asha without either is the schema's error)
+    lengthless = searcher.get("name") in ("single", "random", "grid")
+    if lengthless and searcher.get("max_length") is None and not errors:
+        errors.append(("searcher.max_length", "Field required for a Trial class entrypoint "
+                                              f"(a searcher without it {script_only})"))
     return errors
 
 

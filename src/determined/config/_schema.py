@@ -123,26 +123,62 @@ Mode = Literal["aggressive", "standard", "conservative"]
 Sampler = Literal["random", "tpe"]  # searcher.sampler: determined.searcher._sampler
 
 
-class SingleSearcher(_SearcherBase):
+def _time_fields(model: Any, length_required: bool) -> Any:
+    """``time_metric`` and ``max_time`` (Determined 0.38) come together and replace
+    ``max_length``; searchers that need a length need one of the two."""
+    tm, mt, ml = model.time_metric, model.max_time, model.max_length
+    if (tm is None) != (mt is None):
+        raise ValueError(
+            "Expected searcher.time_metric and searcher.max_time together. Received: "
+            f"time_metric={tm!r}, max_time={mt!r}")
+    if tm is not None and ml is not None:
+        raise ValueError(
+            "Expected either searcher.max_length or searcher.time_metric with "
+            f"searcher.max_time, not both. Received: max_length={ml}, time_metric={tm!r}")
+    if length_required and tm is None and ml is None:
+        raise ValueError(
+            "Expected searcher.max_length, or searcher.time_metric with searcher.max_time")
+    return model
+
+
+class _SelfPacedFields(BaseModel):
+    """Searchers whose trials may train their own length (script entrypoints): without
+    ``max_length`` each trial runs until its script exits."""
+
+    max_length: Optional[Dict[str, Any]] = None
+    time_metric: Optional[str] = Field(default=None, min_length=1)
+    max_time: Optional[int] = Field(default=None, gt=0)
+
+
+class SingleSearcher(_SearcherBase, _SelfPacedFields):
     name: Literal["single"]
-    max_length: Dict[str, Any]
     _v = _length_validator("max_length")
 
+    @model_validator(mode="after")
+    def _time(self) -> "SingleSearcher":
+        return _time_fields(self, length_required=False)
 
-class RandomSearcher(_SearcherBase):
+
+class RandomSearcher(_SearcherBase, _SelfPacedFields):
     name: Literal["random"]
-    max_length: Dict[str, Any]
     max_trials: int = Field(gt=0)
     max_concurrent_trials: int = Field(default=0, ge=0)
     sampler: Sampler = "random"
     _v = _length_validator("max_length")
 
+    @model_validator(mode="after")
+    def _time(self) -> "RandomSearcher":
+        return _time_fields(self, length_required=False)
 
-class GridSearcher(_SearcherBase):
+
+class GridSearcher(_SearcherBase, _SelfPacedFields):
     name: Literal["grid"]
-    max_length: Dict[str, Any]
     max_concurrent_trials: int = Field(default=0, ge=0)
     _v = _length_validator("max_length")
+
+    @model_validator(mode="after")
+    def _time(self) -> "GridSearcher":
+        return _time_fields(self, length_required=False)
 
 
 class _Adaptive(_SearcherBase):
@@ -155,11 +191,16 @@ class _Adaptive(_SearcherBase):
     _v = _length_validator("max_length")
 
 
-class AdaptiveAshaSearcher(_Adaptive):
+class AdaptiveAshaSearcher(_Adaptive, _SelfPacedFields):
     name: Literal["adaptive_asha"]
+    max_length: Optional[Dict[str, Any]] = None  # or time_metric + max_time
     max_trials: int = Field(gt=0)
     max_concurrent_trials: int = Field(default=0, ge=0)
     stop_once: bool = False
+
+    @model_validator(mode="after")
+    def _time(self) -> "AdaptiveAshaSearcher":
+        return _time_fields(self, length_required=True)
 
 
 class AdaptiveSimpleSearcher(_Adaptive):

@@ -5,9 +5,26 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict
 
-from determined.common.trial_ops import trial_op
+from determined import searcher as searchers
+from determined.common.trial_ops import OpKind, TrialOp
 
-__all__ = ["Assignment"]
+__all__ = ["Assignment", "trial_op"]
+
+_KINDS = {
+    searchers.Validate: OpKind.VALIDATE,
+    searchers.Checkpoint: OpKind.CHECKPOINT,
+    searchers.Close: OpKind.CLOSE,
+}
+
+
+def trial_op(op: Any) -> TrialOp:
+    """The runner's form of a Train, Validate, Checkpoint or Close operation."""
+    if isinstance(op, searchers.Train):
+        return TrialOp(OpKind.TRAIN, op.length)
+    try:
+        return TrialOp(_KINDS[type(op)])
+    except KeyError:
+        raise TypeError(f"Expected a per-trial searcher operation. Received: {op!r}") from None
 
 
 @dataclasses.dataclass(frozen=True)

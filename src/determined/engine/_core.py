@@ -32,11 +32,14 @@ import math
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from determined import searcher as searchers
-from determined.config import ExperimentConfig, Unit
+from determined.common.frozen_entries import FrozenEntries
+from determined.config import ExperimentConfig, Unit, is_script_entrypoint
 from determined.engine import _checkpoints as ckpts
 from determined.engine import _effects as fx
+from determined.engine import _snapshot
 from determined.engine._assignment import Assignment
 from determined.engine._checkpoints import check_checkpoint_id
+from determined.engine._scripts import ScriptTrials
 from determined.engine._states import (
     LIVE,
     EngineError,
@@ -55,7 +58,6 @@ __all__ = ["ExperimentCore", "EngineError", "check_checkpoint_id"]
 _S, _E = TrialState, ExperimentState
 _STOPPING = {_E.STOPPING_COMPLETED: _E.COMPLETED, _E.STOPPING_CANCELED: _E.CANCELED,
              _E.STOPPING_ERROR: _E.ERROR}
-_SNAPSHOT_VERSION = 1
 
 
 def _finite(value: Any) -> Optional[float]:
@@ -66,7 +68,7 @@ def _finite(value: Any) -> Optional[float]:
     return None if math.isnan(value) else value
 
 
-class ExperimentCore:
+class ExperimentCore(ScriptTrials):
     """One experiment's lifecycle.
 
     Args:
@@ -75,7 +77,9 @@ class ExperimentCore:
             from (``searcher.source_checkpoint_uuid`` / ``source_trial_id``, resolved
             by the adapter).
 
-    Every event method returns the effects to carry out, in order.
+    Every event method returns the effects to carry out, in order. The queries
+    (``schedulable``, ``next_op``, ``should_stop``, ``is_best``, ``progress``, ...) return
+    none; ``next_op`` moves the asking trial between states that have a process.
     """
 
     def __init__(self, config: Mapping[str, Any], source_checkpoint: Optional[str] = None,
@@ -85,6 +89,7 @@ class ExperimentCore:
         self.config = dict(config)
         self.cfg = ExperimentConfig(self.config)
         self.searcher = searchers.make_searcher(self.config)
+        self.scripted = is_script_entrypoint(self.config.get("entrypoint"))
         if capacity is not None and capacity >= 1:
             # Before the search starts: no trial exists yet, so no operation follows.
             self.searcher.on_capacity_changed(capacity)
@@ -98,17 +103,10 @@ class ExperimentCore:
         self.reason = ""
         self.events = 0  # searcher events applied
         self._seq = 0
-        self._out: List[fx.Effect] = []
-        self._frozen: Dict[int, Dict[str, Any]] = {}  # snapshots of ended trials (final)
+        self._frozen = FrozenEntries()  # an ended trial never changes again
 
     # ------------------------------------------------------------------ plumbing
-
-    def _emit(self, *effects: fx.Effect) -> None:
-        self._out.extend(effects)
-
-    def _take(self) -> List[fx.Effect]:
-        out, self._out = self._out, []
-        return out
+    # Every helper that changes state returns the effects of the change, in order.
 
     def trial(self, request_id: int) -> CoreTrial:
         try:
@@ -117,35 +115,36 @@ class ExperimentCore:
             raise EngineError(f"Expected the request id of a trial of this experiment. "
                               f"Received: request_id={request_id!r}") from None
 
-    def _move(self, t: CoreTrial, new: TrialState, event: str) -> None:
+    def _move(self, t: CoreTrial, new: TrialState, event: str) -> List[fx.Effect]:
         if new is t.state:
-            return
+            return []
         if new not in TRANSITIONS[t.state]:
             raise IllegalTransition(t.request_id, t.state, new, event)
         t.state = new
-        if new is _S.PENDING:
-            self._emit(fx.LaunchTrial(t.request_id))
-        self._show(t)
+        out: List[fx.Effect] = [fx.LaunchTrial(t.request_id)] if new is _S.PENDING else []
+        return out + self._show(t)
 
     def _display(self, t: CoreTrial) -> str:
         if t.state in TERMINAL:
             return t.state.value
         return "PAUSED" if self.state is _E.PAUSED else "ACTIVE"
 
-    def _show(self, t: CoreTrial) -> None:
+    def _show(self, t: CoreTrial) -> List[fx.Effect]:
         shown = self._display(t)
-        if shown != t.shown_state:
-            t.shown_state = shown
-            self._emit(fx.UpdateTrial(t.request_id, {"state": shown}))
+        if shown == t.shown_state:
+            return []
+        t.shown_state = shown
+        return [fx.UpdateTrial(t.request_id, {"state": shown})]
 
-    def _set_state(self, state: ExperimentState) -> None:
+    def _set_state(self, state: ExperimentState) -> List[fx.Effect]:
         if state is self.state:
-            return
+            return []
         check_experiment_transition(self.state, state)
         self.state = state
-        self._emit(fx.SetExperimentState(state.value))
+        out: List[fx.Effect] = [fx.SetExperimentState(state.value)]
         for t in self.trials.values():
-            self._show(t)
+            out += self._show(t)
+        return out
 
     def _signed(self, value: float) -> float:
         return value if self.cfg.smaller_is_better else -value
@@ -154,46 +153,51 @@ class ExperimentCore:
 
     def start(self, activate: bool = True) -> List[fx.Effect]:
         """The searcher's first operations; ``activate`` starts the experiment ACTIVE."""
-        self._set_state(_E.ACTIVE if activate else _E.PAUSED)
-        self._searcher_event(self.searcher.start())
-        return self._take()
+        out = self._set_state(_E.ACTIVE if activate else _E.PAUSED)
+        return out + self._searcher_event(self.searcher.start())
 
-    def _searcher_event(self, ops: List[Any]) -> None:
+    def _searcher_event(self, ops: List[Any]) -> List[fx.Effect]:
         self.events += 1
-        self._apply(ops)
-        self._emit(fx.SaveSnapshot())
-        self._maybe_finish()
+        out = self._apply(ops)
+        out.append(fx.SaveSnapshot())
+        return out + self._maybe_finish()
 
-    def _apply(self, ops: Iterable[Any]) -> None:
+    def _apply(self, ops: Iterable[Any]) -> List[fx.Effect]:
+        out: List[fx.Effect] = []
         for op in ops:
             if isinstance(op, searchers.Create):
-                self._create(op)
+                out += self._create(op)
             elif isinstance(op, searchers.Shutdown):
                 self.shutdown = op
                 self.reason = op.reason
             else:
                 t = self.trial(op.request_id)
                 t.ops.append(op)
+                out += self._script_queued(t, op)
+                if not t.ops:
+                    continue  # (a script's latest checkpoint satisfied it)
                 if t.state is _S.WAITING:
-                    self._emit(fx.WakeTrial(t.request_id))
+                    out.append(fx.WakeTrial(t.request_id))
                 elif t.state is _S.IDLE:
                     if isinstance(t.ops[0], searchers.Close):
                         t.ops.clear()  # its last checkpoint is its final state
-                        self._complete(t, report_close=True)
+                        out += self._complete(t, report_close=True)
                     else:
-                        self._move(t, _S.PENDING, "searcher operation")
+                        out += self._move(t, _S.PENDING, "searcher operation")
+        return out
 
-    def _create(self, op: searchers.Create) -> None:
+    def _create(self, op: searchers.Create) -> List[fx.Effect]:
         if op.request_id in self.trials:
             raise EngineError(f"The searcher created request id {op.request_id} twice")
         warm = None if op.checkpoint_of is not None else self.source_checkpoint
         t = CoreTrial(op.request_id, copy.deepcopy(op.hparams), op.trial_seed,
                       op.checkpoint_of, warm_start=warm, arrival=len(self.trials) + 1)
         self.trials[op.request_id] = t
-        self._emit(fx.CreateTrial(t.request_id, t.hparams, t.seed, t.checkpoint_of, warm))
         t.shown_state = self._display(t)
-        self._emit(fx.LaunchTrial(t.request_id))
-        self._apply(self.searcher.on_trial_created(op.request_id))
+        out: List[fx.Effect] = [
+            fx.CreateTrial(t.request_id, t.hparams, t.seed, t.checkpoint_of, warm),
+            fx.LaunchTrial(t.request_id)]
+        return out + self._apply(self.searcher.on_trial_created(op.request_id))
 
     # ------------------------------------------------------------------ scheduling view
 
@@ -209,7 +213,10 @@ class ExperimentCore:
         return [r for r, t in self.trials.items() if t.state in LIVE]
 
     def waiting(self) -> List[int]:
-        """Running trials that wait for work (they could give their slot back)."""
+        """Running trials that wait for work (they could give their slot back; a
+        self-paced script trains on while it waits)."""
+        if self.scripted and self.searcher.self_paced:
+            return []
         return [r for r, t in self.trials.items() if t.state is _S.WAITING]
 
     def _parent_ready(self, t: CoreTrial) -> bool:
@@ -239,11 +246,11 @@ class ExperimentCore:
     def trial_started(self, request_id: int) -> List[fx.Effect]:
         """A process for the trial was started (the adapter took a slot for it)."""
         t = self.trial(request_id)
-        self._move(t, _S.RUNNING, "trial started")
+        out = self._move(t, _S.RUNNING, "trial started")
         uuid, warm = self.restore_point(request_id)
         if warm and t.warm_start != uuid:
             t.warm_start = uuid
-            self._emit(fx.UpdateTrial(request_id, {"warm_start_checkpoint": uuid}))
+            out.append(fx.UpdateTrial(request_id, {"warm_start_checkpoint": uuid}))
         what = ("starts" if t.starts == 0 else "restarts" if t.failed_last
                 else "resumes")
         t.starts += 1
@@ -254,8 +261,8 @@ class ExperimentCore:
             line += f", restoring checkpoint {uuid} at {t.checkpoint_batches} batches"
         elif uuid:
             line += f", warm-started from checkpoint {uuid}"
-        self._emit(fx.TrialLog(request_id, line))
-        return self._take()
+        out.append(fx.TrialLog(request_id, line))
+        return out
 
     def next_op(self, request_id: int) -> Optional[Assignment]:
         """The trial's next operation, or None if the searcher has not sent one yet
@@ -269,17 +276,27 @@ class ExperimentCore:
                 t.current_op, searchers.Close):
             t.current_op = None
         if self.state is not _E.ACTIVE:
-            self._move(t, _S.STOPPING, "next operation")
+            self._quiet_move(t, _S.STOPPING)
             return self._stop_op(t)
+        stop = self._script_next_op(t)
+        if stop is not None:
+            return stop
         if t.ops:
             op = t.ops.pop(0)
             t.current_op = op
             if isinstance(op, searchers.Train):
                 t.last_train = op.length
-            self._move(t, _S.RUNNING, "next operation")
+            self._quiet_move(t, _S.RUNNING)
             return Assignment(op)
-        self._move(t, _S.WAITING, "next operation")
+        self._quiet_move(t, _S.WAITING)
         return None
+
+    def _quiet_move(self, t: CoreTrial, new: TrialState) -> None:
+        # A query has no effect list: these moves, between states with a process,
+        # neither launch a trial nor change what is displayed.
+        effects = self._move(t, new, "next operation")
+        if effects:
+            raise AssertionError(f"next_op moved a trial with effects: {effects!r}")
 
     @staticmethod
     def _stop_op(t: CoreTrial) -> Assignment:
@@ -290,7 +307,8 @@ class ExperimentCore:
     def should_stop(self, request_id: int) -> bool:
         """Whether the trial's process must checkpoint and exit now."""
         t = self.trial(request_id)
-        return t.state not in (_S.RUNNING, _S.WAITING) or self.state is not _E.ACTIVE
+        return (t.state not in (_S.RUNNING, _S.WAITING) or self.state is not _E.ACTIVE
+                or self._script_must_stop(t))
 
     def trial_trained(self, request_id: int, batches: int,
                       metrics: Mapping[str, Any]) -> List[fx.Effect]:
@@ -298,8 +316,8 @@ class ExperimentCore:
         t = self.trial(request_id)
         if t.state in LIVE and batches > t.batches:
             t.batches = batches
-            self._emit(fx.StoreMetrics(request_id, "training", batches, dict(metrics)))
-        return self._take()
+            return [fx.StoreMetrics(request_id, "training", batches, dict(metrics))]
+        return []
 
     def trial_validated(self, request_id: int, batches: int,
                         report: Mapping[str, Any]) -> List[fx.Effect]:
@@ -307,10 +325,10 @@ class ExperimentCore:
         by name, ``num_inputs``): stored whole, its searcher metric read here."""
         t = self.trial(request_id)
         if t.state not in LIVE or batches <= t.validated_batches:
-            return self._take()
+            return []
         t.validated_batches = batches
         t.batches = max(t.batches, batches)
-        self._emit(fx.StoreMetrics(request_id, "validation", batches, dict(report)))
+        out: List[fx.Effect] = [fx.StoreMetrics(request_id, "validation", batches, dict(report))]
         metrics = report.get("validation_metrics") or {}
         value = _finite(metrics.get(self.cfg.metric))
         t.last_validation = (batches, value)
@@ -323,16 +341,19 @@ class ExperimentCore:
                 self.best_value = signed
             if t.best_metric is None or signed < self._signed(t.best_metric):
                 t.best_metric = value
-                self._emit(fx.UpdateTrial(request_id, {"best_validation": value}))
-        return self._take()
+                out.append(fx.UpdateTrial(request_id, {"best_validation": value}))
+        return out + self._script_validated(t, batches, metrics)
 
     def progress(self) -> float:
         """Fraction of the search done, in [0, 1], counting what each trial has trained
         so far (converted to the searcher's unit), not only validated lengths."""
         unit = self.searcher.unit
         per_epoch = self.cfg.records_per_epoch
-        trained: Dict[int, int] = {}
+        trained: Dict[int, float] = {}
         for r, t in self.trials.items():
+            if self.scripted:  # steps are in the searcher's unit
+                trained[r] = self._script_units(t)
+                continue
             units = t.batches
             if unit is Unit.RECORDS:
                 units *= int(t.hparams.get("global_batch_size", 1))
@@ -362,7 +383,7 @@ class ExperimentCore:
         resources = dict(resources or {})
         content = ckpts.content_key(resources, framework, format)
         if ckpts.is_repeat(uuid, self.checkpoints.get(uuid), request_id, batches, content):
-            return self._take()
+            return []
         if t.state in TERMINAL:
             raise EngineError(f"Trial (request id {request_id}) reported checkpoint {uuid} "
                               f"after it ended ({t.state.value})")
@@ -373,15 +394,15 @@ class ExperimentCore:
                                   "order": self._seq, "metric": metric, "deleted": False,
                                   "content": content}
         t.latest_checkpoint, t.checkpoint_batches = uuid, batches
-        self._emit(fx.RegisterCheckpoint(request_id, uuid, batches, resources, framework,
-                                         format),
-                   fx.UpdateTrial(request_id, {"latest_checkpoint": uuid,
-                                               "total_batches": batches}))
+        self._script_settle_checkpoints(t)  # (the children are launched below)
+        out: List[fx.Effect] = [
+            fx.RegisterCheckpoint(request_id, uuid, batches, resources, framework, format),
+            fx.UpdateTrial(request_id, {"latest_checkpoint": uuid, "total_batches": batches})]
         for child in self.trials.values():  # a warm-start child may wait for it
             if child.checkpoint_of == request_id and child.state is _S.PENDING:
-                self._emit(fx.LaunchTrial(child.request_id))
-        self._emit(fx.SaveSnapshot())
-        return self._take()
+                out.append(fx.LaunchTrial(child.request_id))
+        out.append(fx.SaveSnapshot())
+        return out
 
     def validate_op_completed(self, request_id: int,
                               report: Mapping[str, Any]) -> List[fx.Effect]:
@@ -393,18 +414,18 @@ class ExperimentCore:
             raise EngineError(f"Trial (request id {request_id}) reported a Validate "
                               f"operation done, but its operation is {t.current_op!r}")
         t.current_op = None  # done: never replayed after a restart
-        self._searcher_event(self.searcher.on_validation_completed(request_id, dict(metrics)))
-        return self._take()
+        return self._searcher_event(self.searcher.on_validation_completed(request_id,
+                                                                          dict(metrics)))
 
     def early_exit(self, request_id: int) -> List[fx.Effect]:
         """The user's code asked to stop the trial (it closes normally afterwards)."""
         t = self.trial(request_id)
-        if not t.exit_reported and t.state not in TERMINAL:
-            t.exit_reported = True
-            self._emit(fx.TrialLog(request_id, "Trial requested to stop early"))
-            self._searcher_event(self.searcher.on_trial_exited_early(
-                request_id, searchers.ExitedReason.USER_REQUESTED_STOP))
-        return self._take()
+        if t.exit_reported or t.state in TERMINAL:
+            return []
+        t.exit_reported = True
+        out: List[fx.Effect] = [fx.TrialLog(request_id, "Trial requested to stop early")]
+        return out + self._searcher_event(self.searcher.on_trial_exited_early(
+            request_id, searchers.ExitedReason.USER_REQUESTED_STOP))
 
     def trial_exited(self, request_id: int, code: Optional[int] = 0,
                      signal: Optional[int] = None, message: str = "") -> List[fx.Effect]:
@@ -417,48 +438,54 @@ class ExperimentCore:
         closed = isinstance(t.current_op, searchers.Close)
         t.failed_last = False
         if t.state is _S.KILLING:
-            self._end(t, _S.CANCELED, f"Trial killed ({how})")
-            if not t.exit_reported and self.state not in _STOPPING:
-                t.exit_reported = True
-                self._searcher_event(self.searcher.on_trial_exited_early(
-                    request_id, searchers.ExitedReason.USER_REQUESTED_STOP))
+            out = self._end(t, _S.CANCELED, f"Trial killed ({how})")
+            out += self._report_killed(t)
         elif self.state is _E.STOPPING_CANCELED:
-            self._end(t, _S.CANCELED, f"Trial stopped: experiment canceled ({how})")
+            out = self._end(t, _S.CANCELED, f"Trial stopped: experiment canceled ({how})")
+        elif code == 0 and not signal and self.scripted:
+            out = self._script_exit_0(t)
         elif code == 0 and not signal and not closed and not t.exit_reported:
-            self._requeue(t)
-            self._emit(fx.TrialLog(request_id, f"Trial stopped after a checkpoint at "
+            out = self._requeue(t)
+            out.append(fx.TrialLog(request_id, f"Trial stopped after a checkpoint at "
                                    f"{t.checkpoint_batches} batches; it resumes later"))
-            self._move(t, _S.PENDING if t.ops else _S.IDLE, "trial exited")
+            out += self._move(t, _S.PENDING if t.ops else _S.IDLE, "trial exited")
         elif code == 0 and not signal:
-            self._complete(t, report_close=closed and not t.exit_reported)
+            out = self._complete(t, report_close=closed and not t.exit_reported)
         else:
-            self._failed(t, how, message)
-        self._emit(fx.SaveSnapshot())
-        self._maybe_finish()
-        return self._take()
+            out = self._failed(t, how, message)
+        out.append(fx.SaveSnapshot())
+        return out + self._maybe_finish()
 
-    def _failed(self, t: CoreTrial, how: str, message: str) -> None:
+    def _report_killed(self, t: CoreTrial) -> List[fx.Effect]:
+        """The searcher hears of a trial the user killed (once; not while stopping)."""
+        if t.exit_reported or self.state in _STOPPING:
+            return []
+        t.exit_reported = True
+        return self._searcher_event(self.searcher.on_trial_exited_early(
+            t.request_id, searchers.ExitedReason.USER_REQUESTED_STOP))
+
+    def _failed(self, t: CoreTrial, how: str, message: str) -> List[fx.Effect]:
         error = f"Trial failed ({how})" + (f": {message}" if message else "")
         t.error = error
         budget = self.cfg.max_restarts
         if t.restarts < budget and not self.killed and self.state not in _STOPPING:
             t.restarts += 1
             t.failed_last = True
-            self._requeue(t)
-            self._emit(fx.TrialLog(t.request_id, f"{error}; restart {t.restarts} of {budget} "
-                                   f"from {t.latest_checkpoint or 'the beginning'} at "
-                                   f"{t.checkpoint_batches} batches"),
-                       fx.UpdateTrial(t.request_id, {"restarts": t.restarts}))
-            self._move(t, _S.PENDING, "trial failed")
-            return
+            out = self._requeue(t)
+            out += [fx.TrialLog(t.request_id, f"{error}; restart {t.restarts} of {budget} "
+                                f"from {t.latest_checkpoint or 'the beginning'} at "
+                                f"{t.checkpoint_batches} batches"),
+                    fx.UpdateTrial(t.request_id, {"restarts": t.restarts})]
+            return out + self._move(t, _S.PENDING, "trial failed")
         why = "no restarts left" if t.restarts >= budget else "experiment stopping"
-        self._end(t, _S.ERROR, f"{error}; {why} ({t.restarts} of {budget} restarts used)")
+        out = self._end(t, _S.ERROR, f"{error}; {why} ({t.restarts} of {budget} restarts used)")
         if not t.exit_reported and self.state not in _STOPPING:
             t.exit_reported = True
-            self._searcher_event(self.searcher.on_trial_exited_early(
+            out += self._searcher_event(self.searcher.on_trial_exited_early(
                 t.request_id, searchers.ExitedReason.ERRORED))
+        return out
 
-    def _requeue(self, t: CoreTrial) -> None:
+    def _requeue(self, t: CoreTrial) -> List[fx.Effect]:
         """Put back the work a stopped or failed process did not finish. Train lengths
         are cumulative, so repeating the last Train from an older checkpoint is exact."""
         done = self._last_train_done(t)
@@ -469,16 +496,20 @@ class ExperimentCore:
         if not done and t.last_train is not None and not (
                 t.ops and isinstance(t.ops[0], searchers.Train)):
             t.ops.insert(0, searchers.Train(t.request_id, t.last_train))
+        out: List[fx.Effect] = []
         if t.batches > t.checkpoint_batches or t.validated_batches > t.checkpoint_batches:
-            self._emit(fx.RollbackMetrics(t.request_id, t.checkpoint_batches))
+            out.append(fx.RollbackMetrics(t.request_id, t.checkpoint_batches))
         t.batches = t.checkpoint_batches
         t.validated_batches = min(t.validated_batches, t.checkpoint_batches)
+        return out
 
     def _last_train_done(self, t: CoreTrial) -> bool:
         if t.last_train is None:
             return True
         if not t.latest_checkpoint:
             return False
+        if self.scripted:
+            return t.checkpoint_batches >= t.last_train.units
         try:
             gbs = int(t.hparams["global_batch_size"])
             target = self.cfg.length_to_batches(t.last_train, gbs)
@@ -486,56 +517,53 @@ class ExperimentCore:
             return False
         return t.checkpoint_batches >= target
 
-    def _complete(self, t: CoreTrial, report_close: bool) -> None:
-        self._end(t, _S.COMPLETED, "Trial completed")
+    def _complete(self, t: CoreTrial, report_close: bool) -> List[fx.Effect]:
+        out = self._end(t, _S.COMPLETED, "Trial completed")
         if report_close:
-            self._searcher_event(self.searcher.on_trial_closed(t.request_id))
+            out += self._searcher_event(self.searcher.on_trial_closed(t.request_id))
+        return out
 
-    def _end(self, t: CoreTrial, state: TrialState, line: str) -> None:
+    def _end(self, t: CoreTrial, state: TrialState, line: str) -> List[fx.Effect]:
         t.ops.clear()
         t.current_op = None
-        self._move(t, state, "trial ended")
-        self._emit(fx.TrialLog(t.request_id, line))
+        return self._move(t, state, "trial ended") + [fx.TrialLog(t.request_id, line)]
 
     # ------------------------------------------------------------------ user actions
 
     def activate(self) -> List[fx.Effect]:
-        if self.state is _E.PAUSED:
-            self._set_state(_E.ACTIVE)
-            for r in self.schedulable():
-                self._emit(fx.LaunchTrial(r))
-            self._emit(fx.SaveSnapshot())
-        return self._take()
+        if self.state is not _E.PAUSED:
+            return []
+        out = self._set_state(_E.ACTIVE)
+        out += [fx.LaunchTrial(r) for r in self.schedulable()]
+        return out + [fx.SaveSnapshot()]
 
     def pause(self) -> List[fx.Effect]:
         """Running trials checkpoint and exit; nothing starts until ``activate``."""
-        if self.state is _E.ACTIVE:
-            self._set_state(_E.PAUSED)
-            for t in self.trials.values():
-                if t.state in (_S.RUNNING, _S.WAITING):
-                    self._move(t, _S.STOPPING, "pause")
-                    self._emit(fx.StopTrial(t.request_id))
-            self._emit(fx.SaveSnapshot())
-        return self._take()
+        if self.state is not _E.ACTIVE:
+            return []
+        out = self._set_state(_E.PAUSED)
+        for t in self.trials.values():
+            if t.state in (_S.RUNNING, _S.WAITING):
+                out += self._move(t, _S.STOPPING, "pause")
+                out.append(fx.StopTrial(t.request_id))
+        return out + [fx.SaveSnapshot()]
 
     def cancel(self, kill: bool = False) -> List[fx.Effect]:
         """Stop the experiment (``kill``: without checkpointing first)."""
         if self.state in TERMINAL_EXPERIMENT:
-            return self._take()
-        if self.state not in _STOPPING:
-            self._set_state(_E.STOPPING_CANCELED)
+            return []
+        out = [] if self.state in _STOPPING else self._set_state(_E.STOPPING_CANCELED)
         if kill:
             self.killed = True
         for t in self.trials.values():
             if kill and t.state in LIVE and t.state is not _S.KILLING:
-                self._move(t, _S.KILLING, "kill")
-                self._emit(fx.KillTrial(t.request_id))
+                out += self._move(t, _S.KILLING, "kill")
+                out.append(fx.KillTrial(t.request_id))
             elif t.state in (_S.RUNNING, _S.WAITING):
-                self._move(t, _S.STOPPING, "cancel")
-                self._emit(fx.StopTrial(t.request_id))
-        self._emit(fx.SaveSnapshot())
-        self._maybe_finish()
-        return self._take()
+                out += self._move(t, _S.STOPPING, "cancel")
+                out.append(fx.StopTrial(t.request_id))
+        out.append(fx.SaveSnapshot())
+        return out + self._maybe_finish()
 
     def abort(self, state: str, reason: str = "") -> List[fx.Effect]:
         """End the experiment at once as ``state`` (ERROR or CANCELED) because its adapter
@@ -546,50 +574,45 @@ class ExperimentCore:
             raise EngineError(f"Expected an abort state of ERROR or CANCELED. "
                               f"Received: state={state!r}")
         if self.finished:
-            return self._take()
+            return []
         self.killed = True
         if reason:
             self.reason = reason
+        out: List[fx.Effect] = []
         for t in self.trials.values():
             if t.state in LIVE and t.state is not _S.KILLING:
-                self._emit(fx.KillTrial(t.request_id))
+                out.append(fx.KillTrial(t.request_id))
             if t.state not in TERMINAL:
-                self._end(t, _S.CANCELED, f"Trial canceled: the experiment was aborted"
-                          f"{': ' + reason if reason else ''}")
+                out += self._end(t, _S.CANCELED, f"Trial canceled: the experiment was aborted"
+                                 f"{': ' + reason if reason else ''}")
         if final is _E.ERROR or self.state is _E.STOPPING_COMPLETED:
-            final = _E.ERROR  # (a completing search cannot turn CANCELED)
-            self._set_state(_E.STOPPING_ERROR)
+            # (a completing search cannot turn CANCELED)
+            out += self._set_state(_E.STOPPING_ERROR)
         elif self.state not in _STOPPING:
-            self._set_state(_E.STOPPING_CANCELED)
+            out += self._set_state(_E.STOPPING_CANCELED)
         final = _STOPPING[self.state]
-        self._set_state(final)
-        self._emit(fx.SaveSnapshot(), fx.FinishExperiment(final.value, self.reason))
-        return self._take()
+        out += self._set_state(final)
+        return out + [fx.SaveSnapshot(), fx.FinishExperiment(final.value, self.reason)]
 
     def kill_trial(self, request_id: int) -> List[fx.Effect]:
         """End one trial now: CANCELED, never restarted."""
         t = self.trial(request_id)
         if t.state in LIVE and t.state is not _S.KILLING:
-            self._move(t, _S.KILLING, "kill trial")
-            self._emit(fx.KillTrial(request_id))
-        elif t.state in (_S.PENDING, _S.IDLE):
-            self._end(t, _S.CANCELED, "Trial killed")
-            if not t.exit_reported and self.state not in _STOPPING:
-                t.exit_reported = True
-                self._searcher_event(self.searcher.on_trial_exited_early(
-                    request_id, searchers.ExitedReason.USER_REQUESTED_STOP))
-            self._emit(fx.SaveSnapshot())
-            self._maybe_finish()
-        return self._take()
+            return self._move(t, _S.KILLING, "kill trial") + [fx.KillTrial(request_id)]
+        if t.state not in (_S.PENDING, _S.IDLE):
+            return []
+        out = self._end(t, _S.CANCELED, "Trial killed")
+        out += self._report_killed(t)
+        out.append(fx.SaveSnapshot())
+        return out + self._maybe_finish()
 
     def stop_trial(self, request_id: int) -> List[fx.Effect]:
         """Ask a running trial to checkpoint and give its slot back (preemption,
         suspension of an idle trial); it resumes when it has work and a slot."""
         t = self.trial(request_id)
-        if t.state in (_S.RUNNING, _S.WAITING):
-            self._move(t, _S.STOPPING, "stop trial")
-            self._emit(fx.StopTrial(request_id))
-        return self._take()
+        if t.state not in (_S.RUNNING, _S.WAITING):
+            return []
+        return self._move(t, _S.STOPPING, "stop trial") + [fx.StopTrial(request_id)]
 
     def capacity_changed(self, capacity: int) -> List[fx.Effect]:
         """``capacity`` trials can now run at once (agents joined or left): the searcher
@@ -597,21 +620,18 @@ class ExperimentCore:
         trials); the same value again does nothing."""
         if capacity == self.searcher.capacity or self.shutdown is not None:
             return []
-        self._searcher_event(self.searcher.on_capacity_changed(capacity))
-        return self._take()
+        return self._searcher_event(self.searcher.on_capacity_changed(capacity))
 
     def suspend_idle(self) -> List[fx.Effect]:
         """Stop every WAITING trial (they have no work and hold a slot)."""
-        for r in self.waiting():
-            effects = self.stop_trial(r)  # (it takes self._out: extend the new list)
-            self._out.extend(effects)
-        return self._take()
+        return [e for r in self.waiting() for e in self.stop_trial(r)]
 
     # ------------------------------------------------------------------ the end
 
-    def _maybe_finish(self) -> None:
+    def _maybe_finish(self) -> List[fx.Effect]:
         if self.live():
-            return
+            return []
+        out: List[fx.Effect] = []
         if self.state in (_E.ACTIVE, _E.PAUSED):
             alive = [t for t in self.trials.values() if t.state not in TERMINAL]
             if self.shutdown is not None:
@@ -624,19 +644,19 @@ class ExperimentCore:
                                "no trial can start: each waits for a checkpoint no running "
                                "trial will write")
             else:
-                return
-            self._set_state(target)
+                return []
+            out += self._set_state(target)
         if self.state not in _STOPPING:
-            return
+            return out
         final = _STOPPING[self.state]
         for t in self.trials.values():
             if t.state not in TERMINAL:
-                self._end(t, _S.CANCELED, "Trial canceled: the experiment ended")
+                out += self._end(t, _S.CANCELED, "Trial canceled: the experiment ended")
         for uuid in self.garbage():
             self.checkpoints[uuid]["deleted"] = True
-            self._emit(fx.DeleteCheckpoint(uuid))
-        self._set_state(final)
-        self._emit(fx.SaveSnapshot(), fx.FinishExperiment(final.value, self.reason))
+            out.append(fx.DeleteCheckpoint(uuid))
+        out += self._set_state(final)
+        return out + [fx.SaveSnapshot(), fx.FinishExperiment(final.value, self.reason)]
 
     def garbage(self) -> List[str]:
         """Checkpoints the storage policy does not keep (``_checkpoints.garbage``)."""
@@ -665,51 +685,12 @@ class ExperimentCore:
 
     def snapshot(self) -> Dict[str, Any]:
         """All state as JSON-able data; ``ExperimentCore.restore`` continues from it."""
-        return {
-            "version": _SNAPSHOT_VERSION,
-            "state": self.state.value,
-            "searcher": self.searcher.snapshot(),
-            "shutdown": self.shutdown.to_dict() if self.shutdown else None,
-            "best_value": self.best_value,
-            "killed": self.killed,
-            "source_checkpoint": self.source_checkpoint,
-            "reason": self.reason,
-            "events": self.events,
-            "seq": self._seq,
-            "checkpoints": {u: dict(c) for u, c in self.checkpoints.items()},
-            "trials": [self._trial_dict(t) for t in self.trials.values()],
-        }
-
-    def _trial_dict(self, t: CoreTrial) -> Dict[str, Any]:
-        # An ended trial never changes again: serialize it once (snapshots are taken
-        # after every event, and a search may have thousands of trials).
-        if t.state not in TERMINAL:
-            return t.to_dict()
-        frozen = self._frozen.get(t.request_id)
-        if frozen is None:
-            frozen = self._frozen[t.request_id] = t.to_dict()
-        return frozen
+        return _snapshot.snapshot(self)
 
     @classmethod
     def restore(cls, config: Mapping[str, Any], snapshot: Mapping[str, Any]) -> "ExperimentCore":
-        if snapshot.get("version") != _SNAPSHOT_VERSION:
-            raise EngineError(f"Expected an experiment snapshot of version {_SNAPSHOT_VERSION}. "
-                              f"Received: version={snapshot.get('version')!r}")
-        core = cls(config, snapshot.get("source_checkpoint"))
-        core.searcher = searchers.Searcher.restore(core.config, snapshot["searcher"])
-        core.state = _E(snapshot["state"])
-        if snapshot.get("shutdown"):
-            core.shutdown = searchers.Shutdown.from_dict(snapshot["shutdown"])
-        core.best_value = snapshot.get("best_value")
-        core.killed = bool(snapshot.get("killed"))
-        core.reason = snapshot.get("reason", "")
-        core.events = int(snapshot.get("events", 0))
-        core._seq = int(snapshot.get("seq", 0))
-        core.checkpoints = copy.deepcopy(dict(snapshot.get("checkpoints", {})))
-        for d in snapshot["trials"]:
-            t = CoreTrial.from_dict(d)
-            core.trials[t.request_id] = t
-        return core
+        """The core ``snapshot`` was taken of, for ``config``."""
+        return _snapshot.restore(cls, config, snapshot)
 
     def recover(self, latest: Optional[Mapping[int, Tuple[str, int]]] = None) -> List[fx.Effect]:
         """After a restore from a snapshot taken while processes ran (the driver or
@@ -727,29 +708,25 @@ class ExperimentCore:
                     self.checkpoints[uuid] = {"request_id": r, "batches": batches,
                                               "order": self._seq, "metric": None,
                                               "deleted": False}
+        out: List[fx.Effect] = []
         for t in list(self.trials.values()):
             if t.state not in LIVE:
                 continue
             if t.state is _S.KILLING:  # its process is gone: the kill is done
-                effects = self.trial_exited(t.request_id, code=None, signal=9)
-                self._out.extend(effects)
+                out += self.trial_exited(t.request_id, code=None, signal=9)
                 continue
-            self._requeue(t)
+            out += self._requeue(t)
             # What the lost process stored past its checkpoint goes, even rows the
             # snapshot never heard of.
-            self._emit(fx.RollbackMetrics(t.request_id, t.checkpoint_batches))
-            ops_first = t.ops[0] if t.ops else None
-            t.state = _S.PENDING  # no process any more (not a transition of a live one)
-            self._emit(fx.TrialLog(t.request_id, "Trial process lost (driver or master "
-                                   f"restarted); it resumes at {t.checkpoint_batches} batches"))
-            if isinstance(ops_first, searchers.Close) and t.latest_checkpoint:
+            out += [fx.RollbackMetrics(t.request_id, t.checkpoint_batches),
+                    fx.TrialLog(t.request_id, "Trial process lost (driver or master "
+                                f"restarted); it resumes at {t.checkpoint_batches} batches")]
+            # From its live state straight to where it goes without a process.
+            if t.ops and isinstance(t.ops[0], searchers.Close) and t.latest_checkpoint:
                 t.ops.clear()
-                self._complete(t, report_close=True)
-            elif not t.ops:
-                self._move(t, _S.IDLE, "recover")
+                out += self._complete(t, report_close=True)
             else:
-                self._emit(fx.LaunchTrial(t.request_id))
-        self._emit(fx.SaveSnapshot())
-        self._maybe_finish()
-        return self._take()
-
+                resumes = bool(t.ops) or (self.scripted and self.searcher.self_paced)
+                out += self._move(t, _S.PENDING if resumes else _S.IDLE, "process lost")
+        out.append(fx.SaveSnapshot())
+        return out + self._maybe_finish()

@@ -38,6 +38,7 @@ class CoreTrial:
     failed_last: bool = False
     best_metric: Optional[float] = None
     exit_reported: bool = False
+    progress_units: float = 0.0  # a script's reported progress (``trial_progressed``)
     error: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:

@@ -17,7 +17,10 @@ Stops and kills:
   then SIGKILL ``KILL_GRACE`` seconds later; the trial process then exits 0;
 - SIGTERM to this process (an agent or Ray stopping the trial) passes SIGTERM on to
   the child's group, then SIGKILL after ``KILL_GRACE`` seconds;
-- SIGKILL to this process: the child gets SIGKILL too (``PR_SET_PDEATHSIG``).
+- SIGKILL to this process (an agent's or the local driver's kill): the child gets
+  SIGKILL too (``PR_SET_PDEATHSIG``), and a guard process in a session of its own
+  SIGKILLs the child's process group (what the script started, e.g. its ranks) once
+  this process is gone.
 
 Exit codes: the child's; killed by signal N: 128 + N. The host hears the child's code
 through ``script_exited`` first.
@@ -33,6 +36,7 @@ import secrets
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -95,8 +99,19 @@ def _child_preexec(parent: int) -> Callable[[], None]:
     return preexec
 
 
+#: The guard: waits on a pipe from the trial process; end of file without a byte first
+#: (the trial process died) SIGKILLs the script's process group.
+_GUARD = ("import os, signal, sys\n"
+          "group, fd = int(sys.argv[1]), int(sys.argv[2])\n"
+          "if not os.read(fd, 1):\n"
+          "    try:\n"
+          "        os.killpg(group, signal.SIGKILL)\n"
+          "    except OSError:\n"
+          "        pass\n")
+
+
 class _Child:
-    """The running command and its process group."""
+    """The running command and its process group (and the group's guard)."""
 
     def __init__(self, argv: List[str], cwd: str, env: Mapping[str, str]):
         try:
@@ -107,6 +122,17 @@ class _Child:
             raise InvalidModelDefError(
                 f"entrypoint: cannot run {argv[0]!r} in {cwd}: {e.strerror or e}") from None
         self.signalled: Optional[int] = None
+        read_end, self._guard_pipe = os.pipe()
+        try:
+            self._guard: Optional[subprocess.Popen] = subprocess.Popen(
+                [sys.executable, "-S", "-c", _GUARD, str(self.proc.pid), str(read_end)],
+                pass_fds=(read_end,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, start_new_session=True)
+        except OSError as e:  # the script runs anyway; only a hard kill may orphan its group
+            logger.warning("script trial: no guard for the script's process group: %s", e)
+            self._guard = None
+        finally:
+            os.close(read_end)
 
     def signal_group(self, sig: int) -> None:
         self.signalled = sig
@@ -115,12 +141,29 @@ class _Child:
         except (ProcessLookupError, PermissionError):
             pass
 
-    def reap_group(self) -> None:
-        """After the child exited: processes it left in its group go too."""
-        try:
+    def close(self) -> None:
+        """End the group (the child first, if still running: the trial process is
+        failing) and tell the guard all is done (a byte before end of file)."""
+        if self._guard_pipe < 0:
+            return
+        if self.proc.poll() is None:
+            self.signal_group(signal.SIGKILL)
+            self.proc.wait()
+        try:  # processes the child left in its group go too
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        try:
+            os.write(self._guard_pipe, b"x")
+        except OSError:
+            pass
+        os.close(self._guard_pipe)
+        self._guard_pipe = -1
+        if self._guard is not None:
+            try:
+                self._guard.wait(10)
+            except subprocess.TimeoutExpired:
+                self._guard.kill()
 
 
 class _Server:
@@ -270,30 +313,15 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
     terminated = threading.Event()
     restore = _on_sigterm(terminated.set)
     server = _Server(host)
+    child: Optional[_Child] = None
     try:
         logger.info("trial %s runs its script: %s", env.trial_id, " ".join(argv))
         child = _Child(argv, env.model_dir, _child_env(env, address, authkey, info_path, latest))
-        stop_at: Optional[float] = None
-        term_at: Optional[float] = None
-        while child.proc.poll() is None:
-            while not accepted.empty():
-                server.add(accepted.get())
-            server.serve_ready(_POLL_SECONDS)
-            now = time.monotonic()
-            if stop_at is None and (terminated.is_set() or host.should_stop()):
-                server.tell_stop()
-                stop_at = now - grace if terminated.is_set() else now
-            if stop_at is not None and term_at is None and now - stop_at >= grace:
-                logger.info("trial %s: its script did not exit after a stop request; "
-                            "sending SIGTERM", env.trial_id)
-                child.signal_group(signal.SIGTERM)
-                term_at = now
-            if term_at is not None and now - term_at >= KILL_GRACE:
-                child.signal_group(signal.SIGKILL)
+        _supervise(child, server, accepted, terminated, grace)
         while not accepted.empty():
             server.add(accepted.get())
         server.drain()
-        child.reap_group()
+        child.close()
         code = child.proc.returncode
         stopped = child.signalled is not None and not terminated.is_set()
         logger.info("trial %s: script %s", env.trial_id, _describe(code, stopped))
@@ -303,10 +331,34 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
             return 128 + signal.SIGTERM
         return reported if reported >= 0 else 128 - reported
     finally:
+        if child is not None:
+            child.close()
         restore()
         listener.close()
         server.close()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _supervise(child: _Child, server: _Server, accepted: "queue.Queue[Connection]",
+               terminated: threading.Event, grace: float) -> None:
+    """Serve the child's link until it exits; tell it to stop when the host or a
+    SIGTERM says so, and escalate to SIGTERM and SIGKILL when it does not."""
+    stop_at: Optional[float] = None
+    term_at: Optional[float] = None
+    while child.proc.poll() is None:
+        while not accepted.empty():
+            server.add(accepted.get())
+        server.serve_ready(_POLL_SECONDS)
+        now = time.monotonic()
+        if stop_at is None and (terminated.is_set() or server.host.should_stop()):
+            server.tell_stop()
+            stop_at = now - grace if terminated.is_set() else now
+        if stop_at is not None and term_at is None and now - stop_at >= grace:
+            logger.info("the script did not exit after a stop request; sending SIGTERM")
+            child.signal_group(signal.SIGTERM)
+            term_at = now
+        if term_at is not None and now - term_at >= KILL_GRACE:
+            child.signal_group(signal.SIGKILL)
 
 
 def _describe(code: int, stopped: bool) -> str:

@@ -28,7 +28,6 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from determined import engine
-from determined.common.trial_ops import core_script_event
 from determined.config import ExperimentConfig, is_script_entrypoint
 from determined.harness import TrialEnv
 from determined.local._pool import WarmPool, frameworks_used, process_context
@@ -403,9 +402,9 @@ class LocalDriver:
         elif kind == "early_exit":
             self._do(self.core.early_exit(r))
         elif kind == "progress":
-            self._do(core_script_event(self.core, "trial_progressed", r, msg[1]))
+            self._do(self.core.trial_progressed(r, msg[1]))
         elif kind == "script_exited":
-            self._do(core_script_event(self.core, "script_exited", r, msg[1]))
+            self._do(self.core.script_exited(r, msg[1]))
         elif kind == "error":
             p.error = msg[2]
 

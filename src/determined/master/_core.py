@@ -1,18 +1,18 @@
-"""The master's core: experiments, the scheduler loop and the resource manager.
+"""The master's core: the scheduler loop, the resource manager and the tasks, around
+the :class:`~determined.master.experiments.Experiments` service that owns the live
+experiments.
 
-One lock (``Master.lock``) guards all live state; API handlers, the scheduler
-thread and process-exit callbacks take it. Long polls wait on ``Master.cond``.
+One lock guards all live state: the service's (``Master.lock`` is the same), which the
+scheduler thread, process-exit callbacks and the task manager share. Long polls wait
+on ``Master.cond``.
 """
 
 from __future__ import annotations
 
-import compileall
 import json
 import logging
 import os
-import shutil
 import signal
-import tempfile
 import threading
 import time
 import uuid as uuidlib
@@ -20,16 +20,13 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import determined
 from determined import engine
-from determined.common.api import unpack_context
-from determined.config import validate_config
 from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master._lifecycle import event
-from determined.master.db import Store, resolve_source_checkpoint
+from determined.master.db import Store
 from determined.master.tasks import TaskManager
-from determined.storage import build_storage
-from determined.master.experiments import ExperimentRun, TrialHandle
-from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_root
+from determined.master.experiments import Experiments, ExperimentRun, TrialHandle
+from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_roots
 from determined.master.resource_managers import (
     AGENT_ID,
     CompositeResourceManager,
@@ -37,15 +34,7 @@ from determined.master.resource_managers import (
     RemoteResourceManager,
 )
 
-__all__ = ["Master", "ContextQuotaError"]
-
-
-class ContextQuotaError(Exception):
-    """Storing a context would exceed a context quota; ``limit`` names its config key."""
-
-    def __init__(self, message: str, limit: str):
-        super().__init__(message)
-        self.limit = limit
+__all__ = ["Master"]
 
 
 class _Launch(NamedTuple):
@@ -58,7 +47,6 @@ class _Launch(NamedTuple):
     restarts: int
     parts: Any = None  # every (agent, slots) of a trial spanning agents (remote or Ray)
 
-OWNER = "determined"
 
 logger = logging.getLogger("determined.master")
 
@@ -88,10 +76,12 @@ class Master:
         os.chmod(config.data_dir, 0o700)  # holds the database, code and logs of every user
         self.store = Store(config.db or "")
         logger.info("database schema at revision %s", self.store.upgrade())
-        self.lock = threading.RLock()
+        self.experiments = Experiments(
+            self.store, config.data_dir, config.limits, capacity=self._capacity,
+            kill_process=self.kill_trial, wake=self.changed,
+            wake_scheduler=self.wake_scheduler, delete_files=self.delete_files)
+        self.lock = self.experiments.lock
         self.cond = NotifyingCondition(self.lock)
-        self.runs: Dict[int, ExperimentRun] = {}
-        self.trials: Dict[int, Tuple[ExperimentRun, TrialHandle]] = {}
         self.allocations: Dict[str, Tuple[scheduler.Task, scheduler.Allocation]] = {}
         self.url = f"http://{config.host}:{config.port}"
         self.cluster_id = self._cluster_id()
@@ -141,15 +131,7 @@ class Master:
         if url:
             self.url = url
         self._kill_orphans()
-        root = os.path.join(self.config.data_dir, "experiments")
-        for name in os.listdir(root) if os.path.isdir(root) else []:
-            if name.startswith(".incoming-"):  # a creation the last master did not finish
-                shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-        with self.lock:
-            for exp in self.store.list_experiments(include_archived=True):
-                if exp.state in ("ACTIVE", "PAUSED", "STOPPING_COMPLETED", "STOPPING_CANCELED",
-                                 "STOPPING_ERROR"):
-                    self._restore_run(exp)
+        self.experiments.restore_unfinished()
         threading.Thread(target=self._clean_checkpoint_roots, name="det-checkpoint-cleanup",
                          daemon=True).start()
         self.tasks.start()
@@ -188,85 +170,17 @@ class Master:
             except OSError:
                 pass
 
-    def _restore_run(self, exp: Any) -> None:
-        """Rebuild one unfinished experiment; one that cannot be rebuilt is marked ERROR
-        with the reason (in the master log and its trials' logs) and the master goes on."""
-        config = dict(exp.config)
-        resources = dict(config.get("resources") or {})
-        for key in ("weight", "priority", "max_slots"):  # live edits (det e set ...)
-            value = getattr(exp, key, None)
-            if value is not None:
-                resources[key] = value
-        config["resources"] = resources
-        run = None
-        try:
-            run = self._make_run(exp.id, config, exp.state)
-            self.runs[exp.id] = run
-            run.restore()
-        except Exception as e:  # noqa: BLE001 - any failure isolates this experiment only
-            self.runs.pop(exp.id, None)
-            if run is not None:
-                for h in run.trials.values():
-                    self.trials.pop(h.trial_id, None)
-            reason = f"could not be restored at master start: {type(e).__name__}: {e}"
-            logger.error("experiment %s %s", exp.id, reason)
-            self._mark_error(exp.id, reason)
-
-    def _mark_error(self, exp_id: int, reason: str) -> None:
-        try:
-            state = self.store.get_experiment(exp_id).state
-            if state not in ("STOPPING_ERROR", "ERROR"):
-                self.store.set_experiment_state(exp_id, "STOPPING_ERROR")
-            self.store.set_experiment_state(exp_id, "ERROR")
-            for rec in self.store.list_trials(exp_id):
-                if rec.state not in ("COMPLETED", "CANCELED", "ERROR"):
-                    self.store.add_logs(rec.id, [f"[determined] Experiment {exp_id} {reason}"])
-                    self.store.update_trial(rec.id, state="ERROR")
-            self.store.update_experiment(exp_id, description=self.store.get_experiment(
-                exp_id).description or f"ERROR: {reason}"[:1000])
-        except Exception as e:  # noqa: BLE001
-            logger.error("experiment %s: could not record its error: %s", exp_id, e)
-
     def _clean_checkpoint_roots(self) -> None:
         """Remove unfinished checkpoint writes (scratch dirs, complete but never
         registered checkpoints) from every shared_fs root this master uses."""
         try:
-            exps = self.store.list_experiments(include_archived=True)
-            roots = set()
-            for storage in [self.config.checkpoint_storage or {}] + [
-                    e.config.get("checkpoint_storage") or {} for e in exps]:
-                if storage.get("type", "shared_fs") == "shared_fs" and storage.get("host_path"):
-                    roots.add(os.path.normpath(os.path.join(storage["host_path"],
-                                                            storage.get("storage_path") or "")))
-            registered = {c.uuid for c in self.store.list_checkpoints()}
             # Only the embedded agent ever ran trials: all of them died with the old
             # master (orphans are killed), so no writer can be alive.
             others = [a for a in self.store.list_agents() if a.id != AGENT_ID]
-            grace = GRACE_SECONDS if others else 0.0
-            for root in sorted(roots):
-                clean_checkpoint_root(root, registered, {e.id for e in exps}, grace=grace)
+            clean_checkpoint_roots(self.store, self.config.checkpoint_storage or {},
+                                   grace=GRACE_SECONDS if others else 0.0)
         except Exception as e:  # noqa: BLE001 - housekeeping must not stop the master
             logger.warning("checkpoint cleanup failed: %s", e)
-
-    def _model_dir(self, exp_id: int) -> str:
-        return os.path.join(self.config.data_dir, "experiments", str(exp_id), "model_def")
-
-    def _unpack_model_def(self, packed: bytes, dest: str) -> None:
-        unpack_context(packed, dest)
-        # Byte-compile once here rather than in every trial process.
-        compileall.compile_dir(dest, quiet=2, workers=1)
-
-    def _make_run(self, exp_id: int, config: Dict[str, Any], state: str,
-                  source_checkpoint: Optional[Tuple[str, str]] = None) -> ExperimentRun:
-        model_dir = self._model_dir(exp_id)
-        if not os.path.isdir(model_dir):  # restored at master start
-            self._unpack_model_def(self.store.get_model_def(exp_id), model_dir)
-        # Automatic concurrency follows the trials the cluster can run at once (a
-        # restored run's snapshot brings the value it had; _tell_capacity follows
-        # agents that join or leave later).
-        return ExperimentRun(self, exp_id, config, state, model_dir,
-                             source_checkpoint=source_checkpoint,
-                             capacity=self._capacity(config))
 
     def _capacity(self, config: Dict[str, Any]) -> int:
         """Trials of an experiment the live agents can run at once."""
@@ -276,17 +190,9 @@ class Master:
                                int(resources.get("slots_per_trial") or 1))
 
     def _tell_capacity(self) -> None:
-        """Re-send each run's capacity when it changed (lock held); none while no agent
-        has slots (e.g. remote agents reconnecting after a master restart)."""
-        for run in list(self.runs.values()):
-            capacity = self._capacity(run.config)
-            if capacity >= 1 and capacity != run.searcher.capacity:
-                run.capacity_changed(capacity)
-
-    def source_checkpoint(self, config: Dict[str, Any]) -> Optional[Tuple[str, str]]:
-        """(uuid, path) of the checkpoint every trial warm-starts from, or None
-        (``resolve_source_checkpoint``; a ValueError names the field)."""
-        return resolve_source_checkpoint(config, self.store, build_storage)
+        """Tell each run its capacity (lock held; a run ignores no change)."""
+        for run in self.experiments.runs():
+            run.capacity_changed(self._capacity(run.config))
 
     def delete_files(self, storage: Any, uuids: List[str]) -> None:
         """Delete checkpoint files in the background (never under the lock)."""
@@ -300,73 +206,6 @@ class Master:
 
     # ------------------------------------------------------------------ experiments
 
-    def validate(self, raw: Any) -> Dict[str, Any]:
-        """Validate an experiment config with the master's defaults (raises
-        InvalidConfigError listing every error)."""
-        if isinstance(raw, dict) and raw.get("checkpoint_storage", {}) is None:
-            raw = {k: v for k, v in raw.items() if k != "checkpoint_storage"}  # the default
-        defaults = {"checkpoint_storage": dict(self.config.checkpoint_storage or {})}
-        if isinstance(raw, dict) and isinstance(raw.get("checkpoint_storage"), dict) and raw[
-            "checkpoint_storage"
-        ].get("type") not in (None, "shared_fs"):
-            defaults = {}
-        return validate_config(raw, defaults=defaults)
-
-    def check_context_quota(self, owner: str, context_bytes: int) -> None:
-        """ContextQuotaError if storing a context of ``context_bytes`` (unpacked) would
-        put ``owner``'s or the master's stored contexts over their limits."""
-        limits = self.config.limits
-        mine, total = self.store.context_bytes_used(owner)
-        for used, limit, key, whose in (
-                (mine, limits.max_context_bytes_per_user, "max_context_bytes_per_user",
-                 f"user {owner!r}'s experiments"),
-                (total, limits.max_context_bytes_total, "max_context_bytes_total",
-                 "all experiments")):
-            if used + context_bytes > limit:
-                raise ContextQuotaError(
-                    f"Storing this context ({context_bytes / 2**20:.1f} MiB unpacked) would "
-                    f"put the contexts of {whose} at {(used + context_bytes) / 2**20:.1f} "
-                    f"MiB, over the master's limits.{key} of {limit / 2**20:.1f} MiB; "
-                    "delete finished experiments (`det e delete`) to make room",
-                    f"limits.{key}")
-
-    def create_experiment(self, config: Dict[str, Any], model_def: bytes, activate: bool,
-                          owner: str = OWNER, git: Optional[Dict[str, str]] = None,
-                          context_bytes: Optional[int] = None) -> int:
-        """Store and start an experiment; ``context_bytes``: its context's unpacked size
-        (checked against the context quotas before anything is written)."""
-        if context_bytes is None:
-            context_bytes = len(model_def)
-        self.check_context_quota(owner, context_bytes)
-        source = self.source_checkpoint(config)
-        # Unpacking and byte-compiling take long for a big context: done before taking
-        # the lock, in a staging directory renamed into place once the id is known.
-        root = os.path.join(self.config.data_dir, "experiments")
-        os.makedirs(root, exist_ok=True)
-        staging = tempfile.mkdtemp(prefix=".incoming-", dir=root)
-        try:
-            self._unpack_model_def(model_def, os.path.join(staging, "model_def"))
-            with self.lock:
-                self.check_context_quota(owner, context_bytes)  # others may have stored
-                exp_id = self.store.create_experiment(config, model_def, owner=owner,
-                                                     git=git, context_bytes=context_bytes)
-                model_dir = self._model_dir(exp_id)
-                shutil.rmtree(os.path.dirname(model_dir), ignore_errors=True)  # a stale one
-                os.rename(staging, os.path.dirname(model_dir))
-                run = self._make_run(exp_id, config, "PAUSED", source_checkpoint=source)
-                self.runs[exp_id] = run
-                event("experiment %s created by %s (searcher %s)", exp_id, owner,
-                      (config.get("searcher") or {}).get("name"))
-                run.start(activate=activate)
-                return exp_id
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-
-    def finished(self, run: ExperimentRun) -> None:
-        self.runs.pop(run.id, None)
-        for t in run.trials.values():
-            self.trials.pop(t.trial_id, None)
-
     def changed(self, exp_id: Optional[int] = None) -> None:
         """Something a scheduler decision or a waiting runner depends on changed: wake
         the scheduler and the runners of experiment ``exp_id`` (None: of every one)."""
@@ -378,9 +217,6 @@ class Master:
         self._wake.set()
 
     # ------------------------------------------------------------------ trial processes
-
-    def trial(self, trial_id: int) -> Tuple[ExperimentRun, TrialHandle]:
-        return self.trials[trial_id]
 
     def kill_trial(self, trial_id: int) -> None:
         self.rm.kill(trial_id)
@@ -397,7 +233,7 @@ class Master:
     def _process_exited(self, trial_id: int, code: int) -> None:
         with self.lock:
             self.allocations.pop(f"trial-{trial_id}", None)
-            found = self.trials.get(trial_id)
+            found = self.experiments.trial(trial_id)
             if found is None:
                 return
             run, t = found
@@ -421,7 +257,6 @@ class Master:
         }
         trial_dir = os.path.join(self.config.data_dir, "experiments", str(run.id), "trials",
                                  str(t.trial_id))
-        self.trials[t.trial_id] = (run, t)
         agent_id, slot_ids = alloc.parts[0]  # more parts only where rm.can_span them
         return _Launch(run, t, spec, trial_dir, agent_id, list(slot_ids), t.restarts,
                        alloc.parts if len(alloc.parts) > 1 else None)
@@ -481,14 +316,14 @@ class Master:
     def _schedule_once(self) -> "List[_Launch]":
         self._tell_capacity()
         pending: Dict[str, Tuple[ExperimentRun, TrialHandle]] = {}
-        for run in list(self.runs.values()):
+        for run in self.experiments.runs():
             for t in run.schedulable():
                 pending[f"trial-{t.trial_id}"] = (run, t)
         # Running tasks with their experiment's current weight/priority/max_slots: a live
         # edit must reach them too (the scheduler wants one setting per group).
         running = {}
         for task_id, (task, alloc) in self.allocations.items():
-            found = self.trials.get(int(task_id.split("-", 1)[1]))
+            found = self.experiments.trial(int(task_id.split("-", 1)[1]))
             running[task_id] = (self._task(*found) if found else task, alloc)
         self.tasks.place_unslotted()  # TensorBoards waiting for an agent
         running.update(self.tasks.running())  # tasks hold slots too (master/tasks)
@@ -516,7 +351,7 @@ class Master:
             event("trial %s of experiment %s scheduled on %s", t.trial_id, run.id,
                   ", ".join(f"{agent} slots {list(slots)}" for agent, slots in alloc.parts))
         for task_id in decision.preempt:
-            found = self.trials.get(int(task_id.split("-", 1)[1]))
+            found = self.experiments.trial(int(task_id.split("-", 1)[1]))
             if found:
                 found[0].stop(found[1])
         return launches
@@ -525,7 +360,7 @@ class Master:
         """Trials waiting for work give their slots back by the rule both adapters
         follow (``engine.release_waiting``), for their own experiment's trials (within
         its max_slots) and, while the cluster is full, for any experiment's."""
-        for run in list(self.runs.values()):
+        for run in self.experiments.runs():
             per_trial = run.cfg.slots_per_trial
             running, waiting = len(run.running()), len(run.idle_running())
             max_slots = (run.config.get("resources") or {}).get("max_slots")
@@ -537,6 +372,18 @@ class Master:
                                             free_slots=free, slots_per_trial=1)
             if own or others:
                 run.suspend_idle()
+
+    def slot_holders(self) -> List[Tuple[str, scheduler.Allocation]]:
+        """Every task holding slots now (trials as ``trial-<id>``), with its allocation."""
+        with self.lock:
+            held = list(self.allocations.items()) + list(self.tasks.running().items())
+        return [(task_id, alloc) for task_id, (_, alloc) in held]
+
+    def set_scheduling_flags(self, flags: Any) -> None:
+        """Apply the stored enabled/disabled agents and slots (``Store.scheduling_flags``)."""
+        with self.lock:
+            self.rm.flags = flags
+            self.changed()
 
     # ------------------------------------------------------------------ info
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 from typing import Any, Dict, List, Mapping, Optional, Set, Tuple
 
 from determined.config import Length, Unit
@@ -17,7 +16,7 @@ from determined.searcher._checks import (
     check_bool,
     check_int,
     check_length,
-    read_length,
+    read_optional_length,
     require,
 )
 from determined.searcher._operations import (
@@ -28,7 +27,10 @@ from determined.searcher._operations import (
     Train,
     Validate,
 )
+from determined.searcher._time_metric import TimeMetric, read_time_metric
+from determined.searcher._asha_time import TimeBracket
 from determined.searcher._rungs import (
+    Rung,
     bracket_rungs,
     check_halving_options,
     floor_log,
@@ -71,18 +73,6 @@ def asha_bracket_concurrency(
     return out
 
 
-class _Rung:
-    def __init__(self) -> None:
-        # Sorted by metric (ties: earlier result first): [request_id, metric, promoted].
-        self.results: List[List[Any]] = []
-        self.outstanding = 0
-
-    def insert(self, request_id: int, metric: float) -> int:
-        index = bisect.bisect_right([r[1] for r in self.results], metric)
-        self.results.insert(index, [request_id, metric, False])
-        return index
-
-
 class _AsyncBracket:
     """One ASHA bracket: ``num_rungs`` rungs, at most ``max_trials`` trials."""
 
@@ -101,7 +91,7 @@ class _AsyncBracket:
         self.concurrency = concurrency
         self.divisor = divisor
         self.stop_once = stop_once
-        self.rungs = [_Rung() for _ in lengths]
+        self.rungs = [Rung() for _ in lengths]
         # Following the capacity: keep ``concurrency`` trials with work (see ``fill``).
         self.follow = False
         self.trial_rung: Dict[int, int] = {}
@@ -130,7 +120,7 @@ class _AsyncBracket:
             ops += self._create(ctx)
         return ops
 
-    def _promotion(self, rung: _Rung, request_id: int, metric: float) -> Optional[int]:
+    def _promotion(self, rung: Rung, request_id: int, metric: float) -> Optional[int]:
         """Record a result; return the trial to promote from this rung, if any."""
         n = len(rung.results)
         index = rung.insert(request_id, metric)
@@ -261,8 +251,12 @@ class AdaptiveASHASearch(BracketSearch):
     (``n`` counting itself), else it is closed at once instead of waiting for a later
     promotion.
 
+    With ``time_metric`` instead of ``max_length`` the search is self-paced: rungs sit at
+    values of the time metric up to ``max_time``, and each trial is judged once per rung
+    as with ``stop_once`` (a stopped script is not resumed; see ``_asha_time``).
+
     Args:
-        max_length: Training length of the top rung.
+        max_length: Training length of the top rung (None with ``time_metric``).
         max_trials: Trials to create over all brackets (>= 1).
         divisor: Reduction factor between rungs (> 1).
         max_rungs: Upper bound on rungs per bracket (>= 1).
@@ -273,28 +267,40 @@ class AdaptiveASHASearch(BracketSearch):
             following its changes; until then ``max(trials of the last bracket,
             floor(divisor))`` per bracket.
         stop_once: Close unpromoted trials at once (see above).
+        time_metric: ``searcher.time_metric``/``max_time``.
 
     Example:
         >>> from determined.config import Length
         >>> m = AdaptiveASHASearch(Length.from_dict({"batches": 64}), max_trials=16)
         >>> [(len(b.lengths), b.max_trials) for b in m.brackets]
         [(3, 12), (2, 4)]
+        >>> t = AdaptiveASHASearch(None, max_trials=16, time_metric=TimeMetric("batches", 64))
+        >>> [b.thresholds for b in t.brackets]
+        [[4, 16, 64], [16, 64]]
     """
 
     name = "adaptive_asha"
 
     def __init__(
         self,
-        max_length: Length,
+        max_length: Optional[Length],
         max_trials: int,
         divisor: float = 4.0,
         max_rungs: int = 5,
         mode: str = "standard",
         max_concurrent_trials: int = 0,
         stop_once: bool = False,
+        time_metric: Optional[TimeMetric] = None,
     ) -> None:
         super().__init__()
-        self.max_length = check_length("max_length", max_length)
+        if (max_length is None) == (time_metric is None):
+            raise ValueError(
+                "Expected searcher.max_length, or searcher.time_metric with "
+                f"searcher.max_time (one of them). Received: max_length={max_length!r}, "
+                f"time_metric={time_metric!r}"
+            )
+        self.max_length = None if max_length is None else check_length("max_length", max_length)
+        self.time_metric = time_metric
         self.max_trials = check_int("max_trials", max_trials, min_value=1)
         self.divisor, self.max_rungs, self.mode = check_halving_options(divisor, max_rungs, mode)
         self.max_concurrent_trials = check_int(
@@ -302,41 +308,54 @@ class AdaptiveASHASearch(BracketSearch):
         )
         self.stop_once = check_bool("stop_once", stop_once)
 
+        top = self.max_length.units if self.max_length else self.trial_units
         num_rungs = min(
             self.max_rungs,
-            floor_log(self.max_length.units, self.divisor) + 1,
+            floor_log(top, self.divisor) + 1,
             floor_log(self.max_trials, self.divisor) + 1,
         )
         rungs = bracket_rungs(self.mode, num_rungs)
         trials = asha_bracket_trials(self.max_trials, self.divisor, rungs)
         concurrency = asha_bracket_concurrency(self.max_concurrent_trials, self.divisor, trials)
+        plan = zip(rungs, trials, concurrency)
+        if self.max_length is None:
+            self.brackets: List[Any] = [
+                TimeBracket(rung_lengths(top, self.divisor, r), t, c, self.divisor)
+                for r, t, c in plan
+            ]
+            return
         self.brackets = [
             _AsyncBracket(
-                rung_lengths(self.max_length.units, self.divisor, r),
+                rung_lengths(top, self.divisor, r),
                 self.max_length.unit,
                 t,
                 c,
                 self.divisor,
                 self.stop_once,
             )
-            for r, t, c in zip(rungs, trials, concurrency)
+            for r, t, c in plan
         ]
 
     @classmethod
     def from_config(
         cls, cfg: Mapping[str, Any], hyperparameters: Mapping[str, Any]
     ) -> "AdaptiveASHASearch":
+        time_metric = read_time_metric(cfg)
+        max_length = read_optional_length(cfg, "max_length")
+        if max_length is None and time_metric is None:
+            require(cfg, "max_length")  # names the missing field
         return cls(
-            read_length(cfg, "max_length"),
+            max_length,
             require(cfg, "max_trials"),
             **halving_options(cfg),
             max_concurrent_trials=cfg.get("max_concurrent_trials") or 0,
             stop_once=cfg.get("stop_once", False),
+            time_metric=time_metric,
         )
 
     @property
-    def unit(self) -> Unit:
-        return self.max_length.unit
+    def unit(self) -> Optional[Unit]:
+        return None if self.max_length is None else self.max_length.unit
 
     def on_capacity_changed(self, ctx: SearchContext, capacity: int) -> List[Operation]:
         """With automatic concurrency, ``capacity`` trials are split over the brackets as
@@ -358,13 +377,31 @@ class AdaptiveASHASearch(BracketSearch):
         i = self._owner[request_id]
         return self._claim(i, self.brackets[i].handle(ctx, request_id, metric))
 
+    def on_validation_reported(
+        self, ctx: SearchContext, request_id: int, time: float, metric: float
+    ) -> List[Operation]:
+        if self.time_metric is None:
+            return []
+        i = self._owner[request_id]
+        return self._claim(i, self.brackets[i].report(ctx, request_id, time, metric))
+
     def on_trial_exited_early(
         self, ctx: SearchContext, request_id: int, reason: ExitedReason
     ) -> List[Operation]:
         i = self._owner[request_id]
+        if self.time_metric is not None:
+            return self._claim(i, self.brackets[i].end(ctx, request_id, failed=True))
         return self._claim(i, self.brackets[i].on_exit(ctx, request_id))
 
+    def on_trial_finished(self, ctx: SearchContext, request_id: int) -> List[Operation]:
+        if self.time_metric is None:
+            return super().on_trial_finished(ctx, request_id)
+        i = self._owner[request_id]
+        return self._claim(i, self.brackets[i].end(ctx, request_id, failed=False))
+
     def progress(self, units_done: int) -> float:
+        if self.time_metric is not None:
+            return units_done / (self.trial_units * self.max_trials)
         total = sum(b.max_trials for b in self.brackets)
         started = sum(len(b.rungs[0].results) for b in self.brackets)
         progress = started / (1.2 * total)

@@ -16,6 +16,11 @@ validates the operations, tracks trial state, extracts and signs the metric, and
   except sampling (PBT's explore).
 - All state is returned by ``state_dict()`` as JSON-able data; ``load_state_dict``
   on a method built from the same arguments makes it behave identically.
+
+A *self-paced* method (``unit`` is None: a time-metric search, or ``single``/``random``/
+``grid`` without ``max_length``) emits no ``Train`` or ``Validate``: its trials' scripts
+train their own length. It hears their validations through ``on_validation_reported``
+and a trial that ended on its own through ``on_trial_finished``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import Any, Dict, List, Mapping, Optional
 from determined.config import Unit
 from determined.searcher._operations import Create, ExitedReason, Operation
 from determined.searcher._sampler import RandomSampler, Sampler
+from determined.searcher._time_metric import TimeMetric
 
 __all__ = ["SearchContext", "SearchMethod", "WORST_METRIC", "encode_metric", "decode_metric"]
 
@@ -89,10 +95,24 @@ class SearchMethod(abc.ABC):
     #: The name used in ``searcher.name``.
     name: str = ""
 
+    #: ``searcher.time_metric``/``max_time`` when the method decides on reported values.
+    time_metric: Optional[TimeMetric] = None
+
     @property
     @abc.abstractmethod
-    def unit(self) -> Unit:
-        """The unit every ``Train`` length of this method uses."""
+    def unit(self) -> Optional[Unit]:
+        """The unit every ``Train`` length of this method uses; None when self-paced."""
+
+    @property
+    def self_paced(self) -> bool:
+        """Trials train their own length: no ``Train``/``Validate`` operations."""
+        return self.unit is None
+
+    @property
+    def trial_units(self) -> int:
+        """What one whole self-paced trial counts for progress: ``max_time``, or 1 when
+        the trials' progress comes as a fraction."""
+        return self.time_metric.max_time if self.time_metric else 1
 
     @abc.abstractmethod
     def initial_operations(self, ctx: SearchContext) -> List[Operation]:
@@ -111,6 +131,20 @@ class SearchMethod(abc.ABC):
     def on_trial_closed(self, ctx: SearchContext, request_id: int) -> List[Operation]:
         """A ``Close`` finished."""
         return []
+
+    def on_validation_reported(
+        self, ctx: SearchContext, request_id: int, time: float, metric: float
+    ) -> List[Operation]:
+        """A self-paced trial reported a validation: ``time`` is its time metric's value
+        (its steps when the search has no time metric), ``metric`` signed. The default
+        decides nothing."""
+        return []
+
+    def on_trial_finished(self, ctx: SearchContext, request_id: int) -> List[Operation]:
+        """The trial's own code ended it successfully without a ``Close`` (a script that
+        exited 0). By default it is treated as a trial that stopped early: whatever it
+        still owed counts as the worst result, but not as a failure."""
+        return self.on_trial_exited_early(ctx, request_id, ExitedReason.USER_REQUESTED_STOP)
 
     def on_capacity_changed(self, ctx: SearchContext, capacity: int) -> List[Operation]:
         """``capacity`` trials can run at once for this experiment (may come before

@@ -14,6 +14,7 @@ __all__ = [
     "check_int",
     "check_length",
     "read_length",
+    "read_optional_length",
     "require",
 ]
 
@@ -97,3 +98,10 @@ def read_length(cfg: Mapping[str, Any], key: str, prefix: str = "searcher") -> L
         return Length.from_dict(raw)
     except ValueError as e:
         raise ValueError(f"Invalid {prefix}.{key}: {e}") from None
+
+
+def read_optional_length(cfg: Mapping[str, Any], key: str, prefix: str = "searcher") -> Optional[Length]:
+    """``read_length`` for a field that may be missing or null (then None)."""
+    if not isinstance(cfg, Mapping) or cfg.get(key) is None:
+        return None
+    return read_length(cfg, key, prefix)

@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import bisect
 from typing import Any, Dict, List, Mapping, Tuple
 
 from determined.searcher._checks import check_choice, check_float, check_int
 
-__all__ = ["MODES", "bracket_rungs", "check_halving_options", "floor_log", "halving_options",
+__all__ = ["MODES", "Rung", "bracket_rungs", "check_halving_options", "floor_log", "halving_options",
            "rung_lengths"]
 
 MODES = ("aggressive", "standard", "conservative")
+
+
+class Rung:
+    """One rung of an ASHA bracket: its results, best first, and the trials it awaits."""
+
+    def __init__(self) -> None:
+        # Sorted by metric (ties: earlier result first): [request_id, metric, promoted].
+        self.results: List[List[Any]] = []
+        self.outstanding = 0
+
+    def insert(self, request_id: int, metric: float) -> int:
+        """Rank a result; returns its index (0 = best)."""
+        index = bisect.bisect_right([r[1] for r in self.results], metric)
+        self.results.insert(index, [request_id, metric, False])
+        return index
 
 
 def halving_options(cfg: Mapping[str, Any]) -> Dict[str, Any]:

@@ -10,7 +10,10 @@ operations for one request id must run in order. The driver contract:
   runs on its own, e.g. for ``min_validation_period``);
 - ``on_trial_closed`` once a ``Close`` op finished;
 - ``on_trial_exited_early`` when a trial stopped for good without ``Close`` (errors past
-  ``max_restarts``, user stop, invalid hyperparameters); such a trial needs no ``Close``.
+  ``max_restarts``, user stop, invalid hyperparameters); such a trial needs no ``Close``;
+- for script trials: ``on_validation_reported`` for every validation a trial reports
+  on its own (self-paced searches decide on these: ``searcher.time_metric``), and
+  ``on_trial_finished`` when a trial's script ended it successfully without a ``Close``.
 
 ``Shutdown`` comes last, once the search is over and every trial is closed or exited.
 """
@@ -23,6 +26,7 @@ import math
 import random
 from typing import Any, Dict, List, Mapping, Optional, Type
 
+from determined.common.frozen_entries import FrozenEntries
 from determined.config import Length, Unit
 from determined.searcher._adaptive import AdaptiveSearch
 from determined.searcher._adaptive_simple import AdaptiveSimpleSearch
@@ -46,6 +50,7 @@ from determined.searcher._pbt import PBTSearch
 from determined.searcher._random import RandomSearch
 from determined.searcher._sampler import Sampler, make_sampler
 from determined.searcher._single import SingleSearch
+from determined.searcher._time_metric import TimeMetric, time_value
 
 __all__ = ["SEARCH_METHODS", "Searcher", "make_searcher"]
 
@@ -76,6 +81,7 @@ class _Trial:
     close_requested: bool = False
     closed: bool = False
     exited: Optional[str] = None
+    reported_time: float = 0.0  # highest time-metric value (self-paced searches)
 
     @property
     def finished(self) -> bool:
@@ -91,6 +97,7 @@ class _Trial:
             "pending_validations": list(self.pending_validations),
             "validated_units": self.validated_units, "close_requested": self.close_requested,
             "closed": self.closed, "exited": self.exited,
+            "reported_time": self.reported_time,
         }
 
     @classmethod
@@ -153,7 +160,7 @@ class Searcher:
         self.experiment_seed = experiment_seed
         self._ctx = SearchContext(hyperparameters, random.Random(experiment_seed), sampler=sampler)
         self._trials: Dict[int, _Trial] = {}
-        self._frozen: Dict[int, Dict[str, Any]] = {}  # snapshots of finished trials (final)
+        self._frozen = FrozenEntries()  # a finished trial never changes again
         self._started = False
         self._shutdown: Optional[Shutdown] = None
         self._capacity: Optional[int] = None
@@ -165,8 +172,18 @@ class Searcher:
         return self.method.name
 
     @property
-    def unit(self) -> Unit:
+    def unit(self) -> Optional[Unit]:
+        """The unit of ``Train`` lengths; None for a self-paced search."""
         return self.method.unit
+
+    @property
+    def self_paced(self) -> bool:
+        """Trials get no ``Train``/``Validate``: their scripts train their own length."""
+        return self.method.self_paced
+
+    @property
+    def time_metric(self) -> Optional[TimeMetric]:
+        return self.method.time_metric
 
     @property
     def sampler(self) -> Sampler:
@@ -187,9 +204,11 @@ class Searcher:
     def trial_seed(self, request_id: int) -> int:
         return self._trial(request_id).trial_seed
 
-    def trained_length(self, request_id: int) -> Length:
-        """The cumulative length the latest ``Train`` op asked of the trial."""
-        return Length(self.unit, self._trial(request_id).train_units)
+    def trained_length(self, request_id: int) -> Optional[Length]:
+        """The cumulative length the latest ``Train`` op asked of the trial (None when
+        self-paced)."""
+        unit = self.unit
+        return None if unit is None else Length(unit, self._trial(request_id).train_units)
 
     def is_finished(self, request_id: int) -> bool:
         """Closed (after ``on_trial_closed``) or exited early."""
@@ -241,6 +260,14 @@ class Searcher:
             raise SearcherError(
                 f"on_validation_completed: trial {request_id} has no outstanding Validate"
             )
+        signed = self._signed_metric(request_id, metrics)
+        trial.validated_units = trial.pending_validations.pop(0)
+        self._ctx.sampler.observe(trial.hparams, trial.validated_units, signed)
+        return self._apply(self.method.on_validation_completed(self._ctx, request_id, signed))
+
+    def _signed_metric(self, request_id: int, metrics: Mapping[str, Any]) -> float:
+        """The searcher metric of a validation report, signed so that smaller is better
+        (NaN ranks worst)."""
         if not isinstance(metrics, Mapping) or self.metric not in metrics:
             keys = sorted(map(str, metrics)) if isinstance(metrics, Mapping) else metrics
             raise SearcherError(
@@ -254,11 +281,48 @@ class Searcher:
                 f"Received: {self.metric}={value!r}"
             )
         signed = float(value) if self.smaller_is_better else -float(value)
-        if math.isnan(signed):
-            signed = math.inf  # a NaN metric ranks worst
-        trial.validated_units = trial.pending_validations.pop(0)
-        self._ctx.sampler.observe(trial.hparams, trial.validated_units, signed)
-        return self._apply(self.method.on_validation_completed(self._ctx, request_id, signed))
+        return math.inf if math.isnan(signed) else signed
+
+    def on_validation_reported(
+        self, request_id: int, metrics: Mapping[str, Any], steps: int = 0
+    ) -> List[Operation]:
+        """A script trial reported validation ``metrics`` at ``steps`` on its own (not
+        for a ``Validate`` op). Only self-paced searches use it: the value of
+        ``searcher.time_metric`` (else ``steps``) measures the trial's training, and the
+        method may close the trial. A report without the time metric, or for a trial
+        already asked to close, changes nothing.
+
+        Raises:
+            SearcherError: the time metric is present but not a number >= 0, or the
+                searcher metric is missing or not a number.
+        """
+        trial = self._live_trial(request_id, "on_validation_reported")
+        if not self.self_paced or trial.close_requested:
+            return []
+        name = self.time_metric.name if self.time_metric else None
+        try:
+            time = float(steps) if name is None else time_value(metrics, name)
+        except ValueError as e:
+            raise SearcherError(f"Trial {request_id}: {e}") from None
+        if time is None:
+            return []
+        signed = self._signed_metric(request_id, metrics)
+        if name is not None:
+            trial.reported_time = max(trial.reported_time, time)
+        self._ctx.sampler.observe(trial.hparams, int(time), signed)
+        return self._apply(self.method.on_validation_reported(self._ctx, request_id, time, signed))
+
+    def on_trial_finished(self, request_id: int) -> List[Operation]:
+        """The trial's script exited successfully without (or before) the ``Close`` it
+        was sent: the trial is closed. A searcher-requested close is reported as
+        ``on_trial_closed``; otherwise the method decides what the trial's end means
+        (self-paced: it is done; else whatever it still owed counts as not delivered)."""
+        trial = self._live_trial(request_id, "on_trial_finished")
+        if trial.close_requested:
+            return self.on_trial_closed(request_id)
+        trial.close_requested = trial.closed = True
+        trial.pending_validations = []
+        return self._apply(self.method.on_trial_finished(self._ctx, request_id))
 
     def on_trial_closed(self, request_id: int) -> List[Operation]:
         trial = self._live_trial(request_id, "on_trial_closed")
@@ -300,18 +364,26 @@ class Searcher:
         """The latest ``on_capacity_changed`` value (None: never told)."""
         return self._capacity
 
-    def progress(self, trained_units: Optional[Mapping[int, int]] = None) -> float:
+    def progress(self, trained_units: Optional[Mapping[int, float]] = None) -> float:
         """Fraction of the search done, in [0, 1]; 1 after ``Shutdown``.
 
         Args:
             trained_units: units each trial (by request id) has trained so far, when
                 the caller knows; otherwise only validated lengths count, and a
                 trial that validates only at its end shows no progress until then.
+                For a self-paced search: time-metric units, or a fraction of the trial
+                when the search has no time metric.
         """
         if self._shutdown is not None:
             return 1.0
         trained = trained_units or {}
-        units = sum(max(t.validated_units, trained.get(r, 0)) for r, t in self._trials.items())
+        if self.self_paced:  # a finished trial counts whole: it trained what it meant to
+            whole = self.method.trial_units
+            units = sum(whole if t.finished else min(max(t.reported_time, trained.get(r, 0)), whole)
+                        for r, t in self._trials.items())
+        else:
+            units = sum(max(t.validated_units, trained.get(r, 0))
+                        for r, t in self._trials.items())
         return min(max(self.method.progress(units), 0.0), 1.0)
 
     # Bookkeeping.
@@ -373,14 +445,8 @@ class Searcher:
         }
 
     def _trial_dict(self, t: _Trial) -> Dict[str, Any]:
-        # A finished trial never changes again (no operation or event reaches it):
-        # serialize it once, as a search may have thousands of trials.
-        if not t.finished:
-            return t.to_dict()
-        frozen = self._frozen.get(t.request_id)
-        if frozen is None:
-            frozen = self._frozen[t.request_id] = t.to_dict()
-        return frozen
+        # No operation or event reaches a finished trial: its entry is built once.
+        return self._frozen.entry(t.request_id, t.finished, t.to_dict)
 
     @classmethod
     def restore(cls, config: Mapping[str, Any], snapshot: Mapping[str, Any]) -> "Searcher":

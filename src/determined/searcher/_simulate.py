@@ -6,6 +6,11 @@ work, the next op run is the oldest issued one, or a seeded random trial's next 
 ``shuffle_seed`` is set (to exercise asynchrony). A ``Create(checkpoint_of=P)`` waits
 until every op issued for ``P`` before it has run, and warm-starts from the checkpoint
 that the latest of them wrote.
+
+In a self-paced search (``searcher.time_metric``, or no ``max_length``) each trial plays
+a script instead: it trains ``report_every`` units at a time (its ops), reporting a
+validation with the time metric after each, until the searcher closes it or it reaches
+its own length (``script_length``), when it finishes on its own.
 """
 
 from __future__ import annotations
@@ -92,6 +97,7 @@ class SimulationResult:
 
 class _SimTrial:
     def __init__(self, create: Create, seq: int) -> None:
+        self.seq = seq
         self.summary = SimulatedTrial(
             create.request_id, create.trial_seed, create.hparams, create.checkpoint_of
         )
@@ -116,6 +122,8 @@ def simulate(
     max_events: int = 100_000,
     capacity: Optional[int] = None,
     capacity_at: Optional[Mapping[int, int]] = None,
+    report_every: Optional[int] = None,
+    script_length: Optional[Callable[[Dict[str, Any], int], int]] = None,
 ) -> SimulationResult:
     """Run a whole search against synthetic trials.
 
@@ -137,6 +145,11 @@ def simulate(
         capacity_at: ``{event_count: capacity}``: change the capacity after these events
             (an event of its own); ``concurrency`` follows it when it was equal to
             ``capacity``.
+        report_every: Self-paced searches: units a trial trains between validations
+            (default: a sixteenth of ``max_time``, at least 1).
+        script_length: Self-paced searches: ``script_length(hparams, trial_seed)``, the
+            units a trial's script trains before it exits on its own (default:
+            ``max_time``, or 16 without a time metric).
 
     Returns:
         A :class:`SimulationResult`; ``shutdown`` is None only if the search got stuck.
@@ -160,6 +173,10 @@ def simulate(
     restore_points = set(restore_at)
 
     searcher: Searcher = make_searcher(config)
+    self_paced = searcher.self_paced
+    time_name = searcher.time_metric.name if searcher.time_metric else None
+    whole = searcher.time_metric.max_time if searcher.time_metric else 16
+    period = report_every or max(whole // 16, 1)
     trials: Dict[int, _SimTrial] = {}
     op_log: List[Operation] = []
     progress: List[float] = []
@@ -200,10 +217,19 @@ def simulate(
             snap = json.loads(json.dumps(searcher.snapshot()))
             searcher = Searcher.restore(config, snap)
 
+    def scripted(trial: _SimTrial) -> bool:
+        return self_paced and trial.created and not trial.finished
+
+    def next_seq(rid: int) -> int:
+        trial = trials[rid]
+        return trial.queue[0][0] if trial.queue else trial.seq
+
     def ready(rid: int) -> bool:
         trial = trials[rid]
-        if not trial.queue or trial.finished:
+        if trial.finished:
             return False
+        if not trial.queue:
+            return scripted(trial)
         seq0, op = trial.queue[0]
         if isinstance(op, Create) and op.checkpoint_of is not None:
             parent = trials[op.checkpoint_of]
@@ -223,6 +249,9 @@ def simulate(
         plan = exit_plan.get(rid)
         if trial.created and plan is not None and plan[1] == trial.ops_done:
             exit_trial(trial, plan[0])
+            return
+        if scripted(trial) and not trial.queue:
+            script_step(trial)
             return
         op_seq, op = trial.queue.popleft()
         if not trial.queue:
@@ -255,6 +284,26 @@ def simulate(
             s.closed = True
             call(searcher.on_trial_closed, rid)
 
+    def script_step(trial: _SimTrial) -> None:
+        """A self-paced trial trains ``period`` more units and reports a validation; at
+        its own length it finishes."""
+        nonlocal total_units
+        s = trial.summary
+        trial.ops_done += 1
+        own = script_length(s.hparams, s.trial_seed) if script_length else whole
+        step = max(min(period, own - s.trained_units), 0)
+        total_units += step
+        s.trained_units += step
+        value = float(metric_fn(s.hparams, s.trained_units, s.trial_seed))
+        s.validations.append((s.trained_units, value))
+        metrics = {metric_name: value}
+        if time_name is not None:
+            metrics[time_name] = s.trained_units
+        call(searcher.on_validation_reported, s.request_id, metrics, s.trained_units)
+        if s.trained_units >= own and not trial.queue and not trial.finished:
+            s.closed = True
+            call(searcher.on_trial_finished, s.request_id)
+
     capacity_plan = dict(capacity_at or {})
     follow = capacity is not None and concurrency == capacity
     if capacity is not None:
@@ -269,8 +318,9 @@ def simulate(
             continue
         running = [r for r in running if ready(r)]
         in_slot = set(running)
+        candidates = set(has_work) | {r for r, t in trials.items() if scripted(t)}
         waiting = sorted(
-            (trials[r].queue[0][0], r) for r in has_work if r not in in_slot and ready(r)
+            (next_seq(r), r) for r in candidates if r not in in_slot and ready(r)
         )
         for _, rid in waiting:
             if concurrency and len(running) >= concurrency:
@@ -279,7 +329,7 @@ def simulate(
         if not running:
             break
         if order_rng is None:
-            rid = min(running, key=lambda r: trials[r].queue[0][0])
+            rid = min(running, key=next_seq)
         else:
             rid = running[order_rng.randrange(len(running))]
         run_one(rid)

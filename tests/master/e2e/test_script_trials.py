@@ -132,3 +132,46 @@ def test_bad_entrypoints_are_refused_naming_the_field(master_factory):
             r = api.post("/experiments", json={"config": config, "model_def": packed})
             assert r.status_code == 400, r.text
             assert "entrypoint" in r.text and expected in r.text, r.text
+
+
+def test_script_runner_routes_answer_and_refuse_bad_bodies(master_factory, tmp_path):
+    import httpx
+
+    from determined.master.db import Store
+
+    master = master_factory(slots=1)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    with master.client() as api:
+        exp_id = create_experiment(api, script_config(400, step_seconds=0.1,
+                                                      marker_dir=str(markers)), SCRIPT_DIR)
+        wait_for_step(markers, 1, 1)
+        store = Store("sqlite:///" + os.path.join(master.data_dir, "master.db"))
+        token = store.create_trial_token(1)
+        store.close()
+        with httpx.Client(base_url=master.url + "/api/v1/trial-runner", timeout=30,
+                          headers={"Authorization": f"Bearer {token}"}) as runner:
+            assert runner.get("/should-stop").json() == {"stop": False}
+            assert runner.post("/progress", json={"units": 2.5}).json() == {"stop": False}
+            for path, body, field in (("/progress", {"units": -1}, "units"),
+                                      ("/progress", {"units": "half"}, "units"),
+                                      ("/progress", {}, "units"),
+                                      ("/script-exited", {"code": 999}, "code"),
+                                      ("/script-exited", {"code": 0, "x": 1}, "x")):
+                r = runner.post(path, json=body)
+                assert r.status_code == 400 and field in r.text, (path, body, r.text)
+            assert api.post(f"/experiments/{exp_id}/pause").status_code == 200
+            assert runner.get("/should-stop").json() == {"stop": True}
+        assert api.post(f"/experiments/{exp_id}/kill").status_code == 200
+        wait_for_state(api, exp_id, ["CANCELED"], timeout=120)
+
+
+def test_test_mode_on_a_master_runs_the_script(master_factory, tmp_path):
+    master = master_factory(slots=1)
+    config = tmp_path / "script.yaml"
+    config.write_text(yaml.safe_dump(script_config()))
+    out = subprocess.run([sys.executable, "-m", "determined.cli", "e", "create", str(config),
+                          str(SCRIPT_DIR), "--test"], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, DET_MASTER=master.url))
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "closed at step 1" in out.stdout + out.stderr  # the trial's streamed log

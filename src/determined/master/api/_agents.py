@@ -279,12 +279,10 @@ class _AgentWakeups:
 def agents_listing(master: Master) -> Dict[str, Any]:
     """``GET /agents``: live agents, their slots and the task on each slot."""
     busy: Dict[Tuple[str, int], str] = {}
-    with master.lock:
-        held = list(master.allocations.items()) + list(master.tasks.running().items())
-        for task_id, (_, alloc) in held:
-            for agent_id, slots in alloc.parts:
-                for slot in slots:
-                    busy[(agent_id, slot)] = task_id
+    for task_id, alloc in master.slot_holders():
+        for agent_id, slots in alloc.parts:
+            for slot in slots:
+                busy[(agent_id, slot)] = task_id
     records = {a.id: a for a in master.store.list_agents()}
     remote = {d["id"]: d for d in master.rm.remote.describe()}
     if getattr(master.rm, "ray", None) is not None:  # Ray nodes (type "ray")

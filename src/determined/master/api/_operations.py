@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import threading
 import time
 from typing import Any, Dict, List, Optional
 
@@ -102,6 +103,7 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
     api = fastapi.APIRouter(prefix="/api/v1", tags=["operations"])
     store = master.store
     Caller = Depends(caller)
+    templates_lock = threading.Lock()  # only these routes write templates
 
     # -- workloads ------------------------------------------------------------------------
 
@@ -144,12 +146,12 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
 
     @api.delete("/experiments/{id}")
     def delete_experiment(id: int, user: User = Caller) -> Dict[str, Any]:
-        with master.lock:
-            exp = store.get_experiment(id)
-            check_owner(user, exp.owner, f"experiment {id}", "delete")  # as 0.13
-            if exp.state not in TERMINAL_STATES or id in master.runs:
-                raise fail(409, f"Experiment {id} is {exp.state}; only finished experiments "
-                                "(COMPLETED, CANCELED, ERROR) can be deleted: kill it first")
+        exp = store.get_experiment(id)
+        check_owner(user, exp.owner, f"experiment {id}", "delete")  # as 0.13
+        # A finished experiment never runs again: no lock keeps this true.
+        if exp.state not in TERMINAL_STATES or master.experiments.is_live(id):
+            raise fail(409, f"Experiment {id} is {exp.state}; only finished experiments "
+                            "(COMPLETED, CANCELED, ERROR) can be deleted: kill it first")
         ckpts = store.list_checkpoints(experiment_id=id)
         registered = store.registered_checkpoints(c.uuid for c in ckpts)
         if registered:
@@ -180,19 +182,13 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
     @api.patch("/experiments/{id}/gc-policy")
     def set_gc_policy(id: int, body: GCPolicy, user: User = Caller) -> Dict[str, Any]:
         policy = body.model_dump()
-        with master.lock:
-            exp = store.get_experiment(id)
-            check_owner(user, exp.owner, f"experiment {id}", "change the GC policy of")
-            config = dict(exp.config)
-            config["checkpoint_storage"] = {**(config.get("checkpoint_storage") or {}), **policy}
-            store.update_experiment(id, config=config)
-            run = master.runs.get(id)
-            if run is not None:  # applies when the running experiment ends
-                for live in (run.config.get("checkpoint_storage"),
-                             getattr(run, "storage_config", None)):
-                    if isinstance(live, dict):
-                        live.update(policy)
-                return {"deleted": [], "applies": "when the experiment ends"}
+        exp = store.get_experiment(id)
+        check_owner(user, exp.owner, f"experiment {id}", "change the GC policy of")
+        config = dict(exp.config)
+        config["checkpoint_storage"] = {**(config.get("checkpoint_storage") or {}), **policy}
+        store.update_experiment(id, config=config)  # stored first: a run ending now reads it
+        if master.experiments.update_gc_policy(id, policy):
+            return {"deleted": [], "applies": "when the experiment ends"}
         doomed = gc_candidates(master, id, policy)
         gone = _delete_files(id, config, [c.uuid for c in doomed])
         for uuid in gone:
@@ -228,14 +224,14 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
             raise fail(400, f"Expected a template name of 1-255 characters. Received: {name!r}")
         limits = master.config.limits
         check_config_tree(body.config, limits.max_config_keys, limits.max_config_depth)
-        with master.lock:  # the owner check and the write, with no change between
+        with templates_lock:  # the owner check and the write, with no change between
             _template_owner(name, user, "overwrite")
             store.set_template(name, body.config, owner=user.username)
         return store.get_template_record(name)
 
     @api.delete("/templates/{name}")
     def delete_template(name: str, user: User = Caller) -> Dict[str, Any]:
-        with master.lock:
+        with templates_lock:
             store.get_template_record(name)  # 404 first
             _template_owner(name, user, "delete")
             store.delete_template(name)
@@ -251,10 +247,7 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
     # -- draining agents and slots -----------------------------------------------------------
 
     def _refresh_flags() -> None:
-        flags = store.scheduling_flags()
-        with master.lock:
-            master.rm.flags = flags
-            master.changed()
+        master.set_scheduling_flags(store.scheduling_flags())
 
     for _verb in ("enable", "disable"):
         def _agent(agent_id: str, user: User = Caller, _v: str = _verb) -> Dict[str, Any]:

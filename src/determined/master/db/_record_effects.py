@@ -88,7 +88,15 @@ class RecordEffects:
 
     def flush(self) -> None:
         """Write the buffered training rows (one transaction per trial)."""
+        self.write_training(self.take_training())
+
+    def take_training(self) -> Dict[int, List[Any]]:
+        """The buffered training rows by trial id, no longer buffered: for a caller that
+        writes them itself (:meth:`write_training`), e.g. outside a lock."""
         rows, self._rows = self._rows, {}
+        return rows
+
+    def write_training(self, rows: Mapping[int, List[Any]]) -> None:
         for trial_id, reports in rows.items():
             self.store.add_training_metrics_many(trial_id, reports)
 
@@ -99,6 +107,27 @@ class RecordEffects:
 
     def tid(self, request_id: int) -> int:
         return self.trial_ids[request_id]
+
+    def mark_error(self, reason: str) -> None:
+        """End as ERROR an experiment that no core can carry on (its run cannot be
+        built, e.g. its snapshot is unreadable): every unfinished trial logs ``reason``
+        and ends ERROR, and the experiment's description names it if it had none."""
+        exp = self.store.get_experiment(self.experiment_id)
+        effects: List[engine.Effect] = []
+        if exp.state not in ("STOPPING_ERROR", "ERROR"):
+            effects.append(engine.SetExperimentState("STOPPING_ERROR"))
+        if exp.state != "ERROR":
+            effects.append(engine.SetExperimentState("ERROR"))
+        for rec in self.store.list_trials(self.experiment_id):
+            if rec.state not in _TERMINAL_TRIAL:
+                rid = int(rec.request_id)
+                self.trial_ids[rid] = rec.id
+                effects += [engine.TrialLog(rid, f"Experiment {self.experiment_id} {reason}"),
+                            engine.UpdateTrial(rid, {"state": "ERROR"})]
+        self.apply(effects, core=None)
+        if not exp.description:
+            self.store.update_experiment(self.experiment_id,
+                                         description=f"ERROR: {reason}"[:1000])
 
     # ------------------------------------------------------------------ one per effect
 

@@ -13,11 +13,11 @@ import logging
 import os
 import shutil
 import time
-from typing import Iterable, List, Optional, Set
+from typing import Any, Dict, Iterable, List, Optional, Set
 
 from determined.engine import EngineError, check_checkpoint_id
 
-__all__ = ["clean_checkpoint_root", "GRACE_SECONDS"]
+__all__ = ["clean_checkpoint_root", "clean_checkpoint_roots", "GRACE_SECONDS"]
 
 logger = logging.getLogger("determined.master")
 
@@ -70,3 +70,18 @@ def clean_checkpoint_root(root: str, registered: Iterable[str], experiment_ids: 
             removed.append(path)
             logger.info("removed an unfinished checkpoint write: %s", path)
     return removed
+
+
+def clean_checkpoint_roots(store: Any, default_storage: Dict[str, Any],
+                           grace: float = GRACE_SECONDS) -> None:
+    """:func:`clean_checkpoint_root` for every shared_fs root a master's experiments
+    (or its ``default_storage``) use, with the master's ``store`` naming what counts."""
+    exps = store.list_experiments(include_archived=True)
+    roots = set()
+    for storage in [default_storage] + [e.config.get("checkpoint_storage") or {} for e in exps]:
+        if storage.get("type", "shared_fs") == "shared_fs" and storage.get("host_path"):
+            roots.add(os.path.normpath(os.path.join(storage["host_path"],
+                                                    storage.get("storage_path") or "")))
+    registered = {c.uuid for c in store.list_checkpoints()}
+    for root in sorted(roots):
+        clean_checkpoint_root(root, registered, {e.id for e in exps}, grace=grace)

@@ -1,30 +1,26 @@
 """One experiment in the master: an adapter around :class:`~determined.engine.ExperimentCore`.
 
 The core decides (trial states, operation queues, restarts, best metric, GC); this
-adapter carries its effects out against the :class:`~determined.master.db.Store`, the
-scheduler and the resource manager. Methods that change state are called with the
-master's lock held (API handlers, exit callbacks, the scheduler); training reports
-take it only to update the core, and store their rows outside it. After every event
-that changes the core, its whole snapshot is saved, so a restarted master continues
-exactly there.
+adapter hands the core's record effects to its :class:`~determined.master.db.RecordEffects`
+and carries the process effects out through its :class:`ExperimentHost`. Every method
+is called with the experiments' lock held (the ``Experiments`` service takes it),
+except the two that touch no state: :meth:`ExperimentRun.store_training` and
+:meth:`ExperimentRun.checkpoint_resources`. After every event that changes the core,
+its whole snapshot is saved, so a restarted master continues exactly there.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from determined import engine
-from determined.common.trial_ops import core_script_event
 from determined.config import ExperimentConfig
 from determined.master._lifecycle import event
-from determined.master.db import RecordEffects, Store, restore_location
+from determined.master.db import RecordEffects, restore_location
+from determined.master.experiments._host import ExperimentHost
 from determined.master.experiments._trial import TrialHandle
-from determined.storage import build_storage
-
-if TYPE_CHECKING:
-    from determined.master._core import Master
 
 __all__ = ["ExperimentRun"]
 
@@ -32,68 +28,64 @@ logger = logging.getLogger("determined.master")
 
 
 class ExperimentRun:
-    """The live part of a non-terminal experiment."""
+    """The live part of a non-terminal experiment.
 
-    def __init__(self, master: "Master", experiment_id: int, config: Dict[str, Any],
-                 state: str, model_dir: str,
+    Args:
+        records: writes the experiment's records (its ``experiment_id`` is this run's).
+        host: the master as this run sees it.
+        config: the validated experiment config.
+        state: the experiment's stored state (a run without a snapshot starts in it).
+        model_dir: the unpacked context directory.
+        storage: the experiment's checkpoint storage.
+        source_checkpoint: (uuid, path) every trial without a searcher parent
+            warm-starts from (``resolve_source_checkpoint``).
+        capacity: how many trials the cluster can run at once now.
+    """
+
+    def __init__(self, records: RecordEffects, host: ExperimentHost, config: Dict[str, Any],
+                 state: str, model_dir: str, storage: Any,
                  source_checkpoint: Optional[Tuple[str, str]] = None,
                  capacity: Optional[int] = None):
-        """``source_checkpoint``: (uuid, path) every trial without a searcher parent
-        warm-starts from (``resolve_source_checkpoint``)."""
-        self.master = master
-        self.store: Store = master.store
-        self.id = experiment_id
+        self.records = records
+        self.host = host
+        self.store = records.store
+        self.id = records.experiment_id
         self.config = config
         self.cfg = ExperimentConfig(config)
         self.model_dir = model_dir
         self.storage_config = config["checkpoint_storage"]
-        self.storage = build_storage(self.storage_config)
+        self.storage = storage
         self.source_path = source_checkpoint[1] if source_checkpoint else None
         self.core = engine.ExperimentCore(
             config, source_checkpoint=source_checkpoint[0] if source_checkpoint else None,
             capacity=capacity)
         self.trials: Dict[int, TrialHandle] = {}  # by request id
         self._initial_state = state
+        self._snapshot: Optional[Dict[str, Any]] = None
         self._progress_at = 0.0
-        self.records = RecordEffects(
-            self.store, experiment_id, lambda uuids: master.delete_files(self.storage, uuids),
-            snapshot_extra={"source_checkpoint_path": self.source_path})
-        self.records.on_created = self._created
-        self.records.on_trial_state = lambda tid, state: event(
+        records.snapshot_extra["source_checkpoint_path"] = self.source_path
+        records.on_created = self._created
+        records.on_trial_state = lambda tid, state: event(
             "trial %s of experiment %s %s", tid, self.id, state)
-        self.records.on_experiment_state = self._experiment_state
+        records.on_experiment_state = self._experiment_state
         self._wake = False
-
-    # ------------------------------------------------------------------ views
 
     @property
     def state(self) -> str:
         return self.core.state.value
-
-    @property
-    def searcher(self) -> Any:
-        return self.core.searcher
-
-    @property
-    def killed(self) -> bool:
-        return self.core.killed
-
-    @property
-    def shutdown(self) -> Any:
-        return self.core.shutdown
 
     # ------------------------------------------------------------------ start, restore
 
     def start(self, activate: bool = False) -> None:
         self._do(self.core.start(activate=activate))
 
-    def restore(self) -> None:
-        """Continue after a master restart from the saved snapshot: trials whose
-        processes were lost roll back to their latest checkpoints."""
+    def load(self) -> None:
+        """Rebuild the core from the saved snapshot after a master restart (none saved:
+        :meth:`recover` starts the run afresh). Raises if the snapshot is unusable."""
         snap = self.store.get_searcher_snapshot(self.id)
         if snap is None:
-            self.start(activate=self._initial_state == "ACTIVE")
             return
+        self._snapshot = snap.snapshot
         self.core = engine.ExperimentCore.restore(self.config, snap.snapshot)
         self.source_path = snap.snapshot.get("source_checkpoint_path")
         self.records.snapshot_extra["source_checkpoint_path"] = self.source_path
@@ -101,6 +93,13 @@ class ExperimentRun:
             rid = int(rec.request_id)
             if rid in self.core.trials:
                 self._register(rid, rec.id)
+
+    def recover(self) -> None:
+        """Continue after :meth:`load`: trials whose processes were lost roll back to
+        their latest checkpoints."""
+        if self._snapshot is None:
+            self.start(activate=self._initial_state == "ACTIVE")
+            return
         latest: Dict[int, Tuple[str, int]] = {}
         for rid, h in self.trials.items():
             # The core treats every process of the old master as lost and rolls its
@@ -113,11 +112,15 @@ class ExperimentRun:
                 latest[rid] = (c.uuid, c.total_batches)
         self._do(self.core.recover(latest))
 
+    def abort(self, reason: str) -> None:
+        """End the run as ERROR now because the master cannot go on with it."""
+        self._do(self.core.abort("ERROR", reason))
+
     def _register(self, request_id: int, trial_id: int) -> TrialHandle:
         h = TrialHandle(trial_id, self.core.trial(request_id))
         self.trials[request_id] = h
         self.records.trial_ids[request_id] = trial_id
-        self.master.trials[trial_id] = (self, h)
+        self.host.trial_added(self, h)
         return h
 
     def _created(self, request_id: int, trial_id: int) -> None:
@@ -128,11 +131,11 @@ class ExperimentRun:
     # ------------------------------------------------------------------ effects
 
     def _do(self, effects: List[Any]) -> None:
-        """Carry out the core's effects (lock held): records, then process effects."""
+        """Carry out the core's effects: records, then process effects."""
         self._wake = False
         engine.dispatch(self.records.apply(effects, self.core), self)
         if self._wake:
-            self.master.changed(self.id)
+            self.host.wake(self.id)
 
     def _experiment_state(self, state: str) -> None:
         event("experiment %s %s", self.id, state)
@@ -146,16 +149,16 @@ class ExperimentRun:
     stop_trial = wake_trial = launch_trial
 
     def kill_process(self, e: engine.KillTrial) -> None:
-        self.master.kill_trial(self.records.tid(e.request_id))
+        self.host.kill_process(self.records.tid(e.request_id))
 
     def finish_experiment(self, e: engine.FinishExperiment) -> None:
-        self.master.finished(self)
+        self.host.finished(self)
         if e.reason:
             logger.info("experiment %s ended %s: %s", self.id, e.state, e.reason)
 
     def refresh_progress(self, force: bool = False) -> None:
         """Store the search's progress, counting what trials have trained so far (at
-        most once a second unless ``force``; call with the master's lock held)."""
+        most once a second unless ``force``)."""
         now = time.monotonic()
         if not force and now - self._progress_at < 1.0:
             return
@@ -188,8 +191,11 @@ class ExperimentRun:
         self._do(self.core.stop_trial(t.request_id))
 
     def capacity_changed(self, capacity: int) -> None:
-        """Tell the searcher how many trials can run at once (lock held)."""
-        self._do(self.core.capacity_changed(capacity))
+        """Tell the searcher how many trials can run at once (the core ignores no
+        change; none while no agent has slots, e.g. remote agents reconnecting after a
+        master restart)."""
+        if capacity >= 1:
+            self._do(self.core.capacity_changed(capacity))
 
     def suspend_idle(self) -> None:
         self._do(self.core.suspend_idle())
@@ -206,41 +212,39 @@ class ExperimentRun:
         if answer is None:
             # The scheduler may suspend this idle trial to free its slot. Waking the
             # runners here would wake this one too: it would poll in a busy loop.
-            self.master.wake_scheduler()
+            self.host.wake_scheduler()
             return None
         return answer.to_dict()
 
-    def training(self, t: TrialHandle, batches: int, metrics: Dict[str, Any]) -> None:
-        """Store a training report (the lock only guards the core, not the write)."""
-        self.training_many(t, [(batches, metrics)])
+    def trained(self, t: TrialHandle,
+                reports: List[Tuple[int, Dict[str, Any]]]) -> Dict[int, List[Any]]:
+        """Tell the core of training reports; the rows to store (:meth:`store_training`)."""
+        for batches, metrics in reports:
+            self._do(self.core.trial_trained(t.request_id, batches, metrics))
+        return self.records.take_training()
 
-    def training_many(self, t: TrialHandle, reports: List[Tuple[int, Dict[str, Any]]]) -> None:
-        """Store several training reports of one trial at once."""
-        rows = []
-        with self.master.lock:
-            for batches, metrics in reports:
-                for e in self.core.trial_trained(t.request_id, batches, metrics):
-                    if isinstance(e, engine.StoreMetrics):
-                        rows.append((e.batches, metrics.get("avg_metrics") or {},
-                                     metrics.get("batch_metrics"), metrics.get("num_inputs")))
-        if rows:
-            self.store.add_training_metrics_many(t.trial_id, rows)
+    def store_training(self, rows: Dict[int, List[Any]]) -> None:
+        """Write training rows, one transaction per trial (no lock needed: rows only add)."""
+        self.records.write_training(rows)
 
     def validation(self, t: TrialHandle, batches: int, report: Dict[str, Any]) -> None:
         self._do(self.core.trial_validated(t.request_id, batches, report))
 
-    def checkpoint(self, t: TrialHandle, batches: int, uuid: str, meta: Dict[str, Any]) -> None:
-        """Register a checkpoint; walks its files first, without the master's lock."""
+    def checkpoint_resources(self, uuid: str) -> Dict[str, int]:
+        """A reported checkpoint's file sizes (walks its files: no lock needed)."""
         engine.check_checkpoint_id(uuid)
-        resources: Dict[str, int] = {}
         try:
-            resources = self.storage.resources(uuid)  # file sizes, also in object stores
+            return self.storage.resources(uuid)  # file sizes, also in object stores
         except Exception as e:  # noqa: BLE001 - the checkpoint counts; sizes are a bonus
             logger.warning("checkpoint %s: could not list its files: %s", uuid, e)
-        with self.master.lock:
-            self._do(self.core.trial_checkpointed(
-                t.request_id, batches, uuid, resources, str(meta.get("framework", "")),
-                str(meta.get("format", ""))))
+            return {}
+
+    def checkpoint(self, t: TrialHandle, batches: int, uuid: str, resources: Dict[str, int],
+                   meta: Dict[str, Any]) -> None:
+        """Register a checkpoint (``resources`` from :meth:`checkpoint_resources`)."""
+        self._do(self.core.trial_checkpointed(
+            t.request_id, batches, uuid, resources, str(meta.get("framework", "")),
+            str(meta.get("format", ""))))
 
     def validate_op_completed(self, t: TrialHandle, report: Dict[str, Any]) -> None:
         self._do(self.core.validate_op_completed(t.request_id, report))
@@ -252,10 +256,10 @@ class ExperimentRun:
         return self.core.is_best(value)
 
     def script_progress(self, t: TrialHandle, units: float) -> None:
-        self._do(core_script_event(self.core, "trial_progressed", t.request_id, units))
+        self._do(self.core.trial_progressed(t.request_id, units))
 
     def script_exited(self, t: TrialHandle, code: int) -> None:
-        self._do(core_script_event(self.core, "script_exited", t.request_id, code))
+        self._do(self.core.script_exited(t.request_id, code))
 
     # ------------------------------------------------------------------ process exits
 
@@ -277,7 +281,3 @@ class ExperimentRun:
 
     def kill_trial(self, t: TrialHandle) -> None:
         self._do(self.core.kill_trial(t.request_id))
-
-    def maybe_finish(self) -> bool:
-        """True once the experiment has ended (the core finishes it on its own)."""
-        return self.core.finished

@@ -1,0 +1,180 @@
+"""Experiments and trials on the REST API (``/api/v1``).
+
+- ``POST /experiments`` ``{config, model_def (base64 tar.gz), activate, git?}`` ->
+  ``{id, warnings}`` (201); ``GET /experiments?archived&user``; ``GET /experiments/{id}``;
+  ``PATCH /experiments/{id}`` (description, labels, weight, priority, max_slots);
+  ``POST /experiments/{id}/{pause|activate|cancel|kill|archive|unarchive}``;
+  ``GET /experiments/{id}/trials|checkpoints|model_def``.
+- ``GET /trials/{id}`` (with metrics), ``POST /trials/{id}/kill``,
+  ``GET /trials/{id}/logs?after_id&limit&tail``; ``GET /checkpoints/{uuid}``.
+
+Live experiments are changed only through the master's
+:class:`~determined.master.experiments.Experiments`; everything else is read from the
+store. Only the owner or an admin may change an experiment or kill its trials.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, Callable, Dict, Optional
+
+import fastapi
+from fastapi import Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from determined.common.api import MAX_CONTEXT_BYTES
+from determined.common.validation import validate_experiment
+from determined.config import check_config_json, check_config_text, config_warnings, parse_yaml
+from determined.errors import InvalidConfigError
+from determined.master import views
+from determined.master._core import Master
+from determined.master.api import _models as models
+from determined.master.api._auth import check_owner
+from determined.master.api._errors import APIError
+from determined.master.api._json_body import json_body, json_body_doc
+from determined.master.db import User
+from determined.master.experiments import NotFinishedError
+from determined.master.experiments._service import RUN_ACTIONS
+
+__all__ = ["experiment_json", "experiments_router"]
+
+
+def experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[str, Any]:
+    """An experiment with its trials; with the config, each trial also says whether it
+    holds slots now (``running``; else an ACTIVE one waits)."""
+    out = views.experiment_json(master.store, id, with_config)
+    if with_config:
+        held = {task_id for task_id, _ in master.slot_holders()}
+        for trial in out["trials"]:
+            trial["running"] = f"trial-{trial['id']}" in held
+    return out
+
+
+def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.APIRouter:
+    """The experiment and trial routes; ``caller`` resolves the calling user."""
+    api = fastapi.APIRouter(prefix="/api/v1")
+    Caller = Depends(caller)
+    store, experiments = master.store, master.experiments
+
+    @api.post("/experiments", status_code=201,
+              openapi_extra=json_body_doc(models.CreateExperiment))
+    async def create_experiment(request: Request, user: User = Caller) -> Dict[str, Any]:
+        # The body is read here, not by FastAPI: its config's keys and depth are
+        # bounded before anything is decoded (limits.*; the body's size by BodyLimit).
+        raw = await request.body()
+        limits = master.config.limits
+        await run_in_threadpool(check_config_json, raw, limits.max_config_keys,
+                                limits.max_config_depth)
+        body = await json_body(request, models.CreateExperiment)
+        return await run_in_threadpool(_create_experiment, body, user)
+
+    def _create_experiment(body: models.CreateExperiment, user: User) -> Dict[str, Any]:
+        limits = master.config.limits
+        try:
+            packed = base64.b64decode(body.model_def, validate=True)
+        except (binascii.Error, ValueError):
+            raise APIError(400, "model_def is not valid base64",
+                           [{"field": "model_def", "message": "expected base64 of a tar.gz"}])
+        if len(packed) > MAX_CONTEXT_BYTES:
+            raise APIError(413, f"The context directory is {len(packed) / 1e6:.1f} MB packed; the "
+                                f"limit is {MAX_CONTEXT_BYTES / 1e6:.0f} MB. Exclude large files "
+                                "with a .detignore file.")
+        raw: Any = body.config
+        if isinstance(raw, str):
+            check_config_text(raw, limits.max_config_bytes, limits.max_config_keys,
+                              limits.max_config_depth)
+            try:
+                raw = parse_yaml(raw)
+            except InvalidConfigError as e:
+                reason = e.errors[0][1] if e.errors else str(e)
+                raise APIError(400, f"The config is not valid YAML: {reason}") from None
+            except Exception as e:
+                raise APIError(400, f"The config is not valid YAML: {e}") from None
+        # Everything that could fail later is checked before the experiment is stored.
+        valid = validate_experiment(raw, default_storage=master.config.checkpoint_storage,
+                                    context=packed, max_context_ratio=limits.max_context_ratio,
+                                    context_ratio_floor=limits.min_context_ratio_bytes)
+        config = valid.config
+        exp_id = experiments.create(
+            config, packed, body.activate, owner=user.username,
+            git=body.git.model_dump() if body.git else None,
+            context_bytes=valid.context.unpacked_bytes if valid.context else len(packed))
+        # Fields accepted without effect here (container-only), one line each.
+        return {"id": exp_id, "warnings": config_warnings(raw) if isinstance(raw, dict) else []}
+
+    @api.get("/experiments")
+    def list_experiments(archived: bool = False, user: Optional[str] = Query(
+            None, description="only this user's experiments")) -> Dict[str, Any]:
+        if user is not None:
+            store.get_user(user)  # 404 for an unknown user
+        return {"experiments": views.experiments_json(store, archived, user)}
+
+    @api.get("/experiments/{id}")
+    def get_experiment(id: int) -> Dict[str, Any]:
+        return experiment_json(master, id)
+
+    def _action(id: int, action: str, user: User) -> Dict[str, Any]:
+        check_owner(user, store.get_experiment(id).owner, f"experiment {id}", action)
+        if action in RUN_ACTIONS:
+            experiments.act(id, action)
+        else:
+            try:
+                experiments.set_archived(id, action == "archive")
+            except NotFinishedError as e:
+                raise APIError(409, f"Experiment {id} is {e}; only finished experiments "
+                                    f"(COMPLETED, CANCELED, ERROR) can be {action}d") from None
+        return experiment_json(master, id, with_config=False)
+
+    for _verb in RUN_ACTIONS + ("archive", "unarchive"):
+        def _handler(id: int, user: User = Caller, _v: str = _verb) -> Dict[str, Any]:
+            return _action(id, _v, user)
+        api.add_api_route(f"/experiments/{{id}}/{_verb}", _handler, methods=["POST"],
+                          name=f"{_verb}_experiment")
+
+    @api.patch("/experiments/{id}")
+    def patch_experiment(id: int, body: models.Patch, user: User = Caller) -> Dict[str, Any]:
+        check_owner(user, store.get_experiment(id).owner, f"experiment {id}", "edit")
+        changes = body.model_dump(exclude_none=True)
+        store.update_experiment(id, **changes)
+        experiments.update_resources(id, {k: v for k, v in changes.items()
+                                          if k in ("weight", "priority", "max_slots")})
+        return experiment_json(master, id, with_config=False)
+
+    @api.get("/experiments/{id}/trials")
+    def list_trials(id: int) -> Dict[str, Any]:
+        store.get_experiment(id)
+        return {"trials": [views.trial_json(t) for t in store.list_trials(id)]}
+
+    @api.get("/experiments/{id}/checkpoints")
+    def list_checkpoints(id: int) -> Dict[str, Any]:
+        store.get_experiment(id)
+        return {"checkpoints": [views.checkpoint_json(c)
+                                for c in store.list_checkpoints(experiment_id=id)]}
+
+    @api.get("/experiments/{id}/model_def")
+    def get_model_def(id: int) -> Dict[str, Any]:
+        """The uploaded context directory: ``{"b64_tgz": base64 of the tar.gz}``."""
+        return views.model_def_json(store, id)
+
+    @api.get("/trials/{id}")
+    def get_trial(id: int) -> Dict[str, Any]:
+        return views.trial_with_metrics_json(store, id)
+
+    @api.post("/trials/{id}/kill")
+    def kill_trial(id: int, user: User = Caller) -> Dict[str, Any]:
+        exp_id = store.get_trial(id).experiment_id
+        check_owner(user, store.get_experiment(exp_id).owner, f"trial {id}", "kill")
+        experiments.kill_trial(id)
+        return views.trial_json(store.get_trial(id))
+
+    @api.get("/trials/{id}/logs")
+    def get_logs(id: int, after_id: int = Query(0, ge=0), limit: int = Query(1000, ge=0),
+                 tail: Optional[int] = Query(None, ge=0)) -> Dict[str, Any]:
+        return views.logs_json(store, id, after_id, limit, tail)
+
+    @api.get("/checkpoints/{uuid}")
+    def get_checkpoint(uuid: str) -> Dict[str, Any]:
+        return views.checkpoint_json(store.get_checkpoint(uuid))
+
+    return api
