@@ -62,7 +62,7 @@ def main() -> None:
         env = dict(os.environ, OMP_NUM_THREADS="1")
         env.pop("DET_CLUSTER_INFO", None)
         if args.platform:
-            run_as_experiment(tmp, options, env)
+            run_as_experiment(tmp, options, env, args, variants)
         else:
             env["DET_CORE_DIR"] = os.path.join(tmp, "core")
             subprocess.run([sys.executable, os.path.join(HERE, "worker.py"), *options],
@@ -77,7 +77,8 @@ def main() -> None:
     print(table(result))
 
 
-def run_as_experiment(tmp: str, options: list, env: dict) -> None:
+def run_as_experiment(tmp: str, options: list, env: dict, args: argparse.Namespace,
+                      variants: str) -> None:
     """The worker as the script of a one-trial ``--local`` experiment."""
     import shutil
 
@@ -87,9 +88,11 @@ def run_as_experiment(tmp: str, options: list, env: dict) -> None:
     os.makedirs(model_dir)
     shutil.copy(os.path.join(HERE, "worker.py"), model_dir)
     shutil.copy(os.path.join(HERE, "..", "overhead", "_workloads.py"), model_dir)
+    loops = [v for v in variants.split(",") if v in ("bare", "core_1", "core_100")]
+    total = args.reps * len(loops) * (args.batches or 2000)  # the steps the worker reports
     config = {"name": "core-api-overhead", "entrypoint": ["python3", "worker.py", *options],
               "hyperparameters": {}, "max_restarts": 0,
-              "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}}}
+              "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": total}}}
     path = os.path.join(tmp, "config.yaml")
     with open(path, "w") as f:
         yaml.safe_dump(config, f)

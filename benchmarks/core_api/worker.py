@@ -126,6 +126,10 @@ def main() -> None:
             for k in range(len(variants)):
                 variant = variants[(rep + k) % len(variants)]
                 times[variant].append(runs[variant]())
+        if det.get_cluster_info() is not None:  # run.py --platform: max_length is the total
+            for op in core_context.searcher.operations():
+                core_context.train.report_validation_metrics(_Steps.offset, {"loss": 0.0})
+                op.report_completed(0.0)
     with open(args.out, "w") as f:
         json.dump({"batches": batches, "times": times}, f)
 
