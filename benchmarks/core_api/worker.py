@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 
 import torch
 
@@ -57,7 +58,7 @@ def plain_loop(sizes, batch_size, batches, core_context=None, every=0):
     return clock.seconds
 
 
-def lightning_fit(sizes, batch_size, batches, core_context=None):
+def lightning_fit(sizes, batch_size, batches, with_callback=False):
     import lightning as L
 
     from determined.lightning import DeterminedCallback
@@ -90,8 +91,11 @@ def lightning_fit(sizes, batch_size, batches, core_context=None):
     torch.manual_seed(0)
     clock = Clock()
     callbacks = [clock]
-    if core_context is not None:
-        callbacks.append(DeterminedCallback(core_context))
+    if with_callback:
+        # The one-line use: the callback opens its own core context. A fresh directory
+        # per run, or a run would resume from the previous one's final checkpoint.
+        os.environ["DET_CORE_DIR"] = tempfile.mkdtemp(prefix="lightning-det-", dir=os.getcwd())
+        callbacks.append(DeterminedCallback())
     trainer = L.Trainer(max_steps=batches, accelerator="cpu", devices=1, logger=False,
                         enable_checkpointing=False, enable_progress_bar=False,
                         enable_model_summary=False, callbacks=callbacks)
@@ -120,7 +124,7 @@ def main() -> None:
             "core_1": lambda: plain_loop(sizes, batch_size, batches, core_context, every=1),
             "core_100": lambda: plain_loop(sizes, batch_size, batches, core_context, every=100),
             "lightning": lambda: lightning_fit(sizes, batch_size, batches),
-            "lightning_det": lambda: lightning_fit(sizes, batch_size, batches, core_context),
+            "lightning_det": lambda: lightning_fit(sizes, batch_size, batches, with_callback=True),
         }
         for rep in range(args.reps):
             for k in range(len(variants)):
