@@ -124,3 +124,30 @@ def test_sigkilled_hf_trial_resumes_to_identical_weights(master_factory, tmp_pat
     assert a.keys() == b.keys()
     for name in a:
         assert torch.equal(a[name], b[name]), name
+
+
+def test_paused_hf_trial_checkpoints_and_resumes(master_factory):
+    master = master_factory(slots=1)
+    config = _hf_config("python3 train.py")
+    config["searcher"]["max_length"] = {"batches": 400}
+    with master.client() as api:
+        exp_id = create_experiment(api, config, EXAMPLES / "core_api_transformers")
+        wait_until(lambda: api.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"],
+                   timeout=300, what="the first checkpoint")
+        assert api.post(f"/experiments/{exp_id}/pause").status_code == 200
+        wait_until(lambda: api.get(f"/experiments/{exp_id}").json()["trials"][0]["state"]
+                   in ("PAUSED", "IDLE", "PENDING") and "script exited" in trial_log(api, 1),
+                   timeout=300, what="the trial to stop")
+        paused = api.get(f"/experiments/{exp_id}").json()["trials"][0]
+        assert paused["total_batches"] < 400, "the trial finished before it was paused"
+        # The preempted trial saved where it stopped (not only at HF's save_steps).
+        ckpts = api.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]
+        assert max(c["total_batches"] for c in ckpts) == paused["total_batches"]
+        assert api.post(f"/experiments/{exp_id}/activate").status_code == 200
+        exp = wait_for_state(api, exp_id, DONE, timeout=600)
+        assert exp["state"] == "COMPLETED", exp
+        (trial,) = exp["trials"]
+        assert trial["restarts"] == 0 and trial["total_batches"] == 400
+        validations = [m["total_batches"] for m in api.get(f"/trials/{trial['id']}").json()["metrics"]
+                       if m["kind"] == "validation"]
+        assert validations == sorted(set(validations)) and validations[-1] == 400
