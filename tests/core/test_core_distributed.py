@@ -2,7 +2,6 @@
 
 import multiprocessing
 import os
-import pathlib
 import socket
 import traceback
 

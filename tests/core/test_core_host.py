@@ -3,6 +3,7 @@
 
 import json
 import pathlib
+from typing import Optional
 
 import pytest
 
@@ -23,7 +24,7 @@ CONFIG = {
 }
 
 
-def _context(tmp_path: pathlib.Path, host: InProcessHost, latest: str = None):
+def _context(tmp_path: pathlib.Path, host: InProcessHost, latest: Optional[str] = None):
     env = TrialEnv(experiment_config=CONFIG, hparams={"lr": 0.1}, model_dir=str(tmp_path),
                    experiment_id=3, trial_id=5, trial_seed=11, latest_checkpoint=latest)
     storage = SharedFSStorageManager(str(tmp_path / "storage"))

@@ -106,3 +106,18 @@ def test_core_script_in_test_mode(tmp_path):
                    "--local-dir", tmp_path / "local", "--json"])
     assert out.returncode == 0, out.stdout + out.stderr
     assert "done at step" in out.stdout
+
+
+def test_adaptive_search_over_the_core_script(tmp_path):
+    """adaptive_asha drives the script's operations loop: every trial trains to the
+    first rung, one promoted trial on to the full length."""
+    local = tmp_path / "local"
+    out = run_det(["e", "create", SCRIPT_DIR / "adaptive.yaml", SCRIPT_DIR, "--local",
+                   "--local-dir", local, "--json", "--no-progress"], timeout=500)
+    assert out.returncode == 0, out.stdout + out.stderr
+    result = json.loads(out.stdout[:out.stdout.rindex("}") + 1])
+    assert result["state"] == "COMPLETED"
+    trials = result["trials"]
+    assert len(trials) == 4 and {t["state"] for t in trials} == {"COMPLETED"}
+    assert sorted(t["batches"] for t in trials) == [4, 4, 4, 16]
+    assert all(t["latest_validation"].keys() == {"validation_loss"} for t in trials)

@@ -4,6 +4,7 @@ its wrapper through the raw link)."""
 
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -17,10 +18,11 @@ from det_cli_testing import run_det
 pytestmark = pytest.mark.timeout(600)
 
 
-@pytest.fixture
-def script_dir(request):
-    from conftest import FIXTURES
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 
+
+@pytest.fixture
+def script_dir():
     return FIXTURES / "script_trial"
 
 
@@ -163,10 +165,8 @@ def test_bad_entrypoints_are_named(tmp_path, script_dir):
 
 
 def test_adaptive_search_over_a_core_api_script(tmp_path):
-    """tests/fixtures/core_api/train.py (a ``determined.core`` script) under adaptive_asha,
-    every trial with a slot of its own (a trial waiting for its rung is not suspended)."""
-    from conftest import FIXTURES
-
+    """tests/fixtures/core_api/train.py (a ``determined.core`` script) under adaptive_asha
+    on one slot: a trial waiting for its rung gives its slot up and resumes later."""
     core_dir = FIXTURES / "core_api"
     config = tmp_path / "core.yaml"
     config.write_text(yaml.safe_dump({
@@ -177,9 +177,26 @@ def test_adaptive_search_over_a_core_api_script(tmp_path):
                      "max_length": {"batches": 20}, "divisor": 2, "max_rungs": 2},
         "max_restarts": 0,
     }))
-    out, result = _create(tmp_path, config, core_dir, "--slots", "3")
+    out, result = _create(tmp_path, config, core_dir)
     assert out.returncode == 0, out.stdout + out.stderr
     assert result["state"] == "COMPLETED" and len(result["trials"]) == 3
     assert all(t["state"] == "COMPLETED" and t["best_metric"] > 0 for t in result["trials"])
     assert max(t["batches"] for t in result["trials"]) == 20
     assert "done at step" in _logs(tmp_path, result["trials"][0]["trial_id"])
+
+
+def test_a_script_that_ends_on_its_own_completes(tmp_path):
+    """Exit 0 without following (or even asking for) the searcher's operations."""
+    model = tmp_path / "plain"
+    model.mkdir()
+    (model / "plain.py").write_text(
+        "import json, os\nprint('plain script, lr', json.loads(os.environ['DET_HPARAMS'])['lr'])\n")
+    config = tmp_path / "plain.yaml"
+    config.write_text(yaml.safe_dump({
+        "entrypoint": "python3 plain.py", "hyperparameters": {"lr": 0.25},
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 5}}}))
+    out, result = _create(tmp_path, config, model)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (trial,) = result["trials"]
+    assert trial["state"] == "COMPLETED" and trial["restarts"] == 0
+    assert "plain script, lr 0.25" in _logs(tmp_path, trial["trial_id"])

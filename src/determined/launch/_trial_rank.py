@@ -35,14 +35,17 @@ def main(argv: Optional[List[str]] = None) -> int:
               file=sys.stderr)
         return 2
     env_dict, storage_config, _ = _info.read_info_file(path)
+    # Each rank runs the Trial class itself: the trial's entrypoint here is that class
+    # (so its checkpoints load as the class's), not the launcher command.
+    env_dict["experiment_config"] = dict(env_dict["experiment_config"], entrypoint=args[0])
     env = TrialEnv.from_dict(env_dict)
-    # Where this rank sits (distributed_trial reads DET_RANK and friends).
+    # Where this rank sits (distributed_trial reads DET_RANK and friends). The ranks
+    # join at torchrun's own store (MASTER_ADDR/MASTER_PORT, set by torchrun).
     os.environ.update({
         "DET_RANK": os.environ["RANK"], "DET_SIZE": os.environ["WORLD_SIZE"],
         "DET_LOCAL_RANK": os.environ["LOCAL_RANK"],
         "DET_LOCAL_SIZE": os.environ["LOCAL_WORLD_SIZE"],
         "DET_NUM_AGENTS": os.environ.get("GROUP_WORLD_SIZE", "1"),
-        "MASTER_PORT": os.environ["DET_TRIAL_DIST_PORT"],
     })
     try:
         trial_class = load_trial_class(args[0], env.model_dir)

@@ -79,12 +79,10 @@ def launch_plan(info: object, trial: Optional[str]) -> Tuple[List[str], dict]:
         # Ports free now, so trials sharing this machine do not collide.
         rendezvous = _free_port()
         env["DET_UNIQUE_PORT_OFFSET"] = str(_free_port() - DEFAULT_PORT)
-        env["DET_TRIAL_DIST_PORT"] = str(_free_port())
         env.setdefault("DET_DIST_AUTHKEY", secrets.token_hex(16))
     else:
         offset = int(os.environ.get("DET_UNIQUE_PORT_OFFSET", "0") or 0)
         rendezvous = _C10D_PORT + offset
-        env["DET_TRIAL_DIST_PORT"] = str(rendezvous + 1)
     env["DET_CHIEF_IP"] = chief
     args = ["--nnodes", str(nnodes), "--nproc_per_node", str(max(1, nproc)),
             "--node_rank", str(node_rank), "--max_restarts", "0",

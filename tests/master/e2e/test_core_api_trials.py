@@ -82,3 +82,21 @@ def test_core_script_paused_killed_and_resumed_exactly(master_factory, tmp_path)
         for name, value in states[0]["model"].items():
             assert torch.equal(value, other["model"][name]), name
         assert torch.equal(states[0]["rng"], other["rng"])
+
+
+def test_two_rank_core_script_on_the_master(master_factory):
+    """``determined.launch.torch_distributed`` starts a rank per slot of the trial; the
+    chief reports, both ranks write one sharded checkpoint."""
+    master = master_factory(slots=2)
+    config = yaml.safe_load((SCRIPT_DIR / "dist.yaml").read_text())
+    with master.client() as api:
+        exp_id = create_experiment(api, config, SCRIPT_DIR)
+        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=300)
+        assert exp["state"] == "COMPLETED", exp
+        (trial,) = exp["trials"]
+        log = _trial_log(api, trial["id"])
+        assert "[rank=0] rank 0 done at step 6" in log and "[rank=1] rank 1 done at step 6" in log
+        assert [(k, b) for k, b, _ in metric_rows(api, trial["id"])] == [
+            *(("training", b) for b in range(1, 7)), ("validation", 6)]
+        ckpt = os.path.join(master.data_dir, "checkpoints", trial["latest_checkpoint"])
+        assert sorted(os.listdir(ckpt)) == ["metadata.json", "model.pt", "rank0.pt", "rank1.pt"]

@@ -1,0 +1,69 @@
+"""``determined.launch.torch_distributed`` as a trial's entrypoint with
+``resources.slots_per_trial: 2`` under ``det experiment create --local --slots 2``:
+a two-rank Core API script, and a Trial class run by the launcher (``--trial``)."""
+
+import json
+
+import pytest
+import torch
+import yaml
+
+from det_cli_testing import run_det
+from tests.core.core_testing import ROOT
+
+pytestmark = pytest.mark.timeout(600)
+
+SCRIPT_DIR = ROOT / "tests" / "fixtures" / "core_api"
+TINY_DIR = ROOT / "tests" / "fixtures" / "tiny_pytorch"
+
+
+def _result(out):
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json.loads(out.stdout[:out.stdout.rindex("}") + 1])
+
+
+def test_two_rank_core_script_follows_the_chief(tmp_path):
+    local = tmp_path / "local"
+    result = _result(run_det(["e", "create", SCRIPT_DIR / "dist.yaml", SCRIPT_DIR, "--local",
+                              "--slots", "2", "--local-dir", local, "--json", "--no-progress"]))
+    (trial,) = result["trials"]
+    assert trial["state"] == "COMPLETED" and trial["batches"] == 6
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+    assert "[rank=0] rank 0 done at step 6" in logs
+    assert "[rank=1] rank 1 done at step 6" in logs
+    ckpt = local / "checkpoints" / trial["latest_checkpoint"]
+    # One checkpoint with both ranks' files, registered once by the chief.
+    assert sorted(p.name for p in ckpt.iterdir()) == [
+        "metadata.json", "model.pt", "rank0.pt", "rank1.pt"]
+    assert torch.load(ckpt / "rank1.pt")["steps"] == 6
+    described = json.loads(run_det(["t", "describe", "1", "--local-dir", local, "--json"]).stdout)
+    text = json.dumps(described)
+    assert "validation_loss" in text
+
+
+def test_trial_class_under_the_launcher_trains_as_the_platforms_two_slots(tmp_path):
+    """``--trial`` runs the Trial class on torchrun's ranks: the same weights as the
+    platform's own two-slot run of that class."""
+    base = yaml.safe_load((TINY_DIR / "const.yaml").read_text())
+    base["resources"] = {"slots_per_trial": 2}
+    base["reproducibility"] = {"experiment_seed": 5}
+    states = []
+    for name, entrypoint in (("platform", base["entrypoint"]),
+                             ("launcher", "python3 -m determined.launch.torch_distributed "
+                                          f"--trial {base['entrypoint']}")):
+        config = tmp_path / f"{name}.yaml"
+        config.write_text(yaml.safe_dump(dict(base, entrypoint=entrypoint)))
+        local = tmp_path / name
+        result = _result(run_det(["e", "create", config, TINY_DIR, "--local", "--slots", "2",
+                                  "--local-dir", local, "--json", "--no-progress"]))
+        (trial,) = result["trials"]
+        assert trial["state"] == "COMPLETED" and trial["batches"] == 40
+        states.append(torch.load(local / "checkpoints" / trial["latest_checkpoint"] /
+                                 "state_dict.pth", weights_only=False))
+        if name == "launcher":
+            logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+            assert "[rank=1] rank 1 of trial 1 exited: completed" in logs
+    weights, other = (s["models_state_dict"][0] for s in states)
+    assert weights.keys() == other.keys()
+    for name in weights:
+        assert torch.equal(weights[name], other[name]), name
