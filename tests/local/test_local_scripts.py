@@ -200,3 +200,12 @@ def test_a_script_that_ends_on_its_own_completes(tmp_path):
     (trial,) = result["trials"]
     assert trial["state"] == "COMPLETED" and trial["restarts"] == 0
     assert "plain script, lr 0.25" in _logs(tmp_path, trial["trial_id"])
+
+
+def test_a_script_with_two_slots_starts_only_its_chief(tmp_path, script_dir):
+    config = _config(tmp_path, script_dir, resources={"slots_per_trial": 2})
+    out, result = _create(tmp_path, config, script_dir, "--slots", "2")
+    assert out.returncode == 0, out.stdout + out.stderr
+    (trial,) = result["trials"]
+    assert trial["state"] == "COMPLETED"
+    assert _logs(tmp_path, trial["trial_id"]).count("runs its script") == 1
