@@ -10,7 +10,7 @@ if [ $# -eq 0 ]; then
     .venv-default/bin/python -m pytest -q -p no:cacheprovider -m default_install \
         tests/master/tasks/test_tasks_default_install.py
 fi
-scripts/setup-venv.sh "pytorch,tensorflow,examples,test,bench,s3,gcs,ray,notebook"
+scripts/setup-venv.sh "pytorch,tensorflow,examples,test,bench,s3,gcs,ray,notebook,lightning,transformers"
 # The web UI's unit tests (Vitest) first, so pytest's summary stays the last line.
 scripts/build-webui.sh --test
 exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"

@@ -1,0 +1,345 @@
+"""``DeterminedCallback``: a Lightning ``Trainer`` reports to the platform and resumes from
+its checkpoints, through the public ``determined.core`` API only."""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from typing import Any, Dict, List, Optional, Tuple
+
+import lightning.pytorch as pl
+import numpy as np
+import torch
+from lightning.pytorch.loggers import Logger
+from lightning.pytorch.trainer.states import TrainerFn
+
+import determined as det
+from determined._searcher_follower import (
+    SearcherFollower,
+    TrainingMetricsBuffer,
+    checkpoint_to_resume,
+)
+
+logger = logging.getLogger("determined.lightning")
+
+__all__ = ["DeterminedCallback"]
+
+#: The file a checkpoint directory holds: ``trainer.save_checkpoint``'s output.
+CHECKPOINT_FILE = "lightning.ckpt"
+
+
+class DeterminedCallback(pl.Callback):
+    """Add it to a Lightning ``Trainer`` and the run becomes a Determined trial::
+
+        trainer = L.Trainer(max_epochs=5, callbacks=[DeterminedCallback()])
+        trainer.fit(model, train_loader, val_loader)
+
+    - metrics the module logs (``self.log``) reach the platform: training ones at
+      ``log_every_n_steps``, validation ones after each validation;
+    - checkpoints (the whole Lightning checkpoint plus the RNG states) go to the
+      experiment's checkpoint storage: after the validation that ends each searcher
+      operation, every ``checkpoint_every`` steps in the searcher's unit (default: the
+      config's ``min_checkpoint_period``, else at every epoch's end as Lightning's own
+      default ``ModelCheckpoint``), on preemption and at the end of training;
+    - a restarted trial (and, off the platform, a script run again in the same core
+      directory) resumes from the latest one: weights, optimizers, LR schedulers,
+      loop counters and RNG states;
+    - the searcher's lengths (``searcher.max_length`` in batches = optimizer steps, or
+      epochs) decide when to validate and stop; ``core.preempt.should_preempt()``
+      checkpoints and stops training cleanly (the script then exits 0).
+
+    ``core_context``: a context from ``det.core.init()``; by default the callback opens
+    one in ``setup`` (with ``DistributedContext.from_torch_distributed()`` when the
+    strategy started torch.distributed) and closes it at ``teardown``.
+    """
+
+    def __init__(self, core_context: Optional[det.core.Context] = None, *,
+                 checkpoint_every: Optional[int] = None) -> None:
+        self._core = core_context
+        self._owns_core = False
+        self._checkpoint_every = checkpoint_every
+        self._follower: Optional[SearcherFollower] = None
+        self._train_metrics: Optional[TrainingMetricsBuffer] = None
+        self._val_metrics: Dict[str, Any] = {}
+        self._last_val: Optional[Tuple[int, Dict[str, Any]]] = None
+        self._boundary = False  # the current operation's length is trained
+        self._stopped_by_us = False
+        self._last_checkpoint_step: Optional[int] = None  # trainer.global_step
+        self._preempted = False
+        self._total_steps: Optional[float] = None
+        self._trainer: Optional[pl.Trainer] = None
+
+    # ------------------------------------------------------------------ set up
+
+    @property
+    def core_context(self) -> det.core.Context:
+        assert self._core is not None, "DeterminedCallback is used before Trainer.fit"
+        return self._core
+
+    def setup(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if self._core is None:
+            distributed = None
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                distributed = det.core.DistributedContext.from_torch_distributed()
+            self._core = det.core.init(distributed=distributed).__enter__()
+            self._owns_core = True
+        if stage != "fit":
+            return
+        self._trainer = trainer
+        self._follower = SearcherFollower(self._core, "DeterminedCallback")
+        self._train_metrics = TrainingMetricsBuffer(self._core)
+        self._follower.check_trainer_length(*self._trainer_length(trainer))
+        if self._checkpoint_every is None:
+            self._checkpoint_every = _config_period(self._core, self._follower)
+        if not any(isinstance(lg, _PlatformLogger) for lg in trainer.loggers):
+            trainer.loggers = [*trainer.loggers, _PlatformLogger(self)]
+
+    def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        if self._owns_core and self._core is not None:
+            self._core.__exit__(None, None, None)
+            self._core = None
+            self._owns_core = False
+
+    def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        # The strategy has set the model and optimizers up: restore everything now, as
+        # Lightning itself does for strategies that restore after setup.
+        storage_id = checkpoint_to_resume(self.core_context)
+        if storage_id is None:
+            return
+        with self.core_context.checkpoint.restore_path(storage_id) as path:
+            ckpt = os.path.join(path, CHECKPOINT_FILE)
+            if not os.path.exists(ckpt):
+                raise FileNotFoundError(
+                    f"checkpoint {storage_id} has no {CHECKPOINT_FILE}: it was not written "
+                    "by DeterminedCallback")
+            trainer._checkpoint_connector.restore(ckpt)
+        self._last_checkpoint_step = trainer.global_step
+        logger.info("resumed from checkpoint %s at global step %d", storage_id,
+                    trainer.global_step)
+
+    # ------------------------------------------------------------------ state
+
+    def state_dict(self) -> Dict[str, Any]:
+        """RNG states (Lightning's checkpoints hold none) for an exact resume."""
+        state: Dict[str, Any] = {
+            "torch": torch.get_rng_state(),
+            "numpy": _numpy_state(),
+            "python": _python_state(),
+        }
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            state["cuda"] = torch.cuda.get_rng_state_all()
+        return state
+
+    def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
+        torch.set_rng_state(state_dict["torch"])
+        _set_numpy_state(state_dict["numpy"])
+        _set_python_state(state_dict["python"])
+        if "cuda" in state_dict and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all(state_dict["cuda"])
+
+    # ------------------------------------------------------------------ training
+
+    def on_train_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        total = trainer.estimated_stepping_batches
+        self._total_steps = None if not total or total == float("inf") else float(total)
+
+    def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
+                           outputs: Any, batch: Any, batch_idx: int) -> None:
+        follower = self._require_follower()
+        progress = self._progress(trainer)
+        follower.report_progress(progress, self._fraction(trainer))
+        if not self._boundary and follower.reached(progress):
+            # trainer.should_stop makes Lightning validate after this batch; once the
+            # searcher answers, on_validation_end lets training go on if there is more.
+            self._boundary = True
+            if not trainer.should_stop:
+                trainer.should_stop = True
+                self._stopped_by_us = True
+            return
+        if self._boundary:
+            return
+        if self.core_context.preempt.should_preempt():
+            logger.info("preempted at global step %d: checkpointing and stopping",
+                        trainer.global_step)
+            self._preempted = True
+            self._checkpoint(trainer)
+            trainer.should_stop = True
+            return
+        every = self._checkpoint_every
+        if every and not follower.in_epochs and trainer.global_step % every == 0 \
+                and self._last_checkpoint_step != trainer.global_step:
+            self._checkpoint(trainer)
+
+    def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._boundary:
+            self._finish_boundary(trainer)  # no validation ran at the boundary
+        every = self._checkpoint_every
+        follower = self._require_follower()
+        if self._preempted or (every and not follower.in_epochs):
+            return
+        due = (trainer.current_epoch + 1) % (every or 1) == 0
+        if due and self._last_checkpoint_step != trainer.global_step:
+            self._checkpoint(trainer)
+
+    def on_validation_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if trainer.sanity_checking or trainer.state.fn != TrainerFn.FITTING:
+            return
+        steps = self._steps(trainer)
+        if self._val_metrics:
+            metrics, self._val_metrics = self._val_metrics, {}
+            self._flush_training()
+            if self._follower is not None and self._follower.is_chief:
+                self.core_context.train.report_validation_metrics(steps, metrics)
+            self._last_val = (steps, metrics)
+        if self._boundary:
+            self._finish_boundary(trainer)
+
+    def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        if self._boundary:
+            self._finish_boundary(trainer)
+        self._flush_training()
+        follower = self._require_follower()
+        follower.report_progress(self._progress(trainer), self._fraction(trainer), force=True)
+        if self._last_checkpoint_step != trainer.global_step:
+            self._checkpoint(trainer)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _require_follower(self) -> SearcherFollower:
+        assert self._follower is not None, "DeterminedCallback.setup did not run"
+        return self._follower
+
+    def _finish_boundary(self, trainer: pl.Trainer) -> None:
+        """Answer the searcher with the validation at this length; go on if it has more."""
+        follower = self._require_follower()
+        self._boundary = False
+        steps = self._steps(trainer)
+        if self._last_val is None or self._last_val[0] != steps:
+            raise ValueError(
+                f"the searcher asked for a validation at {follower.op.length} "
+                f"{follower.unit} but none ran: give the Trainer a val_dataloader (and "
+                "check_val_every_n_epoch that allows it) whose validation_step logs "
+                f"searcher.metric {follower.metric!r}")
+        value = follower.searcher_value(self._last_val[1]) if follower.is_chief else None
+        more = follower.complete(value)
+        self._checkpoint(trainer)
+        if more and self._stopped_by_us:
+            trainer.should_stop = False
+        self._stopped_by_us = False
+        if not more:
+            trainer.should_stop = True
+        if more and self.core_context.preempt.should_preempt():
+            self._preempted = True
+            trainer.should_stop = True
+
+    def _checkpoint(self, trainer: pl.Trainer) -> None:
+        """The whole Lightning checkpoint into the experiment's checkpoint storage (every
+        rank calls ``trainer.save_checkpoint``; the strategy picks who writes)."""
+        self._flush_training()
+        steps = self._steps(trainer)
+        metadata = {"steps_completed": steps, "global_step": trainer.global_step,
+                    "epoch": trainer.current_epoch, "format": "lightning",
+                    "checkpoint_file": CHECKPOINT_FILE}
+        shard = self.core_context.distributed.size > 1
+        with self.core_context.checkpoint.store_path(metadata, shard=shard) as (path, _):
+            trainer.save_checkpoint(os.path.join(path, CHECKPOINT_FILE), weights_only=False)
+        self._last_checkpoint_step = trainer.global_step
+
+    def _progress(self, trainer: pl.Trainer) -> float:
+        """Training done, in the searcher's unit (fractional epochs inside an epoch)."""
+        follower = self._require_follower()
+        if not follower.in_epochs:
+            return float(trainer.global_step)
+        batches = trainer.num_training_batches
+        done = trainer.fit_loop.epoch_loop.batch_progress.current.processed
+        if not batches or batches == float("inf"):
+            return float(trainer.current_epoch)
+        return trainer.current_epoch + min(1.0, done / batches)
+
+    def _steps(self, trainer: pl.Trainer) -> int:
+        return self._require_follower().steps(self._progress(trainer), trainer.global_step)
+
+    def _fraction(self, trainer: pl.Trainer) -> Optional[float]:
+        return None if not self._total_steps else trainer.global_step / self._total_steps
+
+    def _trainer_length(self, trainer: pl.Trainer) -> Tuple[Optional[float], str]:
+        follower = self._require_follower()
+        if follower.in_epochs:
+            max_epochs = trainer.max_epochs
+            return (None if max_epochs is None or max_epochs < 0 else float(max_epochs),
+                    "Trainer(max_epochs)")
+        max_steps = trainer.max_steps
+        return (None if max_steps is None or max_steps < 0 else float(max_steps),
+                "Trainer(max_steps)")
+
+    def _logged(self, metrics: Dict[str, float], validating: bool) -> None:
+        if validating:
+            self._val_metrics.update(metrics)
+            return
+        if self._trainer is not None and self._train_metrics is not None:
+            self._train_metrics.add(self._steps(self._trainer), metrics)
+
+    def _flush_training(self) -> None:
+        if self._train_metrics is not None:
+            self._train_metrics.flush()
+
+
+class _PlatformLogger(Logger):
+    """Hands what Lightning logs to the callback (added to ``trainer.loggers`` by it)."""
+
+    def __init__(self, callback: DeterminedCallback) -> None:
+        super().__init__()
+        self._callback = callback
+
+    @property
+    def name(self) -> str:
+        return "determined"
+
+    @property
+    def version(self) -> str:
+        info = det.get_cluster_info()
+        return f"trial_{info.trial.trial_id}" if info is not None else "local"
+
+    def log_hyperparams(self, params: Any, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def log_metrics(self, metrics: Dict[str, float], step: Optional[int] = None) -> None:
+        trainer = self._callback._trainer
+        validating = bool(trainer is not None and trainer.validating)
+        numbers = {k: float(v) for k, v in metrics.items() if k != "epoch"}
+        if numbers:
+            self._callback._logged(numbers, validating)
+
+
+def _config_period(core_context: det.core.Context, follower: SearcherFollower) -> Optional[int]:
+    """``min_checkpoint_period`` of the experiment config, when in the searcher's unit."""
+    info = core_context.info
+    if info is None:
+        return None
+    period = info.trial._config.get("min_checkpoint_period")
+    if isinstance(period, dict) and len(period) == 1:
+        unit, value = next(iter(period.items()))
+        if unit == (follower.unit or "batches") and isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _numpy_state() -> Dict[str, Any]:
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    return {"name": name, "keys": torch.from_numpy(keys.astype(np.int64)), "pos": int(pos),
+            "has_gauss": int(has_gauss), "cached": float(cached)}
+
+
+def _set_numpy_state(state: Dict[str, Any]) -> None:
+    keys = state["keys"].numpy().astype(np.uint32)
+    np.random.set_state((state["name"], keys, state["pos"], state["has_gauss"], state["cached"]))
+
+
+def _python_state() -> List[Any]:
+    version, internal, gauss = random.getstate()
+    return [version, list(internal), gauss]
+
+
+def _set_python_state(state: List[Any]) -> None:
+    random.setstate((state[0], tuple(state[1]), state[2]))

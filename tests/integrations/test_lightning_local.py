@@ -1,0 +1,67 @@
+"""DeterminedCallback with real Lightning, off the platform (core's directory mode):
+metrics and checkpoints reach the directory, and a run SIGKILLed mid-training and
+started again ends with the same weights as one never interrupted."""
+
+import pytest
+import torch
+
+from determined.core import latest_local_checkpoint, read_records
+from tests.integrations.integrations_testing import EXAMPLES, run_example
+
+pytestmark = pytest.mark.timeout(900)
+
+SCRIPT = EXAMPLES / "core_api_lightning" / "train.py"
+BATCHES_PER_EPOCH = 47  # 1,500 images in batches of 32
+
+
+def _final_checkpoint(directory):
+    storage_id = latest_local_checkpoint(str(directory))
+    assert storage_id is not None
+    return torch.load(directory / "checkpoints" / storage_id / "lightning.ckpt",
+                      weights_only=False)
+
+
+def _assert_same_training_state(a, b):
+    assert a["global_step"] == b["global_step"]
+    assert a["state_dict"].keys() == b["state_dict"].keys()
+    for name in a["state_dict"]:
+        assert torch.equal(a["state_dict"][name], b["state_dict"][name]), name
+    for sa, sb in zip(a["optimizer_states"], b["optimizer_states"]):
+        for key in sa["state"]:
+            assert torch.equal(sa["state"][key]["momentum_buffer"],
+                               sb["state"][key]["momentum_buffer"])
+    assert a["lr_schedulers"] == b["lr_schedulers"]
+
+
+def test_metrics_and_epoch_checkpoints_reach_the_directory(tmp_path):
+    out = tmp_path / "run"
+    run_example(SCRIPT, out, ["--epochs", "2"])
+    records = read_records(str(out))
+    validation = [(r["steps_completed"], r["metrics"]) for r in records
+                  if r["kind"] == "validation"]
+    assert [s for s, _ in validation] == [BATCHES_PER_EPOCH, 2 * BATCHES_PER_EPOCH]
+    assert set(validation[0][1]) == {"validation_loss", "validation_error"}
+    assert validation[1][1]["validation_error"] < 0.5
+    training = [r["steps_completed"] for r in records if r["kind"] == "training"]
+    assert training == list(range(10, 2 * BATCHES_PER_EPOCH, 10))
+    checkpoints = [r["steps_completed"] for r in records if r["kind"] == "checkpoint"]
+    assert checkpoints == [BATCHES_PER_EPOCH, 2 * BATCHES_PER_EPOCH]
+    state = _final_checkpoint(out)
+    assert state["global_step"] == 2 * BATCHES_PER_EPOCH
+    assert "DeterminedCallback" in state["callbacks"]
+
+
+def test_sigkilled_run_resumes_to_identical_weights(tmp_path):
+    straight, killed = tmp_path / "straight", tmp_path / "killed"
+    run_example(SCRIPT, straight, ["--epochs", "4"])
+    # Killed in the third epoch: the latest checkpoint is the second epoch's end.
+    run_example(SCRIPT, killed, ["--epochs", "4"], kill_after=2 * BATCHES_PER_EPOCH + 20)
+    before = [r["steps_completed"] for r in read_records(str(killed)) if r["kind"] == "checkpoint"]
+    assert before == [BATCHES_PER_EPOCH, 2 * BATCHES_PER_EPOCH]
+    done = run_example(SCRIPT, killed, ["--epochs", "4"])
+    assert "Restored all states from the checkpoint" in done.stderr
+
+    _assert_same_training_state(_final_checkpoint(straight), _final_checkpoint(killed))
+    records = read_records(str(killed))
+    validation = [r["steps_completed"] for r in records if r["kind"] == "validation"]
+    assert validation == [BATCHES_PER_EPOCH * k for k in (1, 2, 3, 4)]
