@@ -52,6 +52,12 @@ def test_script_needs_no_batch_size_nor_records_per_epoch_and_keeps_its_form():
     assert "hyperparameters.global_batch_size" in errors and "searcher.max_length" in errors
 
 
+def test_a_script_may_have_no_hyperparameters_but_a_trial_class_may_not():
+    bare = {k: v for k, v in SCRIPT.items() if k != "hyperparameters"}
+    assert validate_config(bare)["hyperparameters"] == {}
+    assert "hyperparameters" in errors_of(dict(bare, entrypoint="model_def:MyTrial"))
+
+
 def test_name_is_the_description_when_none_is_given():
     assert validate_config(dict(SCRIPT, name="mnist-core"))["description"] == "mnist-core"
     cfg = validate_config(dict(SCRIPT, name="mnist-core", description="mine"))

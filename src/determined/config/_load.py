@@ -375,6 +375,8 @@ def validate_config(
     config = apply_legacy_aliases(dict(raw))
     if defaults:
         config = merge_configs(defaults, config)
+    if "hyperparameters" not in config and is_script_entrypoint(config.get("entrypoint")):
+        config["hyperparameters"] = {}  # a script may have none (Determined 0.38)
     if isinstance(config.get("hyperparameters"), dict):
         config["hyperparameters"] = tag_space(config["hyperparameters"])
     errors = _cross_field_errors(config)

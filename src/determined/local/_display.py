@@ -88,7 +88,8 @@ class ProgressDisplay:
                 log(f"trial {tid} resumed from checkpoint {trial['latest_checkpoint']} "
                     f"at {trial['checkpoint_batches']} batches")
             else:
-                log(f"trial {tid} started: {format_hparams(trial['hparams'])}")
+                shown = format_hparams(trial["hparams"])
+                log(f"trial {tid} started: {shown}" if shown else f"trial {tid} started")
         elif kind == "validation":
             value = details.get(self.metric)
             if value is not None:
@@ -173,9 +174,10 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
         console.print(f"[red]{escape(result.reason)}")
     bt = result.best_trial
     if bt is not None:
+        shown = format_hparams(bt["hparams"])
         console.print(
-            f"Best trial: {bt['trial_id']} with {metric}={_fmt(bt['best_metric'])} "
-            f"({format_hparams(bt['hparams'])})"
+            f"Best trial: {bt['trial_id']} with {metric}={_fmt(bt['best_metric'])}"
+            + (f" ({shown})" if shown else "")
         )
     if bt is not None and bt["latest_validation"]:
         metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in bt["latest_validation"].items())
