@@ -353,6 +353,12 @@ class ExperimentCore(ScriptTrials):
             for r, t in self.trials.items()}
         return round(min(1.0, self.searcher.progress(trained)), 4)
 
+    def best_validation(self) -> Optional[float]:
+        """The experiment's best searcher-metric value so far (None before any)."""
+        if self.best_value is None:
+            return None
+        return self.best_value * self.cfg.metric_order.sign
+
     def is_best(self, value: Any) -> bool:
         """Whether a validation metric value would be the experiment's best so far
         (NaN never is)."""

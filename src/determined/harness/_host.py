@@ -57,6 +57,12 @@ class TrialHost(abc.ABC):
         a leftover)."""
         return None
 
+    def experiment_best_validation(self) -> Optional[float]:
+        """The experiment's best searcher-metric value so far (Core API's
+        ``get_experiment_best_validation``); None when there is none or the host
+        cannot tell."""
+        return None
+
     def should_stop(self) -> bool:
         """Whether the trial must checkpoint and exit now (pause, preemption)."""
         return False

@@ -77,6 +77,10 @@ class PipeHost(TrialHost):
         self.conn.send(("is_best", value))
         return bool(self._recv("best"))
 
+    def experiment_best_validation(self) -> Optional[float]:
+        self.conn.send(("best_validation",))
+        return self._recv("best_value")
+
     def report_early_exit(self, reason: str) -> None:
         self.conn.send(("early_exit", reason))
 

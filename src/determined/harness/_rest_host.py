@@ -179,6 +179,10 @@ class RestTrialHost(TrialHost):
         self.flush()
         return self.client.runner_is_best(value)
 
+    def experiment_best_validation(self) -> Optional[float]:
+        self.flush()
+        return self.client.request("GET", "/trial-runner/best-validation")["value"]
+
     def should_stop(self) -> bool:
         if (self._stop_poll is not None and not self._stop
                 and time.monotonic() - self._stop_asked >= self._stop_poll):

@@ -223,6 +223,8 @@ class _Server:
             host.report_checkpoint(msg[1], msg[2], msg[3])
         elif kind == "is_best":
             self._send(conn, ("best", host.is_best_validation(msg[1])))
+        elif kind == "best_validation":
+            self._send(conn, ("best_value", host.experiment_best_validation()))
         elif kind == "recorded_checkpoints":
             recorded = host.recorded_checkpoints()
             self._send(conn, ("recorded", None if recorded is None else sorted(recorded)))

@@ -323,6 +323,8 @@ class LocalDriver:
             self.on_event("checkpoint", self.trial_view(r), {"uuid": uuid})
         elif kind == "is_best":
             p.conn.send(("best", self.core.is_best(msg[1])))
+        elif kind == "best_validation":
+            p.conn.send(("best_value", self.core.best_validation()))
         elif kind == "recorded_checkpoints":
             self.records.flush()
             p.conn.send(("recorded", [c.uuid for c in self.db.list_checkpoints(

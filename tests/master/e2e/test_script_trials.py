@@ -175,3 +175,16 @@ def test_test_mode_on_a_master_runs_the_script(master_factory, tmp_path):
                          timeout=300, env=dict(os.environ, DET_MASTER=master.url))
     assert out.returncode == 0, out.stdout + out.stderr
     assert "closed at step 1" in out.stdout + out.stderr  # the trial's streamed log
+
+
+def test_core_script_reads_the_experiments_best_validation(master_factory, tmp_path):
+    best_dir = SCRIPT_DIR.parent / "core_best"
+    config = yaml.safe_load((best_dir / "const.yaml").read_text())
+    out = tmp_path / "seen.json"
+    config["hyperparameters"]["out_file"] = str(out)
+    master = master_factory(slots=1)
+    with master.client() as api:
+        exp_id = create_experiment(api, config, best_dir)
+        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=180)
+        assert exp["state"] == "COMPLETED", exp
+    assert yaml.safe_load(out.read_text()) == [3.0, 1.0, 1.0]

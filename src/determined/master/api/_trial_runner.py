@@ -7,6 +7,7 @@ token (``Authorization: Bearer <trial token>``), not by a user.
   trials) -> ``{"stop": bool}`` (``validation`` may also end the Validate op and carry
   the next ``op``); ``GET should-stop`` -> ``{"stop": bool}``;
 - ``GET checkpoints`` -> ``{"uuids": [...]}``; ``GET is-best?value=`` -> ``{"best"}``;
+  ``GET best-validation`` -> ``{"value": number or null}``;
   ``POST logs`` -> ``{"stored": n}``.
 
 A report that does not fit the trial's state is a 409 (``_app.py``). Each route hands
@@ -176,6 +177,10 @@ def trial_runner_router(master: Master) -> fastapi.APIRouter:
     @router.get("/should-stop")
     def should_stop(live: LiveTrial = Runner) -> Dict[str, Any]:
         return experiments.should_stop(live)
+
+    @router.get("/best-validation")
+    def best_validation(live: LiveTrial = Runner) -> Dict[str, Any]:
+        return {"value": experiments.best_validation(live)}
 
     @router.get("/is-best")
     def is_best(value: float, live: LiveTrial = Runner) -> Dict[str, Any]:

@@ -334,6 +334,11 @@ class Experiments:
             live.run.early_exit(live.trial)
             return self._answer(live)
 
+    def best_validation(self, live: LiveTrial) -> Optional[float]:
+        """The experiment's best searcher-metric value so far (None before any)."""
+        with self.lock:
+            return live.run.core.best_validation()
+
     def is_best(self, live: LiveTrial, value: float) -> bool:
         """Whether ``value`` would be the experiment's best validation metric."""
         with self.lock:
