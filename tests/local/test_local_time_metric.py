@@ -4,6 +4,7 @@ scripts train their own length, the searcher stops the weaker ones through
 ``should_preempt()``, and every trial ends COMPLETED, none resumed."""
 
 import json
+import pathlib
 
 import pytest
 import yaml
@@ -15,9 +16,7 @@ pytestmark = pytest.mark.timeout(600)
 
 @pytest.fixture
 def script_dir():
-    from conftest import FIXTURES
-
-    return FIXTURES / "time_metric"
+    return pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "time_metric"
 
 
 def test_time_metric_asha_over_a_core_api_script(tmp_path, script_dir):

@@ -92,6 +92,20 @@ def _one_line(e: BaseException) -> str:
     return text
 
 
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader has closed it (poll reports an error on
+    the write end): only then is a ``BrokenPipeError`` the reader going away rather
+    than a failure inside the command."""
+    import select
+
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(ev & select.POLLERR for _, ev in poller.poll(0))
+    except (AttributeError, OSError, ValueError):
+        return True  # no poll here (or no stdout): keep the quiet ending
+
+
 def _reader_went_away() -> int:
     """``det ... | head``: the reader closed the pipe. End quietly, as a command killed
     by SIGPIPE would (exit status 141), with nothing left to flush."""
@@ -118,6 +132,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
         return code
     except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise
         return _reader_went_away()
     except DeterminedError as e:
         print(f"det: error: {e}", file=sys.stderr)

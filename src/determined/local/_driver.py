@@ -253,12 +253,21 @@ class LocalDriver:
         if p is not None and p.awaiting_op:
             self._send_next_op(e.request_id, p)
 
+    @staticmethod
+    def _send(p: Any, msg: Any) -> None:
+        """Send ``msg`` to a trial process; one that already exited (its pipe closed
+        while its last reports were being read) is left to its exit's handling."""
+        try:
+            p.conn.send(msg)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
     def stop_trial(self, e: engine.StopTrial) -> None:
         p = self.procs.get(e.request_id)
         if p is not None and p.awaiting_op:
             self._send_next_op(e.request_id, p)
         elif p is not None:
-            p.conn.send(("stop",))
+            self._send(p, ("stop",))
 
     def _delete_files(self, uuids: List[str]) -> None:
         for uuid in uuids:
@@ -286,7 +295,7 @@ class LocalDriver:
         answer = self.core.next_op(r)
         p.awaiting_op = answer is None
         if answer is not None:
-            p.conn.send(("op", answer.to_dict()))
+            self._send(p, ("op", answer.to_dict()))
 
     def _spawn(self, r: int) -> None:
         self._do(self.core.trial_started(r))
@@ -322,12 +331,12 @@ class LocalDriver:
             self._checkpoint(r, batches, uuid, meta or {})
             self.on_event("checkpoint", self.trial_view(r), {"uuid": uuid})
         elif kind == "is_best":
-            p.conn.send(("best", self.core.is_best(msg[1])))
+            self._send(p, ("best", self.core.is_best(msg[1])))
         elif kind == "best_validation":
-            p.conn.send(("best_value", self.core.best_validation()))
+            self._send(p, ("best_value", self.core.best_validation()))
         elif kind == "recorded_checkpoints":
             self.records.flush()
-            p.conn.send(("recorded", [c.uuid for c in self.db.list_checkpoints(
+            self._send(p, ("recorded", [c.uuid for c in self.db.list_checkpoints(
                 trial_id=self.records.tid(r))]))
         elif kind == "early_exit":
             self._do(self.core.early_exit(r))
