@@ -101,8 +101,11 @@ def test_a_dead_zygote_is_replaced_and_its_children_reported(spawner, tmp_path):
 def _children(pid: int) -> set:
     out = set()
     for task in os.listdir(f"/proc/{pid}/task"):
-        with open(f"/proc/{pid}/task/{task}/children") as f:
-            out.update(int(c) for c in f.read().split())
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as f:
+                out.update(int(c) for c in f.read().split())
+        except FileNotFoundError:  # a thread that ended since the listing
+            pass
     return out
 
 
