@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any, Dict, Iterator, List, Optional
 
+from determined._metric_order import MetricOrder
 from determined.config import Length, Unit
 from determined.harness._host import OpKind, TrialHost, TrialOp
 from determined.util import json_encode
@@ -76,10 +77,15 @@ class DirectoryHost(TrialHost):
         self._ops: Iterator[TrialOp] = iter([
             TrialOp(OpKind.TRAIN, Length(Unit.BATCHES, 1)), TrialOp(OpKind.VALIDATE),
             TrialOp(OpKind.CLOSE)])
-        self._smaller = smaller_is_better
+        self._order = MetricOrder(smaller_is_better)
         self._best = math.inf
         self._describe = describe  # storage_id -> where it lives
         self._lock = threading.Lock()
+
+    #: records synced to disk at once; training and progress lines, written every batch
+    #: by some scripts, reach the OS on each write (a killed script loses none) but are
+    #: not fsynced one by one
+    _SYNCED = frozenset({"validation", "searcher_validation", "checkpoint", "early_exit"})
 
     def _append(self, record: Dict[str, Any]) -> None:
         record["time"] = time.time()
@@ -87,7 +93,8 @@ class DirectoryHost(TrialHost):
         with self._lock, open(self._path, "a", encoding="utf-8") as f:
             f.write(line)
             f.flush()
-            os.fsync(f.fileno())
+            if record["kind"] in self._SYNCED:
+                os.fsync(f.fileno())
 
     def next_operation(self) -> TrialOp:
         return next(self._ops, TrialOp(OpKind.CLOSE))
@@ -117,7 +124,9 @@ class DirectoryHost(TrialHost):
         self._append({"kind": "early_exit", "reason": reason})
 
     def is_best_validation(self, value: float) -> bool:
-        signed = value if self._smaller else -value
+        if not self._order.comparable(value):
+            return False  # NaN is never the best
+        signed = self._order.signed(value)
         if signed <= self._best:
             self._best = signed
             return True
