@@ -4,13 +4,16 @@ schema, in their own SQLite files), identical searcher calls, identical operatio
 handed to the trial processes and identical restore paths.
 
 Both adapters are real; what stands in is their collaborator only: a pool of fake
-processes for the local driver (it records what a trial would be started with), and for
+processes for the local driver (it records what a trial would be started with; each
+talks over a real pipe, which the test speaks for, and exits by closing it), and for
 the master's run the real ``Experiments`` service as its host, with process kills and
 scheduler wake-ups noted and file deletion done at once.
 """
 
 from __future__ import annotations
 
+import math
+import multiprocessing
 import os
 import uuid as uuidlib
 from typing import Any, Dict, List, Optional, Tuple
@@ -43,10 +46,22 @@ class _RecordingSearcher:
         if name in _RECORDED:
             def call(*args: Any) -> Any:
                 self._calls.append((name,) + tuple(
-                    a.value if hasattr(a, "value") else a for a in args))
+                    _nan_as_text(a.value if hasattr(a, "value") else a) for a in args))
                 return value(*args)
             return call
         return value
+
+
+def _nan_as_text(value: Any) -> Any:
+    """``value`` with NaN as "nan": NaNs that crossed a pipe are other objects, and
+    equal only by identity."""
+    if isinstance(value, float) and math.isnan(value):
+        return "nan"
+    if isinstance(value, dict):
+        return {k: _nan_as_text(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_nan_as_text(v) for v in value)
+    return value
 
 
 @pytest.fixture
@@ -82,35 +97,43 @@ def make_config(root: str, name: str = "adaptive_asha") -> Dict[str, Any]:
 
 
 class _FakeProcess:
+    """A trial process the test speaks for through ``conn``, the other end of the
+    driver's pipe; its sentinel becomes ready when it exits."""
+
     def __init__(self) -> None:
         self.exitcode: Optional[int] = None
-        self.alive = True
-        self.sentinel = None
+        self.conn, self.driver_end = multiprocessing.Pipe()
+        self.sentinel, self._alive_fd = os.pipe()
 
     def is_alive(self) -> bool:
-        return self.alive
+        return not self.conn.closed
+
+    def exit(self, code: int) -> None:
+        """The script's exit event: the process ends with ``code``."""
+        self.exitcode = code
+        if not self.conn.closed:
+            self.conn.close()
+            os.close(self._alive_fd)
 
     def kill(self) -> None:
-        self.alive, self.exitcode = False, -9
+        pass  # the script's own exit event follows
 
     terminate = kill
 
     def join(self, timeout: Optional[float] = None) -> None:
         pass
 
-
-class _FakeConn:
-    def __init__(self) -> None:
-        self.sent: List[Any] = []
-
-    def send(self, msg: Any) -> None:
-        self.sent.append(msg)
-
-    def poll(self) -> bool:
-        return False
+    def received(self) -> List[Any]:
+        """What the driver sent since the last call."""
+        got = []
+        while not self.conn.closed and self.conn.poll():
+            got.append(self.conn.recv())
+        return got
 
     def close(self) -> None:
-        pass
+        self.exit(self.exitcode or 0)
+        self.driver_end.close()
+        os.close(self.sentinel)
 
 
 class _FakePool:
@@ -118,10 +141,12 @@ class _FakePool:
 
     def __init__(self) -> None:
         self.envs: List[Any] = []
+        self.started: List[_FakeProcess] = []
 
     def run(self, args: Tuple[Any, ...]) -> Tuple[Any, Any]:
         self.envs.append(args[0])
-        return _FakeProcess(), _FakeConn()
+        self.started.append(_FakeProcess())
+        return self.started[-1], self.started[-1].driver_end
 
     def fill(self, wanted: Optional[int] = None) -> None:
         pass
@@ -220,7 +245,8 @@ class LocalSide(_Side):
         self.driver = LocalDriver(
             config, model_dir, self.exp_id, self.store, config["checkpoint_storage"],
             slots=capacity, source_checkpoint=source)
-        self.driver.pool = _FakePool()  # type: ignore[assignment]
+        self.pool = self.driver.processes.pool = _FakePool()  # type: ignore[assignment]
+        self.procs: Dict[int, _FakeProcess] = {}  # the running ones, by request id
         self.driver.storage = _RecordingStorage(self.driver.storage, self.db, self.deletes)
 
     @property
@@ -228,61 +254,57 @@ class LocalSide(_Side):
         return self.driver.core
 
     def close(self) -> None:
+        for p in self.pool.started:
+            p.close()
         self.store.close()
 
-    def _proc(self, r: int) -> Any:
-        return self.driver.procs[r]
-
-    def _sent_ops(self, r: int, before: int) -> None:
-        p = self.driver.procs.get(r)
-        if p is None:
-            return
-        for msg in p.conn.sent[before:]:
-            if msg[0] == "op":
-                self.ops.setdefault(r, []).append(msg[1])
-
     def _with_ops(self, fn: Any) -> Any:
-        counts = {r: len(p.conn.sent) for r, p in self.driver.procs.items()}
+        """Run ``fn``; then note the operations each running process was sent."""
         result = fn()
-        for r, before in counts.items():
-            self._sent_ops(r, before)
+        for r, p in list(self.procs.items()):
+            if r not in self.driver.processes:  # exited: what it was sent is lost
+                del self.procs[r]
+                continue
+            for msg in p.received():
+                if msg[0] == "op":
+                    self.ops.setdefault(r, []).append(msg[1])
         return result
+
+    def _message(self, r: int, msg: Tuple[Any, ...]) -> None:
+        """Trial ``r``'s process sends ``msg``; the driver handles what is ready."""
+        self.procs[r].conn.send(msg)
+        self._with_ops(lambda: self.driver.processes.wait(timeout=5.0))
 
     def do_start(self) -> None:
         self.driver._do(self.core.start(activate=True))
 
     def do_launch(self, r: int) -> None:
-        self.driver._spawn(r)
-        env = self.driver.pool.envs[-1]
+        self.driver.start_trial(r)
+        self.procs[r] = self.pool.started[-1]
+        env = self.pool.envs[-1]
         self.restores.append((r, self._relative(env.latest_checkpoint), env.warm_start))
 
     def do_next_op(self, r: int) -> None:
-        p = self._proc(r)
-        self._with_ops(lambda: self.driver._handle(r, p, ("next_op",)))
+        self._message(r, ("next_op",))
 
     def do_train(self, r: int, batches: int, metrics: Dict[str, Any]) -> None:
-        self._with_ops(lambda: self.driver._handle(r, self._proc(r),
-                                                   ("training", batches, metrics)))
+        self._message(r, ("training", batches, metrics))
 
     def do_validate(self, r: int, batches: int, report: Dict[str, Any]) -> None:
-        self._with_ops(lambda: self.driver._handle(r, self._proc(r),
-                                                   ("validation", batches, report)))
+        self._message(r, ("validation", batches, report))
 
     def do_validate_done(self, r: int, batches: int, report: Dict[str, Any]) -> None:
-        self._with_ops(lambda: self.driver._handle(
-            r, self._proc(r), ("validate_op_completed", batches, report)))
+        self._message(r, ("validate_op_completed", batches, report))
 
     def do_checkpoint(self, r: int, batches: int, uuid: str, meta: Dict[str, Any]) -> None:
-        self._with_ops(lambda: self.driver._handle(r, self._proc(r),
-                                                   ("checkpoint", batches, uuid, meta)))
+        self._message(r, ("checkpoint", batches, uuid, meta))
 
     def do_early_exit(self, r: int) -> None:
-        self._with_ops(lambda: self.driver._handle(r, self._proc(r), ("early_exit",)))
+        self._message(r, ("early_exit",))
 
     def do_exit(self, r: int, code: int) -> None:
-        p = self._proc(r)
-        p.process.alive, p.process.exitcode = False, code
-        self._with_ops(lambda: self.driver._process_ended(r, p))
+        self.procs[r].exit(code)
+        self._with_ops(lambda: self.driver.processes.wait(timeout=5.0))
 
     def do_pause(self) -> None:
         self._with_ops(lambda: self.driver._do(self.core.pause()))

@@ -19,10 +19,7 @@ snapshot or a rollback), so a fast trial does not wait on the database.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import multiprocessing
-import multiprocessing.connection
 import os
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
@@ -31,6 +28,7 @@ from determined import engine
 from determined.config import ExperimentConfig, is_script_entrypoint
 from determined.harness import TrialEnv
 from determined.local._pool import WarmPool, frameworks_used, process_context
+from determined.local._processes import TrialProcesses
 from determined.local._result import ExperimentResult, experiment_result
 from determined.local._store import LocalStore
 from determined.master.db import RecordEffects, restore_location
@@ -39,15 +37,6 @@ from determined.storage import build_storage
 __all__ = ["LocalDriver"]
 
 logger = logging.getLogger("determined.local")
-
-
-@dataclasses.dataclass
-class _Process:
-    process: Any
-    conn: Any
-    eof: bool = False
-    awaiting_op: bool = False  # asked for an operation, not answered yet
-    error: Optional[str] = None
 
 
 class LocalDriver:
@@ -100,7 +89,6 @@ class LocalDriver:
         self.core = engine.ExperimentCore(
             config, source_checkpoint=source_checkpoint[0] if source_checkpoint else None,
             capacity=self.concurrent)
-        self.procs: Dict[int, _Process] = {}  # by request id
         # What the core does not know of a trial's processes, by request id: when the
         # first one started, and the last error one reported.
         self.started: Dict[int, float] = {}
@@ -114,9 +102,10 @@ class LocalDriver:
         # A script's trial process only starts the script: nothing to preload for it.
         frameworks = [] if is_script_entrypoint(config.get("entrypoint")) \
             else frameworks_used(self.model_dir)
-        self._ctx = process_context(frameworks)
         self._threads = max(1, (os.cpu_count() or 1) // self.slots)
-        self.pool = WarmPool(self._ctx, self.concurrent, frameworks, self._threads)
+        self.processes = TrialProcesses(
+            WarmPool(process_context(frameworks), self.concurrent, frameworks, self._threads),
+            on_message=self._handle, on_exit=self._process_ended)
 
     # ------------------------------------------------------------------ main loop
 
@@ -124,7 +113,7 @@ class LocalDriver:
         try:
             return self._run()
         finally:
-            self.pool.close()
+            self.processes.pool.close()
 
     def restore(self, snapshot: Dict[str, Any]) -> None:
         """Continue from the records and core snapshot of an interrupted run: trials
@@ -163,11 +152,11 @@ class LocalDriver:
                 self._start_queued()
                 if self.core.finished:
                     break
-                if not self.procs:  # the core ends a search that cannot go on: a bug
+                if not self.processes:  # the core ends a search that cannot go on: a bug
                     raise RuntimeError(f"experiment {self.experiment_id} is "
                                        f"{self.core.state.value} with no trial to run")
                 self._refill_pool()
-                self._wait_and_handle()
+                self.processes.wait()
                 self.records.flush()
         except KeyboardInterrupt:
             self._stop_gracefully()
@@ -185,13 +174,13 @@ class LocalDriver:
         per_trial = self.cfg.slots_per_trial
         if engine.release_waiting(wanting=len(queued), running=len(self.core.live()),
                                   waiting=len(self.core.waiting()),
-                                  free_slots=(self.concurrent - len(self.procs)) * per_trial,
+                                  free_slots=(self.concurrent - len(self.processes)) * per_trial,
                                   slots_per_trial=per_trial):
             self._do(self.core.suspend_idle())  # idle trials give their slots back
         for request_id in queued:
-            if len(self.procs) >= self.concurrent:
+            if len(self.processes) >= self.concurrent:
                 return
-            self._spawn(request_id)
+            self.start_trial(request_id)
 
     def _refill_pool(self) -> None:
         """Keep processes warm for trials that may start soon."""
@@ -199,30 +188,7 @@ class LocalDriver:
                       if t.state in (engine.TrialState.PENDING, engine.TrialState.IDLE))
         if self.core.shutdown is None:
             waiting = max(waiting, 1)
-        self.pool.fill(min(self.concurrent, waiting))
-
-    def _wait_and_handle(self) -> None:
-        waitables: Dict[Any, int] = {}
-        for r, p in self.procs.items():
-            waitables[p.conn] = r
-            waitables[p.process.sentinel] = r
-        ready = multiprocessing.connection.wait(list(waitables), timeout=1.0)
-        for r in dict.fromkeys(waitables[obj] for obj in ready):
-            p = self.procs.get(r)
-            if p is None:
-                continue
-            self._drain(r, p)
-            if r in self.procs and not p.process.is_alive() and (p.eof or not p.conn.poll()):
-                self._process_ended(r, p)
-
-    def _drain(self, r: int, p: _Process) -> None:
-        while r in self.procs and not p.eof and p.conn.poll():
-            try:
-                msg = p.conn.recv()
-            except (EOFError, OSError):
-                p.eof = True
-                return
-            self._handle(r, p, msg)
+        self.processes.pool.fill(min(self.concurrent, waiting))
 
     # ------------------------------------------------------------------ effects
 
@@ -244,30 +210,17 @@ class LocalDriver:
         pass  # the loop ends once the core is finished
 
     def kill_process(self, e: engine.KillTrial) -> None:
-        p = self.procs.get(e.request_id)
-        if p is not None and p.process.is_alive():
-            p.process.kill()
+        self.processes.kill(e.request_id)
 
     def wake_trial(self, e: Any) -> None:
-        p = self.procs.get(e.request_id)
-        if p is not None and p.awaiting_op:
-            self._send_next_op(e.request_id, p)
-
-    @staticmethod
-    def _send(p: Any, msg: Any) -> None:
-        """Send ``msg`` to a trial process; one that already exited (its pipe closed
-        while its last reports were being read) is left to its exit's handling."""
-        try:
-            p.conn.send(msg)
-        except (BrokenPipeError, ConnectionResetError):
-            pass
+        if self.processes.awaiting_op(e.request_id):
+            self._send_next_op(e.request_id)
 
     def stop_trial(self, e: engine.StopTrial) -> None:
-        p = self.procs.get(e.request_id)
-        if p is not None and p.awaiting_op:
-            self._send_next_op(e.request_id, p)
-        elif p is not None:
-            self._send(p, ("stop",))
+        if self.processes.awaiting_op(e.request_id):
+            self._send_next_op(e.request_id)
+        else:
+            self.processes.send(e.request_id, ("stop",))
 
     def _delete_files(self, uuids: List[str]) -> None:
         for uuid in uuids:
@@ -291,13 +244,14 @@ class LocalDriver:
 
     # ------------------------------------------------------------------ processes
 
-    def _send_next_op(self, r: int, p: _Process) -> None:
+    def _send_next_op(self, r: int) -> None:
         answer = self.core.next_op(r)
-        p.awaiting_op = answer is None
+        self.processes.set_awaiting_op(r, answer is None)
         if answer is not None:
-            self._send(p, ("op", answer.to_dict()))
+            self.processes.send(r, ("op", answer.to_dict()))
 
-    def _spawn(self, r: int) -> None:
+    def start_trial(self, r: int) -> None:
+        """Start a process for trial ``r`` (the loop does so for schedulable trials)."""
         self._do(self.core.trial_started(r))
         t, trial_id = self.core.trial(r), self.records.tid(r)
         restore, warm = restore_location(self.core, r, self.storage, self.source_path)
@@ -305,17 +259,17 @@ class LocalDriver:
                        model_dir=self.model_dir, experiment_id=self.experiment_id,
                        trial_id=trial_id, trial_seed=t.seed, latest_checkpoint=restore,
                        warm_start=warm)
-        process, conn = self.pool.run(
-            (env, self.storage_config, self.store.trial_log_path(trial_id), self._threads))
-        self.procs[r] = _Process(process, conn)
+        self.processes.start(
+            r, (env, self.storage_config, self.store.trial_log_path(trial_id), self._threads))
         self.started.setdefault(r, time.time())
         self.on_event("started", self.trial_view(r),
                       {"restart": t.restarts, "resumed": restore is not None and not warm})
 
-    def _handle(self, r: int, p: _Process, msg: Any) -> None:
+    def _handle(self, r: int, msg: Any) -> None:
+        """A message from trial ``r``'s process (``harness._pipe_host``'s protocol)."""
         kind = msg[0]
         if kind == "next_op":
-            self._send_next_op(r, p)
+            self._send_next_op(r)
         elif kind == "training":
             _, batches, metrics = msg
             self._do(self.core.trial_trained(r, batches, metrics))
@@ -331,12 +285,12 @@ class LocalDriver:
             self._checkpoint(r, batches, uuid, meta or {})
             self.on_event("checkpoint", self.trial_view(r), {"uuid": uuid})
         elif kind == "is_best":
-            self._send(p, ("best", self.core.is_best(msg[1])))
+            self.processes.send(r, ("best", self.core.is_best(msg[1])))
         elif kind == "best_validation":
-            self._send(p, ("best_value", self.core.best_validation()))
+            self.processes.send(r, ("best_value", self.core.best_validation()))
         elif kind == "recorded_checkpoints":
             self.records.flush()
-            self._send(p, ("recorded", [c.uuid for c in self.db.list_checkpoints(
+            self.processes.send(r, ("recorded", [c.uuid for c in self.db.list_checkpoints(
                 trial_id=self.records.tid(r))]))
         elif kind == "early_exit":
             self._do(self.core.early_exit(r))
@@ -344,8 +298,6 @@ class LocalDriver:
             self._do(self.core.trial_progressed(r, msg[1]))
         elif kind == "script_exited":
             self._do(self.core.script_exited(r, msg[1]))
-        elif kind == "error":
-            p.error = msg[2]
 
     def _checkpoint(self, r: int, batches: int, uuid: str, meta: Dict[str, Any]) -> None:
         """Tell the core of a checkpoint with its files (sizes, also in object stores)."""
@@ -359,21 +311,17 @@ class LocalDriver:
                                               str(meta.get("framework", "")),
                                               str(meta.get("format", ""))))
 
-    def _process_ended(self, r: int, p: _Process) -> None:
-        p.process.join()
-        code = p.process.exitcode
-        p.conn.close()
-        del self.procs[r]
+    def _process_ended(self, r: int, code: Optional[int], error: Optional[str]) -> None:
         self.records.flush()
         self.store.pump(self.records.tid(r), final=True)
         restarts_before = self.core.trial(r).restarts
         signal = -code if code is not None and code < 0 else None
-        message = (p.error or "").strip().splitlines()[-1] if p.error else ""
+        message = error.strip().splitlines()[-1] if error else ""
         self._do(self.core.trial_exited(r, code=None if signal else code, signal=signal,
                                         message=message))
         t, view = self.core.trial(r), self.trial_view(r)
-        if p.error:
-            self.errors[r] = p.error
+        if error:
+            self.errors[r] = error
         error = self.errors.get(r) or t.error
         if t.restarts > restarts_before:
             self.on_event("restart", view, {"error": error, "code": code})
@@ -390,22 +338,16 @@ class LocalDriver:
         try:
             self._do(self.core.pause())
             deadline = time.monotonic() + 120
-            while self.procs and time.monotonic() < deadline:
-                self._wait_and_handle()
+            while self.processes and time.monotonic() < deadline:
+                self.processes.wait()
         except KeyboardInterrupt:
             pass
-        self._kill_all("PAUSED" if not self.procs else "CANCELED")
+        self._kill_all("PAUSED" if not self.processes else "CANCELED")
 
     def _kill_all(self, state: str, reason: str = "") -> None:
         """End every trial process now; the experiment ends ``state`` (ERROR or
         CANCELED, through the core's abort) or stays PAUSED."""
-        for p in self.procs.values():
-            if p.process.is_alive():
-                p.process.terminate()
-                p.process.join(5)
-                if p.process.is_alive():
-                    p.process.kill()
-        self.procs.clear()
+        self.processes.terminate_all()
         self.final_state = state
         if state == "PAUSED":
             return
