@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import logging
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
@@ -46,6 +47,8 @@ from determined.master.resource_managers import AGENT_ID, UnknownSessionError
 from determined.master.views import iso
 
 __all__ = ["agent_auth", "agents_listing", "agents_router"]
+
+logger = logging.getLogger("determined.master")
 
 _MAX_WAIT = 60.0
 MAX_AGENT_SLOTS = 65536
@@ -171,8 +174,8 @@ def agents_router(master: Master) -> fastapi.APIRouter:
         address = request.client.host if request.client is not None else ""
         answer = remote.register(agent_id, body.slots, body.label, body.running, address,
                                  [g.model_dump() for g in body.slot_gpus])
-        print(f"det-master: agent {agent_id} registered from {address} with {body.slots} "
-              f"slot(s)", flush=True)
+        logger.info("agent %s registered from %s with %d slot(s)", agent_id, address,
+                    body.slots)
         return answer
 
     wakeups = _AgentWakeups()
@@ -218,7 +221,7 @@ def agents_router(master: Master) -> fastapi.APIRouter:
             remote.deregister(agent_id, body.session)
         except UnknownSessionError as e:
             raise gone(e) from None
-        print(f"det-master: agent {agent_id} deregistered", flush=True)
+        logger.info("agent %s deregistered", agent_id)
         return {}
 
     @api.post("/{agent_id}/rendezvous")
