@@ -21,7 +21,7 @@ def main() -> None:
     from determined.harness import DistributedInfo, TrialEnv
     from determined.pytorch._collective import TorchCollective
     from determined.pytorch import DataLoader
-    from determined.pytorch._context import PyTorchTrialContext
+    from determined.pytorch._context import PyTorchTrialContext, RunState
     from determined.pytorch._data import to_device
 
     info = DistributedInfo(rank=0, size=1, master_addr="127.0.0.1", master_port=port)
@@ -35,8 +35,8 @@ def main() -> None:
         return torch.nn.Sequential(torch.nn.Linear(32, 256), torch.nn.ReLU(),
                                    torch.nn.Linear(256, 10))
 
-    ctx = PyTorchTrialContext(env, device)
-    ctx._ddp = True  # what the controller sets for a distributed trial on NCCL
+    # What the controller passes for a distributed trial on NCCL.
+    ctx = PyTorchTrialContext(env, device, run_state=RunState(ddp=True))
     ddp = ctx.wrap_model(make_model())
     opt = ctx.wrap_optimizer(torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9))
     plain = make_model().to(device)

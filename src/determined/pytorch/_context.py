@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 import warnings
-from typing import Any, Callable, Iterator, List, Optional, Set
+from typing import Any, Callable, ContextManager, Dict, Iterator, List, Optional, Set
 
 import torch
 
@@ -19,6 +21,16 @@ __all__ = ["PyTorchTrialContext"]
 logger = logging.getLogger("determined")
 
 
+@dataclasses.dataclass
+class RunState:
+    """What the controller running a trial tells its context: the controller makes it
+    and keeps it current, the context only reads it."""
+
+    ddp: bool = False  # wrap models in DistributedDataParallel (a distributed NCCL trial)
+    batch_idx: int = 0  # the batch being trained
+    epoch_len: int = 1  # batches per data-loader epoch
+
+
 class PyTorchTrialContext(TrialContext):
     """The context of a PyTorch trial (adds to :class:`~determined.harness.TrialContext`).
 
@@ -28,13 +40,15 @@ class PyTorchTrialContext(TrialContext):
 
     def __init__(self, *args: Any, **kwargs: Any):
         """``PyTorchTrialContext(env, hvd_config=None, device=None)``; ``env`` is a
-        ``TrialEnv`` or upstream's ``det.EnvContext``."""
+        ``TrialEnv`` or upstream's ``det.EnvContext``. The controller also passes
+        ``run_state`` (a :class:`RunState`)."""
         rest = list(args)
         env: TrialEnv = kwargs.pop("env") if "env" in kwargs else rest.pop(0)
         hvd_config = kwargs.pop("hvd_config", None)
         if rest and not isinstance(rest[0], (torch.device, str, type(None))):
             hvd_config = rest.pop(0)
         device: Optional[torch.device] = kwargs.pop("device", rest.pop(0) if rest else None)
+        self._run: RunState = kwargs.pop("run_state", None) or RunState()
         if rest or kwargs:
             raise TypeError(f"PyTorchTrialContext: unexpected arguments {rest or ''} "
                             f"{sorted(kwargs) or ''}")
@@ -53,14 +67,9 @@ class PyTorchTrialContext(TrialContext):
         self._amp: Optional[NativeAmp] = None
         self._apex = False
         self.scalers: List[Any] = []
-        # Set by the controller: wrap models in DistributedDataParallel (NCCL).
-        self._ddp = False
         self._ddp_params: Set[int] = set()
         # Ranks to average gradients over (0: one slot, nothing to exchange).
         self._grad_ranks = env.distributed.size if env.distributed.size > 1 else 0
-        # Set by the controller while training.
-        self._batch_idx = 0
-        self._epoch_len = 1
 
     # ---- wrapping
 
@@ -77,7 +86,7 @@ class PyTorchTrialContext(TrialContext):
             )
         model = model.to(self.device)
         self.models.append(model)
-        if self._ddp and any(p.requires_grad for p in model.parameters()):
+        if self._run.ddp and any(p.requires_grad for p in model.parameters()):
             self._ddp_params.update(id(p) for p in model.parameters())
             return wrap_ddp(model, self.device)
         return model
@@ -104,9 +113,6 @@ class PyTorchTrialContext(TrialContext):
             )
         self.lr_schedulers.append(LRScheduler(lr_scheduler, step_mode))
         return lr_scheduler
-
-    def _wrap_det_lr_scheduler(self, scheduler: LRScheduler) -> None:
-        self.lr_schedulers.append(scheduler)
 
     def configure_apex_amp(
         self,
@@ -256,7 +262,7 @@ class PyTorchTrialContext(TrialContext):
                 raise ValueError(
                     "auto_zero_grads=False is not allowed with aggregation_frequency > 1"
                 )
-            if (self._batch_idx + 1) % k != 0:
+            if not self._steps_after(self._run.batch_idx):
                 return
         if self._grad_ranks:
             allreduce_gradients(optimizer, self._grad_ranks, self._ddp_params)
@@ -301,11 +307,44 @@ class PyTorchTrialContext(TrialContext):
 
     def is_epoch_start(self) -> bool:
         """Whether the current batch is the first of a data-loader epoch."""
-        return self._batch_idx % self._epoch_len == 0
+        return self._run.batch_idx % self._run.epoch_len == 0
 
     def is_epoch_end(self) -> bool:
         """Whether the current batch is the last of a data-loader epoch."""
-        return (self._batch_idx + 1) % self._epoch_len == 0
+        return (self._run.batch_idx + 1) % self._run.epoch_len == 0
+
+    # ---- the controller's side (not for trial code)
+
+    def _wrap_det_lr_scheduler(self, scheduler: LRScheduler) -> None:
+        self.lr_schedulers.append(scheduler)
+
+    def _add_before_step_hook(self, hook: Callable[[Iterator[Any]], None]) -> None:
+        """Call ``hook`` with the parameters before each optimizer step."""
+        self._before_step_hooks.append(hook)
+
+    def _steps_after(self, batch_idx: int) -> bool:
+        """Whether optimizers step after batch ``batch_idx`` (``aggregation_frequency``)."""
+        return (batch_idx + 1) % self._aggregation_frequency == 0
+
+    def _mixed_precision_on(self) -> bool:
+        """Whether the trial set up mixed precision itself (either way)."""
+        return self._amp is not None or self._apex or bool(self.scalers)
+
+    def _wrap_train_step(self, step: Callable[..., Any]) -> Callable[..., Any]:
+        """``step`` (``train_batch``), autocast under the harness's mixed precision."""
+        return self._amp.wrap_train_step(step) if self._amp is not None else step
+
+    def _autocast(self) -> ContextManager[Any]:
+        """Autocast for evaluation under the harness's mixed precision."""
+        return self._amp.autocast() if self._amp is not None else contextlib.nullcontext()
+
+    def _amp_state_dict(self) -> Optional[Dict[str, Any]]:
+        """The harness's mixed precision state (its loss scaler) for a checkpoint."""
+        return self._amp.state_dict() if self._amp is not None else None
+
+    def _load_amp_state_dict(self, state: Optional[Dict[str, Any]]) -> None:
+        if self._amp is not None and state:
+            self._amp.load_state_dict(state)
 
     # ---- deprecated accessors
 

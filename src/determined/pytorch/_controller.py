@@ -12,7 +12,6 @@ the ranks; metrics are combined on the chief at the end of a workload.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import random
@@ -28,7 +27,7 @@ from determined.harness import user_code_error
 from determined.harness._collective import CollectiveError
 from determined.harness._group import connect
 from determined.pytorch._callback import PyTorchCallback, overrides
-from determined.pytorch._context import PyTorchTrialContext
+from determined.pytorch._context import PyTorchTrialContext, RunState
 from determined.pytorch._data import DataLoader, to_device
 from determined.pytorch._distributed import (
     average_batch_metrics,
@@ -71,8 +70,8 @@ class PyTorchTrialController(TrialController):
                 torch.device("cuda", info.local_rank % torch.cuda.device_count())
                 if torch.cuda.is_available() else torch.device("cpu")
             )
-        self._context = PyTorchTrialContext(env, device)
-        self._context._ddp = self._dist is not None and use_ddp(self._dist.backend)
+        self._run = RunState(ddp=self._dist is not None and use_ddp(self._dist.backend))
+        self._context = PyTorchTrialContext(env, device, run_state=self._run)
         self._move_batches = device.type != "cpu"
         self.trial: PyTorchTrial = self._user(trial_class, "__init__", self._context)
         self._legacy = overridden(self.trial, "build_model")
@@ -94,13 +93,12 @@ class PyTorchTrialController(TrialController):
                 f"it needs at least {info.size} (one per slot)"
             )
         self._epoch_len = self.train_loader.batches_per_epoch(info.size)
-        self._context._epoch_len = self._epoch_len
+        self._run.epoch_len = self._epoch_len
         self._train_iter: Optional[Any] = None
         self._iter_position = -1
         self._started = False
         self._train_step = self._legacy_step if self._legacy else self.trial.train_batch
-        if self._context._amp is not None:
-            self._train_step = self._context._amp.wrap_train_step(self._train_step)
+        self._train_step = self._context._wrap_train_step(self._train_step)
         self._epoch_schedulers = [
             s for s in self._context.lr_schedulers if s.step_mode is LRScheduler.StepMode.STEP_EVERY_EPOCH
         ]
@@ -163,7 +161,7 @@ class PyTorchTrialController(TrialController):
         wrapped model and optimizer, unless the trial configured it itself."""
         level = self.env.experiment_config.get("optimizations", {}).get("mixed_precision", "O0")
         ctx = self._context
-        if level in (None, "O0") or ctx._amp is not None or ctx._apex or ctx.scalers:
+        if level in (None, "O0") or ctx._mixed_precision_on():
             return
         ctx.configure_apex_amp(ctx.models, ctx.optimizers, opt_level=level)
 
@@ -195,7 +193,7 @@ class PyTorchTrialController(TrialController):
             )
         for cb in callbacks.values():
             if overrides(cb, "on_before_optimizer_step"):
-                self._context._before_step_hooks.append(cb.on_before_optimizer_step)
+                self._context._add_before_step_hook(cb.on_before_optimizer_step)
         return callbacks
 
     def _loader(self, method: str) -> DataLoader:
@@ -243,7 +241,7 @@ class PyTorchTrialController(TrialController):
             )
         for model in self._context.models:
             model.train()
-        it, step, ctx = self._train_iter, self._train_step, self._context
+        it, step, ctx, run = self._train_iter, self._train_step, self._context, self._run
         epoch_len, hooks, move = self._epoch_len, self._per_batch_hooks, self._move_batches
         outs: List[Any] = []
         append = outs.append
@@ -255,7 +253,7 @@ class PyTorchTrialController(TrialController):
                 if move:
                     batch = to_device(batch, ctx.device)
                 where = "train_batch"
-                ctx._batch_idx = batch_idx
+                run.batch_idx = batch_idx
                 if hooks:
                     self._before_batch(batch_idx)
                 out = step(batch, batch_idx // epoch_len, batch_idx)
@@ -300,7 +298,7 @@ class PyTorchTrialController(TrialController):
                 cb.on_training_epoch_start(batch_idx // self._epoch_len)
 
     def _after_batch(self, batch_idx: int) -> None:
-        if (batch_idx + 1) % self._context._aggregation_frequency == 0:
+        if self._context._steps_after(batch_idx):
             for s in self._batch_schedulers:
                 s.step()
         if (batch_idx + 1) % self._epoch_len == 0:
@@ -321,9 +319,8 @@ class PyTorchTrialController(TrialController):
             cb.on_validation_step_start()
         for model in self._context.models:
             model.eval()
-        amp = self._context._amp
         try:
-            with torch.no_grad(), amp.autocast() if amp else contextlib.nullcontext():
+            with torch.no_grad(), self._context._autocast():
                 if self._evaluate_full and not self._is_chief:
                     metrics, num_inputs = {}, 0  # the chief evaluates the whole dataset
                 elif self._evaluate_full:
@@ -423,7 +420,7 @@ class PyTorchTrialController(TrialController):
             "lr_schedulers_state_dict": [s.state_dict() for s in ctx.lr_schedulers],
             "callbacks": {name: cb.state_dict() for name, cb in self.callbacks.items()},
             "scalers_state_dict": [s.state_dict() for s in ctx.scalers],
-            "amp": ctx._amp.state_dict() if ctx._amp is not None else None,
+            "amp": ctx._amp_state_dict(),
             "rng_state": {
                 "python": random.getstate(),
                 "numpy": np.random.get_state(),
@@ -485,8 +482,7 @@ class PyTorchTrialController(TrialController):
         for scaler, sd in zip(ctx.scalers, scalers):
             if sd:  # a disabled GradScaler saves {}
                 scaler.load_state_dict(sd)
-        if ctx._amp is not None and state.get("amp"):
-            ctx._amp.load_state_dict(state["amp"])
+        ctx._load_amp_state_dict(state.get("amp"))
 
     def on_checkpoint_end(self, path: str) -> None:
         for cb in self.callbacks.values():
