@@ -115,6 +115,19 @@ def test_command_runs_on_the_agent_and_frees_its_slot(cluster, tmp_path):
     assert "second" in cluster.lines(second["id"])
 
 
+def test_command_leaving_a_child_that_holds_its_output_ends_with_its_own_exit(cluster):
+    """The background ``sleep`` keeps the command's stdout open for 10 minutes; the
+    task still ends when the command exits, and the child goes with it."""
+    cmd = cluster.create("command", config={
+        "entrypoint": "sleep 600 & echo child=$!; echo started; exit 4"})
+    ended = cluster.wait(cmd["id"], "TERMINATED", timeout=60)
+    assert ended["exit_code"] == 4, ended
+    lines = cluster.lines(cmd["id"])
+    assert "started" in lines, lines
+    child = int(next(ln for ln in lines if ln.startswith("child="))[len("child="):])
+    wait_until(lambda: _pid_gone(child), 10, "the child to end")
+
+
 def test_shell_on_the_agent_through_the_proxy(cluster):
     from websockets.sync.client import connect
 

@@ -6,7 +6,8 @@ is also its heartbeat (the master's side: ``determined.master.resource_managers.
 writes the trial's spec file and forks the trial runner from a zygote
 (:class:`~determined._procs.Spawner`, as the embedded agent does); ``kill`` SIGKILLs a
 trial's process group. The trials' output lines go to the master in batches, each
-trial's exit code after its last lines. ``launch_part`` starts this agent's ranks of a
+trial's exit code after its last lines (once it exited: a child it left behind holding
+its output open is killed, not waited for). ``launch_part`` starts this agent's ranks of a
 trial spanning agents (:meth:`Agent._launch_part`).
 
 Tasks (``launch_task``: commands, notebooks, shells, TensorBoards) run as on the
@@ -37,7 +38,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from determined.agent._parts import interface_env
-from determined._procs import Spawner, read_line_batches
+from determined._procs import ExitCodes, Spawner, follow_spawned
 from determined._procs._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
 from determined._procs._gpus import (Gpu, check_memory_fraction, check_slots_per_gpu,
                                     detect_gpus, gpu_inventory, shared_gpu_note, slot_gpus,
@@ -179,13 +180,12 @@ class Agent:
         self._poll_seconds = 10.0
         self._cluster_id = "cluster"
         self._model_locks: Dict[int, threading.Lock] = {}
-        self._exit_lock = threading.Lock()  # never held while calling the spawner
-        self._exit_codes: Dict[int, "queue.Queue[int]"] = {}
+        self._exits = ExitCodes()
         self._events: "queue.Queue[Tuple[str, str, Any]]" = queue.Queue()
         self._stop = threading.Event()  # SIGTERM: drain (no new trials), then deregister
         self._done = threading.Event()  # deregistered: stop polling
         self._fatal: Optional[str] = None
-        self._spawner = Spawner(self._exited, preload=preload)
+        self._spawner = Spawner(self._exits.report, preload=preload)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -483,13 +483,12 @@ class Agent:
     def _log(self, t: _Trial, line: str) -> None:
         self._events.put(("lines", t.launch_id, [line]))
 
-    def _read_output(self, launch_id: str, out_fd: int, prefix: str = "") -> None:
-        """Queue a process's output in batches of lines until it closes its end."""
-        try:
-            read_line_batches(out_fd, lambda lines: self._events.put(("lines", launch_id, lines)),
+    def _follow(self, launch_id: str, pid: int, out_fd: int, prefix: str = "") -> int:
+        """Queue a spawned process's output in batches of lines until it exited; its
+        exit code."""
+        return follow_spawned(pid, out_fd, self._exits,
+                              lambda lines: self._events.put(("lines", launch_id, lines)),
                               max_age=0.1, prefix=prefix)
-        finally:
-            os.close(out_fd)
 
     def _write_spec(self, t: _Trial, command: Dict[str, Any], token: str) -> Tuple[str, str]:
         """Fetch the trial's model definition and write its spec (this agent's model
@@ -521,8 +520,6 @@ class Agent:
                     raise _Killed()
             # Not under the lock: the first spawn may wait for the zygote's imports.
             pid, out_fd = self._spawner.spawn(env, model_dir)
-            with self._exit_lock:
-                self._exit_codes.setdefault(pid, queue.Queue())
             with self._lock:
                 t.pid = pid
                 killed = t.killed
@@ -537,13 +534,7 @@ class Agent:
                          f"{type(e).__name__}: {e}")
             self._events.put(("exit", t.launch_id, 1))
             return
-        self._read_output(t.launch_id, out_fd)
-        with self._exit_lock:
-            codes = self._exit_codes[pid]
-        code = codes.get()
-        with self._exit_lock:
-            self._exit_codes.pop(pid, None)
-        self._events.put(("exit", t.launch_id, code))
+        self._events.put(("exit", t.launch_id, self._follow(t.launch_id, pid, out_fd)))
 
     def _gpu_env(self, t: _Trial, slot_ids: List[int]) -> Dict[str, str]:
         """The trial's GPUs and memory cap (:func:`trial_gpu_env`); notes its GPUs for
@@ -566,10 +557,6 @@ class Agent:
             owners = {launch_id: list(t.gpus) for launch_id, t in self._trials.items()}
         for launch_id, mine in samples_by_owner(samples, owners).items():
             self._events.put(("gpu", launch_id, mine))
-
-    def _exited(self, pid: int, code: int) -> None:
-        with self._exit_lock:
-            self._exit_codes.setdefault(pid, queue.Queue()).put(code)
 
     def _kill(self, t: _Trial) -> None:
         with self._lock:
@@ -621,8 +608,6 @@ class Agent:
                 pid, out_fd = self._spawner.spawn(
                     dict(env, DET_RANK=str(rank), DET_LOCAL_RANK=str(local_rank)), model_dir,
                     module=None if rank == 0 else RANK_MODULE)
-                with self._exit_lock:
-                    self._exit_codes.setdefault(pid, queue.Queue())
                 with self._lock:
                     t.pids.append(pid)
                 threading.Thread(target=self._follow_rank, args=(t, pid, out_fd, rank, results),
@@ -652,13 +637,7 @@ class Agent:
     def _follow_rank(self, t: _Part, pid: int, out_fd: int, rank: int,
                      results: "queue.Queue[int]") -> None:
         """Ship one rank's output lines, then put its exit code in ``results``."""
-        self._read_output(t.launch_id, out_fd, "" if rank == 0 else f"[rank {rank}] ")
-        with self._exit_lock:
-            codes = self._exit_codes[pid]
-        code = codes.get()
-        with self._exit_lock:
-            self._exit_codes.pop(pid, None)
-        results.put(code)
+        results.put(self._follow(t.launch_id, pid, out_fd, "" if rank == 0 else f"[rank {rank}] "))
 
     def _rendezvous(self, t: _Part, timeout: float = 60.0) -> Tuple[str, int]:
         """Pick rank 0's port and tell the master (which then sends the other parts)."""

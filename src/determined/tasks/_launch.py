@@ -21,7 +21,7 @@ import sys
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from determined._procs import read_line_batches, set_parent_death_signal
+from determined._procs import kill_leftovers, read_line_batches, set_parent_death_signal
 from determined.common.api import unpack_context
 
 __all__ = ["TaskProcess", "free_port", "link_mounts", "prepare_dirs", "task_command",
@@ -156,10 +156,14 @@ class TaskProcess:
 
     def pump(self, emit: Callable[[List[str]], None]) -> int:
         """Pass output lines to ``emit`` in batches (at most 0.2 s or 200 lines old)
-        until the process exits; returns its exit code (negative: a signal)."""
+        until the process exits, then end what it left in its group; returns its exit
+        code (negative: a signal)."""
         assert self.proc.stdout is not None
-        read_line_batches(self.proc.stdout.fileno(), emit, max_age=0.2)
-        return self.proc.wait()
+        read_line_batches(self.proc.stdout.fileno(), emit, max_age=0.2,
+                          exited=lambda: self.proc.poll() is not None)
+        code = self.proc.wait()
+        kill_leftovers(self.proc.pid)
+        return code
 
     def signal(self, sig: int) -> None:
         """Signal the task's whole process group (no-op once it exited)."""

@@ -2,8 +2,9 @@
 
 Each trial runs ``determined.harness._rest_host`` in a new session (its own
 process group), so killing a trial kills everything it started. Its stdout and
-stderr go to the log store in batches (:func:`determined._procs.read_line_batches`),
-all of them before its exit is reported.
+stderr go to the log store in batches (:func:`determined._procs.follow_spawned`),
+all of them before its exit is reported; once it exited, what it left in its group is
+killed (a child holding its output open does not hold up its exit).
 
 Trial processes are forked from a zygote that has already imported the platform
 and PyTorch (if installed), see :class:`determined._procs.Spawner`: starting one
@@ -15,12 +16,11 @@ from __future__ import annotations
 
 import logging
 import os
-import queue
 import signal
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from determined._procs import Spawner, read_line_batches
+from determined._procs import ExitCodes, Spawner, follow_spawned
 from determined._procs._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples_by_owner
 from determined._procs._gpus import Gpu, gpu_inventory, shared_gpu_note, slot_gpus, trial_gpu_env
 from determined.master import scheduler
@@ -75,10 +75,10 @@ class EmbeddedResourceManager:
         self._on_exit = on_exit
         self._log_sink = log_sink
         self._procs: Dict[int, int] = {}  # trial id -> pid
-        self._exits: Dict[int, "queue.Queue[int]"] = {}  # pid -> its exit code, once known
+        self._exits = ExitCodes()
         self._lock = threading.Lock()
         self._closed = False
-        self._spawner = Spawner(self._exited)
+        self._spawner = Spawner(self._exits.report)
         # Import the frameworks in the zygote now, not when the first trial starts.
         threading.Thread(target=self._warm_up, name="det-zygote-start", daemon=True).start()
         self._sampler = GpuSampler(gpu_metrics_interval, self._busy_gpus, self._file_samples)
@@ -123,7 +123,6 @@ class EmbeddedResourceManager:
             self._procs[trial_id] = pid
             if gpu_env:
                 self._trial_gpus[trial_id] = gpu_env["CUDA_VISIBLE_DEVICES"].split(",")
-            self._exits.setdefault(pid, queue.Queue())
         threading.Thread(target=self._read, args=(trial_id, pid, out_fd),
                          name=f"det-trial-{trial_id}", daemon=True).start()
         return pid
@@ -138,10 +137,6 @@ class EmbeddedResourceManager:
         assert self._gpu_sink is not None
         for trial_id, mine in samples_by_owner(samples, owners).items():
             self._gpu_sink(trial_id, mine)
-
-    def _exited(self, pid: int, code: int) -> None:
-        with self._lock:
-            self._exits.setdefault(pid, queue.Queue()).put(code)
 
     def kill(self, trial_id: int) -> None:
         """SIGKILL the trial's whole process group (no-op if it is gone)."""
@@ -189,16 +184,9 @@ class EmbeddedResourceManager:
     # -- threads ------------------------------------------------------------------------
 
     def _read(self, trial_id: int, pid: int, out_fd: int) -> None:
-        try:
-            read_line_batches(out_fd, lambda lines: self._store_lines(trial_id, lines),
-                              max_age=0.1)
-        finally:
-            os.close(out_fd)
-        with self._lock:
-            exits = self._exits[pid]
-        code = exits.get()  # its lines are stored: the exit may be handled
-        with self._lock:
-            self._exits.pop(pid, None)
+        code = follow_spawned(pid, out_fd, self._exits,
+                              lambda lines: self._store_lines(trial_id, lines), max_age=0.1)
+        with self._lock:  # its lines are stored: the exit may be handled
             self._procs.pop(trial_id, None)
             self._trial_gpus.pop(trial_id, None)
         if not self._closed:

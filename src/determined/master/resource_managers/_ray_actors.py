@@ -17,7 +17,7 @@ import tempfile
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
-from determined._procs import read_line_batches, set_parent_death_signal
+from determined._procs import kill_leftovers, read_line_batches, set_parent_death_signal
 from determined.common.api import MasterClient, unpack_context
 from determined.tasks._launch import TaskProcess, task_from_command
 
@@ -72,9 +72,13 @@ class TrialRank:
                     unsent = (unsent + batch)[-1000:]
 
             assert self.proc.stdout is not None
-            read_line_batches(self.proc.stdout.fileno(), post, max_age=0.5,
-                              prefix="" if rank == 0 else f"[rank {rank}] ")
-            return self.proc.wait(), unsent
+            proc = self.proc
+            read_line_batches(proc.stdout.fileno(), post, max_age=0.5,
+                              prefix="" if rank == 0 else f"[rank {rank}] ",
+                              exited=lambda: proc.poll() is not None)
+            code = proc.wait()
+            kill_leftovers(proc.pid)
+            return code, unsent
         finally:
             client.close()
             shutil.rmtree(self.workdir, ignore_errors=True)
