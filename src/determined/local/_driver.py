@@ -31,7 +31,7 @@ from determined.local._pool import WarmPool, frameworks_used, process_context
 from determined.local._processes import TrialProcesses
 from determined.local._result import ExperimentResult, experiment_result
 from determined.local._store import LocalStore
-from determined.master.db import RecordEffects, restore_location
+from determined.master.db import RecordEffects, checkpoint_resources, restore_location
 from determined.storage import build_storage
 
 __all__ = ["LocalDriver"]
@@ -282,7 +282,10 @@ class LocalDriver:
             self._do(self.core.validate_op_completed(r, msg[2]))
         elif kind == "checkpoint":
             _, batches, uuid, meta = msg
-            self._checkpoint(r, batches, uuid, meta or {})
+            meta = meta or {}
+            self._do(self.core.trial_checkpointed(
+                r, batches, uuid, checkpoint_resources(self.storage, uuid),
+                str(meta.get("framework", "")), str(meta.get("format", ""))))
             self.on_event("checkpoint", self.trial_view(r), {"uuid": uuid})
         elif kind == "is_best":
             self.processes.send(r, ("best", self.core.is_best(msg[1])))
@@ -298,18 +301,6 @@ class LocalDriver:
             self._do(self.core.trial_progressed(r, msg[1]))
         elif kind == "script_exited":
             self._do(self.core.script_exited(r, msg[1]))
-
-    def _checkpoint(self, r: int, batches: int, uuid: str, meta: Dict[str, Any]) -> None:
-        """Tell the core of a checkpoint with its files (sizes, also in object stores)."""
-        engine.check_checkpoint_id(uuid)
-        resources: Dict[str, int] = {}
-        try:
-            resources = self.storage.resources(uuid)
-        except Exception as err:  # noqa: BLE001 - the checkpoint counts; sizes are a bonus
-            logger.warning("checkpoint %s: could not list its files: %s", uuid, err)
-        self._do(self.core.trial_checkpointed(r, batches, uuid, resources,
-                                              str(meta.get("framework", "")),
-                                              str(meta.get("format", ""))))
 
     def _process_ended(self, r: int, code: Optional[int], error: Optional[str]) -> None:
         self.records.flush()

@@ -44,6 +44,7 @@ from determined.master.db._store import Store
 from determined.master.db._record_effects import (
     RecordEffects,
     SourceCheckpointError,
+    checkpoint_resources,
     resolve_source_checkpoint,
     restore_location,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "Store",
     "RecordEffects",
     "SourceCheckpointError",
+    "checkpoint_resources",
     "resolve_source_checkpoint",
     "restore_location",
     "StoreError",

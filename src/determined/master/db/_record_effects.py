@@ -15,8 +15,8 @@ from determined.master.db._errors import ConflictError, NotFoundError
 from determined.master.db._snapshot_json import SnapshotJSON
 from determined.master.db._store import Store
 
-__all__ = ["RecordEffects", "SourceCheckpointError", "resolve_source_checkpoint",
-           "restore_location"]
+__all__ = ["RecordEffects", "SourceCheckpointError", "checkpoint_resources",
+           "resolve_source_checkpoint", "restore_location"]
 
 logger = logging.getLogger("determined.master")
 
@@ -239,6 +239,17 @@ def resolve_source_checkpoint(config: Mapping[str, Any], store: Store,
     source_config = store.get_experiment(c.experiment_id).config
     storage = build_storage(dict(source_config.get("checkpoint_storage") or {}))
     return c.uuid, storage.describe(c.uuid)
+
+
+def checkpoint_resources(storage: Any, uuid: str) -> Dict[str, int]:
+    """A reported checkpoint's file sizes (also in object stores); {} when they cannot
+    be listed. Raises ``EngineError`` for an id that is not a checkpoint id."""
+    engine.check_checkpoint_id(uuid)
+    try:
+        return storage.resources(uuid)
+    except Exception as e:  # noqa: BLE001 - the checkpoint counts; sizes are a bonus
+        logger.warning("checkpoint %s: could not list its files: %s", uuid, e)
+        return {}
 
 
 def restore_location(core: Any, request_id: int, storage: Any,

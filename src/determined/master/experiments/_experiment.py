@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from determined import engine
 from determined.config import ExperimentConfig
 from determined.master._lifecycle import event
-from determined.master.db import RecordEffects, restore_location
+from determined.master.db import RecordEffects, checkpoint_resources, restore_location
 from determined.master.experiments._host import ExperimentHost
 from determined.master.experiments._trial import TrialHandle
 
@@ -232,12 +232,7 @@ class ExperimentRun:
 
     def checkpoint_resources(self, uuid: str) -> Dict[str, int]:
         """A reported checkpoint's file sizes (walks its files: no lock needed)."""
-        engine.check_checkpoint_id(uuid)
-        try:
-            return self.storage.resources(uuid)  # file sizes, also in object stores
-        except Exception as e:  # noqa: BLE001 - the checkpoint counts; sizes are a bonus
-            logger.warning("checkpoint %s: could not list its files: %s", uuid, e)
-            return {}
+        return checkpoint_resources(self.storage, uuid)
 
     def checkpoint(self, t: TrialHandle, batches: int, uuid: str, resources: Dict[str, int],
                    meta: Dict[str, Any]) -> None:
