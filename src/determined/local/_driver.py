@@ -2,7 +2,7 @@
 :class:`~determined.engine.ExperimentCore`. The searcher and the core live in this
 process; each trial runs in a process of its own (one per slot for a distributed
 trial: see ``determined.harness._ranks``), ``slots // slots_per_trial`` trials
-at a time.
+at a time, started and watched by :class:`~determined.local._processes.TrialProcesses`.
 
 The driver is a single-threaded event loop: it starts trial processes when the core
 has schedulable trials and slots are free, turns their messages into core events,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing.connection
-from typing import Any, Callable, Dict, Iterator, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from determined.local._pool import WarmPool
 
@@ -49,9 +49,6 @@ class TrialProcesses:
 
     def __contains__(self, request_id: int) -> bool:
         return request_id in self._procs
-
-    def __iter__(self) -> Iterator[int]:
-        return iter(list(self._procs))
 
     def start(self, request_id: int, args: Tuple[Any, ...]) -> None:
         """Run ``trial_main(conn, *args)`` for ``request_id`` in a pooled process."""
