@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import AbstractSet, Any, Dict, List, Optional
+from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 
 from determined.common.api import APIError, MasterClient
 from determined.common.trial_ops import EXIT_USER_ERROR
@@ -137,17 +137,21 @@ class RestTrialHost(TrialHost):
                 return TrialOp.from_dict(answer["op"])
 
     def report_training(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
+        self.report_training_batch(((batches_trained, metrics),))
+
+    def report_training_batch(self, reports: Sequence[Tuple[int, Dict[str, Any]]]) -> None:
         with self._cv:
             self._raise_failure()
-            while len(self._pending) >= self.MAX_PENDING:
-                self._cv.wait()
-            self._pending.append({"batches": batches_trained, "metrics": metrics})
-            if len(self._pending) in (1, self.LINGER_REPORTS):  # wake the sender only then
-                self._cv.notify_all()
             if self._sender is None:
                 self._sender = threading.Thread(target=self._send_training,
                                                 name="det-training-reports", daemon=True)
                 self._sender.start()
+            for batches_trained, metrics in reports:
+                while len(self._pending) >= self.MAX_PENDING:
+                    self._cv.wait()
+                self._pending.append({"batches": batches_trained, "metrics": metrics})
+                if len(self._pending) in (1, self.LINGER_REPORTS):  # wake the sender only then
+                    self._cv.notify_all()
 
     def report_validation(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
         self.flush()
