@@ -99,10 +99,7 @@ class RestTrialHost(TrialHost):
                 self._sending = True
                 self._cv.notify_all()
             try:
-                if len(batch) == 1:
-                    self._post("training", batch[0])
-                else:
-                    self._post("training-batch", {"reports": batch})
+                self._post_training(batch)
             except BaseException as e:  # noqa: BLE001 - raised in the trial's thread
                 with self._cv:
                     self._failure = e
@@ -110,6 +107,27 @@ class RestTrialHost(TrialHost):
                 with self._cv:
                     self._sending = False
                     self._cv.notify_all()
+
+    def _post_training(self, batch: List[Dict[str, Any]]) -> None:
+        """One request for ``batch``; when the master refuses it as a bad request, the
+        reports one by one, so only those it refuses are lost (the first error raised)."""
+        if len(batch) > 1:
+            try:
+                self._post("training-batch", {"reports": batch})
+                return
+            except APIError as e:
+                if e.status != 400:
+                    raise
+        failure: Optional[APIError] = None
+        for report in batch:
+            try:
+                self._post("training", report)
+            except APIError as e:
+                if e.status != 400 or len(batch) == 1:
+                    raise
+                failure = failure or e
+        if failure is not None:
+            raise failure
 
     def _post(self, what: str, body: Dict[str, Any]) -> Dict[str, Any]:
         for attempt in range(5):

@@ -229,7 +229,7 @@ class _Server:
             if not ready:
                 break
             self._read(ready, child_gone=True)  # type: ignore[arg-type]
-        self.flush()
+        self.flush(wait=True)
 
     def _read(self, conns: List[Connection], child_gone: bool = False) -> None:
         """Every message readable now on ``conns``, in order (a connection at EOF is
@@ -246,19 +246,24 @@ class _Server:
                     break
                 self.handle(conn, msg, child_gone)
 
-    def flush(self) -> None:
+    def flush(self, wait: bool = False) -> None:
         """Forward the pending one-way reports: the training ones in one call, then the
-        largest progress read since the last forward (what the host keeps anyway)."""
+        largest progress read since the last forward (what the host keeps anyway).
+        ``wait``: also wait until the host stored the training reports (before any
+        other call, which would wait anyway, so a refusal is put down to them)."""
+        host = self.host
         if self._training:
             reports, self._training = self._training, []
-            self._forward("training", self.host.report_training_batch, reports)
+            self._forward("training", lambda: host.report_training_batch(reports))
+        if wait or self._progress is not None:
+            self._forward("training", host.flush)
         if self._progress is not None:
             units, self._progress = self._progress, None
-            self._forward("progress", self.host.report_progress, units)
+            self._forward("progress", lambda: host.report_progress(units))
 
-    def _forward(self, kind: str, call: Callable[[Any], None], payload: Any) -> None:
+    def _forward(self, kind: str, call: Callable[[], None]) -> None:
         try:
-            call(payload)
+            call()
         except Exception as e:  # noqa: BLE001 - the script hears of it; the trial goes on
             self.record_failure(kind, e)
 
@@ -279,7 +284,7 @@ class _Server:
         if kind == "progress":  # hosts keep the largest progress: so does the batch
             self._progress = msg[1] if self._progress is None else max(self._progress, msg[1])
             return
-        self.flush()
+        self.flush(wait=True)
         if kind in _ANSWERED:
             if child_gone:
                 return  # nobody waits for the answer
@@ -404,10 +409,6 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
         stopped = child.signalled is not None and not terminated.is_set()
         logger.info("trial %s: script %s", env.trial_id, _describe(code, stopped))
         reported = 0 if stopped else code
-        try:
-            host.flush()
-        except Exception as e:  # noqa: BLE001 - named below; the trial fails
-            server.record_failure("training", e)
         if server.failure is not None and reported == 0:
             logger.error("trial %s fails: not every report of the script was stored (%s)",
                          env.trial_id, server.failure)
