@@ -9,6 +9,10 @@ serves the requests the command sends over its link (:mod:`._script_link`) by ca
 its own :class:`TrialHost`, so it stays the only process talking to the driver or
 master. All host calls come from the calling thread.
 
+Training and progress reports are one-way (the script does not wait) and reach the
+host in batches, in the order sent; see :class:`_Server`. When the script exits, however
+it exits, everything it sent is read and forwarded before its exit is reported.
+
 Stops and kills:
 
 - when the host says the trial must stop (pause, preemption, a searcher decision), the
@@ -185,8 +189,9 @@ class _Server:
     """
 
     #: Seconds to wait for more reports once one arrived, so a script reporting every
-    #: batch wakes this process (and the host) once per batch of reports, not per report.
-    LINGER_SECONDS = 0.005
+    #: batch wakes this process (and the host) once per batch of reports, not per report
+    #: (a request arriving meanwhile waits at most this long).
+    LINGER_SECONDS = 0.02
     MAX_BATCH = 1000
 
     def __init__(self, host: TrialHost):
