@@ -234,7 +234,7 @@ class _Server:
             if not ready:
                 break
             self._read(ready, child_gone=True)  # type: ignore[arg-type]
-        self.flush(wait=True)
+        self.flush(until_stored=True)
 
     def _read(self, conns: List[Connection], child_gone: bool = False) -> None:
         """Every message readable now on ``conns``, in order (a connection at EOF is
@@ -251,16 +251,16 @@ class _Server:
                     break
                 self.handle(conn, msg, child_gone)
 
-    def flush(self, wait: bool = False) -> None:
+    def flush(self, until_stored: bool = False) -> None:
         """Forward the pending one-way reports: the training ones in one call, then the
         largest progress read since the last forward (what the host keeps anyway).
-        ``wait``: also wait until the host stored the training reports (before any
+        ``until_stored``: also wait until the host stored the training reports (before any
         other call, which would wait anyway, so a refusal is put down to them)."""
         host = self.host
         if self._training:
             reports, self._training = self._training, []
             self._forward("training", lambda: host.report_training_batch(reports))
-        if wait or self._progress is not None:
+        if until_stored or self._progress is not None:
             self._forward("training", host.flush)
         if self._progress is not None:
             units, self._progress = self._progress, None
@@ -289,7 +289,7 @@ class _Server:
         if kind == "progress":  # hosts keep the largest progress: so does the batch
             self._progress = msg[1] if self._progress is None else max(self._progress, msg[1])
             return
-        self.flush(wait=True)
+        self.flush(until_stored=True)
         if kind in _ANSWERED:
             if child_gone:
                 return  # nobody waits for the answer
