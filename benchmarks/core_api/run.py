@@ -3,7 +3,7 @@
 Runs ``worker.py`` (every variant interleaved in one fresh process) and prints medians
 and ratios: the Core API loops against the bare loop, Lightning with
 ``DeterminedCallback`` against plain Lightning. By hand (the default) the worker runs in
-core's directory mode: each report is an appended, fsynced JSON line under a temporary
+core's directory mode: each report is an appended JSON line under a temporary
 ``DET_CORE_DIR``. With ``--platform`` it is the entrypoint of a one-trial experiment run
 by ``det experiment create --local``: each report goes through the script link to the
 trial process and the local driver, as on a cluster (the Lightning variants are left

@@ -112,6 +112,10 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=None)
     parser.add_argument("--variants", default=",".join(VARIANTS))
     args = parser.parse_args()
+    # One thread in both modes: on the platform OMP_NUM_THREADS is the trial's share of
+    # the CPUs (2 on a 2-core machine), and two threads on a tiny model stall whenever
+    # another process takes a core.
+    torch.set_num_threads(1)
     import determined as det
 
     sizes, batch_size, batches, _ = WORKLOADS["W1"]

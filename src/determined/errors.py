@@ -10,7 +10,8 @@
     ├── CheckpointError           a checkpoint is missing, partial or unreadable
     ├── StorageError              checkpoint storage is misconfigured or unreachable
     ├── SearcherError             the search cannot go on (determined.searcher)
-    └── MasterError               the master refused a request or cannot be reached
+    ├── MasterError               the master refused a request or cannot be reached
+    └── ReportError               a script's report sent without an answer was rejected
 """
 
 from typing import List, Sequence, Tuple
@@ -33,6 +34,7 @@ __all__ = [
     "WorkerFinishedGracefully",
     "SkipWorkloadException",
     "InvalidHP",
+    "ReportError",
 ]
 
 
@@ -76,6 +78,11 @@ class StorageError(DeterminedError):
 
 class MasterError(DeterminedError):
     """The master rejected a request or could not be reached."""
+
+
+class ReportError(DeterminedError):
+    """A report sent without waiting for an answer (training metrics, progress) was
+    rejected by the trial's host; raised at the script's next call that waits."""
 
 
 # ---- upstream 0.13 names, for trial code that raises or catches them --------------------

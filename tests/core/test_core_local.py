@@ -132,6 +132,9 @@ def test_bad_reports_name_what_was_expected(tmp_path, monkeypatch):
             ctx.train.report_training_metrics(-1, {"loss": 1.0})
         with pytest.raises(ValueError, match="steps_completed"):
             ctx.train.report_training_metrics(1.5, {"loss": 1.0})
+        # Beyond what the hosts store (a signed 64-bit integer): refused at the call.
+        with pytest.raises(ValueError, match=r"report_training_metrics steps_completed in"):
+            ctx.train.report_training_metrics(2**63, {"loss": 1.0})
         with pytest.raises(TypeError, match="metrics"):
             ctx.train.report_training_metrics(1, [("loss", 1.0)])
         with pytest.raises(ValueError, match="'acc' is None"):

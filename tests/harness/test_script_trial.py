@@ -89,7 +89,9 @@ def test_script_reports_reach_the_host_and_exit_code_is_returned(tmp_path, out_d
                latest=str(tmp_path / "ckpts" / "abc-uuid"))
     assert run_script(env, host, _storage(tmp_path)) == 0
     assert [b for b, _ in host.training] == [1, 2, 3]
-    assert host.progress == [1.0, 2.0, 3.0]
+    # Progress read in one round is forwarded once, as its largest value (the hosts'
+    # rule), so the host sees an increasing selection ending at the last.
+    assert host.progress[-1] == 3.0 and host.progress == sorted(set(host.progress))
     assert host.validations == [(3, {"validation_metrics": {"loss": 1 / 3}, "num_inputs": 0})]
     assert host.searcher_validations == [(3, {"validation_metrics": {"loss": 1 / 3}})]
     assert [(b, u) for b, u, _ in host.checkpoints] == [(3, "ckpt-3")]
@@ -255,3 +257,66 @@ def test_sigkilled_trial_process_takes_the_scripts_process_group_along(tmp_path,
     while _alive(script) or _alive(grandchild):
         assert time.monotonic() < deadline, "the script's group outlived its trial process"
         time.sleep(0.1)
+
+
+class _SlowHost(InProcessHost):
+    """A host that takes ``delay`` seconds per call of training reports (a busy driver
+    or master), so the script's reports pile up on its link."""
+
+    def __init__(self, delay):
+        super().__init__([])
+        self.delay = delay
+        self.training_calls = 0
+
+    def report_training_batch(self, reports):
+        self.training_calls += 1
+        time.sleep(self.delay)
+        super().report_training_batch(reports)
+
+
+def test_reports_piled_up_when_the_script_is_sigkilled_all_reach_the_host(tmp_path, out_dir):
+    _write(tmp_path, "burst.py", """
+        import os, signal, time
+        from determined.harness._script_link import connect
+        link = connect()
+        for step in range(1, 3002):
+            if step == 3001:  # the wrapper is now most likely in a host call
+                time.sleep(0.1)
+            link.host.report_training(step, {"avg_metrics": {"loss": 1.0 / step},
+                                             "batch_metrics": [], "num_inputs": 0})
+        os.kill(os.getpid(), signal.SIGKILL)
+    """)
+    host = _SlowHost(0.2)
+    assert run_script(_env(tmp_path, "python3 burst.py"), host, _storage(tmp_path)) == 137
+    assert [b for b, _ in host.training] == list(range(1, 3002))
+    # Forwarded in batches: a call per round of reading the link, not per report.
+    assert host.training_calls < 100
+
+
+def test_a_report_the_host_refuses_raises_at_the_scripts_next_request(tmp_path, out_dir):
+    _write(tmp_path, "refused.py", """
+        import os
+        from determined.errors import ReportError
+        from determined.harness._script_link import connect
+        link = connect()
+        link.host.report_training(1, {"avg_metrics": {}, "batch_metrics": [], "num_inputs": 0})
+        try:
+            link.host.is_best_validation(0.5)
+        except ReportError as e:
+            open(os.environ["OUT_DIR"] + "/refused", "w").write(str(e))
+        link.host.report_training(2, {"avg_metrics": {}, "batch_metrics": [], "num_inputs": 0})
+        print("best:", link.host.is_best_validation(0.5))  # answered again once told
+    """)
+
+    class Refusing(InProcessHost):
+        def report_training(self, batches_trained, metrics):
+            if batches_trained == 1:
+                raise ValueError("step 1 is not welcome")
+            super().report_training(batches_trained, metrics)
+
+    host = Refusing([])
+    assert run_script(_env(tmp_path, "python3 refused.py"), host, _storage(tmp_path)) == 0
+    assert (tmp_path / "refused").read_text() == (
+        "report_training_metrics: the trial's host rejected a report: "
+        "ValueError: step 1 is not welcome")
+    assert [b for b, _ in host.training] == [2] and host.script_exit_code == 0

@@ -81,6 +81,11 @@ class Session:
         self.steps_completed = max(self.steps_completed, steps)
 
 
+#: Hosts store steps as signed 64-bit integers (``common.validation.INT64_MAX``, not
+#: imported: that module pulls in the searchers).
+_STEPS_MAX = 2**63 - 1
+
+
 def check_steps(steps_completed: Any, where: str) -> int:
     """``steps_completed`` as a non-negative int, or a ValueError naming ``where``."""
     if isinstance(steps_completed, bool) or not isinstance(steps_completed, int):
@@ -93,8 +98,9 @@ def check_steps(steps_completed: Any, where: str) -> int:
             raise ValueError(f"Expected {where} steps_completed to be an integer. "
                              f"Received: {steps_completed!r}")
         steps_completed = as_int
-    if steps_completed < 0:
-        raise ValueError(f"Expected {where} steps_completed >= 0. Received: {steps_completed}")
+    if not 0 <= steps_completed <= _STEPS_MAX:
+        raise ValueError(f"Expected {where} steps_completed in [0, 2**63 - 1]. "
+                         f"Received: {steps_completed}")
     return steps_completed
 
 

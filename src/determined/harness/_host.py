@@ -8,7 +8,7 @@ master's REST API (cluster), or an in-process host (Native API, ``--test``).
 from __future__ import annotations
 
 import abc
-from typing import AbstractSet, Any, Dict, Optional
+from typing import AbstractSet, Any, Dict, Optional, Sequence, Tuple
 
 from determined.common.trial_ops import OpKind, TrialOp
 
@@ -25,6 +25,16 @@ class TrialHost(abc.ABC):
     @abc.abstractmethod
     def report_training(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
         """A RUN_STEP finished; ``metrics`` has batch_metrics, avg_metrics, num_inputs."""
+
+    def report_training_batch(self, reports: Sequence[Tuple[int, Dict[str, Any]]]) -> None:
+        """Several training reports ``(batches_trained, metrics)``, oldest first, as
+        :meth:`report_training` each. A host that can send them at once overrides this."""
+        for batches_trained, metrics in reports:
+            self.report_training(batches_trained, metrics)
+
+    def flush(self) -> None:
+        """Wait until every report sent so far is stored; raise the error of one that
+        failed without its caller waiting (a host that sends in the background)."""
 
     @abc.abstractmethod
     def report_validation(self, batches_trained: int, metrics: Dict[str, Any]) -> None:

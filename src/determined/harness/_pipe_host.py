@@ -5,12 +5,15 @@ wrapper (``_script_trial``) with it.
 Protocol over a ``multiprocessing`` pipe (tuples; the child asks, the other end answers
 only ``next_op``, ``is_best`` and ``recorded_checkpoints``):
 
-    child -> driver: ("next_op",) ("training", b, m) ("validation", b, m)
+    child -> driver: ("next_op",) ("training", b, m) ("training_batch", [(b, m), ...])
+                     ("validation", b, m)
                      ("checkpoint", b, uuid, meta) ("is_best", value)
                      ("validate_op_completed", b, m) ("recorded_checkpoints",)
                      ("early_exit", reason) ("error", kind, message) ("exit", reason)
                      ("progress", units) ("script_exited", code)
-    driver -> child: ("op", op_dict) ("best", bool) ("recorded", [uuid, ...] or None), and at
+    driver -> child: ("op", op_dict) ("best", bool) ("recorded", [uuid, ...] or None), or
+                     instead of any of these ("failed", message): a report sent earlier
+                     without an answer was rejected (a script trial's wrapper), and at
                      any time ("stop",): checkpoint and exit (Ctrl-C in the driver); an
                      op_dict with "stop" is a Close that only stops the trial (it resumes
                      later)
@@ -18,8 +21,9 @@ only ``next_op``, ``is_best`` and ``recorded_checkpoints``):
 
 from __future__ import annotations
 
-from typing import AbstractSet, Any, Dict, Optional
+from typing import AbstractSet, Any, Dict, Optional, Sequence, Tuple
 
+from determined.errors import ReportError
 from determined.harness._host import TrialHost, TrialOp
 
 __all__ = ["PipeHost"]
@@ -39,6 +43,8 @@ class PipeHost(TrialHost):
             if got == "stop":
                 self._stop = True
                 continue
+            if got == "failed":
+                raise ReportError(payload[0])
             assert got == kind, got
             return payload[0]
 
@@ -58,6 +64,9 @@ class PipeHost(TrialHost):
 
     def report_training(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
         self.conn.send(("training", batches_trained, metrics))
+
+    def report_training_batch(self, reports: Sequence[Tuple[int, Dict[str, Any]]]) -> None:
+        self.conn.send(("training_batch", list(reports)))
 
     def report_validation(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
         self.conn.send(("validation", batches_trained, metrics))

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import traceback
-from typing import AbstractSet, Any, Dict, List, Optional
+from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 
 from determined.common.api import APIError, MasterClient
 from determined.common.trial_ops import EXIT_USER_ERROR
@@ -99,10 +99,7 @@ class RestTrialHost(TrialHost):
                 self._sending = True
                 self._cv.notify_all()
             try:
-                if len(batch) == 1:
-                    self._post("training", batch[0])
-                else:
-                    self._post("training-batch", {"reports": batch})
+                self._post_training(batch)
             except BaseException as e:  # noqa: BLE001 - raised in the trial's thread
                 with self._cv:
                     self._failure = e
@@ -110,6 +107,27 @@ class RestTrialHost(TrialHost):
                 with self._cv:
                     self._sending = False
                     self._cv.notify_all()
+
+    def _post_training(self, batch: List[Dict[str, Any]]) -> None:
+        """One request for ``batch``; when the master refuses it as a bad request, the
+        reports one by one, so only those it refuses are lost (the first error raised)."""
+        if len(batch) > 1:
+            try:
+                self._post("training-batch", {"reports": batch})
+                return
+            except APIError as e:
+                if e.status != 400:
+                    raise
+        failure: Optional[APIError] = None
+        for report in batch:
+            try:
+                self._post("training", report)
+            except APIError as e:
+                if e.status != 400 or len(batch) == 1:
+                    raise
+                failure = failure or e
+        if failure is not None:
+            raise failure
 
     def _post(self, what: str, body: Dict[str, Any]) -> Dict[str, Any]:
         for attempt in range(5):
@@ -137,17 +155,21 @@ class RestTrialHost(TrialHost):
                 return TrialOp.from_dict(answer["op"])
 
     def report_training(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
+        self.report_training_batch(((batches_trained, metrics),))
+
+    def report_training_batch(self, reports: Sequence[Tuple[int, Dict[str, Any]]]) -> None:
         with self._cv:
             self._raise_failure()
-            while len(self._pending) >= self.MAX_PENDING:
-                self._cv.wait()
-            self._pending.append({"batches": batches_trained, "metrics": metrics})
-            if len(self._pending) in (1, self.LINGER_REPORTS):  # wake the sender only then
-                self._cv.notify_all()
             if self._sender is None:
                 self._sender = threading.Thread(target=self._send_training,
                                                 name="det-training-reports", daemon=True)
                 self._sender.start()
+            for batches_trained, metrics in reports:
+                while len(self._pending) >= self.MAX_PENDING:
+                    self._cv.wait()
+                self._pending.append({"batches": batches_trained, "metrics": metrics})
+                if len(self._pending) in (1, self.LINGER_REPORTS):  # wake the sender only then
+                    self._cv.notify_all()
 
     def report_validation(self, batches_trained: int, metrics: Dict[str, Any]) -> None:
         self.flush()

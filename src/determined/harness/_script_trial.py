@@ -9,6 +9,10 @@ serves the requests the command sends over its link (:mod:`._script_link`) by ca
 its own :class:`TrialHost`, so it stays the only process talking to the driver or
 master. All host calls come from the calling thread.
 
+Training and progress reports are one-way (the script does not wait) and reach the
+host in batches, in the order sent; see :class:`_Server`. When the script exits, however
+it exits, everything it sent is read and forwarded before its exit is reported.
+
 Stops and kills:
 
 - when the host says the trial must stop (pause, preemption, a searcher decision), the
@@ -41,7 +45,7 @@ import tempfile
 import threading
 import time
 from multiprocessing.connection import Connection, Listener, wait
-from typing import Any, Callable, List, Mapping, Optional
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from determined.config import script_command
 from determined.errors import InvalidModelDefError
@@ -166,13 +170,37 @@ class _Child:
                 self._guard.kill()
 
 
+#: What a script's method is called, by the one-way message it sends.
+_ONE_WAY_METHODS = {"training": "report_training_metrics", "progress": "report_progress"}
+#: Requests the script waits on an answer for.
+_ANSWERED = ("next_op", "is_best", "best_validation", "recorded_checkpoints")
+
+
 class _Server:
-    """Serves the child's link connections with ``host``'s answers."""
+    """Serves the child's link connections with ``host``'s answers.
+
+    Training and progress reports are one-way: the script sends them and goes on. They
+    are read as they come and forwarded in batches (after a round of reading, at most
+    ``MAX_BATCH`` at once); every other message first forwards what is pending, so the
+    host sees everything in the order the script sent it. A one-way report the host
+    rejects is logged and answers the script's next request instead
+    (``("failed", message)``: :class:`~determined.errors.ReportError` in the script);
+    one never told is :attr:`failure` when the script exits.
+    """
+
+    #: Seconds to wait for more reports once one arrived, so a script reporting every
+    #: batch wakes this process (and the host) once per batch of reports, not per report
+    #: (a request arriving meanwhile waits at most this long).
+    LINGER_SECONDS = 0.02
+    MAX_BATCH = 1000
 
     def __init__(self, host: TrialHost):
         self.host = host
         self.conns: List[Connection] = []
         self.stop_sent = False
+        self.failure: Optional[str] = None
+        self._training: List[Tuple[int, Dict[str, Any]]] = []
+        self._progress: Optional[float] = None
 
     def add(self, conn: Connection) -> None:
         self.conns.append(conn)
@@ -186,35 +214,95 @@ class _Server:
             pass
 
     def serve_ready(self, timeout: float) -> None:
-        for conn in wait(self.conns, timeout) if self.conns else _sleep(timeout):
-            self._serve_one(conn)  # type: ignore[arg-type]
-
-    def drain(self, seconds: float = 5.0) -> None:
-        """What the child sent before it exited, until every connection is at EOF."""
-        deadline = time.monotonic() + seconds
-        while self.conns and time.monotonic() < deadline:
-            for conn in wait(self.conns, 0.1):
-                self._serve_one(conn)  # type: ignore[arg-type]
-
-    def _serve_one(self, conn: Connection) -> None:
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            self.conns.remove(conn)
-            conn.close()
+        """Serve what arrives within ``timeout``, then forward the pending reports."""
+        ready = wait(self.conns, timeout) if self.conns else _sleep(timeout)
+        if not ready:
             return
-        self.handle(conn, msg)
+        self._read(ready)  # type: ignore[arg-type]
+        if self._training or self._progress is not None:
+            time.sleep(self.LINGER_SECONDS)
+            self._read(wait(self.conns, 0))  # type: ignore[arg-type]
+        self.flush()
 
-    def handle(self, conn: Connection, msg: Any) -> None:
+    def drain(self, limit: float = 60.0) -> None:
+        """After the child exited: everything it sent (already readable), then the
+        pending reports. A connection a process of the script still holds open ends
+        the drain once nothing more is readable, or after ``limit`` seconds."""
+        deadline = time.monotonic() + limit
+        while self.conns and time.monotonic() < deadline:
+            ready = wait(self.conns, 0.1)
+            if not ready:
+                break
+            self._read(ready, child_gone=True)  # type: ignore[arg-type]
+        self.flush(until_stored=True)
+
+    def _read(self, conns: List[Connection], child_gone: bool = False) -> None:
+        """Every message readable now on ``conns``, in order (a connection at EOF is
+        removed)."""
+        for conn in conns:
+            for _ in range(self.MAX_BATCH):
+                try:
+                    if not conn.poll():
+                        break
+                    msg = conn.recv()
+                except (EOFError, OSError):
+                    self.conns.remove(conn)
+                    conn.close()
+                    break
+                self.handle(conn, msg, child_gone)
+
+    def flush(self, until_stored: bool = False) -> None:
+        """Forward the pending one-way reports: the training ones in one call, then the
+        largest progress read since the last forward (what the host keeps anyway).
+        ``until_stored``: also wait until the host stored the training reports (before any
+        other call, which would wait anyway, so a refusal is put down to them)."""
+        host = self.host
+        if self._training:
+            reports, self._training = self._training, []
+            self._forward("training", lambda: host.report_training_batch(reports))
+        if until_stored or self._progress is not None:
+            self._forward("training", host.flush)
+        if self._progress is not None:
+            units, self._progress = self._progress, None
+            self._forward("progress", lambda: host.report_progress(units))
+
+    def _forward(self, kind: str, call: Callable[[], None]) -> None:
+        try:
+            call()
+        except Exception as e:  # noqa: BLE001 - the script hears of it; the trial goes on
+            self.record_failure(kind, e)
+
+    def record_failure(self, kind: str, error: BaseException) -> None:
+        message = (f"{_ONE_WAY_METHODS[kind]}: the trial's host rejected a report: "
+                   f"{type(error).__name__}: {error}")
+        logger.error("script trial: %s", message)
+        if self.failure is None:
+            self.failure = message
+
+    def handle(self, conn: Connection, msg: Any, child_gone: bool = False) -> None:
         host, kind = self.host, msg[0]
+        if kind == "training":
+            self._training.append((msg[1], msg[2]))
+            if len(self._training) >= self.MAX_BATCH:
+                self.flush()
+            return
+        if kind == "progress":  # hosts keep the largest progress: so does the batch
+            self._progress = msg[1] if self._progress is None else max(self._progress, msg[1])
+            return
+        self.flush(until_stored=True)
+        if kind in _ANSWERED:
+            if child_gone:
+                return  # nobody waits for the answer
+            if self.failure is not None:
+                failure, self.failure = self.failure, None
+                self._send(conn, ("failed", failure))
+                return
         if kind == "next_op":
             op = host.next_operation()
             answer = op.to_dict()
             if op.kind is OpKind.CLOSE and host.should_stop():
                 answer["stop"] = True  # a Close that only stops: the trial resumes later
             self._send(conn, ("op", answer))
-        elif kind == "training":
-            host.report_training(msg[1], msg[2])
         elif kind == "validation":
             host.report_validation(msg[1], msg[2])
         elif kind == "validate_op_completed":
@@ -230,8 +318,6 @@ class _Server:
             self._send(conn, ("recorded", None if recorded is None else sorted(recorded)))
         elif kind == "early_exit":
             host.report_early_exit(msg[1])
-        elif kind == "progress":
-            host.report_progress(msg[1])
         elif kind in ("error", "exit", "script_exited"):
             pass  # the child's own notes; its exit code is what counts
         else:
@@ -328,6 +414,10 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
         stopped = child.signalled is not None and not terminated.is_set()
         logger.info("trial %s: script %s", env.trial_id, _describe(code, stopped))
         reported = 0 if stopped else code
+        if server.failure is not None and reported == 0:
+            logger.error("trial %s fails: not every report of the script was stored (%s)",
+                         env.trial_id, server.failure)
+            reported = 1
         host.script_exited(reported)
         if terminated.is_set():
             return 128 + signal.SIGTERM

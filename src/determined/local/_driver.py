@@ -271,9 +271,9 @@ class LocalDriver:
         if kind == "next_op":
             self._send_next_op(r)
         elif kind == "training":
-            _, batches, metrics = msg
-            self._do(self.core.trial_trained(r, batches, metrics))
-            self.on_event("training", self.trial_view(r), metrics)
+            self._trained(r, [(msg[1], msg[2])])
+        elif kind == "training_batch":
+            self._trained(r, msg[1])
         elif kind == "validation":
             self._do(self.core.trial_validated(r, msg[1], msg[2]))
             self.on_event("validation", self.trial_view(r),
@@ -301,6 +301,13 @@ class LocalDriver:
             self._do(self.core.trial_progressed(r, msg[1]))
         elif kind == "script_exited":
             self._do(self.core.script_exited(r, msg[1]))
+
+    def _trained(self, r: int, reports: List[Tuple[int, Dict[str, Any]]]) -> None:
+        """Training reports (oldest first); the display hears of the latest only."""
+        for batches, metrics in reports:
+            self._do(self.core.trial_trained(r, batches, metrics))
+        if reports:
+            self.on_event("training", self.trial_view(r), reports[-1][1])
 
     def _process_ended(self, r: int, code: Optional[int], error: Optional[str]) -> None:
         self.records.flush()
