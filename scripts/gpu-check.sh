@@ -12,11 +12,12 @@
 # the JUnit reports, the benchmarks' JSON and readme-gpu.md. Exits non-zero if the
 # install, the import probe, a test or a benchmark failed.
 #
-# Budget: DET_GPU_CHECK_BUDGET seconds in all (default 480, under a 540 s command limit).
-# Each stage has a cap (main tests 240 s, packing tests 90 s, throughput 150 s); the
-# packing benchmark gets what is left (its --budget), so the summary always prints.
-# Expected on an H100: install and probe ~15 s, tests ~3 min, throughput ~2 min,
-# packing the rest (~1.5 min).
+# Budget: DET_GPU_CHECK_BUDGET seconds in all (default 480: the issue's 8 minutes). Each
+# stage has a cap (main tests 220 s, packing tests 80 s, throughput 170 s: with setup at
+# most ~500 s, inside a 540 s command limit, so the summary always prints); the packing
+# benchmark gets what is left of the budget (its --budget, less ~12 s per master start),
+# and is left out (said in the summary) when under 40 s remain. Expected on an H100:
+# install and probe ~15 s, tests ~3 min, throughput ~2 min, packing ~2.5 min.
 #
 # --dry-run runs every stage on a machine without a GPU, to catch rot before a GPU
 # run: python is a stand-in for the GPU image (a venv holding only the image's
@@ -58,7 +59,7 @@ left() { echo $(( BUDGET - ($(date +%s) - START) )); }
 capped() {  # seconds, command...: the command, stopped after that long
     local cap=$1
     shift
-    timeout -k 15 "$cap" "$@"
+    timeout -k 5 "$cap" "$@"
 }
 
 if [ "$DRY" = 1 ]; then
@@ -116,19 +117,19 @@ run_tests() {  # name, cap seconds, junit name, pytest arguments...
     record "$name ($(tail -1 "$WORK/$junit.log" | tr -d '=' | xargs))" "$rc" $(( $(date +%s) - t0 ))
 }
 if [ "$DRY" = 1 ]; then
-    run_tests "pytest tests/gpu" 240 gpu-tests.xml tests/gpu
+    run_tests "pytest tests/gpu" 220 gpu-tests.xml tests/gpu
 else
-    run_tests "pytest tests/gpu" 240 gpu-tests.xml tests/gpu \
+    run_tests "pytest tests/gpu" 220 gpu-tests.xml tests/gpu \
         --ignore-glob='tests/gpu/test_gpu_packing*' "${PARALLEL[@]}"
-    run_tests "pytest tests/gpu/test_gpu_packing.py" 90 gpu-packing-tests.xml \
+    run_tests "pytest tests/gpu/test_gpu_packing.py" 80 gpu-packing-tests.xml \
         tests/gpu/test_gpu_packing.py
 fi
 
-stage "benchmark: benchmarks/gpu/throughput.py (at most 150 s)"
+stage "benchmark: benchmarks/gpu/throughput.py (at most 170 s)"
 THROUGHPUT_ARGS=(--json "$OUT_DIR/throughput.json")
 [ "$DRY" = 1 ] && THROUGHPUT_ARGS+=(--cpu --reps 1)
 t0=$(date +%s)
-capped 150 "$PYTHON" benchmarks/gpu/throughput.py "${THROUGHPUT_ARGS[@]}" 2>&1 \
+capped 170 "$PYTHON" benchmarks/gpu/throughput.py "${THROUGHPUT_ARGS[@]}" 2>&1 \
     | tee "$WORK/throughput.log"
 record "benchmarks/gpu/throughput.py" "${PIPESTATUS[0]}" $(( $(date +%s) - t0 ))
 
@@ -141,7 +142,7 @@ SEARCH_S=$(( $(left) - 15 - 12 * KS ))
 if [ "$SEARCH_S" -ge $(( 10 * KS )) ]; then
     stage "benchmark: benchmarks/gpu/packing.py --budget $SEARCH_S"
     t0=$(date +%s)
-    capped $(( SEARCH_S + 15 * KS + 30 )) "$PYTHON" benchmarks/gpu/packing.py \
+    capped $(( $(left) + 20 )) "$PYTHON" benchmarks/gpu/packing.py \
         --budget "$SEARCH_S" "${PACKING_ARGS[@]}" 2>&1 | tee "$WORK/packing.log"
     record "benchmarks/gpu/packing.py" "${PIPESTATUS[0]}" $(( $(date +%s) - t0 ))
 else

@@ -81,7 +81,7 @@ def run_one(k: int, gpus: int, args: argparse.Namespace, work: str, share: float
             cut = True
             m.api.post(f"/experiments/{exp_id}/cancel").raise_for_status()
             wall = time.monotonic() - t0
-            exp = m.wait_done(exp_id, poll=0.5, timeout=120)
+            exp = m.wait_done(exp_id, poll=0.5, timeout=30)
         else:
             wall = time.monotonic() - t0
         trials = m.api.get(f"/experiments/{exp_id}/trials").json()["trials"]
