@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import importlib
-import os
 import pathlib
 import pkgutil
 import re
@@ -166,7 +165,8 @@ def image_env(target: pathlib.Path) -> pathlib.Path:
             if not link.exists():
                 link.symlink_to(pathlib.Path(dist.locate_file(f)))
     python = target / "bin" / "python"
-    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+    site = subprocess.run([str(python), "-c",
+                           "import sysconfig; print(sysconfig.get_path('purelib'))"],
                           check=True, capture_output=True, text=True).stdout.strip()
     # addsitedir, unlike a bare path line, also runs the image packages' own .pth files.
     (pathlib.Path(site) / "det_gpu_image.pth").write_text(

@@ -37,8 +37,8 @@ def dry_run(wheels, out, **env):
 def test_wheels_bring_what_the_image_lacks_and_nothing_it_has(wheels):
     names = {re.sub(r"[-_.]+", "-", w.name.split("-")[0]).lower() for w in wheels.glob("*.whl")}
     assert {"sqlalchemy", "fastapi", "pydantic", "alembic", "uvicorn"} <= names, names
-    image = {l.strip() for l in (ROOT / "scripts" / "gpu-image-packages.txt").read_text().splitlines()
-             if l.strip() and not l.startswith("#")}
+    lines = (ROOT / "scripts" / "gpu-image-packages.txt").read_text().splitlines()
+    image = {l.strip() for l in lines if l.strip() and not l.startswith("#")}
     assert "torch" in image and not names & image, names & image
     assert sum(w.stat().st_size for w in wheels.glob("*.whl")) < 32 * 2**20
 
@@ -53,7 +53,8 @@ def test_dry_run_passes_every_stage_and_prints_the_readme_markdown(wheels, tmp_p
     assert "FAILED" not in text.split("import probe:")[1].split("\n\n")[0]
     markdown = (out / "readme-gpu.md").read_text()
     for step in ("pytest tests/gpu", "benchmarks/gpu/throughput.py", "benchmarks/gpu/packing.py"):
-        assert re.search(rf"^\| {re.escape(step)}.* \| passed \| \d+ s \|$", markdown, re.M), markdown
+        row = rf"^\| {re.escape(step)}.* \| passed \| \d+ s \|$"
+        assert re.search(row, markdown, re.M), markdown
     assert re.search(r"pytest tests/gpu \(\d+ passed", markdown), markdown
     assert "| mlp (tiny CPU sizes) | fp32 |" in markdown and "| 2 | 4 | 0 |" in markdown
     assert markdown in proc.stdout  # printed for the next session to paste
