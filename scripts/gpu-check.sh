@@ -16,7 +16,7 @@
 # tests are capped at 240 s and the throughput benchmark at 170 s (with setup at most
 # ~440 s, inside a 540 s command limit, so the summary always prints); the packing
 # benchmark gets what is left of the budget (its --budget, less ~20 s per k for a master)
-# and is left out (said in the summary) when under 40 s would remain. Expected on an
+# and is left out (said in the summary) when under 15 s per k would remain. Expected on an
 # H100: install and probe ~15 s, tests ~3 min, throughput ~2 min, packing ~2 min.
 #
 # --dry-run runs every stage on a machine without a GPU, to catch rot before a GPU
@@ -128,7 +128,7 @@ PACKING_ARGS=(--json "$OUT_DIR/packing.json")
 KS=4
 [ "$DRY" = 1 ] && KS=2
 SEARCH_S=$(( $(left) - 15 - 20 * KS ))
-if [ "$SEARCH_S" -ge $(( 10 * KS )) ]; then
+if [ "$SEARCH_S" -ge $(( 15 * KS )) ]; then
     stage "benchmark: benchmarks/gpu/packing.py --budget $SEARCH_S"
     t0=$(date +%s)
     capped $(( $(left) + 30 )) "$PYTHON" benchmarks/gpu/packing.py \
