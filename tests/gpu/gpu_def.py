@@ -76,7 +76,8 @@ class RngTrial(DeviceTrial):
 
     def build_callbacks(self):
         callbacks = super().build_callbacks()
-        callbacks["startup"] = StartupHash(self.context, self.context.get_data_config().get("startup_file"))
+        startup_file = self.context.get_data_config().get("startup_file")
+        callbacks["startup"] = StartupHash(self.context, startup_file)
         return callbacks
 
     def train_batch(self, batch, epoch_idx, batch_idx):

@@ -233,7 +233,7 @@ def test_local_crash_and_interrupted_driver_continue_exactly(device, tiny_dir, t
 
 
 def test_warm_start_begins_from_the_source_weights(reference, device, tiny_dir, tmp_path):
-    master, root = reference["master"], reference["root"]
+    master = reference["master"]
     cfg = config(tmp_path, "warm", device, crash=False)
     cfg["searcher"] = dict(cfg["searcher"], max_length={"batches": 20},
                            source_checkpoint_uuid=reference["checkpoint"])
