@@ -3,34 +3,23 @@
 #
 #   scripts/gpu-wheels.sh [DEST]        # default DEST: .whl/ (git-ignored)
 #
-# The GPU image already holds PyTorch, NumPy, pytest and much more (IMAGE_HAS below); this
-# fetches the platform's other dependencies (pyproject.toml's [project] dependencies) and
-# what they need, as manylinux x86-64 wheels for CPython $GPU_PYTHON (default 3.12, the
-# image's), and drops every wheel of a package the image already has, so that nothing
-# there is shadowed by another version. Versions follow $PYTHON's environment where it
-# has the package (the one the test suite passes in), else the newest that fit.
+# The GPU image already holds PyTorch, NumPy, pytest and much more (the list is
+# scripts/gpu-image-packages.txt); this fetches the platform's other dependencies
+# (pyproject.toml's [project] dependencies) and what they need, as manylinux x86-64 wheels
+# for CPython $GPU_PYTHON (default 3.12, the image's), and drops every wheel of a package
+# the image already has, so that nothing there is shadowed by another version. Versions
+# follow $PYTHON's environment where it has the package (the one the test suite passes
+# in), else the newest that fit. (`python scripts/gpu_env.py installed-wheels DIR`
+# instead repacks them from $PYTHON's environment, for a dry run of the check here.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DEST=${1:-.whl}
 PYTHON=${PYTHON:-python3}
 GPU_PYTHON=${GPU_PYTHON:-3.12}
-# Packages of the GPU image that our dependency tree reaches (names as pip normalizes them).
-IMAGE_HAS="absl-py annotated-doc anyio attrs certifi click cloudpickle grpcio h11 httpcore httpx
-hypothesis idna iniconfig markdown markdown-it-py markupsafe mdurl numpy packaging pluggy
-protobuf pygments pytest pytest-timeout pyyaml rich setuptools six sortedcontainers tensorboard
-tensorboard-data-server typing-extensions uvloop werkzeug"
+IMAGE_HAS=$(grep -v '^#' scripts/gpu-image-packages.txt)
 
 mkdir -p "$DEST"
-mapfile -t REQUIREMENTS < <(IMAGE_HAS="$IMAGE_HAS" "$PYTHON" - <<'PY'
-import os, re, tomllib
-have = set(os.environ["IMAGE_HAS"].split())
-deps = tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"]
-for dep in deps:
-    name = re.split(r"[<>=!~;\[ ]", dep, 1)[0].lower().replace("_", "-").replace(".", "-")
-    if name not in have:
-        print(dep.split(";")[0].strip())
-PY
-)
+mapfile -t REQUIREMENTS < <("$PYTHON" scripts/gpu_env.py requirements)
 PLATFORMS=()
 for p in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64 \
          manylinux1_x86_64 manylinux_2_24_x86_64 manylinux_2_31_x86_64 manylinux_2_34_x86_64; do
@@ -48,5 +37,5 @@ for wheel in "$DEST"/*.whl; do
         if [ "$name" = "$have" ]; then rm -f "$wheel"; fi
     done
 done
-echo "gpu-wheels: $(ls "$DEST"/*.whl | wc -l) wheels in $DEST ($(du -sh "$DEST" | cut -f1)):"
+echo "gpu-wheels: $(ls "$DEST"/*.whl | wc -l) wheels in $DEST ($(du -sh "$DEST" | cut -f1); a device run carries at most 64 MiB):"
 ls "$DEST"

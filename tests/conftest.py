@@ -11,24 +11,32 @@ EXAMPLES = ROOT / "examples"
 
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``gpu`` run only where ``nvidia-smi`` lists a GPU; elsewhere they are
-    deselected (and counted in the summary), since nothing can stand in for one."""
-    gpu_tests = [item for item in items if item.get_closest_marker("gpu")]
-    if not gpu_tests:
+    deselected (and counted in the summary), since nothing can stand in for one. Their
+    CPU variants (marked ``cpu_twin``) run only where there is none: there every slot is
+    a GPU."""
+    marked = [item for item in items
+              if item.get_closest_marker("gpu") or item.get_closest_marker("cpu_twin")]
+    if not marked:
         return
     from determined._procs._gpus import detect_gpus
 
-    if detect_gpus():
+    unwanted = "cpu_twin" if detect_gpus() else "gpu"
+    dropped = [item for item in marked if item.get_closest_marker(unwanted)]
+    if not dropped:
         return
-    config.hook.pytest_deselected(items=gpu_tests)
-    items[:] = [item for item in items if not item.get_closest_marker("gpu")]
-    config._det_gpu_deselected = len(gpu_tests)
+    config.hook.pytest_deselected(items=dropped)
+    items[:] = [item for item in items if not item.get_closest_marker(unwanted)]
+    config._det_gpu_deselected = (unwanted, len(dropped))
 
 
 def pytest_terminal_summary(terminalreporter, config):
-    count = getattr(config, "_det_gpu_deselected", 0)
-    if count:
+    unwanted, count = getattr(config, "_det_gpu_deselected", (None, 0))
+    if unwanted == "gpu":
         terminalreporter.write_line(f"{count} GPU test(s) deselected: no NVIDIA GPU here "
                                     "(run them on a GPU machine: pytest -m gpu)")
+    elif unwanted:
+        terminalreporter.write_line(f"{count} CPU variant(s) of GPU tests deselected: "
+                                    "this machine's slots are GPUs")
 
 
 @pytest.fixture

@@ -5,10 +5,14 @@ mean utilization (from the GPU metrics the agent sampled) as a Markdown table.
 
     python benchmarks/gpu/packing.py                 # k = 1, 2, 4, 8 on GPU 0
     python benchmarks/gpu/packing.py --tiny          # a smoke test (CPU is fine)
+    python benchmarks/gpu/packing.py --budget 150    # at most ~150 s of searching
 
 Every k runs the same search (same seed, so the same hyperparameter samples) on a fresh
-master. Without a GPU, k CPU slots stand in for the k GPU slots (said above the table):
-the numbers then measure nothing about GPUs.
+master. With ``--budget``, each k gets an equal share of it: a search still running
+when its share is spent is canceled, and its row counts what finished by then (trials
+per hour over its wall time, the best validation error reached), marked "cut".
+Without a GPU, k CPU slots stand in for the k GPU slots (said above the table): the
+numbers then measure nothing about GPUs.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "cluster"))
 from _master import BenchMaster  # noqa: E402
 
 MODEL_DIR = os.path.join(HERE, "packing_model")
-TERMINAL = ("COMPLETED", "CANCELED", "ERROR", "STOPPED")
 
 
 def search_config(max_trials: int, batches: int, k: int) -> Dict[str, Any]:
@@ -54,7 +57,9 @@ def search_config(max_trials: int, batches: int, k: int) -> Dict[str, Any]:
     }
 
 
-def run_one(k: int, gpus: int, args: argparse.Namespace, work: str) -> Dict[str, Any]:
+def run_one(k: int, gpus: int, args: argparse.Namespace, work: str, share: float
+            ) -> Dict[str, Any]:
+    """One search at k slots per GPU; canceled after ``share`` seconds."""
     data_dir = os.path.join(work, f"k{k}")
     os.makedirs(data_dir)
     master_yaml = os.path.join(data_dir, "master.yaml")
@@ -69,17 +74,25 @@ def run_one(k: int, gpus: int, args: argparse.Namespace, work: str) -> Dict[str,
         t0 = time.monotonic()
         out = m.det("experiment", "create", config_path, MODEL_DIR)
         exp_id = int(out.stdout.split("Created experiment")[1].split()[0])
-        exp = m.wait_done(exp_id, poll=0.5, timeout=args.timeout)
-        wall = time.monotonic() - t0
+        cut = False
+        try:
+            exp = m.wait_done(exp_id, poll=0.5, timeout=share)
+        except RuntimeError:  # its share of the budget is spent
+            cut = True
+            m.api.post(f"/experiments/{exp_id}/cancel").raise_for_status()
+            wall = time.monotonic() - t0
+            exp = m.wait_done(exp_id, poll=0.5, timeout=30)
+        else:
+            wall = time.monotonic() - t0
         trials = m.api.get(f"/experiments/{exp_id}/trials").json()["trials"]
-        finished = [t for t in trials if t["state"] in TERMINAL and t["state"] != "ERROR"]
+        finished = [t for t in trials if t["state"] == "COMPLETED"]
         errors = [t for t in trials if t["state"] == "ERROR"]
         best = [t["best_validation"] for t in trials if t.get("best_validation") is not None]
         util: List[float] = []
         for t in trials:
             samples = m.api.get(f"/trials/{t['id']}/gpu-metrics").json()["gpu_metrics"]
             util.extend(s["utilization"] for s in samples)
-    return {"k": k, "slots": k, "state": exp["state"], "trials": len(trials),
+    return {"k": k, "slots": k, "state": exp["state"], "cut": cut, "trials": len(trials),
             "finished": len(finished), "errors": len(errors), "wall_s": round(wall, 1),
             "trials_per_hour": round(len(finished) / wall * 3600, 1),
             "best_validation_error": min(best) if best else None,
@@ -94,7 +107,8 @@ def table(rows: List[Dict[str, Any]]) -> str:
     for r in rows:
         best = "-" if r["best_validation_error"] is None else f"{r['best_validation_error']:.4f}"
         util = "-" if r["mean_gpu_util"] is None else f"{r['mean_gpu_util']:.1f}"
-        lines.append(f"| {r['k']} | {r['finished']} | {r['errors']} | {r['wall_s']} | "
+        k = f"{r['k']} (cut)" if r.get("cut") else r["k"]
+        lines.append(f"| {k} | {r['finished']} | {r['errors']} | {r['wall_s']} | "
                      f"{r['trials_per_hour']} | {best} | {util} |")
     return "\n".join(lines)
 
@@ -107,7 +121,10 @@ def main() -> int:
                    help="max_length of a trial in batches (default 800)")
     p.add_argument("--gpu-interval", type=float, default=1.0,
                    help="seconds between GPU readings (default 1)")
-    p.add_argument("--timeout", type=float, default=1800, help="seconds per search")
+    p.add_argument("--timeout", type=float, default=1800,
+                   help="seconds per search when there is no --budget")
+    p.add_argument("--budget", type=float, default=None,
+                   help="seconds for all searches together (each k an equal share)")
     p.add_argument("--tiny", action="store_true",
                    help="a smoke test: k = 1, 2; 4 trials of 32 batches")
     p.add_argument("--json", default=None, help="also write the rows to this JSON file")
@@ -126,7 +143,8 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="det-packing-") as work:
         for k in ks:
-            row = run_one(k, len(gpus), args, work)
+            share = args.budget / len(ks) if args.budget else args.timeout
+            row = run_one(k, len(gpus), args, work, share)
             print(f"k={k}: {json.dumps(row)}", flush=True)
             rows.append(row)
     print(f"\nadaptive_asha, {args.max_trials} trials of up to {args.batches} batches "
@@ -135,7 +153,8 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=2)
-    return 0 if all(r["state"] == "COMPLETED" and not r["errors"] for r in rows) else 1
+    done = all((r["state"] == "COMPLETED" or r["cut"]) and not r["errors"] for r in rows)
+    return 0 if done else 1
 
 
 if __name__ == "__main__":

@@ -12,12 +12,14 @@ runs share one process; within each repetition the variants alternate in a rotat
 order, so drift hits all alike. A run's time is ms per batch over its timed batches
 (after warm-up ones, the GPU synchronized at both ends); the table shows medians over
 repetitions and each variant's ratio to the bare loop. ``--cpu`` runs tiny sizes on
-the CPU (a smoke test of the script, not a measurement).
+the CPU (a smoke test of the script, not a measurement). Stopped by SIGTERM (the GPU
+check's time cap), it prints the rows measured so far and exits with 124.
 """
 
 import argparse
 import json
 import os
+import signal
 import statistics
 import sys
 import tempfile
@@ -131,9 +133,18 @@ VARIANTS: Dict[str, Callable[..., float]] = {
     "bare": run_bare, "ours": run_ours, "lightning": run_lightning}
 
 
-def measure(reps: int, scale: str, device: torch.device, variants: List[str]) -> List[Dict[str, Any]]:
-    """Median ms per batch of each variant, per workload and precision."""
-    rows = []
+class Stopped(Exception):
+    """SIGTERM arrived: report what was measured."""
+
+
+def _stop(signum: int, frame: Any) -> None:
+    raise Stopped()
+
+
+def measure(reps: int, scale: str, device: torch.device, variants: List[str],
+            rows: List[Dict[str, Any]]) -> None:
+    """Appends to ``rows`` the median ms per batch of each variant, per workload and
+    precision, as each is measured."""
     for name, workload in WORKLOADS.items():
         s = workload[scale]
         for amp in (False, True):
@@ -150,7 +161,6 @@ def measure(reps: int, scale: str, device: torch.device, variants: List[str]) ->
             print(f"# {name} {'mixed' if amp else 'fp32'}: "
                   + ", ".join(f"{v} {statistics.median(t):.3f} ms" for v, t in times.items()),
                   file=sys.stderr, flush=True)
-    return rows
 
 
 def table(rows: List[Dict[str, Any]], device: torch.device, variants: List[str], reps: int) -> str:
@@ -184,13 +194,21 @@ def main() -> int:
     variants = ["bare", "ours"] + (["lightning"] if _lightning() is not None else [])
     if "lightning" not in variants:
         print("# Lightning does not import here: left out", file=sys.stderr)
-    rows = measure(args.reps, "cpu" if args.cpu else "gpu", device, variants)
+    rows: List[Dict[str, Any]] = []
+    signal.signal(signal.SIGTERM, _stop)
+    stopped = False
+    try:
+        measure(args.reps, "cpu" if args.cpu else "gpu", device, variants, rows)
+    except Stopped:
+        stopped = True
+        print(f"# stopped (SIGTERM) after {len(rows)} of {2 * len(WORKLOADS)} rows",
+              file=sys.stderr)
     text = table(rows, device, variants, args.reps)
     print(text)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"device": str(device), "rows": rows, "table": text}, f, indent=1)
-    return 0
+    return 124 if stopped else 0
 
 
 if __name__ == "__main__":

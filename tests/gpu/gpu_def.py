@@ -14,11 +14,14 @@ from model_def import TinyTrial  # noqa: F401  (tests copy tiny_pytorch next to 
 
 
 class DeviceTrial(TinyTrial):
-    """Writes its model's device and ``CUDA_VISIBLE_DEVICES`` to ``data.device_file``
-    and reports ``on_cuda`` (1.0 when the model and the batches are on a GPU)."""
+    """Writes its model's device and ``CUDA_VISIBLE_DEVICES`` to ``data.device_file``,
+    checks that batches are on ``data.device`` (``cuda``, the default, or ``cpu`` for
+    the tests' CPU variants) and reports ``on_cuda`` (1.0 when the model and the
+    batches are on a GPU)."""
 
     def __init__(self, context):
         super().__init__(context)
+        self.expected_device = context.get_data_config().get("device", "cuda")
         path = context.get_data_config().get("device_file")
         if path:
             with open(path, "a") as f:
@@ -29,8 +32,8 @@ class DeviceTrial(TinyTrial):
 
     def train_batch(self, batch, epoch_idx, batch_idx):
         x, _ = batch
-        if not x.is_cuda:
-            raise AssertionError(f"batch on {x.device}, expected a GPU")
+        if x.device.type != self.expected_device:
+            raise AssertionError(f"batch on {x.device}, expected {self.expected_device}")
         return super().train_batch(batch, epoch_idx, batch_idx)
 
     def evaluate_batch(self, batch):
@@ -66,21 +69,24 @@ class StartupHash(pytorch.PyTorchCallback):
 
 
 class RngTrial(DeviceTrial):
-    """Reports one draw of each random stream per batch (Python, NumPy, torch CPU and
-    CUDA; dropout draws from CUDA too) and the weights' hash at each validation, so that
+    """Reports one draw of each random stream per batch (Python, NumPy, torch CPU and,
+    on a GPU, CUDA; dropout draws from CUDA there) and the weights' hash at each validation, so that
     a resumed run can be compared with an uninterrupted one number for number.
     ``data.sleep`` slows each batch so a test can act mid-training."""
 
     def build_callbacks(self):
         callbacks = super().build_callbacks()
-        callbacks["startup"] = StartupHash(self.context, self.context.get_data_config().get("startup_file"))
+        startup_file = self.context.get_data_config().get("startup_file")
+        callbacks["startup"] = StartupHash(self.context, startup_file)
         return callbacks
 
     def train_batch(self, batch, epoch_idx, batch_idx):
         time.sleep(self.context.get_data_config().get("sleep", 0.0))
         out = super().train_batch(batch, epoch_idx, batch_idx)
         out.update(py_rand=random.random(), np_rand=float(np.random.rand()),
-                   torch_rand=torch.rand(1).item(), cuda_rand=torch.rand(1, device="cuda").item())
+                   torch_rand=torch.rand(1).item())
+        if self.expected_device == "cuda":
+            out["cuda_rand"] = torch.rand(1, device="cuda").item()
         return out
 
     def evaluate_batch(self, batch):

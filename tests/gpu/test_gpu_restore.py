@@ -5,6 +5,9 @@ they stopped and its weights stay bit-identical to an uninterrupted run's; a war
 begins from the source checkpoint's exact weights; checkpoints move between the CPU and
 the GPU.
 
+Each scenario has a CPU variant (``cpu_twin``: the same code path without the CUDA
+stream, run in CI) beside its GPU one.
+
 The trial (gpu_def:RngTrial) reports a draw of each stream per batch and a hash of its
 weights at each validation; each scenario compares those numbers with an
 uninterrupted run of the same experiment (same experiment seed, so the same trial
@@ -35,7 +38,7 @@ from master_testing import (  # noqa: E402
     wait_until,
 )
 
-pytestmark = [pytest.mark.gpu, pytest.mark.e2e, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
 HERE = pathlib.Path(__file__).resolve().parent
 STREAMS = ("loss", "py_rand", "np_rand", "torch_rand", "cuda_rand")
@@ -48,6 +51,12 @@ def _deterministic_cublas(monkeypatch):
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
 
+@pytest.fixture(scope="module", params=[pytest.param("cpu", marks=pytest.mark.cpu_twin),
+                                        pytest.param("cuda", marks=pytest.mark.gpu)])
+def device(request):
+    return request.param
+
+
 def model_dir(tiny_dir, tmp_path):
     model = tmp_path / "model"
     if not model.exists():
@@ -56,7 +65,7 @@ def model_dir(tiny_dir, tmp_path):
     return model
 
 
-def config(tmp_path, name, crash=True, sleep=0.0, **changes):
+def config(tmp_path, name, device, crash=True, sleep=0.0, **changes):
     """The experiment; ``crash``: crash once at batch 25 (after the checkpoint at 20)."""
     marker = tmp_path / f"{name}.crashed"
     if not crash:
@@ -72,7 +81,7 @@ def config(tmp_path, name, crash=True, sleep=0.0, **changes):
         "min_checkpoint_period": {"batches": 10},
         "reproducibility": {"experiment_seed": 7},
         "max_restarts": 2,
-        "data": {"crash_marker": str(marker), "sleep": sleep,
+        "data": {"crash_marker": str(marker), "sleep": sleep, "device": device,
                  "startup_file": str(tmp_path / f"{name}.startup")},
     }
     cfg.update(changes)
@@ -85,7 +94,7 @@ def streams(rows):
     out = []
     for kind, batches, metrics in rows:
         if kind == "training":
-            out.append((kind, batches, [metrics[k] for k in STREAMS]))
+            out.append((kind, batches, [metrics.get(k) for k in STREAMS]))
         elif kind == "validation":
             out.append((kind, batches, metrics["weights_hash"]))
     return out
@@ -115,7 +124,7 @@ def pause_and_activate(api, exp_id, at):
 
 
 @pytest.fixture(scope="module")
-def reference(tmp_path_factory):
+def reference(tmp_path_factory, device):
     """An uninterrupted run on the embedded agent: its streams, its trial and checkpoint."""
     root = tmp_path_factory.mktemp("reference")
     tiny = pathlib.Path(__file__).resolve().parent.parent / "fixtures" / "tiny_pytorch"
@@ -124,7 +133,8 @@ def reference(tmp_path_factory):
     master = MasterProcess(str(root / "master"), slots=1).start(timeout=120)
     try:
         with master.client() as api:
-            exp_id = create_experiment(api, config(root, "ref", crash=False), model_dir(tiny, root))
+            exp_id = create_experiment(api, config(root, "ref", device, crash=False),
+                                       model_dir(tiny, root))
             trial, rows = finish(api, exp_id)
             assert trial["restarts"] == 0
             yield {"rows": rows, "checkpoint": trial["latest_checkpoint"], "master": master,
@@ -134,13 +144,13 @@ def reference(tmp_path_factory):
 
 
 def test_embedded_agent_crash_pause_and_master_restart_continue_exactly(
-        reference, tiny_dir, tmp_path):
+        reference, device, tiny_dir, tmp_path):
     data = tmp_path / "master"
     data.mkdir()
     master = MasterProcess(str(data), slots=1).start(timeout=120)
     try:
         with master.client() as api:
-            exp_id = create_experiment(api, config(tmp_path, "faults", sleep=0.1),
+            exp_id = create_experiment(api, config(tmp_path, "faults", device, sleep=0.1),
                                        model_dir(tiny_dir, tmp_path))
             paused_at = pause_and_activate(api, exp_id, 30)
             wait_until(lambda: batches_of(api, exp_id) >= paused_at + 10, timeout=200,
@@ -158,11 +168,11 @@ def test_embedded_agent_crash_pause_and_master_restart_continue_exactly(
 
 
 def test_remote_agent_crash_pause_and_master_restart_continue_exactly(
-        reference, tiny_dir, tmp_path):
+        reference, device, tiny_dir, tmp_path):
     with AgentCluster(tmp_path, {"resource_manager": {"slots": 0}}) as cluster:
         cluster.ensure_agents("gpu-agent")  # --slots 1: the first GPU
         with cluster.master.client() as api:
-            exp_id = create_experiment(api, config(tmp_path, "remote", sleep=0.1),
+            exp_id = create_experiment(api, config(tmp_path, "remote", device, sleep=0.1),
                                        model_dir(tiny_dir, tmp_path))
             paused_at = pause_and_activate(api, exp_id, 30)
             wait_until(lambda: batches_of(api, exp_id) >= paused_at + 10, timeout=200,
@@ -184,19 +194,19 @@ def _local_rows(tmp_path, local_dir):
     return trial, streams([(m["kind"], m["total_batches"], m["metrics"]) for m in trial["metrics"]])
 
 
-def test_local_crash_and_interrupted_driver_continue_exactly(tiny_dir, tmp_path):
+def test_local_crash_and_interrupted_driver_continue_exactly(device, tiny_dir, tmp_path):
     """``--local``: a crash restarts the trial from its checkpoint; Ctrl-C of the driver
     checkpoints and pauses, ``det e resume`` goes on; the streams match a straight run."""
     model = model_dir(tiny_dir, tmp_path)
     straight_config = tmp_path / "straight.yaml"
-    straight_config.write_text(yaml.safe_dump(config(tmp_path, "straight", crash=False)))
+    straight_config.write_text(yaml.safe_dump(config(tmp_path, "straight", device, crash=False)))
     out = run_det(["e", "create", straight_config, model, "--local-dir", tmp_path / "straight",
                    "--json", "--no-progress"], timeout=400)
     assert out.returncode == 0, out.stdout + out.stderr
     _, straight_rows = _local_rows(tmp_path, tmp_path / "straight")
 
     faults_config = tmp_path / "faults.yaml"
-    faults_config.write_text(yaml.safe_dump(config(tmp_path, "faults", sleep=0.1)))
+    faults_config.write_text(yaml.safe_dump(config(tmp_path, "faults", device, sleep=0.1)))
     local = tmp_path / "faults"
     proc = subprocess.Popen(
         [sys.executable, "-m", "determined.cli", "e", "create", str(faults_config), str(model),
@@ -222,9 +232,9 @@ def test_local_crash_and_interrupted_driver_continue_exactly(tiny_dir, tmp_path)
     assert rows == straight_rows
 
 
-def test_warm_start_begins_from_the_source_weights(reference, tiny_dir, tmp_path):
-    master, root = reference["master"], reference["root"]
-    cfg = config(tmp_path, "warm", crash=False)
+def test_warm_start_begins_from_the_source_weights(reference, device, tiny_dir, tmp_path):
+    master = reference["master"]
+    cfg = config(tmp_path, "warm", device, crash=False)
     cfg["searcher"] = dict(cfg["searcher"], max_length={"batches": 20},
                            source_checkpoint_uuid=reference["checkpoint"])
     with master.client() as api:
@@ -246,6 +256,7 @@ def _trial_script(tiny_dir, storage, ops, *extra, cpu=False):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.gpu  # its CPU side: tests/pytorch/test_pytorch_restore_anywhere.py
 def test_checkpoints_move_between_the_cpu_and_the_gpu(tiny_dir, tmp_path):
     import torch
 
