@@ -35,3 +35,17 @@ def test_config_that_is_not_yaml_is_named_before_contacting_a_master(tiny_dir, t
     assert out.returncode == 1
     assert f"Invalid config file {bad}" in out.stderr and "not valid YAML" in out.stderr
     assert "localhost:1" not in out.stderr  # failed before any request
+
+
+def test_yaml_errors_give_the_position_not_the_parsers_echo(tiny_dir, tmp_path):
+    """A broken YAML file is reported as line and column of the file, on a master and
+    --local alike; not as the parser's dump of "<unicode string>" and its text."""
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("description: x\nsearcher:\n  metric: [x\n")
+    for where in (["-m", "localhost:1"], ["--local", "--local-dir", str(tmp_path / "runs")]):
+        out = run_det(["e", "create", bad, tiny_dir, *where])
+        assert out.returncode == 1, out.stderr
+        assert str(bad) in out.stderr
+        assert ("line 4, column 1: expected ',' or ']', but got '<stream end>' (while "
+                "parsing a flow sequence from line 3, column 11)") in out.stderr, out.stderr
+        assert "<unicode string>" not in out.stderr

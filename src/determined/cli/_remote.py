@@ -267,6 +267,8 @@ def read_config_text(path: str) -> str:
     try:
         yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise InvalidConfigError([("", f"not valid YAML: {e}")],
+        from determined.config import yaml_error_text  # pydantic: only on this path
+
+        raise InvalidConfigError([("", f"not valid YAML: {yaml_error_text(e)}")],
                                  source=f"config file {path}") from None
     return text
