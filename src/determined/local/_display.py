@@ -12,14 +12,10 @@ from rich.table import Table
 
 from determined._metric_order import MetricOrder
 from determined.local._result import ExperimentResult
+from determined.util import format_metrics
+from determined.util import format_value as _fmt
 
 __all__ = ["ProgressDisplay", "print_summary", "format_hparams"]
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
 
 
 def format_hparams(hparams: Dict[str, Any], prefix: str = "") -> str:
@@ -180,8 +176,7 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
             + (f" ({shown})" if shown else "")
         )
     if bt is not None and bt["latest_validation"]:
-        metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in bt["latest_validation"].items())
-        console.print(f"Its latest validation: {metrics}")
+        console.print(f"Its latest validation: {format_metrics(bt['latest_validation'])}")
     if result.best_checkpoint_path:
         console.print(f"Best checkpoint: {result.best_checkpoint_path}")
     console.print(f"Records: {result.directory}")
