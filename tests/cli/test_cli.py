@@ -28,6 +28,22 @@ def test_preview_search_shows_the_asha_plan(examples_dir):
     assert "epochs" in out.stdout
 
 
+def test_preview_search_prints_the_searcher_as_yaml_that_fits_80_columns(examples_dir):
+    """0.13 printed the search configuration as YAML; a Python dict on one line ran far
+    past an 80-column terminal."""
+    out = run_det(["preview-search", examples_dir / "digits_pytorch" / "adaptive.yaml"],
+                  env={"COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "Using search configuration:"
+    assert "name: adaptive_asha" in lines and "max_trials: 16" in lines, lines
+    assert "max_length:" in lines and "  epochs: 16" in lines, lines
+    assert max(len(line) for line in lines) <= 80, lines
+    again = run_det(["preview-search", examples_dir / "digits_pytorch" / "adaptive.yaml"],
+                    env={"COLUMNS": "80"})
+    assert again.stdout == out.stdout  # the same plan every time
+
+
 def test_config_that_is_not_yaml_is_named_before_contacting_a_master(tiny_dir, tmp_path):
     bad = tmp_path / "broken.yaml"
     bad.write_text("searcher: [1,\n")

@@ -23,6 +23,7 @@ from determined.local._driver import LocalDriver
 from determined.local._result import ExperimentResult
 from determined.local._store import OWNER, LocalStore, db_path, default_local_dir, open_store
 from determined.storage import build_storage
+from determined.util import format_metrics
 
 __all__ = ["run_local_experiment", "run_test_mode", "prepare_config"]
 
@@ -77,8 +78,8 @@ def run_test_mode(
     }
     console.print(
         f"[green]Model definition test succeeded[/green] in {summary['seconds']:.1f}s: trained 1 batch "
-        f"({_metrics(summary['training'])}), validated ({_metrics(summary['validation'])}), "
-        f"checkpointed and restored nothing lost."
+        f"({format_metrics(summary['training'])}), validated "
+        f"({format_metrics(summary['validation'])}), checkpointed and restored: nothing lost."
         if summary["checkpoints"]
         else "[yellow]Model definition test ran but wrote no checkpoint"
     )
@@ -119,10 +120,6 @@ def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console) -> Dict[s
     console.print(f"[green]Model definition test succeeded[/green] in "
                   f"{summary['seconds']:.1f}s: the script exited 0 and {reported} report(s)")
     return summary
-
-
-def _metrics(m: Dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in m.items())
 
 
 def run_local_experiment(
