@@ -195,13 +195,15 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
     """Run ``driver`` to its end (with a progress display when asked), close ``store``
     and print the summary table; returns the driver's result."""
     from determined._metric_order import MetricOrder
-    from determined.local._display import ProgressDisplay, print_summary
+    from determined.local._display import ProgressDisplay, print_summary, trial_counts
 
     try:
         if show_progress:
             # The core counts what trials trained so far (scripts: their reported progress).
             display = ProgressDisplay(console, cfg["searcher"]["metric"],
-                                      lambda: driver.core.progress(), MetricOrder.of(cfg))
+                                      lambda: driver.core.progress(), MetricOrder.of(cfg),
+                                      lambda: trial_counts(driver.core),
+                                      best=driver.core.best_validation())
             driver.on_event = display.event
             with display:
                 result = driver.run()
