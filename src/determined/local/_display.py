@@ -110,8 +110,10 @@ class ProgressDisplay:
                 log(f"trial {tid} validated at {trial['batches']} batches: "
                     f"{self.metric}={_fmt(value)}")
         elif kind == "restart":
+            where = (f"checkpoint {trial['latest_checkpoint']} at {trial['checkpoint_batches']} "
+                     "batches" if trial["latest_checkpoint"] else "the beginning")
             log(f"[yellow]trial {tid} failed ({_first_line(details.get('error'))}); "
-                "restarting from its latest checkpoint")
+                f"restart {trial['restarts']}, from {where}")
         elif kind == "error":
             log(f"[red]trial {tid} failed:[/red]\n{escape(str(details.get('error')))}")
         if self.order.better(trial["best_metric"], self.best):
