@@ -88,6 +88,22 @@ describe("failed trials on the experiment page", () => {
   });
 });
 
+describe("master logs", () => {
+  it("shows each line's time as the other pages do (local, to the second), the exact one on hover", async () => {
+    const ts = "2026-11-27T10:24:13.240955+00:00";
+    vi.stubGlobal("fetch", vi.fn(async () => new Response(JSON.stringify(
+      { logs: [{ id: 1, timestamp: ts, level: "INFO", line: "lifecycle: trial 3 COMPLETED" }] }), { status: 200 })));
+    const { default: MasterLogs } = await import("../pages/MasterLogs");
+    render(<MemoryRouter><MasterLogs /></MemoryRouter>);
+    const line = await screen.findByText((_, el) => el?.className.startsWith("log-line") === true);
+    const time = line.querySelector("span")!;
+    expect(time.textContent).toBe(new Date(ts).toLocaleString());
+    expect(time.getAttribute("title")).toBe(ts);
+    expect(line.textContent).toContain("[INFO] lifecycle: trial 3 COMPLETED");
+    vi.unstubAllGlobals();
+  });
+});
+
 describe("tasks signed out", () => {
   it("shows a sign-in hint and no kill button", async () => {
     vi.stubGlobal("fetch", vi.fn(async (url: string) => new Response(JSON.stringify(
