@@ -14,11 +14,11 @@ hash=$( (cat package.json package-lock.json index.html vite.config.ts tsconfig.j
          find src public -type f | LC_ALL=C sort | xargs cat) | sha256sum | cut -d' ' -f1)
 lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ ! -d node_modules ] || [ "$(cat node_modules/.lock-hash 2>/dev/null)" != "$lock_hash" ]; then
-    npm ci --no-audit --no-fund --loglevel=error
+    npm ci --no-audit --no-fund --no-update-notifier --loglevel=error
     echo "$lock_hash" > node_modules/.lock-hash
 fi
 if [ "$(cat .build-stamp 2>/dev/null)" != "$hash" ] || [ ! -f ../src/determined/master/webui/static/index.html ]; then
-    npm run build --silent
+    npm run build --silent -- --logLevel warn  # vite: warnings and errors only
     echo "$hash" > .build-stamp
 fi
 if [ "${1:-}" = "--test" ]; then

@@ -25,7 +25,8 @@ import determined_common.check as check
 from determined_common import util
 
 __all__ = [
-    "check", "download_gcs_blob_with_backoff", "is_overridden", "json_encode", "make_metrics",
+    "check", "download_gcs_blob_with_backoff", "format_metrics", "format_value",
+    "is_overridden", "json_encode", "make_metrics",
     "util", "validate_batch_metrics", "wrap_metrics", "write_user_code",
 ]
 
@@ -118,6 +119,18 @@ def plain_values(obj: Any) -> Any:
     """``obj`` as the plain JSON values a reader of the stored metrics gets back: NumPy
     arrays and tuples become lists, NumPy and tensor scalars numbers (NaN kept)."""
     return json.loads(json_encode(obj))
+
+
+def format_value(value: Any) -> str:
+    """A metric or hyperparameter for people: floats to 4 significant digits."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def format_metrics(metrics: Dict[str, Any]) -> str:
+    """``name=value, ...`` of a metrics dict (see :func:`format_value`)."""
+    return ", ".join(f"{k}={format_value(v)}" for k, v in metrics.items())
 
 
 def write_user_code(path: pathlib.Path) -> None:

@@ -28,6 +28,22 @@ def test_preview_search_shows_the_asha_plan(examples_dir):
     assert "epochs" in out.stdout
 
 
+def test_preview_search_prints_the_searcher_as_yaml_that_fits_80_columns(examples_dir):
+    """0.13 printed the search configuration as YAML; a Python dict on one line ran far
+    past an 80-column terminal."""
+    out = run_det(["preview-search", examples_dir / "digits_pytorch" / "adaptive.yaml"],
+                  env={"COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == "Using search configuration:"
+    assert "name: adaptive_asha" in lines and "max_trials: 16" in lines, lines
+    assert "max_length:" in lines and "  epochs: 16" in lines, lines
+    assert max(len(line) for line in lines) <= 80, lines
+    again = run_det(["preview-search", examples_dir / "digits_pytorch" / "adaptive.yaml"],
+                    env={"COLUMNS": "80"})
+    assert again.stdout == out.stdout  # the same plan every time
+
+
 def test_config_that_is_not_yaml_is_named_before_contacting_a_master(tiny_dir, tmp_path):
     bad = tmp_path / "broken.yaml"
     bad.write_text("searcher: [1,\n")
@@ -35,3 +51,17 @@ def test_config_that_is_not_yaml_is_named_before_contacting_a_master(tiny_dir, t
     assert out.returncode == 1
     assert f"Invalid config file {bad}" in out.stderr and "not valid YAML" in out.stderr
     assert "localhost:1" not in out.stderr  # failed before any request
+
+
+def test_yaml_errors_give_the_position_not_the_parsers_echo(tiny_dir, tmp_path):
+    """A broken YAML file is reported as line and column of the file, on a master and
+    --local alike; not as the parser's dump of "<unicode string>" and its text."""
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("description: x\nsearcher:\n  metric: [x\n")
+    for where in (["-m", "localhost:1"], ["--local", "--local-dir", str(tmp_path / "runs")]):
+        out = run_det(["e", "create", bad, tiny_dir, *where])
+        assert out.returncode == 1, out.stderr
+        assert str(bad) in out.stderr
+        assert ("line 4, column 1: expected ',' or ']', but got '<stream end>' (while "
+                "parsing a flow sequence from line 3, column 11)") in out.stderr, out.stderr
+        assert "<unicode string>" not in out.stderr

@@ -175,6 +175,22 @@ def test_tables_fit_80_columns():
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s*$", wide.splitlines()[-1])  # seconds
 
 
+def test_a_checkpoint_list_at_80_columns_keeps_the_uuids():
+    """The UUID is what one copies from a checkpoint list (to download or register it);
+    a long metric name in the header pushed it out at 80 columns."""
+    from determined.cli._experiment_show import CHECKPOINT_COLUMNS
+    from determined.cli._remote import table_text
+
+    uuid = "4f9a1c2e-1111-2222-3333-444455556666"
+    row = {"trial_id": 17, "batches": 1500, "state": "COMPLETED", "validation_error": 0.0131579,
+           "uuid": uuid, "size_bytes": 81510, "end_time": "2026-11-27T10:24:41+00:00"}
+    # As `det e lc` makes them: the searcher metric's column has the metric's name.
+    columns = [c if c != "validation" else "validation_error" for c in CHECKPOINT_COLUMNS]
+    text = table_text([row], columns, width=80)
+    assert all(len(line) <= 80 for line in text.splitlines()), text
+    assert uuid in text and "0.0131579" in text and "COMPLETED" in text, text
+
+
 def test_follow_status_line_fits_80_columns():
     import io
 

@@ -406,3 +406,15 @@ def test_progress_counts_trained_units_before_any_validation(unit, per_epoch, ex
     assert core.progress() == 0.0
     sim.apply(core.trial_trained(1, 2, {"loss": 1.0}))  # 2 of 8 batches
     assert core.progress() == expected
+
+
+def test_progress_counts_part_of_an_epoch() -> None:
+    """A trial part-way through an epoch shows that part: 2 batches of 4 records are 0.8
+    of a 10-record epoch, 0.2 of 4 epochs (not 0 until a whole epoch is done)."""
+    config = make_config("single")
+    config["searcher"]["max_length"] = {"epochs": 4}
+    config["records_per_epoch"] = 10
+    core, sim = new(validate_config(config))
+    sim.start(1)
+    sim.apply(core.trial_trained(1, 2, {"loss": 1.0}))
+    assert core.progress() == pytest.approx(0.2)

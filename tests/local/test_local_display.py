@@ -74,3 +74,19 @@ def test_best_trial_line_uses_short_numbers():
     text = _render(result, 80)
     line = text[text.index("Best trial"):]
     assert "learning_rate=0.2614" in line and "0.26139934" not in line, line
+
+
+def test_restart_lines_say_where_the_trial_restarts_from():
+    """A trial that failed before any checkpoint restarts from the beginning (the line
+    said "from its latest checkpoint" either way)."""
+    out = io.StringIO()
+    console = Console(file=out, width=200, color_system=None)
+    view = {"trial_id": 2, "hparams": {}, "batches": 0, "best_metric": None, "restarts": 1,
+            "latest_checkpoint": None, "checkpoint_batches": 0}
+    with ProgressDisplay(console, "validation_error", lambda: 0.0) as display:
+        display.event("restart", view, {"error": "ValueError: boom"})
+        display.event("restart", dict(view, restarts=2, latest_checkpoint="c-1",
+                                      checkpoint_batches=20), {"error": "ValueError: boom"})
+    lines = [l for l in out.getvalue().splitlines() if "failed" in l]
+    assert lines[0].endswith("trial 2 failed (ValueError: boom); restart 1, from the beginning")
+    assert lines[1].endswith("restart 2, from checkpoint c-1 at 20 batches"), lines

@@ -86,3 +86,43 @@ def test_resume_after_interrupt_matches_uninterrupted_run(tmp_path, tiny_dir, si
         sorted(_validations(tmp_path / "a").values())
     again = run_det(["e", "resume", "1", "--local-dir", local])
     assert again.returncode != 0 and "already COMPLETED" in again.stdout + again.stderr
+
+
+def test_resumed_progress_counts_the_trials_done_before(tmp_path, tiny_dir):
+    """The status line of a resumed search counts every ended trial, not only those that
+    ended after the resume ("0 running, 1 done" closed a search of 6 trials)."""
+    import sqlite3
+
+    config = _config(tmp_path, tiny_dir)
+    cfg = yaml.safe_load(config.read_text())
+    cfg["searcher"]["max_trials"] = 6
+    config.write_text(yaml.safe_dump(cfg))
+    local = tmp_path / "local"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(tiny_dir),
+         "--local-dir", str(local), "--no-progress"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def ended() -> int:
+        try:
+            with sqlite3.connect(local / "local.db") as db:
+                return db.execute("SELECT COUNT(*) FROM trials WHERE state IN "
+                                  "('COMPLETED', 'CANCELED', 'ERROR')").fetchone()[0]
+        except sqlite3.Error:
+            return 0
+
+    deadline = time.monotonic() + 300
+    while ended() < 1:
+        assert proc.poll() is None, "the search ended before it could be interrupted"
+        assert time.monotonic() < deadline, "no trial ended"
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=180)
+    before = ended()
+    assert before < 6
+
+    out = run_det(["e", "resume", "1", "--local-dir", local], timeout=400,
+                  env={"COLUMNS": "200"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    status = [line for line in out.stdout.splitlines() if line.startswith("search ")]
+    assert status and "0 running, 6 done" in status[-1], out.stdout

@@ -144,6 +144,10 @@ def _final_line(exp: Dict[str, Any], console: Console) -> None:
         text += f": best {searcher['metric']} {best['best_validation']:.6g} (trial {best['id']})"
         if best.get("latest_checkpoint"):  # a line of its own: 80 columns, and easy to copy
             text += f"\nIts latest checkpoint: {best['latest_checkpoint']}"
+    failed = sorted(t["id"] for t in exp["trials"] if t["state"] == "ERROR")
+    if failed:  # why it failed is in their logs
+        text += (f"\n{len(failed)} trial(s) failed: {', '.join(map(str, failed))}; "
+                 f"see why with `det trial logs {failed[0]}`")
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 

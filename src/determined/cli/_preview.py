@@ -17,13 +17,18 @@ def add_parser(nouns: Any) -> None:
 def _preview(args: argparse.Namespace) -> int:
     from collections import Counter
 
+    import yaml
     from rich.console import Console
     from rich.table import Table
 
     from determined import searcher as searchers
     from determined.config import load_config, validate_config
 
-    cfg = validate_config(load_config(args.config_file), source=f"experiment config {args.config_file}")
+    raw = load_config(args.config_file)
+    # The same plan on every run: the simulated trials' seeds come from the experiment's.
+    if isinstance(raw.get("reproducibility", {}), dict):
+        raw["reproducibility"] = {"experiment_seed": 0, **raw.get("reproducibility", {})}
+    cfg = validate_config(raw, source=f"experiment config {args.config_file}")
     # Every trial reports the same metric, so nobody is promoted early: the plan's shape.
     result = searchers.simulate(cfg, lambda hparams, length, seed: float(seed % 1000))
     lengths = Counter()
@@ -34,7 +39,11 @@ def _preview(args: argparse.Namespace) -> int:
     unit = (searcher.unit.value if searcher.unit is not None else
             searcher.time_metric.name if searcher.time_metric else "steps")
     console = Console()
-    console.print(f"Using search configuration: {cfg['searcher']}", soft_wrap=True)
+    # As 0.13 printed it: YAML, one field a line (unset fields left out).
+    searcher_yaml = yaml.safe_dump({k: v for k, v in cfg["searcher"].items() if v is not None},
+                                   default_flow_style=False, sort_keys=False)
+    console.print("Using search configuration:", markup=False, highlight=False)
+    console.print(searcher_yaml.rstrip(), markup=False, highlight=False, soft_wrap=True)
     table = Table()
     table.add_column("trials")
     table.add_column(f"training ({unit})")

@@ -207,8 +207,11 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
     labels = [LABELS.get(c, c) for c in columns]
     cells = [[cell(r.get(c)).replace("\n", " ") for c in columns] for r in rows]
     widths = [max([len(label)] + [len(row[i]) for row in cells]) for i, label in enumerate(labels)]
-    floors = [min(w, max(len(label), 8, _KEEP_WIDTH.get(c, 0)))
-              for w, label, c in zip(widths, labels, columns)]
+    # A header longer than its values (a metric's name) may be shortened to them: a
+    # checkpoint list at 80 columns then keeps its UUIDs.
+    floors = [min(w, max(8, _KEEP_WIDTH.get(c, 0),
+                         min(len(label), max([0] + [len(row[i]) for row in cells]))))
+              for i, (w, label, c) in enumerate(zip(widths, labels, columns))]
     shown = list(range(len(columns)))
 
     def total(idx: List[int]) -> int:
@@ -267,6 +270,8 @@ def read_config_text(path: str) -> str:
     try:
         yaml.safe_load(text)
     except yaml.YAMLError as e:
-        raise InvalidConfigError([("", f"not valid YAML: {e}")],
+        from determined.config import yaml_error_text  # pydantic: only on this path
+
+        raise InvalidConfigError([("", f"not valid YAML: {yaml_error_text(e)}")],
                                  source=f"config file {path}") from None
     return text

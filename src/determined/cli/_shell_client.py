@@ -3,7 +3,8 @@ PTY over a websocket through the master's proxy (see ``determined.tasks.shell``)
 
 In a terminal, the local tty is put in raw mode (keys such as Ctrl-C go to the remote
 shell), and window size changes are sent as ``{"resize": [rows, cols]}``. Without a
-terminal (a pipe), stdin is sent as it is and output copied to stdout.
+terminal (a pipe), the task runs stdin as a script (no prompts or echo: ``?batch=1``),
+its output is copied to stdout and its exit code is returned.
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ def open_shell(master_url: str, task_id: str, token: str) -> int:
     from websockets.sync.client import connect
 
     url = master_url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
-    ws = connect(f"{url}/proxy/{task_id}/", additional_headers={
-        "Authorization": f"Bearer {token}"}, max_size=None)
     interactive = sys.stdin.isatty()
+    ws = connect(f"{url}/proxy/{task_id}/" + ("" if interactive else "?batch=1"),
+                 additional_headers={"Authorization": f"Bearer {token}"}, max_size=None)
     old: Any = None
     stdin_fd = sys.stdin.fileno()
     if interactive:
@@ -60,8 +61,13 @@ def open_shell(master_url: str, task_id: str, token: str) -> int:
 
     threading.Thread(target=pump_stdin, daemon=True).start()
     out = sys.stdout.buffer
+    code = 0
     try:
         for message in ws:
+            if isinstance(message, str) and not interactive:  # the last one: {"exit": N}
+                code = int(json.loads(message).get("exit", 0))
+                code = 128 - code if code < 0 else code  # killed by a signal, as a shell says
+                continue
             out.write(message if isinstance(message, bytes) else message.encode())
             out.flush()
     except Exception:
@@ -72,4 +78,4 @@ def open_shell(master_url: str, task_id: str, token: str) -> int:
 
             termios.tcsetattr(stdin_fd, termios.TCSADRAIN, old)
         ws.close()
-    return 0
+    return code

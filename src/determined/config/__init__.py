@@ -34,6 +34,7 @@ from determined.config._load import (
     merge_over_defaults,
     parse_yaml,
     validate_config,
+    yaml_error_text,
 )
 from determined.config._schema import check_labels
 from determined.config._secrets import masked_config
@@ -74,6 +75,7 @@ __all__ = [
     "merge_over_defaults",
     "one_batch_lengths",
     "parse_yaml",
+    "yaml_error_text",
     "script_command",
     "script_file",
     "test_mode_config",

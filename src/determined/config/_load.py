@@ -39,6 +39,7 @@ __all__ = [
     "merge_over_defaults",
     "parse_yaml",
     "validate_config",
+    "yaml_error_text",
 ]
 
 # Values that aliases may add to a config beyond those written out in its text.
@@ -93,6 +94,20 @@ def _unshare(node: Any) -> Any:
     return node
 
 
+def yaml_error_text(error: Exception) -> str:
+    """A YAML error (PyYAML's or ruamel's) for people: the position and the problem, e.g.
+    ``line 4, column 1: expected ',' or ']', but got '<stream end>' (while parsing a flow
+    sequence from line 3, column 11)``, without the parser's echo of the text (which names "<unicode string>")."""
+    problem, mark = getattr(error, "problem", None), getattr(error, "problem_mark", None)
+    if not problem:
+        return str(error)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    context, started = getattr(error, "context", None), getattr(error, "context_mark", None)
+    if context and started is not None:
+        context += f" from line {started.line + 1}, column {started.column + 1}"
+    return where + problem + (f" ({context})" if context else "")
+
+
 def parse_yaml(text: str, source: str = "experiment config") -> Dict[str, Any]:
     """Parse YAML 1.2 text that must hold a mapping.
 
@@ -107,7 +122,8 @@ def parse_yaml(text: str, source: str = "experiment config") -> Dict[str, Any]:
     try:
         data = _yaml_loader().load(text)
     except YAMLError as e:
-        raise InvalidConfigError([("", f"not valid YAML: {e}")], source) from None
+        raise InvalidConfigError([("", f"not valid YAML: {yaml_error_text(e)}")],
+                                 source) from None
     except RecursionError:
         raise InvalidConfigError([("", "not valid YAML: nested too deeply")], source) from None
     if data is None:

@@ -95,6 +95,20 @@ class Length:
         epochs = batches * global_batch_size // records_per_epoch if records_per_epoch > 0 else 0
         return cls(unit, epochs)
 
+    @staticmethod
+    def fraction_from_batches(unit: Unit, batches: int, global_batch_size: int,
+                              records_per_epoch: int = 0) -> float:
+        """Like :meth:`from_batches`, but keeps the fraction of an unfinished epoch (for
+        progress: 186 batches of 32 are 3.97 epochs of 1500 records, not 3).
+
+        Example:
+            >>> Length.fraction_from_batches(Unit.EPOCHS, 10, 32, records_per_epoch=100)
+            3.2
+        """
+        if unit is not Unit.EPOCHS:
+            return float(Length.from_batches(unit, batches, global_batch_size).units)
+        return batches * global_batch_size / records_per_epoch if records_per_epoch > 0 else 0.0
+
     def __str__(self) -> str:
         return f"{self.units} {self.unit.value}"
 

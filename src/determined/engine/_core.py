@@ -348,8 +348,8 @@ class ExperimentCore(ScriptTrials):
         unit, per_epoch = self.searcher.unit, self.cfg.records_per_epoch
         trained: Dict[int, float] = {
             r: (self._script_units(t) if self.scripted  # steps are in the searcher's unit
-                else Length.from_batches(unit, t.batches, global_batch_size(t.hparams) or 1,
-                                         per_epoch).units)
+                else Length.fraction_from_batches(unit, t.batches,
+                                                  global_batch_size(t.hparams) or 1, per_epoch))
             for r, t in self.trials.items()}
         return round(min(1.0, self.searcher.progress(trained)), 4)
 

@@ -37,7 +37,7 @@ from determined.harness._sequencer import Sequencer
 from determined.harness._usercode import load_trial_class
 from determined.harness._workload import Kind
 from determined.storage import StorageManager, copy_code, read_metadata, write_metadata
-from determined.util import plain_values
+from determined.util import format_metrics, plain_values
 
 __all__ = ["TrialRunner", "ExitReason"]
 
@@ -238,6 +238,8 @@ class TrialRunner:
                                             and not math.isnan(value)
                                             and self.host.is_best_validation(value))
             self._report_validation(metrics, completes_op)
+            logger.info("validation at %d batches: %s", self.batches_trained,
+                        format_metrics(values))
             if self.tensorboard is not None:
                 self.tensorboard.validation(self.batches_trained, values)
         if self.dist is not None:
@@ -268,6 +270,7 @@ class TrialRunner:
             if not self.storage.local_paths:  # an object store: no second download
                 self.controller.on_checkpoint_end(path)
         self.host.report_checkpoint(self.batches_trained, ckpt_uuid, metadata)
+        logger.info("checkpoint %s at %d batches", ckpt_uuid, self.batches_trained)
         if self.storage.local_paths:
             with self.storage.restore_path(ckpt_uuid) as path:
                 self.controller.on_checkpoint_end(path)

@@ -76,6 +76,23 @@ def user_code_error(exc: BaseException, cls: Type[Any], method: str) -> UserCode
     return UserCodeError(message, _user_traceback(exc))
 
 
+#: Top-level modules that come with an extra of this package (pyproject.toml).
+_EXTRA_OF_MODULE = {"torch": "pytorch", "tensorflow": "tensorflow", "sklearn": "examples",
+                    "lightning": "lightning", "transformers": "transformers",
+                    "accelerate": "transformers", "boto3": "s3", "ray": "ray"}
+
+
+def _extra_hint(exc: BaseException) -> str:
+    """For a module that one of this package's extras installs (the default install has
+    ``pytorch`` and ``examples`` only): which extra to install."""
+    name = getattr(exc, "name", None) if isinstance(exc, ModuleNotFoundError) else None
+    extra = _EXTRA_OF_MODULE.get((name or "").split(".")[0])
+    if extra is None:
+        return ""
+    return (f" (it comes with determined's {extra} extra: pip install 'determined[{extra}]', "
+            f"or -e '.[{extra}]' in a checkout, where the trial runs)")
+
+
 def load_trial_class(entrypoint: str, model_dir: str, base: Optional[Type[Any]] = None) -> Type[Any]:
     """Import ``<module>:<object>`` from ``model_dir`` and return the object.
 
@@ -115,7 +132,8 @@ def load_trial_class(entrypoint: str, model_dir: str, base: Optional[Type[Any]] 
         obj: Any = importlib.import_module(module_name)
     except Exception as e:  # user module raised at import time
         raise UserCodeError(
-            f"entrypoint {entrypoint!r}: importing {rel}.py raised {type(e).__name__}: {e}",
+            f"entrypoint {entrypoint!r}: importing {rel}.py raised {type(e).__name__}: {e}"
+            + _extra_hint(e),
             _user_traceback(e),
         ) from None
     for part in attr_path.split("."):

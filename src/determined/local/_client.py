@@ -98,8 +98,9 @@ class LocalClient:
                 try:
                     return handler(*match.groups(), params=params or {}, json=json)
                 except NotFoundError as e:
-                    raise APIError(f"{e} in the local records of {self.local_dir} "
-                                   "(HTTP 404)", 404) from None
+                    # No "(HTTP 404)": no HTTP took place.
+                    raise APIError(f"{e} in the local records of {self.local_dir}",
+                                   404) from None
         raise MasterError(f"{method} {path} needs a master: local experiments can only be "
                           "read (without --local, commands go to the master at -m/$DET_MASTER)")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from rich.console import Console
 from rich.markup import escape
@@ -12,14 +12,10 @@ from rich.table import Table
 
 from determined._metric_order import MetricOrder
 from determined.local._result import ExperimentResult
+from determined.util import format_metrics
+from determined.util import format_value as _fmt
 
-__all__ = ["ProgressDisplay", "print_summary", "format_hparams"]
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+__all__ = ["ProgressDisplay", "print_summary", "format_hparams", "trial_counts"]
 
 
 def format_hparams(hparams: Dict[str, Any], prefix: str = "") -> str:
@@ -34,15 +30,33 @@ def format_hparams(hparams: Dict[str, Any], prefix: str = "") -> str:
     return " ".join(parts)
 
 
-class ProgressDisplay:
-    """A progress bar for the search, with one line per notable trial event."""
+def trial_counts(core: Any) -> Dict[str, int]:
+    """The search's trials now, from its experiment core: ``running`` (a process runs or
+    is ending), ``done`` (completed or canceled, including trials a searcher closed
+    while they had no process) and ``errors``."""
+    from determined.engine import TrialState as S
 
-    def __init__(self, console: Console, metric: str, progress_fn: Any,
-                 order: MetricOrder = MetricOrder()):
+    states = [t.state for t in core.trials.values()]
+    return {"running": sum(s in (S.RUNNING, S.WAITING, S.STOPPING, S.KILLING) for s in states),
+            "done": sum(s in (S.COMPLETED, S.CANCELED) for s in states),
+            "errors": sum(s is S.ERROR for s in states)}
+
+
+class ProgressDisplay:
+    """A progress bar for the search, with one line per notable trial event.
+
+    ``progress_fn`` and ``counts_fn`` (see :func:`trial_counts`) say where the search
+    stands; ``best`` is its best metric so far (a resumed search has one)."""
+
+    def __init__(self, console: Console, metric: str, progress_fn: Callable[[], float],
+                 order: MetricOrder = MetricOrder(),
+                 counts_fn: Optional[Callable[[], Dict[str, int]]] = None,
+                 best: Optional[float] = None):
         self.console = console
         self.metric = metric
         self.order = order
         self.progress_fn = progress_fn
+        self.counts_fn = counts_fn
         self.progress = Progress(
             TextColumn("[bold]search"),
             BarColumn(),
@@ -53,8 +67,7 @@ class ProgressDisplay:
             transient=False,
         )
         self.task = self.progress.add_task("search", total=1.0, status="")
-        self.best: Optional[float] = None
-        self.counts = {"running": 0, "done": 0, "errors": 0}
+        self.best = best
 
     def __enter__(self) -> "ProgressDisplay":
         self.progress.start()
@@ -65,12 +78,14 @@ class ProgressDisplay:
         self.progress.stop()
 
     def refresh(self) -> None:
-        status = (
-            f"{self.counts['running']} running, {self.counts['done']} done"
-            + (f", {self.counts['errors']} failed" if self.counts["errors"] else "")
-            + (f" | best {self.metric} {_fmt(self.best)}" if self.best is not None else "")
-        )
-        self.progress.update(self.task, completed=self.progress_fn(), status=status)
+        parts = []
+        if self.counts_fn is not None:
+            counts = self.counts_fn()
+            parts.append(f"{counts['running']} running, {counts['done']} done"
+                         + (f", {counts['errors']} failed" if counts["errors"] else ""))
+        if self.best is not None:
+            parts.append(f"best {self.metric} {_fmt(self.best)}")
+        self.progress.update(self.task, completed=self.progress_fn(), status=" | ".join(parts))
 
     def _log(self, text: str) -> None:
         """One event line above the progress bar, with the time of day (no source
@@ -83,7 +98,6 @@ class ProgressDisplay:
         log = self._log
         tid = trial["trial_id"]
         if kind == "started":
-            self.counts["running"] += 1
             if details.get("resumed"):
                 log(f"trial {tid} resumed from checkpoint {trial['latest_checkpoint']} "
                     f"at {trial['checkpoint_batches']} batches")
@@ -95,19 +109,12 @@ class ProgressDisplay:
             if value is not None:
                 log(f"trial {tid} validated at {trial['batches']} batches: "
                     f"{self.metric}={_fmt(value)}")
-        elif kind == "suspended":
-            self.counts["running"] -= 1
-        elif kind == "closed":
-            if details.get("was_running", True):
-                self.counts["running"] -= 1
-            self.counts["done"] += 1
         elif kind == "restart":
-            self.counts["running"] -= 1
+            where = (f"checkpoint {trial['latest_checkpoint']} at {trial['checkpoint_batches']} "
+                     "batches" if trial["latest_checkpoint"] else "the beginning")
             log(f"[yellow]trial {tid} failed ({_first_line(details.get('error'))}); "
-                "restarting from its latest checkpoint")
+                f"restart {trial['restarts']}, from {where}")
         elif kind == "error":
-            self.counts["running"] -= 1
-            self.counts["errors"] += 1
             log(f"[red]trial {tid} failed:[/red]\n{escape(str(details.get('error')))}")
         if self.order.better(trial["best_metric"], self.best):
             self.best = trial["best_metric"]
@@ -180,8 +187,7 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
             + (f" ({shown})" if shown else "")
         )
     if bt is not None and bt["latest_validation"]:
-        metrics = ", ".join(f"{k}={_fmt(v)}" for k, v in bt["latest_validation"].items())
-        console.print(f"Its latest validation: {metrics}")
+        console.print(f"Its latest validation: {format_metrics(bt['latest_validation'])}")
     if result.best_checkpoint_path:
         console.print(f"Best checkpoint: {result.best_checkpoint_path}")
     console.print(f"Records: {result.directory}")

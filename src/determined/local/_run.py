@@ -23,6 +23,7 @@ from determined.local._driver import LocalDriver
 from determined.local._result import ExperimentResult
 from determined.local._store import OWNER, LocalStore, db_path, default_local_dir, open_store
 from determined.storage import build_storage
+from determined.util import format_metrics
 
 __all__ = ["run_local_experiment", "run_test_mode", "prepare_config"]
 
@@ -77,8 +78,8 @@ def run_test_mode(
     }
     console.print(
         f"[green]Model definition test succeeded[/green] in {summary['seconds']:.1f}s: trained 1 batch "
-        f"({_metrics(summary['training'])}), validated ({_metrics(summary['validation'])}), "
-        f"checkpointed and restored nothing lost."
+        f"({format_metrics(summary['training'])}), validated "
+        f"({format_metrics(summary['validation'])}), checkpointed and restored: nothing lost."
         if summary["checkpoints"]
         else "[yellow]Model definition test ran but wrote no checkpoint"
     )
@@ -119,10 +120,6 @@ def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console) -> Dict[s
     console.print(f"[green]Model definition test succeeded[/green] in "
                   f"{summary['seconds']:.1f}s: the script exited 0 and {reported} report(s)")
     return summary
-
-
-def _metrics(m: Dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in m.items())
 
 
 def run_local_experiment(
@@ -198,13 +195,15 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
     """Run ``driver`` to its end (with a progress display when asked), close ``store``
     and print the summary table; returns the driver's result."""
     from determined._metric_order import MetricOrder
-    from determined.local._display import ProgressDisplay, print_summary
+    from determined.local._display import ProgressDisplay, print_summary, trial_counts
 
     try:
         if show_progress:
             # The core counts what trials trained so far (scripts: their reported progress).
             display = ProgressDisplay(console, cfg["searcher"]["metric"],
-                                      lambda: driver.core.progress(), MetricOrder.of(cfg))
+                                      lambda: driver.core.progress(), MetricOrder.of(cfg),
+                                      lambda: trial_counts(driver.core),
+                                      best=driver.core.best_validation())
             driver.on_event = display.event
             with display:
                 result = driver.run()

@@ -106,7 +106,7 @@ def task_command(kind: str, config: Dict[str, Any], task_id: str, task_dir: str,
         env.update({"JUPYTER_RUNTIME_DIR": os.path.join(jupyter, "runtime"),
                     "JUPYTER_CONFIG_DIR": os.path.join(jupyter, "config"),
                     "IPYTHONDIR": os.path.join(jupyter, "ipython")})
-        argv = [py, "-m", "jupyterlab", "--no-browser", f"--ip={host}",
+        argv = [py, "-m", "determined.tasks.notebook", "--no-browser", f"--ip={host}",
                 f"--port={port}", "--ServerApp.port_retries=0",
                 f"--ServerApp.base_url={prefix}/", f"--ServerApp.root_dir={work}",
                 f"--IdentityProvider.token={token}",

@@ -6,6 +6,11 @@ terminal line discipline turns it into SIGINT for the foreground job); binary
 messages to the client are the PTY's output; a text message
 ``{"resize": [rows, cols]}`` sets the window size (the shell gets SIGWINCH). The
 connection closes when the shell exits; the server keeps serving new connections.
+
+``?batch=1`` (``det shell start`` in a pipe): no PTY and no interactive shell, so no
+prompts, echo or terminal escapes; the client's bytes are the shell's stdin (byte 4, the
+client's end of input, closes it), its stdout and stderr come back, and a last text
+message ``{"exit": CODE}`` carries its exit code.
 With ``$DET_TASK_TOKEN`` set (tasks always set it) a connection must send
 ``Authorization: token <it>`` (the master's proxy adds it): on a remote agent the
 server listens on the agent's own address, where others could reach it.
@@ -24,9 +29,11 @@ import os
 import pty
 import signal
 import struct
+import subprocess
 import termios
 import threading
 from typing import Any, List, Optional
+from urllib.parse import urlsplit
 
 __all__ = ["main", "set_window_size"]
 
@@ -45,7 +52,53 @@ def _shell_argv() -> List[str]:
     return [shell, "-i"]
 
 
+def _serve_batch(ws: Any, workdir: str) -> None:
+    """A shell reading the client's bytes as a script (see the module's docstring)."""
+    shell = _shell_argv()[0]
+    proc = subprocess.Popen([shell], cwd=workdir, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    logger.info("shell %d started (batch)", proc.pid)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def pump_input() -> None:
+        try:
+            for message in ws:
+                if isinstance(message, bytes):
+                    end = message.endswith(b"\x04")
+                    proc.stdin.write(message[:-1] if end else message)
+                    proc.stdin.flush()
+                    if end:
+                        break
+        except Exception:  # the client went away, or the shell closed its stdin
+            pass
+        finally:
+            try:
+                proc.stdin.close()
+            except OSError:
+                pass
+
+    threading.Thread(target=pump_input, daemon=True).start()
+    try:
+        for data in iter(lambda: os.read(proc.stdout.fileno(), 65536), b""):
+            ws.send(data)
+        code = proc.wait()
+        ws.send(json.dumps({"exit": code}))
+    except Exception:  # the client went away: end the shell and what it started
+        try:
+            os.killpg(proc.pid, signal.SIGHUP)
+        except OSError:
+            pass
+        proc.wait()
+    finally:
+        ws.close()
+        logger.info("shell %d ended (batch)", proc.pid)
+
+
 def _serve_connection(ws: Any, workdir: str) -> None:
+    if "batch=1" in urlsplit(ws.request.path).query.split("&"):
+        _serve_batch(ws, workdir)
+        return
     pid, fd = pty.fork()
     if pid == 0:  # the child: the shell, with the PTY as its controlling terminal
         try:

@@ -49,6 +49,26 @@ def finished(shared_master, tmp_path_factory):
     return {"ids": (first, second), "followed": followed, "waited": waited}
 
 
+def test_follow_of_a_failed_experiment_names_the_failed_trial(shared_master, tmp_path):
+    """An ERROR experiment's last line said only "Experiment N ERROR": it names the
+    failed trial and the command that shows why."""
+    tiny_dir = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "tiny_pytorch"
+    cfg = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    cfg["hyperparameters"]["fail_at_batch"] = 3
+    cfg["max_restarts"] = 0
+    config = tmp_path / "fails.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    out = det(shared_master, "e", "create", config, tiny_dir, "-f", code=1)
+    exp_id = int(out.stdout.split("Created experiment ")[1].split()[0])
+    (trial,) = json.loads(det(shared_master, "e", "describe", exp_id, "--json").stdout)[0][
+        "trials"]
+    lines = out.stderr.strip().splitlines()
+    assert lines[-2] == f"Experiment {exp_id} ERROR", lines
+    assert lines[-1] == (f"1 trial(s) failed: {trial['id']}; see why with "
+                         f"`det trial logs {trial['id']}`"), lines
+    assert "planned failure at batch 3" in det(shared_master, "t", "logs", trial["id"]).stdout
+
+
 def test_follow_shows_progress_logs_and_best_metric(shared_master, finished):
     first, second = finished["ids"]
     out = finished["followed"]

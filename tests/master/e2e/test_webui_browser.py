@@ -368,3 +368,34 @@ def test_learning_curve_chart_speed(cluster, browser, out_dir, speed):
     assert speed["chart_100x10000_ms"] > 0
     shot(page, out_dir, "chart-bench")
     assert not errors, errors
+
+
+# Each description link: its box width and the width of its longest word in its font.
+DESCRIPTION_WIDTHS = """() => [...document.querySelectorAll('[data-testid=experiment-table] .desc')]
+  .map((el) => {
+    const ctx = document.createElement('canvas').getContext('2d');
+    ctx.font = getComputedStyle(el).font;
+    const words = el.textContent.split(/\\s+/).filter(Boolean);
+    return [el.textContent, el.getBoundingClientRect().width,
+            Math.max(...words.map((w) => ctx.measureText(w).width))];
+  })"""
+
+
+def test_descriptions_wrap_between_words_on_a_narrow_window(cluster, browser, out_dir):
+    """At 800 pixels the description column kept about 85 of them and broke words in two
+    ("hyperparam|eters"); it wraps between words, and the table scrolls in its box."""
+    page, errors = browser
+    client, exp_id = cluster["client"], cluster["search"]
+    long = "digits MLP, ASHA search over five hyperparameters"
+    assert client.patch(f"/experiments/{exp_id}", json={"description": long}).status_code == 200
+    try:
+        page.set_viewport_size({"width": 800, "height": 900})
+        page.goto(cluster["master"].url + "/experiments")
+        page.locator("[data-testid=experiment-table] .desc", has_text=long).wait_for()
+        shot(page, out_dir, "experiments-narrow")
+        widths = page.evaluate(DESCRIPTION_WIDTHS)
+        assert widths and all(box + 0.5 >= word for _, box, word in widths), widths
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 900})
+        client.patch(f"/experiments/{exp_id}", json={"description": "tiny search"})
+    assert not errors, errors

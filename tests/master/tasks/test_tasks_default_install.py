@@ -61,12 +61,21 @@ def test_shell_start_in_a_pipe_runs_commands_and_ends(master):
                          input="echo PIPED$((2+3))\nexit\n", capture_output=True, text=True,
                          timeout=180, env=dict(os.environ, **_env(master)))
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "PIPED5" in out.stdout, out.stdout + out.stderr
+    # Only the commands' output: no prompt, echo or terminal escapes.
+    assert out.stdout == "PIPED5\n", out.stdout + out.stderr
     assert "Launched shell" in out.stderr
     # The readiness check did not make the shell's server log tracebacks.
     task_id = out.stderr.split("Launched shell ")[1].split()[0]
     logs = run_det(["shell", "logs", task_id], env=_env(master)).stdout
     assert "Traceback" not in logs, logs
+
+
+def test_shell_start_in_a_pipe_exits_with_the_scripts_exit_code(master):
+    out = subprocess.run([sys.executable, "-m", "determined.cli", "shell", "start"],
+                         input="echo before >&2\nexit 3\necho never\n", capture_output=True,
+                         text=True, timeout=180, env=dict(os.environ, **_env(master)))
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert out.stdout == "before\n", out.stdout + out.stderr  # the shell's stderr too
 
 
 def test_shell_start_in_a_terminal(master):

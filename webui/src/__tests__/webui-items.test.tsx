@@ -8,7 +8,7 @@ import { markerIndices } from "../components/LineChart";
 import { defaultMetricKey } from "../pages/TrialPage";
 import { ConfirmButton, Progress } from "../components/Bits";
 import { axisTicks, buildAxes, contourGrid, inBrushes, type HpPoint } from "../components/HparamViews";
-import { logHparamNames } from "../pages/ExperimentPage";
+import { FailedTrials, logHparamNames } from "../pages/ExperimentPage";
 import { CurveLegend } from "../components/Curves";
 
 afterEach(cleanup);
@@ -72,6 +72,35 @@ describe("confirmation and progress", () => {
     expect(progressLabel("ACTIVE", 0.426)).toBe("43%");
     render(<Progress value={1} state="ERROR" />);
     expect(screen.getByTestId("progress").textContent).not.toContain("100%");
+  });
+});
+
+describe("failed trials on the experiment page", () => {
+  const trial = (id: number, state: string) => ({ id, experiment_id: 4, request_id: String(id), state, hparams: {}, seed: 1, restarts: 0, total_batches: 0, best_validation: null, latest_checkpoint: null, start_time: null, end_time: null });
+  it("links each failed trial (its log holds the error), and shows nothing when none failed", () => {
+    render(<MemoryRouter><dl><FailedTrials experimentId={4} trials={[trial(18, "COMPLETED"), trial(19, "ERROR"), trial(21, "ERROR")]} /></dl></MemoryRouter>);
+    const cell = screen.getByTestId("failed-trials");
+    expect(cell.textContent).toBe("trial 19, trial 21 · their logs say why");
+    expect([...cell.querySelectorAll("a")].map((a) => a.getAttribute("href"))).toEqual(["/experiments/4/trials/19", "/experiments/4/trials/21"]);
+    cleanup();
+    render(<MemoryRouter><dl><FailedTrials experimentId={4} trials={[trial(18, "COMPLETED")]} /></dl></MemoryRouter>);
+    expect(screen.queryByTestId("failed-trials")).toBeNull();
+  });
+});
+
+describe("master logs", () => {
+  it("shows each line's time as the other pages do (local, to the second), the exact one on hover", async () => {
+    const ts = "2026-11-27T10:24:13.240955+00:00";
+    vi.stubGlobal("fetch", vi.fn(async () => new Response(JSON.stringify(
+      { logs: [{ id: 1, timestamp: ts, level: "INFO", line: "lifecycle: trial 3 COMPLETED" }] }), { status: 200 })));
+    const { default: MasterLogs } = await import("../pages/MasterLogs");
+    render(<MemoryRouter><MasterLogs /></MemoryRouter>);
+    const line = await screen.findByText((_, el) => el?.className.startsWith("log-line") === true);
+    const time = line.querySelector("span")!;
+    expect(time.textContent).toBe(new Date(ts).toLocaleString());
+    expect(time.getAttribute("title")).toBe(ts);
+    expect(line.textContent).toContain("[INFO] lifecycle: trial 3 COMPLETED");
+    vi.unstubAllGlobals();
   });
 });
 

@@ -214,11 +214,30 @@ function Summary({ exp, mayEdit, onChanged }: { exp: ExperimentDetail; mayEdit: 
         <dt>Best</dt><dd>{formatNumber(exp.best_metric)}</dd>
         <dt>Progress</dt><dd><Progress value={exp.progress} state={exp.state} /></dd>
         <dt>Trials</dt><dd>{exp.trials.length}</dd>
+        <FailedTrials experimentId={exp.id} trials={exp.trials} />
         <dt>Started</dt><dd>{formatTime(exp.start_time)} · {formatDuration(exp.duration)}</dd>
         {exp.parent_id != null && (<><dt>Forked from</dt><dd><Link to={`/experiments/${exp.parent_id}`}>{exp.parent_id}</Link></dd></>)}
       </dl>
       <ErrorLine error={error} />
     </div>
+  );
+}
+
+/** Links to the failed trials (an ERROR experiment's page said nothing of why): their
+ * logs hold the error. Nothing when none failed. */
+export function FailedTrials({ experimentId, trials }: { experimentId: number; trials: Trial[] }) {
+  const failed = trials.filter((t) => t.state === "ERROR");
+  if (failed.length === 0) return null;
+  return (
+    <>
+      <dt>Failed</dt>
+      <dd data-testid="failed-trials">
+        {failed.map((t, i) => (
+          <span key={t.id}>{i > 0 && ", "}<Link to={`/experiments/${experimentId}/trials/${t.id}`}>trial {t.id}</Link></span>
+        ))}
+        <span className="muted"> · {failed.length === 1 ? "its log says" : "their logs say"} why</span>
+      </dd>
+    </>
   );
 }
 

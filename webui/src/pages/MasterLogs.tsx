@@ -2,6 +2,7 @@
 import { useEffect, useRef, useState } from "react";
 import { api, ApiError } from "../api";
 import { ErrorLine } from "../components/Bits";
+import { formatTime } from "../format";
 
 interface MasterLine { id: number; timestamp: string; level?: string; line: string }
 
@@ -47,7 +48,7 @@ export default function MasterLogs() {
       <pre ref={box} className="log" data-testid="master-logs">
         {shown.map((l) => (
           <div key={l.id} className={`log-line level-${(l.level ?? "").toLowerCase()}`}>
-            <span className="muted">{l.timestamp}</span> {l.level ? `[${l.level}] ` : ""}{l.line}
+            <span className="muted" title={l.timestamp}>{formatTime(l.timestamp)}</span> {l.level ? `[${l.level}] ` : ""}{l.line}
           </div>
         ))}
       </pre>
