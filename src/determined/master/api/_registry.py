@@ -11,8 +11,10 @@
 - ``GET /models/{name}/versions/{version}`` (0: the latest).
 
 A model is ``{name, description, metadata, creation_time, last_updated_time,
-num_versions}``; a version ``{model, version, creation_time, checkpoint}`` with the
-checkpoint as ``GET /checkpoints/{uuid}`` shows it.
+num_versions}``; a version ``{model, version, creation_time, checkpoint, searcher_metric}``
+with the checkpoint as ``GET /checkpoints/{uuid}`` shows it and ``searcher_metric``
+``{name, smaller_is_better, value}``: the metric of the experiment that wrote the
+checkpoint, and its value at the checkpoint (null without a validation there).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from fastapi import Depends, Query
 from determined.master._core import Master
 from determined.master.api._auth import require_admin
 from determined.master.api._errors import fail
+from determined.master.api._ui_queries import searcher_metric
 from determined.master.db import ConflictError, User
 from determined.master.views import iso
 
@@ -65,9 +68,17 @@ def registry_router(master: Master, caller: Any,
     Caller = Depends(caller)
 
     def version_json(v: Any) -> Dict[str, Any]:
+        checkpoint = store.get_checkpoint(v.checkpoint_uuid)
         return {"model": model_json(store.get_model(v.model_name)), "version": v.version,
                 "creation_time": iso(v.creation_time),
-                "checkpoint": checkpoint_json(store.get_checkpoint(v.checkpoint_uuid))}
+                "checkpoint": checkpoint_json(checkpoint),
+                "searcher_metric": searcher_metric_json(checkpoint)}
+
+    def searcher_metric_json(checkpoint: Any) -> Dict[str, Any]:
+        name, smaller = searcher_metric(store.get_experiment(checkpoint.experiment_id).config)
+        value = (checkpoint.validation or {}).get(name)
+        usable = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return {"name": name, "smaller_is_better": smaller, "value": value if usable else None}
 
     @api.get("")
     def list_models(sort_by: str = Query("name", pattern="^(name|description|creation_time|"
