@@ -8,11 +8,14 @@ import TrialPage from "./pages/TrialPage";
 import ClusterPage from "./pages/ClusterPage";
 import TaskList from "./pages/TaskList";
 import MasterLogs from "./pages/MasterLogs";
+import ModelList from "./pages/ModelList";
+import ModelPage from "./pages/ModelPage";
 import ChartBench from "./pages/ChartBench";
 
 /** Top-level pages in the navigation bar; another page adds its entry here and a route below. */
 export const NAV = [
   { to: "/experiments", label: "Experiments" },
+  { to: "/models", label: "Models" },
   { to: "/tasks", label: "Tasks" },
   { to: "/cluster", label: "Cluster" },
   { to: "/logs", label: "Master logs" },
@@ -58,6 +61,8 @@ function Shell() {
           <Route path="/experiments/:id" element={<ExperimentPage />} />
           <Route path="/experiments/:id/trials/:trialId" element={<TrialPage />} />
           <Route path="/trials/:trialId" element={<TrialPage />} />
+          <Route path="/models" element={<ModelList />} />
+          <Route path="/models/:name" element={<ModelPage />} />
           <Route path="/tasks" element={<TaskList />} />
           <Route path="/cluster" element={<ClusterPage />} />
           <Route path="/logs" element={<MasterLogs />} />

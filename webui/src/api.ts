@@ -134,6 +134,24 @@ export interface Checkpoint {
   end_time: string | null;
 }
 
+/** A registered model as ``GET /models`` returns it (``master/api/_registry.py``). */
+export interface RegistryModel {
+  name: string;
+  description: string;
+  metadata: Record<string, unknown>;
+  creation_time: string | null;
+  last_updated_time: string | null;
+  num_versions: number;
+}
+
+/** A model version: a checkpoint, with its experiment's searcher metric and its value there. */
+export interface ModelVersion {
+  version: number;
+  creation_time: string | null;
+  checkpoint: Checkpoint;
+  searcher_metric: { name: string; smaller_is_better: boolean; value: number | null };
+}
+
 export interface LogLine {
   id: number;
   timestamp: string;

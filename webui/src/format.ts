@@ -62,6 +62,13 @@ export function smooth(values: (number | null)[], weight: number): (number | nul
   });
 }
 
+/** A checkpoint's validation metrics by name (flat, or under ``validation_metrics``). */
+export function validationMetrics(validation: Record<string, unknown> | null | undefined): Record<string, unknown> {
+  const nested = validation?.validation_metrics;
+  if (nested && typeof nested === "object") return nested as Record<string, unknown>;
+  return validation ?? {};
+}
+
 /** Compare for sorting: numbers numerically, strings naturally, empty last. */
 export function compareValues(a: unknown, b: unknown): number {
   const empty = (x: unknown) => x == null || x === "" || (typeof x === "number" && isNaN(x));

@@ -60,3 +60,8 @@ export function Labels({ labels }: { labels: string[] }) {
     </span>
   );
 }
+
+/** User metadata (a checkpoint's, a model's) in one line of JSON. */
+export function Metadata({ value }: { value: Record<string, unknown> | null | undefined }) {
+  return <code className="small">{JSON.stringify(value ?? {})}</code>;
+}

@@ -2,9 +2,9 @@
 import { useEffect, useState } from "react";
 import { Link } from "react-router";
 import { api, authHeaders, type Checkpoint } from "../api";
-import { formatBytes, formatNumber, formatTime } from "../format";
+import { formatBytes, formatNumber, formatTime, validationMetrics } from "../format";
 import Table, { type Column } from "./Table";
-import { ErrorLine } from "./Bits";
+import { ErrorLine, Metadata } from "./Bits";
 
 /** Where a checkpoint's files are downloaded from (a tar, through the master). */
 export const downloadPath = (uuid: string) => `/api/v1/checkpoints/${uuid}/download`;
@@ -41,7 +41,7 @@ export default function Checkpoints({ experimentId, trialId, metric }: { experim
   if (!rows.length) return <p className="muted">No checkpoints.</p>;
   const size = (c: Checkpoint) => Object.values(c.resources ?? {}).reduce((a, b) => a + (Number(b) || 0), 0);
   const value = (c: Checkpoint) => {
-    const v = (c.validation as any)?.[metric] ?? (c.validation as any)?.validation_metrics?.[metric];
+    const v = validationMetrics(c.validation)[metric];
     return typeof v === "number" ? v : null;
   };
   const columns: Column<Checkpoint>[] = [
@@ -52,7 +52,7 @@ export default function Checkpoints({ experimentId, trialId, metric }: { experim
     { key: "size", title: "Size", value: size, render: (c) => formatBytes(size(c)) },
     { key: "metric", title: metric, value: value, render: (c) => formatNumber(value(c)) },
     { key: "metadata", title: "Metadata", value: (c) => JSON.stringify(c.metadata ?? {}), sortable: false,
-      render: (c) => <code className="small">{JSON.stringify(c.metadata ?? {})}</code> },
+      render: (c) => <Metadata value={c.metadata} /> },
     { key: "time", title: "Saved", value: (c) => c.end_time, render: (c) => formatTime(c.end_time) },
     { key: "download", title: "", value: () => null, sortable: false,
       render: (c) => c.state === "COMPLETED" ? <a href={downloadPath(c.uuid)} onClick={(e) => { e.preventDefault(); download(c.uuid).catch((err) => setError(err)); }}>download</a> : null },

@@ -1,0 +1,196 @@
+/** One registered model: description and metadata (editable when signed in), and its
+ * versions with their checkpoints, trials and validation metrics. */
+import { useCallback, useEffect, useState } from "react";
+import { Link, useParams } from "react-router";
+import { api, getToken, type ModelVersion, type RegistryModel } from "../api";
+import { formatNumber, formatTime, validationMetrics } from "../format";
+import { useSession } from "../session";
+import Table, { type Column } from "../components/Table";
+import { ErrorLine } from "../components/Bits";
+
+interface VersionsResponse {
+  model: RegistryModel;
+  versions: ModelVersion[];
+}
+
+/** Whether the visitor signed in (not the master's anonymous access): only then may they edit. */
+function useSignedIn(): boolean {
+  const { user, anonymous } = useSession();
+  return !!user && !anonymous && !!getToken();
+}
+
+/** For a visitor browsing without signing in: what they can do, and a sign-in link. */
+export function SignedOutHint({ next }: { next: string }) {
+  const { user } = useSession();
+  if (useSignedIn()) return null;
+  return (
+    <p className="hint" data-testid="signed-out-hint">
+      Not signed in{user ? <> (browsing as {user.username})</> : null}: you can see every model and its
+      versions. <Link to={`/login?next=${encodeURIComponent(next)}`}>Sign in</Link> to edit a model's
+      description and metadata.
+    </p>
+  );
+}
+
+/** The validation metrics to show as columns besides the searcher's: every one reported,
+ * less a searcher metric all versions share (it has its own column). */
+export function otherMetricNames(versions: ModelVersion[]): string[] {
+  const names = new Set(versions.flatMap((v) => Object.keys(validationMetrics(v.checkpoint.validation))));
+  const searcher = new Set(versions.map((v) => v.searcher_metric.name));
+  if (searcher.size === 1) names.delete([...searcher][0]);
+  return [...names].sort();
+}
+
+export default function ModelPage() {
+  const name = useParams().name ?? "";
+  const path = `/models/${encodeURIComponent(name)}`;
+  const [data, setData] = useState<VersionsResponse | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const load = useCallback(async () => {
+    try {
+      setData(await api<VersionsResponse>(`${path}/versions`));
+      setError(null);
+    } catch (e) {
+      setError(e);
+    }
+  }, [path]);
+  useEffect(() => {
+    void load();
+  }, [load]);
+
+  if (!data) {
+    return error ? (
+      <div>
+        <h1><Link to="/models">Models</Link> / {name}</h1>
+        <ErrorLine error={error} />
+      </div>
+    ) : <p className="muted">Loading…</p>;
+  }
+  return (
+    <div>
+      <h1><Link to="/models">Models</Link> / {data.model.name}</h1>
+      <SignedOutHint next={path} />
+      <ModelSummary model={data.model} path={path} onChanged={load} />
+      <h2>Versions</h2>
+      {data.versions.length === 0 ? <NoVersions name={data.model.name} /> : <Versions versions={data.versions} />}
+    </div>
+  );
+}
+
+function ModelSummary({ model, path, onChanged }: { model: RegistryModel; path: string; onChanged: () => Promise<void> }) {
+  const signedIn = useSignedIn();
+  const [editing, setEditing] = useState<"description" | "metadata" | null>(null);
+  const [text, setText] = useState("");
+  const [error, setError] = useState<unknown>(null);
+  const save = async () => {
+    setError(null);
+    let body: Record<string, unknown>;
+    if (editing === "metadata") {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text || "{}");
+      } catch {
+        parsed = null;
+      }
+      if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) {
+        setError(new Error('metadata: expected a JSON object, e.g. {"stage": "production"}'));
+        return;
+      }
+      body = { metadata: parsed };
+    } else {
+      body = { description: text };
+    }
+    try {
+      await api(path, { method: "PATCH", json: body });
+      setEditing(null);
+      await onChanged();
+    } catch (e) {
+      setError(e);
+    }
+  };
+  const edit = (what: "description" | "metadata") => {
+    setError(null);
+    setText(what === "description" ? model.description : JSON.stringify(model.metadata ?? {}, null, 2));
+    setEditing(what);
+  };
+  const entries = Object.entries(model.metadata ?? {});
+  return (
+    <>
+      <div className="summary">
+        <dl>
+          <dt>Description</dt>
+          <dd>
+            {editing === "description" ? (
+              <form onSubmit={(e) => { e.preventDefault(); void save(); }}>
+                <input aria-label="description" value={text} onChange={(e) => setText(e.target.value)} autoFocus />
+                <button type="submit">save</button> <button type="button" onClick={() => setEditing(null)}>cancel</button>
+              </form>
+            ) : (
+              <>
+                <span data-testid="model-description">{model.description || <span className="muted">(none)</span>}</span>{" "}
+                {signedIn && <button className="link" onClick={() => edit("description")}>edit</button>}
+              </>
+            )}
+          </dd>
+          <dt>Versions</dt><dd>{model.num_versions}</dd>
+          <dt>Created</dt><dd>{formatTime(model.creation_time)}</dd>
+          <dt>Last updated</dt><dd>{formatTime(model.last_updated_time)}</dd>
+        </dl>
+        {editing === "metadata" ? (
+          <form className="metadata-edit" onSubmit={(e) => { e.preventDefault(); void save(); }}>
+            <textarea aria-label="metadata" rows={6} cols={50} value={text} onChange={(e) => setText(e.target.value)} autoFocus />
+            <div><button type="submit">save</button> <button type="button" onClick={() => setEditing(null)}>cancel</button></div>
+          </form>
+        ) : (
+          <div>
+            <table className="table hparams" data-testid="model-metadata">
+              <thead><tr><th>Metadata</th><th>Value</th></tr></thead>
+              <tbody>
+                {entries.length === 0 ? <tr><td colSpan={2} className="muted">(none)</td></tr> : entries.map(([k, v]) => (
+                  <tr key={k}><td>{k}</td><td>{typeof v === "object" ? JSON.stringify(v) : String(v)}</td></tr>
+                ))}
+              </tbody>
+            </table>
+            {signedIn && <button className="link" onClick={() => edit("metadata")}>edit metadata</button>}
+          </div>
+        )}
+      </div>
+      <ErrorLine error={error} />
+    </>
+  );
+}
+
+function Versions({ versions }: { versions: ModelVersion[] }) {
+  const trialPath = (v: ModelVersion) => `/experiments/${v.checkpoint.experiment_id}/trials/${v.checkpoint.trial_id}`;
+  const metric = (v: ModelVersion, name: string) => validationMetrics(v.checkpoint.validation)[name];
+  const columns: Column<ModelVersion>[] = [
+    { key: "version", title: "Version", value: (v) => v.version },
+    { key: "creation_time", title: "Registered", value: (v) => v.creation_time, render: (v) => formatTime(v.creation_time) },
+    { key: "checkpoint", title: "Checkpoint", value: (v) => v.checkpoint.uuid,
+      render: (v) => <Link to={trialPath(v)} title={`trial ${v.checkpoint.trial_id}, which wrote it`}><code>{v.checkpoint.uuid}</code></Link> },
+    { key: "experiment", title: "Experiment", value: (v) => v.checkpoint.experiment_id,
+      render: (v) => <Link to={`/experiments/${v.checkpoint.experiment_id}`}>{v.checkpoint.experiment_id}</Link> },
+    { key: "trial", title: "Trial", value: (v) => v.checkpoint.trial_id, render: (v) => <Link to={trialPath(v)}>{v.checkpoint.trial_id}</Link> },
+    { key: "batches", title: "Batches", value: (v) => v.checkpoint.total_batches },
+    { key: "searcher_metric", title: "Searcher metric", value: (v) => v.searcher_metric.value,
+      render: (v) => v.searcher_metric.value == null ? <span className="muted">{v.searcher_metric.name}: no validation</span> : (
+        <span title={`${v.searcher_metric.name} (${v.searcher_metric.smaller_is_better ? "smaller" : "larger"} is better)`}>
+          {formatNumber(v.searcher_metric.value)} <small className="muted">{v.searcher_metric.name}</small>
+        </span>
+      ) },
+    ...otherMetricNames(versions).map((n) => ({
+      key: `metric:${n}`, title: n, value: (v: ModelVersion) => metric(v, n), render: (v: ModelVersion) => formatNumber(metric(v, n)),
+    })),
+  ];
+  return <Table testId="version-table" columns={columns} rows={versions} rowKey={(v) => v.version} initialSort={{ key: "version", desc: true }} />;
+}
+
+function NoVersions({ name }: { name: string }) {
+  return (
+    <div className="hint" data-testid="no-versions">
+      <p>No versions yet. Register a checkpoint as the next version:</p>
+      <pre className="config">{`det model register-version ${name} CHECKPOINT_UUID`}</pre>
+      <p>or from Python: <code>{`Determined(MASTER_URL).get_model(${JSON.stringify(name)}).register_version(CHECKPOINT_UUID)`}</code></p>
+    </div>
+  );
+}
