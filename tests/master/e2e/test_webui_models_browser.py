@@ -1,0 +1,152 @@
+"""The web UI's model registry pages in a real browser (Debian's Chromium, headless, through
+Playwright) against a real master: the empty registry says how to register a model; a
+model registered from a real checkpoint of a tiny experiment shows in the Models page, its
+page lists the version, and the version's checkpoint links to the trial that wrote it.
+
+Screenshots go to the test's output directory (``models-*.png``; also to
+``$DET_WEBUI_SHOTS`` when set).
+"""
+
+import os
+import shutil
+
+import httpx
+import pytest
+import yaml
+
+from determined.master import webui
+from master_testing import ConfiguredMasterProcess, create_experiment, wait_for_state
+
+pytestmark = pytest.mark.e2e
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+TINY = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "tiny_pytorch")
+MODEL = "tiny digits"  # a space: the page's URL and API paths must encode it
+
+
+@pytest.fixture(scope="module")
+def out_dir(tmp_path_factory):
+    """Screenshots; also copied to $DET_WEBUI_SHOTS when set (CI keeps them)."""
+    out = tmp_path_factory.mktemp("webui_models")
+    yield out
+    keep = os.environ.get("DET_WEBUI_SHOTS")
+    if keep:
+        shutil.copytree(out, keep, dirs_exist_ok=True, ignore=shutil.ignore_patterns("profile"))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    assert webui.is_built(), "the web UI is not built: run scripts/build-webui.sh"
+    assert os.path.exists(CHROMIUM), "install Debian's chromium (apt-get install chromium)"
+    data_dir = str(tmp_path_factory.mktemp("webui_models_master"))
+    master = ConfiguredMasterProcess(data_dir, {"resource_manager": {"slots": 1},
+                                                "security": {"allow_anonymous": False}})
+    master.start(timeout=120)
+    try:
+        client = httpx.Client(base_url=master.url + "/api/v1", timeout=60)
+        client.headers["Authorization"] = "Bearer " + client.post(
+            "/auth/login", json={"username": "determined"}).json()["token"]
+        config = dict(yaml.safe_load(open(os.path.join(TINY, "const.yaml"))),
+                      description="tiny for the registry")
+        exp_id = create_experiment(client, config, TINY)
+        wait_for_state(client, exp_id, ["COMPLETED"], timeout=180)
+        yield {"master": master, "client": client, "experiment": exp_id}
+    finally:
+        master.stop()
+
+
+@pytest.fixture(scope="module")
+def page(cluster, out_dir):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(out_dir / "profile"), executable_path=CHROMIUM, headless=True,
+            args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 900})
+        pg = context.new_page()
+        errors = []
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.set_default_timeout(30000)
+        yield pg
+        context.close()
+        assert not errors, errors
+
+
+def shot(page, out_dir, name):
+    page.screenshot(path=str(out_dir / f"models-{name}.png"), full_page=True)
+
+
+@pytest.mark.timeout(600)
+def test_signed_out_visitors_sign_in_and_see_how_to_register(cluster, page, out_dir):
+    page.goto(cluster["master"].url + "/models")
+    page.wait_for_url("**/login?next=*")
+    page.fill("input[name=username]", "determined")
+    page.click("button[type=submit]")
+    page.wait_for_url("**/models")
+    empty = page.get_by_test_id("empty-registry")
+    empty.wait_for()
+    assert "det model create NAME" in empty.inner_text()
+    assert "det model register-version NAME CHECKPOINT_UUID" in empty.inner_text()
+    shot(page, out_dir, "empty")
+
+
+@pytest.mark.timeout(600)
+def test_a_registered_model_links_its_version_to_the_trial(cluster, page, out_dir):
+    client, exp_id = cluster["client"], cluster["experiment"]
+    checkpoints = client.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]
+    last = max(checkpoints, key=lambda c: c["total_batches"])
+    assert client.post(f"/models/{MODEL}", json={
+        "description": "the tiny model, best checkpoint",
+        "metadata": {"stage": "staging", "dataset": "synthetic"}}).status_code == 201
+    assert client.post("/models/empty one", json={}).status_code == 201
+    registered = client.post(f"/models/{MODEL}/versions", json={"checkpoint_uuid": last["uuid"]})
+    assert registered.status_code == 201, registered.text
+    loss = registered.json()["searcher_metric"]["value"]
+
+    page.goto(cluster["master"].url + "/experiments")
+    page.get_by_role("navigation").get_by_role("link", name="Models").click()
+    table = page.get_by_test_id("model-table")
+    row = table.locator("tbody tr", has_text=MODEL)
+    row.wait_for()
+    # Newest first: the model created last is on top.
+    assert table.locator("tbody tr td:first-child").all_inner_texts() == ["empty one", MODEL]
+    assert "staging" in row.inner_text() and row.locator("td").nth(2).inner_text() == "1"
+    shot(page, out_dir, "list")
+    page.get_by_label("search models").fill("tiny")
+    page.get_by_label("search models").press("Enter")
+    page.wait_for_function("document.querySelectorAll('[data-testid=model-table] tbody tr')"
+                           ".length === 1")
+
+    row.get_by_role("link", name=MODEL).click()
+    page.wait_for_url("**/models/tiny%20digits")
+    versions = page.get_by_test_id("version-table")
+    versions.wait_for()
+    assert page.get_by_test_id("model-description").inner_text() == (
+        "the tiny model, best checkpoint")
+    assert "synthetic" in page.get_by_test_id("model-metadata").inner_text()
+    version = versions.locator("tbody tr")
+    assert version.count() == 1
+    text = version.inner_text()
+    assert "validation_loss" in text and "accuracy" in versions.locator("thead").inner_text()
+    assert f"{loss:.4g}"[:5] in text, (loss, text)
+    shot(page, out_dir, "model")
+
+    version.get_by_role("link", name=last["uuid"]).click()
+    page.wait_for_url(f"**/experiments/{exp_id}/trials/{last['trial_id']}")
+    heading = page.get_by_role("heading", level=1)
+    heading.wait_for()
+    assert f"Trial {last['trial_id']}" in heading.inner_text()
+    page.get_by_test_id("checkpoints-table").locator("tbody tr", has_text=last["uuid"]).wait_for()
+    shot(page, out_dir, "trial")
+
+
+@pytest.mark.timeout(600)
+def test_a_model_without_versions_says_how_to_register_one(cluster, page, out_dir):
+    page.goto(cluster["master"].url + "/models/empty%20one")
+    hint = page.get_by_test_id("no-versions")
+    hint.wait_for()
+    assert "det model register-version" in hint.inner_text()
+    shot(page, out_dir, "no-versions")
