@@ -49,8 +49,8 @@ def cluster(tmp_path_factory):
         client = httpx.Client(base_url=master.url + "/api/v1", timeout=60)
         client.headers["Authorization"] = "Bearer " + client.post(
             "/auth/login", json={"username": "determined"}).json()["token"]
-        config = dict(yaml.safe_load(open(os.path.join(TINY, "const.yaml"))),
-                      description="tiny for the registry")
+        with open(os.path.join(TINY, "const.yaml")) as f:
+            config = dict(yaml.safe_load(f), description="tiny for the registry")
         exp_id = create_experiment(client, config, TINY)
         wait_for_state(client, exp_id, ["COMPLETED"], timeout=180)
         yield {"master": master, "client": client, "experiment": exp_id}
