@@ -6,12 +6,10 @@ import { api, type RegistryModel } from "../api";
 import { formatTime } from "../format";
 import Table, { type Column } from "../components/Table";
 import { ErrorLine, Metadata } from "../components/Bits";
-import { SignedOutHint } from "./ModelPage";
+import { modelPath, SignedOutHint } from "../components/Registry";
 
 /** Columns the API sorts by (``GET /models?sort_by=``). */
 const SORTABLE = new Set(["name", "description", "creation_time", "last_updated_time"]);
-
-export const modelPath = (name: string) => `/models/${encodeURIComponent(name)}`;
 
 export default function ModelList() {
   const [params, setParams] = useSearchParams();

@@ -2,34 +2,15 @@
  * versions with their checkpoints, trials and validation metrics. */
 import { useCallback, useEffect, useState } from "react";
 import { Link, useParams } from "react-router";
-import { api, getToken, type ModelVersion, type RegistryModel } from "../api";
+import { api, type ModelVersion, type RegistryModel } from "../api";
 import { formatNumber, formatTime, validationMetrics } from "../format";
-import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
 import { ErrorLine } from "../components/Bits";
+import { modelPath, SignedOutHint, useSignedIn } from "../components/Registry";
 
 interface VersionsResponse {
   model: RegistryModel;
   versions: ModelVersion[];
-}
-
-/** Whether the visitor signed in (not the master's anonymous access): only then may they edit. */
-function useSignedIn(): boolean {
-  const { user, anonymous } = useSession();
-  return !!user && !anonymous && !!getToken();
-}
-
-/** For a visitor browsing without signing in: what they can do, and a sign-in link. */
-export function SignedOutHint({ next }: { next: string }) {
-  const { user } = useSession();
-  if (useSignedIn()) return null;
-  return (
-    <p className="hint" data-testid="signed-out-hint">
-      Not signed in{user ? <> (browsing as {user.username})</> : null}: you can see every model and its
-      versions. <Link to={`/login?next=${encodeURIComponent(next)}`}>Sign in</Link> to edit a model's
-      description and metadata.
-    </p>
-  );
 }
 
 /** The validation metrics to show as columns besides the searcher's: every one reported,
@@ -43,7 +24,7 @@ export function otherMetricNames(versions: ModelVersion[]): string[] {
 
 export default function ModelPage() {
   const name = useParams().name ?? "";
-  const path = `/models/${encodeURIComponent(name)}`;
+  const path = modelPath(name);
   const [data, setData] = useState<VersionsResponse | null>(null);
   const [error, setError] = useState<unknown>(null);
   const load = useCallback(async () => {
