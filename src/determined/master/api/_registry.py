@@ -6,7 +6,8 @@
 - ``POST /models/{name}`` ``{description, metadata}`` -> model (409 if taken).
 - ``GET /models/{name}``; ``PATCH /models/{name}`` ``{description?, metadata?}``
   (``metadata`` replaces the whole mapping); ``DELETE /models/{name}`` (admins).
-- ``GET /models/{name}/versions?order_by=desc|asc`` -> ``{"versions": [version]}``.
+- ``GET /models/{name}/versions?order_by=desc|asc`` -> ``{"model": model, "versions":
+  [version]}``.
 - ``POST /models/{name}/versions`` ``{checkpoint_uuid}`` -> version (the next number).
 - ``GET /models/{name}/versions/{version}`` (0: the latest).
 
