@@ -149,5 +149,5 @@ def test_a_model_without_versions_says_how_to_register_one(cluster, page, out_di
     page.goto(cluster["master"].url + "/models/empty%20one")
     hint = page.get_by_test_id("no-versions")
     hint.wait_for()
-    assert "det model register-version" in hint.inner_text()
+    assert "det model register-version 'empty one' CHECKPOINT_UUID" in hint.inner_text()
     shot(page, out_dir, "no-versions")

@@ -5,7 +5,7 @@ import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-li
 import { MemoryRouter } from "react-router";
 import App from "../App";
 import { setToken, type ModelVersion, type RegistryModel } from "../api";
-import { otherMetricNames } from "../pages/ModelPage";
+import { otherMetricNames, shellWord } from "../pages/ModelPage";
 
 type Reply = [number, unknown];
 type Handler = (url: URL, body: unknown) => Reply;
@@ -222,5 +222,13 @@ describe("otherMetricNames", () => {
     expect(otherMetricNames([a, b])).toEqual(["accuracy", "error"]);
     const c = version(3, { validation_loss: 1, accuracy: 0.5 }, { name: "accuracy" });
     expect(otherMetricNames([a, c])).toEqual(["accuracy", "validation_loss"]);
+  });
+});
+
+describe("shellWord", () => {
+  it("quotes a model name the shell would split or expand", () => {
+    expect(shellWord("mnist-v2.1")).toBe("mnist-v2.1");
+    expect(shellWord("my model")).toBe("'my model'");
+    expect(shellWord("it's $HOME")).toBe("'it'\\''s $HOME'");
   });
 });

@@ -166,11 +166,16 @@ function Versions({ versions }: { versions: ModelVersion[] }) {
   return <Table testId="version-table" columns={columns} rows={versions} rowKey={(v) => v.version} initialSort={{ key: "version", desc: true }} />;
 }
 
+/** ``word`` as one shell word: bare when safe, else single-quoted. */
+export function shellWord(word: string): string {
+  return /^[\w.,:@%+=\/-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
 function NoVersions({ name }: { name: string }) {
   return (
     <div className="hint" data-testid="no-versions">
       <p>No versions yet. Register a checkpoint as the next version:</p>
-      <pre className="config">{`det model register-version ${name} CHECKPOINT_UUID`}</pre>
+      <pre className="config">{`det model register-version ${shellWord(name)} CHECKPOINT_UUID`}</pre>
       <p>or from Python: <code>{`Determined(MASTER_URL).get_model(${JSON.stringify(name)}).register_version(CHECKPOINT_UUID)`}</code></p>
     </div>
   );
