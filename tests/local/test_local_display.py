@@ -90,3 +90,22 @@ def test_restart_lines_say_where_the_trial_restarts_from():
     lines = [l for l in out.getvalue().splitlines() if "failed" in l]
     assert lines[0].endswith("trial 2 failed (ValueError: boom); restart 1, from the beginning")
     assert lines[1].endswith("restart 2, from checkpoint c-1 at 20 batches"), lines
+
+
+def test_event_lines_and_summary_say_1_batch_and_1_restart():
+    """One batch (or restart) reads "1 batch" ("1 batches" before)."""
+    out = io.StringIO()
+    console = Console(file=out, width=200, color_system=None)
+    view = {"trial_id": 3, "hparams": {}, "batches": 1, "best_metric": None, "restarts": 1,
+            "latest_checkpoint": "c-1", "checkpoint_batches": 1}
+    with ProgressDisplay(console, "validation_error", lambda: 0.0) as display:
+        display.event("started", view, {"resumed": True})
+        display.event("validation", view, {"validation_error": 0.5})
+        display.event("restart", view, {"error": "ValueError: boom"})
+    text = out.getvalue()
+    assert "trial 3 resumed from checkpoint c-1 at 1 batch\n" in text, text
+    assert "trial 3 validated at 1 batch: validation_error=0.5" in text, text
+    assert "from checkpoint c-1 at 1 batch\n" in text and "batches" not in text, text
+    result = _result(1)
+    result.trials[0]["restarts"] = 1
+    assert "COMPLETED (1 restart)" in _render(result, 120)

@@ -22,6 +22,7 @@ def _preview(args: argparse.Namespace) -> int:
     from rich.table import Table
 
     from determined import searcher as searchers
+    from determined.common.wording import counted
     from determined.config import load_config, validate_config
 
     raw = load_config(args.config_file)
@@ -50,5 +51,6 @@ def _preview(args: argparse.Namespace) -> int:
     for length, count in sorted(lengths.items()):
         table.add_row(str(count), str(length))
     console.print(table)
-    console.print(f"Total: {len(result.trials)} trials, {result.total_units} {unit} of training")
+    console.print(f"Total: {counted(len(result.trials), 'trial')}, {result.total_units} {unit} "
+                  "of training")
     return 0

@@ -11,6 +11,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from determined._metric_order import MetricOrder
+from determined.common.wording import counted
 from determined.local._result import ExperimentResult
 from determined.util import format_metrics
 from determined.util import format_value as _fmt
@@ -100,18 +101,19 @@ class ProgressDisplay:
         if kind == "started":
             if details.get("resumed"):
                 log(f"trial {tid} resumed from checkpoint {trial['latest_checkpoint']} "
-                    f"at {trial['checkpoint_batches']} batches")
+                    f"at {counted(trial['checkpoint_batches'], 'batch')}")
             else:
                 shown = format_hparams(trial["hparams"])
                 log(f"trial {tid} started: {shown}" if shown else f"trial {tid} started")
         elif kind == "validation":
             value = details.get(self.metric)
             if value is not None:
-                log(f"trial {tid} validated at {trial['batches']} batches: "
+                log(f"trial {tid} validated at {counted(trial['batches'], 'batch')}: "
                     f"{self.metric}={_fmt(value)}")
         elif kind == "restart":
-            where = (f"checkpoint {trial['latest_checkpoint']} at {trial['checkpoint_batches']} "
-                     "batches" if trial["latest_checkpoint"] else "the beginning")
+            where = (f"checkpoint {trial['latest_checkpoint']} at "
+                     f"{counted(trial['checkpoint_batches'], 'batch')}"
+                     if trial["latest_checkpoint"] else "the beginning")
             log(f"[yellow]trial {tid} failed ({_first_line(details.get('error'))}); "
                 f"restart {trial['restarts']}, from {where}")
         elif kind == "error":
@@ -173,7 +175,8 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
     for t, f in zip(result.trials, flat):
         best = "" if t["best_metric"] is None else _fmt(t["best_metric"])
         mark = "*" if t["trial_id"] == best_id else ""
-        state = t["state"] if not t["restarts"] else f"{t['state']} ({t['restarts']} restarts)"
+        state = (f"{t['state']} ({counted(t['restarts'], 'restart')})" if t["restarts"]
+                 else t["state"])
         table.add_row(f"{t['trial_id']}{mark}", state, str(t["batches"]), best,
                       *(_fmt(f.get(n, "")) for n in shown))
     console.print(table)
