@@ -8,7 +8,7 @@ from typing import Any, Callable, Dict, List, Optional
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from determined._metric_order import MetricOrder
 from determined.common.wording import counted
@@ -17,6 +17,11 @@ from determined.util import format_metrics
 from determined.util import format_value as _fmt
 
 __all__ = ["ProgressDisplay", "print_summary", "format_hparams", "trial_counts"]
+
+_BAR_WIDTHS = (10, 40)  # the progress bar's narrowest and widest
+# The progress line beside its bar and status: "search", "100.0%", the elapsed time (up
+# to 99:59:59) and a space between each two of the five columns.
+_FIXED_WIDTH = len("search") + len("100.0%") + len("99:59:59") + 4
 
 
 def format_hparams(hparams: Dict[str, Any], prefix: str = "") -> str:
@@ -58,12 +63,13 @@ class ProgressDisplay:
         self.order = order
         self.progress_fn = progress_fn
         self.counts_fn = counts_fn
+        self.bar = BarColumn(bar_width=_BAR_WIDTHS[1])
         self.progress = Progress(
             TextColumn("[bold]search"),
-            BarColumn(),
+            self.bar,
             TextColumn("{task.percentage:>5.1f}%"),
             TimeElapsedColumn(),
-            TextColumn("{task.fields[status]}"),
+            TextColumn("{task.fields[status]}", table_column=Column(no_wrap=True)),
             console=console,
             transient=False,
         )
@@ -86,7 +92,13 @@ class ProgressDisplay:
                          + (f", {counts['errors']} failed" if counts["errors"] else ""))
         if self.best is not None:
             parts.append(f"best {self.metric} {_fmt(self.best)}")
-        self.progress.update(self.task, completed=self.progress_fn(), status=" | ".join(parts))
+        status = " | ".join(parts)
+        # The line fits the terminal: a narrower bar first, then a shortened status.
+        room = self.console.width - _FIXED_WIDTH
+        self.bar.bar_width = max(_BAR_WIDTHS[0], min(_BAR_WIDTHS[1], room - len(status)))
+        if len(status) > room - self.bar.bar_width:
+            status = status[:max(room - self.bar.bar_width - 1, 0)] + "…"
+        self.progress.update(self.task, completed=self.progress_fn(), status=status)
 
     def _log(self, text: str) -> None:
         """One event line above the progress bar, with the time of day (no source
