@@ -104,7 +104,8 @@ def test_progress_line_fits_the_terminal_with_its_bar():
                              counts_fn=lambda: counts, best=0.123456):
             pass
         (line,) = out.getvalue().splitlines()
-        assert len(line) <= width and line.startswith("search ━━━━") and "50.0%" in line, line
+        assert len(line) <= width and line.startswith("search ━━━━"), line
+        assert "50.0%" in line, line
         assert "12 running" in line and line == line.rstrip(), line
 
 

@@ -4,8 +4,9 @@
 
 Passwords come from ``--password``, else one line of piped stdin, else a ``getpass``
 prompt; stdin that ends before a line is an error, and so is a blank new password read
-that way (``--password ''`` sets one on purpose). Session tokens are cached in ``$DET_AUTH_DIR/auth.json`` (default
-``~/.determined``); ``det -u NAME ...`` picks the user of any command.
+that way (``--password ''`` sets one on purpose). Session tokens are cached in
+``$DET_AUTH_DIR/auth.json`` (default ``~/.determined``); ``det -u NAME ...`` picks the
+user of any command.
 """
 
 from __future__ import annotations
