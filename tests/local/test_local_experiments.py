@@ -156,6 +156,22 @@ def test_test_mode_reports_user_error(tmp_path, tiny_dir):
     assert "LegacyNoLoss.train_batch" in out.stderr and "'loss'" in out.stderr
 
 
+def test_an_import_error_shows_the_users_frames_only(tmp_path, tiny_dir):
+    """A model_def that fails to import: the user's frames and the error, none of
+    importlib's (six ``<frozen importlib._bootstrap>`` lines came first)."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model_def.py").write_text("import helper\n")
+    (model / "helper.py").write_text("x = 1\nimport no_such_module_zz\n")
+    out = run_det(["e", "create", tiny_dir / "const.yaml", model, "--test", "--local",
+                   "--local-dir", tmp_path / "local"])
+    assert out.returncode == 1
+    assert "frozen" not in out.stderr and "importlib" not in out.stderr, out.stderr
+    assert f'File "{model / "helper.py"}", line 2, in <module>' in out.stderr, out.stderr
+    assert out.stderr.rstrip().endswith(
+        "ModuleNotFoundError: No module named 'no_such_module_zz'"), out.stderr
+
+
 def test_invalid_config_rejected_before_anything_runs(tmp_path, tiny_dir):
     config = write_config(tmp_path, tiny_dir, searcher={"name": "random", "metric": "x",
                                                         "max_trials": 0},

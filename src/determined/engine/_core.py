@@ -469,9 +469,10 @@ class ExperimentCore(ScriptTrials):
             t.restarts += 1
             t.failed_last = True
             out = self._requeue(t)
-            out += [fx.TrialLog(t.request_id, f"{error}; restart {t.restarts} of {budget} "
-                                f"from {t.latest_checkpoint or 'the beginning'} at "
-                                f"{counted(t.checkpoint_batches, 'batch')}"),
+            where = (f"{t.latest_checkpoint} at {counted(t.checkpoint_batches, 'batch')}"
+                     if t.latest_checkpoint else "the beginning")
+            out += [fx.TrialLog(t.request_id,
+                                f"{error}; restart {t.restarts} of {budget} from {where}"),
                     fx.UpdateTrial(t.request_id, {"restarts": t.restarts})]
             return out + self._move(t, _S.PENDING, "trial failed")
         why = "no restarts left" if t.restarts >= budget else "experiment stopping"
