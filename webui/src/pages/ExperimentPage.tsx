@@ -25,6 +25,18 @@ export function bestTrial(trials: Trial[], smallerIsBetter: boolean): Trial | nu
   return best;
 }
 
+/** The curves' metric ("validation:loss"); a disabled "no metrics yet" before any. */
+export function MetricPicker({ options, value, onChange }: { options: string[]; value: string | null; onChange: (key: string) => void }) {
+  return (
+    <label>metric{" "}
+      <select aria-label="metric" value={value ?? ""} disabled={options.length === 0} onChange={(e) => onChange(e.target.value)}>
+        {options.length === 0 && <option value="">no metrics yet</option>}
+        {options.map((m) => <option key={m} value={m}>{m.replace(":", ": ")}</option>)}
+      </select>
+    </label>
+  );
+}
+
 export default function ExperimentPage() {
   const id = Number(useParams().id);
   const { user } = useSession();
@@ -145,11 +157,7 @@ export default function ExperimentPage() {
       </nav>
       {tab === "curves" && (
         <section>
-          <label>metric{" "}
-            <select aria-label="metric" value={chosen ?? ""} onChange={(e) => setMetricKey(e.target.value)}>
-              {metricOptions.map((m) => <option key={m} value={m}>{m.replace(":", ": ")}</option>)}
-            </select>
-          </label>
+          <MetricPicker options={metricOptions} value={chosen} onChange={setMetricKey} />
           {metricOptions.length === 0 ? <p className="muted">No metrics reported yet.</p> : <Curves data={curves.data} trials={exp.trials} bestTrialId={best?.id ?? null} />}
           <ErrorLine error={curves.error} />
         </section>
