@@ -32,8 +32,8 @@ def read_password(prompt: str, *, outcome: str, confirm: bool = False,
             entries differ, or a refused blank password.
 
     Example:
-        >>> password = read_password("New password: ", outcome="nothing was changed",
-        ...                          confirm=True, blank_refused="use --password ''")
+        >>> read_password("New password: ", outcome="nothing was changed",  # doctest: +SKIP
+        ...               confirm=True, blank_refused="use --password ''")
     """
     if sys.stdin is None or not sys.stdin.isatty():
         line = sys.stdin.readline() if sys.stdin is not None else ""

@@ -4,7 +4,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { api, canEdit, getToken, post, type ExperimentDetail, type MetricRow, type Trial } from "../api";
 import { subscribe } from "../events";
-import { flattenHparams, formatDuration, formatNumber, formatTime, TERMINAL } from "../format";
+import { counted, flattenHparams, formatDuration, formatNumber, formatTime, TERMINAL } from "../format";
 import { useSession } from "../session";
 import { ConfirmButton, ErrorLine, Progress, StateBadge } from "../components/Bits";
 import TaskLauncher from "../components/TaskLauncher";
@@ -274,7 +274,7 @@ function TrialsTable({ exp, bestId, signedIn }: { exp: ExperimentDetail; bestId:
   return (
     <section>
       <div className="actions">
-        <TaskLauncher key={ids.join(",")} label={`TensorBoard for ${ids.length} selected trial${ids.length === 1 ? "" : "s"}`} testId="tensorboard-trials"
+        <TaskLauncher key={ids.join(",")} label={`TensorBoard for ${counted(ids.length, "selected trial")}`} testId="tensorboard-trials"
           request={{ kind: "tensorboard", trial_ids: ids }} disabled={!signedIn || ids.length === 0}
           title={signedIn ? "select trials first" : "sign in to start a TensorBoard"} />
       </div>
