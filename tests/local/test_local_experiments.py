@@ -89,6 +89,7 @@ def test_output_fits_80_columns_without_trailing_spaces_and_says_1_batch(tmp_pat
     assert max(len(l) for l in lines) <= 80, out.stdout
     assert [l for l in lines if l != l.rstrip()] == [], out.stdout
     assert "validated at 1 batch: validation_loss=" in out.stdout
+    assert out.stdout.startswith("Experiment 1: ") and "single, 1 slot;" in out.stdout, out.stdout
     log = (tmp_path / "a-directory-name-long-enough-to-wrap" / "local" / "experiments" / "1"
            / "trials" / "1.log").read_text()
     assert "validation at 1 batch: validation_loss=" in log and "1 batches" not in log, log

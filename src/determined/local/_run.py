@@ -10,6 +10,7 @@ from typing import Any, Dict, Optional, Tuple, Union
 from rich.console import Console
 
 from determined.common.console import TrimmedConsole
+from determined.common.wording import counted
 from determined.common.validation import validate_experiment
 from determined.config import (
     Length,
@@ -166,8 +167,8 @@ def run_local_experiment(
         raise
     store = LocalStore(db, local_dir, exp_id)
     console.print(
-        f"Experiment {exp_id} ({cfg['description']}): searcher {cfg['searcher']['name']}, "
-        f"{slots} slot(s); records in {db_path(local_dir)}"
+        f"Experiment {exp_id}: {cfg['description']}; searcher {cfg['searcher']['name']}, "
+        f"{counted(slots, 'slot')}; records in {db_path(local_dir)}"
     )
     try:
         driver = LocalDriver(
