@@ -158,7 +158,7 @@ export default function ExperimentPage() {
       {tab === "curves" && (
         <section>
           <MetricPicker options={metricOptions} value={chosen} onChange={setMetricKey} />
-          {metricOptions.length === 0 ? <p className="muted">No metrics reported yet.</p> : <Curves data={curves.data} trials={exp.trials} bestTrialId={best?.id ?? null} />}
+          {metricOptions.length > 0 && <Curves data={curves.data} trials={exp.trials} bestTrialId={best?.id ?? null} />}
           <ErrorLine error={curves.error} />
         </section>
       )}
