@@ -14,7 +14,9 @@ hash=$( (cat package.json package-lock.json index.html vite.config.ts tsconfig.j
          find src public -type f | LC_ALL=C sort | xargs cat) | sha256sum | cut -d' ' -f1)
 lock_hash=$(sha256sum package-lock.json | cut -d' ' -f1)
 if [ ! -d node_modules ] || [ "$(cat node_modules/.lock-hash 2>/dev/null)" != "$lock_hash" ]; then
-    npm ci --no-audit --no-fund --no-update-notifier --loglevel=error
+    # npm's summary ("added N packages in 5s") goes to stdout, its log to stderr. Warn
+    # level would add npm 11's notice on esbuild's install script at every install.
+    npm ci --no-audit --no-fund --no-update-notifier --loglevel=error >/dev/null
     echo "$lock_hash" > node_modules/.lock-hash
 fi
 if [ "$(cat .build-stamp 2>/dev/null)" != "$hash" ] || [ ! -f ../src/determined/master/webui/static/index.html ]; then

@@ -221,6 +221,28 @@ def test_failure_restarts_from_latest_checkpoint_up_to_max_restarts() -> None:
     assert sim.finished == "ERROR"
 
 
+def test_log_lines_agree_in_number_with_one_batch() -> None:
+    """A checkpoint at 1 batch is "at 1 batch" in the trial log, not "at 1 batches"."""
+    core, sim = new(make_config("single", max_length={"batches": 1}))
+    sim.start(1)
+    sim.step(1)  # Train 1
+    sim.apply(core.trial_checkpointed(1, 1, ck(1000)))
+    del sim.processes[1]
+    events = core.trial_exited(1, code=3)
+    lines = [e.line for e in events if isinstance(e, engine.TrialLog)]
+    assert f"Trial failed (exit code 3); restart 1 of 2 from {ck(1000)} at 1 batch" in lines
+
+
+def test_a_restart_without_a_checkpoint_is_from_the_beginning() -> None:
+    """Not "from the beginning at 0 batches"."""
+    core, sim = new(make_config("single"))
+    sim.start(1)
+    del sim.processes[1]
+    events = core.trial_exited(1, code=3)
+    lines = [e.line for e in events if isinstance(e, engine.TrialLog)]
+    assert "Trial failed (exit code 3); restart 1 of 2 from the beginning" in lines, lines
+
+
 def test_idle_trial_crash_does_not_replay_its_validate() -> None:
     core, sim = new(make_config("adaptive_asha", max_restarts=3))
     for _ in range(200):

@@ -26,3 +26,30 @@ def test_other_missing_modules_get_no_hint(tmp_path):
         load_trial_class("plain_def:T", str(tmp_path))
     assert "No module named 'no_such_module_here'" in str(raised.value)
     assert "extra" not in str(raised.value)
+
+
+def test_an_import_error_shows_the_users_frames_only(tmp_path):
+    """The traceback of a failing import led through six ``<frozen importlib._bootstrap>``
+    frames and importlib/__init__.py before the user's own."""
+    (tmp_path / "nested_def.py").write_text("import nested_helper\n\nclass T:\n    pass\n")
+    (tmp_path / "nested_helper.py").write_text("x = 1\nimport no_such_module_either\n")
+    with pytest.raises(UserCodeError) as raised:
+        load_trial_class("nested_def:T", str(tmp_path))
+    tb = raised.value.user_traceback
+    assert "frozen" not in tb and "importlib" not in tb, tb
+    assert tb.splitlines() == [
+        "Traceback (most recent call last):",
+        f'  File "{tmp_path / "nested_def.py"}", line 1, in <module>',
+        "    import nested_helper",
+        f'  File "{tmp_path / "nested_helper.py"}", line 2, in <module>',
+        "    import no_such_module_either",
+        "ModuleNotFoundError: No module named 'no_such_module_either'"], tb
+
+
+def test_a_syntax_error_keeps_its_file_and_line_without_import_frames(tmp_path):
+    (tmp_path / "broken_def.py").write_text("class T:\n    def f(self)\n        pass\n")
+    with pytest.raises(UserCodeError) as raised:
+        load_trial_class("broken_def:T", str(tmp_path))
+    tb = raised.value.user_traceback
+    assert "frozen" not in tb and "importlib" not in tb and "Traceback" not in tb, tb
+    assert f'File "{tmp_path / "broken_def.py"}", line 2' in tb and "SyntaxError" in tb, tb

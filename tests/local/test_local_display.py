@@ -6,6 +6,7 @@ import io
 
 from rich.console import Console
 
+from determined.common.console import TrimmedConsole
 from determined.local._display import ProgressDisplay, print_summary
 from determined.local import ExperimentResult
 
@@ -90,3 +91,48 @@ def test_restart_lines_say_where_the_trial_restarts_from():
     lines = [l for l in out.getvalue().splitlines() if "failed" in l]
     assert lines[0].endswith("trial 2 failed (ValueError: boom); restart 1, from the beginning")
     assert lines[1].endswith("restart 2, from checkpoint c-1 at 20 batches"), lines
+
+
+def test_progress_line_fits_the_terminal_with_its_bar():
+    """A long status shortens (after a narrower bar); the bar stays; the status was cut
+    into the bar's room before, and the bar and percentage read "s…  …"."""
+    for width in (50, 80, 120):
+        out = io.StringIO()
+        console = TrimmedConsole(file=out, width=width, color_system=None)
+        counts = {"running": 12, "done": 100, "errors": 3}
+        with ProgressDisplay(console, "validation_categorical_accuracy_top5", lambda: 0.5,
+                             counts_fn=lambda: counts, best=0.123456):
+            pass
+        (line,) = out.getvalue().splitlines()
+        assert len(line) <= width and line.startswith("search ━━━━"), line
+        assert "50.0%" in line, line
+        assert "12 running" in line and line == line.rstrip(), line
+
+
+def test_trimmed_console_leaves_no_trailing_spaces():
+    out = io.StringIO()
+    console = TrimmedConsole(file=out, width=30, color_system="truecolor", force_terminal=True)
+    console.print("[red]Best checkpoint:[/red] /a/long/path/that/does/not/fit/here")
+    print_summary(console, _result(1), "validation_error")
+    lines = out.getvalue().splitlines()
+    assert [l for l in lines if l != l.rstrip()] == [], lines
+    assert "\x1b[31mBest checkpoint:\x1b[0m" in lines[0], lines
+
+
+def test_event_lines_and_summary_say_1_batch_and_1_restart():
+    """One batch (or restart) reads "1 batch" ("1 batches" before)."""
+    out = io.StringIO()
+    console = Console(file=out, width=200, color_system=None)
+    view = {"trial_id": 3, "hparams": {}, "batches": 1, "best_metric": None, "restarts": 1,
+            "latest_checkpoint": "c-1", "checkpoint_batches": 1}
+    with ProgressDisplay(console, "validation_error", lambda: 0.0) as display:
+        display.event("started", view, {"resumed": True})
+        display.event("validation", view, {"validation_error": 0.5})
+        display.event("restart", view, {"error": "ValueError: boom"})
+    text = out.getvalue()
+    assert "trial 3 resumed from checkpoint c-1 at 1 batch\n" in text, text
+    assert "trial 3 validated at 1 batch: validation_error=0.5" in text, text
+    assert "from checkpoint c-1 at 1 batch\n" in text and "batches" not in text, text
+    result = _result(1)
+    result.trials[0]["restarts"] = 1
+    assert "COMPLETED (1 restart)" in _render(result, 120)

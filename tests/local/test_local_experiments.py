@@ -72,6 +72,29 @@ def test_summary_for_people(tmp_path, tiny_dir):
     assert "Best checkpoint:" in out.stdout and "validation_loss" in out.stdout
 
 
+def test_output_fits_80_columns_without_trailing_spaces_and_says_1_batch(tmp_path, tiny_dir):
+    """At COLUMNS=80 no printed line is wider than the terminal or ends in spaces (rich
+    left the space it wrapped at, and padded the table title); a trial of one batch logs
+    "validation at 1 batch" (it said "1 batches")."""
+    config = write_config(tmp_path, tiny_dir, scheduling_unit=1,
+                          searcher={"name": "single", "metric": "validation_loss",
+                                    "max_length": {"batches": 1}},
+                          min_validation_period={"batches": 1})
+    out = run_det(["e", "create", config, tiny_dir, "--local", "--local-dir",
+                   tmp_path / "a-directory-name-long-enough-to-wrap" / "local"],
+                  env={"COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(l.startswith("Best checkpoint:") for l in lines), out.stdout
+    assert max(len(l) for l in lines) <= 80, out.stdout
+    assert [l for l in lines if l != l.rstrip()] == [], out.stdout
+    assert "validated at 1 batch: validation_loss=" in out.stdout
+    assert out.stdout.startswith("Experiment 1: ") and "single, 1 slot;" in out.stdout, out.stdout
+    log = (tmp_path / "a-directory-name-long-enough-to-wrap" / "local" / "experiments" / "1"
+           / "trials" / "1.log").read_text()
+    assert "validation at 1 batch: validation_loss=" in log and "1 batches" not in log, log
+
+
 def test_random_search_runs_trials_in_parallel(tmp_path, tiny_dir):
     config = write_config(tmp_path, tiny_dir, hyperparameters={
         "global_batch_size": 16, "lr": {"type": "log", "minval": -2, "maxval": -0.5},
@@ -132,6 +155,22 @@ def test_test_mode_reports_user_error(tmp_path, tiny_dir):
     out = run_det(["e", "create", config, tiny_dir, "--test", "--local-dir", tmp_path / "local"])
     assert out.returncode == 1
     assert "LegacyNoLoss.train_batch" in out.stderr and "'loss'" in out.stderr
+
+
+def test_an_import_error_shows_the_users_frames_only(tmp_path, tiny_dir):
+    """A model_def that fails to import: the user's frames and the error, none of
+    importlib's (six ``<frozen importlib._bootstrap>`` lines came first)."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model_def.py").write_text("import helper\n")
+    (model / "helper.py").write_text("x = 1\nimport no_such_module_zz\n")
+    out = run_det(["e", "create", tiny_dir / "const.yaml", model, "--test", "--local",
+                   "--local-dir", tmp_path / "local"])
+    assert out.returncode == 1
+    assert "frozen" not in out.stderr and "importlib" not in out.stderr, out.stderr
+    assert f'File "{model / "helper.py"}", line 2, in <module>' in out.stderr, out.stderr
+    assert out.stderr.rstrip().endswith(
+        "ModuleNotFoundError: No module named 'no_such_module_zz'"), out.stderr
 
 
 def test_invalid_config_rejected_before_anything_runs(tmp_path, tiny_dir):

@@ -27,6 +27,12 @@ export function formatNumber(v: unknown, digits = 4): string {
   return Number(v.toPrecision(digits)).toString();
 }
 
+/** `n` and the noun that agrees with it: counted(1, "trial") is "1 trial", counted(2, "batch") "2 batches". */
+export function counted(n: number, singular: string, plural?: string): string {
+  const many = plural ?? singular + (/(s|sh|ch|x|z)$/.test(singular) ? "es" : "s");
+  return `${n.toLocaleString("en-US")} ${n === 1 ? singular : many}`;
+}
+
 export function formatBytes(n: number): string {
   if (!isFinite(n)) return "";
   const units = ["B", "KB", "MB", "GB", "TB"];

@@ -66,7 +66,7 @@ def add_parser(nouns: Any) -> None:
 
 
 def _create(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from determined.common.console import TrimmedConsole
 
     _check_utf8(args.config_file)
     _print_config_warnings(args.config_file)
@@ -89,7 +89,7 @@ def _create(args: argparse.Namespace) -> int:
     from determined.local import prepare_config, run_local_experiment, run_test_mode
     from determined.local._store import default_local_dir
 
-    console = Console(stderr=args.json)
+    console = TrimmedConsole(stderr=args.json)
     for flag, used in (("--paused", args.paused), ("--follow", args.follow),
                        ("--git", args.git)):
         if used:

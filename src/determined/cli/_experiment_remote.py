@@ -21,6 +21,7 @@ from determined.cli._remote import (
     usage_error,
 )
 from determined.common.api import APIError, MasterClient, pack_context
+from determined.common.console import TrimmedConsole
 from determined.errors import InvalidConfigError, InvalidModelDefError, MasterError
 
 __all__ = ["add_verbs", "create_remote", "follow", "list_remote", "read_context", "templated"]
@@ -78,7 +79,7 @@ def create_remote(args: argparse.Namespace) -> int:
     packed = read_context(args)
     config_text: Any = read_config_text(args.config_file)
     git = git_info(args.model_def) if getattr(args, "git", False) else None
-    console = Console(stderr=True)
+    console = TrimmedConsole(stderr=True)
     with client(args) as c:
         if getattr(args, "template", None):
             config_text = templated(c, args.template, config_text, args.config_file)
@@ -183,7 +184,7 @@ def _wait(args: argparse.Namespace) -> int:
     if args.polling_interval <= 0:
         usage_error(f"--polling-interval must be positive. Received: {args.polling_interval}")
     with client(args) as c:
-        exp = follow(c, args.experiment_id, Console(stderr=True),
+        exp = follow(c, args.experiment_id, TrimmedConsole(stderr=True),
                      interval=args.polling_interval, logs=False)
     print(f"Experiment {args.experiment_id}: {exp['state']}")
     return 0 if exp["state"] == "COMPLETED" else 1

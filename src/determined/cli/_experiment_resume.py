@@ -24,7 +24,7 @@ def add_resume_verb(verbs: Any) -> None:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    from rich.console import Console
+    from determined.common.console import TrimmedConsole
 
     from determined.cli._local_result import finish_local_run
     from determined.local import resume_local_experiment
@@ -34,5 +34,5 @@ def _resume(args: argparse.Namespace) -> int:
                           "experiments continue on their own (det experiment activate ID)")
     result = resume_local_experiment(
         args.experiment_id, slots=args.slots, local_dir=args.local_dir,
-        console=Console(stderr=args.json), show_progress=not args.no_progress)
+        console=TrimmedConsole(stderr=args.json), show_progress=not args.no_progress)
     return finish_local_run(result, args.json)

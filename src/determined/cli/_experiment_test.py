@@ -11,11 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from rich.console import Console
-
 from determined.cli._experiment_remote import follow, read_context
 from determined.cli._remote import client, unreachable_hint
 from determined.common.api import APIError
+from determined.common.console import TrimmedConsole
 from determined.config import load_config, one_batch_lengths, test_mode_config, validate_config
 from determined.errors import MasterError
 
@@ -33,7 +32,7 @@ def create_test_remote(args: argparse.Namespace) -> int:
     git = git_info(args.model_def) if getattr(args, "git", False) else None
     source = f"experiment config {args.config_file}"
     raw = load_config(args.config_file)
-    console = Console(stderr=True)
+    console = TrimmedConsole(stderr=True)
     with client(args) as c:
         if getattr(args, "template", None):
             from determined.cli._experiment_remote import templated
@@ -62,6 +61,6 @@ def create_test_remote(args: argparse.Namespace) -> int:
                           f"`det trial logs {trials[0]['id'] if trials else '<id>'}`)")
     if not args.json:
         print("Model definition test succeeded", flush=True)  # upstream's line
-        Console().print(f"Experiment {exp_id} trained 1 batch, validated and checkpointed "
+        TrimmedConsole().print(f"Experiment {exp_id} trained 1 batch, validated and checkpointed "
                         "(now archived)", highlight=False, soft_wrap=True)
     return 0

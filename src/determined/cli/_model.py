@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any, Dict, List
+import textwrap
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from determined.cli._remote import print_rows
+from determined.cli._remote import print_rows, terminal_width
+from determined.util import format_metrics, format_value
 
 __all__ = ["add_parser"]
 
@@ -66,12 +68,48 @@ def _print_model(model: Any, args: argparse.Namespace) -> None:
                ["name", "description", "creation_time", "last_updated_time", "metadata"], args)
 
 
-def _version_row(ckpt: Any) -> Dict[str, Any]:
+_VERSION_COLUMNS = ["version", "uuid", "trial_id", "batch"]
+
+
+def _searcher_metric(ckpt: Any) -> Tuple[Optional[str], Any]:
+    """The name of the searcher metric of the checkpoint's experiment and its value in
+    the checkpoint's validation (None without one)."""
     from determined.experimental._client import validation_metrics
 
-    return {"version": ckpt.model_version, "uuid": ckpt.uuid, "trial_id": ckpt.trial_id,
-            "batch": ckpt.batch_number, "validation": validation_metrics(ckpt) or None,
-            "metadata": ckpt.metadata or None}
+    name = (ckpt.experiment_config.get("searcher") or {}).get("metric")
+    return name, validation_metrics(ckpt).get(name) if name else None
+
+
+def _print_versions(ckpts: Sequence[Any], args: argparse.Namespace) -> None:
+    """The versions as a table with the searcher metric only (``describe`` and ``--json``
+    show every metric): a column named after it, or ``name=value`` cells when the
+    versions come from experiments with different searcher metrics."""
+    metrics = [_searcher_metric(c) for c in ckpts]
+    names = {name for name, _ in metrics}
+    column = names.pop() if len(names) == 1 and None not in names else "searcher metric"
+    if column in _VERSION_COLUMNS or column == "metadata":  # a metric named like a column
+        column = "searcher metric"
+    rows = []
+    for ckpt, (name, value) in zip(ckpts, metrics):
+        shown = "" if value is None else format_value(value)
+        if shown and column == "searcher metric":
+            shown = f"{name}={shown}"
+        rows.append({"version": ckpt.model_version, "uuid": ckpt.uuid,
+                     "trial_id": ckpt.trial_id, "batch": ckpt.batch_number, column: shown,
+                     "metadata": ckpt.metadata or None})
+    print_rows(rows, [*_VERSION_COLUMNS, column, "metadata"], args)
+
+
+def _print_validation(ckpt: Any) -> None:
+    """Every validation metric of the version, wrapped to the terminal."""
+    from determined.experimental._client import validation_metrics
+
+    metrics = validation_metrics(ckpt)
+    text = (f"Validation metrics: {format_metrics(metrics)}" if metrics
+            else "Validation metrics: none (the checkpoint has no validation)")
+    width = terminal_width()
+    print(textwrap.fill(text, width, subsequent_indent="  ", break_long_words=False,
+                        break_on_hyphens=False) if width else text)
 
 
 def _version_json(ckpt: Any) -> Dict[str, Any]:
@@ -79,9 +117,6 @@ def _version_json(ckpt: Any) -> Dict[str, Any]:
             "experiment_id": ckpt.experiment_id, "trial_id": ckpt.trial_id,
             "batch_number": ckpt.batch_number, "validation": ckpt.validation,
             "metadata": ckpt.metadata, "framework": ckpt.framework, "format": ckpt.format}
-
-
-_VERSION_COLUMNS = ["version", "uuid", "trial_id", "batch", "validation", "metadata"]
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -116,7 +151,8 @@ def _describe(args: argparse.Namespace) -> int:
     _print_model(model, args)
     if ckpt is not None:
         print()
-        print_rows([_version_row(ckpt)], _VERSION_COLUMNS, args)
+        _print_versions([ckpt], args)
+        _print_validation(ckpt)
     return 0
 
 
@@ -127,7 +163,7 @@ def _register(args: argparse.Namespace) -> int:
         return 0
     print(f"Registered checkpoint {ckpt.uuid} as version {ckpt.model_version} of model "
           f"{args.name!r}")
-    print_rows([_version_row(ckpt)], _VERSION_COLUMNS, args)
+    _print_versions([ckpt], args)
     return 0
 
 
@@ -140,5 +176,5 @@ def _list_versions(args: argparse.Namespace) -> int:
         return 0
     _print_model(model, args)
     print()
-    print_rows([_version_row(v) for v in versions], _VERSION_COLUMNS, args)
+    _print_versions(versions, args)
     return 0

@@ -18,10 +18,11 @@ def _preview(args: argparse.Namespace) -> int:
     from collections import Counter
 
     import yaml
-    from rich.console import Console
     from rich.table import Table
 
     from determined import searcher as searchers
+    from determined.common.console import TrimmedConsole
+    from determined.common.wording import counted
     from determined.config import load_config, validate_config
 
     raw = load_config(args.config_file)
@@ -38,7 +39,7 @@ def _preview(args: argparse.Namespace) -> int:
     # A self-paced search plays scripts that train to max_time (time metric units).
     unit = (searcher.unit.value if searcher.unit is not None else
             searcher.time_metric.name if searcher.time_metric else "steps")
-    console = Console()
+    console = TrimmedConsole()
     # As 0.13 printed it: YAML, one field a line (unset fields left out).
     searcher_yaml = yaml.safe_dump({k: v for k, v in cfg["searcher"].items() if v is not None},
                                    default_flow_style=False, sort_keys=False)
@@ -50,5 +51,6 @@ def _preview(args: argparse.Namespace) -> int:
     for length, count in sorted(lengths.items()):
         table.add_row(str(count), str(length))
     console.print(table)
-    console.print(f"Total: {len(result.trials)} trials, {result.total_units} {unit} of training")
+    console.print(f"Total: {counted(len(result.trials), 'trial')}, {result.total_units} {unit} "
+                  "of training")
     return 0

@@ -3,19 +3,21 @@
 --agent-uid UID --agent-gid GID --agent-user USER --agent-group GROUP`` (SPEC 6.4).
 
 Passwords come from ``--password``, else one line of piped stdin, else a ``getpass``
-prompt. Session tokens are cached in ``$DET_AUTH_DIR/auth.json`` (default
-``~/.determined``); ``det -u NAME ...`` picks the user of any command.
+prompt; stdin that ends before a line is an error, and so is a blank new password read
+that way (``--password ''`` sets one on purpose). Session tokens are cached in
+``$DET_AUTH_DIR/auth.json`` (default ``~/.determined``); ``det -u NAME ...`` picks the
+user of any command.
 """
 
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 from typing import Any
 
 from determined.cli._remote import client, print_rows
 from determined.common.api import APIError, Authenticator, MasterClient, TokenCache
+from determined.common.password import read_password
 from determined.errors import DeterminedError
 
 __all__ = ["add_parser"]
@@ -79,19 +81,15 @@ def _password_flag(p: argparse.ArgumentParser, what: str = "the password") -> No
                    help=f"{what} (default: one line of piped stdin, else a prompt)")
 
 
-def _read_password(args: argparse.Namespace, prompt: str, confirm: bool = False) -> str:
+def _read_password(args: argparse.Namespace, prompt: str, outcome: str,
+                   new: bool = False) -> str:
+    """``--password``, else what :func:`read_password` reads; a ``new`` one is asked
+    twice on a terminal and may not be blank unless given by ``--password ''``."""
     if args.password is not None:
         return str(args.password)
-    if not sys.stdin.isatty():
-        return sys.stdin.readline().rstrip("\r\n")
-    try:
-        password = getpass.getpass(prompt)
-        again = getpass.getpass("Confirm password: ") if confirm else password
-    except EOFError:  # Ctrl-D at the prompt
-        raise DeterminedError("No password given (end of input); nothing was changed") from None
-    if again != password:
-        raise DeterminedError("The passwords do not match; nothing was changed")
-    return password
+    return read_password(prompt, outcome=outcome, confirm=new,
+                         blank_refused="to set a blank one on purpose: --password ''"
+                         if new else "")
 
 
 def _agent_text(group: Any) -> str:
@@ -136,7 +134,7 @@ def _link_with_agent_user(args: argparse.Namespace) -> int:
 def _login(args: argparse.Namespace) -> int:
     name = args.username or args.user or "determined"
     auth = Authenticator(args.master, user=name, activate=True)  # the default user from now
-    auth.login(_read_password(args, f"Password for user {name!r}: "))
+    auth.login(_read_password(args, f"Password for user {name!r}: ", "not logged in"))
     print(f"Logged in as user {name!r}")
     return 0
 
@@ -183,7 +181,7 @@ def _change_password(args: argparse.Namespace) -> int:
     with client(args) as c:
         name = args.username or c.username
         c.set_password(name, _read_password(args, f"New password for user {name!r}: ",
-                                            confirm=True))
+                                            "nothing was changed", new=True))
     print(f"Changed the password of user {name!r}")
     return 0
 

@@ -10,6 +10,7 @@ import json
 import uuid as uuidlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
+from determined.common.wording import counted
 from determined.config import MetricOrder
 from determined.engine._states import EngineError
 from determined.storage._gc import CheckpointRecord, checkpoints_to_keep
@@ -47,10 +48,10 @@ def is_repeat(uuid: str, known: Optional[Mapping[str, Any]], request_id: int, ba
     said = (known["request_id"], known["batches"], known.get("content", content))
     if said == (request_id, batches, content):
         return True
-    raise EngineError(f"Checkpoint {uuid} was already reported with other content: by "
-                      f"trial request id {known['request_id']} at {known['batches']} batches"
+    raise EngineError(f"Checkpoint {uuid} was already reported with other content: by trial "
+                      f"request id {known['request_id']} at {counted(known['batches'], 'batch')}"
                       f"{'' if said[2] == content else ' with other files, framework or format'}"
-                      f"; this report says request id {request_id} at {batches} batches")
+                      f"; this report says request id {request_id} at {counted(batches, 'batch')}")
 
 
 def _policy_int(policy: Mapping[str, Any], key: str, default: int) -> int:

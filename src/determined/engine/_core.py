@@ -33,6 +33,7 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from determined import searcher as searchers
 from determined.common.frozen_entries import FrozenEntries
+from determined.common.wording import counted
 from determined.config import (ExperimentConfig, Length, global_batch_size,
                                is_script_entrypoint)
 from determined.engine import _checkpoints as ckpts
@@ -256,7 +257,7 @@ class ExperimentCore(ScriptTrials):
         if t.restarts:
             line += f" (restart {t.restarts} of {self.cfg.max_restarts})"
         if uuid and not warm:
-            line += f", restoring checkpoint {uuid} at {t.checkpoint_batches} batches"
+            line += f", restoring checkpoint {uuid} at {counted(t.checkpoint_batches, 'batch')}"
         elif uuid:
             line += f", warm-started from checkpoint {uuid}"
         out.append(fx.TrialLog(request_id, line))
@@ -443,7 +444,7 @@ class ExperimentCore(ScriptTrials):
         elif code == 0 and not signal and not closed and not t.exit_reported:
             out = self._requeue(t)
             out.append(fx.TrialLog(request_id, f"Trial stopped after a checkpoint at "
-                                   f"{t.checkpoint_batches} batches; it resumes later"))
+                                   f"{counted(t.checkpoint_batches, 'batch')}; it resumes later"))
             out += self._move(t, _S.PENDING if t.ops else _S.IDLE, "trial exited")
         elif code == 0 and not signal:
             out = self._complete(t, report_close=closed and not t.exit_reported)
@@ -468,9 +469,10 @@ class ExperimentCore(ScriptTrials):
             t.restarts += 1
             t.failed_last = True
             out = self._requeue(t)
-            out += [fx.TrialLog(t.request_id, f"{error}; restart {t.restarts} of {budget} "
-                                f"from {t.latest_checkpoint or 'the beginning'} at "
-                                f"{t.checkpoint_batches} batches"),
+            where = (f"{t.latest_checkpoint} at {counted(t.checkpoint_batches, 'batch')}"
+                     if t.latest_checkpoint else "the beginning")
+            out += [fx.TrialLog(t.request_id,
+                                f"{error}; restart {t.restarts} of {budget} from {where}"),
                     fx.UpdateTrial(t.request_id, {"restarts": t.restarts})]
             return out + self._move(t, _S.PENDING, "trial failed")
         why = "no restarts left" if t.restarts >= budget else "experiment stopping"
@@ -717,8 +719,8 @@ class ExperimentCore(ScriptTrials):
             # What the lost process stored past its checkpoint goes, even rows the
             # snapshot never heard of.
             out += [fx.RollbackMetrics(t.request_id, t.checkpoint_batches),
-                    fx.TrialLog(t.request_id, "Trial process lost (driver or master "
-                                f"restarted); it resumes at {t.checkpoint_batches} batches")]
+                    fx.TrialLog(t.request_id, "Trial process lost (driver or master restarted); "
+                                f"it resumes at {counted(t.checkpoint_batches, 'batch')}")]
             # From its live state straight to where it goes without a process.
             if t.ops and isinstance(t.ops[0], searchers.Close) and t.latest_checkpoint:
                 t.ops.clear()

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any, List, Mapping, Optional
 
 from determined import searcher as searchers
+from determined.common.wording import counted
 from determined.engine import _effects as fx
 from determined.engine._assignment import Assignment
 from determined.engine._states import LIVE, ExperimentState, TrialState
@@ -132,12 +133,12 @@ class ScriptTrials:
             if isinstance(t.current_op, searchers.Checkpoint):  # (settled once written)
                 return self._failed(t, "exit code 0", (
                     f"the script exited without the checkpoint the searcher asked for "
-                    f"(at {t.batches} steps)"))
+                    f"(at {counted(t.batches, 'step')})"))
             out = self._requeue(t)
             if self._script_settle_checkpoints(t):
                 out += self._script_launch_children(t)
             out.append(fx.TrialLog(t.request_id, f"Trial stopped after a checkpoint at "
-                                   f"{t.checkpoint_batches} steps; it resumes later"))
+                                   f"{counted(t.checkpoint_batches, 'step')}; it resumes later"))
             resumes = bool(t.ops) or self.searcher.self_paced
             return out + self._move(t, _S.PENDING if resumes else _S.IDLE, "script exited")
         out = self._end(t, _S.COMPLETED, "Trial completed: its script exited 0")
@@ -155,5 +156,5 @@ class ScriptTrials:
             ops = self.searcher.on_validation_reported(t.request_id, metrics, steps)
         except searchers.SearcherError as e:
             return [fx.TrialLog(t.request_id, f"The searcher ignored the validation at "
-                                              f"{steps} steps: {e}")]
+                                              f"{counted(steps, 'step')}: {e}")]
         return self._searcher_event(ops)

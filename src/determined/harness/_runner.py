@@ -25,6 +25,7 @@ import numpy as np
 
 from determined import tensorboard
 from determined._version import __version__
+from determined.common.wording import counted
 from determined.config import ExperimentConfig
 from determined.errors import InvalidTrialError
 from determined.harness._controller import TrialController
@@ -238,7 +239,7 @@ class TrialRunner:
                                             and not math.isnan(value)
                                             and self.host.is_best_validation(value))
             self._report_validation(metrics, completes_op)
-            logger.info("validation at %d batches: %s", self.batches_trained,
+            logger.info("validation at %s: %s", counted(self.batches_trained, "batch"),
                         format_metrics(values))
             if self.tensorboard is not None:
                 self.tensorboard.validation(self.batches_trained, values)
@@ -270,7 +271,7 @@ class TrialRunner:
             if not self.storage.local_paths:  # an object store: no second download
                 self.controller.on_checkpoint_end(path)
         self.host.report_checkpoint(self.batches_trained, ckpt_uuid, metadata)
-        logger.info("checkpoint %s at %d batches", ckpt_uuid, self.batches_trained)
+        logger.info("checkpoint %s at %s", ckpt_uuid, counted(self.batches_trained, "batch"))
         if self.storage.local_paths:
             with self.storage.restore_path(ckpt_uuid) as path:
                 self.controller.on_checkpoint_end(path)
@@ -341,8 +342,8 @@ class TrialRunner:
                 self.last_validation = meta["validation_metrics"]
                 self.last_validation_batches = batches
         logger.info(
-            "trial %s restored from checkpoint %s (%s batches)%s",
-            self.env.trial_id, meta.get("uuid"), batches, " as a warm start" if weights_only else "",
+            "trial %s restored from checkpoint %s (%s)%s", self.env.trial_id, meta.get("uuid"),
+            counted(batches, "batch"), " as a warm start" if weights_only else "",
         )
 
 

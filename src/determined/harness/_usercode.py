@@ -1,7 +1,8 @@
 """Loading user trial classes and reporting user-code failures.
 
 Every failure names the file, the class and the method involved and carries the
-user's own traceback (frames inside this package are dropped).
+user's own traceback (frames inside this package and Python's import machinery are
+dropped).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from determined.errors import InvalidModelDefError, InvalidTrialError, UserCodeE
 __all__ = ["load_trial_class", "user_code_error", "describe_class", "check_trial_class"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_IMPORTLIB_DIR = os.path.dirname(os.path.abspath(importlib.__file__))
 _loaded_dirs: set = set()
 
 
@@ -40,12 +42,23 @@ def _forget_other_model_dirs(search_dir: str) -> None:
     _loaded_dirs.add(search_dir)
 
 
+def _is_import_machinery(filename: str) -> bool:
+    """``<frozen importlib._bootstrap>`` and the like, or ``importlib/__init__.py``."""
+    return (filename.startswith("<frozen ")
+            or os.path.abspath(filename).startswith(_IMPORTLIB_DIR + os.sep))
+
+
 def _user_traceback(exc: BaseException) -> str:
+    """The traceback of ``exc`` in the user's frames; this package's frames only when
+    it has no other (a fault of ours), and none of the import machinery's. A syntax
+    error in the user's module has no frame left: its file and line say where."""
     tb: Optional[TracebackType] = exc.__traceback__
-    frames = traceback.extract_tb(tb)
+    frames = [f for f in traceback.extract_tb(tb) if not _is_import_machinery(f.filename)]
     keep = [f for f in frames if not os.path.abspath(f.filename).startswith(_PACKAGE_DIR)]
-    lines = ["Traceback (most recent call last):\n"]
-    lines += traceback.format_list(keep or frames)
+    # A syntax error's place is in the error itself, not in a frame.
+    shown = keep if keep or isinstance(exc, SyntaxError) else frames
+    lines = ["Traceback (most recent call last):\n"] if shown else []
+    lines += traceback.format_list(shown)
     lines += traceback.format_exception_only(type(exc), exc)
     return "".join(lines)
 

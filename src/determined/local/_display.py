@@ -8,14 +8,20 @@ from typing import Any, Callable, Dict, List, Optional
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from rich.table import Column, Table
 
 from determined._metric_order import MetricOrder
+from determined.common.wording import counted
 from determined.local._result import ExperimentResult
 from determined.util import format_metrics
 from determined.util import format_value as _fmt
 
 __all__ = ["ProgressDisplay", "print_summary", "format_hparams", "trial_counts"]
+
+_BAR_WIDTHS = (10, 40)  # the progress bar's narrowest and widest
+# The progress line beside its bar and status: "search", "100.0%", the elapsed time (up
+# to 99:59:59) and a space between each two of the five columns.
+_FIXED_WIDTH = len("search") + len("100.0%") + len("99:59:59") + 4
 
 
 def format_hparams(hparams: Dict[str, Any], prefix: str = "") -> str:
@@ -57,12 +63,13 @@ class ProgressDisplay:
         self.order = order
         self.progress_fn = progress_fn
         self.counts_fn = counts_fn
+        self.bar = BarColumn(bar_width=_BAR_WIDTHS[1])
         self.progress = Progress(
             TextColumn("[bold]search"),
-            BarColumn(),
+            self.bar,
             TextColumn("{task.percentage:>5.1f}%"),
             TimeElapsedColumn(),
-            TextColumn("{task.fields[status]}"),
+            TextColumn("{task.fields[status]}", table_column=Column(no_wrap=True)),
             console=console,
             transient=False,
         )
@@ -85,7 +92,13 @@ class ProgressDisplay:
                          + (f", {counts['errors']} failed" if counts["errors"] else ""))
         if self.best is not None:
             parts.append(f"best {self.metric} {_fmt(self.best)}")
-        self.progress.update(self.task, completed=self.progress_fn(), status=" | ".join(parts))
+        status = " | ".join(parts)
+        # The line fits the terminal: a narrower bar first, then a shortened status.
+        room = self.console.width - _FIXED_WIDTH
+        self.bar.bar_width = max(_BAR_WIDTHS[0], min(_BAR_WIDTHS[1], room - len(status)))
+        if len(status) > room - self.bar.bar_width:
+            status = status[:max(room - self.bar.bar_width - 1, 0)] + "…"
+        self.progress.update(self.task, completed=self.progress_fn(), status=status)
 
     def _log(self, text: str) -> None:
         """One event line above the progress bar, with the time of day (no source
@@ -100,18 +113,19 @@ class ProgressDisplay:
         if kind == "started":
             if details.get("resumed"):
                 log(f"trial {tid} resumed from checkpoint {trial['latest_checkpoint']} "
-                    f"at {trial['checkpoint_batches']} batches")
+                    f"at {counted(trial['checkpoint_batches'], 'batch')}")
             else:
                 shown = format_hparams(trial["hparams"])
                 log(f"trial {tid} started: {shown}" if shown else f"trial {tid} started")
         elif kind == "validation":
             value = details.get(self.metric)
             if value is not None:
-                log(f"trial {tid} validated at {trial['batches']} batches: "
+                log(f"trial {tid} validated at {counted(trial['batches'], 'batch')}: "
                     f"{self.metric}={_fmt(value)}")
         elif kind == "restart":
-            where = (f"checkpoint {trial['latest_checkpoint']} at {trial['checkpoint_batches']} "
-                     "batches" if trial["latest_checkpoint"] else "the beginning")
+            where = (f"checkpoint {trial['latest_checkpoint']} at "
+                     f"{counted(trial['checkpoint_batches'], 'batch')}"
+                     if trial["latest_checkpoint"] else "the beginning")
             log(f"[yellow]trial {tid} failed ({_first_line(details.get('error'))}); "
                 f"restart {trial['restarts']}, from {where}")
         elif kind == "error":
@@ -173,7 +187,8 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
     for t, f in zip(result.trials, flat):
         best = "" if t["best_metric"] is None else _fmt(t["best_metric"])
         mark = "*" if t["trial_id"] == best_id else ""
-        state = t["state"] if not t["restarts"] else f"{t['state']} ({t['restarts']} restarts)"
+        state = (f"{t['state']} ({counted(t['restarts'], 'restart')})" if t["restarts"]
+                 else t["state"])
         table.add_row(f"{t['trial_id']}{mark}", state, str(t["batches"]), best,
                       *(_fmt(f.get(n, "")) for n in shown))
     console.print(table)

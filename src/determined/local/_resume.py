@@ -8,6 +8,7 @@ from typing import Optional
 from rich.console import Console
 
 from determined import engine
+from determined.common.console import TrimmedConsole
 from determined.errors import DeterminedError
 from determined.local._driver import LocalDriver
 from determined.local._result import ExperimentResult
@@ -29,7 +30,7 @@ def resume_local_experiment(experiment_id: int, slots: int = 1, local_dir: Optio
     """
     from determined.local._run import drive
 
-    console = console or Console()
+    console = console or TrimmedConsole()
     local_dir = os.path.abspath(local_dir or default_local_dir())
     db = open_store(local_dir)
     try:

@@ -9,6 +9,8 @@ from typing import Any, Dict, Optional, Tuple, Union
 
 from rich.console import Console
 
+from determined.common.console import TrimmedConsole
+from determined.common.wording import counted
 from determined.common.validation import validate_experiment
 from determined.config import (
     Length,
@@ -46,7 +48,7 @@ def run_test_mode(
     """Train one batch, validate, checkpoint, in this process; raise on any failure."""
     from determined import searcher as searchers
 
-    console = console or Console()
+    console = console or TrimmedConsole()
     cfg = validate_config(test_mode_config(config))
     rng = random.Random(cfg["reproducibility"]["experiment_seed"])
     hparams = searchers.sample_hparams(cfg["hyperparameters"], rng)
@@ -144,7 +146,7 @@ def run_local_experiment(
         The result: state, trials, best trial and best checkpoint.
     """
 
-    console = console or Console()
+    console = console or TrimmedConsole()
     local_dir = os.path.abspath(local_dir or default_local_dir())
     cfg = prepare_config(config, model_dir, local_dir)
     if cfg["resources"]["slots_per_trial"] > slots:
@@ -165,8 +167,8 @@ def run_local_experiment(
         raise
     store = LocalStore(db, local_dir, exp_id)
     console.print(
-        f"Experiment {exp_id} ({cfg['description']}): searcher {cfg['searcher']['name']}, "
-        f"{slots} slot(s); records in {db_path(local_dir)}"
+        f"Experiment {exp_id}: {cfg['description']}; searcher {cfg['searcher']['name']}, "
+        f"{counted(slots, 'slot')}; records in {db_path(local_dir)}"
     )
     try:
         driver = LocalDriver(

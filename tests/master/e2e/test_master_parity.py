@@ -130,6 +130,18 @@ def test_model_registry_sdk_and_cli(shared_master, done):
     text = det(shared_master, "model", "list-versions", "alpha-net",
                env={"COLUMNS": "80"}).stdout
     assert all(len(line) <= 80 for line in text.splitlines()) and uuid[:8] in text
+    # The searcher metric, short, in a column of its own; every metric in `describe`.
+    lines = text.splitlines()
+    header = next(l for l in lines if l.startswith("version"))
+    assert [c.strip() for c in header.split("|")][4] == "validation_loss", text
+    value = float(lines[lines.index(header) + 2].split("|")[4])
+    metrics = v1.validation["metrics"]["validationMetrics"]
+    assert value == float(f"{metrics['validation_loss']:.4g}"), text
+    assert "{" not in text and "accuracy" not in text, text
+    shown = det(shared_master, "model", "describe", "alpha-net", env={"COLUMNS": "80"}).stdout
+    assert all(len(line) <= 80 for line in shown.splitlines()), shown
+    assert "Validation metrics: " in shown and "{" not in shown, shown
+    assert " ".join(shown.split()).count("=") >= len(metrics), shown  # all, k=v
     bad = det(shared_master, "model", "register-version", "cli-net", "nope", code=1)
     assert "not found" in bad.stderr and "Traceback" not in bad.stderr
 

@@ -127,6 +127,27 @@ def test_users_admin_commands(shared_master) -> None:
     assert "user 'nobody' not found (HTTP 404)" in missing.stderr
 
 
+def test_no_password_on_stdin_changes_nothing(shared_master) -> None:
+    """``det user change-password </dev/null`` set a blank password without a word; now
+    stdin that ends, or a blank line, is a one-line error and the password stays."""
+    m = shared_master
+    det(m, "user", "create", "paula", "--password", "pw1", user="admin")
+    det(m, "user", "login", "paula", "--password", "pw1")
+    for stdin, why in (("", "No password on stdin (it ended before a line)"),
+                       ("\n", "The password read is blank")):
+        refused = det(m, "user", "change-password", input=stdin, check=False)
+        assert refused.returncode == 1, refused.stdout
+        assert refused.stderr.strip().splitlines() == [
+            f"det: error: {why}; nothing was changed"
+            + (" (to set a blank one on purpose: --password '')" if stdin else "")]
+        login(m, "paula", "pw1")  # the password stayed
+    refused = det(m, "user", "login", "paula", check=False)  # stdin ends at once
+    assert refused.returncode == 1
+    assert "No password on stdin (it ended before a line); not logged in" in refused.stderr
+    det(m, "user", "change-password", "--password", "", user="paula")  # on purpose
+    login(m, "paula", "")
+
+
 def test_ownership_and_list_filtering(shared_master, tiny_dir) -> None:
     m = shared_master
     det(m, "user", "create", "olive", "--password", "o", user="admin")

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { alignSeries } from "../components/align";
 import { appendRows, xValues } from "../components/Curves";
 import { parseEvents } from "../events";
-import { compareValues, flattenHparams, formatDuration, smooth } from "../format";
+import { compareValues, counted, flattenHparams, formatDuration, smooth } from "../format";
 import { filterLines, merge } from "../components/Logs";
 import { axisPosition, buildAxes } from "../components/HparamViews";
 
@@ -80,5 +80,16 @@ describe("logs", () => {
     const b = [{ id: 2, timestamp: "", line: "beta" }, { id: 3, timestamp: "", line: "ALPHA 2" }];
     expect(merge(a, b).map((l) => l.id)).toEqual([1, 2, 3]);
     expect(filterLines(merge(a, b), "alpha").map((l) => l.id)).toEqual([1, 3]);
+  });
+});
+
+describe("counted", () => {
+  it("agrees with the number", () => {
+    expect(counted(1, "batch")).toBe("1 batch");
+    expect(counted(2, "batch")).toBe("2 batches");
+    expect(counted(1, "trial")).toBe("1 trial");
+    expect(counted(0, "trial")).toBe("0 trials");
+    expect(counted(12000, "batch")).toBe("12,000 batches");
+    expect(counted(2, "child", "children")).toBe("2 children");
   });
 });

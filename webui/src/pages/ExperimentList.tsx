@@ -3,7 +3,7 @@ import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } fr
 import { Link, useSearchParams } from "react-router";
 import { api, canEdit, post, type ExperimentRow } from "../api";
 import { subscribe } from "../events";
-import { formatDuration, formatNumber, formatTime } from "../format";
+import { counted, formatDuration, formatNumber, formatTime } from "../format";
 import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
 import { ConfirmButton, ErrorLine, Labels, Progress, StateBadge } from "../components/Bits";
@@ -162,7 +162,7 @@ export default function ExperimentList() {
         <span className="muted">{selected.size} selected</span>
         {ACTIONS.map((a) => (a === "kill" || a === "cancel" ? (
           <ConfirmButton key={a} label={a} testId={`batch-${a}`} disabled={!editable.length} confirmLabel={`yes, ${a} them`}
-            question={`${a === "kill" ? "Kill" : "Cancel"} ${editable.length} experiment${editable.length === 1 ? "" : "s"}?`}
+            question={`${a === "kill" ? "Kill" : "Cancel"} ${counted(editable.length, "experiment")}?`}
             onConfirm={() => void runAction(a)} />
         ) : (
           <button key={a} disabled={!editable.length} onClick={() => void runAction(a)} data-testid={`batch-${a}`}>{a}</button>

@@ -4,7 +4,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { api, canEdit, getToken, post, type ExperimentDetail, type MetricRow, type Trial } from "../api";
 import { subscribe } from "../events";
-import { flattenHparams, formatDuration, formatNumber, formatTime, TERMINAL } from "../format";
+import { counted, flattenHparams, formatDuration, formatNumber, formatTime, TERMINAL } from "../format";
 import { useSession } from "../session";
 import { ConfirmButton, ErrorLine, Progress, StateBadge } from "../components/Bits";
 import TaskLauncher from "../components/TaskLauncher";
@@ -23,6 +23,18 @@ export function bestTrial(trials: Trial[], smallerIsBetter: boolean): Trial | nu
     if (!best || (smallerIsBetter ? t.best_validation < best.best_validation! : t.best_validation > best.best_validation!)) best = t;
   }
   return best;
+}
+
+/** The curves' metric ("validation:loss"); a disabled "no metrics yet" before any. */
+export function MetricPicker({ options, value, onChange }: { options: string[]; value: string | null; onChange: (key: string) => void }) {
+  return (
+    <label>metric{" "}
+      <select aria-label="metric" value={value ?? ""} disabled={options.length === 0} onChange={(e) => onChange(e.target.value)}>
+        {options.length === 0 && <option value="">no metrics yet</option>}
+        {options.map((m) => <option key={m} value={m}>{m.replace(":", ": ")}</option>)}
+      </select>
+    </label>
+  );
 }
 
 export default function ExperimentPage() {
@@ -145,12 +157,8 @@ export default function ExperimentPage() {
       </nav>
       {tab === "curves" && (
         <section>
-          <label>metric{" "}
-            <select aria-label="metric" value={chosen ?? ""} onChange={(e) => setMetricKey(e.target.value)}>
-              {metricOptions.map((m) => <option key={m} value={m}>{m.replace(":", ": ")}</option>)}
-            </select>
-          </label>
-          {metricOptions.length === 0 ? <p className="muted">No metrics reported yet.</p> : <Curves data={curves.data} trials={exp.trials} bestTrialId={best?.id ?? null} />}
+          <MetricPicker options={metricOptions} value={chosen} onChange={setMetricKey} />
+          {metricOptions.length > 0 && <Curves data={curves.data} trials={exp.trials} bestTrialId={best?.id ?? null} />}
           <ErrorLine error={curves.error} />
         </section>
       )}
@@ -266,7 +274,7 @@ function TrialsTable({ exp, bestId, signedIn }: { exp: ExperimentDetail; bestId:
   return (
     <section>
       <div className="actions">
-        <TaskLauncher key={ids.join(",")} label={`TensorBoard for ${ids.length} selected trial${ids.length === 1 ? "" : "s"}`} testId="tensorboard-trials"
+        <TaskLauncher key={ids.join(",")} label={`TensorBoard for ${counted(ids.length, "selected trial")}`} testId="tensorboard-trials"
           request={{ kind: "tensorboard", trial_ids: ids }} disabled={!signedIn || ids.length === 0}
           title={signedIn ? "select trials first" : "sign in to start a TensorBoard"} />
       </div>

@@ -88,11 +88,9 @@ def set_password(config: "object", username: str, password: str) -> str:
 
 
 def _read_new_password() -> str:
-    if not sys.stdin.isatty():
-        return sys.stdin.readline().rstrip("\r\n")
-    import getpass
+    from determined.common.password import read_password
 
-    return getpass.getpass("New password: ")
+    return read_password("New password: ", outcome="nothing was changed")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
