@@ -26,11 +26,10 @@ def gcs_env(tmp_path_factory):
         yield env
 
 
-@pytest.fixture(params=["shared_fs", "s3", "gcs"])
-def backend(request, tmp_path, monkeypatch):
+def _backend(kind, request, tmp_path, monkeypatch):
     """(checkpoint_storage section, environment) of a backend, under a fresh prefix."""
     prefix = f"t-{uuidlib.uuid4().hex[:8]}"
-    if request.param == "shared_fs":
+    if kind == "shared_fs":
         return {"type": "shared_fs", "host_path": str(tmp_path / "ckpts")}, {}
     if request.param == "s3":
         return dict(request.getfixturevalue("s3_section"), prefix=prefix), {}
@@ -38,6 +37,18 @@ def backend(request, tmp_path, monkeypatch):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     return {"type": "gcs", "bucket": BUCKET, "prefix": prefix}, env
+
+
+@pytest.fixture(params=["shared_fs", "s3", "gcs"])
+def backend(request, tmp_path, monkeypatch):
+    return _backend(request.param, request, tmp_path, monkeypatch)
+
+
+@pytest.fixture(params=["s3", "gcs"])
+def object_backend(request, tmp_path, monkeypatch):
+    """An object store only (shared_fs's killed writer: test_storage.py::
+    test_killed_writer_leaves_only_hidden_scratch)."""
+    return _backend(request.param, request, tmp_path, monkeypatch)
 
 
 def _write(path, files):
@@ -101,11 +112,9 @@ def test_delete_removes_every_object(backend):
         assert sorted(os.listdir(section["host_path"])) == ["b"]
 
 
-def test_sigkill_mid_upload_registers_nothing(backend, tmp_path):
+def test_sigkill_mid_upload_registers_nothing(object_backend, tmp_path):
     """A writer SIGKILLed after uploading some files: the checkpoint does not exist."""
-    section, env = backend
-    if section["type"] == "shared_fs":
-        pytest.skip("shared_fs: see test_storage.py::test_killed_writer_leaves_only_hidden_scratch")
+    section, env = object_backend
     code = textwrap.dedent(f"""
         import os, signal
         from determined.storage import build_storage, write_metadata
