@@ -46,3 +46,14 @@ def assert_same_weights(a: dict, b: dict) -> None:
     for name in a["model"]:
         assert torch.equal(a["model"][name], b["model"][name]), name
     assert torch.equal(a["rng"], b["rng"])
+
+
+def report_rows(steps, validate_every):
+    """The stored ``(kind, total_batches)`` rows of tests/fixtures/core_reports/report.py
+    run for ``steps`` with a validation every ``validate_every``, in report order."""
+    rows = []
+    for step in range(1, steps + 1):
+        rows.append(("training", step))
+        if step % validate_every == 0:
+            rows.append(("validation", step))
+    return rows

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from det_cli_testing import run_det
-from tests.core.core_testing import ROOT
+from tests.core.core_testing import ROOT, report_rows
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -34,12 +34,7 @@ def test_every_report_of_a_script_is_stored_in_order(tmp_path):
     out, rows, state = _run(tmp_path, steps=2000, validate_every=250)
     assert out.returncode == 0, out.stdout + out.stderr
     assert state == "COMPLETED"
-    expected = []
-    for step in range(1, 2001):
-        expected.append(("training", step))
-        if step % 250 == 0:
-            expected.append(("validation", step))
-    assert rows == expected
+    assert rows == report_rows(2000, 250)
 
 
 def test_a_script_sigkilled_right_after_reporting_loses_no_report(tmp_path):

@@ -17,6 +17,7 @@ import yaml
 
 from determined.common.api import APIError, MasterClient
 from determined.errors import InvalidConfigError, MasterError
+from determined.util import format_value
 
 __all__ = [
     "read_config_text",
@@ -135,7 +136,7 @@ def compact(value: Any) -> str:
         return " ".join(f"{k}={compact(v) if not isinstance(v, dict) else cell(v)}"
                         for k, v in value.items())
     if isinstance(value, float):
-        return f"{value:.4g}"
+        return format_value(value)
     return cell(value)
 
 

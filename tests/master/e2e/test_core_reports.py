@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from master_testing import create_experiment, wait_for_state
+from tests.core.core_testing import report_rows
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -36,12 +37,7 @@ def test_reports_are_stored_in_order_and_survive_a_sigkill(master_factory):
     with master.client() as api:
         exp, _, rows = _run(api, steps=2000, validate_every=250)
         assert exp["state"] == "COMPLETED", exp
-        expected = []
-        for step in range(1, 2001):
-            expected.append(("training", step))
-            if step % 250 == 0:
-                expected.append(("validation", step))
-        assert rows == expected
+        assert rows == report_rows(2000, 250)
 
         exp, trial, rows = _run(api, steps=2000, validate_every=500, end="sigkill")
         assert exp["state"] == "ERROR", exp
