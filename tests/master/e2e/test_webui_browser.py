@@ -249,6 +249,7 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
         assert any(name.endswith("metadata.json") for name in tar.getnames())
     page.get_by_role("button", name="trials", exact=True).click()
     header = page.get_by_test_id("trials-table").locator("th", has_text="lr")
+    header.first.wait_for()  # the tab switch renders after the click returns
     assert header.count() == 1
     # Fork: a new experiment from this one's config, edited in the page.
     page.get_by_role("button", name="fork", exact=True).click()
