@@ -276,17 +276,19 @@ def test_logs_page_tails_a_running_trial(cluster, browser, out_dir):
     page.goto(cluster["master"].url + f"/experiments/{exp_id}/trials/{trial_id}")
     logs = page.get_by_test_id("trial-logs")
     logs.locator(".log-line", has_text="tick").first.wait_for(timeout=60000)
+    ticks = ("[...document.querySelectorAll('[data-testid=trial-logs] .log-line')]"
+             ".filter((e) => e.textContent.includes('tick')).length")
     first = logs.locator(".log-line", has_text="tick").count()
-    page.wait_for_function(  # new lines arrive without a reload
-        "document.querySelectorAll('[data-testid=trial-logs] .log-line').length > " + str(
-            logs.locator(".log-line").count()), timeout=15000)
-    assert logs.locator(".log-line", has_text="tick").count() > first
+    page.wait_for_function(f"{ticks} > {first}", timeout=15000)  # without a reload
     page.get_by_label("trial metric").select_option("training:loss")
     page.get_by_label("per batch").check()
     page.wait_for_function("Number(document.querySelector('[data-testid=trial-chart]')"
                            "?.dataset.points) >= 10")  # one point per batch
     page.get_by_label("search logs").fill("tick 1")
-    page.wait_for_timeout(800)
+    page.wait_for_function(  # the filter applies after a short pause in typing
+        "(() => { const l = [...document.querySelectorAll('[data-testid=trial-logs] .log-line')];"
+        " return l.length > 0 && l.every((e) => e.textContent.includes('tick 1')); })()",
+        timeout=15000)
     shown = logs.locator(".log-line").all_inner_texts()
     assert shown and all("tick 1" in line for line in shown)
     shot(page, out_dir, "trial")
