@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from determined.common.validation import validate_experiment
+from determined.experiment_validation import validate_experiment
 from determined.config import is_script_entrypoint, script_command, validate_config
 from determined.errors import InvalidConfigError
 

@@ -21,7 +21,7 @@ def _loaded(module: str, watch) -> list:
 
 
 @pytest.mark.parametrize("module", ["determined", "determined.engine", "determined.searcher",
-                                    "determined.config", "determined.common.trial_ops"])
+                                    "determined.config", "determined.trial_ops"])
 def test_pure_packages_load_no_runner_framework_or_numpy(module):
     assert _loaded(module, RUNNER + FRAMEWORKS + ("numpy",)) == []
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from determined.common.int64 import INT64_MAX
 from determined.harness._env import TrialEnv
 from determined.harness._host import TrialHost
 from determined.storage import StorageManager
@@ -81,9 +82,8 @@ class Session:
         self.steps_completed = max(self.steps_completed, steps)
 
 
-#: Hosts store steps as signed 64-bit integers (``common.validation.INT64_MAX``, not
-#: imported: that module pulls in the searchers).
-_STEPS_MAX = 2**63 - 1
+#: Hosts store steps as signed 64-bit integers.
+_STEPS_MAX = INT64_MAX
 
 
 def check_steps(steps_completed: Any, where: str) -> int:

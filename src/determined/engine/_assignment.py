@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any, Dict
 
 from determined import searcher as searchers
-from determined.common.trial_ops import OpKind, TrialOp
+from determined.trial_ops import OpKind, TrialOp
 
 __all__ = ["Assignment", "trial_op"]
 

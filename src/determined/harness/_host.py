@@ -10,7 +10,7 @@ from __future__ import annotations
 import abc
 from typing import AbstractSet, Any, Dict, Optional, Sequence, Tuple
 
-from determined.common.trial_ops import OpKind, TrialOp
+from determined.trial_ops import OpKind, TrialOp
 
 __all__ = ["TrialHost", "TrialOp", "OpKind"]
 

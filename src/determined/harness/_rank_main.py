@@ -13,7 +13,7 @@ import sys
 import traceback
 
 from determined._procs import die_with_parent
-from determined.common.trial_ops import EXIT_USER_ERROR
+from determined.trial_ops import EXIT_USER_ERROR
 from determined.config import is_script_entrypoint
 from determined.errors import InvalidModelDefError, InvalidTrialError
 from determined.harness._env import TrialEnv

@@ -39,7 +39,7 @@ import time
 from typing import Any, Dict, Iterator, Optional
 
 from determined.config import is_script_entrypoint
-from determined.common.trial_ops import EXIT_USER_ERROR
+from determined.trial_ops import EXIT_USER_ERROR
 from determined.errors import InvalidTrialError
 from determined.harness._collective import CollectiveError, dist_timeout
 from determined.harness._env import DistributedInfo, TrialEnv

@@ -22,7 +22,7 @@ import traceback
 from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 
 from determined.common.api import APIError, MasterClient
-from determined.common.trial_ops import EXIT_USER_ERROR
+from determined.trial_ops import EXIT_USER_ERROR
 from determined.harness._host import TrialHost, TrialOp
 
 __all__ = ["RestTrialHost", "main", "EXIT_USER_ERROR", "SCRIPT_STOP_POLL_SECONDS"]

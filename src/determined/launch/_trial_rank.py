@@ -10,7 +10,7 @@ import sys
 import traceback
 from typing import List, Optional
 
-from determined.common.trial_ops import EXIT_USER_ERROR
+from determined.trial_ops import EXIT_USER_ERROR
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from determined.common.console import TrimmedConsole
 from determined.common.wording import counted
-from determined.common.validation import validate_experiment
+from determined.experiment_validation import validate_experiment
 from determined.config import (
     Length,
     is_script_entrypoint,
@@ -37,7 +37,7 @@ def prepare_config(
     raw = load_config(config) if not isinstance(config, dict) else config
     source = f"experiment config {config}" if not isinstance(config, dict) else "experiment config"
     storage = {"type": "shared_fs", "host_path": os.path.join(os.path.abspath(local_dir), "checkpoints")}
-    # The one validation path (determined.common.validation), as on a master.
+    # The one validation path (determined.experiment_validation), as on a master.
     cfg = validate_experiment(raw, default_storage=storage, model_dir=model_dir, source=source).config
     return cfg
 

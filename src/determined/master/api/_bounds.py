@@ -13,7 +13,7 @@ from typing import Iterable, Tuple
 import fastapi
 from fastapi import Request
 
-from determined.common.validation import INT64_MAX, INT64_MIN
+from determined.common.int64 import INT64_MAX, INT64_MIN
 
 __all__ = ["int64_params"]
 

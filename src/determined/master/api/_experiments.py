@@ -24,7 +24,7 @@ from fastapi import Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from determined.common.api import MAX_CONTEXT_BYTES
-from determined.common.validation import validate_experiment
+from determined.experiment_validation import validate_experiment
 from determined.config import check_config_json, check_config_text, config_warnings, parse_yaml
 from determined.errors import InvalidConfigError
 from determined.master import scheduler, views

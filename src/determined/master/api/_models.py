@@ -6,7 +6,7 @@ from typing import Any, Dict, List, Optional, Union
 
 import pydantic
 
-from determined.common.validation import INT64_MAX
+from determined.common.int64 import INT64_MAX
 from determined.config import check_labels
 from determined.engine import check_checkpoint_id
 

@@ -29,7 +29,7 @@ import time
 import uuid
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from determined.common.trial_ops import EXIT_USER_ERROR
+from determined.trial_ops import EXIT_USER_ERROR
 from determined.master.resource_managers._agent_records import Launch, RemoteAgent
 
 __all__ = ["SpanningMixin", "CHIEF_GRACE_SECONDS"]

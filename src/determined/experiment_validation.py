@@ -27,15 +27,12 @@ from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Tuple
 
 from determined import searcher as searchers
 from determined.common.api._context_archive import ContextArchive, check_context_archive
+from determined.common.int64 import INT64_MAX, INT64_MIN
 from determined.config import is_script_entrypoint, script_file, validate_config
 from determined.errors import DeterminedError, InvalidConfigError, InvalidModelDefError
 from determined.storage import build_storage
 
-__all__ = ["INT64_MAX", "INT64_MIN", "ValidExperiment", "out_of_range_ints",
-           "validate_experiment"]
-
-INT64_MAX = 2**63 - 1
-INT64_MIN = -(2**63)
+__all__ = ["ValidExperiment", "out_of_range_ints", "validate_experiment"]
 
 
 class ValidExperiment(NamedTuple):

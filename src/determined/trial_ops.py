@@ -1,6 +1,7 @@
 """The operations a trial runner executes (shared by the runner and the drivers, which
 import no runner). The engine translates a searcher operation into one
-(``engine._assignment``)."""
+(``engine._assignment``). It names the config's lengths, so it sits above
+``determined.config``, not in ``determined.common``."""
 
 from __future__ import annotations
 
