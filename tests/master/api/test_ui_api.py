@@ -143,7 +143,9 @@ def _read_events(response, out, stop):
         for line in response.iter_lines():
             if stop.is_set():
                 return
-            if line.startswith("event:"):
+            if line.startswith(": connected"):  # the feed has read the state to follow
+                out.append((time.monotonic(), "connected", None))
+            elif line.startswith("event:"):
                 name = line[6:].strip()
             elif line.startswith("data:"):
                 out.append((time.monotonic(), name, json.loads(line[5:])))
@@ -195,6 +197,66 @@ def test_live_channel_sends_state_changes_metrics_and_logs(master, api, experime
     changed = [d for _, name, d in events if name == "experiments"]
     assert any(e["id"] == exp_id and e["description"] == "renamed"
                for d in changed for e in d["changed"])
+
+
+def _wait_for_event(events, name, found, what):
+    """The first ``name`` event's data for which ``found(data)`` holds (30 s at most)."""
+    deadline = time.monotonic() + 30
+    while True:
+        for _, n, data in list(events):
+            if n == name and found(data):
+                return data
+        assert time.monotonic() < deadline, f"no {name} event with {what}: {events}"
+        time.sleep(0.05)
+
+
+@pytest.mark.timeout(300)
+def test_live_channel_follows_the_model_registry(master, api, experiments, store):
+    uuid = next(c["uuid"] for c in api.get(f"/experiments/{experiments['done']}/checkpoints")
+                .json()["checkpoints"] if c["state"] == "COMPLETED")
+    assert api.post("/models/live one", json={"description": "first"}).status_code == 201
+    assert api.get("/ui/events", params={"model": "no such model"}).status_code == 404
+    events, stop = [], threading.Event()
+    with httpx.Client(base_url=master.url, timeout=30) as c:
+        params = {"models": True, "model": "live one"}
+        with c.stream("GET", "/api/v1/ui/events", params=params) as response:
+            assert response.status_code == 200
+            threading.Thread(target=_read_events, args=(response, events, stop),
+                             daemon=True).start()
+            _wait_for_event(events, "connected", lambda _: True, "the connection")
+
+            assert api.post("/models/other", json={}).status_code == 201
+            _wait_for_event(events, "models", lambda d: [m["name"] for m in d["changed"]]
+                            == ["other"], "the new model")
+
+            version = api.post("/models/live one/versions", json={"checkpoint_uuid": uuid})
+            assert version.status_code == 201, version.text
+            listed = _wait_for_event(
+                events, "models", lambda d: any(m["name"] == "live one" and m["num_versions"]
+                                                == 1 for m in d["changed"]), "the version")
+            assert listed["removed"] == []
+            page = _wait_for_event(events, "model", lambda d: d["versions"], "the version")
+            assert page["model"]["name"] == "live one" and page["model"]["num_versions"] == 1
+            assert [(v["version"], v["checkpoint"]["uuid"]) for v in page["versions"]] == [
+                (1, uuid)]
+            assert page == api.get("/models/live one/versions").json()
+
+            assert api.patch("/models/live one", json={"metadata": {"stage": "prod"}}
+                             ).status_code == 200
+            _wait_for_event(events, "model", lambda d: d["model"] and d["model"]["metadata"]
+                            == {"stage": "prod"}, "the new metadata")
+
+            store.delete_model("other")
+            store.delete_model("live one")
+            _wait_for_event(events, "models", lambda d: "live one" in d["removed"],
+                            "the deleted model")
+            _wait_for_event(events, "models", lambda d: "other" in d["removed"],
+                            "the other deleted model")
+            _wait_for_event(events, "model", lambda d: d["model"] is None, "the deletion")
+            stop.set()
+    # Nothing but these changes was sent: no model was reported before it changed.
+    names = [m["name"] for _, n, d in events if n == "models" for m in d["changed"]]
+    assert names[0] == "other" and set(names) == {"other", "live one"}, events
 
 
 def test_logs_search_and_cluster(api, experiments, store):

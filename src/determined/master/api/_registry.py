@@ -30,10 +30,10 @@ from determined.master._core import Master
 from determined.master.api._auth import require_admin
 from determined.master.api._errors import fail
 from determined.master.api._ui_queries import searcher_metric
-from determined.master.db import ConflictError, User
+from determined.master.db import ConflictError, Store, User
 from determined.master.views import iso
 
-__all__ = ["registry_router"]
+__all__ = ["model_json", "model_versions_json", "registry_router"]
 
 
 class _Body(pydantic.BaseModel):
@@ -60,6 +60,31 @@ def model_json(r: Any) -> Dict[str, Any]:
             "last_updated_time": iso(r.last_updated_time), "num_versions": r.num_versions}
 
 
+def _searcher_metric_json(store: Store, checkpoint: Any) -> Dict[str, Any]:
+    name, smaller = searcher_metric(store.get_experiment(checkpoint.experiment_id).config)
+    value = (checkpoint.validation or {}).get(name)
+    usable = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return {"name": name, "smaller_is_better": smaller, "value": value if usable else None}
+
+
+def model_version_json(store: Store, v: Any,
+                       checkpoint_json: Callable[[Any], Dict[str, Any]]) -> Dict[str, Any]:
+    """A version as the API shows it: its model, checkpoint and searcher metric."""
+    checkpoint = store.get_checkpoint(v.checkpoint_uuid)
+    return {"model": model_json(store.get_model(v.model_name)), "version": v.version,
+            "creation_time": iso(v.creation_time),
+            "checkpoint": checkpoint_json(checkpoint),
+            "searcher_metric": _searcher_metric_json(store, checkpoint)}
+
+
+def model_versions_json(store: Store, name: str, checkpoint_json: Callable[[Any], Dict[str, Any]],
+                        descending: bool = True) -> Dict[str, Any]:
+    """``GET /models/{name}/versions``: the model and its versions (raises NotFoundError)."""
+    versions = store.list_model_versions(name, descending=descending)
+    return {"model": model_json(store.get_model(name)),
+            "versions": [model_version_json(store, v, checkpoint_json) for v in versions]}
+
+
 def registry_router(master: Master, caller: Any,
                     checkpoint_json: Callable[[Any], Dict[str, Any]]) -> fastapi.APIRouter:
     """The ``/models`` routes; ``caller`` gives the calling user, ``checkpoint_json``
@@ -69,17 +94,7 @@ def registry_router(master: Master, caller: Any,
     Caller = Depends(caller)
 
     def version_json(v: Any) -> Dict[str, Any]:
-        checkpoint = store.get_checkpoint(v.checkpoint_uuid)
-        return {"model": model_json(store.get_model(v.model_name)), "version": v.version,
-                "creation_time": iso(v.creation_time),
-                "checkpoint": checkpoint_json(checkpoint),
-                "searcher_metric": searcher_metric_json(checkpoint)}
-
-    def searcher_metric_json(checkpoint: Any) -> Dict[str, Any]:
-        name, smaller = searcher_metric(store.get_experiment(checkpoint.experiment_id).config)
-        value = (checkpoint.validation or {}).get(name)
-        usable = isinstance(value, (int, float)) and not isinstance(value, bool)
-        return {"name": name, "smaller_is_better": smaller, "value": value if usable else None}
+        return model_version_json(store, v, checkpoint_json)
 
     @api.get("")
     def list_models(sort_by: str = Query("name", pattern="^(name|description|creation_time|"
@@ -117,9 +132,7 @@ def registry_router(master: Master, caller: Any,
     @api.get("/{name}/versions")
     def list_versions(name: str, order_by: str = Query("desc", pattern="^(asc|desc)$")
                       ) -> Dict[str, Any]:
-        versions = store.list_model_versions(name, descending=order_by == "desc")
-        return {"model": model_json(store.get_model(name)),
-                "versions": [version_json(v) for v in versions]}
+        return model_versions_json(store, name, checkpoint_json, descending=order_by == "desc")
 
     @api.post("/{name}/versions", status_code=201)
     def register_version(name: str, body: NewVersion, user: User = Caller) -> Dict[str, Any]:

@@ -14,7 +14,8 @@
 - ``GET /ui/trials/{id}/logs``: log lines, with a case-insensitive text search.
 - ``GET /ui/cluster``: agents, slots, the trial and experiment on each slot.
 - ``GET /ui/events``: a live channel (server-sent events) for experiment, trial and
-  task state changes, new metrics and new log lines (of a trial or a task).
+  task state changes, new metrics and new log lines (of a trial or a task), and the
+  model registry (the model list, one model's versions).
 
 Writes (pause, kill, labels, fork...) go through the ordinary API routes, so the UI
 can do nothing the API would refuse.
@@ -42,6 +43,9 @@ from determined.master.api import _ui_queries as q
 from determined.master.api._agents import agents_listing
 from determined.master.api._downsample import minmax_buckets
 from determined.master.api._importance import hparam_importance
+from determined.master.api._registry import model_json, model_versions_json
+from determined.master.db import NotFoundError
+from determined.master.views import checkpoint_json
 
 __all__ = ["ui_router"]
 
@@ -363,25 +367,42 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         tasks: bool = Query(False, description="changes of the task list"),
         task_id: Optional[str] = Query(None, description="its new log lines"),
         task_logs_after: int = Query(0, ge=0, description="send its lines after this id"),
+        models: bool = Query(False, description="changes of the model registry's list"),
+        model: Optional[str] = Query(None, description="this registry model's changes"),
     ) -> StreamingResponse:
         """Server-sent events, checked every 0.5 s: ``experiments`` (changed list rows),
         ``trials`` (changed trials of ``experiment_id``), ``metrics`` (new metrics rows
         of its or ``trial_id``'s trials), ``logs`` (new lines of ``trial_id``), ``tasks``
-        (changed and removed rows of the task list, as ``GET /tasks``) and
-        ``task_logs`` (new lines of ``task_id``)."""
+        (changed and removed rows of the task list, as ``GET /tasks``),
+        ``task_logs`` (new lines of ``task_id``), ``models`` (changed models, as
+        ``GET /models`` shows them, and the names of removed ones) and ``model``
+        (``model``'s versions, as ``GET /models/{name}/versions``, when it changed;
+        ``{"model": null, "versions": []}`` once it is deleted).
+
+        The stream's first bytes (the comment ``: connected``) come once the state that
+        later events change was read: a page that reloads on receiving them misses
+        nothing."""
         if experiment_id is not None:
             store.get_experiment(experiment_id)
         if trial_id is not None:
             store.get_trial(trial_id)
         if task_id is not None:
             store.get_task(task_id)
+        if model is not None:
+            store.get_model(model)
         feed = _Feed(master, experiments, experiment_id, trial_id, metrics_after, logs_after)
         feed.follow_tasks(tasks, task_id, task_logs_after)
+        feed.follow_models(models, model)
 
         async def stream() -> AsyncIterator[str]:
-            yield ": connected\n\n"
+            # The first poll reads the state later changes are measured against.
+            first = await run_in_threadpool(feed.poll)
+            yield ": connected\n\n" + "".join(first)
             quiet_since = time.monotonic()
-            while not await request.is_disconnected():
+            while True:
+                await asyncio.sleep(EVENT_POLL_SECONDS)
+                if await request.is_disconnected():
+                    break
                 chunks = await run_in_threadpool(feed.poll)
                 if chunks:
                     quiet_since = time.monotonic()
@@ -389,7 +410,6 @@ def ui_router(master: Master) -> fastapi.APIRouter:
                 elif time.monotonic() - quiet_since > KEEPALIVE_SECONDS:
                     quiet_since = time.monotonic()
                     yield ": keepalive\n\n"
-                await asyncio.sleep(EVENT_POLL_SECONDS)
 
         return StreamingResponse(stream(), media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -414,6 +434,9 @@ class _Feed:
         self.task_id: Optional[str] = None
         self.task_logs_after = 0
         self.seen_tasks: Optional[Dict[str, str]] = None
+        self.models = False
+        self.model: Optional[str] = None
+        self.seen_models: Optional[Dict[str, Any]] = None
 
     def follow_tasks(self, tasks: bool, task_id: Optional[str], logs_after: int) -> None:
         """Also send changes of the task list and new lines of ``task_id``."""
@@ -441,8 +464,35 @@ class _Feed:
                                                  "line": r.line} for r in lines]))
         return out
 
+    def follow_models(self, models: bool, model: Optional[str]) -> None:
+        """Also send changes of the model list and of model ``model``."""
+        self.models, self.model = models, model
+
+    def _poll_models(self) -> List[str]:
+        if not self.models and self.model is None:
+            return []
+        view = q.model_fingerprints(self.store)
+        seen, self.seen_models = self.seen_models, view
+        if seen is None:
+            return []
+        changed = {n for n, v in view.items() if seen.get(n) != v}
+        removed = [n for n in seen if n not in view]
+        out: List[str] = []
+        if self.models and (changed or removed):
+            # One listing, not a query per model; a model deleted since the fingerprints
+            # were read is missing from it and reported as removed at the next poll.
+            rows = [model_json(r) for r in self.store.list_models() if r.name in changed]
+            out.append(_event("models", {"changed": rows, "removed": removed}))
+        if self.model in changed or self.model in removed:
+            try:
+                versions = model_versions_json(self.store, self.model, checkpoint_json)
+            except NotFoundError:
+                versions = {"model": None, "versions": []}
+            out.append(_event("model", versions))
+        return out
+
     def poll(self) -> List[str]:
-        out: List[str] = self._poll_tasks()
+        out: List[str] = self._poll_tasks() + self._poll_models()
         if self.experiments:
             view = q.experiment_fingerprints(self.store)
             if self.seen_experiments is not None:

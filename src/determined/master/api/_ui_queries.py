@@ -21,7 +21,7 @@ from determined.master.db import _models as m
 from determined.master.views import iso
 
 __all__ = ["ExperimentRow", "experiment_fingerprints", "experiment_rows", "metric_rows", "new_metric_rows",
-           "new_log_lines", "trial_rows", "max_ids", "log_lines"]
+           "new_log_lines", "trial_rows", "max_ids", "log_lines", "model_fingerprints"]
 
 ExperimentRow = Dict[str, Any]
 
@@ -48,6 +48,21 @@ def experiment_fingerprints(store: Store) -> Dict[int, Tuple[Any, ...]]:
     with store._read() as s:
         counts = {row[0]: tuple(row[1:]) for row in s.execute(_trial_aggregates(None))}
         return {row[0]: tuple(row[1:]) + counts.get(row[0], ()) for row in s.execute(query)}
+
+
+def model_fingerprints(store: Store) -> Dict[str, Tuple[Any, ...]]:
+    """Per registry model name, what an edit or a new version changes: its id (a model
+    deleted and created again is another), description, metadata, last update and
+    version count. One query, no versions or checkpoints read."""
+    r = m.RegistryModel.__table__
+    v = m.ModelVersion.__table__
+    counts = (sa.select(v.c.model_id, sa.func.count().label("n"))
+              .group_by(v.c.model_id).subquery())
+    query = (sa.select(r.c.name, r.c.id, r.c.description, sa.type_coerce(r.c.metadata, sa.Text),
+                       r.c.last_updated_time, sa.func.coalesce(counts.c.n, 0))
+             .outerjoin(counts, counts.c.model_id == r.c.id))
+    with store._read() as s:
+        return {row[0]: tuple(row[1:]) for row in s.execute(query)}
 
 
 def experiment_rows(store: Store, ids: Optional[List[int]] = None) -> List[ExperimentRow]:
