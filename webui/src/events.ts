@@ -25,8 +25,14 @@ export function parseEvents(buffer: string): { events: { name: string; data: str
 }
 
 /** Subscribe to the channel; ``params`` are its query (``experiments``, ``experiment_id``...).
- * ``params`` is called at each (re)connect so it can pass the newest ids seen. */
-export function subscribe(params: () => Record<string, string | number | boolean>, onEvent: EventHandler): () => void {
+ * ``params`` is called at each (re)connect so it can pass the newest ids seen.
+ * ``onOpen`` runs when a connection's first bytes arrive: the master has then read the
+ * state its events change, so a page that reloads there misses no change made before. */
+export function subscribe(
+  params: () => Record<string, string | number | boolean>,
+  onEvent: EventHandler,
+  onOpen?: () => void,
+): () => void {
   let stopped = false;
   let controller: AbortController | null = null;
   const run = async () => {
@@ -42,9 +48,14 @@ export function subscribe(params: () => Record<string, string | number | boolean
         const reader = response.body.getReader();
         const decoder = new TextDecoder();
         let buffer = "";
+        let opened = false;
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
+          if (!opened) {
+            opened = true;
+            onOpen?.();
+          }
           buffer += decoder.decode(value, { stream: true });
           const parsed = parseEvents(buffer);
           buffer = parsed.rest;

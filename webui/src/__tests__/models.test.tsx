@@ -7,7 +7,7 @@ import App from "../App";
 import { setToken, type ModelVersion, type RegistryModel } from "../api";
 import { otherMetricNames, shellWord } from "../pages/ModelPage";
 
-type Reply = [number, unknown];
+type Reply = [number, unknown] | Response;
 type Handler = (url: URL, body: unknown) => Reply;
 
 const USER = { id: 2, username: "determined", admin: false, active: true };
@@ -21,7 +21,9 @@ function fakeMaster() {
     const body = init.body ? JSON.parse(String(init.body)) : undefined;
     calls.push({ method, url, body });
     const handler = routes[`${method} ${url.pathname}`];
-    const [status, data]: Reply = handler ? handler(url, body) : [404, { error: `no route ${method} ${url.pathname}` }];
+    const reply: Reply = handler ? handler(url, body) : [404, { error: `no route ${method} ${url.pathname}` }];
+    if (reply instanceof Response) return reply;
+    const [status, data] = reply;
     return new Response(JSON.stringify(data), { status, headers: { "Content-Type": "application/json" } });
   });
 }
@@ -48,6 +50,28 @@ const version = (n: number, validation: Record<string, unknown> | null, metric: 
   },
   searcher_metric: { name: "validation_loss", smaller_is_better: true, value: (validation?.validation_loss as number) ?? null, ...metric },
 });
+
+/** The master's live channel (``GET /ui/events``) as the test drives it: each connection
+ * is a stream the test writes server-sent events into. */
+function liveChannel() {
+  const streams: ReadableStreamDefaultController<Uint8Array>[] = [];
+  const queries: URLSearchParams[] = [];
+  const encoder = new TextEncoder();
+  const write = (text: string) => streams.at(-1)!.enqueue(encoder.encode(text));
+  routes["GET /api/v1/ui/events"] = (url) => {
+    queries.push(url.searchParams);
+    const body = new ReadableStream<Uint8Array>({ start: (c) => { streams.push(c); } });
+    return new Response(body, { status: 200, headers: { "Content-Type": "text/event-stream" } });
+  };
+  return {
+    queries,
+    /** The first bytes, once the master has read the state its events change. */
+    connect: () => write(": connected\n\n"),
+    send: (name: string, data: unknown) => write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`),
+  };
+}
+
+const callsTo = (path: string) => calls.filter((c) => c.url.pathname === path);
 
 beforeEach(() => {
   calls = [];
@@ -93,9 +117,10 @@ describe("models list", () => {
     fireEvent.keyDown(search, { key: "Enter" });
     await screen.findByText("match-mni");
     fireEvent.click(screen.getByText(/^Name/));
-    await waitFor(() => expect(calls.at(-1)!.url.searchParams.get("sort_by")).toBe("name"));
-    expect(calls.at(-1)!.url.searchParams.get("order_by")).toBe("asc");
-    expect(calls.at(-1)!.url.searchParams.get("name")).toBe("mni");
+    const last = () => callsTo("/api/v1/models").at(-1)!.url.searchParams;
+    await waitFor(() => expect(last().get("sort_by")).toBe("name"));
+    expect(last().get("order_by")).toBe("asc");
+    expect(last().get("name")).toBe("mni");
   });
 
   it("says how to register a model when the registry is empty, and when a search finds none", async () => {
@@ -109,6 +134,33 @@ describe("models list", () => {
     open("/models?name=zzz");
     expect((await screen.findByTestId("no-match")).textContent).toContain("zzz");
     expect(screen.queryByTestId("empty-registry")).toBeNull();
+  });
+
+  it("follows the live channel: reloads (with its search) when it connects and when a model changes", async () => {
+    const live = liveChannel();
+    let models = [model({ name: "mnist" })];
+    routes["GET /api/v1/models"] = () => [200, { models }];
+    open("/models?name=mn");
+    await screen.findByText("mnist");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    expect(live.queries[0].get("models")).toBe("true");
+    const loads = () => callsTo("/api/v1/models").length;
+    expect(loads()).toBe(1);
+    // Registered while the channel was connecting: the reload on connecting shows it.
+    models = [model({ name: "mnist-v2" }), ...models];
+    live.connect();
+    await screen.findByText("mnist-v2");
+    expect(loads()).toBe(2);
+    // A version registered elsewhere: the event reloads the list.
+    models = [model({ name: "mnist-v2", num_versions: 1 }), model({ name: "mnist" })];
+    live.send("models", { changed: [models[0]], removed: [] });
+    const versionsOf = (row: number) => within(screen.getAllByRole("row")[row]).getAllByRole("cell")[2].textContent;
+    await waitFor(() => expect(versionsOf(1)).toBe("1"));
+    expect(callsTo("/api/v1/models").at(-1)!.url.searchParams.get("name")).toBe("mn");
+    models = [models[0]];
+    live.send("models", { changed: [], removed: ["mnist"] });
+    await waitFor(() => expect(screen.getAllByRole("row")).toHaveLength(2));
+    expect(loads()).toBe(4);
   });
 
   it("shows the API's error, not an empty registry, when the list fails", async () => {
@@ -203,6 +255,30 @@ describe("model page", () => {
     fireEvent.click(screen.getByRole("button", { name: "save" }));
     await waitFor(() => expect(screen.getByTestId("model-metadata").textContent).toContain("prod"));
     expect(calls.find((c) => c.method === "PATCH")!.body).toEqual({ metadata: { stage: "prod" } });
+  });
+
+  it("follows the live channel: a version registered or an edit made elsewhere shows, and a deletion", async () => {
+    const live = liveChannel();
+    let current: { model: RegistryModel; versions: ModelVersion[] } = { model: model({}), versions: [] };
+    routes["GET /api/v1/models/mnist/versions"] = () => [200, current];
+    open("/models/mnist");
+    await screen.findByTestId("no-versions");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    expect(live.queries[0].get("model")).toBe("mnist");
+    // Changed while the channel was connecting: the reload on connecting shows it.
+    current = { model: model({ description: "edited", num_versions: 1 }), versions: [version(1, { validation_loss: 0.5 })] };
+    live.connect();
+    await screen.findByTestId("version-table");
+    expect(screen.getByTestId("model-description").textContent).toBe("edited");
+    // Events carry the versions: no request needed.
+    const loads = callsTo("/api/v1/models/mnist/versions").length;
+    live.send("model", { model: model({ description: "edited", num_versions: 2 }),
+                         versions: [version(2, { validation_loss: 0.25 }), version(1, { validation_loss: 0.5 })] });
+    await waitFor(() => expect(within(screen.getByTestId("version-table")).getAllByRole("row")).toHaveLength(3));
+    expect(screen.getByTestId("version-table").textContent).toContain("0.25 validation_loss");
+    live.send("model", { model: null, versions: [] });
+    expect((await screen.findByTestId("model-removed")).textContent).toContain("deleted");
+    expect(callsTo("/api/v1/models/mnist/versions")).toHaveLength(loads);
   });
 
   it("offers no editing to an anonymous visitor", async () => {

@@ -1,8 +1,9 @@
 /** The model registry: every registered model, searchable by name, newest first; search
- * and sort in the URL. */
-import { useCallback, useEffect, useMemo, useState } from "react";
+ * and sort in the URL; live (a model created, edited or given a version elsewhere shows). */
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { api, type RegistryModel } from "../api";
+import { subscribe } from "../events";
 import { formatTime } from "../format";
 import Table, { type Column } from "../components/Table";
 import { ErrorLine, Metadata } from "../components/Bits";
@@ -23,17 +24,28 @@ export default function ModelList() {
     [sortKey, desc, search],
   );
 
+  const latest = useRef(0);
   const load = useCallback(async () => {
+    const request = ++latest.current;
     try {
-      setRows((await api<{ models: RegistryModel[] }>(`/models?${query}`)).models);
+      const models = (await api<{ models: RegistryModel[] }>(`/models?${query}`)).models;
+      if (request !== latest.current) return; // a newer load (or search) answers instead
+      setRows(models);
       setError(null);
     } catch (e) {
-      setError(e);
+      if (request === latest.current) setError(e);
     }
   }, [query]);
   useEffect(() => {
     void load();
   }, [load]);
+  // Live: any change of the registry reloads the list, which the master filters and
+  // sorts; so does each (re)connection, for changes made while it was connecting.
+  useEffect(() => subscribe(
+    () => ({ models: true }),
+    (name) => { if (name === "models") void load(); },
+    () => void load(),
+  ), [load]);
 
   const set = (changes: Record<string, string>) => {
     const next = new URLSearchParams(params);

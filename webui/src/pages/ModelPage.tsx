@@ -1,8 +1,10 @@
 /** One registered model: description and metadata (editable when signed in), and its
- * versions with their checkpoints, trials and validation metrics. */
-import { useCallback, useEffect, useState } from "react";
+ * versions with their checkpoints, trials and validation metrics; live (a version
+ * registered or an edit made elsewhere shows). */
+import { useCallback, useEffect, useRef, useState } from "react";
 import { Link, useParams } from "react-router";
 import { api, type ModelVersion, type RegistryModel } from "../api";
+import { subscribe } from "../events";
 import { formatNumber, formatTime, validationMetrics } from "../format";
 import Table, { type Column } from "../components/Table";
 import { ErrorLine } from "../components/Bits";
@@ -26,18 +28,40 @@ export default function ModelPage() {
   const name = useParams().name ?? "";
   const path = modelPath(name);
   const [data, setData] = useState<VersionsResponse | null>(null);
+  const [removed, setRemoved] = useState(false);
   const [error, setError] = useState<unknown>(null);
+  const latest = useRef(0);
   const load = useCallback(async () => {
+    const request = ++latest.current;
     try {
-      setData(await api<VersionsResponse>(`${path}/versions`));
+      const got = await api<VersionsResponse>(`${path}/versions`);
+      if (request !== latest.current) return; // a newer load answers instead
+      setData(got);
+      setRemoved(false);
       setError(null);
     } catch (e) {
-      setError(e);
+      if (request === latest.current) setError(e);
     }
   }, [path]);
   useEffect(() => {
     void load();
   }, [load]);
+  // Live once the model is found: the channel sends its versions when it changes (and a
+  // null model once deleted); each (re)connection reloads, for changes made meanwhile.
+  const following = data != null && !removed;
+  useEffect(() => {
+    if (!following) return;
+    return subscribe(
+      () => ({ model: name }),
+      (event, payload: { model: RegistryModel | null; versions: ModelVersion[] }) => {
+        if (event !== "model") return;
+        latest.current++; // what the channel sent is newer than a load in flight
+        if (payload.model) setData(payload as VersionsResponse);
+        else setRemoved(true);
+      },
+      () => void load(),
+    );
+  }, [following, name, load]);
 
   if (!data) {
     return error ? (
@@ -51,6 +75,7 @@ export default function ModelPage() {
     <div>
       <h1><Link to="/models">Models</Link> / {data.model.name}</h1>
       <SignedOutHint next={path} />
+      {removed && <p className="error" data-testid="model-removed">This model was deleted.</p>}
       <ModelSummary model={data.model} path={path} onChanged={load} />
       <h2>Versions</h2>
       {data.versions.length === 0 ? <NoVersions name={data.model.name} /> : <Versions versions={data.versions} />}
