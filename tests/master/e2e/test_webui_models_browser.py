@@ -1,7 +1,8 @@
 """The web UI's model registry pages in a real browser (Debian's Chromium, headless, through
 Playwright) against a real master: the empty registry says how to register a model; a
 model registered from a real checkpoint of a tiny experiment shows in the Models page, its
-page lists the version, and the version's checkpoint links to the trial that wrote it.
+page lists the version, and the version's checkpoint links to the trial that wrote it;
+open pages show versions and models registered meanwhile through the REST API.
 
 Screenshots go to the test's output directory (``models-*.png``; also to
 ``$DET_WEBUI_SHOTS`` when set).
@@ -151,3 +152,38 @@ def test_a_model_without_versions_says_how_to_register_one(cluster, page, out_di
     hint.wait_for()
     assert "det model register-version 'empty one' CHECKPOINT_UUID" in hint.inner_text()
     shot(page, out_dir, "no-versions")
+
+
+@pytest.mark.timeout(600)
+def test_open_pages_show_versions_registered_elsewhere(cluster, page, out_dir):
+    """Registered through the REST API (as the CLI and SDK do) while a page is open: the
+    page shows it without a reload (the live channel)."""
+    from playwright.sync_api import expect
+
+    client, exp_id = cluster["client"], cluster["experiment"]
+    checkpoints = client.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]
+    first = min((c for c in checkpoints if c["state"] == "COMPLETED"),
+                key=lambda c: c["total_batches"])
+    assert client.post(f"/models/{MODEL}", json={}).status_code in (201, 409)
+
+    page.goto(cluster["master"].url + "/models/tiny%20digits")
+    page.get_by_test_id("model-metadata").wait_for()  # loaded
+    registered = client.post(f"/models/{MODEL}/versions", json={"checkpoint_uuid": first["uuid"]})
+    assert registered.status_code == 201, registered.text
+    number = str(registered.json()["version"])
+    newest = page.get_by_test_id("version-table").locator("tbody tr").first
+    expect(newest.locator("td").first).to_have_text(number, timeout=30000)
+    expect(newest.get_by_role("link", name=first["uuid"])).to_be_visible()
+    shot(page, out_dir, "model-live")
+
+    page.get_by_role("heading", level=1).get_by_role("link", name="Models").click()
+    row = page.get_by_test_id("model-table").locator("tbody tr", has_text=MODEL)
+    versions = row.locator("td").nth(2)
+    expect(versions).to_have_text(number, timeout=30000)
+    again = client.post(f"/models/{MODEL}/versions", json={"checkpoint_uuid": first["uuid"]})
+    assert again.status_code == 201, again.text
+    expect(versions).to_have_text(str(again.json()["version"]), timeout=30000)
+    assert client.post("/models/made elsewhere", json={}).status_code == 201
+    expect(page.get_by_test_id("model-table").locator("tbody tr", has_text="made elsewhere")
+           ).to_be_visible(timeout=30000)
+    shot(page, out_dir, "list-live")
