@@ -483,9 +483,10 @@ class _Feed:
             # were read is missing from it and reported as removed at the next poll.
             rows = [model_json(r) for r in self.store.list_models() if r.name in changed]
             out.append(_event("models", {"changed": rows, "removed": removed}))
-        if self.model in changed or self.model in removed:
+        name = self.model
+        if name is not None and (name in changed or name in removed):
             try:
-                versions = model_versions_json(self.store, self.model, checkpoint_json)
+                versions = model_versions_json(self.store, name, checkpoint_json)
             except NotFoundError:
                 versions = {"model": None, "versions": []}
             out.append(_event("model", versions))
