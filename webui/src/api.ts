@@ -33,22 +33,28 @@ export async function api<T = any>(path: string, init: RequestInit & { json?: un
     body = JSON.stringify(init.json);
   }
   const response = await fetch(`/api/v1${path}`, { ...init, headers, body });
-  const text = await response.text();
-  let data: any = null;
+  if (!response.ok) throw await responseError(response);
+  return parseBody(await response.text()) as T;
+}
+
+function parseBody(text: string): any {
   try {
-    data = text ? JSON.parse(text) : null;
+    return text ? JSON.parse(text) : null;
   } catch {
-    data = { error: text };
+    return { error: text };
   }
-  if (!response.ok) {
-    if (response.status === 401) unauthorizedListeners.forEach((f) => f());
-    const message = data?.error ?? `${response.status} ${response.statusText}`;
-    const details = Array.isArray(data?.details)
-      ? data.details.map((d: any) => `${d.field}: ${d.message}`).join("; ")
-      : "";
-    throw new ApiError(response.status, details ? `${message} (${details})` : message);
-  }
-  return data as T;
+}
+
+/** The error a failed answer stands for (the API's message and field details); a 401
+ * also tells ``unauthorizedListeners``. */
+export async function responseError(response: Response): Promise<ApiError> {
+  const data = parseBody(await response.text());
+  if (response.status === 401) unauthorizedListeners.forEach((f) => f());
+  const message = data?.error ?? `${response.status} ${response.statusText}`;
+  const details = Array.isArray(data?.details)
+    ? data.details.map((d: any) => `${d.field}: ${d.message}`).join("; ")
+    : "";
+  return new ApiError(response.status, details ? `${message} (${details})` : message);
 }
 
 export const post = <T = any>(path: string, json?: unknown) => api<T>(path, { method: "POST", json: json ?? {} });

@@ -1,8 +1,9 @@
 /** The master's live channel (GET /api/v1/ui/events, server-sent events).
 
 Read with fetch rather than EventSource so the session token goes in the
-Authorization header, as on every other request. Reconnects after errors. */
-import { authHeaders } from "./api";
+Authorization header, as on every other request. Reconnects after network errors and
+5xx answers; stops at a 4xx. */
+import { authHeaders, responseError, type ApiError } from "./api";
 
 export type EventHandler = (name: string, data: any) => void;
 
@@ -24,14 +25,31 @@ export function parseEvents(buffer: string): { events: { name: string; data: str
   return { events, rest };
 }
 
+/** How long the channel waits before reconnecting (tests shorten it). */
+export const reconnect = { delayMs: 2000 };
+
+export interface ChannelOptions {
+  /** Runs when a connection's first bytes arrive: the master has then read the state its
+   * events change, so a page that reloads there misses no change made before. */
+  onOpen?: () => void;
+  /** Runs when the master refuses the channel with a 4xx (what the page follows was
+   * deleted, the session ended, a bad query); the channel then stops. Network errors and
+   * 5xx answers (and 408, 429) are retried instead. */
+  onRefused?: (error: ApiError) => void;
+}
+
+/** A 4xx the same request would get again. */
+function refused(status: number): boolean {
+  return status >= 400 && status < 500 && status !== 408 && status !== 429;
+}
+
 /** Subscribe to the channel; ``params`` are its query (``experiments``, ``experiment_id``...).
- * ``params`` is called at each (re)connect so it can pass the newest ids seen.
- * ``onOpen`` runs when a connection's first bytes arrive: the master has then read the
- * state its events change, so a page that reloads there misses no change made before. */
+ * ``params`` is called at each (re)connect so it can pass the newest ids seen. Returns
+ * the function that ends the subscription. */
 export function subscribe(
   params: () => Record<string, string | number | boolean>,
   onEvent: EventHandler,
-  onOpen?: () => void,
+  { onOpen, onRefused }: ChannelOptions = {},
 ): () => void {
   let stopped = false;
   let controller: AbortController | null = null;
@@ -44,6 +62,11 @@ export function subscribe(
           headers: authHeaders(),
           signal: controller.signal,
         });
+        if (refused(response.status)) {
+          const error = await responseError(response);
+          if (!stopped) onRefused?.(error);
+          return;
+        }
         if (!response.ok || !response.body) throw new Error(`events: ${response.status}`);
         const reader = response.body.getReader();
         const decoder = new TextDecoder();
@@ -64,7 +87,7 @@ export function subscribe(
       } catch {
         if (stopped) return;
       }
-      if (!stopped) await new Promise((r) => setTimeout(r, 2000));
+      if (!stopped) await new Promise((r) => setTimeout(r, reconnect.delayMs));
     }
   };
   void run();

@@ -1,9 +1,10 @@
 /** The model registry: every registered model, searchable by name, newest first; search
  * and sort in the URL; live (a model created, edited or given a version elsewhere shows). */
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useEffect, useMemo, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { api, type RegistryModel } from "../api";
 import { subscribe } from "../events";
+import { useLoaded } from "../loaded";
 import { formatTime } from "../format";
 import Table, { type Column } from "../components/Table";
 import { ErrorLine, Metadata } from "../components/Bits";
@@ -14,8 +15,7 @@ const SORTABLE = new Set(["name", "description", "creation_time", "last_updated_
 
 export default function ModelList() {
   const [params, setParams] = useSearchParams();
-  const [rows, setRows] = useState<RegistryModel[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [channelError, setChannelError] = useState<unknown>(null);
   const search = params.get("name") ?? "";
   const sortKey = SORTABLE.has(params.get("sort") ?? "") ? params.get("sort")! : "creation_time";
   const desc = (params.get("order") ?? "desc") === "desc";
@@ -24,18 +24,9 @@ export default function ModelList() {
     [sortKey, desc, search],
   );
 
-  const latest = useRef(0);
-  const load = useCallback(async () => {
-    const request = ++latest.current;
-    try {
-      const models = (await api<{ models: RegistryModel[] }>(`/models?${query}`)).models;
-      if (request !== latest.current) return; // a newer load (or search) answers instead
-      setRows(models);
-      setError(null);
-    } catch (e) {
-      if (request === latest.current) setError(e);
-    }
-  }, [query]);
+  const fetcher = useCallback(async () => (await api<{ models: RegistryModel[] }>(`/models?${query}`)).models, [query]);
+  const { data: rows, error: loadError, load } = useLoaded(fetcher);
+  const error = loadError ?? channelError;
   useEffect(() => {
     void load();
   }, [load]);
@@ -44,7 +35,7 @@ export default function ModelList() {
   useEffect(() => subscribe(
     () => ({ models: true }),
     (name) => { if (name === "models") void load(); },
-    () => void load(),
+    { onOpen: () => void load(), onRefused: setChannelError },
   ), [load]);
 
   const set = (changes: Record<string, string>) => {

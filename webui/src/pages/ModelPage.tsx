@@ -1,10 +1,11 @@
 /** One registered model: description and metadata (editable when signed in), and its
  * versions with their checkpoints, trials and validation metrics; live (a version
  * registered or an edit made elsewhere shows). */
-import { useCallback, useEffect, useRef, useState } from "react";
+import { useCallback, useEffect, useState } from "react";
 import { Link, useParams } from "react-router";
 import { api, type ModelVersion, type RegistryModel } from "../api";
 import { subscribe } from "../events";
+import { useLoaded } from "../loaded";
 import { formatNumber, formatTime, validationMetrics } from "../format";
 import Table, { type Column } from "../components/Table";
 import { ErrorLine } from "../components/Bits";
@@ -27,27 +28,20 @@ export function otherMetricNames(versions: ModelVersion[]): string[] {
 export default function ModelPage() {
   const name = useParams().name ?? "";
   const path = modelPath(name);
-  const [data, setData] = useState<VersionsResponse | null>(null);
+  const fetcher = useCallback(() => api<VersionsResponse>(`${path}/versions`), [path]);
+  const { data, error: loadError, load, update } = useLoaded(fetcher);
   const [removed, setRemoved] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const latest = useRef(0);
-  const load = useCallback(async () => {
-    const request = ++latest.current;
-    try {
-      const got = await api<VersionsResponse>(`${path}/versions`);
-      if (request !== latest.current) return; // a newer load answers instead
-      setData(got);
-      setRemoved(false);
-      setError(null);
-    } catch (e) {
-      if (request === latest.current) setError(e);
-    }
-  }, [path]);
-  useEffect(() => {
-    void load();
+  const [channelError, setChannelError] = useState<unknown>(null);
+  const error = loadError ?? channelError;
+  const reload = useCallback(async () => {
+    if (await load()) setRemoved(false);
   }, [load]);
+  useEffect(() => {
+    void reload();
+  }, [reload]);
   // Live once the model is found: the channel sends its versions when it changes (and a
   // null model once deleted); each (re)connection reloads, for changes made meanwhile.
+  // Deleted while the channel was down, the model's channel is refused with a 404.
   const following = data != null && !removed;
   useEffect(() => {
     if (!following) return;
@@ -55,13 +49,15 @@ export default function ModelPage() {
       () => ({ model: name }),
       (event, payload: { model: RegistryModel | null; versions: ModelVersion[] }) => {
         if (event !== "model") return;
-        latest.current++; // what the channel sent is newer than a load in flight
-        if (payload.model) setData(payload as VersionsResponse);
+        if (payload.model) update(() => payload as VersionsResponse);
         else setRemoved(true);
       },
-      () => void load(),
+      {
+        onOpen: () => void reload(),
+        onRefused: (e) => (e.status === 404 ? setRemoved(true) : setChannelError(e)),
+      },
     );
-  }, [following, name, load]);
+  }, [following, name, reload, update]);
 
   if (!data) {
     return error ? (
@@ -76,7 +72,8 @@ export default function ModelPage() {
       <h1><Link to="/models">Models</Link> / {data.model.name}</h1>
       <SignedOutHint next={path} />
       {removed && <p className="error" data-testid="model-removed">This model was deleted.</p>}
-      <ModelSummary model={data.model} path={path} onChanged={load} />
+      <ErrorLine error={error} />
+      <ModelSummary model={data.model} path={path} onChanged={reload} />
       <h2>Versions</h2>
       {data.versions.length === 0 ? <NoVersions name={data.model.name} /> : <Versions versions={data.versions} />}
     </div>
