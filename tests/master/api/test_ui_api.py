@@ -267,6 +267,10 @@ def test_logs_search_and_cluster(api, experiments, store):
     assert [l["line"] for l in found["logs"]] == ["needle 100% found_"]
     assert api.get(f"/ui/trials/{trial_id}/logs", params={"search": "d_"}).json()["logs"][0][
         "line"] == "needle 100% found_"
+    # The trial page's live tail starts after the newest line, not at the first.
+    newest = api.get(f"/ui/trials/{trial_id}/logs", params={"limit": 100000}).json()["logs"][-1]
+    assert newest["line"] == "other"
+    assert api.get(f"/ui/trials/{trial_id}/workloads").json()["last_log_id"] == newest["id"]
     c = api.get("/ui/cluster").json()
     assert c["slots"] == 2 and len(c["agents"][0]["slot_tasks"]) == 2
     assert 0.0 <= c["utilization"] <= 1.0

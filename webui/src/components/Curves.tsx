@@ -1,8 +1,9 @@
 /** Learning curves of one metric for many trials: trial picker, log scale, smoothing, x axis. */
-import { useEffect, useMemo, useState } from "react";
+import { useCallback, useEffect, useMemo, useState } from "react";
 import { api, type MetricRow, type Series, type Trial } from "../api";
 import { seriesColor, smooth, stoppedTrials } from "../format";
 import LineChart, { type ChartSeries } from "./LineChart";
+import { useLoaded } from "../loaded";
 
 export type XAxis = "batches" | "records" | "time";
 
@@ -13,7 +14,7 @@ export interface CurveData {
 }
 
 /** Appends live metric rows to the series they belong to (a new trial gets a series). */
-export function appendRows(data: CurveData, rows: MetricRow[], trials: Trial[]): CurveData {
+export function appendRows<D extends CurveData>(data: D, rows: MetricRow[], trials: Trial[]): D {
   let changed = false;
   const byTrial = new Map(data.series.map((s) => [s.trial_id, s]));
   const next = new Map<number, Series>();
@@ -129,27 +130,20 @@ export default function Curves({ data, trials, bestTrialId, onDrawn, testId = "l
   );
 }
 
-/** Fetches a metric's curves for every trial of an experiment (downsampled on the server). */
+/** Fetches a metric's curves for every trial of an experiment (downsampled on the server);
+ * ``update`` appends live rows, also to an answer still on its way. */
 export function useExperimentCurves(experimentId: number, kind: "training" | "validation", metric: string | null) {
-  const [data, setData] = useState<CurveData | null>(null);
-  const [lastId, setLastId] = useState(0);
-  const [error, setError] = useState<unknown>(null);
+  const source = `${experimentId}:${kind}:${metric}`;
+  const fetcher = useCallback(async (): Promise<CurveData & { source: string }> => {
+    const r = await api<{ series: Series[] }>(
+      `/ui/experiments/${experimentId}/metrics?kind=${kind}&metric=${encodeURIComponent(metric ?? "")}&max_points=2000`,
+    );
+    return { metric: metric ?? "", kind, series: r.series, source };
+  }, [experimentId, kind, metric, source]);
+  const { data, error, load, update } = useLoaded(fetcher);
   useEffect(() => {
-    if (!metric) return;
-    let live = true;
-    setData(null);
-    api<{ series: Series[]; last_id: number }>(
-      `/ui/experiments/${experimentId}/metrics?kind=${kind}&metric=${encodeURIComponent(metric)}&max_points=2000`,
-    )
-      .then((r) => {
-        if (!live) return;
-        setData({ metric, kind, series: r.series });
-        setLastId(r.last_id);
-      })
-      .catch((e) => live && setError(e));
-    return () => {
-      live = false;
-    };
-  }, [experimentId, kind, metric]);
-  return { data, setData, lastId, error };
+    if (metric) void load();
+  }, [metric, load]);
+  // Until the chosen curves come, the previous ones (another metric's) are not shown.
+  return { data: data?.source === source ? data : null, update, error };
 }

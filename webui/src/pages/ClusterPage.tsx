@@ -1,4 +1,5 @@
-/** Agents and slots, which trial runs where, utilization; refreshed every 2 s. */
+/** Agents and slots, which trial runs where, utilization; refreshed every 2 s (a poll,
+ * not the live channel: each answer is the whole state, so nothing is missed). */
 import { useEffect, useState } from "react";
 import { Link } from "react-router";
 import { api } from "../api";
@@ -13,7 +14,12 @@ export default function ClusterPage() {
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
     let live = true;
-    const load = () => api<ClusterResponse>("/ui/cluster").then((d) => live && setData(d)).catch((e) => live && setError(e));
+    // A failed poll shows its error over the last answer; the next success clears it.
+    const load = () => api<ClusterResponse>("/ui/cluster").then((d) => {
+      if (!live) return;
+      setData(d);
+      setError(null);
+    }, (e) => live && setError(e));
     void load();
     const timer = setInterval(load, 2000);
     return () => {
@@ -21,11 +27,11 @@ export default function ClusterPage() {
       clearInterval(timer);
     };
   }, []);
-  if (error) return <ErrorLine error={error} />;
-  if (!data) return <p className="muted">Loading…</p>;
+  if (!data) return error ? <ErrorLine error={error} /> : <p className="muted">Loading…</p>;
   return (
     <div>
       <h1>Cluster</h1>
+      <ErrorLine error={error} />
       <p data-testid="utilization">
         {data.used_slots} of {data.slots} slots in use <Progress value={data.utilization} />
       </p>

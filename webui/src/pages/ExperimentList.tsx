@@ -3,6 +3,7 @@ import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } fr
 import { Link, useSearchParams } from "react-router";
 import { api, canEdit, post, type ExperimentRow } from "../api";
 import { subscribe } from "../events";
+import { useLoaded } from "../loaded";
 import { counted, formatDuration, formatNumber, formatTime } from "../format";
 import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
@@ -22,8 +23,7 @@ interface ListResponse {
 export default function ExperimentList() {
   const { user } = useSession();
   const [params, setParams] = useSearchParams();
-  const [data, setData] = useState<ListResponse | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [channelError, setChannelError] = useState<unknown>(null);
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const [actionErrors, setActionErrors] = useState<string[]>([]);
   const [loadMs, setLoadMs] = useState<number | null>(null);
@@ -47,16 +47,15 @@ export default function ExperimentList() {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [params]);
 
-  const load = useCallback(async () => {
+  const fetcher = useCallback(() => {
     started.current = performance.now();
-    try {
-      loadedAt.current = Date.now();
-      setData(await api<ListResponse>(`/ui/experiments?${query}`));
-      setError(null);
-    } catch (e) {
-      setError(e);
-    }
+    loadedAt.current = Date.now();
+    return api<ListResponse>(`/ui/experiments?${query}`);
   }, [query]);
+  const { data, error: loadError, load, update } = useLoaded(fetcher);
+  const error = loadError ?? channelError;
+  const dataRef = useRef(data);
+  dataRef.current = data;
 
   useEffect(() => {
     void load();
@@ -71,28 +70,26 @@ export default function ExperimentList() {
     started.current = 0;
   }, [data]);
 
-  // Live: merge changed rows; a new or removed experiment reloads the page of the list.
+  // Live: merge changed rows; a new or removed experiment reloads the page of the list,
+  // and so does each (re)connection, for changes made while the channel was down.
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | null = null;
     const stop = subscribe(() => ({ experiments: true }), (name, payload) => {
       if (name !== "experiments") return;
-      setData((d) => {
-        if (!d) return d;
-        const known = new Set(d.experiments.map((e) => e.id));
-        const changed = new Map<number, ExperimentRow>(payload.changed.map((e: ExperimentRow) => [e.id, e]));
-        // A new experiment (or a deleted one on this page) reloads the page; changes of
-        // experiments on other pages do not.
-        const appeared = payload.changed.some((e: ExperimentRow) => !known.has(e.id) && e.start_time != null && Date.parse(e.start_time) > loadedAt.current - 2000)
-          || payload.removed.some((id: number) => known.has(id));
-        if (appeared && !timer) timer = setTimeout(() => { timer = null; void load(); }, 300);
-        return { ...d, experiments: d.experiments.map((e) => changed.get(e.id) ?? e) };
-      });
-    });
+      const changed = new Map<number, ExperimentRow>(payload.changed.map((e: ExperimentRow) => [e.id, e]));
+      update((d) => ({ ...d, experiments: d.experiments.map((e) => changed.get(e.id) ?? e) }));
+      // A new experiment (or a deleted one on this page) reloads the page; changes of
+      // experiments on other pages do not.
+      const known = new Set((dataRef.current?.experiments ?? []).map((e) => e.id));
+      const appeared = payload.changed.some((e: ExperimentRow) => !known.has(e.id) && e.start_time != null && Date.parse(e.start_time) > loadedAt.current - 2000)
+        || payload.removed.some((id: number) => known.has(id));
+      if (appeared && !timer) timer = setTimeout(() => { timer = null; void load(); }, 300);
+    }, { onOpen: () => void load(), onRefused: setChannelError });
     return () => {
       stop();
       if (timer) clearTimeout(timer);
     };
-  }, [load]);
+  }, [load, update]);
 
   const set = (changes: Record<string, string | null>) => {
     const next = new URLSearchParams(params);

@@ -4,6 +4,7 @@ import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { api, canEdit, getToken, post, type ExperimentDetail, type MetricRow, type Trial } from "../api";
 import { subscribe } from "../events";
+import { useLoaded } from "../loaded";
 import { counted, flattenHparams, formatDuration, formatNumber, formatTime, TERMINAL } from "../format";
 import { useSession } from "../session";
 import { ConfirmButton, ErrorLine, Progress, StateBadge } from "../components/Bits";
@@ -42,18 +43,12 @@ export default function ExperimentPage() {
   const { user } = useSession();
   const [params, setParams] = useSearchParams();
   const tab = (params.get("tab") ?? "curves") as (typeof TABS)[number];
-  const [exp, setExp] = useState<ExperimentDetail | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const fetcher = useCallback(() => api<ExperimentDetail>(`/ui/experiments/${id}`), [id]);
+  const { data: exp, error: loadError, load, update } = useLoaded(fetcher);
+  const [channelError, setChannelError] = useState<unknown>(null);
+  const error = loadError ?? channelError;
   const [actionError, setActionError] = useState<unknown>(null);
   const [metricKey, setMetricKey] = useState<string | null>(null);
-
-  const load = useCallback(async () => {
-    try {
-      setExp(await api<ExperimentDetail>(`/ui/experiments/${id}`));
-    } catch (e) {
-      setError(e);
-    }
-  }, [id]);
   useEffect(() => {
     void load();
   }, [load]);
@@ -69,33 +64,32 @@ export default function ExperimentPage() {
   const [kind, metric] = chosen ? (chosen.split(/:(.*)/s) as ["training" | "validation", string]) : ["validation" as const, null];
   const curves = useExperimentCurves(id, kind, metric);
 
-  // Live: trial changes and new metric rows.
+  // Live: trial changes and new metric rows (from the newest seen, so a reconnection
+  // repeats none); each (re)connection reloads the experiment, for changes made meanwhile.
   const expRef = useRef(exp);
   expRef.current = exp;
-  const curveRef = useRef(curves);
-  curveRef.current = curves;
+  const updateCurves = curves.update;
   const ready = exp != null && exp.id === id;
   useEffect(() => {
     if (!ready) return;
+    setChannelError(null);
     let metricsAfter = expRef.current?.last_metric_id ?? 0;
-    const stop = subscribe(() => ({ experiment_id: id, experiments: true, metrics_after: metricsAfter }), (name, payload) => {
+    const onEvent = (name: string, payload: any) => {
       if (name === "trials") {
-        setExp((e) => {
-          if (!e) return e;
+        update((e) => {
           const byId = new Map(e.trials.map((t) => [t.id, t]));
           for (const t of payload as Trial[]) byId.set(t.id, t);
           return { ...e, trials: [...byId.values()].sort((a, b) => a.id - b.id) };
         });
       } else if (name === "experiments") {
         const mine = (payload.changed as ExperimentDetail[]).find((e) => e.id === id);
-        if (mine) setExp((e) => (e ? { ...e, ...mine, config: e.config, config_yaml: e.config_yaml, trials: e.trials, metric_names: e.metric_names } : e));
+        if (mine) update((e) => ({ ...e, ...mine, config: e.config, config_yaml: e.config_yaml, trials: e.trials, metric_names: e.metric_names }));
       } else if (name === "metrics") {
         const rows = payload as MetricRow[];
         metricsAfter = Math.max(metricsAfter, ...rows.map((r) => r.id));
         const trials = expRef.current?.trials ?? [];
-        curveRef.current.setData((d) => (d ? appendRows(d, rows, trials) : d));
-        setExp((e) => {
-          if (!e) return e;
+        updateCurves((d) => appendRows(d, rows, trials));
+        update((e) => {
           const add = (names: string[], k: string) => {
             const s = new Set(names);
             for (const r of rows) if (r.kind === k) for (const [m, v] of Object.entries(r.metrics)) if (typeof v === "number") s.add(m);
@@ -106,12 +100,12 @@ export default function ExperimentPage() {
           return training === e.metric_names.training && validation === e.metric_names.validation ? e : { ...e, metric_names: { training, validation } };
         });
       }
-    });
-    return stop;
-  }, [id, ready]);
+    };
+    return subscribe(() => ({ experiment_id: id, experiments: true, metrics_after: metricsAfter }), onEvent,
+      { onOpen: () => void load(), onRefused: setChannelError });
+  }, [id, ready, load, update, updateCurves]);
 
-  if (error) return <ErrorLine error={error} />;
-  if (!exp || exp.id !== id) return <p className="muted">Loading…</p>;
+  if (!exp || exp.id !== id) return error ? <ErrorLine error={error} /> : <p className="muted">Loading…</p>;
   const mayEdit = canEdit(user, exp.owner);
   const best = bestTrial(exp.trials, exp.smaller_is_better);
   const act = async (verb: string) => {
@@ -130,6 +124,7 @@ export default function ExperimentPage() {
       <h1>
         Experiment {exp.id} <StateBadge state={exp.state} />
       </h1>
+      <ErrorLine error={error} />
       <Summary exp={exp} mayEdit={mayEdit} onChanged={load} />
       <div className="actions">
         {!TERMINAL.has(exp.state) && (
@@ -172,7 +167,7 @@ export default function ExperimentPage() {
   );
 }
 
-function Summary({ exp, mayEdit, onChanged }: { exp: ExperimentDetail; mayEdit: boolean; onChanged: () => Promise<void> }) {
+function Summary({ exp, mayEdit, onChanged }: { exp: ExperimentDetail; mayEdit: boolean; onChanged: () => Promise<unknown> }) {
   const [editing, setEditing] = useState(false);
   const [description, setDescription] = useState(exp.description);
   const [newLabel, setNewLabel] = useState("");

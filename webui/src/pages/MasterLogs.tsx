@@ -18,7 +18,9 @@ export default function MasterLogs() {
       try {
         const query = after.current ? `after_id=${after.current}&limit=5000` : "tail=2000";
         const { logs } = await api<{ logs: MasterLine[] }>(`/master/logs?${query}`);
-        if (!live || !logs.length) return;
+        if (!live) return;
+        setError(null); // a failed poll's error goes once the master answers again
+        if (!logs.length) return;
         after.current = logs[logs.length - 1].id;
         setLines((cur) => [...cur, ...logs].slice(-5000));
       } catch (e) {

@@ -4,10 +4,11 @@ import { Link, useSearchParams } from "react-router";
 import { api, canEdit, getToken, post, type LogLine, type TaskRow } from "../api";
 import TaskLauncher, { openUrl } from "../components/TaskLauncher";
 import { subscribe } from "../events";
+import { useLoaded } from "../loaded";
 import { formatTime } from "../format";
 import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
-import Logs from "../components/Logs";
+import Logs, { merge } from "../components/Logs";
 import { ConfirmButton, ErrorLine, StateBadge } from "../components/Bits";
 
 export { openUrl } from "../components/TaskLauncher";
@@ -25,48 +26,50 @@ export function applyTaskEvent(rows: TaskRow[], payload: { changed: TaskRow[]; r
 export default function TaskList() {
   const { user, anonymous } = useSession();
   const [params, setParams] = useSearchParams();
-  const [rows, setRows] = useState<TaskRow[] | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
+  const [channelError, setChannelError] = useState<unknown>(null);
   const [live, setLive] = useState<LogLine[]>([]);
   const logsOf = params.get("logs");
 
-  const load = useCallback(async () => {
-    try {
-      const r = await api<{ tasks: TaskRow[] }>("/tasks?all=true");
-      setRows(applyTaskEvent([], { changed: r.tasks, removed: [] }));
-      setError(null);
-    } catch (e) {
-      setError(e);
-    }
+  const fetcher = useCallback(async () => {
+    const r = await api<{ tasks: TaskRow[] }>("/tasks?all=true");
+    return applyTaskEvent([], { changed: r.tasks, removed: [] });
   }, []);
+  const { data: rows, error: loadError, load, update } = useLoaded(fetcher);
+  const error = loadError ?? channelError ?? actionError;
   useEffect(() => {
     void load();
   }, [load]);
 
+  // Live: task rows and the open task's log lines (from the newest seen, so a
+  // reconnection repeats none); each (re)connection reloads the list, for changes made
+  // meanwhile. A task that is gone refuses the channel: the error shows until its logs close.
   useEffect(() => {
     setLive([]);
+    setChannelError(null);
     let logsAfter = 0;
-    const stop = subscribe(
+    return subscribe(
       (): Record<string, string | number | boolean> =>
         (logsOf ? { tasks: true, task_id: logsOf, task_logs_after: logsAfter } : { tasks: true }),
       (name, payload) => {
-        if (name === "tasks") setRows((r) => applyTaskEvent(r ?? [], payload));
+        if (name === "tasks") update((r) => applyTaskEvent(r, payload));
         else if (name === "task_logs") {
           const lines = payload as LogLine[];
           logsAfter = lines[lines.length - 1].id;
-          setLive(lines);
+          setLive((cur) => merge(cur, lines));
         }
       },
+      { onOpen: () => void load(), onRefused: setChannelError },
     );
-    return stop;
-  }, [logsOf]);
+  }, [logsOf, load, update]);
 
   const kill = async (t: TaskRow) => {
     try {
+      setActionError(null);
       const updated = await post<TaskRow>(`/tasks/${encodeURIComponent(t.id)}/kill`);
-      setRows((r) => applyTaskEvent(r ?? [], { changed: [updated], removed: [] }));
+      update((r) => applyTaskEvent(r, { changed: [updated], removed: [] }));
     } catch (e) {
-      setError(e);
+      setActionError(e);
     }
   };
   const token = getToken();

@@ -1,17 +1,18 @@
 /** One trial: hyperparameters, per-workload and per-batch charts, workloads, checkpoints, logs, kill. */
-import { useCallback, useEffect, useMemo, useState } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "react-router";
 import { api, canEdit, post, type LogLine, type MetricRow, type Series, type Trial } from "../api";
 import { subscribe } from "../events";
+import { useLoaded } from "../loaded";
 import { flattenHparams, formatNumber, formatTime, seriesColor, TERMINAL } from "../format";
 import { useSession } from "../session";
 import { ConfirmButton, ErrorLine, StateBadge } from "../components/Bits";
 import LineChart from "../components/LineChart";
 import Checkpoints from "../components/Checkpoints";
 import GpuMetrics from "../components/GpuMetrics";
-import Logs from "../components/Logs";
+import Logs, { merge } from "../components/Logs";
 import Table, { type Column } from "../components/Table";
-import { appendRows, type CurveData } from "../components/Curves";
+import { appendRows } from "../components/Curves";
 
 interface Workload {
   id: number;
@@ -27,68 +28,109 @@ interface WorkloadsResponse {
   trial: Trial;
   metric_names: { training: string[]; validation: string[] };
   last_metric_id: number;
+  last_log_id: number;
+}
+
+/** Live rows kept for the chart (each event appends; it skips what it has). */
+const KEEP_ROWS = 5000;
+
+/** The workloads page after live metric rows: on the newest page (``desc``, page 0) new
+ * rows show on top; the count and the metric names grow. */
+export function addWorkloads(info: WorkloadsResponse, rows: MetricRow[], firstPage: boolean, pageSize: number): WorkloadsResponse {
+  const known = new Set(info.workloads.map((w) => w.id));
+  const fresh = rows.filter((r) => !known.has(r.id) && r.trial_id === info.trial.id);
+  if (!fresh.length) return info;
+  const names = (kind: string, have: string[]) => {
+    const s = new Set(have);
+    for (const r of fresh) if (r.kind === kind) for (const [m, v] of Object.entries(r.metrics)) if (typeof v === "number") s.add(m);
+    return s.size === have.length ? have : [...s].sort();
+  };
+  const added: Workload[] = fresh.map((r) => ({ id: r.id, kind: r.kind, total_batches: r.total_batches,
+    end_time: new Date(r.end_time * 1000).toISOString(), metrics: r.metrics }));
+  const workloads = firstPage
+    ? [...added, ...info.workloads]
+      .sort((a, b) => b.total_batches - a.total_batches || b.kind.localeCompare(a.kind))
+      .slice(0, pageSize)
+    : info.workloads;
+  return { ...info, workloads, total: info.total + fresh.length,
+    metric_names: { training: names("training", info.metric_names.training), validation: names("validation", info.metric_names.validation) } };
 }
 
 export default function TrialPage() {
   const trialId = Number(useParams().trialId);
   const { user } = useSession();
-  const [info, setInfo] = useState<WorkloadsResponse | null>(null);
   const [owner, setOwner] = useState<{ owner: string; metric: string } | null>(null);
-  const [error, setError] = useState<unknown>(null);
+  const [ownerError, setOwnerError] = useState<unknown>(null);
+  const [channelError, setChannelError] = useState<unknown>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
   const [page, setPage] = useState(0);
   const [live, setLive] = useState<LogLine[]>([]);
   const [liveRows, setLiveRows] = useState<MetricRow[]>([]);
   const pageSize = 50;
 
-  const load = useCallback(async () => {
-    try {
-      const r = await api<WorkloadsResponse>(`/ui/trials/${trialId}/workloads?order=desc&offset=${page * pageSize}&limit=${pageSize}`);
-      setInfo(r);
-      if (r.trial) {
-        const e = await api<{ owner: string; metric: string }>(`/ui/experiments/${r.trial.experiment_id}`);
-        setOwner({ owner: e.owner, metric: e.metric });
-      }
-    } catch (e) {
-      setError(e);
-    }
-  }, [trialId, page]);
+  const fetcher = useCallback(
+    () => api<WorkloadsResponse>(`/ui/trials/${trialId}/workloads?order=desc&offset=${page * pageSize}&limit=${pageSize}`),
+    [trialId, page],
+  );
+  const { data: info, error: loadError, load, update } = useLoaded(fetcher);
+  const error = loadError ?? ownerError ?? channelError ?? actionError;
   useEffect(() => {
     void load();
   }, [load]);
+  const experimentId = info?.trial?.experiment_id;
+  useEffect(() => {
+    if (experimentId == null) return;
+    api<{ owner: string; metric: string }>(`/ui/experiments/${experimentId}`)
+      .then((e) => setOwner({ owner: e.owner, metric: e.metric }), setOwnerError);
+  }, [experimentId]);
 
-  const ready = info != null;
+  // Live: the trial's state, metric rows and log lines, each from the newest seen (so a
+  // reconnection repeats none); each (re)connection reloads the workloads, for changes
+  // made meanwhile. Events append to the lists (a batch of events renders once).
+  const infoRef = useRef(info);
+  infoRef.current = info;
+  const pageRef = useRef(page);
+  pageRef.current = page;
+  const loadRef = useRef(load); // the page shown now, not the one shown at connecting
+  loadRef.current = load;
+  const ready = info != null && info.trial?.id === trialId;
   useEffect(() => {
     if (!ready) return;
-    let metricsAfter = info?.last_metric_id ?? 0;
-    let logsAfter = 0;
-    const stop = subscribe(() => ({ trial_id: trialId, metrics_after: metricsAfter, logs_after: logsAfter }), (name, payload) => {
+    setLive([]);
+    setLiveRows([]);
+    setChannelError(null);
+    let metricsAfter = infoRef.current?.last_metric_id ?? 0;
+    let logsAfter = infoRef.current?.last_log_id ?? 0;
+    const onEvent = (name: string, payload: any) => {
       if (name === "logs") {
         const lines = payload as LogLine[];
         logsAfter = lines[lines.length - 1].id;
-        setLive(lines);
+        setLive((cur) => merge(cur, lines));
       } else if (name === "metrics") {
         const rows = payload as MetricRow[];
         metricsAfter = rows[rows.length - 1].id;
-        setLiveRows(rows);
+        setLiveRows((cur) => [...cur, ...rows].slice(-KEEP_ROWS));
+        update((i) => addWorkloads(i, rows, pageRef.current === 0, pageSize));
       } else if (name === "trials") {
-        setInfo((i) => (i ? { ...i, trial: { ...i.trial, ...(payload as Trial[])[0] } } : i));
+        update((i) => ({ ...i, trial: { ...i.trial, ...(payload as Trial[])[0] } }));
       }
-    });
-    return stop;
+    };
+    return subscribe(() => ({ trial_id: trialId, metrics_after: metricsAfter, logs_after: logsAfter }), onEvent,
+      { onOpen: () => void loadRef.current(), onRefused: setChannelError });
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [trialId, ready]);
 
-  if (error) return <ErrorLine error={error} />;
-  if (!info) return <p className="muted">Loading…</p>;
+  if (!info?.trial) return error ? <ErrorLine error={error} /> : <p className="muted">Loading…</p>;
   const t = info.trial;
   const mayEdit = owner != null && canEdit(user, owner.owner);
   const hp = flattenHparams(t.hparams);
   const kill = async () => {
     try {
+      setActionError(null);
       await post(`/trials/${trialId}/kill`);
       await load();
     } catch (e) {
-      setError(e);
+      setActionError(e);
     }
   };
   const names = [...new Set(info.workloads.flatMap((w) => Object.keys(w.metrics)))];
@@ -108,6 +150,7 @@ export default function TrialPage() {
           question={`Kill trial ${t.id}? It stops now without a checkpoint.`} confirmLabel="yes, kill it" onConfirm={() => void kill()} />
         {!mayEdit && <span className="muted">read-only</span>}
       </div>
+      <ErrorLine error={error} />
       <div className="summary">
         <dl>
           <dt>Batches</dt><dd>{t.total_batches.toLocaleString("en-US")}</dd>
@@ -152,17 +195,24 @@ function TrialCharts({ trial, names, liveRows, searcherMetric }: {
   const [choice, setChoice] = useState<string | null>(null);
   const key = choice ?? defaultMetricKey(options, searcherMetric);
   const [perBatch, setPerBatch] = useState(false);
-  const [data, setData] = useState<CurveData | null>(null);
   const [kind, metric] = key ? (key.split(/:(.*)/s) as ["training" | "validation", string]) : ["training" as const, ""];
+  const batches = perBatch && kind === "training";
+  const source = `${trial.id}:${kind}:${metric}:${batches}`;
+  const fetcher = useCallback(async () => {
+    const s = await api<Series>(`/ui/trials/${trial.id}/metrics?kind=${kind}&metric=${encodeURIComponent(metric)}&per_batch=${batches}&max_points=2000`);
+    return { metric, kind, series: [s], source };
+  }, [trial.id, kind, metric, batches, source]);
+  const { data: loaded, error, load, update } = useLoaded(fetcher);
+  const data = loaded?.source === source ? loaded : null;
   useEffect(() => {
-    if (!key) return;
-    api<Series>(`/ui/trials/${trial.id}/metrics?kind=${kind}&metric=${encodeURIComponent(metric)}&per_batch=${perBatch && kind === "training"}&max_points=2000`)
-      .then((s) => setData({ metric, kind, series: [s] }))
-      .catch(() => setData(null));
-  }, [trial.id, key, kind, metric, perBatch]);
+    if (key) void load();
+  }, [key, load]);
+  // Live rows are whole workloads: a per-batch chart takes none (it reloads when toggled).
+  const trialRef = useRef(trial);
+  trialRef.current = trial;
   useEffect(() => {
-    if (liveRows.length && !perBatch) setData((d) => (d ? appendRows(d, liveRows, [trial]) : d));
-  }, [liveRows, perBatch, trial]);
+    if (liveRows.length && !batches) update((d) => appendRows(d, liveRows, [trialRef.current]));
+  }, [liveRows, batches, update]);
   if (!options.length) return <p className="muted">No metrics yet.</p>;
   const s = data?.series[0];
   return (
@@ -175,6 +225,7 @@ function TrialCharts({ trial, names, liveRows, searcherMetric }: {
       <label><input type="checkbox" checked={perBatch} disabled={kind !== "training"} onChange={(e) => setPerBatch(e.target.checked)} /> per batch</label>
       {s && <LineChart testId="trial-chart" series={[{ label: `${kind} ${metric}`, xs: s.batches, ys: s.values, color: seriesColor(0) }]} xLabel="batches" yLabel={metric} height={260}
         markers={kind === "validation" ? "all" : "last"} />}
+      <ErrorLine error={error} />
     </section>
   );
 }

@@ -307,7 +307,8 @@ def ui_router(master: Master) -> fastapi.APIRouter:
     def trial_workloads(id: int, offset: int = Query(0, ge=0),
                         limit: int = Query(100, ge=1, le=10000),
                         order: Literal["asc", "desc"] = Query("asc")) -> Dict[str, Any]:
-        """The trial's workloads (training and validation), by batches; metric names."""
+        """The trial's workloads (training and validation), by batches; metric names;
+        the newest metrics row and log line ids (for ``/ui/events``)."""
         tr = store.get_trial(id)
         rows = [r for kind in ("training", "validation")
                 for r in q.metric_rows(store, [id], kind)]
@@ -322,7 +323,8 @@ def ui_router(master: Master) -> fastapi.APIRouter:
                                      if t["id"] == id), None),
                       "metric_names": {"training": _metric_names(training[:200] + training[-200:]),
                                        "validation": _metric_names(validation)},
-                      "last_metric_id": max((r.id for r in rows), default=0)})
+                      "last_metric_id": max((r.id for r in rows), default=0),
+                      "last_log_id": q.max_ids(store, [id])[1]})
 
     @api.get("/trials/{id}/logs")
     def trial_logs(id: int, search: str = Query("", description="case-insensitive text"),
