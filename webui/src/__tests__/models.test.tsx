@@ -1,40 +1,10 @@
-/** The model registry pages (list and model) rendered in the app against a fake master:
- * ``fetch`` answers as the REST API would, and records what the pages asked for. */
-import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
-import { MemoryRouter } from "react-router";
-import App from "../App";
+/** The model registry pages (list and model) rendered in the app against a fake master
+ * (fake-master.tsx). */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { cleanup, fireEvent, screen, waitFor, within } from "@testing-library/react";
 import { setToken, type ModelVersion, type RegistryModel } from "../api";
+import { calls, callsTo, installFakeMaster, liveChannel, open, removeFakeMaster, routes, USER } from "./fake-master";
 import { otherMetricNames, shellWord } from "../pages/ModelPage";
-
-type Reply = [number, unknown] | Response;
-type Handler = (url: URL, body: unknown) => Reply;
-
-const USER = { id: 2, username: "determined", admin: false, active: true };
-let routes: Record<string, Handler>;
-let calls: { method: string; url: URL; body: unknown }[];
-
-function fakeMaster() {
-  vi.stubGlobal("fetch", async (input: string, init: RequestInit = {}) => {
-    const url = new URL(input, "http://master");
-    const method = init.method ?? "GET";
-    const body = init.body ? JSON.parse(String(init.body)) : undefined;
-    calls.push({ method, url, body });
-    const handler = routes[`${method} ${url.pathname}`];
-    const reply: Reply = handler ? handler(url, body) : [404, { error: `no route ${method} ${url.pathname}` }];
-    if (reply instanceof Response) return reply;
-    const [status, data] = reply;
-    return new Response(JSON.stringify(data), { status, headers: { "Content-Type": "application/json" } });
-  });
-}
-
-function open(path: string) {
-  return render(
-    <MemoryRouter initialEntries={[path]}>
-      <App />
-    </MemoryRouter>,
-  );
-}
 
 const model = (over: Partial<RegistryModel>): RegistryModel => ({
   name: "mnist", description: "digits", metadata: {}, creation_time: "2026-11-01T10:00:00+00:00",
@@ -51,40 +21,8 @@ const version = (n: number, validation: Record<string, unknown> | null, metric: 
   searcher_metric: { name: "validation_loss", smaller_is_better: true, value: (validation?.validation_loss as number) ?? null, ...metric },
 });
 
-/** The master's live channel (``GET /ui/events``) as the test drives it: each connection
- * is a stream the test writes server-sent events into. */
-function liveChannel() {
-  const streams: ReadableStreamDefaultController<Uint8Array>[] = [];
-  const queries: URLSearchParams[] = [];
-  const encoder = new TextEncoder();
-  const write = (text: string) => streams.at(-1)!.enqueue(encoder.encode(text));
-  routes["GET /api/v1/ui/events"] = (url) => {
-    queries.push(url.searchParams);
-    const body = new ReadableStream<Uint8Array>({ start: (c) => { streams.push(c); } });
-    return new Response(body, { status: 200, headers: { "Content-Type": "text/event-stream" } });
-  };
-  return {
-    queries,
-    /** The first bytes, once the master has read the state its events change. */
-    connect: () => write(": connected\n\n"),
-    send: (name: string, data: unknown) => write(`event: ${name}\ndata: ${JSON.stringify(data)}\n\n`),
-  };
-}
-
-const callsTo = (path: string) => calls.filter((c) => c.url.pathname === path);
-
-beforeEach(() => {
-  calls = [];
-  routes = { "GET /api/v1/me": () => [200, USER] };
-  setToken("tok");
-  fakeMaster();
-});
-
-afterEach(() => {
-  cleanup();
-  vi.unstubAllGlobals();
-  localStorage.clear();
-});
+beforeEach(installFakeMaster);
+afterEach(removeFakeMaster);
 
 describe("models list", () => {
   it("lists every model newest first, with versions, last update and metadata, from the navigation", async () => {

@@ -1,0 +1,200 @@
+/** The live pages across a dropped and reopened channel, against a fake master: each
+ * (re)connection reloads what the page shows once, the tails go on from the newest id seen
+ * (no line or workload twice), an event is not undone by an older answer, and a 4xx stops
+ * the retries while a 5xx does not. */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { screen, waitFor, within } from "@testing-library/react";
+import type { ExperimentRow, LogLine, MetricRow, Trial } from "../api";
+import { callsTo, deferred, installFakeMaster, liveChannel, open, removeFakeMaster, routes } from "./fake-master";
+
+beforeEach(installFakeMaster);
+afterEach(removeFakeMaster);
+
+const experiment = (id: number, over: Partial<ExperimentRow> = {}): ExperimentRow => ({
+  id, state: "ACTIVE", description: `exp ${id}`, labels: [], archived: false, progress: 0.5, owner: "determined",
+  parent_id: null, start_time: "2026-11-01T10:00:00+00:00", end_time: null, duration: 60, searcher: "single",
+  metric: "validation_loss", smaller_is_better: true, best_metric: null, num_trials: 1, ...over,
+});
+
+const listing = (rows: ExperimentRow[], total = rows.length) => ({ experiments: rows, total, owners: ["determined"], labels: [] });
+
+/** Lets the page take what already arrived (answers, stream chunks, reconnect timers). */
+const settle = () => new Promise((r) => setTimeout(r, 150));
+
+describe("experiment list", () => {
+  it("reloads once per (re)connection: what changed while the channel was down shows", async () => {
+    const live = liveChannel();
+    let rows = [experiment(1)];
+    routes["GET /api/v1/ui/experiments"] = () => [200, listing(rows)];
+    const loads = () => callsTo("/api/v1/ui/experiments").length;
+    open("/experiments");
+    await screen.findByText("exp 1");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    live.connect();
+    await waitFor(() => expect(loads()).toBe(2));
+
+    live.drop();
+    rows = [experiment(2), experiment(1, { state: "COMPLETED" })];
+    await waitFor(() => expect(live.queries).toHaveLength(2));
+    await settle();
+    expect(loads()).toBe(2); // reconnecting, not yet connected: nothing to reload from
+    live.connect();
+    await screen.findByText("exp 2");
+    const row1 = screen.getByText("exp 1").closest("tr")!;
+    expect(within(row1).getByText(/completed/i)).toBeTruthy();
+    expect(loads()).toBe(3);
+
+    // An event merges its rows; it reloads nothing.
+    live.send("experiments", { changed: [experiment(1, { state: "COMPLETED", description: "renamed" })], removed: [] });
+    await screen.findByText("renamed");
+    await settle();
+    expect(loads()).toBe(3);
+  });
+
+  it("keeps an event that arrives while a reload's answer, read before it, is on its way", async () => {
+    const live = liveChannel();
+    let held: ReturnType<typeof deferred> | null = null;
+    routes["GET /api/v1/ui/experiments"] = () => (held ? held.reply : [200, listing([experiment(1)])]);
+    open("/experiments");
+    await screen.findByText("exp 1");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    held = deferred();
+    live.connect(); // the reload starts; its answer waits
+    await waitFor(() => expect(callsTo("/api/v1/ui/experiments")).toHaveLength(2));
+    live.send("experiments", { changed: [experiment(1, { description: "renamed" })], removed: [] });
+    await screen.findByText("renamed");
+    held.give([200, listing([experiment(1)], 7)]); // read before the rename
+    await screen.findByText(/7 experiments/);
+    expect(screen.getByText("renamed")).toBeTruthy();
+    expect(screen.queryByText("exp 1")).toBeNull();
+  });
+});
+
+const TRIAL: Trial = {
+  id: 7, experiment_id: 3, request_id: "r7", state: "ACTIVE", hparams: { lr: 0.1 }, seed: 1, restarts: 0,
+  total_batches: 100, best_validation: null, latest_checkpoint: null, start_time: "2026-11-01T10:00:00+00:00", end_time: null,
+};
+const line = (id: number): LogLine => ({ id, timestamp: "2026-11-01T10:00:00+00:00", line: `line ${id}` });
+const metricRow = (id: number, batches: number): MetricRow => ({
+  id, trial_id: 7, kind: "validation", total_batches: batches, end_time: 1_793_000_000 + id, metrics: { validation_loss: 1 / id },
+});
+const workload = (r: MetricRow) => ({ id: r.id, kind: r.kind, total_batches: r.total_batches, end_time: "2026-11-01T10:00:00+00:00", metrics: r.metrics });
+
+describe("trial page", () => {
+  it("goes on from the newest log line and metrics row across a reconnection: none twice, none lost", async () => {
+    const live = liveChannel();
+    let stored = [metricRow(10, 100)];
+    routes["GET /api/v1/ui/trials/7/workloads"] = () => [200, {
+      workloads: [...stored].reverse().map(workload), total: stored.length, trial: TRIAL,
+      metric_names: { training: [], validation: [] }, last_metric_id: stored.at(-1)!.id, last_log_id: 3,
+    }];
+    routes["GET /api/v1/trials/7/logs"] = () => [200, { logs: [line(1), line(2), line(3)] }];
+    routes["GET /api/v1/ui/experiments/3"] = () => [200, { owner: "determined", metric: "validation_loss" }];
+    routes["GET /api/v1/trials/7/gpu-metrics"] = () => [200, { gpu_metrics: [] }];
+    routes["GET /api/v1/experiments/3/checkpoints"] = () => [200, { checkpoints: [] }];
+    const loads = () => callsTo("/api/v1/ui/trials/7/workloads").length;
+    const count = (text: string) => within(screen.getByTestId("trial-logs")).queryAllByText(text).length;
+    const workloadRows = () => within(screen.getByTestId("workloads-table")).getAllByRole("row").length - 1;
+    open("/experiments/3/trials/7");
+    await screen.findByText("line 3");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    // The tail starts after the newest line shown, not at the trial's first.
+    expect(live.queries[0].get("logs_after")).toBe("3");
+    expect(live.queries[0].get("metrics_after")).toBe("10");
+    live.connect();
+    await waitFor(() => expect(loads()).toBe(2));
+
+    // Two polls' events read at once: both show.
+    stored = [...stored, metricRow(11, 200)];
+    live.sendTogether([["logs", [line(4)]], ["logs", [line(5)]], ["metrics", [metricRow(11, 200)]]]);
+    await screen.findByText("line 5");
+    expect(count("line 4")).toBe(1);
+    await waitFor(() => expect(workloadRows()).toBe(2));
+    expect(screen.getByText("2 workloads")).toBeTruthy();
+
+    live.drop();
+    await waitFor(() => expect(live.queries).toHaveLength(2));
+    expect(live.queries[1].get("logs_after")).toBe("5");
+    expect(live.queries[1].get("metrics_after")).toBe("11");
+    stored = [...stored, metricRow(12, 300)];
+    live.connect();
+    live.sendTogether([["logs", [line(6)]], ["metrics", [metricRow(12, 300)]]]);
+    await screen.findByText("line 6");
+    await waitFor(() => expect(loads()).toBe(3));
+    await settle();
+    for (const id of [1, 2, 3, 4, 5, 6]) expect(count(`line ${id}`)).toBe(1);
+    expect(workloadRows()).toBe(3);
+    expect(screen.getByText("3 workloads")).toBeTruthy();
+  });
+});
+
+describe("task list", () => {
+  it("reloads the tasks at each (re)connection and goes on from the open task's newest line", async () => {
+    const live = liveChannel();
+    const task = (id: string, state: string) => ({
+      id, kind: "command", owner: "determined", state, description: `task ${id}`, slots: 0, agent_id: null, slot_ids: [],
+      exit_code: null, end_reason: null, start_time: "2026-11-01T10:00:00+00:00", end_time: null, url: null,
+    });
+    let tasks = [task("a1", "RUNNING")];
+    routes["GET /api/v1/tasks"] = () => [200, { tasks }];
+    routes["GET /api/v1/tasks/a1/logs"] = () => [200, { logs: [line(1)] }];
+    const loads = () => callsTo("/api/v1/tasks").length;
+    open("/tasks?logs=a1");
+    await screen.findByText("task a1");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    live.connect();
+    live.send("task_logs", [line(1), line(2)]);
+    await screen.findByText("line 2");
+    await waitFor(() => expect(loads()).toBe(2));
+
+    live.drop();
+    tasks = [task("a1", "TERMINATED")];
+    await waitFor(() => expect(live.queries).toHaveLength(2));
+    expect(live.queries[1].get("task_logs_after")).toBe("2");
+    live.connect();
+    await waitFor(() => expect(loads()).toBe(3));
+    await screen.findByText(/terminated/i);
+    expect(within(screen.getByTestId("task-logs")).getAllByText(/^line/).map((e) => e.textContent)).toEqual(["line 1", "line 2"]);
+  });
+});
+
+describe("refusals", () => {
+  it("a model deleted while the channel was down: the page says so and stops retrying", async () => {
+    const live = liveChannel();
+    routes["GET /api/v1/models/mnist/versions"] = () => [200, { model: {
+      name: "mnist", description: "", metadata: {}, creation_time: "2026-11-01T10:00:00+00:00",
+      last_updated_time: "2026-11-01T10:00:00+00:00", num_versions: 0,
+    }, versions: [] }];
+    open("/models/mnist");
+    await screen.findByTestId("no-versions");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    live.connect();
+    live.refuseNext(404, "Model mnist not found.");
+    live.drop();
+    expect((await screen.findByTestId("model-removed")).textContent).toBe("This model was deleted.");
+    await settle(); // several reconnect delays
+    expect(live.queries).toHaveLength(2);
+  });
+
+  it("5xx answers are retried; a 4xx shows the master's error and stops", async () => {
+    const live = liveChannel();
+    routes["GET /api/v1/ui/experiments/5"] = () => [200, {
+      ...experiment(5), config: {}, config_yaml: "", trials: [], metric_names: { training: [], validation: [] },
+      last_metric_id: 0, last_log_id: 0,
+    }];
+    open("/experiments/5");
+    await screen.findByText("exp 5");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    live.connect();
+    live.refuseNext(500, "database is locked");
+    live.refuseNext(503, "restarting");
+    live.drop();
+    await waitFor(() => expect(live.queries).toHaveLength(4));
+    expect(screen.queryByRole("alert")).toBeNull();
+    live.refuseNext(404, "Experiment 5 not found.");
+    live.drop();
+    expect((await screen.findByRole("alert")).textContent).toBe("Experiment 5 not found.");
+    await settle();
+    expect(live.queries).toHaveLength(5);
+  });
+});
