@@ -176,21 +176,28 @@ describe("refusals", () => {
     expect(live.queries).toHaveLength(2);
   });
 
-  it("5xx answers are retried; a 4xx shows the master's error and stops", async () => {
+  it("5xx answers are retried (the experiment page then reloads); a 4xx shows the master's error and stops", async () => {
     const live = liveChannel();
+    let state = "ACTIVE";
     routes["GET /api/v1/ui/experiments/5"] = () => [200, {
-      ...experiment(5), config: {}, config_yaml: "", trials: [], metric_names: { training: [], validation: [] },
+      ...experiment(5, { state }), config: {}, config_yaml: "", trials: [], metric_names: { training: [], validation: [] },
       last_metric_id: 0, last_log_id: 0,
     }];
+    const loads = () => callsTo("/api/v1/ui/experiments/5").length;
     open("/experiments/5");
     await screen.findByText("exp 5");
     await waitFor(() => expect(live.queries).toHaveLength(1));
     live.connect();
+    await waitFor(() => expect(loads()).toBe(2));
     live.refuseNext(500, "database is locked");
     live.refuseNext(503, "restarting");
     live.drop();
+    state = "PAUSED"; // while the channel was down
     await waitFor(() => expect(live.queries).toHaveLength(4));
     expect(screen.queryByRole("alert")).toBeNull();
+    live.connect();
+    await waitFor(() => expect(screen.getAllByTestId("state")[0].textContent).toBe("PAUSED"));
+    expect(loads()).toBe(3);
     live.refuseNext(404, "Experiment 5 not found.");
     live.drop();
     expect((await screen.findByRole("alert")).textContent).toBe("Experiment 5 not found.");
