@@ -3,7 +3,7 @@
  * (no line or workload twice), an event is not undone by an older answer, and a 4xx stops
  * the retries while a 5xx does not. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { screen, waitFor, within } from "@testing-library/react";
+import { fireEvent, screen, waitFor, within } from "@testing-library/react";
 import type { ExperimentRow, LogLine, MetricRow, Trial } from "../api";
 import { callsTo, deferred, installFakeMaster, liveChannel, open, removeFakeMaster, routes } from "./fake-master";
 
@@ -49,6 +49,17 @@ describe("experiment list", () => {
     await screen.findByText("renamed");
     await settle();
     expect(loads()).toBe(3);
+
+    // A filter reloads through the same channel; a reconnection reloads with that filter.
+    fireEvent.change(screen.getByLabelText("state"), { target: { value: "COMPLETED" } });
+    await waitFor(() => expect(loads()).toBe(4));
+    await settle();
+    expect(live.queries).toHaveLength(2);
+    live.drop();
+    await waitFor(() => expect(live.queries).toHaveLength(3));
+    live.connect();
+    await waitFor(() => expect(loads()).toBe(5));
+    expect(callsTo("/api/v1/ui/experiments").at(-1)!.url.searchParams.get("state")).toBe("COMPLETED");
   });
 
   it("keeps an event that arrives while a reload's answer, read before it, is on its way", async () => {

@@ -56,6 +56,8 @@ export default function ExperimentList() {
   const error = loadError ?? channelError;
   const dataRef = useRef(data);
   dataRef.current = data;
+  const loadRef = useRef(load); // the filters shown now: one channel for all of them
+  loadRef.current = load;
 
   useEffect(() => {
     void load();
@@ -83,13 +85,13 @@ export default function ExperimentList() {
       const known = new Set((dataRef.current?.experiments ?? []).map((e) => e.id));
       const appeared = payload.changed.some((e: ExperimentRow) => !known.has(e.id) && e.start_time != null && Date.parse(e.start_time) > loadedAt.current - 2000)
         || payload.removed.some((id: number) => known.has(id));
-      if (appeared && !timer) timer = setTimeout(() => { timer = null; void load(); }, 300);
-    }, { onOpen: () => void load(), onRefused: setChannelError });
+      if (appeared && !timer) timer = setTimeout(() => { timer = null; void loadRef.current(); }, 300);
+    }, { onOpen: () => void loadRef.current(), onRefused: setChannelError });
     return () => {
       stop();
       if (timer) clearTimeout(timer);
     };
-  }, [load, update]);
+  }, [update]);
 
   const set = (changes: Record<string, string | null>) => {
     const next = new URLSearchParams(params);

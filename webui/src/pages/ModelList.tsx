@@ -1,6 +1,6 @@
 /** The model registry: every registered model, searchable by name, newest first; search
  * and sort in the URL; live (a model created, edited or given a version elsewhere shows). */
-import { useCallback, useEffect, useMemo, useState } from "react";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { api, type RegistryModel } from "../api";
 import { subscribe } from "../events";
@@ -32,11 +32,13 @@ export default function ModelList() {
   }, [load]);
   // Live: any change of the registry reloads the list, which the master filters and
   // sorts; so does each (re)connection, for changes made while it was connecting.
+  const loadRef = useRef(load); // the search shown now: one channel for every search
+  loadRef.current = load;
   useEffect(() => subscribe(
     () => ({ models: true }),
-    (name) => { if (name === "models") void load(); },
-    { onOpen: () => void load(), onRefused: setChannelError },
-  ), [load]);
+    (name) => { if (name === "models") void loadRef.current(); },
+    { onOpen: () => void loadRef.current(), onRefused: setChannelError },
+  ), []);
 
   const set = (changes: Record<string, string>) => {
     const next = new URLSearchParams(params);
