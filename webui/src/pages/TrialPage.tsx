@@ -37,8 +37,8 @@ const KEEP_ROWS = 5000;
 /** The workloads page after live metric rows: on the newest page (``desc``, page 0) new
  * rows show on top; the count and the metric names grow. */
 export function addWorkloads(info: WorkloadsResponse, rows: MetricRow[], firstPage: boolean, pageSize: number): WorkloadsResponse {
-  const known = new Set(info.workloads.map((w) => w.id));
-  const fresh = rows.filter((r) => !known.has(r.id) && r.trial_id === info.trial.id);
+  // Rows after the newest this answer counted are new to it (on any page).
+  const fresh = rows.filter((r) => r.id > info.last_metric_id && r.trial_id === info.trial.id);
   if (!fresh.length) return info;
   const names = (kind: string, have: string[]) => {
     const s = new Set(have);
@@ -52,7 +52,7 @@ export function addWorkloads(info: WorkloadsResponse, rows: MetricRow[], firstPa
       .sort((a, b) => b.total_batches - a.total_batches || b.kind.localeCompare(a.kind))
       .slice(0, pageSize)
     : info.workloads;
-  return { ...info, workloads, total: info.total + fresh.length,
+  return { ...info, workloads, total: info.total + fresh.length, last_metric_id: Math.max(...fresh.map((r) => r.id)),
     metric_names: { training: names("training", info.metric_names.training), validation: names("validation", info.metric_names.validation) } };
 }
 
