@@ -140,7 +140,7 @@ describe("trial page", () => {
 });
 
 describe("task list", () => {
-  it("reloads the tasks at each (re)connection and goes on from the open task's newest line", async () => {
+  it("reloads the tasks at each (re)connection and follows the open task's log from its tail's newest line", async () => {
     const live = liveChannel();
     const task = (id: string, state: string) => ({
       id, kind: "command", owner: "determined", state, description: `task ${id}`, slots: 0, agent_id: null, slot_ids: [],
@@ -153,8 +153,9 @@ describe("task list", () => {
     open("/tasks?logs=a1");
     await screen.findByText("task a1");
     await waitFor(() => expect(live.queries).toHaveLength(1));
+    expect(live.queries[0].get("task_logs_after")).toBe("1"); // after its tail, not from its first line
     live.connect();
-    live.send("task_logs", [line(1), line(2)]);
+    live.send("task_logs", [line(2)]);
     await screen.findByText("line 2");
     await waitFor(() => expect(loads()).toBe(2));
 

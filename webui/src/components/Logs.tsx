@@ -39,8 +39,9 @@ async function downloadAll(source: LogSource): Promise<void> {
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
-/** ``live`` lines come from the page's event subscription (the ``logs`` events). */
-export default function Logs({ live, ...source }: LogSource & { live: LogLine[] }) {
+/** ``live`` lines come from the page's event subscription (the ``logs`` events);
+ * ``onTail`` gets the newest line id of the tail shown first (0: none), to follow from. */
+export default function Logs({ live, onTail, ...source }: LogSource & { live: LogLine[]; onTail?: (lastId: number) => void }) {
   const { trialId, taskId } = source as { trialId?: number; taskId?: string };
   const key = sourceName(source);
   const [lines, setLines] = useState<LogLine[]>([]);
@@ -53,8 +54,13 @@ export default function Logs({ live, ...source }: LogSource & { live: LogLine[] 
   useEffect(() => {
     setLines([]);
     api<{ logs: LogLine[] }>(`${logsPath(source)}?tail=1000`)
-      .then((r) => setLines((cur) => merge(r.logs, cur)))
-      .catch(setError);
+      .then((r) => {
+        setLines((cur) => merge(r.logs, cur));
+        onTail?.(r.logs.at(-1)?.id ?? 0);
+      }, (e) => {
+        setError(e);
+        onTail?.(0);
+      });
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [key]);
   useEffect(() => {

@@ -41,13 +41,20 @@ export default function TaskList() {
     void load();
   }, [load]);
 
-  // Live: task rows and the open task's log lines (from the newest seen, so a
-  // reconnection repeats none); each (re)connection reloads the list, for changes made
-  // meanwhile. A task that is gone refuses the channel: the error shows until its logs close.
+  // Live: task rows and the open task's log lines, from the newest line of its tail and
+  // then from the newest seen (so a reconnection repeats none); each (re)connection
+  // reloads the list, for changes made meanwhile. A task that is gone refuses the
+  // channel: the error shows until its logs close.
+  const [tail, setTail] = useState<{ task: string; lastId: number } | null>(null);
+  const tailAfter = logsOf && tail?.task === logsOf ? tail.lastId : null;
+  const onTail = useCallback((lastId: number) => {
+    if (logsOf) setTail({ task: logsOf, lastId });
+  }, [logsOf]);
   useEffect(() => {
     setLive([]);
     setChannelError(null);
-    let logsAfter = 0;
+    if (logsOf && tailAfter == null) return; // its tail first, to follow from
+    let logsAfter = tailAfter ?? 0;
     return subscribe(
       (): Record<string, string | number | boolean> =>
         (logsOf ? { tasks: true, task_id: logsOf, task_logs_after: logsAfter } : { tasks: true }),
@@ -61,7 +68,7 @@ export default function TaskList() {
       },
       { onOpen: () => void load(), onRefused: setChannelError },
     );
-  }, [logsOf, load, update]);
+  }, [logsOf, tailAfter, load, update]);
 
   const kill = async (t: TaskRow) => {
     try {
@@ -142,7 +149,7 @@ export default function TaskList() {
       {logsOf ? (
         <section>
           <h2>Logs of task {logsOf} <button className="link" onClick={() => setParams({})}>close</button></h2>
-          <Logs key={logsOf} taskId={logsOf} live={live} />
+          <Logs key={logsOf} taskId={logsOf} live={live} onTail={onTail} />
         </section>
       ) : null}
     </div>
