@@ -22,6 +22,7 @@ from determined.config import (
 from determined.errors import InvalidConfigError
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 from determined.local._driver import LocalDriver
+from determined.local._pool import start_fork_server, trial_frameworks
 from determined.local._result import ExperimentResult
 from determined.local._store import OWNER, LocalStore, db_path, default_local_dir, open_store
 from determined.storage import build_storage
@@ -157,6 +158,8 @@ def run_local_experiment(
               "or more")],
             f"experiment config {config}" if not isinstance(config, dict) else "experiment config",
         )
+    # Its imports (seconds with PyTorch) overlap the set-up below.
+    start_fork_server(trial_frameworks(cfg, model_dir))
     db = open_store(local_dir)
     try:
         storage_config = cfg["checkpoint_storage"]
