@@ -76,13 +76,15 @@ def process_context(frameworks: List[str]) -> Any:
 
 def _main_script_imports() -> List[str]:
     """A main module run by its path (a script that runs experiments) is imported again
-    by every process ``multiprocessing`` starts; such a script imports the driver
-    (``determined.local._run``), so the fork server imports it once for them all."""
+    by every process ``multiprocessing`` starts; such a script imports the driver and
+    its database, so the fork server imports them once for all trial processes."""
     import sys
 
     main = sys.modules.get("__main__")
     by_path = getattr(getattr(main, "__spec__", None), "name", None) is None
-    return ["determined.local._run"] if by_path and getattr(main, "__file__", None) else []
+    if by_path and getattr(main, "__file__", None):
+        return ["determined.local._run", "determined.local._driver"]
+    return []
 
 
 def start_fork_server(frameworks: List[str]) -> None:
