@@ -138,6 +138,8 @@ def _worker_main(conn: Any, preload: List[str], threads: int) -> None:
 
 
 def _drop_torch_library_finalizers() -> None:
+    """Keep PyTorch's ``torch.library`` finalizers (each resets operator registrations)
+    from running at exit; every other exit finalizer still runs."""
     import weakref
 
     registry = getattr(weakref.finalize, "_registry", {})
