@@ -25,9 +25,9 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from determined import engine
-from determined.config import ExperimentConfig, is_script_entrypoint
+from determined.config import ExperimentConfig
 from determined.harness import TrialEnv
-from determined.local._pool import WarmPool, frameworks_used, process_context
+from determined.local._pool import WarmPool, process_context, trial_frameworks
 from determined.local._processes import TrialProcesses
 from determined.local._result import ExperimentResult, experiment_result
 from determined.local._store import LocalStore
@@ -99,9 +99,7 @@ class LocalDriver:
         self.records.on_created = self._created
         self._set_snapshot_extra()
         self._resumed = False
-        # A script's trial process only starts the script: nothing to preload for it.
-        frameworks = [] if is_script_entrypoint(config.get("entrypoint")) \
-            else frameworks_used(self.model_dir)
+        frameworks = trial_frameworks(config, self.model_dir)
         self._threads = max(1, (os.cpu_count() or 1) // self.slots)
         self.processes = TrialProcesses(
             WarmPool(process_context(frameworks), self.concurrent, frameworks, self._threads),

@@ -9,15 +9,20 @@ milliseconds; TensorFlow models get freshly spawned processes (TensorFlow is not
 fork-safe once imported). The pool also keeps processes started ahead of need;
 starting a trial hands one of them the trial's environment. Each process still runs
 exactly one trial and exits, so trials never share state.
+
+A run starts the fork server (:func:`start_fork_server`) as soon as its config is
+valid, so the server's imports overlap the run's own set-up (the database, the
+records); and the server exits at once when the run ends (``_fork_server``).
 """
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Any, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-__all__ = ["WarmPool", "frameworks_used", "process_context"]
+__all__ = ["WarmPool", "frameworks_used", "process_context", "start_fork_server",
+           "trial_frameworks"]
 
 _IMPORTS = {
     "torch": re.compile(r"^\s*(import|from)\s+torch\b", re.M),
@@ -44,6 +49,16 @@ def frameworks_used(model_dir: str) -> List[str]:
     return sorted(found)
 
 
+def trial_frameworks(config: Dict[str, Any], model_dir: str) -> List[str]:
+    """What trial processes of ``config`` preload: the frameworks the model definition
+    imports; none for a script, whose trial process only starts the script."""
+    from determined.config import is_script_entrypoint
+
+    if is_script_entrypoint(config.get("entrypoint")):
+        return []
+    return frameworks_used(os.path.abspath(model_dir))
+
+
 def process_context(frameworks: List[str]) -> Any:
     """The ``multiprocessing`` context trial processes start from: a fork server that
     preloaded the platform (and PyTorch, warmed up) when that is safe, else ``spawn``."""
@@ -54,8 +69,32 @@ def process_context(frameworks: List[str]) -> Any:
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["determined.local._preload_torch" if "torch" in frameworks
-                                else "determined.local._trial_process"])
+                                else "determined.local._trial_process",
+                                *_main_script_imports(), "determined.local._fork_server"])
     return ctx
+
+
+def _main_script_imports() -> List[str]:
+    """A main module run by its path (a script that runs experiments) is imported again
+    by every process ``multiprocessing`` starts; such a script imports the driver and
+    its database, so the fork server imports them once for all trial processes."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    by_path = getattr(getattr(main, "__spec__", None), "name", None) is None
+    if by_path and getattr(main, "__file__", None):
+        return ["determined.local._run", "determined.local._driver"]
+    return []
+
+
+def start_fork_server(frameworks: List[str]) -> None:
+    """Start the fork server for ``frameworks`` now, without waiting for its imports
+    (seconds with PyTorch); the first trial process started waits for them."""
+    ctx = process_context(frameworks)
+    if ctx.get_start_method() == "forkserver":
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
 
 
 def _worker_main(conn: Any, preload: List[str], threads: int) -> None:
@@ -92,8 +131,21 @@ def _worker_main(conn: Any, preload: List[str], threads: int) -> None:
         trial_main(conn, *message[1])
     finally:
         # A forked process ends with os._exit, which skips atexit: run the handlers
-        # (the trial's working directory is removed by one) here.
+        # (the trial's working directory is removed by one) here, but not PyTorch's
+        # per-library finalizers (about 0.1 s per trial, for a process about to end).
+        _drop_torch_library_finalizers()
         atexit._run_exitfuncs()
+
+
+def _drop_torch_library_finalizers() -> None:
+    """Keep PyTorch's ``torch.library`` finalizers (each resets operator registrations)
+    from running at exit; every other exit finalizer still runs."""
+    import weakref
+
+    registry = getattr(weakref.finalize, "_registry", {})
+    for finalizer, info in list(registry.items()):
+        if getattr(info.func, "__module__", "") == "torch.library":
+            finalizer.atexit = False
 
 
 class WarmPool:

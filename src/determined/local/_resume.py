@@ -11,6 +11,7 @@ from determined import engine
 from determined.common.console import TrimmedConsole
 from determined.errors import DeterminedError
 from determined.local._driver import LocalDriver
+from determined.local._pool import start_fork_server, trial_frameworks
 from determined.local._result import ExperimentResult
 from determined.local._store import LocalStore, db_path, default_local_dir, open_store
 from determined.master.db import NotFoundError
@@ -53,6 +54,7 @@ def resume_local_experiment(experiment_id: int, slots: int = 1, local_dir: Optio
     except BaseException:
         db.close()
         raise
+    start_fork_server(trial_frameworks(exp.config, model_dir))
     store = LocalStore(db, local_dir, experiment_id)
     try:
         driver = LocalDriver(exp.config, model_dir, experiment_id, store,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import random
 import time
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
 
 from rich.console import Console
 
@@ -20,12 +20,17 @@ from determined.config import (
     validate_config,
 )
 from determined.errors import InvalidConfigError
-from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
-from determined.local._driver import LocalDriver
-from determined.local._result import ExperimentResult
-from determined.local._store import OWNER, LocalStore, db_path, default_local_dir, open_store
+from determined.local._pool import start_fork_server, trial_frameworks
+from determined.local._store import default_local_dir
 from determined.storage import build_storage
 from determined.util import format_metrics
+
+if TYPE_CHECKING:
+    from determined.harness import TrialEnv
+    from determined.local._result import ExperimentResult
+
+# The driver, its database and the in-process trial runner are imported where used: a
+# run starts its fork server (seconds of imports) before it spends time on them.
 
 __all__ = ["run_local_experiment", "run_test_mode", "prepare_config"]
 
@@ -47,6 +52,7 @@ def run_test_mode(
 ) -> Dict[str, Any]:
     """Train one batch, validate, checkpoint, in this process; raise on any failure."""
     from determined import searcher as searchers
+    from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 
     console = console or TrimmedConsole()
     cfg = validate_config(test_mode_config(config))
@@ -91,6 +97,7 @@ def run_test_mode(
 def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console) -> Dict[str, Any]:
     """Test mode of a script: its command gets one short TRAIN and a VALIDATE."""
     from determined.errors import InvalidModelDefError
+    from determined.harness import InProcessHost, OpKind, TrialOp
     from determined.harness._script_trial import run_script
 
     host = InProcessHost(
@@ -157,6 +164,11 @@ def run_local_experiment(
               "or more")],
             f"experiment config {config}" if not isinstance(config, dict) else "experiment config",
         )
+    # Its imports (seconds with PyTorch) overlap the set-up below.
+    start_fork_server(trial_frameworks(cfg, model_dir))
+    from determined.local._driver import LocalDriver
+    from determined.local._store import OWNER, LocalStore, db_path, open_store
+
     db = open_store(local_dir)
     try:
         storage_config = cfg["checkpoint_storage"]

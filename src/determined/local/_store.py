@@ -20,9 +20,10 @@ A directory written by an older version (``experiments/<id>/experiment.json`` an
 from __future__ import annotations
 
 import os
-from typing import Dict, List
+from typing import TYPE_CHECKING, Dict, List
 
-from determined.master.db import Store
+if TYPE_CHECKING:  # imported where used: the database costs a second to import
+    from determined.master.db import Store
 
 __all__ = ["DB_NAME", "LocalStore", "OWNER", "db_path", "default_local_dir", "open_store"]
 
@@ -44,6 +45,8 @@ def db_path(local_dir: str) -> str:
 def open_store(local_dir: str) -> Store:
     """The local directory's database, created or migrated to the current schema (and
     an older version's files imported) on first use."""
+    from determined.master.db import Store
+
     local_dir = os.path.abspath(local_dir)
     fresh = not os.path.exists(db_path(local_dir))
     os.makedirs(local_dir, exist_ok=True)
