@@ -156,7 +156,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"det: error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
         return 1
     finally:
-        # The process exits next: what it allocated needs no collecting (files and the
-        # database are closed by now), and the collector's pass over it at interpreter
-        # exit took 0.1-0.6 s (SQLAlchemy, pydantic, rich objects) of every command.
-        gc.freeze()
+        if argv is None:
+            # Run as the program (``det``): the process exits next, so what it allocated
+            # needs no collecting (files and the database are closed by now), and the
+            # collector's pass over it at interpreter exit took 0.1-0.6 s (SQLAlchemy,
+            # pydantic, rich objects). A caller passing ``argv`` goes on running: its
+            # objects stay collectable.
+            gc.freeze()
