@@ -248,8 +248,10 @@ def test_shell_round_trips_through_a_pty(master):
     reader.until(b"MARK42")
     assert b"33 101" in reader.output and b"/dev/pts/" in reader.output
     assert b"/work" in reader.output.split(b"cwd=")[-1].split(b"\n")[0]
-    ws.send(b"sleep 300\n")
-    time.sleep(0.5)
+    # A foreground job that says when it runs (a fixed pause raced the shell's fork on a
+    # loaded machine: a Ctrl-C before it reached the shell, and `sleep` held the prompt).
+    ws.send(b"sh -c 'echo RUNNING$((40+2)); exec sleep 300'\n")
+    reader.until(b"RUNNING42")
     ws.send(b"\x03")  # Ctrl-C interrupts the foreground job, not the shell
     ws.send(b"echo AFTER$((1+1))\n")
     reader.until(b"AFTER2")
