@@ -193,9 +193,12 @@ def test_pause_and_kill_reach_every_part(cluster, tmp_path):
     exp = wait_for_state(cluster.api, exp_id, ["CANCELED", "ERROR", "COMPLETED"], timeout=60)
     assert exp["state"] == "CANCELED" and exp["trials"][0]["restarts"] == 0, exp
     for agent in (a1, a2):
-        wait_until(lambda: not trial_processes(agent.proc.pid), timeout=20,
+        wait_until(lambda: not trial_processes(agent.proc.pid), timeout=60,
                    what=f"no rank left on {agent.id}")
-    assert all(a["used_slots"] == 0 for a in cluster.api.get("/agents").json()["agents"])
+    # The master frees the slots once both agents reported their parts' exits.
+    wait_until(lambda: all(a["used_slots"] == 0
+                           for a in cluster.api.get("/agents").json()["agents"]),
+               timeout=60, what="the slots to be free after the kill")
 
 
 # -- the master's registry alone (real objects, no processes) ---------------------------
