@@ -32,7 +32,8 @@ class MasterProcess:
         return [sys.executable, "-m", "determined.master", "--port", str(self.port),
                 "--data-dir", self.data_dir, "--slots", str(self.slots)]
 
-    def start(self, timeout: float = 30.0) -> "MasterProcess":
+    def start(self, timeout: float = 120.0) -> "MasterProcess":
+        """Start it and wait until it answers (a loaded machine starts it slowly)."""
         log = open(os.path.join(self.data_dir, "master-test.log"), "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
