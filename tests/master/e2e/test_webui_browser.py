@@ -325,8 +325,9 @@ def test_cluster_and_master_logs_pages(cluster, browser, out_dir):
     page.goto(cluster["master"].url + "/cluster")
     page.get_by_test_id("utilization").wait_for()
     assert page.get_by_test_id("slot").count() == 2
-    page.wait_for_function("document.querySelector('[data-testid=utilization]')?"
-                           ".textContent.startsWith('1 of 2')", timeout=180000)  # the reactivated trial restarts
+    page.wait_for_function(  # the trial reactivated by the pause test restarts first
+        "document.querySelector('[data-testid=utilization]')?"
+        ".textContent.startsWith('1 of 2')", timeout=180000)
     assert page.locator("[data-testid=slot] a", has_text="trial").count() == 1
     shot(page, out_dir, "cluster")
     page.goto(cluster["master"].url + "/logs")
