@@ -32,7 +32,7 @@ def _server(cmd, url: str, log_path: str) -> Iterator[subprocess.Popen]:
     log = open(log_path, "ab")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a loaded machine starts it slowly
         while True:
             assert proc.poll() is None, open(log_path, errors="replace").read()[-2000:]
             try:

@@ -86,8 +86,8 @@ class AgentCluster:
             if agent_id not in self.agents or not self.agents[agent_id].alive():
                 self.agents[agent_id] = AgentProcess(self.master.url, agent_id, self.root,
                                                      token=self.agent_token, **options).start()
-        wait_until(lambda: set(ids) <= set(self.agent_ids()), timeout=60,
-                   what=f"agents {ids} to register")
+        wait_until(lambda: set(ids) <= set(self.agent_ids()), timeout=120,
+                   what=f"agents {ids} to register")  # a loaded machine starts them slowly
 
     def agent(self, agent_id: str, **options: Any) -> AgentProcess:
         """:meth:`ensure_agents` for one agent; that agent."""

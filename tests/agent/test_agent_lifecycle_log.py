@@ -18,11 +18,15 @@ def _master_log(url: str) -> str:
 def test_agent_joined_and_left_are_lifecycle_lines(tmp_path):
     with AgentCluster(tmp_path, {"resource_manager": {"slots": 0}}) as cluster:
         agent = cluster.agent("a1", slots=2)
-        log = _master_log(cluster.master.url)
-        assert "lifecycle: agent a1 joined (2 slots)" in log
+        # The master logs these as it answers the request that made the agent listed:
+        # waited for, not read at once.
+        wait_until(lambda: "lifecycle: agent a1 joined (2 slots)" in _master_log(
+            cluster.master.url), 60, "the agent's joining logged")
         # The registration's details, from the master's logger (not a bare print).
-        assert "determined.master: agent a1 registered from 127.0.0.1 with 2 slot(s)" in log
+        wait_until(lambda: "determined.master: agent a1 registered from 127.0.0.1 with 2 "
+                   "slot(s)" in _master_log(cluster.master.url), 60, "the registration logged")
         assert agent.stop() == 0
         wait_until(lambda: "lifecycle: agent a1 left (it shut down)"
                    in _master_log(cluster.master.url), 60, "the agent's leaving logged")
-        assert "determined.master: agent a1 deregistered" in _master_log(cluster.master.url)
+        wait_until(lambda: "determined.master: agent a1 deregistered"
+                   in _master_log(cluster.master.url), 60, "the deregistration logged")

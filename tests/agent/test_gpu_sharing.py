@@ -166,7 +166,7 @@ def test_embedded_agent_packs_trials_onto_its_gpu(tmp_path):
     master.proc = subprocess.Popen(master.command(), stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True, env=env)
     try:
-        wait_until(lambda: _up(master.url), 60, "the master to start")
+        wait_until(lambda: _up(master.url), 120, "the master to start")  # a loaded machine
         with master.client() as api:
             (agent,) = api.get("/agents").json()["agents"]
             assert agent["type"] == "embedded" and agent["slots"] == 2, agent

@@ -226,6 +226,11 @@ def test_sigterm_kills_trials_and_deregisters(cluster, tiny_dir, tmp_path):
 
 # -- the master's registry alone (real objects, no processes) ---------------------------
 
+#: Seconds without a request before a registry's agent is lost, in the tests that see one
+#: get lost (the default, 30, would make them wait that long).
+LIVENESS_TIMEOUT = 5.0
+
+
 class Recorder:
     def __init__(self):
         self.exits: List = []
@@ -270,12 +275,14 @@ def test_registry_reconciles_a_reregistering_agent():
 
 def test_registry_kill_drain_and_liveness():
     rec = Recorder()
-    reg = rec.registry(timeout=0.6)
+    # Long enough that the steps below, which keep the agent alive, never take that long
+    # even on a loaded machine; short enough to wait out at the end.
+    reg = rec.registry(timeout=LIVENESS_TIMEOUT)
     session = reg.register("a", 1, label="gpu")["session"]
     assert [(a.id, a.slots, a.label) for a in reg.agents()] == [("a", 1, "gpu")]
     _launch(reg, "a", 7)
     reg.kill(7)  # never delivered: dropped, reported as ended
-    wait_until(lambda: rec.exits == [(7, -9)], timeout=5, what="the exit")
+    wait_until(lambda: rec.exits == [(7, -9)], timeout=30, what="the exit")
     assert reg.poll("a", session, 0) == []
     launch_id = _launch(reg, "a", 8)
     reg.poll("a", session, 0)
@@ -283,9 +290,10 @@ def test_registry_kill_drain_and_liveness():
     assert reg.poll("a", session, 0) == [{"type": "kill", "launch_id": launch_id}]
     reg.poll("a", session, 0, draining=True)
     assert reg.agents() == [] and reg.slots == 0  # draining: no new trials
-    wait_until(lambda: not reg.has_agent("a"), timeout=5, what="the agent to be lost")
+    wait_until(lambda: not reg.has_agent("a"), timeout=LIVENESS_TIMEOUT + 30,
+               what="the agent to be lost")
     # Its trial's exit is reported by the same sweep, possibly a moment later.
-    wait_until(lambda: rec.exits[-1:] == [(8, -9)], timeout=5, what="the lost trial's exit")
+    wait_until(lambda: rec.exits[-1:] == [(8, -9)], timeout=30, what="the lost trial's exit")
     assert rec.lost == [8]
     assert "agent a lost" in rec.logs[-1][1][0]
     reg.close()

@@ -40,7 +40,9 @@ def test_script_on_a_remote_agent_completes_and_survives_a_sigkill(cluster, tmp_
     cluster.agent("a1")
     markers = tmp_path / "markers"
     markers.mkdir()
-    exp_id = create_experiment(cluster.api, _config(10, step_seconds=0.2, ckpt_every=2,
+    # 1 s a step: at step 3 the script has 7 s to go, so the SIGKILL below lands
+    # mid-run even on a loaded machine.
+    exp_id = create_experiment(cluster.api, _config(10, step_seconds=1.0, ckpt_every=2,
                                                     marker_dir=str(markers)), SCRIPT_DIR)
     steps = markers / "1.steps"
     wait_until(lambda: steps.exists() and steps.read_text() and int(steps.read_text()) >= 3,

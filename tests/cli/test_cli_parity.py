@@ -128,7 +128,7 @@ def test_config_that_is_not_utf8_is_one_line(tmp_path, tiny_dir):
         assert errors and "UTF-8" in errors[0] and "latin1.yaml" in out.stderr, out.stderr
 
 
-def _run_in_terminal(argv, send, env=None, timeout=30.0):
+def _run_in_terminal(argv, send, env=None, timeout=120.0):
     """Run ``det argv`` on a pseudo-terminal, typing ``send`` once it prompts; its output."""
     pid, fd = pty.fork()
     if pid == 0:

@@ -54,7 +54,9 @@ def test_sigkilled_script_resumes_to_identical_weights(tmp_path):
     done = run_script(straight, args)
     assert done.returncode == 0, done.stderr
 
-    proc = subprocess.Popen([sys.executable, str(SCRIPT), *args, "--step-delay", "0.05"],
+    # Slow enough that it is still short of step 40 (> 6 s) when the loop below sees step
+    # 15 and kills it, even on a loaded machine.
+    proc = subprocess.Popen([sys.executable, str(SCRIPT), *args, "--step-delay", "0.25"],
                             env=script_env(killed), cwd=tmp_path,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:

@@ -62,7 +62,8 @@ def test_sigkilled_core_script_resumes_to_the_same_weights(tmp_path):
     config = _config(tmp_path, searcher={
         "name": "grid", "metric": "validation_loss", "max_length": {"batches": 24}},
         hparams={"marker_dir": str(markers),
-                 "step_delay": {"type": "categorical", "vals": [0.15, 0.0]}},
+                 # The slow one: seen after step 6, it has over 6 s to go when killed.
+                 "step_delay": {"type": "categorical", "vals": [0.5, 0.0]}},
         resources={"slots_per_trial": 1}, max_restarts=2)
     proc = subprocess.Popen(
         [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(SCRIPT_DIR),

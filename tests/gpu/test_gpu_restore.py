@@ -206,7 +206,9 @@ def test_local_crash_and_interrupted_driver_continue_exactly(device, tiny_dir, t
     _, straight_rows = _local_rows(tmp_path, tmp_path / "straight")
 
     faults_config = tmp_path / "faults.yaml"
-    faults_config.write_text(yaml.safe_dump(config(tmp_path, "faults", device, sleep=0.1)))
+    # 0.2 s a batch: the restarted trial has 12 s to go, so the Ctrl-C below lands
+    # mid-run even on a loaded machine.
+    faults_config.write_text(yaml.safe_dump(config(tmp_path, "faults", device, sleep=0.2)))
     local = tmp_path / "faults"
     proc = subprocess.Popen(
         [sys.executable, "-m", "determined.cli", "e", "create", str(faults_config), str(model),
@@ -216,7 +218,7 @@ def test_local_crash_and_interrupted_driver_continue_exactly(device, tiny_dir, t
     # The second start is the restart after the crash at batch 25.
     wait_until(lambda: startup.exists() and len(startup.read_text().splitlines()) >= 2
                or proc.poll() is not None, timeout=300, what="the restart after the crash")
-    time.sleep(1.5)  # some batches past the checkpoint at 20 (0.1 s each)
+    time.sleep(1.5)  # some batches past the checkpoint at 20 (0.2 s each)
     assert proc.poll() is None, proc.communicate()
     os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the trial checkpoints, the driver stops
     proc.wait(timeout=180)

@@ -3,6 +3,7 @@ as the uninterrupted one did."""
 
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -13,12 +14,29 @@ import yaml
 
 from det_cli_testing import run_det
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "master"))
+from master_testing import slow_model_dir  # noqa: E402
+
 pytestmark = pytest.mark.e2e
 
+#: Seconds a batch takes. TinyTrial alone ends this search about a second after its
+#: second checkpoint (most of its time is process starts): a test that stops it then
+#: raced its end on a loaded machine. Slowed, the trials run one after the other have
+#: some 120 batches (6 s) to go then.
+BATCH_SECONDS = 0.05
 
-def _config(tmp_path, tiny_dir):
-    with open(tiny_dir / "const.yaml") as f:
+
+@pytest.fixture
+def model_dir(tiny_dir, tmp_path) -> pathlib.Path:
+    """tests/fixtures/tiny_pytorch with ``slow_def:SlowTrial`` (BATCH_SECONDS a batch)."""
+    return pathlib.Path(slow_model_dir(tiny_dir, tmp_path))
+
+
+def _config(tmp_path, model_dir):
+    with open(model_dir / "const.yaml") as f:
         cfg = yaml.safe_load(f)
+    cfg["entrypoint"] = "slow_def:SlowTrial"
+    cfg["hyperparameters"]["sleep"] = BATCH_SECONDS
     cfg["hyperparameters"]["lr"] = {"type": "double", "minval": 0.01, "maxval": 0.3}
     cfg["searcher"] = {"name": "adaptive_asha", "metric": "validation_loss", "max_trials": 3,
                        "max_length": {"batches": 80}, "divisor": 2, "max_rungs": 2}
@@ -49,17 +67,17 @@ def _validations(local_dir, exp_id=1):
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT])
-def test_resume_after_interrupt_matches_uninterrupted_run(tmp_path, tiny_dir, sig):
+def test_resume_after_interrupt_matches_uninterrupted_run(tmp_path, model_dir, sig):
     """kill -9 of the driver and its trials, or Ctrl-C (trials checkpoint first)."""
-    config = _config(tmp_path, tiny_dir)
-    whole = run_det(["e", "create", config, tiny_dir, "--local-dir", tmp_path / "a",
+    config = _config(tmp_path, model_dir)
+    whole = run_det(["e", "create", config, model_dir, "--local-dir", tmp_path / "a",
                      "--json", "--no-progress"], timeout=400)
     assert whole.returncode == 0, whole.stderr
     expected = json.loads(whole.stdout)
 
     local = tmp_path / "b"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(tiny_dir),
+        [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(model_dir),
          "--local-dir", str(local), "--json", "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     ckpts = local / "checkpoints"
@@ -88,18 +106,18 @@ def test_resume_after_interrupt_matches_uninterrupted_run(tmp_path, tiny_dir, si
     assert again.returncode != 0 and "already COMPLETED" in again.stdout + again.stderr
 
 
-def test_resumed_progress_counts_the_trials_done_before(tmp_path, tiny_dir):
+def test_resumed_progress_counts_the_trials_done_before(tmp_path, model_dir):
     """The status line of a resumed search counts every ended trial, not only those that
     ended after the resume ("0 running, 1 done" closed a search of 6 trials)."""
     import sqlite3
 
-    config = _config(tmp_path, tiny_dir)
+    config = _config(tmp_path, model_dir)
     cfg = yaml.safe_load(config.read_text())
     cfg["searcher"]["max_trials"] = 6
     config.write_text(yaml.safe_dump(cfg))
     local = tmp_path / "local"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(tiny_dir),
+        [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(model_dir),
          "--local-dir", str(local), "--no-progress"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
 

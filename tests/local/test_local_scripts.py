@@ -90,7 +90,8 @@ def test_sigkilled_script_restarts_and_completes(tmp_path, script_dir):
     markers.mkdir()
     config = _config(tmp_path, script_dir, searcher={
         "name": "single", "metric": "loss", "max_length": {"batches": 12}},
-        hparams={"ckpt_every": 2, "step_seconds": 0.2, "marker_dir": str(markers)})
+        # 9 s left after step 3 for the kill below to land mid-run on a loaded machine.
+        hparams={"ckpt_every": 2, "step_seconds": 1.0, "marker_dir": str(markers)})
     proc = subprocess.Popen(
         [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(script_dir),
          "--local", "--local-dir", str(tmp_path / "local"), "--json", "--no-progress"],
@@ -115,7 +116,8 @@ def test_ctrl_c_pauses_the_script_which_resumes_later(tmp_path, script_dir):
     markers.mkdir()
     config = _config(tmp_path, script_dir, searcher={
         "name": "single", "metric": "loss", "max_length": {"batches": 30}},
-        hparams={"step_seconds": 0.1, "marker_dir": str(markers)})
+        # 8 s left after step 3 for the Ctrl-C below to land mid-run on a loaded machine.
+        hparams={"step_seconds": 0.3, "marker_dir": str(markers)})
     local = tmp_path / "local"
     proc = subprocess.Popen(
         [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(script_dir),

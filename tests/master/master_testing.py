@@ -32,7 +32,8 @@ class MasterProcess:
         return [sys.executable, "-m", "determined.master", "--port", str(self.port),
                 "--data-dir", self.data_dir, "--slots", str(self.slots)]
 
-    def start(self, timeout: float = 30.0) -> "MasterProcess":
+    def start(self, timeout: float = 120.0) -> "MasterProcess":
+        """Start it and wait until it answers (a loaded machine starts it slowly)."""
         log = open(os.path.join(self.data_dir, "master-test.log"), "ab")
         self.proc = subprocess.Popen(self.command(), stdout=log, stderr=subprocess.STDOUT,
                                      start_new_session=True)
@@ -72,7 +73,9 @@ class MasterProcess:
 
 
 def wait_for_state(client: httpx.Client, exp_id: int, states: List[str],
-                   timeout: float = 60.0) -> Dict[str, Any]:
+                   timeout: float = 180.0) -> Dict[str, Any]:
+    """Poll until the experiment is in one of ``states`` (generous by default: trials
+    start slowly on a loaded machine); its last answer."""
     deadline = time.monotonic() + timeout
     while True:
         exp = client.get(f"/experiments/{exp_id}").json()
@@ -102,7 +105,9 @@ def trial_processes(master_pid: int) -> List[int]:
                   if comm == "det-trial" and parents.get(parents.get(pid, -1), -1) == master_pid)
 
 
-def wait_until(predicate: Any, timeout: float = 60.0, what: str = "condition") -> Any:
+def wait_until(predicate: Any, timeout: float = 120.0, what: str = "condition") -> Any:
+    """Poll ``predicate`` until it returns something true (returned); fails after
+    ``timeout`` seconds naming ``what``."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()

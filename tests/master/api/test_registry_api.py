@@ -68,7 +68,7 @@ def test_a_checkpoint_without_a_validation_has_no_value(api, master, finished):
         "name": "accuracy", "smaller_is_better": False, "value": None}
 
 
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)  # run alone, it starts the module's master too
 def test_bad_requests_get_a_4xx_naming_what_is_wrong(api):
     missing = api.get("/models/no-such-model/versions")
     assert missing.status_code == 404 and "no-such-model" in missing.json()["error"]

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from det_cli_testing import run_det
-from master_testing import LONG_CONFIG, MasterProcess, wait_until
+from master_testing import LONG_CONFIG, MasterProcess, slow_model_dir, wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -33,16 +33,19 @@ def _token(master) -> str:
 
 def test_follow_says_running_and_waiting_and_ctrl_c_says_how_to_stop(master, tmp_path,
                                                                     tiny_dir):
-    # Three trials open at once on one slot: one runs, two wait for it.
-    config = dict(LONG_CONFIG, searcher={
+    # Three trials open at once on one slot: one runs, two wait for it. Slowed (about
+    # 10 s a trial), the search is still running when the test kills it below, even on
+    # a loaded machine.
+    config = dict(LONG_CONFIG, entrypoint="slow_def:SlowTrial", searcher={
         "name": "adaptive_asha", "metric": "validation_loss", "max_trials": 6,
         "max_concurrent_trials": 3, "max_length": {"batches": 2000}},
-        hyperparameters=dict(LONG_CONFIG["hyperparameters"], lr={
+        hyperparameters=dict(LONG_CONFIG["hyperparameters"], sleep=0.005, lr={
             "type": "double", "minval": 0.01, "maxval": 0.1}))
+    model_dir = slow_model_dir(tiny_dir, tmp_path)
     path = tmp_path / "asha.yaml"
     path.write_text(yaml.safe_dump(config))
     proc = subprocess.Popen([sys.executable, "-m", "determined.cli", "experiment", "create",
-                             str(path), str(tiny_dir), "--follow"],
+                             str(path), model_dir, "--follow"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, DET_MASTER=master.url))
     lines = []

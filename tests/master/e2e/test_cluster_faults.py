@@ -6,15 +6,22 @@ import os
 import signal
 
 from determined.common.api import pack_context
-from master_testing import LONG_CONFIG, trial_processes, wait_for_state, wait_until
+from master_testing import (LONG_CONFIG, slow_model_dir, trial_processes, wait_for_state,
+                            wait_until)
 
 EXPECTED_TRAINING = list(range(20, 2001, 20))
 EXPECTED_VALIDATION = [1000, 2000]
 
 
-def _create(api, tiny_dir):
-    body = {"config": LONG_CONFIG, "activate": True,
-            "model_def": base64.b64encode(pack_context(str(tiny_dir))).decode()}
+def _create(api, tiny_dir, tmp_path):
+    """The long trial, slowed to about 10 s (TinyTrial alone does its 2,000 batches in
+    about 3 s): the pause, kill or SIGKILL a test sends after some batches lands while
+    it trains even when the test's process is slow to act on a loaded machine."""
+    config = dict(LONG_CONFIG, entrypoint="slow_def:SlowTrial",
+                  hyperparameters=dict(LONG_CONFIG["hyperparameters"], sleep=0.005))
+    model_dir = slow_model_dir(tiny_dir, tmp_path)
+    body = {"config": config, "activate": True,
+            "model_def": base64.b64encode(pack_context(model_dir)).decode()}
     r = api.post("/experiments", json=body)
     assert r.status_code == 201, r.text
     return r.json()["id"]
@@ -31,10 +38,10 @@ def _check_metrics(api, trial_id):
     assert [m["total_batches"] for m in metrics if m["kind"] == "validation"] == EXPECTED_VALIDATION
 
 
-def test_pause_activate_and_trial_sigkill(master_factory, tiny_dir):
+def test_pause_activate_and_trial_sigkill(master_factory, tiny_dir, tmp_path):
     master = master_factory(slots=1)
     with master.client() as api:
-        exp_id = _create(api, tiny_dir)
+        exp_id = _create(api, tiny_dir, tmp_path)
         wait_until(lambda: _batches(api, exp_id) >= 100, what="training to start")
         assert api.post(f"/experiments/{exp_id}/pause").json()["state"] == "PAUSED"
         wait_until(lambda: not trial_processes(master.proc.pid), what="the runner to stop")
@@ -65,10 +72,10 @@ def test_pause_activate_and_trial_sigkill(master_factory, tiny_dir):
         assert ours[-1] == "[determined] Trial completed", ours
 
 
-def test_master_sigkill_mid_training_resumes(master_factory, tiny_dir):
+def test_master_sigkill_mid_training_resumes(master_factory, tiny_dir, tmp_path):
     master = master_factory(slots=1)
     with master.client() as api:
-        exp_id = _create(api, tiny_dir)
+        exp_id = _create(api, tiny_dir, tmp_path)
         wait_until(lambda: _batches(api, exp_id) >= 300, what="training to start")
     orphans = trial_processes(master.proc.pid)
     master.sigkill()
@@ -82,26 +89,26 @@ def test_master_sigkill_mid_training_resumes(master_factory, tiny_dir):
         _check_metrics(api, exp["trials"][0]["id"])
 
 
-def test_kill_experiment_stops_runner_at_once(master_factory, tiny_dir):
+def test_kill_experiment_stops_runner_at_once(master_factory, tiny_dir, tmp_path):
     master = master_factory(slots=1)
     with master.client() as api:
-        exp_id = _create(api, tiny_dir)
+        exp_id = _create(api, tiny_dir, tmp_path)
         wait_until(lambda: _batches(api, exp_id) >= 100, what="training to start")
         api.post(f"/experiments/{exp_id}/kill")
-        exp = wait_for_state(api, exp_id, ["CANCELED"], timeout=15)
+        exp = wait_for_state(api, exp_id, ["CANCELED"], timeout=60)
         assert exp["trials"][0]["state"] == "CANCELED"
         assert exp["trials"][0]["total_batches"] < 2000
         wait_until(lambda: not trial_processes(master.proc.pid), what="the runner to die")
 
 
-def test_trial_kill_cancels_the_trial(master_factory, tiny_dir):
+def test_trial_kill_cancels_the_trial(master_factory, tiny_dir, tmp_path):
     master = master_factory(slots=1)
     with master.client() as api:
-        exp_id = _create(api, tiny_dir)
+        exp_id = _create(api, tiny_dir, tmp_path)
         wait_until(lambda: _batches(api, exp_id) >= 100, what="training to start")
         trial_id = api.get(f"/experiments/{exp_id}/trials").json()["trials"][0]["id"]
         assert api.post(f"/trials/{trial_id}/kill").status_code == 200
-        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=15)
+        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=60)
         # The single searcher counts a user-stopped trial as done: the experiment completes.
         assert exp["trials"][0]["state"] == "CANCELED" and exp["trials"][0]["restarts"] == 0
         assert exp["state"] == "COMPLETED", exp

@@ -22,7 +22,9 @@ BATCHES = 80
 SLOW_CONFIG: Dict[str, Any] = {
     "entrypoint": "slow_def:SlowTrial",
     "scheduling_unit": 10,
-    "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "sleep": 0.04},
+    # 0.15 s a batch: past its first checkpoint (at 30 batches), a trial has 7 s to go, so
+    # the SIGKILL that follows lands mid-training even on a loaded machine.
+    "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "sleep": 0.15},
     "searcher": {"name": "single", "metric": "validation_loss",
                  "max_length": {"batches": BATCHES}},
     "min_validation_period": {"batches": 40},

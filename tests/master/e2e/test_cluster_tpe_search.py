@@ -41,7 +41,7 @@ def test_tpe_search_survives_master_sigkill(master_factory, examples_dir):
     with master.client() as api:
         exp_id = create_experiment(api, CONFIG, examples_dir / "digits_pytorch")
         wait_until(lambda: len(api.get(f"/experiments/{exp_id}/trials").json()["trials"]) >= 12,
-                   timeout=240, what="the twelfth trial (the second the model suggested)")
+                   timeout=480, what="the twelfth trial (the second the model suggested)")
     master.sigkill()
     again = master_factory(slots=1, data_dir=master.data_dir, port=master.port)
     with again.client() as api:

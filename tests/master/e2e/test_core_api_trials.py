@@ -38,10 +38,12 @@ def test_core_script_paused_killed_and_resumed_exactly(master_factory, tmp_path)
     config = yaml.safe_load((SCRIPT_DIR / "const.yaml").read_text())
     config["searcher"] = {"name": "grid", "metric": "validation_loss",
                           "max_length": {"batches": 24}}
-    # Three copies of one trial (the script ignores "copy"), run one after the other.
+    # Three copies of one trial (the script ignores "copy"), run one after the other;
+    # 0.4 s a step: at step 6 a trial has 7 s to go, so the pause and the SIGKILL below
+    # land mid-training even on a loaded machine.
     config["hyperparameters"].update({
         "copy": {"type": "categorical", "vals": [1, 2, 3]},
-        "step_delay": 0.1, "marker_dir": str(markers)})
+        "step_delay": 0.4, "marker_dir": str(markers)})
     with master.client() as api:
         exp_id = create_experiment(api, config, SCRIPT_DIR)
         # Pause the first trial mid-training; it checkpoints and exits 0.

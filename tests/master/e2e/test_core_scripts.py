@@ -15,7 +15,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 CORE_DIR = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "core_api"
 CONFIG = {
     "name": "core-script",
-    "entrypoint": "python3 train.py --checkpoint-every 5 --step-delay 0.05",
+    # 0.3 s a step (12 s in all): the pause after the first checkpoint and the SIGKILL
+    # after two more land mid-training even on a loaded machine.
+    "entrypoint": "python3 train.py --checkpoint-every 5 --step-delay 0.3",
     "hyperparameters": {"lr": 0.05},
     "searcher": {"name": "single", "metric": "validation_loss",
                  "max_length": {"batches": 40}},

@@ -59,7 +59,9 @@ def test_object_store_checkpoints_on_a_master(store, master_factory, tiny_dir, t
         monkeypatch.delenv(k)
     config = {
         "entrypoint": "slow_def:SlowTrial", "scheduling_unit": 10, "max_restarts": 0,
-        "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "sleep": 0.02},
+        # 0.1 s a batch: after its first checkpoint the trial has 6 s to go, so the pause
+        # below lands mid-training even on a loaded machine.
+        "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "sleep": 0.1},
         "searcher": {"name": "single", "metric": "validation_loss",
                      "max_length": {"batches": 80}},
         "min_validation_period": {"batches": 20}, "min_checkpoint_period": {"batches": 20},

@@ -45,7 +45,9 @@ def test_script_trials_on_ray(ray_master, tmp_path):
 
         markers = tmp_path / "markers"
         markers.mkdir()
-        killed = create_experiment(api, _config(10, step_seconds=0.2, ckpt_every=2,
+        # 1 s a step: at step 3 the script has 7 s to go, so the SIGKILL below lands
+        # mid-run even on a loaded machine.
+        killed = create_experiment(api, _config(10, step_seconds=1.0, ckpt_every=2,
                                                 marker_dir=str(markers)), SCRIPT_DIR)
         trial_id = wait_until(lambda: api.get(f"/experiments/{killed}").json()["trials"],
                               what="the trial")[0]["id"]

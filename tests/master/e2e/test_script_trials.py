@@ -65,7 +65,8 @@ def test_pause_stops_the_script_and_activate_resumes_it(master_factory, tmp_path
     master = master_factory(slots=1)
     markers = tmp_path / "markers"
     markers.mkdir()
-    config = script_config(40, step_seconds=0.1, marker_dir=str(markers))
+    # 11 s left after step 3 for the pause below to land mid-run on a loaded machine.
+    config = script_config(40, step_seconds=0.3, marker_dir=str(markers))
     with master.client() as api:
         exp_id = create_experiment(api, config, SCRIPT_DIR)
         wait_for_step(markers, 1, 3)
@@ -92,7 +93,8 @@ def test_sigkilled_script_restarts_from_its_latest_checkpoint(master_factory, tm
     master = master_factory(slots=1)
     markers = tmp_path / "markers"
     markers.mkdir()
-    config = script_config(12, step_seconds=0.2, ckpt_every=2, marker_dir=str(markers))
+    # 9 s left after step 3 for the kill below to land mid-run on a loaded machine.
+    config = script_config(12, step_seconds=1.0, ckpt_every=2, marker_dir=str(markers))
     with master.client() as api:
         exp_id = create_experiment(api, config, SCRIPT_DIR)
         wait_for_step(markers, 1, 3)

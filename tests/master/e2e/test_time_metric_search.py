@@ -68,6 +68,10 @@ def test_pause_and_activate_resume_time_metric_scripts(master_factory):
     master = master_factory(slots=2)
     config = yaml.safe_load((SCRIPT_DIR / "asha.yaml").read_text())
     config["searcher"]["max_trials"] = 4
+    # 0.5 s a step, not 0.1: trials still run when the pause below lands, even when a
+    # loaded machine makes the test slow to see step 4.
+    assert "--step-delay 0.1" in config["entrypoint"]
+    config["entrypoint"] = config["entrypoint"].replace("--step-delay 0.1", "--step-delay 0.5")
     with master.client() as api:
         exp_id = create_experiment(api, config, SCRIPT_DIR)
 

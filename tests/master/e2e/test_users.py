@@ -16,7 +16,13 @@ import yaml
 from determined.common.api import pack_context
 from determined.errors import MasterError
 from determined.experimental import Determined
-from master_testing import set_password, wait_for_state
+from master_testing import set_password, slow_model_dir, wait_for_state
+
+
+# Seconds a session lasts in test_no_anonymous_access: short, so the test sees one expire,
+# yet long enough that a token used a moment after its login (a `det` process exiting, a
+# few requests) is still valid on a loaded machine.
+SESSION_TTL = 10
 
 
 def det(master: Any, *args: str, input: str = "", user: Optional[str] = None,
@@ -211,7 +217,7 @@ def test_no_anonymous_access(master_factory, tiny_dir, tmp_path, monkeypatch) ->
     SDK log in by themselves, trial runners keep their own tokens, sessions expire."""
     config_path = tmp_path / "master.yaml"
     config_path.write_text(yaml.safe_dump(
-        {"security": {"allow_anonymous": False, "session_ttl_hours": 3 / 3600}}))
+        {"security": {"allow_anonymous": False, "session_ttl_hours": SESSION_TTL / 3600}}))
     monkeypatch.setenv("DET_MASTER_CONFIG", str(config_path))
     m = master_factory(slots=1)
     password = set_password(m)  # an admin's blank password cannot log in here
@@ -225,7 +231,8 @@ def test_no_anonymous_access(master_factory, tiny_dir, tmp_path, monkeypatch) ->
         assert r.status_code == 401 and "Expected the header 'Authorization: Bearer" in \
             r.json()["error"]
         public = anon.get("/master/config", headers=login(m, "determined")).json()
-        assert public["security"] == {"allow_anonymous": False, "session_ttl_hours": 3 / 3600,
+        assert public["security"] == {"allow_anonymous": False,
+                                      "session_ttl_hours": SESSION_TTL / 3600,
                                       "agent_token": None}
 
     # The SDK logs in as `determined`, or as the user named.
@@ -234,7 +241,10 @@ def test_no_anonymous_access(master_factory, tiny_dir, tmp_path, monkeypatch) ->
     with open(tiny_dir / "const.yaml") as f:
         exp_config = yaml.safe_load(f)
     exp_config["searcher"]["max_length"] = {"batches": 20}
-    exp = d.create_experiment(exp_config, str(tiny_dir))
+    # The trial trains longer than a session lasts (20 batches of 0.6 s).
+    exp_config["entrypoint"] = "slow_def:SlowTrial"
+    exp_config["hyperparameters"] = dict(exp_config["hyperparameters"], sleep=0.6)
+    exp = d.create_experiment(exp_config, slow_model_dir(tiny_dir, tmp_path))
     # The trial runner reports with its per-trial token: the experiment completes.
     assert exp.wait(interval=0.3, timeout=180) == "COMPLETED"
     det(m, "user", "login", "admin", "--password", password)
@@ -263,7 +273,7 @@ def test_no_anonymous_access(master_factory, tiny_dir, tmp_path, monkeypatch) ->
     # An expired session: the API refuses it; det logs in again by itself.
     det(m, "user", "login", "eve", "--password", "")
     token = auth_cache()["masters"][m.url]["tokens"]["eve"]
-    time.sleep(3.5)
+    time.sleep(SESSION_TTL + 0.5)
     r = httpx.get(m.url + "/api/v1/me", headers={"Authorization": f"Bearer {token}"})
     assert r.status_code == 401
     listed = json.loads(det(m, "e", "list", "-a", "--json").stdout)

@@ -85,8 +85,8 @@ def cluster(tmp_path_factory):
         broken = dict(_asha_config(), description="broken", entrypoint="model_def:NoSuchTrial")
         broken["searcher"] = dict(broken["searcher"], max_trials=2)
         failed = create_experiment(client, broken, TINY)
-        wait_for_state(client, asha, ["COMPLETED"], timeout=300)
-        wait_for_state(client, failed, ["ERROR"], timeout=120)
+        wait_for_state(client, asha, ["COMPLETED"], timeout=600)  # a loaded CI machine
+        wait_for_state(client, failed, ["ERROR"], timeout=300)
         yield {"master": master, "client": client, "asha": asha, "failed": failed}
     finally:
         master.stop()
@@ -236,7 +236,7 @@ def test_a_tensorboard_starts_from_the_experiment_page(cluster, page, out_dir):
     page.goto(cluster["master"].url + f"/experiments/{exp_id}")
     page.get_by_test_id("tensorboard").get_by_role("button", name="open TensorBoard").click()
     link = page.get_by_test_id("tensorboard-open")
-    link.wait_for(timeout=120000)
+    link.wait_for(timeout=240000)  # TensorBoard starts slowly on a loaded machine
     shot(page, out_dir, "tensorboard-launched")
     href = link.get_attribute("href")
     task_id = href.split("/")[2]

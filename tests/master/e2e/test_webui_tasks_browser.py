@@ -82,7 +82,7 @@ def test_task_list_live_logs_and_kill(master, page, tmp_path):
     logs.locator(".log-line", has_text="tick").first.wait_for(timeout=30000)
     count = logs.locator(".log-line").count()
     page.wait_for_function("document.querySelectorAll('[data-testid=task-logs] .log-line')"
-                           f".length > {count}", timeout=15000)
+                           f".length > {count}", timeout=60000)
     assert logs.locator("b").count() == 0 and "<b>x</b>" in logs.inner_text()
     # A second command waits for the only slot; killing the first frees it.
     second = c.post("/tasks", json={"kind": "command", "config": {

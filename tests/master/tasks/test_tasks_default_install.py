@@ -100,7 +100,7 @@ def test_shell_start_in_a_terminal(master):
                     pass
 
     try:
-        read_until(b"Launched shell", 60)
+        read_until(b"Launched shell", 120)
         # The terminal opens once the shell answers: then a command runs in it.
         deadline = time.monotonic() + 150
         while b"MARK42" not in output:

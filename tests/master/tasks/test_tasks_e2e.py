@@ -27,7 +27,9 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture
 def master(tmp_path):
     m = ConfiguredMasterProcess(str(tmp_path / "master"), {
-        "resource_manager": {"slots": 1}, "tensorboard_timeout": 15})
+        # An idle TensorBoard is reaped after 30 s: longer than the test's pauses between
+        # its requests (a `det` command or two) on a loaded machine.
+        "resource_manager": {"slots": 1}, "tensorboard_timeout": 30})
     os.makedirs(m.data_dir, exist_ok=True)
     m.start(timeout=120)  # a loaded CI machine starts it slowly
     yield m
@@ -167,8 +169,8 @@ def test_tensorboard_of_finished_experiment_through_proxy_and_reaped(master, tmp
     assert browser.get(master.url + runs_url).json() == names
     listed = json.loads(run_det(["tensorboard", "list", "--json"], env=env).stdout)
     assert [t["id"] for t in listed] == [tb["id"]]
-    # Idle for tensorboard_timeout (15 s): reaped.
-    ended = wait_task(c, tb["id"], "TERMINATED", timeout=60)
+    # Idle for tensorboard_timeout (30 s): reaped.
+    ended = wait_task(c, tb["id"], "TERMINATED", timeout=120)
     assert ended["end_reason"].startswith("idle")
     assert c.get(runs_url).status_code == 404
 
@@ -248,8 +250,10 @@ def test_shell_round_trips_through_a_pty(master):
     reader.until(b"MARK42")
     assert b"33 101" in reader.output and b"/dev/pts/" in reader.output
     assert b"/work" in reader.output.split(b"cwd=")[-1].split(b"\n")[0]
-    ws.send(b"sleep 300\n")
-    time.sleep(0.5)
+    # A foreground job that says when it runs (a fixed pause raced the shell's fork on a
+    # loaded machine: a Ctrl-C before it reached the shell, and `sleep` held the prompt).
+    ws.send(b"sh -c 'echo RUNNING$((40+2)); exec sleep 300'\n")
+    reader.until(b"RUNNING42")
     ws.send(b"\x03")  # Ctrl-C interrupts the foreground job, not the shell
     ws.send(b"echo AFTER$((1+1))\n")
     reader.until(b"AFTER2")
