@@ -1,12 +1,22 @@
 """Shared fixtures: paths to the repository's examples and test model directories."""
 
 import pathlib
+import signal
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
 EXAMPLES = ROOT / "examples"
+
+
+def pytest_configure(config):
+    """A suite started in the background of a non-interactive shell (``pytest ... &``)
+    inherits SIGINT ignored, and so would every process it starts: Python then installs
+    no KeyboardInterrupt handler in them, and the tests that press Ctrl-C on a command
+    would see it ignored. Give the suite, and so its children, the default handling."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):
