@@ -39,6 +39,7 @@ def test_trial_side_imports_no_driver_modules(tmp_path):
 
 def test_started_server_is_the_one_trial_processes_fork_from(tmp_path):
     out = python("""
+        import os
         from multiprocessing import forkserver
         from determined.local._pool import WarmPool, process_context, start_fork_server
 
@@ -49,11 +50,14 @@ def test_started_server_is_the_one_trial_processes_fork_from(tmp_path):
         (process, _), = pool.idle
         with open(f"/proc/{process.pid}/stat") as f:
             parent = int(f.read().rsplit(")", 1)[1].split()[1])
+        with open(f"/proc/{server}/environ", "rb") as f:  # its environment at start
+            marked = b"DET_LOCAL_FORK_SERVER=1" in f.read().split(b"\\0")
         pool.close()
-        print(server, parent)
+        print(server, parent, marked, "DET_LOCAL_FORK_SERVER" in os.environ)
     """, tmp_path)
-    server, parent = out.split()
+    server, parent, marked, left = out.split()
     assert server == parent
+    assert (marked, left) == ("True", "False")  # the server is told, the driver keeps none
 
 
 def test_server_exits_without_running_exit_handlers_its_children_still_do(tmp_path):
@@ -63,7 +67,9 @@ def test_server_exits_without_running_exit_handlers_its_children_still_do(tmp_pa
     python(f"""
         import atexit, os, sys
         atexit.register(lambda: open({str(marker)!r}, "a").write(f"{{os.getpid()}}\\n"))
+        os.environ["DET_LOCAL_FORK_SERVER"] = "1"  # as start_fork_server sets it
         import determined.local._fork_server
+        assert "DET_LOCAL_FORK_SERVER" not in os.environ  # not passed on
         child = os.fork()
         if child == 0:
             sys.exit(0)
@@ -73,6 +79,24 @@ def test_server_exits_without_running_exit_handlers_its_children_still_do(tmp_pa
     ran = marker.read_text().split()
     assert len(ran) == 1  # the child's, not the server's own
     assert ran[0] != str(os.getpid())
+
+
+def test_another_process_importing_the_module_keeps_its_exit(tmp_path):
+    """Importing ``_fork_server`` elsewhere (a tool importing every module) changes
+    nothing: the exit handlers run and the exit status is the process's own."""
+    marker = tmp_path / "handlers.txt"
+    code = textwrap.dedent(f"""
+        import atexit, sys
+        atexit.register(lambda: open({str(marker)!r}, "a").write("ran\\n"))
+        import determined.local._fork_server
+        sys.exit(3)
+    """)
+    env = dict(os.environ, PYTHONPATH=os.path.abspath(SRC), HOME=str(tmp_path))
+    env.pop("DET_LOCAL_FORK_SERVER", None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 3, out.stderr
+    assert marker.read_text() == "ran\n"
 
 
 def test_trial_process_exit_runs_exit_handlers_and_removes_its_workdir(tmp_path, tiny_dir):

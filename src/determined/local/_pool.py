@@ -94,7 +94,13 @@ def start_fork_server(frameworks: List[str]) -> None:
     if ctx.get_start_method() == "forkserver":
         from multiprocessing import forkserver
 
-        forkserver.ensure_running()
+        from determined.local._fork_server import SERVER_MARK
+
+        os.environ[SERVER_MARK] = "1"  # read (and dropped) by the server's _fork_server
+        try:
+            forkserver.ensure_running()
+        finally:
+            os.environ.pop(SERVER_MARK, None)
 
 
 def _worker_main(conn: Any, preload: List[str], threads: int) -> None:
