@@ -23,7 +23,7 @@ SCRIPT_DIR = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "script_
 
 @pytest.fixture
 def cluster(tmp_path):
-    with AgentCluster(tmp_path, {"resource_manager": {"slots": 0, "agent_timeout": 3.0}}) as c:
+    with AgentCluster(tmp_path, {"resource_manager": {"slots": 0, "agent_timeout": 10.0}}) as c:
         c.api = c.master.client()
         yield c
         c.api.close()
