@@ -11,6 +11,7 @@ import MasterLogs from "./pages/MasterLogs";
 import ModelList from "./pages/ModelList";
 import ModelPage from "./pages/ModelPage";
 import ChartBench from "./pages/ChartBench";
+import ConnectionStatus from "./components/ConnectionStatus";
 
 /** Top-level pages in the navigation bar; another page adds its entry here and a route below. */
 export const NAV = [
@@ -39,6 +40,7 @@ function Shell() {
           ))}
           <a href="/docs" target="_blank" rel="noreferrer">API</a>
         </nav>
+        <ConnectionStatus />
         <span className="who" data-testid="who">
           {user ? (
             <>

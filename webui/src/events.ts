@@ -38,6 +38,27 @@ export interface ChannelOptions {
   onRefused?: (error: ApiError) => void;
 }
 
+/** The subscriptions whose channel is down (a connection failed or broke) and not yet
+ * connected again; the top bar says "reconnecting…" while there is one. */
+const down = new Set<object>();
+const downListeners = new Set<() => void>();
+
+function setDown(subscription: object, isDown: boolean): void {
+  if (down.has(subscription) === isDown) return;
+  if (isDown) down.add(subscription);
+  else down.delete(subscription);
+  downListeners.forEach((f) => f());
+}
+
+/** Whether some live channel is down and retrying; ``onChange`` runs when that changes. */
+export const channelsDown = {
+  get: (): boolean => down.size > 0,
+  listen: (onChange: () => void): (() => void) => {
+    downListeners.add(onChange);
+    return () => void downListeners.delete(onChange);
+  },
+};
+
 /** A 4xx the same request would get again. */
 function refused(status: number): boolean {
   return status >= 400 && status < 500 && status !== 408 && status !== 429;
@@ -53,6 +74,7 @@ export function subscribe(
 ): () => void {
   let stopped = false;
   let controller: AbortController | null = null;
+  const self = {};
   const run = async () => {
     while (!stopped) {
       controller = new AbortController();
@@ -63,6 +85,7 @@ export function subscribe(
           signal: controller.signal,
         });
         if (refused(response.status)) {
+          setDown(self, false);
           const error = await responseError(response);
           if (!stopped) onRefused?.(error);
           return;
@@ -77,6 +100,7 @@ export function subscribe(
           if (done) break;
           if (!opened) {
             opened = true;
+            setDown(self, false);
             onOpen?.();
           }
           buffer += decoder.decode(value, { stream: true });
@@ -87,12 +111,15 @@ export function subscribe(
       } catch {
         if (stopped) return;
       }
-      if (!stopped) await new Promise((r) => setTimeout(r, reconnect.delayMs));
+      if (stopped) return;
+      setDown(self, true);
+      await new Promise((r) => setTimeout(r, reconnect.delayMs));
     }
   };
   void run();
   return () => {
     stopped = true;
+    setDown(self, false);
     controller?.abort();
   };
 }

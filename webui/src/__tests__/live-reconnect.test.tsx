@@ -217,3 +217,32 @@ describe("refusals", () => {
     expect(live.queries).toHaveLength(5);
   });
 });
+
+describe("connection state", () => {
+  it("the top bar says reconnecting… while the channel is down, until it connects again; a refusal is no outage", async () => {
+    const live = liveChannel();
+    routes["GET /api/v1/ui/experiments"] = () => [200, listing([experiment(1)])];
+    const lost = () => screen.queryByTestId("connection-lost");
+    open("/experiments");
+    await screen.findByText("exp 1");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    expect(lost()).toBeNull(); // connecting the first time: nothing to say yet
+    live.connect();
+    await settle();
+    expect(lost()).toBeNull();
+
+    live.refuseNext(502, "bad gateway"); // the master is down: the proxy answers
+    live.drop();
+    expect((await screen.findByTestId("connection-lost")).textContent).toBe("reconnecting…");
+    await waitFor(() => expect(live.queries).toHaveLength(3));
+    expect(lost()).not.toBeNull(); // connected again, no bytes yet
+    live.connect();
+    await waitFor(() => expect(lost()).toBeNull());
+
+    live.refuseNext(401, "Invalid or expired session token");
+    live.drop();
+    await waitFor(() => expect(live.queries).toHaveLength(4));
+    await settle();
+    expect(lost()).toBeNull();
+  });
+});

@@ -28,14 +28,26 @@ async function download(uuid: string): Promise<void> {
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
 
-export default function Checkpoints({ experimentId, trialId, metric }: { experimentId: number; trialId?: number; metric: string }) {
+/** ``version`` changes when the checkpoints may have (a trial's latest checkpoint or state,
+ * from the page's live channel): the list reloads, showing the rows at hand meanwhile. */
+export default function Checkpoints({ experimentId, trialId, metric, version = "" }: {
+  experimentId: number; trialId?: number; metric: string; version?: string;
+}) {
   const [rows, setRows] = useState<Checkpoint[] | null>(null);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
+    let current = true; // an older answer arriving late does not replace a newer one
     api<{ checkpoints: Checkpoint[] }>(`/experiments/${experimentId}/checkpoints`)
-      .then((r) => setRows(trialId == null ? r.checkpoints : r.checkpoints.filter((c) => c.trial_id === trialId)))
-      .catch(setError);
-  }, [experimentId, trialId]);
+      .then((r) => {
+        if (!current) return;
+        setRows(trialId == null ? r.checkpoints : r.checkpoints.filter((c) => c.trial_id === trialId));
+        setError(null);
+      })
+      .catch((e) => current && setError(e));
+    return () => {
+      current = false;
+    };
+  }, [experimentId, trialId, version]);
   if (error) return <ErrorLine error={error} />;
   if (!rows) return <p className="muted">Loading…</p>;
   if (!rows.length) return <p className="muted">No checkpoints.</p>;

@@ -160,7 +160,8 @@ export default function ExperimentPage() {
       {tab === "trials" && <TrialsTable exp={exp} bestId={best?.id ?? null} signedIn={signedIn} />}
       {tab === "hyperparameters" && <HparamTab exp={exp} bestId={best?.id ?? null} />}
       {tab === "rungs" && <Rungs experimentId={id} />}
-      {tab === "checkpoints" && <Checkpoints experimentId={id} metric={exp.metric} />}
+      {tab === "checkpoints" && <Checkpoints experimentId={id} metric={exp.metric}
+        version={exp.trials.map((t) => `${t.id}:${t.latest_checkpoint}:${t.state}`).join(",")} />}
       {tab === "config" && <ConfigView yaml={exp.config_yaml} />}
       {tab === "fork" && <ForkForm exp={exp} />}
     </div>

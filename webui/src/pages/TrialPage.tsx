@@ -174,7 +174,8 @@ export default function TrialPage() {
         <button disabled={(page + 1) * pageSize >= info.total} onClick={() => setPage(page + 1)}>older ›</button>
       </div>
       <h2>Checkpoints</h2>
-      <Checkpoints experimentId={t.experiment_id} trialId={t.id} metric={owner?.metric ?? ""} />
+      <Checkpoints experimentId={t.experiment_id} trialId={t.id} metric={owner?.metric ?? ""}
+        version={`${t.latest_checkpoint}:${t.state}`} />
       <h2>Logs</h2>
       <Logs trialId={trialId} live={live} />
     </div>
