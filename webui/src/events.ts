@@ -25,8 +25,11 @@ export function parseEvents(buffer: string): { events: { name: string; data: str
   return { events, rest };
 }
 
-/** How long the channel waits before reconnecting (tests shorten it). */
-export const reconnect = { delayMs: 2000 };
+/** How long the channel waits before reconnecting, and how long a page waits for its
+ * first connection before it loads without it (``follow``; tests change both). */
+export const reconnect = { delayMs: 2000, fallbackMs: 1000 };
+
+export type Params = () => Record<string, string | number | boolean>;
 
 export interface ChannelOptions {
   /** Runs when a connection's first bytes arrive: the master has then read the state its
@@ -36,6 +39,8 @@ export interface ChannelOptions {
    * deleted, the session ended, a bad query); the channel then stops. Network errors and
    * 5xx answers (and 408, 429) are retried instead. */
   onRefused?: (error: ApiError) => void;
+  /** Runs when a connection fails or breaks; the channel retries after ``reconnect.delayMs``. */
+  onDown?: () => void;
 }
 
 /** The subscriptions whose channel is down (a connection failed or broke) and not yet
@@ -64,20 +69,23 @@ function refused(status: number): boolean {
   return status >= 400 && status < 500 && status !== 408 && status !== 429;
 }
 
-/** Subscribe to the channel; ``params`` are its query (``experiments``, ``experiment_id``...).
- * ``params`` is called at each (re)connect so it can pass the newest ids seen. Returns
- * the function that ends the subscription. */
-export function subscribe(
-  params: () => Record<string, string | number | boolean>,
-  onEvent: EventHandler,
-  { onOpen, onRefused }: ChannelOptions = {},
-): () => void {
+/** A running subscription: ``stop`` ends it; ``retryNow`` drops a connection that has
+ * sent nothing yet and connects again at once (``params`` read anew). */
+interface Channel {
+  stop: () => void;
+  retryNow: () => void;
+}
+
+function connect(params: Params, onEvent: EventHandler, { onOpen, onRefused, onDown }: ChannelOptions): Channel {
   let stopped = false;
   let controller: AbortController | null = null;
+  let waiting = false; // a connection is asked for and has sent nothing yet
+  let retrying = false;
   const self = {};
   const run = async () => {
     while (!stopped) {
       controller = new AbortController();
+      waiting = true;
       try {
         const query = new URLSearchParams(Object.entries(params()).map(([k, v]) => [k, String(v)]));
         const response = await fetch(`/api/v1/ui/events?${query}`, {
@@ -85,6 +93,7 @@ export function subscribe(
           signal: controller.signal,
         });
         if (refused(response.status)) {
+          waiting = false;
           setDown(self, false);
           const error = await responseError(response);
           if (!stopped) onRefused?.(error);
@@ -94,12 +103,11 @@ export function subscribe(
         const reader = response.body.getReader();
         const decoder = new TextDecoder();
         let buffer = "";
-        let opened = false;
         for (;;) {
           const { value, done } = await reader.read();
           if (done) break;
-          if (!opened) {
-            opened = true;
+          if (waiting) {
+            waiting = false;
             setDown(self, false);
             onOpen?.();
           }
@@ -111,15 +119,81 @@ export function subscribe(
       } catch {
         if (stopped) return;
       }
+      waiting = false;
       if (stopped) return;
+      if (retrying) {
+        retrying = false;
+        continue;
+      }
       setDown(self, true);
+      onDown?.();
       await new Promise((r) => setTimeout(r, reconnect.delayMs));
     }
   };
   void run();
+  return {
+    stop: () => {
+      stopped = true;
+      setDown(self, false);
+      controller?.abort();
+    },
+    retryNow: () => {
+      if (stopped || !waiting) return;
+      retrying = true;
+      controller?.abort();
+    },
+  };
+}
+
+/** Subscribe to the channel; ``params`` are its query (``experiments``, ``experiment_id``...).
+ * ``params`` is called at each (re)connect so it can pass the newest ids seen. Returns
+ * the function that ends the subscription. */
+export function subscribe(params: Params, onEvent: EventHandler, options: ChannelOptions = {}): () => void {
+  return connect(params, onEvent, options).stop;
+}
+
+export interface FollowOptions {
+  /** Loads what the page shows; resolves truthy when its answer was taken (a newer
+   * load's was not). */
+  load: () => Promise<unknown>;
+  onRefused?: (error: ApiError) => void;
+}
+
+/** ``subscribe`` for a page that shows what ``load`` reads: it loads at each connection's
+ * first bytes, so a page whose channel connects quickly loads once and misses no change.
+ * When the first connection is refused, fails, or sends nothing within
+ * ``reconnect.fallbackMs``, it loads at once instead; once that answer is taken, a
+ * connection still waiting is asked for again, so ``params`` can start the tails
+ * (``metrics_after``...) from the answer. Later connections load again, for the changes
+ * made while the channel was down. Returns the function that ends it. */
+export function follow(params: Params, onEvent: EventHandler, { load, onRefused }: FollowOptions): () => void {
+  let opened = false;
+  let fellBack = false;
+  let stopped = false;
+  const fallBack = () => {
+    if (opened || fellBack || stopped) return;
+    fellBack = true;
+    clearTimeout(timer);
+    void load().then((taken) => {
+      if (taken && !stopped) channel.retryNow();
+    });
+  };
+  const timer = setTimeout(fallBack, reconnect.fallbackMs);
+  const channel = connect(params, onEvent, {
+    onOpen: () => {
+      opened = true;
+      clearTimeout(timer);
+      void load();
+    },
+    onRefused: (error) => {
+      onRefused?.(error);
+      fallBack();
+    },
+    onDown: fallBack,
+  });
   return () => {
     stopped = true;
-    setDown(self, false);
-    controller?.abort();
+    clearTimeout(timer);
+    channel.stop();
   };
 }

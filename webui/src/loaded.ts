@@ -1,11 +1,12 @@
 /** State a page loads from the API and keeps current with the live channel's events. */
-import { useCallback, useRef, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 
 export interface Loaded<T> {
   data: T | null;
   error: unknown;
-  /** (Re)loads; resolves true when this load's answer was taken (not a newer one's). */
-  load: () => Promise<boolean>;
+  /** (Re)loads; resolves with the answer when it was taken (changes applied), or null
+   * when it failed or a newer load's answer is taken instead. */
+  load: () => Promise<T | null>;
   /** Applies an event's change now, and again to the answer of a load in flight: that
    * load may have read the master before the change, and would otherwise undo it. */
   update: (change: (data: T) => T) => void;
@@ -27,14 +28,14 @@ export function useLoaded<T>(fetcher: () => Promise<T>): Loaded<T> {
     pending.current = [];
     try {
       let answer: T = await fetcher();
-      if (request !== latest.current) return false;
+      if (request !== latest.current) return null;
       for (const change of pending.current) answer = change(answer);
       setData(answer);
       setError(null);
-      return true;
+      return answer;
     } catch (e) {
       if (request === latest.current) setError(e);
-      return false;
+      return null;
     } finally {
       if (request === latest.current) {
         loading.current = false;
@@ -49,4 +50,15 @@ export function useLoaded<T>(fetcher: () => Promise<T>): Loaded<T> {
   }, []);
 
   return { data, error, load, update };
+}
+
+/** Runs ``load`` when ``key`` (a filter, a page number) changes after the first render: the
+ * first load is the live channel's (``follow`` in events.ts). */
+export function useLoadWhenChanged(load: () => unknown, key: unknown): void {
+  const shown = useRef(key);
+  useEffect(() => {
+    if (Object.is(shown.current, key)) return;
+    shown.current = key;
+    void load();
+  }, [key, load]);
 }

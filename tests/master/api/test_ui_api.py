@@ -199,6 +199,32 @@ def test_live_channel_sends_state_changes_metrics_and_logs(master, api, experime
                for d in changed for e in d["changed"])
 
 
+def test_live_channel_tails_without_start_ids_begin_when_the_stream_opens(api, experiments,
+                                                                          master, store):
+    """A page may open the channel before it loads: without ``metrics_after`` and
+    ``logs_after`` the tails send what is stored after ``: connected``, none of the rows
+    stored before (a finished trial's many rows are not sent again)."""
+    exp_id = experiments["done"]
+    trial_id = api.get(f"/experiments/{exp_id}/trials").json()["trials"][0]["id"]
+    before = api.get(f"/ui/trials/{trial_id}/workloads").json()
+    assert before["total"] > 0 and before["last_log_id"] > 0
+    events, stop = [], threading.Event()
+    with httpx.Client(base_url=master.url, timeout=30) as c:
+        with c.stream("GET", "/api/v1/ui/events", params={"trial_id": trial_id}) as response:
+            assert response.status_code == 200
+            threading.Thread(target=_read_events, args=(response, events, stop),
+                             daemon=True).start()
+            _wait_for_event(events, "connected", lambda _: True, "the connection")
+            store.add_training_metrics(trial_id, 7_000_000, {"loss": 0.5})
+            store.add_logs(trial_id, ["a line after the stream opened"])
+            rows = _wait_for_event(events, "metrics", lambda _: True, "the new row")
+            lines = _wait_for_event(events, "logs", lambda _: True, "the new line")
+            stop.set()
+    assert [r["total_batches"] for r in rows] == [7_000_000]
+    assert [line["line"] for line in lines] == ["a line after the stream opened"]
+    assert api.get("/ui/events", params={"metrics_after": -1}).status_code == 400
+
+
 def _wait_for_event(events, name, found, what):
     """The first ``name`` event's data for which ``found(data)`` holds (30 s at most)."""
     deadline = time.monotonic() + 30

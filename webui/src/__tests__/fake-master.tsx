@@ -15,14 +15,17 @@ export interface Call { method: string; url: URL; body: unknown }
 export const USER = { id: 2, username: "determined", admin: false, active: true };
 export let routes: Record<string, Handler> = {};
 export let calls: Call[] = [];
-const RECONNECT_MS = reconnect.delayMs;
+const RECONNECT = { ...reconnect };
 
-/** Installs the fake (signed in as ``USER``); the channel reconnects after 20 ms. */
+/** Installs the fake (signed in as ``USER``); the channel reconnects after 20 ms, and a page
+ * waits 5 s for its channel's first connection before it loads without it (the tests
+ * connect it at once, or shorten the wait). */
 export function installFakeMaster(): void {
   calls = [];
   routes = { "GET /api/v1/me": () => [200, USER] };
   setToken("tok");
   reconnect.delayMs = 20;
+  reconnect.fallbackMs = 5000;
   vi.stubGlobal("fetch", async (input: string, init: RequestInit = {}) => {
     const url = new URL(input, "http://master");
     const method = init.method ?? "GET";
@@ -40,7 +43,7 @@ export function removeFakeMaster(): void {
   cleanup();
   vi.unstubAllGlobals();
   localStorage.clear();
-  reconnect.delayMs = RECONNECT_MS;
+  Object.assign(reconnect, RECONNECT);
 }
 
 export const callsTo = (path: string) => calls.filter((c) => c.url.pathname === path);

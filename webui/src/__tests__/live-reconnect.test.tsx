@@ -1,10 +1,12 @@
-/** The live pages across a dropped and reopened channel, against a fake master: each
- * (re)connection reloads what the page shows once, the tails go on from the newest id seen
- * (no line or workload twice), an event is not undone by an older answer, and a 4xx stops
- * the retries while a 5xx does not. */
+/** The live pages across a dropped and reopened channel, against a fake master: a page
+ * opens its channel first and loads once it connects (once, not twice), or without it when
+ * the channel is slow or refused; each reconnection reloads what the page shows once, the
+ * tails go on from the newest id the page has (no line or workload twice, none lost), an
+ * event is not undone by an older answer, and a 4xx stops the retries while a 5xx does not. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fireEvent, screen, waitFor, within } from "@testing-library/react";
 import type { ExperimentRow, LogLine, MetricRow, Trial } from "../api";
+import { reconnect } from "../events";
 import { callsTo, deferred, installFakeMaster, liveChannel, open, removeFakeMaster, routes } from "./fake-master";
 
 beforeEach(installFakeMaster);
@@ -22,43 +24,46 @@ const listing = (rows: ExperimentRow[], total = rows.length) => ({ experiments: 
 const settle = () => new Promise((r) => setTimeout(r, 150));
 
 describe("experiment list", () => {
-  it("reloads once per (re)connection: what changed while the channel was down shows", async () => {
+  it("loads once when the channel connects, and once per reconnection: what changed while it was down shows", async () => {
     const live = liveChannel();
     let rows = [experiment(1)];
     routes["GET /api/v1/ui/experiments"] = () => [200, listing(rows)];
     const loads = () => callsTo("/api/v1/ui/experiments").length;
     open("/experiments");
-    await screen.findByText("exp 1");
     await waitFor(() => expect(live.queries).toHaveLength(1));
+    await settle();
+    expect(loads()).toBe(0); // the channel first: a load now could miss a change
     live.connect();
-    await waitFor(() => expect(loads()).toBe(2));
+    await screen.findByText("exp 1");
+    await settle();
+    expect(loads()).toBe(1);
 
     live.drop();
     rows = [experiment(2), experiment(1, { state: "COMPLETED" })];
     await waitFor(() => expect(live.queries).toHaveLength(2));
     await settle();
-    expect(loads()).toBe(2); // reconnecting, not yet connected: nothing to reload from
+    expect(loads()).toBe(1); // reconnecting, not yet connected: nothing to reload from
     live.connect();
     await screen.findByText("exp 2");
     const row1 = screen.getByText("exp 1").closest("tr")!;
     expect(within(row1).getByText(/completed/i)).toBeTruthy();
-    expect(loads()).toBe(3);
+    expect(loads()).toBe(2);
 
     // An event merges its rows; it reloads nothing.
     live.send("experiments", { changed: [experiment(1, { state: "COMPLETED", description: "renamed" })], removed: [] });
     await screen.findByText("renamed");
     await settle();
-    expect(loads()).toBe(3);
+    expect(loads()).toBe(2);
 
     // A filter reloads through the same channel; a reconnection reloads with that filter.
     fireEvent.change(screen.getByLabelText("state"), { target: { value: "COMPLETED" } });
-    await waitFor(() => expect(loads()).toBe(4));
+    await waitFor(() => expect(loads()).toBe(3));
     await settle();
     expect(live.queries).toHaveLength(2);
     live.drop();
     await waitFor(() => expect(live.queries).toHaveLength(3));
     live.connect();
-    await waitFor(() => expect(loads()).toBe(5));
+    await waitFor(() => expect(loads()).toBe(4));
     expect(callsTo("/api/v1/ui/experiments").at(-1)!.url.searchParams.get("state")).toBe("COMPLETED");
   });
 
@@ -67,9 +72,12 @@ describe("experiment list", () => {
     let held: ReturnType<typeof deferred> | null = null;
     routes["GET /api/v1/ui/experiments"] = () => (held ? held.reply : [200, listing([experiment(1)])]);
     open("/experiments");
-    await screen.findByText("exp 1");
     await waitFor(() => expect(live.queries).toHaveLength(1));
+    live.connect();
+    await screen.findByText("exp 1");
     held = deferred();
+    live.drop();
+    await waitFor(() => expect(live.queries).toHaveLength(2));
     live.connect(); // the reload starts; its answer waits
     await waitFor(() => expect(callsTo("/api/v1/ui/experiments")).toHaveLength(2));
     live.send("experiments", { changed: [experiment(1, { description: "renamed" })], removed: [] });
@@ -107,13 +115,13 @@ describe("trial page", () => {
     const count = (text: string) => within(screen.getByTestId("trial-logs")).queryAllByText(text).length;
     const workloadRows = () => within(screen.getByTestId("workloads-table")).getAllByRole("row").length - 1;
     open("/experiments/3/trials/7");
-    await screen.findByText("line 3");
     await waitFor(() => expect(live.queries).toHaveLength(1));
-    // The tail starts after the newest line shown, not at the trial's first.
-    expect(live.queries[0].get("logs_after")).toBe("3");
-    expect(live.queries[0].get("metrics_after")).toBe("10");
+    // Nothing loaded yet: the tails start where the stream opens (the master's newest rows).
+    expect(live.queries[0].has("logs_after")).toBe(false);
+    expect(live.queries[0].has("metrics_after")).toBe(false);
     live.connect();
-    await waitFor(() => expect(loads()).toBe(2));
+    await screen.findByText("line 3");
+    expect(loads()).toBe(1);
 
     // Two polls' events read at once: both show.
     stored = [...stored, metricRow(11, 200)];
@@ -131,7 +139,7 @@ describe("trial page", () => {
     live.connect();
     live.sendTogether([["logs", [line(6)]], ["metrics", [metricRow(12, 300)]]]);
     await screen.findByText("line 6");
-    await waitFor(() => expect(loads()).toBe(3));
+    await waitFor(() => expect(loads()).toBe(2));
     await settle();
     for (const id of [1, 2, 3, 4, 5, 6]) expect(count(`line ${id}`)).toBe(1);
     expect(workloadRows()).toBe(3);
@@ -151,20 +159,20 @@ describe("task list", () => {
     routes["GET /api/v1/tasks/a1/logs"] = () => [200, { logs: [line(1)] }];
     const loads = () => callsTo("/api/v1/tasks").length;
     open("/tasks?logs=a1");
-    await screen.findByText("task a1");
     await waitFor(() => expect(live.queries).toHaveLength(1));
     expect(live.queries[0].get("task_logs_after")).toBe("1"); // after its tail, not from its first line
     live.connect();
+    await screen.findByText("task a1");
     live.send("task_logs", [line(2)]);
     await screen.findByText("line 2");
-    await waitFor(() => expect(loads()).toBe(2));
+    expect(loads()).toBe(1);
 
     live.drop();
     tasks = [task("a1", "TERMINATED")];
     await waitFor(() => expect(live.queries).toHaveLength(2));
     expect(live.queries[1].get("task_logs_after")).toBe("2");
     live.connect();
-    await waitFor(() => expect(loads()).toBe(3));
+    await waitFor(() => expect(loads()).toBe(2));
     await screen.findByText(/terminated/i);
     expect(within(screen.getByTestId("task-logs")).getAllByText(/^line/).map((e) => e.textContent)).toEqual(["line 1", "line 2"]);
   });
@@ -178,9 +186,9 @@ describe("refusals", () => {
       last_updated_time: "2026-11-01T10:00:00+00:00", num_versions: 0,
     }, versions: [] }];
     open("/models/mnist");
-    await screen.findByTestId("no-versions");
     await waitFor(() => expect(live.queries).toHaveLength(1));
     live.connect();
+    await screen.findByTestId("no-versions");
     live.refuseNext(404, "Model mnist not found.");
     live.drop();
     expect((await screen.findByTestId("model-removed")).textContent).toBe("This model was deleted.");
@@ -193,23 +201,25 @@ describe("refusals", () => {
     let state = "ACTIVE";
     routes["GET /api/v1/ui/experiments/5"] = () => [200, {
       ...experiment(5, { state }), config: {}, config_yaml: "", trials: [], metric_names: { training: [], validation: [] },
-      last_metric_id: 0, last_log_id: 0,
+      last_metric_id: 7, last_log_id: 0,
     }];
     const loads = () => callsTo("/api/v1/ui/experiments/5").length;
     open("/experiments/5");
-    await screen.findByText("exp 5");
     await waitFor(() => expect(live.queries).toHaveLength(1));
+    expect(live.queries[0].has("metrics_after")).toBe(false); // from the stream's opening
     live.connect();
-    await waitFor(() => expect(loads()).toBe(2));
+    await screen.findByText("exp 5");
+    expect(loads()).toBe(1);
     live.refuseNext(500, "database is locked");
     live.refuseNext(503, "restarting");
     live.drop();
     state = "PAUSED"; // while the channel was down
     await waitFor(() => expect(live.queries).toHaveLength(4));
+    expect(live.queries[3].get("metrics_after")).toBe("7"); // from the newest row the page has
     expect(screen.queryByRole("alert")).toBeNull();
     live.connect();
     await waitFor(() => expect(screen.getAllByTestId("state")[0].textContent).toBe("PAUSED"));
-    expect(loads()).toBe(3);
+    expect(loads()).toBe(2);
     live.refuseNext(404, "Experiment 5 not found.");
     live.drop();
     expect((await screen.findByRole("alert")).textContent).toBe("Experiment 5 not found.");
@@ -224,11 +234,10 @@ describe("connection state", () => {
     routes["GET /api/v1/ui/experiments"] = () => [200, listing([experiment(1)])];
     const lost = () => screen.queryByTestId("connection-lost");
     open("/experiments");
-    await screen.findByText("exp 1");
     await waitFor(() => expect(live.queries).toHaveLength(1));
     expect(lost()).toBeNull(); // connecting the first time: nothing to say yet
     live.connect();
-    await settle();
+    await screen.findByText("exp 1");
     expect(lost()).toBeNull();
 
     live.refuseNext(502, "bad gateway"); // the master is down: the proxy answers
@@ -244,5 +253,72 @@ describe("connection state", () => {
     await waitFor(() => expect(live.queries).toHaveLength(4));
     await settle();
     expect(lost()).toBeNull();
+  });
+});
+
+describe("loading with the channel", () => {
+  const trialRoutes = () => {
+    routes["GET /api/v1/ui/trials/7/workloads"] = () => [200, {
+      workloads: [workload(metricRow(10, 100))], total: 1, trial: TRIAL,
+      metric_names: { training: [], validation: ["validation_loss"] }, last_metric_id: 10, last_log_id: 3,
+    }];
+    routes["GET /api/v1/trials/7/logs"] = () => [200, { logs: [line(1), line(2), line(3)] }];
+    routes["GET /api/v1/ui/experiments/3"] = () => [200, { owner: "determined", metric: "validation_loss" }];
+    routes["GET /api/v1/trials/7/gpu-metrics"] = () => [200, { gpu_metrics: [] }];
+    routes["GET /api/v1/experiments/3/checkpoints"] = () => [200, { checkpoints: [] }];
+  };
+
+  it("a slow channel: the page loads without it, then asks again with the tails of what it loaded", async () => {
+    const live = liveChannel();
+    trialRoutes();
+    reconnect.fallbackMs = 100;
+    const loads = () => callsTo("/api/v1/ui/trials/7/workloads").length;
+    open("/experiments/3/trials/7");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    expect(live.queries[0].has("metrics_after")).toBe(false);
+    await screen.findByText("line 3"); // loaded without the channel
+    expect(loads()).toBe(1);
+    // The waiting connection, asked for before the load, would start the tails at the
+    // master's newest rows then, maybe after what the page loaded: it is asked for again.
+    await waitFor(() => expect(live.queries).toHaveLength(2));
+    expect(live.queries[1].get("metrics_after")).toBe("10");
+    expect(live.queries[1].get("logs_after")).toBe("3");
+    expect(screen.queryByTestId("connection-lost")).toBeNull(); // no outage
+    live.connect();
+    await waitFor(() => expect(loads()).toBe(2)); // for changes made before it connected
+    live.send("logs", [line(4)]);
+    await screen.findByText("line 4");
+    await settle();
+    expect(live.queries).toHaveLength(2);
+    expect(loads()).toBe(2);
+  });
+
+  it("a refused channel: the page loads without it and shows the master's error", async () => {
+    const live = liveChannel();
+    live.refuseNext(404, "Experiment 9 not found.");
+    routes["GET /api/v1/ui/experiments/9"] = () => [404, { error: "Experiment 9 not found." }];
+    open("/experiments/9");
+    expect((await screen.findByRole("alert")).textContent).toBe("Experiment 9 not found.");
+    await settle();
+    expect(callsTo("/api/v1/ui/experiments/9")).toHaveLength(1);
+    expect(live.queries).toHaveLength(1); // a 4xx is not retried
+  });
+
+  it("a master down when the page opens: the page says so, and loads when the channel connects", async () => {
+    const live = liveChannel();
+    let up = false;
+    routes["GET /api/v1/ui/experiments"] = () => (up ? [200, listing([experiment(1)])] : [502, { error: "bad gateway" }]);
+    live.refuseNext(502, "bad gateway");
+    live.refuseNext(502, "bad gateway");
+    open("/experiments");
+    expect((await screen.findByRole("alert")).textContent).toBe("bad gateway"); // loaded without it at once
+    await screen.findByTestId("connection-lost");
+    await waitFor(() => expect(live.queries).toHaveLength(3));
+    up = true;
+    live.connect();
+    await screen.findByText("exp 1");
+    expect(screen.queryByRole("alert")).toBeNull();
+    expect(screen.queryByTestId("connection-lost")).toBeNull();
+    expect(callsTo("/api/v1/ui/experiments")).toHaveLength(2);
   });
 });

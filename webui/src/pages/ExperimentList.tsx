@@ -2,8 +2,8 @@
 import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { api, canEdit, post, type ExperimentRow } from "../api";
-import { subscribe } from "../events";
-import { useLoaded } from "../loaded";
+import { follow } from "../events";
+import { useLoadWhenChanged, useLoaded } from "../loaded";
 import { counted, formatDuration, formatNumber, formatTime } from "../format";
 import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
@@ -59,9 +59,7 @@ export default function ExperimentList() {
   const loadRef = useRef(load); // the filters shown now: one channel for all of them
   loadRef.current = load;
 
-  useEffect(() => {
-    void load();
-  }, [load]);
+  useLoadWhenChanged(load, query);
 
   useLayoutEffect(() => {
     if (!data || !started.current) return;
@@ -72,11 +70,12 @@ export default function ExperimentList() {
     started.current = 0;
   }, [data]);
 
-  // Live: merge changed rows; a new or removed experiment reloads the page of the list,
-  // and so does each (re)connection, for changes made while the channel was down.
+  // Live: merge changed rows; a new or removed experiment reloads the page of the list.
+  // The list loads when the channel connects (and again at each reconnection, for changes
+  // made while it was down), or without it when it is slow; another filter loads at once.
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | null = null;
-    const stop = subscribe(() => ({ experiments: true }), (name, payload) => {
+    const stop = follow(() => ({ experiments: true }), (name, payload) => {
       if (name !== "experiments") return;
       const changed = new Map<number, ExperimentRow>(payload.changed.map((e: ExperimentRow) => [e.id, e]));
       update((d) => ({ ...d, experiments: d.experiments.map((e) => changed.get(e.id) ?? e) }));
@@ -86,7 +85,7 @@ export default function ExperimentList() {
       const appeared = payload.changed.some((e: ExperimentRow) => !known.has(e.id) && e.start_time != null && Date.parse(e.start_time) > loadedAt.current - 2000)
         || payload.removed.some((id: number) => known.has(id));
       if (appeared && !timer) timer = setTimeout(() => { timer = null; void loadRef.current(); }, 300);
-    }, { onOpen: () => void loadRef.current(), onRefused: setChannelError });
+    }, { load: () => loadRef.current(), onRefused: setChannelError });
     return () => {
       stop();
       if (timer) clearTimeout(timer);

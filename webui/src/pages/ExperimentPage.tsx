@@ -3,7 +3,7 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams, useSearchParams } from "react-router";
 import { api, canEdit, getToken, post, type ExperimentDetail, type MetricRow, type Trial } from "../api";
-import { subscribe } from "../events";
+import { follow } from "../events";
 import { useLoaded } from "../loaded";
 import { counted, flattenHparams, formatDuration, formatNumber, formatTime, TERMINAL } from "../format";
 import { useSession } from "../session";
@@ -49,31 +49,32 @@ export default function ExperimentPage() {
   const error = loadError ?? channelError;
   const [actionError, setActionError] = useState<unknown>(null);
   const [metricKey, setMetricKey] = useState<string | null>(null);
-  useEffect(() => {
-    void load();
-  }, [load]);
 
+  // The curves load once this experiment's first answer is here (another experiment's,
+  // shown before, does not count): its metrics tail starts no later than their rows.
+  const shown = exp != null && exp.id === id ? exp : null;
   const metricOptions = useMemo(() => {
-    if (!exp) return [];
+    if (!shown) return [];
     return [
-      ...exp.metric_names.validation.map((m) => `validation:${m}`),
-      ...exp.metric_names.training.map((m) => `training:${m}`),
+      ...shown.metric_names.validation.map((m) => `validation:${m}`),
+      ...shown.metric_names.training.map((m) => `training:${m}`),
     ];
-  }, [exp]);
-  const chosen = metricKey ?? (exp ? (metricOptions.includes(`validation:${exp.metric}`) ? `validation:${exp.metric}` : metricOptions[0] ?? null) : null);
+  }, [shown]);
+  const chosen = !shown ? null : metricKey ?? (metricOptions.includes(`validation:${shown.metric}`) ? `validation:${shown.metric}` : metricOptions[0] ?? null);
   const [kind, metric] = chosen ? (chosen.split(/:(.*)/s) as ["training" | "validation", string]) : ["validation" as const, null];
   const curves = useExperimentCurves(id, kind, metric);
 
-  // Live: trial changes and new metric rows (from the newest seen, so a reconnection
-  // repeats none); each (re)connection reloads the experiment, for changes made meanwhile.
+  // Live: trial changes and new metric rows. The experiment loads when the channel
+  // connects (and at each reconnection, for changes made meanwhile), or without it when
+  // it is slow. The metrics tail starts when the channel first opens, then goes on from
+  // the newest row the page has (the first answer's or an event's), so a reconnection
+  // repeats none and misses none (the curves load after the first answer).
   const expRef = useRef(exp);
   expRef.current = exp;
   const updateCurves = curves.update;
-  const ready = exp != null && exp.id === id;
   useEffect(() => {
-    if (!ready) return;
     setChannelError(null);
-    let metricsAfter = expRef.current?.last_metric_id ?? 0;
+    let metricsAfter: number | null = null;
     const onEvent = (name: string, payload: any) => {
       if (name === "trials") {
         update((e) => {
@@ -86,7 +87,7 @@ export default function ExperimentPage() {
         if (mine) update((e) => ({ ...e, ...mine, config: e.config, config_yaml: e.config_yaml, trials: e.trials, metric_names: e.metric_names }));
       } else if (name === "metrics") {
         const rows = payload as MetricRow[];
-        metricsAfter = Math.max(metricsAfter, ...rows.map((r) => r.id));
+        metricsAfter = Math.max(metricsAfter ?? 0, ...rows.map((r) => r.id));
         const trials = expRef.current?.trials ?? [];
         updateCurves((d) => appendRows(d, rows, trials));
         update((e) => {
@@ -101,9 +102,14 @@ export default function ExperimentPage() {
         });
       }
     };
-    return subscribe(() => ({ experiment_id: id, experiments: true, metrics_after: metricsAfter }), onEvent,
-      { onOpen: () => void load(), onRefused: setChannelError });
-  }, [id, ready, load, update, updateCurves]);
+    const loadTail = async () => {
+      const answer = await load();
+      if (answer && metricsAfter == null) metricsAfter = answer.last_metric_id;
+      return answer;
+    };
+    return follow(() => ({ experiment_id: id, experiments: true, ...(metricsAfter != null && { metrics_after: metricsAfter }) }),
+      onEvent, { load: loadTail, onRefused: setChannelError });
+  }, [id, load, update, updateCurves]);
 
   if (!exp || exp.id !== id) return error ? <ErrorLine error={error} /> : <p className="muted">Loading…</p>;
   const mayEdit = canEdit(user, exp.owner);

@@ -3,8 +3,8 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { api, type RegistryModel } from "../api";
-import { subscribe } from "../events";
-import { useLoaded } from "../loaded";
+import { follow } from "../events";
+import { useLoadWhenChanged, useLoaded } from "../loaded";
 import { formatTime } from "../format";
 import Table, { type Column } from "../components/Table";
 import { ErrorLine, Metadata } from "../components/Bits";
@@ -27,17 +27,16 @@ export default function ModelList() {
   const fetcher = useCallback(async () => (await api<{ models: RegistryModel[] }>(`/models?${query}`)).models, [query]);
   const { data: rows, error: loadError, load } = useLoaded(fetcher);
   const error = loadError ?? channelError;
-  useEffect(() => {
-    void load();
-  }, [load]);
+  useLoadWhenChanged(load, query);
   // Live: any change of the registry reloads the list, which the master filters and
-  // sorts; so does each (re)connection, for changes made while it was connecting.
+  // sorts. The list loads when the channel connects (and at each reconnection, for
+  // changes made while it was down), or without it when it is slow.
   const loadRef = useRef(load); // the search shown now: one channel for every search
   loadRef.current = load;
-  useEffect(() => subscribe(
+  useEffect(() => follow(
     () => ({ models: true }),
     (name) => { if (name === "models") void loadRef.current(); },
-    { onOpen: () => void loadRef.current(), onRefused: setChannelError },
+    { load: () => loadRef.current(), onRefused: setChannelError },
   ), []);
 
   const set = (changes: Record<string, string>) => {

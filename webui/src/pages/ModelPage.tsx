@@ -4,7 +4,7 @@
 import { useCallback, useEffect, useState } from "react";
 import { Link, useParams } from "react-router";
 import { api, type ModelVersion, type RegistryModel } from "../api";
-import { subscribe } from "../events";
+import { follow } from "../events";
 import { useLoaded } from "../loaded";
 import { formatNumber, formatTime, validationMetrics } from "../format";
 import Table, { type Column } from "../components/Table";
@@ -30,22 +30,23 @@ export default function ModelPage() {
   const path = modelPath(name);
   const fetcher = useCallback(() => api<VersionsResponse>(`${path}/versions`), [path]);
   const { data, error: loadError, load, update } = useLoaded(fetcher);
-  const [removed, setRemoved] = useState(false);
+  const [removedName, setRemovedName] = useState<string | null>(null); // another model's page follows anew
+  const removed = removedName === name;
+  const setRemoved = useCallback((gone: boolean) => setRemovedName(gone ? name : null), [name]);
   const [channelError, setChannelError] = useState<unknown>(null);
   const error = loadError ?? channelError;
   const reload = useCallback(async () => {
-    if (await load()) setRemoved(false);
-  }, [load]);
+    const answer = await load();
+    if (answer) setRemoved(false);
+    return answer;
+  }, [load, setRemoved]);
+  // Live: the channel sends the model's versions when it changes (and a null model once
+  // deleted). The page loads when it connects (and at each reconnection, for changes made
+  // meanwhile), or without it when it is slow or refused: a model that does not exist
+  // (or was deleted while the channel was down) is refused with a 404.
   useEffect(() => {
-    void reload();
-  }, [reload]);
-  // Live once the model is found: the channel sends its versions when it changes (and a
-  // null model once deleted); each (re)connection reloads, for changes made meanwhile.
-  // Deleted while the channel was down, the model's channel is refused with a 404.
-  const following = data != null && !removed;
-  useEffect(() => {
-    if (!following) return;
-    return subscribe(
+    if (removed) return;
+    return follow(
       () => ({ model: name }),
       (event, payload: { model: RegistryModel | null; versions: ModelVersion[] }) => {
         if (event !== "model") return;
@@ -53,11 +54,11 @@ export default function ModelPage() {
         else setRemoved(true);
       },
       {
-        onOpen: () => void reload(),
+        load: reload,
         onRefused: (e) => (e.status === 404 ? setRemoved(true) : setChannelError(e)),
       },
     );
-  }, [following, name, reload, update]);
+  }, [removed, name, reload, update, setRemoved]);
 
   if (!data) {
     return error ? (
@@ -80,7 +81,7 @@ export default function ModelPage() {
   );
 }
 
-function ModelSummary({ model, path, onChanged }: { model: RegistryModel; path: string; onChanged: () => Promise<void> }) {
+function ModelSummary({ model, path, onChanged }: { model: RegistryModel; path: string; onChanged: () => Promise<unknown> }) {
   const signedIn = useSignedIn();
   const [editing, setEditing] = useState<"description" | "metadata" | null>(null);
   const [text, setText] = useState("");

@@ -3,7 +3,7 @@ import { useCallback, useEffect, useState } from "react";
 import { Link, useSearchParams } from "react-router";
 import { api, canEdit, getToken, post, type LogLine, type TaskRow } from "../api";
 import TaskLauncher, { openUrl } from "../components/TaskLauncher";
-import { subscribe } from "../events";
+import { follow } from "../events";
 import { useLoaded } from "../loaded";
 import { formatTime } from "../format";
 import { useSession } from "../session";
@@ -37,14 +37,12 @@ export default function TaskList() {
   }, []);
   const { data: rows, error: loadError, load, update } = useLoaded(fetcher);
   const error = loadError ?? channelError ?? actionError;
-  useEffect(() => {
-    void load();
-  }, [load]);
 
   // Live: task rows and the open task's log lines, from the newest line of its tail and
-  // then from the newest seen (so a reconnection repeats none); each (re)connection
-  // reloads the list, for changes made meanwhile. A task that is gone refuses the
-  // channel: the error shows until its logs close.
+  // then from the newest seen (so a reconnection repeats none). The list loads when the
+  // channel connects (and at each reconnection, for changes made meanwhile), or without
+  // it when it is slow. A task that is gone refuses the channel: the error shows until
+  // its logs close.
   const [tail, setTail] = useState<{ task: string; lastId: number } | null>(null);
   const tailAfter = logsOf && tail?.task === logsOf ? tail.lastId : null;
   const onTail = useCallback((lastId: number) => {
@@ -55,7 +53,7 @@ export default function TaskList() {
     setChannelError(null);
     if (logsOf && tailAfter == null) return; // its tail first, to follow from
     let logsAfter = tailAfter ?? 0;
-    return subscribe(
+    return follow(
       (): Record<string, string | number | boolean> =>
         (logsOf ? { tasks: true, task_id: logsOf, task_logs_after: logsAfter } : { tasks: true }),
       (name, payload) => {
@@ -66,7 +64,7 @@ export default function TaskList() {
           setLive((cur) => merge(cur, lines));
         }
       },
-      { onOpen: () => void load(), onRefused: setChannelError },
+      { load, onRefused: setChannelError },
     );
   }, [logsOf, tailAfter, load, update]);
 

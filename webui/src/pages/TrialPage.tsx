@@ -2,8 +2,8 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { Link, useParams } from "react-router";
 import { api, canEdit, post, type LogLine, type MetricRow, type Series, type Trial } from "../api";
-import { subscribe } from "../events";
-import { useLoaded } from "../loaded";
+import { follow } from "../events";
+import { useLoadWhenChanged, useLoaded } from "../loaded";
 import { flattenHparams, formatNumber, formatTime, seriesColor, TERMINAL } from "../format";
 import { useSession } from "../session";
 import { ConfirmButton, ErrorLine, StateBadge } from "../components/Bits";
@@ -74,9 +74,7 @@ export default function TrialPage() {
   );
   const { data: info, error: loadError, load, update } = useLoaded(fetcher);
   const error = loadError ?? ownerError ?? channelError ?? actionError;
-  useEffect(() => {
-    void load();
-  }, [load]);
+  useLoadWhenChanged(load, page);
   const experimentId = info?.trial?.experiment_id;
   useEffect(() => {
     if (experimentId == null) return;
@@ -84,23 +82,22 @@ export default function TrialPage() {
       .then((e) => setOwner({ owner: e.owner, metric: e.metric }), setOwnerError);
   }, [experimentId]);
 
-  // Live: the trial's state, metric rows and log lines, each from the newest seen (so a
-  // reconnection repeats none); each (re)connection reloads the workloads, for changes
-  // made meanwhile. Events append to the lists (a batch of events renders once).
-  const infoRef = useRef(info);
-  infoRef.current = info;
+  // Live: the trial's state, metric rows and log lines. The workloads load when the
+  // channel connects (and at each reconnection, for changes made meanwhile), or without
+  // it when it is slow. The tails start when the channel first opens, then go on from the
+  // newest row the page has (the first answer's or an event's), so a reconnection repeats
+  // none and misses none (the chart and the logs load after the first answer). Events
+  // append to the lists (a batch of events renders once).
   const pageRef = useRef(page);
   pageRef.current = page;
   const loadRef = useRef(load); // the page shown now, not the one shown at connecting
   loadRef.current = load;
-  const ready = info != null && info.trial?.id === trialId;
   useEffect(() => {
-    if (!ready) return;
     setLive([]);
     setLiveRows([]);
     setChannelError(null);
-    let metricsAfter = infoRef.current?.last_metric_id ?? 0;
-    let logsAfter = infoRef.current?.last_log_id ?? 0;
+    let metricsAfter: number | null = null;
+    let logsAfter: number | null = null;
     const onEvent = (name: string, payload: any) => {
       if (name === "logs") {
         const lines = payload as LogLine[];
@@ -115,12 +112,23 @@ export default function TrialPage() {
         update((i) => ({ ...i, trial: { ...i.trial, ...(payload as Trial[])[0] } }));
       }
     };
-    return subscribe(() => ({ trial_id: trialId, metrics_after: metricsAfter, logs_after: logsAfter }), onEvent,
-      { onOpen: () => void loadRef.current(), onRefused: setChannelError });
+    const loadTails = async () => {
+      const answer = await loadRef.current();
+      if (answer?.trial?.id === trialId) {
+        metricsAfter ??= answer.last_metric_id;
+        logsAfter ??= answer.last_log_id;
+      }
+      return answer;
+    };
+    return follow(() => ({
+      trial_id: trialId,
+      ...(metricsAfter != null && { metrics_after: metricsAfter }),
+      ...(logsAfter != null && { logs_after: logsAfter }),
+    }), onEvent, { load: loadTails, onRefused: setChannelError });
     // eslint-disable-next-line react-hooks/exhaustive-deps
-  }, [trialId, ready]);
+  }, [trialId]);
 
-  if (!info?.trial) return error ? <ErrorLine error={error} /> : <p className="muted">Loading…</p>;
+  if (!info?.trial || info.trial.id !== trialId) return error ? <ErrorLine error={error} /> : <p className="muted">Loading…</p>;
   const t = info.trial;
   const mayEdit = owner != null && canEdit(user, owner.owner);
   const hp = flattenHparams(t.hparams);

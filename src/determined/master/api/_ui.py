@@ -364,11 +364,17 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         experiments: bool = Query(False, description="changes of the experiment list"),
         experiment_id: Optional[int] = Query(None, description="its trials and metrics"),
         trial_id: Optional[int] = Query(None, description="its state, metrics and logs"),
-        metrics_after: int = Query(0, ge=0, description="send metrics rows after this id"),
-        logs_after: int = Query(0, ge=0, description="send log lines after this id"),
+        metrics_after: Optional[int] = Query(
+            None, ge=0, description="send metrics rows after this id; omitted: those stored "
+                                    "after the stream opens"),
+        logs_after: Optional[int] = Query(
+            None, ge=0, description="send log lines after this id; omitted: those stored "
+                                    "after the stream opens"),
         tasks: bool = Query(False, description="changes of the task list"),
         task_id: Optional[str] = Query(None, description="its new log lines"),
-        task_logs_after: int = Query(0, ge=0, description="send its lines after this id"),
+        task_logs_after: Optional[int] = Query(
+            None, ge=0, description="send its lines after this id; omitted: those stored "
+                                    "after the stream opens"),
         models: bool = Query(False, description="changes of the model registry's list"),
         model: Optional[str] = Query(None, description="this registry model's changes"),
     ) -> StreamingResponse:
@@ -382,8 +388,9 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         ``{"model": null, "versions": []}`` once it is deleted).
 
         The stream's first bytes (the comment ``: connected``) come once the state that
-        later events change was read: a page that reloads on receiving them misses
-        nothing."""
+        later events change was read: a page that loads on receiving them misses
+        nothing. A tail whose ``*_after`` id is omitted starts at the newest row at that
+        moment, so a page can open the stream before it loads anything."""
         if experiment_id is not None:
             store.get_experiment(experiment_id)
         if trial_id is not None:
@@ -423,13 +430,16 @@ class _Feed:
     """What changed since the last poll, as server-sent event chunks."""
 
     def __init__(self, master: Master, experiments: bool, experiment_id: Optional[int],
-                 trial_id: Optional[int], metrics_after: int, logs_after: int):
+                 trial_id: Optional[int], metrics_after: Optional[int],
+                 logs_after: Optional[int]):
+        """A tail whose ``*_after`` id is None starts at the newest row of the first poll."""
         self.store = master.store
         self.experiments = experiments
         self.experiment_id = experiment_id
         self.trial_id = trial_id
-        self.metrics_after = metrics_after
-        self.logs_after = logs_after
+        # -1 until the first poll: the tail starts at the newest row then.
+        self.metrics_after = -1 if metrics_after is None else metrics_after
+        self.logs_after = -1 if logs_after is None else logs_after
         self.seen_experiments: Optional[Dict[int, Any]] = None
         self.seen_trials: Dict[int, Any] = {}
         self.tasks = False
@@ -440,9 +450,11 @@ class _Feed:
         self.model: Optional[str] = None
         self.seen_models: Optional[Dict[str, Any]] = None
 
-    def follow_tasks(self, tasks: bool, task_id: Optional[str], logs_after: int) -> None:
+    def follow_tasks(self, tasks: bool, task_id: Optional[str],
+                     logs_after: Optional[int]) -> None:
         """Also send changes of the task list and new lines of ``task_id``."""
-        self.tasks, self.task_id, self.task_logs_after = tasks, task_id, logs_after
+        self.tasks, self.task_id = tasks, task_id
+        self.task_logs_after = -1 if logs_after is None else logs_after
 
     def _poll_tasks(self) -> List[str]:
         from determined.master.api._tasks import task_json
@@ -494,7 +506,16 @@ class _Feed:
             out.append(_event("model", versions))
         return out
 
+    def _start_tails(self) -> None:
+        """Tails without a start id start at the newest rows now (the first poll)."""
+        if min(self.metrics_after, self.logs_after, self.task_logs_after) < 0:
+            metrics, logs, task_logs = q.newest_ids(self.store)
+            self.metrics_after = metrics if self.metrics_after < 0 else self.metrics_after
+            self.logs_after = logs if self.logs_after < 0 else self.logs_after
+            self.task_logs_after = task_logs if self.task_logs_after < 0 else self.task_logs_after
+
     def poll(self) -> List[str]:
+        self._start_tails()
         out: List[str] = self._poll_tasks() + self._poll_models()
         if self.experiments:
             view = q.experiment_fingerprints(self.store)

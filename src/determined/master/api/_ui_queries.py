@@ -181,6 +181,18 @@ def max_ids(store: Store, trial_ids: List[int]) -> Tuple[int, int]:
     return int(mid or 0), int(lid or 0)
 
 
+def newest_ids(store: Store) -> Tuple[int, int, int]:
+    """The newest metrics row, trial log line and task log line ids of all (0 when none):
+    a row stored later has a larger id."""
+    from determined.master.db._tasks import TaskLogRow
+
+    with store._read() as s:
+        metrics, logs, task_logs = (int(s.scalar(sa.select(sa.func.max(t.c.id))) or 0) for t in
+                                    (m.Metrics.__table__, m.TrialLog.__table__,
+                                     TaskLogRow.__table__))
+    return metrics, logs, task_logs
+
+
 def new_log_lines(store: Store, trial_id: int, after_id: int, limit: int = 2000) -> List[Any]:
     lt = m.TrialLog.__table__
     query = (sa.select(lt.c.id, lt.c.timestamp, lt.c.line)
