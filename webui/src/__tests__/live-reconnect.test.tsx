@@ -322,3 +322,76 @@ describe("loading with the channel", () => {
     expect(callsTo("/api/v1/ui/experiments")).toHaveLength(2);
   });
 });
+
+describe("trial page workloads", () => {
+  /** The workloads route over ``stored`` (newest first, paginated as the master does). */
+  const workloadsOf = (stored: () => MetricRow[]) => (offset: number, limit: number): [number, unknown] => [200, {
+    workloads: [...stored()].reverse().slice(offset, offset + limit).map(workload), total: stored().length, trial: TRIAL,
+    metric_names: { training: [], validation: ["validation_loss"] }, last_metric_id: Math.max(...stored().map((r) => r.id)), last_log_id: 0,
+  }];
+  const otherRoutes = () => {
+    routes["GET /api/v1/trials/7/logs"] = () => [200, { logs: [] }];
+    routes["GET /api/v1/ui/experiments/3"] = () => [200, { owner: "determined", metric: "validation_loss" }];
+    routes["GET /api/v1/trials/7/gpu-metrics"] = () => [200, { gpu_metrics: [] }];
+    routes["GET /api/v1/experiments/3/checkpoints"] = () => [200, { checkpoints: [] }];
+  };
+  const firstCells = () => within(screen.getByTestId("workloads-table")).getAllByRole("row").slice(1)
+    .map((r) => within(r).getAllByRole("cell")[0].textContent);
+
+  it("a live row arriving while another page loads goes to the newest page, not onto the rows shown meanwhile", async () => {
+    const live = liveChannel();
+    otherRoutes();
+    const stored = Array.from({ length: 60 }, (_, i) => metricRow(i + 1, (i + 1) * 100));
+    const answer = workloadsOf(() => stored);
+    let held: ReturnType<typeof deferred> | null = null;
+    routes["GET /api/v1/ui/trials/7/workloads"] = (url) => {
+      const offset = Number(url.searchParams.get("offset"));
+      return held && offset === 0 ? held.reply : answer(offset, Number(url.searchParams.get("limit")));
+    };
+    const loads = () => callsTo("/api/v1/ui/trials/7/workloads").length;
+    open("/experiments/3/trials/7");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    live.connect();
+    await waitFor(() => expect(firstCells()).toHaveLength(50));
+    fireEvent.click(screen.getByRole("button", { name: "older ›" }));
+    await waitFor(() => expect(firstCells()).toHaveLength(10)); // the older page: batches 1000 to 100
+    held = deferred();
+    fireEvent.click(screen.getByRole("button", { name: "‹ newer" }));
+    await waitFor(() => expect(loads()).toBe(3)); // the newest page again; its answer waits
+    const row = metricRow(61, 6100);
+    stored.push(row);
+    live.send("metrics", [row]);
+    await screen.findByText("61 workloads");
+    expect(firstCells()).toEqual(["1000", "900", "800", "700", "600", "500", "400", "300", "200", "100"]);
+    held.give(answer(0, 50)); // read before the row: the row is added to it
+    await waitFor(() => expect(firstCells()[0]).toBe("6100"));
+    expect(firstCells()).toHaveLength(50);
+    expect(firstCells().filter((c) => c === "6100")).toHaveLength(1);
+    expect(screen.getByText("61 workloads")).toBeTruthy();
+  });
+
+  it("a workload stored again (the trial went back to a checkpoint) takes its row's place, and the page reloads", async () => {
+    const live = liveChannel();
+    otherRoutes();
+    let stored = [metricRow(1, 100), metricRow(2, 200), metricRow(3, 300)];
+    const answer = workloadsOf(() => stored);
+    routes["GET /api/v1/ui/trials/7/workloads"] = (url) => answer(Number(url.searchParams.get("offset")), 50);
+    const loads = () => callsTo("/api/v1/ui/trials/7/workloads").length;
+    open("/experiments/3/trials/7");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    live.connect();
+    await waitFor(() => expect(firstCells()).toEqual(["300", "200", "100"]));
+    // Back to the checkpoint at 100: the rows after it are deleted and stored again.
+    stored = [metricRow(1, 100), metricRow(4, 200)];
+    live.send("metrics", [metricRow(4, 200)]);
+    await waitFor(() => expect(loads()).toBe(2));
+    await waitFor(() => expect(firstCells()).toEqual(["200", "100"]));
+    expect(screen.getByText("2 workloads")).toBeTruthy();
+    stored = [...stored, metricRow(5, 300)];
+    live.send("metrics", [metricRow(5, 300)]);
+    await waitFor(() => expect(firstCells()).toEqual(["300", "200", "100"]));
+    expect(screen.getByText("3 workloads")).toBeTruthy();
+    await settle();
+    expect(loads()).toBe(2); // a new workload is no reason to reload
+  });
+});

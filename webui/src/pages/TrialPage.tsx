@@ -22,24 +22,31 @@ interface Workload {
   metrics: Record<string, unknown>;
 }
 
-interface WorkloadsResponse {
+export interface WorkloadsPage {
   workloads: Workload[];
   total: number;
   trial: Trial;
   metric_names: { training: string[]; validation: string[] };
   last_metric_id: number;
   last_log_id: number;
+  /** Which page of the workloads (newest first) this is: the request's offset. */
+  offset: number;
 }
+
+const workloadKey = (w: { kind: string; total_batches: number }) => `${w.kind}-${w.total_batches}`;
 
 /** Live rows kept for the chart (each event appends; it skips what it has). */
 const KEEP_ROWS = 5000;
 
-/** The workloads page after live metric rows: on the newest page (``desc``, page 0) new
- * rows show on top; the count and the metric names grow. */
-export function addWorkloads(info: WorkloadsResponse, rows: MetricRow[], firstPage: boolean, pageSize: number): WorkloadsResponse {
+/** The workloads page after live metric rows: on the newest page (offset 0, whichever page
+ * is asked for meanwhile) new rows show on top; the count and the metric names grow. A row
+ * for a workload shown already (stored again after the trial went back to a checkpoint)
+ * takes its place rather than showing twice. */
+export function addWorkloads(info: WorkloadsPage, rows: MetricRow[], pageSize: number): WorkloadsPage {
   // Rows after the newest this answer counted are new to it (on any page).
   const fresh = rows.filter((r) => r.id > info.last_metric_id && r.trial_id === info.trial.id);
   if (!fresh.length) return info;
+  const shown = new Set(info.workloads.map(workloadKey));
   const names = (kind: string, have: string[]) => {
     const s = new Set(have);
     for (const r of fresh) if (r.kind === kind) for (const [m, v] of Object.entries(r.metrics)) if (typeof v === "number") s.add(m);
@@ -47,13 +54,24 @@ export function addWorkloads(info: WorkloadsResponse, rows: MetricRow[], firstPa
   };
   const added: Workload[] = fresh.map((r) => ({ id: r.id, kind: r.kind, total_batches: r.total_batches,
     end_time: new Date(r.end_time * 1000).toISOString(), metrics: r.metrics }));
-  const workloads = firstPage
-    ? [...added, ...info.workloads]
+  const byKey = new Map(added.map((w) => [workloadKey(w), w]));
+  const workloads = info.offset === 0
+    ? [...byKey.values(), ...info.workloads.filter((w) => !byKey.has(workloadKey(w)))]
       .sort((a, b) => b.total_batches - a.total_batches || b.kind.localeCompare(a.kind))
       .slice(0, pageSize)
-    : info.workloads;
-  return { ...info, workloads, total: info.total + fresh.length, last_metric_id: Math.max(...fresh.map((r) => r.id)),
+    : info.workloads.map((w) => byKey.get(workloadKey(w)) ?? w);
+  const again = [...byKey.keys()].filter((k) => shown.has(k)).length;
+  return { ...info, workloads, total: info.total + byKey.size - again, last_metric_id: Math.max(...fresh.map((r) => r.id)),
     metric_names: { training: names("training", info.metric_names.training), validation: names("validation", info.metric_names.validation) } };
+}
+
+/** Whether live rows store again a workload ``info`` shows (a new id for its kind and
+ * batches): the trial went back to a checkpoint, and the rows after it, shown or counted
+ * here, were deleted; the page then reloads. */
+export function storedAgain(info: WorkloadsPage | null, rows: MetricRow[]): boolean {
+  if (!info) return false;
+  const shown = new Map(info.workloads.map((w) => [workloadKey(w), w.id]));
+  return rows.some((r) => r.trial_id === info.trial.id && r.id > info.last_metric_id && shown.has(workloadKey(r)) && shown.get(workloadKey(r)) !== r.id);
 }
 
 export default function TrialPage() {
@@ -68,10 +86,11 @@ export default function TrialPage() {
   const [liveRows, setLiveRows] = useState<MetricRow[]>([]);
   const pageSize = 50;
 
-  const fetcher = useCallback(
-    () => api<WorkloadsResponse>(`/ui/trials/${trialId}/workloads?order=desc&offset=${page * pageSize}&limit=${pageSize}`),
-    [trialId, page],
-  );
+  const fetcher = useCallback(async (): Promise<WorkloadsPage> => {
+    const offset = page * pageSize;
+    const answer = await api<Omit<WorkloadsPage, "offset">>(`/ui/trials/${trialId}/workloads?order=desc&offset=${offset}&limit=${pageSize}`);
+    return { ...answer, offset };
+  }, [trialId, page]);
   const { data: info, error: loadError, load, update } = useLoaded(fetcher);
   const error = loadError ?? ownerError ?? channelError ?? actionError;
   useLoadWhenChanged(load, page);
@@ -88,8 +107,8 @@ export default function TrialPage() {
   // newest row the page has (the first answer's or an event's), so a reconnection repeats
   // none and misses none (the chart and the logs load after the first answer). Events
   // append to the lists (a batch of events renders once).
-  const pageRef = useRef(page);
-  pageRef.current = page;
+  const infoRef = useRef(info);
+  infoRef.current = info;
   const loadRef = useRef(load); // the page shown now, not the one shown at connecting
   loadRef.current = load;
   useEffect(() => {
@@ -98,6 +117,7 @@ export default function TrialPage() {
     setChannelError(null);
     let metricsAfter: number | null = null;
     let logsAfter: number | null = null;
+    let reloading: ReturnType<typeof setTimeout> | undefined;
     const onEvent = (name: string, payload: any) => {
       if (name === "logs") {
         const lines = payload as LogLine[];
@@ -107,7 +127,13 @@ export default function TrialPage() {
         const rows = payload as MetricRow[];
         metricsAfter = rows[rows.length - 1].id;
         setLiveRows((cur) => [...cur, ...rows].slice(-KEEP_ROWS));
-        update((i) => addWorkloads(i, rows, pageRef.current === 0, pageSize));
+        update((i) => addWorkloads(i, rows, pageSize));
+        if (storedAgain(infoRef.current, rows) && reloading === undefined) {
+          reloading = setTimeout(() => {
+            reloading = undefined;
+            void loadRef.current();
+          }, 300); // the rows stored again come in several events: one reload
+        }
       } else if (name === "trials") {
         update((i) => ({ ...i, trial: { ...i.trial, ...(payload as Trial[])[0] } }));
       }
@@ -120,11 +146,15 @@ export default function TrialPage() {
       }
       return answer;
     };
-    return follow(() => ({
+    const stop = follow(() => ({
       trial_id: trialId,
       ...(metricsAfter != null && { metrics_after: metricsAfter }),
       ...(logsAfter != null && { logs_after: logsAfter }),
     }), onEvent, { load: loadTails, onRefused: setChannelError });
+    return () => {
+      stop();
+      clearTimeout(reloading);
+    };
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [trialId]);
 
@@ -175,7 +205,7 @@ export default function TrialPage() {
       {owner && <TrialCharts trial={t} names={info.metric_names} liveRows={liveRows} searcherMetric={owner.metric} />}
       <GpuMetrics trialId={t.id} running={!TERMINAL.has(t.state)} />
       <h2>Workloads</h2>
-      <Table testId="workloads-table" columns={columns} rows={info.workloads} rowKey={(w) => `${w.kind}-${w.total_batches}`} />
+      <Table testId="workloads-table" columns={columns} rows={info.workloads} rowKey={workloadKey} />
       <div className="pager">
         <button disabled={page <= 0} onClick={() => setPage(page - 1)}>‹ newer</button>
         <span>{info.total} workloads</span>
