@@ -70,12 +70,14 @@ function refused(status: number): boolean {
 }
 
 /** A running subscription: ``stop`` ends it; ``retryNow`` drops a connection that has
- * sent nothing yet and connects again at once (``params`` read anew). */
+ * sent nothing yet and connects again at once. */
 interface Channel {
   stop: () => void;
   retryNow: () => void;
 }
 
+/** Subscribes to the channel; ``params`` are its query (``experiments``, ``experiment_id``...),
+ * read at each (re)connect so it can pass the newest ids seen. */
 function connect(params: Params, onEvent: EventHandler, { onOpen, onRefused, onDown }: ChannelOptions): Channel {
   let stopped = false;
   let controller: AbortController | null = null;
@@ -145,13 +147,6 @@ function connect(params: Params, onEvent: EventHandler, { onOpen, onRefused, onD
   };
 }
 
-/** Subscribe to the channel; ``params`` are its query (``experiments``, ``experiment_id``...).
- * ``params`` is called at each (re)connect so it can pass the newest ids seen. Returns
- * the function that ends the subscription. */
-export function subscribe(params: Params, onEvent: EventHandler, options: ChannelOptions = {}): () => void {
-  return connect(params, onEvent, options).stop;
-}
-
 export interface FollowOptions {
   /** Loads what the page shows; resolves truthy when its answer was taken (a newer
    * load's was not). */
@@ -159,8 +154,8 @@ export interface FollowOptions {
   onRefused?: (error: ApiError) => void;
 }
 
-/** ``subscribe`` for a page that shows what ``load`` reads: it loads at each connection's
- * first bytes, so a page whose channel connects quickly loads once and misses no change.
+/** Subscribes a page that shows what ``load`` reads: it loads at each connection's first
+ * bytes, so a page whose channel connects quickly loads once and misses no change.
  * When the first connection is refused, fails, or sends nothing within
  * ``reconnect.fallbackMs``, it loads at once instead; once that answer is taken, a
  * connection still waiting is asked for again, so ``params`` can start the tails

@@ -7,6 +7,9 @@ interface Session {
   /** True when no token is held and the master let us in as its anonymous user. */
   anonymous: boolean;
   checked: boolean;
+  /** True when the master refused the token held (it expired or was signed out): the
+   * sign-in page says so rather than just appearing. */
+  ended: boolean;
   signIn: (username: string, password: string) => Promise<void>;
   signOut: () => Promise<void>;
 }
@@ -15,6 +18,7 @@ const SessionContext = createContext<Session>({
   user: null,
   anonymous: false,
   checked: false,
+  ended: false,
   signIn: async () => {},
   signOut: async () => {},
 });
@@ -25,6 +29,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
   const [user, setUser] = useState<User | null>(null);
   const [checked, setChecked] = useState(false);
   const [anonymous, setAnonymous] = useState(false);
+  const [ended, setEnded] = useState(false);
 
   const refresh = useCallback(async () => {
     try {
@@ -34,6 +39,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     } catch (e) {
       if (e instanceof ApiError && e.status === 401 && getToken()) {
         setToken(null); // expired session: try again as anonymous
+        setEnded(true);
         return refresh();
       }
       setUser(null);
@@ -48,6 +54,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
       setUser(null);
       if (getToken()) {
         setToken(null);
+        setEnded(true);
         void refresh();
       }
     };
@@ -62,6 +69,7 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     setToken(out.token);
     setUser(out.user);
     setAnonymous(false);
+    setEnded(false);
   };
   const signOut = async () => {
     try {
@@ -69,10 +77,11 @@ export function SessionProvider({ children }: { children: ReactNode }) {
     } finally {
       setToken(null);
       setUser(null);
+      setEnded(false);
       await refresh();
     }
   };
   return (
-    <SessionContext.Provider value={{ user, anonymous, checked, signIn, signOut }}>{children}</SessionContext.Provider>
+    <SessionContext.Provider value={{ user, anonymous, checked, ended, signIn, signOut }}>{children}</SessionContext.Provider>
   );
 }

@@ -395,3 +395,25 @@ describe("trial page workloads", () => {
     expect(loads()).toBe(2); // a new workload is no reason to reload
   });
 });
+
+describe("the session", () => {
+  it("a session that ended while the channel was down: the sign-in page says so, and leads back", async () => {
+    const live = liveChannel();
+    routes["GET /api/v1/ui/experiments"] = () => [200, listing([experiment(1)])];
+    open("/experiments");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    live.connect();
+    await screen.findByText("exp 1");
+    routes["GET /api/v1/me"] = () => [401, { error: "Invalid or expired session token: log in again" }];
+    live.refuseNext(401, "Invalid or expired session token: log in again");
+    live.drop();
+    expect((await screen.findByTestId("session-ended")).textContent).toContain("Your session has ended");
+    routes["POST /api/v1/auth/login"] = () => [200, { token: "t2", user: { id: 2, username: "determined", admin: false, active: true } }];
+    fireEvent.change(screen.getByRole("textbox"), { target: { value: "determined" } });
+    fireEvent.click(screen.getByRole("button", { name: "Sign in" }));
+    await waitFor(() => expect(live.queries).toHaveLength(3)); // back on the list: its channel
+    live.connect();
+    await screen.findByText("exp 1");
+    expect(screen.queryByTestId("session-ended")).toBeNull();
+  });
+});

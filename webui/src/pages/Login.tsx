@@ -4,7 +4,7 @@ import { useSession } from "../session";
 import { ErrorLine } from "../components/Bits";
 
 export default function Login() {
-  const { signIn } = useSession();
+  const { signIn, ended } = useSession();
   const [params] = useSearchParams();
   const navigate = useNavigate();
   const [username, setUsername] = useState("");
@@ -28,6 +28,7 @@ export default function Login() {
   return (
     <form className="login" onSubmit={submit}>
       <h1>Sign in</h1>
+      {ended && <p className="muted" data-testid="session-ended">Your session has ended (it expired or was signed out): sign in again to go on.</p>}
       <label>
         User
         <input name="username" autoFocus value={username} onChange={(e) => setUsername(e.target.value)} />
