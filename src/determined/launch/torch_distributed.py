@@ -26,10 +26,9 @@ import sys
 from typing import List, Optional, Tuple
 
 from determined.launch._command import forward_signals, resolve_command
+from determined.launch._ports import rendezvous_port
 
 logger = logging.getLogger("determined.launch")
-
-_C10D_PORT = 29400  # upstream's rendezvous port, before the trial's port offset
 
 
 def _free_port() -> int:
@@ -82,7 +81,7 @@ def launch_plan(info: object, trial: Optional[str]) -> Tuple[List[str], dict]:
         env.setdefault("DET_DIST_AUTHKEY", secrets.token_hex(16))
     else:
         offset = int(os.environ.get("DET_UNIQUE_PORT_OFFSET", "0") or 0)
-        rendezvous = _C10D_PORT + offset
+        rendezvous = rendezvous_port(offset)
     env["DET_CHIEF_IP"] = chief
     args = ["--nnodes", str(nnodes), "--nproc_per_node", str(max(1, nproc)),
             "--node_rank", str(node_rank), "--max_restarts", "0",
