@@ -59,13 +59,20 @@ def test_script_on_a_remote_agent_completes_and_survives_a_sigkill(cluster, tmp_
 
 def test_script_trial_spanning_two_agents_runs_on_each_and_fails_with_either(cluster):
     """Each machine runs the command; this one finds no link on machine 1 (it is no
-    distributed script) and exits 2 there, which fails the trial."""
+    distributed script) and exits 2 there, which fails the trial (the chief's script is
+    killed)."""
     cluster.ensure_agents("a1", "a2")
-    config = _config(4)
+    # The chief's steps take long enough that machine 1 fails first.
+    config = _config(6, step_seconds=5.0)
     config["resources"] = {"slots_per_trial": 2}
     config["max_restarts"] = 0
     exp_id = create_experiment(cluster.api, config, SCRIPT_DIR)
-    exp = wait_for_state(cluster.api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=300)
+    try:
+        exp = wait_for_state(cluster.api, exp_id, ["COMPLETED", "ERROR", "CANCELED"],
+                             timeout=300)
+    except AssertionError as e:
+        trials = cluster.api.get(f"/experiments/{exp_id}/trials").json()["trials"]
+        raise AssertionError(f"{e}\n{trial_logs(cluster.api, trials[0]['id'])}") from None
     logs = trial_logs(cluster.api, exp["trials"][0]["id"])
     assert exp["state"] == "ERROR", (exp, logs)
     assert logs.count("runs its script") == 2 and "runs its script on machine 1" in logs, logs

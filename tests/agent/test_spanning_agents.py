@@ -294,6 +294,20 @@ def test_registry_kill_and_lost_agents_of_a_spanning_trial():
     reg.close()
 
 
+def test_registry_a_part_failing_after_a_clean_chief_ends_the_trial_once():
+    rec = Recorder()
+    reg = rec.registry()
+    s1, s2 = _two_agents(reg)
+    chief, other = _parts(reg, 12)
+    reg.poll("a1", s1, 0)
+    reg.rendezvous("a1", s1, chief, "", 1234)
+    reg.poll("a2", s2, 0)
+    reg.report("a1", s1, {}, {chief: 0})
+    reg.report("a2", s2, {}, {other: 2})  # the last part: nothing left to stop
+    assert rec.exits == [(12, 0)] and not reg.holds_parts(12)
+    reg.close()
+
+
 def test_registry_kills_parts_that_outlive_a_clean_chief():
     rec = Recorder()
     reg = rec.registry()

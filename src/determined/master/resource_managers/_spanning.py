@@ -183,7 +183,7 @@ class SpanningMixin:
             self._store_later(group.trial_id, [
                 f"det-master: {ranks} of the trial on agent {agent_id}: {what}; stopping "
                 f"its other parts"])
-            self._stop_group(group, dropped_code=-9)
+            return self._stop_group(group, dropped_code=-9)  # done already if none runs
         return self._group_done(group)
 
     def _stop_group(self, group: _Group, dropped_code: int) -> Optional[Ended]:
