@@ -89,6 +89,7 @@ def test_four_ranks_on_two_two_slot_agents(cluster, tmp_path):
         assert info["container_slot_counts"] == [2, 2] and len(info["slot_ids"]) == 2, info
         assert (info["agent_id"] == chief_agent) == (machine == 0), ranks
         assert info["trial_id"] == trial["id"]
+        assert info["dist_key"] and info["dist_key"] == ranks[0]["dist_key"], ranks
     # The chief's reports: every step's loss, a validation, checkpoints every 3 steps.
     rows = metric_rows(cluster.api, trial["id"])
     assert [b for k, b, _ in rows if k == "training"] == list(range(1, 7)), rows

@@ -25,6 +25,7 @@ exits and deregisters.
 from __future__ import annotations
 
 import compileall
+import hashlib
 import json
 import os
 import queue
@@ -625,8 +626,10 @@ class Agent:
                    "DET_SIZE": str(size), "DET_LOCAL_SIZE": str(len(slot_ids)),
                    "DET_NUM_AGENTS": str(ranks["num_agents"]),
                    "MASTER_ADDR": addr, "MASTER_PORT": str(port)}
-            if offset is not None:
+            if offset is not None:  # a script: its ranks meet at ports of this offset
                 env["DET_UNIQUE_PORT_OFFSET"] = str(offset)
+                # Every part has the trial's token: the key of the Core API's group.
+                env["DET_DIST_AUTHKEY"] = hashlib.sha256(token.encode()).hexdigest()[:32]
             env.update(interface_env(self.address, dict(os.environ)))
             env.update(self._gpu_env(t, slot_ids))
             for local_rank in range(1 if script else len(slot_ids)):

@@ -9,6 +9,11 @@ serves the requests the command sends over its link (:mod:`._script_link`) by ca
 its own :class:`TrialHost`, so it stays the only process talking to the driver or
 master. All host calls come from the calling thread.
 
+A trial spanning several machines (agents) runs the command once per machine: the
+chief's trial process as above, every other machine's :func:`run_script_part`, which
+runs it without a link (its ranks reach the chief's through ``core.distributed``); each
+machine's ``det.get_cluster_info()`` tells the command its place (``rendezvous``).
+
 Training and progress reports are one-way (the script does not wait) and reach the
 host in batches, in the order sent; see :class:`_Server`. When the script exits, however
 it exits, everything it sent is read and forwarded before its exit is reported.

@@ -4,7 +4,9 @@
 
 On the platform: one process per slot of the trial on this machine
 (``--nproc_per_node``), ``--nnodes`` the trial's machines, ``--node_rank`` this one's
-rank, the chief's address for the rendezvous. Each rank runs
+rank, the chief's address for the rendezvous (on several machines at port 29400 plus
+the trial's ``DET_UNIQUE_PORT_OFFSET``, which the chief's agent picked free; see
+:mod:`determined.launch._ports`). Each rank runs
 ``determined.launch.wrap_rank RANK CMD...`` (its output tagged with its rank) and
 has ``DET_CHIEF_IP`` and ``DET_UNIQUE_PORT_OFFSET`` set, so that
 ``core.DistributedContext.from_torch_distributed()`` connects the ranks.
