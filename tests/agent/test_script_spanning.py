@@ -11,7 +11,6 @@ import sys
 import time
 
 import pytest
-import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"))
 
