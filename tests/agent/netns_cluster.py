@@ -11,7 +11,6 @@ Usage: python netns_cluster.py WORK_DIR [script]
 """
 
 import json
-import os
 import pathlib
 import re
 import subprocess
