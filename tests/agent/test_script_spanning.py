@@ -11,6 +11,7 @@ import sys
 import time
 
 import pytest
+import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"))
 
@@ -154,3 +155,23 @@ def test_pause_and_kill_stop_every_machine(cluster, tmp_path):
                what="every rank to be gone after the kill")
     time.sleep(0.5)
     wait_until(lambda: _free_slots(cluster), timeout=60, what="the slots to be free")
+
+
+def test_a_trial_class_under_the_launcher_across_two_agents(cluster):
+    """``torch_distributed --trial``: each machine's ranks run the Trial class; the
+    chief's rank 0 reports through the link."""
+    model = CORE_DIR.parent / "dist_pytorch"
+    config = yaml.safe_load((model / "const.yaml").read_text())
+    config["entrypoint"] = ("python3 -m determined.launch.torch_distributed --trial "
+                            + config["entrypoint"])
+    config["max_restarts"] = 0
+    cluster.ensure_agents("a1", "a2")
+    exp_id = create_experiment(cluster.api, config, model)
+    exp = wait_for_state(cluster.api, exp_id, ENDED, timeout=600)
+    (trial,) = exp["trials"]
+    logs = trial_logs(cluster.api, trial["id"])
+    assert exp["state"] == "COMPLETED" and trial["total_batches"] == 40, (exp, logs)
+    assert "runs its script on machine 1" in logs, logs
+    assert f"[machine 1] [rank=1] rank 1 of trial {trial['id']} exited: completed" in logs, logs
+    assert [b for k, b, _ in metric_rows(cluster.api, trial["id"]) if k == "validation"] == [
+        20, 40]
