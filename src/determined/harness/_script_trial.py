@@ -401,12 +401,9 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
     """
     argv = script_command(env.experiment_config["entrypoint"])
     grace = _stop_grace()
-    workdir = tempfile.mkdtemp(prefix="det-script-")
+    workdir, info_path, latest = _prepare(env, storage_config, master_url, rendezvous)
     address = os.path.join(workdir, "link")
     authkey = secrets.token_bytes(32)
-    info_path = os.path.join(workdir, "cluster_info.json")
-    latest = _checkpoint_uuid(env.latest_checkpoint)
-    write_cluster_info(info_path, env, storage_config, master_url, latest, rendezvous)
     listener = Listener(address, family="AF_UNIX", authkey=authkey)
     accepted: "queue.Queue[Connection]" = queue.Queue()
     threading.Thread(target=_accept_forever, args=(listener, accepted),
@@ -433,9 +430,7 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
                          env.trial_id, server.failure)
             reported = 1
         host.script_exited(reported)
-        if terminated.is_set():
-            return 128 + signal.SIGTERM
-        return reported if reported >= 0 else 128 - reported
+        return _exit_status(reported, terminated)
     finally:
         if child is not None:
             child.close()
@@ -487,15 +482,12 @@ def run_script_part(env: TrialEnv, storage_config: Mapping[str, Any],
     ranks reach the chief's through ``core.distributed`` (the launcher reads this
     machine's place, ``rendezvous``, from ``det.get_cluster_info()``).
 
-    Stops come as SIGTERM to this process (the agent killing the part) and go on as
-    SIGTERM, then SIGKILL, to the command's group; a pause or searcher stop reaches the
-    command through the chief's ranks. Returns the command's exit code (as
-    :func:`run_script`)."""
+    A pause or searcher stop reaches the command through the chief's ranks; SIGTERM to
+    this process goes on as SIGTERM, then SIGKILL, to the command's group; a SIGKILL
+    (the agent killing the part) takes the group with it, as for :func:`run_script`.
+    Returns the command's exit code (as :func:`run_script`)."""
     argv = script_command(env.experiment_config["entrypoint"])
-    workdir = tempfile.mkdtemp(prefix="det-script-")
-    info_path = os.path.join(workdir, "cluster_info.json")
-    latest = _checkpoint_uuid(env.latest_checkpoint)
-    write_cluster_info(info_path, env, storage_config, master_url, latest, rendezvous)
+    workdir, info_path, latest = _prepare(env, storage_config, master_url, rendezvous)
     terminated = threading.Event()
     restore = _on_sigterm(terminated.set)
     child: Optional[_Child] = None
@@ -509,14 +501,30 @@ def run_script_part(env: TrialEnv, storage_config: Mapping[str, Any],
         code = child.proc.returncode
         logger.info("trial %s: script on machine %s %s", env.trial_id, machine,
                     _describe(code, False))
-        if terminated.is_set():
-            return 128 + signal.SIGTERM
-        return code if code >= 0 else 128 - code
+        return _exit_status(code, terminated)
     finally:
         if child is not None:
             child.close()
         restore()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _prepare(env: TrialEnv, storage_config: Mapping[str, Any], master_url: Optional[str],
+             rendezvous: Optional[Mapping[str, Any]]) -> Tuple[str, str, Optional[str]]:
+    """A fresh directory with the script's ``DET_CLUSTER_INFO`` file: (directory, the
+    file's path, the uuid of the checkpoint to resume from)."""
+    workdir = tempfile.mkdtemp(prefix="det-script-")
+    info_path = os.path.join(workdir, "cluster_info.json")
+    latest = _checkpoint_uuid(env.latest_checkpoint)
+    write_cluster_info(info_path, env, storage_config, master_url, latest, rendezvous)
+    return workdir, info_path, latest
+
+
+def _exit_status(code: int, terminated: threading.Event) -> int:
+    """This process's exit code for the script's ``code`` (see the module docstring)."""
+    if terminated.is_set():
+        return 128 + signal.SIGTERM
+    return code if code >= 0 else 128 - code
 
 
 def _describe(code: int, stopped: bool) -> str:
