@@ -46,7 +46,6 @@ from determined._procs._gpus import (Gpu, check_memory_fraction, check_slots_per
                                     trial_gpu_env)
 from determined._version import __version__
 from determined.common.api import APIError, MasterClient, unpack_context
-from determined.config import is_script_entrypoint
 from determined.launch._ports import free_port_offset, offset_of, rendezvous_port
 from determined.tasks._launch import TaskProcess, free_port, task_from_command
 
@@ -598,6 +597,8 @@ class Agent:
         ranks = dict(command["ranks"])
         slot_ids = [int(s) for s in command.get("slot_ids") or []]
         first, size = int(ranks["first"]), int(ranks["size"])
+        from determined.config import is_script_entrypoint  # not at import: 0.1 s
+
         script = is_script_entrypoint(
             (command["spec"].get("env") or {}).get("experiment_config", {}).get("entrypoint"))
         results: "queue.Queue[int]" = queue.Queue()

@@ -14,8 +14,6 @@ import random
 import socket
 from typing import List
 
-from determined.core._distributed import DEFAULT_PORT
-
 __all__ = ["C10D_PORT", "chief_ports", "free_port_offset", "offset_of", "rendezvous_port"]
 
 #: Upstream's torchrun rendezvous port, before the trial's offset.
@@ -27,6 +25,8 @@ _MAX_OFFSET = 3000
 
 def chief_ports(offset: int) -> List[int]:
     """Every port the chief binds for ``offset``."""
+    from determined.core._distributed import DEFAULT_PORT  # not at import: agents load this
+
     return [DEFAULT_PORT + offset, C10D_PORT + offset]
 
 
