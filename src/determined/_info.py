@@ -3,7 +3,9 @@
 that the platform writes for a script entrypoint. None outside the platform.
 
 The file: ``{"env": TrialEnv.to_dict(), "checkpoint_storage": {...},
-"master_url": str or null}``.
+"master_url": str or null}``, and for a trial spanning machines ``"rendezvous":
+{"container_addrs": [...], "container_rank": int, "container_slot_counts": [...]}``
+(this machine's place among them).
 """
 
 from __future__ import annotations
@@ -122,6 +124,10 @@ class ClusterInfo:
 def read_info_file(path: str) -> Tuple[Dict[str, Any], Dict[str, Any], Optional[str]]:
     """(TrialEnv dict, checkpoint_storage section, master URL) from the info file; the
     env's ``latest_checkpoint`` is a storage id here."""
+    return _parse_info(path, _load_info(path))
+
+
+def _load_info(path: str) -> Dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as f:
             data = json.load(f)
@@ -131,6 +137,11 @@ def read_info_file(path: str) -> Tuple[Dict[str, Any], Dict[str, Any], Optional[
         raise RuntimeError(f"{INFO_ENV}={path}: not valid JSON: {e}") from None
     if not isinstance(data, dict):
         raise RuntimeError(f"{INFO_ENV}={path}: expected a JSON object")
+    return data
+
+
+def _parse_info(path: str, data: Dict[str, Any]
+                ) -> Tuple[Dict[str, Any], Dict[str, Any], Optional[str]]:
     env = data.get("env")
     if not isinstance(env, dict):  # TrialEnv fields at the top level
         env = {k: v for k, v in data.items()
@@ -146,10 +157,12 @@ def read_info_file(path: str) -> Tuple[Dict[str, Any], Dict[str, Any], Optional[
 
 
 def _slot_ids(size: int) -> List[int]:
-    raw = os.environ.get("DET_SLOT_IDS")
+    """This machine's slots of the trial: ``DET_SLOT_IDS`` (a JSON list, or numbers
+    separated by commas as agents set it), else the visible GPUs, else ``size`` slots."""
+    raw = os.environ.get("DET_SLOT_IDS", "").strip()
     if raw:
         try:
-            ids = json.loads(raw)
+            ids = json.loads(raw if raw.startswith("[") else f"[{raw}]")
             if isinstance(ids, list) and all(isinstance(i, int) for i in ids):
                 return ids
         except ValueError:
@@ -160,20 +173,38 @@ def _slot_ids(size: int) -> List[int]:
     return list(range(size))
 
 
-def cluster_info_from(env: Dict[str, Any], master_url: Optional[str]) -> ClusterInfo:
-    """A ClusterInfo for a trial environment (``TrialEnv.to_dict()``)."""
+def _rendezvous_info(raw: Any, dist: Dict[str, Any], agents: int,
+                     per_agent: int) -> RendezvousInfo:
+    """The trial's machines: the info file's ``rendezvous`` (written for a trial spanning
+    machines), else ``agents`` machines reached at the chief's address."""
+    if isinstance(raw, dict):
+        return RendezvousInfo([str(a) for a in raw["container_addrs"]],
+                              int(raw["container_rank"]),
+                              [int(n) for n in raw["container_slot_counts"]])
+    return RendezvousInfo([str(dist.get("master_addr") or "127.0.0.1")] * agents,
+                          int(os.environ.get("DET_CONTAINER_RANK", "0") or 0),
+                          [per_agent] * agents)
+
+
+def cluster_info_from(env: Dict[str, Any], master_url: Optional[str],
+                      rendezvous: Optional[Dict[str, Any]] = None) -> ClusterInfo:
+    """A ClusterInfo for a trial environment (``TrialEnv.to_dict()``) and, for a trial
+    spanning machines, its ``rendezvous`` (``container_addrs``, ``container_rank``,
+    ``container_slot_counts``)."""
     config = env.get("experiment_config") or {}
     dist = env.get("distributed") or {}
     experiment_id, trial_id = int(env.get("experiment_id") or 0), int(env.get("trial_id") or 0)
     slots = int((config.get("resources") or {}).get("slots_per_trial") or 1)
     agents = max(1, int(dist.get("num_agents") or 1))
+    machines = _rendezvous_info(rendezvous, dist, agents, max(1, slots // agents))
     latest = env.get("latest_checkpoint")
     trial = TrialInfo(
         trial_id=trial_id, experiment_id=experiment_id, trial_seed=int(env.get("trial_seed") or 0),
         hparams=dict(env.get("hparams") or {}), config=config,
         unique_port_offset=int(os.environ.get("DET_UNIQUE_PORT_OFFSET", "0") or 0),
         debug=bool(config.get("debug", False)))
-    per_agent = max(1, slots // agents)
+    counts = machines.container_slot_counts
+    per_agent = counts[min(machines.container_rank, len(counts) - 1)]
     return ClusterInfo(
         master_url=master_url,
         cluster_id=os.environ.get("DET_CLUSTER_ID", ""),
@@ -185,9 +216,7 @@ def cluster_info_from(env: Dict[str, Any], master_url: Optional[str]) -> Cluster
         task_type="TRIAL",
         latest_checkpoint=checkpoint_ref_uuid(latest) if latest else None,
         trial_info=trial,
-        rendezvous_info=RendezvousInfo(
-            [str(dist.get("master_addr") or "127.0.0.1")] * agents,
-            int(os.environ.get("DET_CONTAINER_RANK", "0") or 0), [per_agent] * agents),
+        rendezvous_info=machines,
     )
 
 
@@ -201,6 +230,7 @@ def get_cluster_info() -> Optional[ClusterInfo]:
     if not path:
         return None
     if path not in _cache:
-        env, _, master_url = read_info_file(path)
-        _cache[path] = cluster_info_from(env, master_url)
+        data = _load_info(path)
+        env, _, master_url = _parse_info(path, data)
+        _cache[path] = cluster_info_from(env, master_url, data.get("rendezvous"))
     return _cache[path]

@@ -3,12 +3,14 @@ namespace behind a bridge (10.77.0.1) and two one-slot agents, each in a network
 namespace of its own (10.77.0.2, 10.77.0.3, joined by veth pairs to the bridge), so
 the agents reach the master and each other only over those links. A two-slot trial
 spans them; exits 0 when it completed with its ranks' rendezvous at an agent's
-bridge address (prints what happened either way).
+bridge address (prints what happened either way). With ``script``, the trial is a Core
+API script under ``determined.launch.torch_distributed`` (one machine each), which must
+also have been told both agents' addresses, the chief's first.
 
-Usage: python netns_cluster.py WORK_DIR
+Usage: python netns_cluster.py WORK_DIR [script]
 """
 
-import os
+import json
 import pathlib
 import re
 import subprocess
@@ -30,6 +32,25 @@ from master_testing import (  # noqa: E402
 
 BRIDGE = "10.77.0.1"
 DIST_MODEL = HERE.parent / "fixtures" / "dist_pytorch"
+CORE_DIR = HERE.parent / "fixtures" / "core_api"
+
+
+def _script_config(markers: pathlib.Path) -> dict:
+    return {"name": "script-across-namespaces",
+            "entrypoint": "python3 -m determined.launch.torch_distributed python3 span_core.py",
+            "hyperparameters": {"marker_dir": str(markers), "ckpt_every": 2},
+            "searcher": {"name": "single", "metric": "validation_loss",
+                         "max_length": {"batches": 4}},
+            "resources": {"slots_per_trial": 2}, "max_restarts": 0}
+
+
+def _script_ranks_ok(markers: pathlib.Path, chief_ip: str) -> bool:
+    """Each rank was told both machines, the chief's address first, and its own place."""
+    ranks = [json.loads((markers / f"rank{r}.json").read_text()) for r in (0, 1)]
+    print("ranks:", ranks)
+    return all(sorted(i["container_addrs"]) == ["10.77.0.2", "10.77.0.3"]
+               and i["container_addrs"][0] == chief_ip and i["container_rank"] == i["rank"]
+               and i["cross_size"] == 2 for i in ranks)
 
 
 def sh(*cmd: str) -> None:
@@ -68,7 +89,7 @@ class NamespacedAgent:
             self.proc.kill()
 
 
-def main(root: pathlib.Path) -> int:
+def main(root: pathlib.Path, script: bool = False) -> int:
     sh("ip", "link", "set", "lo", "up")
     sh("ip", "link", "add", "br0", "type", "bridge")
     sh("ip", "addr", "add", f"{BRIDGE}/24", "dev", "br0")
@@ -83,9 +104,14 @@ def main(root: pathlib.Path) -> int:
         with master.client() as api:
             wait_until(lambda: {a["id"] for a in api.get("/agents").json()["agents"]} == {
                 "ns1", "ns2"}, timeout=120, what="both agents")
-            config = yaml.safe_load((DIST_MODEL / "const.yaml").read_text())
-            config["max_restarts"] = 0
-            exp_id = create_experiment(api, config, DIST_MODEL)
+            markers = root / "markers"
+            markers.mkdir()
+            if script:
+                exp_id = create_experiment(api, _script_config(markers), CORE_DIR)
+            else:
+                config = yaml.safe_load((DIST_MODEL / "const.yaml").read_text())
+                config["max_restarts"] = 0
+                exp_id = create_experiment(api, config, DIST_MODEL)
             exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=300)
             trial_id = exp["trials"][0]["id"]
             logs = trial_logs(api, trial_id)
@@ -97,6 +123,7 @@ def main(root: pathlib.Path) -> int:
         ok = (exp["state"] == "COMPLETED" and sorted(a for a, _ in met) == ["ns1", "ns2"]
               and len({ip for _, ip in met}) == 1 and met[0][1] in ("10.77.0.2", "10.77.0.3")
               and sorted(addresses) == ["10.77.0.2", "10.77.0.3"])
+        ok = ok and (not script or _script_ranks_ok(markers, met[0][1]))
         print("RESULT", "ok" if ok else "FAILED", exp["state"])
         return 0 if ok else 1
     finally:
@@ -108,4 +135,4 @@ def main(root: pathlib.Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(pathlib.Path(sys.argv[1])))
+    sys.exit(main(pathlib.Path(sys.argv[1]), sys.argv[2:] == ["script"]))

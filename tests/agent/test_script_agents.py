@@ -1,7 +1,7 @@
 """Script entrypoints on remote agents (a master without slots, real ``det-agent``
 processes): the script runs in the agent's trial process and its output reaches the
 trial's log; a SIGKILLed script restarts from its checkpoint; a trial spanning two
-agents starts the script on its chief only."""
+agents runs the script on each machine (only the chief's has the link)."""
 
 import os
 import pathlib
@@ -57,13 +57,24 @@ def test_script_on_a_remote_agent_completes_and_survives_a_sigkill(cluster, tmp_
     assert "closed at step 10" in logs  # the script's own output, shipped by the agent
 
 
-def test_script_trial_spanning_two_agents_runs_on_its_chief_only(cluster):
+def test_script_trial_spanning_two_agents_runs_on_each_and_fails_with_either(cluster):
+    """Each machine runs the command; this one finds no link on machine 1 (it is no
+    distributed script) and exits 2 there, which fails the trial (the chief's script is
+    killed)."""
     cluster.ensure_agents("a1", "a2")
-    config = _config(4)
+    # The chief's steps take long enough that machine 1 fails first.
+    config = _config(6, step_seconds=5.0)
     config["resources"] = {"slots_per_trial": 2}
+    config["max_restarts"] = 0
     exp_id = create_experiment(cluster.api, config, SCRIPT_DIR)
-    exp = wait_for_state(cluster.api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=300)
+    try:
+        exp = wait_for_state(cluster.api, exp_id, ["COMPLETED", "ERROR", "CANCELED"],
+                             timeout=300)
+    except AssertionError as e:
+        trials = cluster.api.get(f"/experiments/{exp_id}/trials").json()["trials"]
+        raise AssertionError(f"{e}\n{trial_logs(cluster.api, trials[0]['id'])}") from None
     logs = trial_logs(cluster.api, exp["trials"][0]["id"])
-    assert exp["state"] == "COMPLETED", (exp, logs)
-    assert logs.count("runs its script") == 1
-    assert "a script trial runs on its chief only" in logs
+    assert exp["state"] == "ERROR", (exp, logs)
+    assert logs.count("runs its script") == 2 and "runs its script on machine 1" in logs, logs
+    assert "[machine 1] not run as a trial" in logs, logs
+    assert "a part of the trial on agent" in logs and "exited with code 2" in logs, logs

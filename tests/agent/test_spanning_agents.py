@@ -221,12 +221,15 @@ def test_registry_sends_other_parts_after_the_rendezvous_and_waits_for_every_par
     assert reg.holds_parts(5) and reg.holds(5)  # parts count as held
     (command,) = reg.poll("a1", s1, 0)
     assert command["type"] == "launch_part" and command["launch_id"] == chief
-    assert command["ranks"] == {"first": 0, "size": 2, "num_agents": 2, "chief": True}
+    assert command["ranks"] == {"first": 0, "size": 2, "num_agents": 2, "chief": True,
+                                "node_rank": 0, "addrs": ["10.0.0.1", "10.0.0.2"],
+                                "slot_counts": [1, 1]}
     assert reg.poll("a2", s2, 0) == []  # waits for rank 0's address
     assert reg.rendezvous("a1", s1, chief, "", 29500)  # "": the address the master saw
     (command,) = reg.poll("a2", s2, 0)
     assert command["launch_id"] == other and command["ranks"] == {
-        "first": 1, "size": 2, "num_agents": 2, "chief": False,
+        "first": 1, "size": 2, "num_agents": 2, "chief": False, "node_rank": 1,
+        "addrs": ["10.0.0.1", "10.0.0.2"], "slot_counts": [1, 1],
         "master_addr": "10.0.0.1", "master_port": 29500}
     assert [d["trials"] for d in reg.describe()] == [[5], [5]]
     reg.report("a2", s2, {other: ["boom"]}, {other: 3})  # rank 1 failed
@@ -241,7 +244,8 @@ def test_registry_sends_other_parts_after_the_rendezvous_and_waits_for_every_par
     chief, other = _parts(reg, 6)  # a user error anywhere wins over the chief's crash
     reg.poll("a1", s1, 0)
     reg.rendezvous("a1", s1, chief, "10.9.9.9", 1234)
-    reg.poll("a2", s2, 0)
+    (command,) = reg.poll("a2", s2, 0)  # the chief's address: where its ranks listen
+    assert command["ranks"]["addrs"] == ["10.9.9.9", "10.0.0.2"], command
     reg.report("a1", s1, {}, {chief: 1})
     reg.report("a2", s2, {}, {other: 65})
     assert rec.exits[-1] == (6, 65)
@@ -287,6 +291,20 @@ def test_registry_kill_and_lost_agents_of_a_spanning_trial():
     reg.report("a1", s1, {}, {chief: 1})
     assert rec.exits[-1] == (10, -9) and rec.lost == []
     assert any("agent a2 lost" in line for _, lines in rec.logs for line in lines)
+    reg.close()
+
+
+def test_registry_a_part_failing_after_a_clean_chief_ends_the_trial_once():
+    rec = Recorder()
+    reg = rec.registry()
+    s1, s2 = _two_agents(reg)
+    chief, other = _parts(reg, 12)
+    reg.poll("a1", s1, 0)
+    reg.rendezvous("a1", s1, chief, "", 1234)
+    reg.poll("a2", s2, 0)
+    reg.report("a1", s1, {}, {chief: 0})
+    reg.report("a2", s2, {}, {other: 2})  # the last part: nothing left to stop
+    assert rec.exits == [(12, 0)] and not reg.holds_parts(12)
     reg.close()
 
 

@@ -26,9 +26,10 @@ def _namespaces_available() -> bool:
 @pytest.mark.skipif(not _namespaces_available(),
                     reason="network namespaces need root (unshare --net, ip): the agents "
                            "are tested as separate processes in test_spanning_agents.py")
-def test_trial_across_agents_in_separate_network_namespaces(tmp_path):
+@pytest.mark.parametrize("kind", ["trial", "script"])
+def test_trial_across_agents_in_separate_network_namespaces(tmp_path, kind):
     out = subprocess.run(["unshare", "--net", "--fork", sys.executable, str(SCRIPT),
-                          str(tmp_path)], capture_output=True, text=True, timeout=600,
-                         env=dict(os.environ))
+                          str(tmp_path), *(["script"] if kind == "script" else [])],
+                         capture_output=True, text=True, timeout=600, env=dict(os.environ))
     assert out.returncode == 0 and "RESULT ok" in out.stdout, (out.stdout[-8000:],
                                                                out.stderr[-4000:])

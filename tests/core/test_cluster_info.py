@@ -56,3 +56,20 @@ def test_no_info_off_the_platform_and_clear_errors(tmp_path, monkeypatch):
     monkeypatch.setenv("DET_CLUSTER_INFO", str(tmp_path / "missing.json"))
     with pytest.raises(RuntimeError, match="cannot read it"):
         det.get_cluster_info()
+
+
+def test_a_machine_of_a_trial_spanning_machines(tmp_path, monkeypatch):
+    rendezvous = {"container_addrs": ["10.0.0.5", "10.0.0.6", "10.0.0.7"],
+                  "container_rank": 1, "container_slot_counts": [2, 3, 1]}
+    monkeypatch.setenv("DET_CLUSTER_INFO", str(_write(tmp_path, rendezvous=rendezvous)))
+    monkeypatch.setenv("DET_SLOT_IDS", "4,5,6")  # as an agent sets it
+    _info._cache.clear()
+    info = det.get_cluster_info()
+    assert info.container_addrs == ["10.0.0.5", "10.0.0.6", "10.0.0.7"]
+    assert info.container_rank == 1 and info.container_slot_counts == [2, 3, 1]
+    assert info.slot_ids == [4, 5, 6]
+    monkeypatch.delenv("DET_SLOT_IDS")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    _info._cache.clear()
+    assert det.get_cluster_info().slot_ids == [0, 1, 2]  # this machine's count
+    _info._cache.clear()

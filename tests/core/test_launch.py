@@ -2,9 +2,11 @@
 as real processes."""
 
 import json
+import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -29,6 +31,48 @@ def test_wrap_rank_tags_every_line_and_keeps_the_exit_code(tmp_path):
     assert done.returncode == 5
     assert done.stdout == "[rank=3] out one\n[rank=3] out two\n"
     assert done.stderr == "[rank=3] bar 10%\n[rank=3] bar 100%\n[rank=3] err\n"
+
+
+_LAUNCHER = """
+import subprocess, sys, time
+# As torchrun starts a rank: wrap_rank in a session of its own.
+subprocess.Popen([sys.executable, "-m", "determined.launch.wrap_rank", "0", "python3", "-c",
+                  "import os, time; open(sys.argv[1], 'w').write(str(os.getpid())); "
+                  "time.sleep(600)".replace("sys.argv[1]", repr(sys.argv[1]))],
+                 start_new_session=True)
+time.sleep(600)
+"""
+
+
+def test_wrap_rank_and_its_command_die_with_a_launcher_killed_hard(tmp_path):
+    pid_file = tmp_path / "rank.pid"
+    launcher = subprocess.Popen([sys.executable, "-c", _LAUNCHER, str(pid_file)],
+                                env=script_env(tmp_path))
+    try:
+        deadline = time.monotonic() + 60
+        while not (pid_file.exists() and pid_file.read_text()):
+            assert time.monotonic() < deadline, "the rank did not start"
+            time.sleep(0.05)
+        rank = int(pid_file.read_text())
+    finally:
+        launcher.kill()
+        launcher.wait()
+    deadline = time.monotonic() + 30
+    try:
+        while _running(rank):
+            assert time.monotonic() < deadline, "the rank outlived its launcher"
+            time.sleep(0.1)
+    finally:
+        if _running(rank):  # the failing case: no orphan left behind
+            os.kill(rank, signal.SIGKILL)
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_wrap_rank_reads_the_rank_from_the_environment(tmp_path):

@@ -15,7 +15,7 @@ from determined.config import Length
 from determined.errors import InvalidModelDefError
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp
 from determined.harness._script_link import connect
-from determined.harness._script_trial import run_script
+from determined.harness._script_trial import run_script, run_script_part
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -196,7 +196,9 @@ def test_missing_command_is_a_clear_user_error(tmp_path, out_dir):
         run_script(_env(tmp_path, "./nope.sh --x"), InProcessHost([]), _storage(tmp_path))
 
 
-def test_sigterm_to_the_trial_process_reaches_the_script(tmp_path, out_dir):
+def _sigterm_when_ready(tmp_path):
+    """Write wait.py (it notes a SIGTERM, then exits 5) and SIGTERM this process once it
+    runs."""
     _write(tmp_path, "wait.py", """
         import os, signal, sys, time
         def bye(*_):
@@ -214,10 +216,46 @@ def test_sigterm_to_the_trial_process_reaches_the_script(tmp_path, out_dir):
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=terminate_when_ready, daemon=True).start()
+
+
+def test_sigterm_to_the_trial_process_reaches_the_script(tmp_path, out_dir):
+    _sigterm_when_ready(tmp_path)
     host = InProcessHost([])
     code = run_script(_env(tmp_path, "python3 wait.py"), host, _storage(tmp_path))
     assert code == 128 + signal.SIGTERM
     assert (tmp_path / "got-sigterm").read_text() == "yes" and host.script_exit_code == 5
+
+
+_MACHINE = {"container_addrs": ["10.0.0.5", "10.0.0.6"], "container_rank": 1,
+            "container_slot_counts": [2, 2]}
+
+
+def test_a_part_runs_the_script_without_a_link_told_its_machine(tmp_path, out_dir, monkeypatch):
+    monkeypatch.setenv("DET_SCRIPT_LINK", "/inherited/link")  # the script must not see it
+    monkeypatch.setenv("DET_SLOT_IDS", "0,1")
+    _write(tmp_path, "part.py", """
+        import json, os, sys
+        import determined as det
+        from determined.harness._script_link import connect
+        info = det.get_cluster_info()
+        json.dump({"link": connect() is None, "rank": info.container_rank,
+                   "addrs": info.container_addrs, "slots": info.slot_ids,
+                   "hparams": info.trial.hparams, "det_rank": os.environ.get("DET_RANK")},
+                  open(os.environ["OUT_DIR"] + "/part.json", "w"))
+        sys.exit(3)
+    """)
+    env = _env(tmp_path, "python3 part.py", {"lr": 0.5})
+    assert run_script_part(env, _storage(tmp_path), None, _MACHINE) == 3
+    seen = json.loads((tmp_path / "part.json").read_text())
+    assert seen == {"link": True, "rank": 1, "addrs": ["10.0.0.5", "10.0.0.6"],
+                    "slots": [0, 1], "hparams": {"lr": 0.5}, "det_rank": None}
+
+
+def test_sigterm_to_a_part_reaches_its_script(tmp_path, out_dir):
+    _sigterm_when_ready(tmp_path)
+    code = run_script_part(_env(tmp_path, "python3 wait.py"), _storage(tmp_path), None, _MACHINE)
+    assert code == 128 + signal.SIGTERM
+    assert (tmp_path / "got-sigterm").read_text() == "yes"
 
 
 def test_connect_outside_a_trial_is_none(monkeypatch):
@@ -237,7 +275,7 @@ def test_sigkilled_trial_process_takes_the_scripts_process_group_along(tmp_path,
     """)
     (tmp_path / "wrapper.py").write_text(textwrap.dedent(f"""
         from determined.harness import InProcessHost, TrialEnv
-        from determined.harness._script_trial import run_script
+        from determined.harness._script_trial import run_script, run_script_part
         env = TrialEnv({{"entrypoint": "python3 spawner.py"}}, {{}}, {str(tmp_path / "model")!r})
         run_script(env, InProcessHost([]), {{"type": "shared_fs", "host_path": "/tmp"}})
     """))

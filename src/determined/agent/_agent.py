@@ -25,6 +25,7 @@ exits and deregisters.
 from __future__ import annotations
 
 import compileall
+import hashlib
 import json
 import os
 import queue
@@ -45,6 +46,7 @@ from determined._procs._gpus import (Gpu, check_memory_fraction, check_slots_per
                                     trial_gpu_env)
 from determined._version import __version__
 from determined.common.api import APIError, MasterClient, unpack_context
+from determined.launch._ports import free_port_offset, offset_of, rendezvous_port
 from determined.tasks._launch import TaskProcess, free_port, task_from_command
 
 __all__ = ["Agent", "detect_gpus", "default_work_dir"]
@@ -83,6 +85,17 @@ class _Part(_Trial):
 
 #: The entry of ranks > 0 (rank 0 runs the trial runner, the zygote's default).
 RANK_MODULE = "determined.harness._rank_main"
+#: What a script trial's machines other than the chief's run (the script, no link).
+SCRIPT_PART_MODULE = "determined.harness._script_part"
+
+
+def _script_rendezvous(ranks: Dict[str, Any], chief_addr: str) -> Dict[str, Any]:
+    """The trial's machines as ``det.get_cluster_info()`` tells a script on this one
+    (the chief's address: where its ranks meet)."""
+    addrs = [str(a) for a in ranks.get("addrs") or []] or [chief_addr] * int(ranks["num_agents"])
+    return {"container_addrs": [chief_addr] + addrs[1:],
+            "container_rank": int(ranks["node_rank"]),
+            "container_slot_counts": [int(n) for n in ranks["slot_counts"]]}
 
 
 class _Task:
@@ -490,11 +503,15 @@ class Agent:
                               lambda lines: self._events.put(("lines", launch_id, lines)),
                               max_age=0.1, prefix=prefix)
 
-    def _write_spec(self, t: _Trial, command: Dict[str, Any], token: str) -> Tuple[str, str]:
+    def _write_spec(self, t: _Trial, command: Dict[str, Any], token: str,
+                    rendezvous: Optional[Dict[str, Any]] = None) -> Tuple[str, str]:
         """Fetch the trial's model definition and write its spec (this agent's model
-        directory and threads); returns the model directory and the spec's path."""
+        directory and threads; a script trial's machines: ``rendezvous``); returns the
+        model directory and the spec's path."""
         model_dir = self._model_def(int(command["experiment_id"]), token)
         spec = dict(command["spec"])
+        if rendezvous is not None:
+            spec["rendezvous"] = rendezvous
         spec["env"] = dict(spec["env"], model_dir=model_dir)
         spec["threads"] = max(1, (os.cpu_count() or 1) // self.slots)
         trial_dir = os.path.join(self.work_dir, "trials", str(t.trial_id))
@@ -572,11 +589,18 @@ class Agent:
 
     def _launch_part(self, t: _Part, command: Dict[str, Any]) -> None:
         """Start this agent's ranks of a trial spanning agents, one process per slot
-        (rank 0 runs the trial runner, the others :data:`RANK_MODULE`). The part's exit
-        code is its first failing rank's (the others are killed then), else 0."""
+        (rank 0 runs the trial runner, the others :data:`RANK_MODULE`); for a script
+        trial one process for the whole part (the chief's: the trial runner, which runs
+        the script and serves its link; the others: :data:`SCRIPT_PART_MODULE`, the
+        script alone), the script starting its ranks itself. The part's exit code is
+        its first failing process's (the others are killed then), else 0."""
         ranks = dict(command["ranks"])
         slot_ids = [int(s) for s in command.get("slot_ids") or []]
         first, size = int(ranks["first"]), int(ranks["size"])
+        from determined.config import is_script_entrypoint  # not at import: 0.1 s
+
+        script = is_script_entrypoint(
+            (command["spec"].get("env") or {}).get("experiment_config", {}).get("entrypoint"))
         results: "queue.Queue[int]" = queue.Queue()
         started = 0
         failure: Optional[int] = None
@@ -585,32 +609,44 @@ class Agent:
                          f"{first + len(slot_ids) - 1} of {size} of trial {t.trial_id} on "
                          f"slot(s) {','.join(map(str, slot_ids))} (launch {t.launch_id})")
             token = command["env"]["DET_TRIAL_TOKEN"]
-            model_dir, spec_path = self._write_spec(t, command, token)
+            offset: Optional[int] = None
             if ranks.get("chief"):
-                addr, port = self._rendezvous(t)
+                offset = free_port_offset() if script else None
+                addr, port = self._rendezvous(
+                    t, None if offset is None else rendezvous_port(offset))
             else:
                 addr, port = str(ranks["master_addr"]), int(ranks["master_port"])
+                offset = offset_of(port) if script else None
             self._log(t, f"det-agent {self.id}: ranks of trial {t.trial_id} rendezvous at "
                          f"{addr}:{port}")
+            rendezvous = _script_rendezvous(ranks, addr) if script else None
+            model_dir, spec_path = self._write_spec(t, command, token, rendezvous)
             env = {"DET_MASTER": self._poller.url, "DET_TRIAL_TOKEN": token,
                    "DET_TRIAL_SPEC": spec_path, "DET_DIST_SPEC": spec_path,
                    "DET_AGENT_ID": self.id, "DET_SLOT_IDS": ",".join(map(str, slot_ids)),
                    "DET_SIZE": str(size), "DET_LOCAL_SIZE": str(len(slot_ids)),
                    "DET_NUM_AGENTS": str(ranks["num_agents"]),
                    "MASTER_ADDR": addr, "MASTER_PORT": str(port)}
+            if offset is not None:  # a script: its ranks meet at ports of this offset
+                env["DET_UNIQUE_PORT_OFFSET"] = str(offset)
+                # Every part has the trial's token: the key of the Core API's group.
+                env["DET_DIST_AUTHKEY"] = hashlib.sha256(token.encode()).hexdigest()[:32]
             env.update(interface_env(self.address, dict(os.environ)))
             env.update(self._gpu_env(t, slot_ids))
-            for local_rank in range(len(slot_ids)):
+            for local_rank in range(1 if script else len(slot_ids)):
                 rank = first + local_rank
                 with self._lock:
                     if t.killed:
                         raise _Killed()
+                module = None if rank == 0 else SCRIPT_PART_MODULE if script else RANK_MODULE
                 pid, out_fd = self._spawner.spawn(
                     dict(env, DET_RANK=str(rank), DET_LOCAL_RANK=str(local_rank)), model_dir,
-                    module=None if rank == 0 else RANK_MODULE)
+                    module=module)
                 with self._lock:
                     t.pids.append(pid)
-                threading.Thread(target=self._follow_rank, args=(t, pid, out_fd, rank, results),
+                prefix = "" if rank == 0 else \
+                    f"[machine {ranks.get('node_rank')}] " if script else f"[rank {rank}] "
+                threading.Thread(target=self._follow_rank, args=(t, pid, out_fd, prefix, results),
                                  name=f"det-rank-{t.trial_id}-{rank}", daemon=True).start()
                 started += 1
             with self._lock:
@@ -634,14 +670,18 @@ class Agent:
                 self._kill(t)  # the part's other ranks
         self._events.put(("exit", t.launch_id, failure or 0))
 
-    def _follow_rank(self, t: _Part, pid: int, out_fd: int, rank: int,
+    def _follow_rank(self, t: _Part, pid: int, out_fd: int, prefix: str,
                      results: "queue.Queue[int]") -> None:
-        """Ship one rank's output lines, then put its exit code in ``results``."""
-        results.put(self._follow(t.launch_id, pid, out_fd, "" if rank == 0 else f"[rank {rank}] "))
+        """Ship one process's output lines (each after ``prefix``), then put its exit
+        code in ``results``."""
+        results.put(self._follow(t.launch_id, pid, out_fd, prefix))
 
-    def _rendezvous(self, t: _Part, timeout: float = 60.0) -> Tuple[str, int]:
-        """Pick rank 0's port and tell the master (which then sends the other parts)."""
-        port = free_port("")  # free on every interface now: rank 0 binds it moments later
+    def _rendezvous(self, t: _Part, port: Optional[int] = None,
+                    timeout: float = 60.0) -> Tuple[str, int]:
+        """Tell the master where rank 0 listens (``port``, default: one free now); it
+        then sends the other parts."""
+        if port is None:
+            port = free_port("")  # free on every interface now: rank 0 binds it moments later
         deadline = time.monotonic() + timeout
         backoff = 0.2
         while True:

@@ -10,7 +10,8 @@ its environment:
 - ``DET_SCRIPT_AUTHKEY``: its authentication key, in hex;
 - ``DET_CLUSTER_INFO``: a JSON file (:func:`write_cluster_info`):
   ``{"env": TrialEnv.to_dict(), "checkpoint_storage": {...}, "master_url": url or
-  null, "latest_checkpoint": uuid or null}``;
+  null, "latest_checkpoint": uuid or null}`` and, for a trial spanning machines,
+  ``"rendezvous"`` (this machine's place; see :mod:`determined._info`);
 - ``DET_TRIAL_ID``, ``DET_EXPERIMENT_ID``, ``DET_HPARAMS`` (JSON) and, when the trial
   resumes, ``DET_LATEST_CHECKPOINT`` (a checkpoint uuid), for scripts that read the
   environment directly.
@@ -82,10 +83,13 @@ class ScriptLink:
 
 
 def write_cluster_info(path: str, env: TrialEnv, storage_config: Mapping[str, Any],
-                       master_url: Optional[str], latest_checkpoint: Optional[str]) -> None:
+                       master_url: Optional[str], latest_checkpoint: Optional[str],
+                       rendezvous: Optional[Mapping[str, Any]] = None) -> None:
     """Write the ``DET_CLUSTER_INFO`` file (see the module docstring)."""
-    info = {"env": env.to_dict(), "checkpoint_storage": dict(storage_config),
-            "master_url": master_url, "latest_checkpoint": latest_checkpoint}
+    info: Dict[str, Any] = {"env": env.to_dict(), "checkpoint_storage": dict(storage_config),
+                            "master_url": master_url, "latest_checkpoint": latest_checkpoint}
+    if rendezvous is not None:
+        info["rendezvous"] = dict(rendezvous)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(info, f, default=str)
 

@@ -9,6 +9,11 @@ serves the requests the command sends over its link (:mod:`._script_link`) by ca
 its own :class:`TrialHost`, so it stays the only process talking to the driver or
 master. All host calls come from the calling thread.
 
+A trial spanning several machines (agents) runs the command once per machine: the
+chief's trial process as above, every other machine's :func:`run_script_part`, which
+runs it without a link (its ranks reach the chief's through ``core.distributed``); each
+machine's ``det.get_cluster_info()`` tells the command its place (``rendezvous``).
+
 Training and progress reports are one-way (the script does not wait) and reach the
 host in batches, in the order sent; see :class:`_Server`. When the script exits, however
 it exits, everything it sent is read and forwarded before its exit is reported.
@@ -59,7 +64,7 @@ from determined.harness._script_link import (
     write_cluster_info,
 )
 
-__all__ = ["run_script", "STOP_GRACE_ENV", "KILL_GRACE"]
+__all__ = ["run_script", "run_script_part", "STOP_GRACE_ENV", "KILL_GRACE"]
 
 logger = logging.getLogger("determined")
 
@@ -339,13 +344,18 @@ def _sleep(seconds: float) -> List[Any]:
     return []
 
 
-def _child_env(env: TrialEnv, address: str, authkey: bytes, info_path: str,
+def _child_env(env: TrialEnv, link: Optional[Tuple[str, bytes]], info_path: str,
                latest: Optional[str]) -> dict:
+    """The script's environment; ``link``: the link's (address, authkey), None on a
+    machine other than the chief's (its script has no link)."""
     import determined
 
-    out = {k: v for k, v in os.environ.items() if k not in _RANK_VARS}
+    out = {k: v for k, v in os.environ.items()
+           if k not in _RANK_VARS and k not in (LINK_ENV, AUTHKEY_ENV)}
+    if link is not None:
+        out.update({LINK_ENV: link[0], AUTHKEY_ENV: link[1].hex()})
     out.update({
-        LINK_ENV: address, AUTHKEY_ENV: authkey.hex(), CLUSTER_INFO_ENV: info_path,
+        CLUSTER_INFO_ENV: info_path,
         "DET_TRIAL_ID": str(env.trial_id), "DET_EXPERIMENT_ID": str(env.experiment_id),
         "DET_HPARAMS": json.dumps(env.hparams, default=str), "PYTHONUNBUFFERED": "1",
     })
@@ -370,7 +380,8 @@ def _accept_forever(listener: Listener, accepted: "queue.Queue[Connection]") -> 
 
 
 def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any],
-               master_url: Optional[str] = None) -> int:
+               master_url: Optional[str] = None,
+               rendezvous: Optional[Mapping[str, Any]] = None) -> int:
     """Run the trial's command until it exits; serve its link with ``host``.
 
     Args:
@@ -379,6 +390,8 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
         host: the trial process's host (pipe, REST or in-process).
         storage_config: the checkpoint_storage section, for the script.
         master_url: the master's URL (None in local runs).
+        rendezvous: the trial's machines when it spans several (this one: the chief's),
+            for ``det.get_cluster_info()``; see :func:`run_script_part`.
 
     Returns:
         The exit code for the trial process (see the module docstring).
@@ -388,12 +401,9 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
     """
     argv = script_command(env.experiment_config["entrypoint"])
     grace = _stop_grace()
-    workdir = tempfile.mkdtemp(prefix="det-script-")
+    workdir, info_path, latest = _prepare(env, storage_config, master_url, rendezvous)
     address = os.path.join(workdir, "link")
     authkey = secrets.token_bytes(32)
-    info_path = os.path.join(workdir, "cluster_info.json")
-    latest = _checkpoint_uuid(env.latest_checkpoint)
-    write_cluster_info(info_path, env, storage_config, master_url, latest)
     listener = Listener(address, family="AF_UNIX", authkey=authkey)
     accepted: "queue.Queue[Connection]" = queue.Queue()
     threading.Thread(target=_accept_forever, args=(listener, accepted),
@@ -404,7 +414,8 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
     child: Optional[_Child] = None
     try:
         logger.info("trial %s runs its script: %s", env.trial_id, " ".join(argv))
-        child = _Child(argv, env.model_dir, _child_env(env, address, authkey, info_path, latest))
+        child = _Child(argv, env.model_dir,
+                       _child_env(env, (address, authkey), info_path, latest))
         _supervise(child, server, accepted, terminated, grace)
         while not accepted.empty():
             server.add(accepted.get())
@@ -419,9 +430,7 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
                          env.trial_id, server.failure)
             reported = 1
         host.script_exited(reported)
-        if terminated.is_set():
-            return 128 + signal.SIGTERM
-        return reported if reported >= 0 else 128 - reported
+        return _exit_status(reported, terminated)
     finally:
         if child is not None:
             child.close()
@@ -431,19 +440,26 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _supervise(child: _Child, server: _Server, accepted: "queue.Queue[Connection]",
-               terminated: threading.Event, grace: float) -> None:
-    """Serve the child's link until it exits; tell it to stop when the host or a
-    SIGTERM says so, and escalate to SIGTERM and SIGKILL when it does not."""
+def _supervise(child: _Child, server: Optional[_Server],
+               accepted: "Optional[queue.Queue[Connection]]", terminated: threading.Event,
+               grace: float) -> None:
+    """Serve the child's link (if it has one: ``server``) until it exits; tell it to
+    stop when the host or a SIGTERM says so, and escalate to SIGTERM and SIGKILL when it
+    does not."""
     stop_at: Optional[float] = None
     term_at: Optional[float] = None
     while child.proc.poll() is None:
-        while not accepted.empty():
-            server.add(accepted.get())
-        server.serve_ready(_POLL_SECONDS)
+        if server is not None and accepted is not None:
+            while not accepted.empty():
+                server.add(accepted.get())
+            server.serve_ready(_POLL_SECONDS)
+        else:
+            _wait_exit(child, _POLL_SECONDS)
         now = time.monotonic()
-        if stop_at is None and (terminated.is_set() or server.host.should_stop()):
-            server.tell_stop()
+        if stop_at is None and (terminated.is_set()
+                                or (server is not None and server.host.should_stop())):
+            if server is not None:
+                server.tell_stop()
             stop_at = now - grace if terminated.is_set() else now
         if stop_at is not None and term_at is None and now - stop_at >= grace:
             logger.info("the script did not exit after a stop request; sending SIGTERM")
@@ -451,6 +467,64 @@ def _supervise(child: _Child, server: _Server, accepted: "queue.Queue[Connection
             term_at = now
         if term_at is not None and now - term_at >= KILL_GRACE:
             child.signal_group(signal.SIGKILL)
+
+
+def _wait_exit(child: _Child, timeout: float) -> None:
+    try:
+        child.proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def run_script_part(env: TrialEnv, storage_config: Mapping[str, Any],
+                    master_url: Optional[str], rendezvous: Mapping[str, Any]) -> int:
+    """Run the trial's command on a machine other than the chief's, without a link: its
+    ranks reach the chief's through ``core.distributed`` (the launcher reads this
+    machine's place, ``rendezvous``, from ``det.get_cluster_info()``).
+
+    A pause or searcher stop reaches the command through the chief's ranks; SIGTERM to
+    this process goes on as SIGTERM, then SIGKILL, to the command's group; a SIGKILL
+    (the agent killing the part) takes the group with it, as for :func:`run_script`.
+    Returns the command's exit code (as :func:`run_script`)."""
+    argv = script_command(env.experiment_config["entrypoint"])
+    workdir, info_path, latest = _prepare(env, storage_config, master_url, rendezvous)
+    terminated = threading.Event()
+    restore = _on_sigterm(terminated.set)
+    child: Optional[_Child] = None
+    machine = rendezvous.get("container_rank")
+    try:
+        logger.info("trial %s runs its script on machine %s: %s", env.trial_id, machine,
+                    " ".join(argv))
+        child = _Child(argv, env.model_dir, _child_env(env, None, info_path, latest))
+        _supervise(child, None, None, terminated, grace=0.0)
+        child.close()
+        code = child.proc.returncode
+        logger.info("trial %s: script on machine %s %s", env.trial_id, machine,
+                    _describe(code, False))
+        return _exit_status(code, terminated)
+    finally:
+        if child is not None:
+            child.close()
+        restore()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _prepare(env: TrialEnv, storage_config: Mapping[str, Any], master_url: Optional[str],
+             rendezvous: Optional[Mapping[str, Any]]) -> Tuple[str, str, Optional[str]]:
+    """A fresh directory with the script's ``DET_CLUSTER_INFO`` file: (directory, the
+    file's path, the uuid of the checkpoint to resume from)."""
+    workdir = tempfile.mkdtemp(prefix="det-script-")
+    info_path = os.path.join(workdir, "cluster_info.json")
+    latest = _checkpoint_uuid(env.latest_checkpoint)
+    write_cluster_info(info_path, env, storage_config, master_url, latest, rendezvous)
+    return workdir, info_path, latest
+
+
+def _exit_status(code: int, terminated: threading.Event) -> int:
+    """This process's exit code for the script's ``code`` (see the module docstring)."""
+    if terminated.is_set():
+        return 128 + signal.SIGTERM
+    return code if code >= 0 else 128 - code
 
 
 def _describe(code: int, stopped: bool) -> str:

@@ -4,7 +4,9 @@
 
 On the platform: one process per slot of the trial on this machine
 (``--nproc_per_node``), ``--nnodes`` the trial's machines, ``--node_rank`` this one's
-rank, the chief's address for the rendezvous. Each rank runs
+rank, the chief's address for the rendezvous (on several machines at port 29400 plus
+the trial's ``DET_UNIQUE_PORT_OFFSET``, which the chief's agent picked free; see
+:mod:`determined.launch._ports`). Each rank runs
 ``determined.launch.wrap_rank RANK CMD...`` (its output tagged with its rank) and
 has ``DET_CHIEF_IP`` and ``DET_UNIQUE_PORT_OFFSET`` set, so that
 ``core.DistributedContext.from_torch_distributed()`` connects the ranks.
@@ -26,10 +28,9 @@ import sys
 from typing import List, Optional, Tuple
 
 from determined.launch._command import forward_signals, resolve_command
+from determined.launch._ports import rendezvous_port
 
 logger = logging.getLogger("determined.launch")
-
-_C10D_PORT = 29400  # upstream's rendezvous port, before the trial's port offset
 
 
 def _free_port() -> int:
@@ -82,7 +83,7 @@ def launch_plan(info: object, trial: Optional[str]) -> Tuple[List[str], dict]:
         env.setdefault("DET_DIST_AUTHKEY", secrets.token_hex(16))
     else:
         offset = int(os.environ.get("DET_UNIQUE_PORT_OFFSET", "0") or 0)
-        rendezvous = _C10D_PORT + offset
+        rendezvous = rendezvous_port(offset)
     env["DET_CHIEF_IP"] = chief
     args = ["--nnodes", str(nnodes), "--nproc_per_node", str(max(1, nproc)),
             "--node_rank", str(node_rank), "--max_restarts", "0",

@@ -18,6 +18,7 @@ import sys
 import threading
 from typing import BinaryIO, Iterator, List, Optional
 
+from determined._procs import die_with_parent, set_parent_death_signal
 from determined.launch._command import forward_signals, resolve_command
 
 _LINE_END = re.compile(rb"[\r\n]")
@@ -83,8 +84,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         rank = resolve_rank(args.rank)
     except ValueError as e:
         parser.error(str(e))
+    die_with_parent(os.getppid())
     proc = subprocess.Popen(resolve_command(command), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, bufsize=0)
+                            stderr=subprocess.PIPE, bufsize=0,
+                            preexec_fn=set_parent_death_signal)
     prefix = f"[rank={rank}] ".encode()
     with forward_signals(proc):
         readers = [threading.Thread(target=_forward, args=(proc.stdout, 1, prefix), daemon=True),

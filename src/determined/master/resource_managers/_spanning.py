@@ -4,9 +4,12 @@ A trial whose slots lie on several agents gets one ``launch_part`` command per a
 the part holding rank 0 (the *chief*, first in the allocation) is sent first. Its agent
 picks a free port, reports ``address:port`` (``POST /agents/{id}/rendezvous``, see
 :meth:`SpanningMixin.rendezvous`), and only then are the other parts sent, carrying
-that address as ``MASTER_ADDR``/``MASTER_PORT``. Each agent starts one process per
-slot of its part (rank 0: the trial runner; others: the worker entry of
-:mod:`determined.harness._ranks`).
+that address as ``MASTER_ADDR``/``MASTER_PORT``. Each part's ``ranks`` also names its
+machine's place (``node_rank``, every part's agent address ``addrs``, the chief's being
+the rendezvous address once known, and ``slot_counts``). Each agent starts one process
+per slot of its part (rank 0: the trial runner; others: the worker entry of
+:mod:`determined.harness._ranks`), or, for a script trial, one process per part that
+runs the script (see :meth:`determined.agent.Agent._launch_part`).
 
 Failure: a part that exits non-zero (or whose agent is lost) makes the master kill
 every other part; the trial's exit is reported once every part has ended (so its slots
@@ -93,13 +96,16 @@ class SpanningMixin:
             spec = json.loads(json.dumps(spec, default=str))
             ids: List[str] = []
             first = 0
-            for agent_id, slot_ids in parts:
+            addrs = [self._agents[a].address for a, _ in parts]
+            slot_counts = [len(s) for _, s in parts]
+            for node_rank, (agent_id, slot_ids) in enumerate(parts):
                 launch_id = uuid.uuid4().hex[:16]
                 command = {"type": "launch_part", "launch_id": launch_id,
                            "trial_id": trial_id, "experiment_id": experiment_id,
                            "slot_ids": list(slot_ids), "env": dict(env), "spec": spec,
                            "ranks": {"first": first, "size": size, "num_agents": len(parts),
-                                     "chief": first == 0}}
+                                     "chief": first == 0, "node_rank": node_rank,
+                                     "addrs": list(addrs), "slot_counts": slot_counts}}
                 first += len(slot_ids)
                 self._agents[agent_id].launches[launch_id] = Launch(
                     launch_id, trial_id, tuple(slot_ids), command)
@@ -146,7 +152,9 @@ class SpanningMixin:
                 launch = target.launches.get(lid) if target is not None else None
                 if launch is None:  # its agent went away meanwhile
                     continue
-                launch.command["ranks"].update(master_addr=host, master_port=int(port))
+                ranks = launch.command["ranks"]
+                ranks.update(master_addr=host, master_port=int(port),
+                             addrs=[host] + list(ranks["addrs"][1:]))
                 target.commands.append(launch.command)
                 self._wake(target)  # type: ignore[attr-defined]
             group.waiting.clear()
@@ -175,7 +183,7 @@ class SpanningMixin:
             self._store_later(group.trial_id, [
                 f"det-master: {ranks} of the trial on agent {agent_id}: {what}; stopping "
                 f"its other parts"])
-            self._stop_group(group, dropped_code=-9)
+            return self._stop_group(group, dropped_code=-9)  # done already if none runs
         return self._group_done(group)
 
     def _stop_group(self, group: _Group, dropped_code: int) -> Optional[Ended]:
