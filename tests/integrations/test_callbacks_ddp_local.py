@@ -5,32 +5,18 @@ training (both ranks stop at the same step), resumed with ``det experiment resum
 every metric and checkpoint stored once (tests/fixtures/ddp_callbacks)."""
 
 import json
-import os
 import re
-import signal
-import sqlite3
-import subprocess
-import sys
-import time
 
 import pytest
 import yaml
 
 from det_cli_testing import run_det
-from tests.core.core_testing import ROOT
+from tests.core.core_testing import ROOT, interrupt_after_first_checkpoint, local_rows
 
 pytestmark = pytest.mark.timeout(300)
 
 FIXTURES = ROOT / "tests" / "fixtures" / "ddp_callbacks"
 LENGTH = 24  # searcher.max_length in batches
-
-
-def _rows(local, sql):
-    try:
-        with sqlite3.connect(local / "local.db") as db:
-            return db.execute(sql).fetchall()
-    except sqlite3.Error:  # not created yet, or busy
-        return []
 
 
 def _done_steps(logs):
@@ -49,30 +35,17 @@ def test_two_ranks_pause_resume_and_store_everything_once(tmp_path, framework):
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump(cfg))
     local = tmp_path / "local"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(FIXTURES),
-         "--local", "--slots", "2", "--local-dir", str(local), "--no-progress"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 180
-        while not _rows(local, "SELECT uuid FROM checkpoints"):
-            assert proc.poll() is None, proc.communicate()[0].decode()[-3000:]
-            assert time.monotonic() < deadline, "no checkpoint was stored"
-            time.sleep(0.1)
-        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: running trials checkpoint and stop
-        out = proc.communicate(timeout=180)[0].decode()
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert _rows(local, "SELECT state FROM experiments") == [("PAUSED",)], out[-3000:]
+    out = interrupt_after_first_checkpoint(
+        ["e", "create", config, FIXTURES, "--local", "--slots", "2", "--local-dir", local,
+         "--no-progress"], local)
+    assert local_rows(local, "SELECT state FROM experiments") == [("PAUSED",)], out[-3000:]
     logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
     paused = _done_steps(logs)
     assert set(paused) == {0, 1} and paused[0] == paused[1], logs[-3000:]
     stopped_at = paused[0]
     assert 4 <= stopped_at < LENGTH
     # The pause's checkpoint holds the step both ranks stopped at.
-    assert max(b for (b,) in _rows(local, "SELECT total_batches FROM checkpoints")) == stopped_at
+    assert max(b for (b,) in local_rows(local, "SELECT total_batches FROM checkpoints")) == stopped_at
 
     resumed = run_det(["e", "resume", "1", "--local-dir", local, "--slots", "2", "--json",
                        "--no-progress"], timeout=240)
@@ -83,11 +56,11 @@ def test_two_ranks_pause_resume_and_store_everything_once(tmp_path, framework):
     assert _done_steps(logs.split("Trial starts")[-1]) == {0: LENGTH, 1: LENGTH}, logs[-3000:]
 
     # Reported by the chief only, each once: no step trained twice after the resume.
-    metrics = _rows(local, "SELECT kind, total_batches FROM metrics ORDER BY id")
+    metrics = local_rows(local, "SELECT kind, total_batches FROM metrics ORDER BY id")
     assert [b for k, b in metrics if k == "training"] == list(range(1, LENGTH + 1))
     validations = [b for k, b in metrics if k == "validation"]  # Lightning's own too
     assert validations == sorted(set(validations)) and validations[-1] == LENGTH
-    checkpoints = _rows(local, "SELECT total_batches, resources FROM checkpoints")
+    checkpoints = local_rows(local, "SELECT total_batches, resources FROM checkpoints")
     steps = [b for b, _ in checkpoints]
     assert len(steps) == len(set(steps)) and stopped_at in steps and LENGTH in steps
     for batches, resources in checkpoints:
