@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -126,21 +127,12 @@ def launch(args: argparse.Namespace, mode: str) -> None:
           f"{med['driver']:.0f} | {total:.0f} |")
 
 
-def _start_master(tmp: str):  # -> BenchMaster
-    """A master with its embedded agent (1 slot), warmed up by a no-op experiment."""
-    import yaml
-
+def _start_master(tmp: str) -> Any:
+    """A master with its embedded agent (1 slot), warmed up (benchmarks/cluster)."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
-    from _master import NOOP_DIR, BenchMaster
+    from _master import warm_master
 
-    data_dir = os.path.join(tmp, "master")
-    os.makedirs(data_dir)
-    master = BenchMaster(data_dir, slots=1).__enter__()
-    warm = os.path.join(tmp, "warm.yaml")
-    with open(os.path.join(NOOP_DIR, "const.yaml")) as src, open(warm, "w") as dst:
-        yaml.safe_dump(yaml.safe_load(src), dst)
-    master.warm_up(warm)
-    return master
+    return warm_master(tmp, slots=1)
 
 
 def main() -> None:

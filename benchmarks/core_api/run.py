@@ -34,7 +34,7 @@ import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "cluster"))
-from _master import NOOP_DIR, BenchMaster  # noqa: E402
+from _master import BenchMaster, warm_master  # noqa: E402
 ROWS = [
     ("bare", "bare PyTorch loop (W1)", "bare"),
     ("core_1", "+ report_training_metrics every batch", "bare"),
@@ -115,15 +115,7 @@ class Runner:
         self.master: BenchMaster = None  # type: ignore[assignment]
 
     def start_master(self) -> None:
-        data_dir = os.path.join(self.tmp, "master")
-        os.makedirs(data_dir)
-        self.master = BenchMaster(data_dir, slots=1).__enter__()
-        warm = os.path.join(self.tmp, "warm.yaml")
-        with open(os.path.join(NOOP_DIR, "const.yaml")) as f:
-            config = yaml.safe_load(f)
-        with open(warm, "w") as f:
-            yaml.safe_dump(config, f)
-        self.master.warm_up(warm)
+        self.master = warm_master(self.tmp, slots=1)
 
     def stop_master(self) -> None:
         if self.master is not None:
