@@ -110,3 +110,22 @@ class BenchMaster:
         if self.wait_done(exp_id)["state"] != "COMPLETED":
             raise RuntimeError("the warm-up experiment failed")
         return exp_id
+
+
+def warm_master(tmp: str, slots: int = 1) -> BenchMaster:
+    """A started master (data under ``tmp/master``) whose agent ran one no-op experiment
+    (``noop/const.yaml``); leave it with ``__exit__``."""
+    import yaml
+
+    data_dir = os.path.join(tmp, "master")
+    os.makedirs(data_dir)
+    master = BenchMaster(data_dir, slots).__enter__()
+    warm = os.path.join(tmp, "warm.yaml")
+    with open(os.path.join(NOOP_DIR, "const.yaml")) as src, open(warm, "w") as dst:
+        yaml.safe_dump(yaml.safe_load(src), dst)
+    try:
+        master.warm_up(warm)
+    except BaseException:
+        master.__exit__(None, None, None)
+        raise
+    return master

@@ -1,13 +1,17 @@
 """What one ``core.train.report_training_metrics`` costs on the platform, in wall time
 and in CPU time of each process it passes through (the script, the trial process that
-wraps it, the local driver). CPU time hardly depends on what else runs on the machine,
-so it compares versions even on a busy one.
+wraps it, and the local driver or the master). CPU time hardly depends on what else
+runs on the machine, so it compares versions even on a busy one.
 
-Runs itself as the script of a one-trial ``det experiment create --local`` experiment:
-``--reports`` reports with ``--pace-us`` of busy work before each (a training step's
-stand-in; 0: back to back), then prints the medians of ``--reps`` repetitions.
+Runs itself as the script of a one-trial experiment, for each of ``--modes``: ``local``
+(``det experiment create --local``) and ``master`` (a master with its embedded agent,
+started for the run and warmed up by a no-op experiment; its CPU time includes the
+agent's and whatever else the master does meanwhile): ``--reports`` reports with
+``--pace-us`` of busy work before each (a training step's stand-in; 0: back to back),
+then prints the medians of ``--reps`` repetitions.
 
     python benchmarks/core_api/report_cost.py [--reports 5000] [--pace-us 300] [--reps 3]
+        [--modes local,master]
 """
 
 import argparse
@@ -18,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 TICK = os.sysconf("SC_CLK_TCK")
 
@@ -49,7 +54,7 @@ def script(args: argparse.Namespace) -> None:
     import determined as det
 
     pids = {"script": os.getpid(), "trial process": os.getppid(),
-            "driver": find_driver(args.local_dir)}
+            "driver": args.driver_pid or find_driver(args.local_dir)}
     results = {k: [] for k in ["wall", *pids]}
     step = 0
     with det.core.init() as core_context:
@@ -75,7 +80,7 @@ def script(args: argparse.Namespace) -> None:
         json.dump(results, f)
 
 
-def launch(args: argparse.Namespace) -> None:
+def launch(args: argparse.Namespace, mode: str) -> None:
     import yaml
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -84,28 +89,50 @@ def launch(args: argparse.Namespace) -> None:
         with open(os.path.abspath(__file__)) as src, \
                 open(os.path.join(model_dir, "report_cost.py"), "w") as dst:
             dst.write(src.read())
-        config = {"name": "core-report-cost", "max_restarts": 0, "hyperparameters": {},
-                  "entrypoint": ["python3", "report_cost.py", "--script", "--out", out,
-                                 "--local-dir", local, "--reports", str(args.reports),
-                                 "--pace-us", str(args.pace_us), "--reps", str(args.reps)],
-                  "searcher": {"name": "single", "metric": "loss",
-                               "max_length": {"batches": args.reports * args.reps}}}
-        path = os.path.join(tmp, "config.yaml")
-        with open(path, "w") as f:
-            yaml.safe_dump(config, f)
-        subprocess.run([sys.executable, "-m", "determined.cli", "experiment", "create", path,
-                        model_dir, "--local", "--local-dir", local, "--no-progress"],
-                       check=True, cwd=tmp, stdout=subprocess.DEVNULL)
+        master = _start_master(tmp) if mode == "master" else None
+        try:
+            driver = ["--driver-pid", str(master.proc.pid)] if master else ["--local-dir", local]
+            config = {"name": "core-report-cost", "max_restarts": 0, "hyperparameters": {},
+                      "entrypoint": ["python3", "report_cost.py", "--script", "--out", out,
+                                     *driver, "--reports", str(args.reports),
+                                     "--pace-us", str(args.pace_us), "--reps", str(args.reps)],
+                      "searcher": {"name": "single", "metric": "loss",
+                                   "max_length": {"batches": args.reports * args.reps}}}
+            path = os.path.join(tmp, "config.yaml")
+            with open(path, "w") as f:
+                yaml.safe_dump(config, f)
+            if master is None:
+                subprocess.run([sys.executable, "-m", "determined.cli", "experiment", "create",
+                                path, model_dir, "--local", "--local-dir", local,
+                                "--no-progress"], check=True, cwd=tmp, stdout=subprocess.DEVNULL)
+            else:
+                created = master.det("experiment", "create", path, model_dir)
+                exp_id = int(created.stdout.split("Created experiment")[1].split()[0])
+                state = master.wait_done(exp_id, poll=0.5)["state"]
+                if state != "COMPLETED":
+                    raise RuntimeError(f"experiment {exp_id} ended {state}")
+        finally:
+            if master is not None:
+                master.__exit__(None, None, None)
         with open(out) as f:
             results = json.load(f)
-    print(f"{args.reports} reports x {args.reps} reps, {args.pace_us} µs of busy work "
+    where = "local driver" if master is None else "master"
+    print(f"{mode}: {args.reports} reports x {args.reps} reps, {args.pace_us} µs of busy work "
           f"before each, load average {os.getloadavg()[0]:.1f} (medians, µs per report)")
-    print("| wall (script) | CPU script | CPU trial process | CPU driver | CPU total |")
+    print(f"| wall (script) | CPU script | CPU trial process | CPU {where} | CPU total |")
     print("|---:|---:|---:|---:|---:|")
     med = {k: statistics.median(v) for k, v in results.items()}
     total = med["script"] + med["trial process"] + med["driver"]
     print(f"| {med['wall']:.0f} | {med['script']:.0f} | {med['trial process']:.0f} | "
           f"{med['driver']:.0f} | {total:.0f} |")
+
+
+def _start_master(tmp: str) -> Any:
+    """A master with its embedded agent (1 slot), warmed up (benchmarks/cluster)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cluster"))
+    from _master import warm_master
+
+    return warm_master(tmp, slots=1)
 
 
 def main() -> None:
@@ -116,8 +143,16 @@ def main() -> None:
     parser.add_argument("--script", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     parser.add_argument("--local-dir", help=argparse.SUPPRESS)
+    parser.add_argument("--driver-pid", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--modes", default="local", help="comma-separated: local, master")
     args = parser.parse_args()
-    script(args) if args.script else launch(args)
+    if args.script:
+        script(args)
+        return
+    for mode in args.modes.split(","):
+        if mode not in ("local", "master"):
+            parser.error(f"unknown mode {mode!r} in --modes; expected local or master")
+        launch(args, mode)
 
 
 if __name__ == "__main__":

@@ -57,3 +57,38 @@ def report_rows(steps, validate_every):
         if step % validate_every == 0:
             rows.append(("validation", step))
     return rows
+
+
+def local_rows(local: pathlib.Path, sql: str) -> list:
+    """Rows of ``sql`` in a ``--local-dir``'s database ([] while it is not there yet)."""
+    import sqlite3
+
+    try:
+        with sqlite3.connect(local / "local.db") as db:
+            return db.execute(sql).fetchall()
+    except sqlite3.Error:  # not created yet, or busy
+        return []
+
+
+def interrupt_after_first_checkpoint(args: List, local: pathlib.Path,
+                                     timeout: float = 180) -> str:
+    """Run ``det ARGS`` (a ``--local`` run into ``local``), Ctrl-C it (SIGINT to its
+    process group) once a checkpoint is stored, and return its output."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "determined.cli", *map(str, args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + timeout
+        while not local_rows(local, "SELECT uuid FROM checkpoints"):
+            assert proc.poll() is None, proc.communicate()[0].decode()[-3000:]
+            assert time.monotonic() < deadline, "no checkpoint was stored"
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)  # running trials checkpoint and stop
+        return proc.communicate(timeout=timeout)[0].decode()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -1,15 +1,17 @@
 """``determined.launch.torch_distributed`` as a trial's entrypoint with
 ``resources.slots_per_trial: 2`` under ``det experiment create --local --slots 2``:
-a two-rank Core API script, and a Trial class run by the launcher (``--trial``)."""
+a two-rank Core API script, a Trial class run by the launcher (``--trial``), and
+``PreemptMode.WorkersAskMaster``."""
 
 import json
+import re
 
 import pytest
 import torch
 import yaml
 
 from det_cli_testing import run_det
-from tests.core.core_testing import ROOT
+from tests.core.core_testing import ROOT, interrupt_after_first_checkpoint, local_rows
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -67,3 +69,18 @@ def test_trial_class_under_the_launcher_trains_as_the_platforms_two_slots(tmp_pa
     assert weights.keys() == other.keys()
     for name in weights:
         assert torch.equal(weights[name], other[name]), name
+
+
+def test_workers_ask_master_answers_each_rank_on_its_own(tmp_path):
+    """``PreemptMode.WorkersAskMaster``: rank 1 calls ``should_preempt()`` ten times as
+    often as the chief, never in step with it, and still hears of the pause (Ctrl-C)."""
+    local = tmp_path / "local"
+    out = interrupt_after_first_checkpoint(
+        ["e", "create", SCRIPT_DIR / "ask_master.yaml", SCRIPT_DIR, "--local", "--slots", "2",
+         "--local-dir", local, "--no-progress"], local)
+    assert local_rows(local, "SELECT state FROM experiments") == [("PAUSED",)], out[-3000:]
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+    checks = {int(r): int(n) for r, n in re.findall(
+        r"\[rank=(\d)\] rank \d preempted after (\d+) checks", logs)}
+    assert set(checks) == {0, 1}, logs[-3000:]
+    assert checks[1] > 3 * checks[0], checks

@@ -19,12 +19,12 @@ import shutil
 import tempfile
 import time
 import uuid as uuidlib
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from determined._version import __version__
 from determined.core._distributed import DistributedContext
 from determined.core._session import Session, check_steps
-from determined.storage import read_metadata, write_metadata
+from determined.storage import Selector, read_metadata, write_metadata
 from determined.util import plain_values
 
 __all__ = ["CheckpointContext", "DummyCheckpointContext", "DownloadMode", "merge_metadata"]
@@ -228,21 +228,24 @@ class CheckpointContext:
     @contextlib.contextmanager
     def restore_path(self, storage_id: str,
                      download_mode: DownloadMode = DownloadMode.LocalWorkersShareDownload, *,
-                     selector: Optional[Callable[[str], bool]] = None) -> Iterator[pathlib.Path]:
-        """A local directory holding checkpoint ``storage_id``'s files (fetched from an
-        object store first). With ``LocalWorkersShareDownload`` every rank calls it in
-        step and one rank per machine fetches. ``selector`` is accepted; the directory
-        may hold more files than it selects."""
+                     selector: Optional[Selector] = None) -> Iterator[pathlib.Path]:
+        """A local directory holding checkpoint ``storage_id``'s files. From an object
+        store (S3, GCS) only the files ``selector`` accepts (it gets each path relative
+        to the checkpoint, e.g. ``"code/model.py"``) are fetched, into a directory
+        removed afterwards. On a shared file system the checkpoint's own directory is
+        yielded, every file in it whatever ``selector`` says: treat it as read-only.
+        With ``LocalWorkersShareDownload`` every rank calls it in step and the local
+        chief fetches for its machine (with its own ``selector``)."""
         self._check_id(storage_id)
         mode = DownloadMode(download_mode)
         if mode is DownloadMode.NoSharedDownload or self._dist.local_size < 2:
-            with self._storage.restore_path(storage_id) as path:
+            with self._storage.restore_path(storage_id, selector) as path:
                 yield pathlib.Path(path)
             return
         if self._dist.local_rank == 0:
             announced = False
             try:
-                with self._storage.restore_path(storage_id) as path:
+                with self._storage.restore_path(storage_id, selector) as path:
                     self._dist.broadcast_local((path, None))
                     announced = True
                     try:
@@ -265,13 +268,13 @@ class CheckpointContext:
 
     def download(self, storage_id: str, ckpt_dir: Union[str, os.PathLike],
                  download_mode: DownloadMode = DownloadMode.LocalWorkersShareDownload, *,
-                 selector: Optional[Callable[[str], bool]] = None) -> None:
-        """Copy checkpoint ``storage_id``'s files (those ``selector`` accepts) into
-        ``ckpt_dir`` (created if missing)."""
+                 selector: Optional[Selector] = None) -> None:
+        """Copy checkpoint ``storage_id``'s files (those ``selector`` accepts; from an
+        object store only those are fetched) into ``ckpt_dir`` (created if missing)."""
         dest = os.fspath(ckpt_dir)
         mode = DownloadMode(download_mode)
         shared = mode is DownloadMode.LocalWorkersShareDownload and self._dist.local_size > 1
-        with self.restore_path(storage_id, mode) as path:
+        with self.restore_path(storage_id, mode, selector=selector) as path:
             if shared and self._dist.local_rank != 0:
                 return  # the local chief copies for this machine
             for name in _files(os.fspath(path)):

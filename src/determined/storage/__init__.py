@@ -3,7 +3,7 @@
 from typing import Any, Mapping
 
 from determined.errors import StorageError
-from determined.storage._base import StorageManager, checkpoint_ref_uuid
+from determined.storage._base import Selector, StorageManager, checkpoint_ref_uuid
 from determined.storage._gc import CheckpointRecord, checkpoints_to_keep
 from determined.storage._metadata import METADATA_FILE, copy_code, read_metadata, write_metadata
 from determined.storage._object_store import ObjectStore, ObjectStoreStorageManager
@@ -15,6 +15,7 @@ __all__ = [
     "METADATA_FILE",
     "ObjectStore",
     "ObjectStoreStorageManager",
+    "Selector",
     "SharedFSStorageManager",
     "StorageManager",
     "build_storage",

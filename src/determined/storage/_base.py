@@ -18,11 +18,14 @@ import abc
 import contextlib
 import json
 import os
-from typing import AbstractSet, Any, Dict, Iterator, List, Mapping, Optional
+from typing import AbstractSet, Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 from determined.errors import CheckpointError
 
-__all__ = ["StorageManager", "checkpoint_ref_uuid", "unrecorded_later_checkpoints"]
+__all__ = ["Selector", "StorageManager", "checkpoint_ref_uuid", "unrecorded_later_checkpoints"]
+
+#: Picks the files of a checkpoint to fetch: relative path ("code/model.py") -> wanted.
+Selector = Callable[[str], bool]
 
 
 class StorageManager(abc.ABC):
@@ -36,8 +39,10 @@ class StorageManager(abc.ABC):
 
     @abc.abstractmethod
     @contextlib.contextmanager
-    def restore_path(self, uuid: str) -> Iterator[str]:
-        """Yield a local directory holding checkpoint ``uuid``'s files."""
+    def restore_path(self, uuid: str, selector: Optional[Selector] = None) -> Iterator[str]:
+        """Yield a local directory holding checkpoint ``uuid``'s files. A store that must
+        fetch them fetches only those ``selector`` accepts; one whose files are local
+        already yields their directory, every file in it."""
 
     @abc.abstractmethod
     def delete(self, uuid: str) -> None:

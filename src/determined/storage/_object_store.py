@@ -23,7 +23,7 @@ import threading
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
 from determined.errors import CheckpointError, StorageError
-from determined.storage._base import StorageManager
+from determined.storage._base import Selector, StorageManager
 from determined.storage._metadata import METADATA_FILE
 
 __all__ = ["ObjectStore", "ObjectStoreStorageManager", "TRANSFER_THREADS"]
@@ -124,13 +124,15 @@ class ObjectStoreStorageManager(StorageManager):
             shutil.rmtree(scratch, ignore_errors=True)
 
     @contextlib.contextmanager
-    def restore_path(self, uuid: str) -> Iterator[str]:
+    def restore_path(self, uuid: str, selector: Optional[Selector] = None) -> Iterator[str]:
+        """A scratch directory with the checkpoint's objects (only those ``selector``
+        accepts), removed afterwards."""
         prefix = self._ckpt_prefix(uuid)
         if not self._call(self.store.exists, prefix + METADATA_FILE):
             raise CheckpointError(f"checkpoint {uuid} not found at {self.describe(uuid)}")
         local = tempfile.mkdtemp(prefix=f"det-restore-{uuid}-")
         try:
-            self._download_prefix(prefix, local)
+            self._download_prefix(prefix, local, selector)
             yield local
         finally:
             shutil.rmtree(local, ignore_errors=True)
@@ -194,11 +196,12 @@ class ObjectStoreStorageManager(StorageManager):
 
     # ---- helpers
 
-    def _download_prefix(self, prefix: str, local: str) -> List[str]:
+    def _download_prefix(self, prefix: str, local: str,
+                         selector: Optional[Selector] = None) -> List[str]:
         pairs: List[Tuple[str, str]] = []
         for key in self._call(self.store.list_keys, prefix):
             rel = key[len(prefix):]
-            if not rel or rel.endswith("/"):
+            if not rel or rel.endswith("/") or (selector is not None and not selector(rel)):
                 continue
             target = os.path.normpath(os.path.join(local, rel))
             if not target.startswith(os.path.normpath(local) + os.sep):

@@ -9,7 +9,7 @@ import uuid as uuidlib
 from typing import AbstractSet, Iterator, List, Optional
 
 from determined.errors import CheckpointError, StorageError
-from determined.storage._base import StorageManager
+from determined.storage._base import Selector, StorageManager
 
 __all__ = ["SharedFSStorageManager"]
 
@@ -63,7 +63,9 @@ class SharedFSStorageManager(StorageManager):
                 shutil.rmtree(scratch, ignore_errors=True)
 
     @contextlib.contextmanager
-    def restore_path(self, uuid: str) -> Iterator[str]:
+    def restore_path(self, uuid: str, selector: Optional[Selector] = None) -> Iterator[str]:
+        """The checkpoint's own directory (nothing is copied, so ``selector`` picks
+        nothing: every file is there)."""
         final = self._final(uuid)
         if not os.path.isdir(final):
             raise CheckpointError(f"checkpoint {uuid} not found in {self.root}")

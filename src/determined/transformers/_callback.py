@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shutil
 from typing import Any, Dict, List, Optional
 
+import torch
 import transformers
 
 import determined as det
@@ -24,6 +26,8 @@ __all__ = ["DetCallback"]
 
 #: The file ``user_data`` is written to in each checkpoint (upstream's name).
 USER_DATA_FILE = "my_data.json"
+#: The RNG state file each rank of a multi-process Trainer writes into a checkpoint.
+_RANK_RNG_FILE = re.compile(r"rng_state_(\d+)\.pth")
 
 
 class DetCallback(transformers.TrainerCallback):  # type: ignore[misc]
@@ -65,6 +69,7 @@ class DetCallback(transformers.TrainerCallback):  # type: ignore[misc]
         self._last_eval: Optional[tuple] = None  # (global_step, metrics)
         self._boundary = False
         self._preempting = False
+        _plain_cpu_device(args)
         self.load_last_checkpoint(args)
 
     # ------------------------------------------------------------------ resume
@@ -153,8 +158,10 @@ class DetCallback(transformers.TrainerCallback):  # type: ignore[misc]
                     "format": "transformers", "hf_checkpoint": name}
         shard = dist.size > 1
         with self.core_context.checkpoint.store_path(metadata, shard=shard) as (path, _):
-            if dist.rank == 0:
-                shutil.copytree(local, os.path.join(path, name))
+            # The chief stores the Trainer's files, each rank its own RNG state: another
+            # rank's may not be written yet, or be on another machine.
+            shutil.copytree(local, os.path.join(path, name),
+                            ignore=_other_ranks_files(dist.rank, chief=dist.rank == 0))
         if self._preempting:
             control.should_training_stop = True
 
@@ -205,3 +212,30 @@ class DetCallback(transformers.TrainerCallback):  # type: ignore[misc]
 
     def _steps(self, state: transformers.TrainerState) -> int:
         return self._follower.steps(self._progress(state), state.global_step)
+
+
+def _other_ranks_files(rank: int, chief: bool) -> Any:
+    """A ``copytree`` ignore function: the chief copies all but the other ranks' RNG
+    files, any other rank only its own."""
+
+    def ignore(directory: str, names: List[str]) -> List[str]:
+        def own(name: str) -> bool:
+            match = _RANK_RNG_FILE.fullmatch(name)
+            if match is not None:
+                return int(match.group(1)) == rank
+            return chief or os.path.isdir(os.path.join(directory, name))
+
+        return [n for n in names if not own(n)]
+
+    return ignore
+
+
+def _plain_cpu_device(args: transformers.TrainingArguments) -> None:
+    """accelerate names the device of each CPU rank of a multi-process run ``cpu:0``,
+    which ``torch.load(map_location=...)`` cannot map storages to: the Trainer could not
+    resume its optimizer ("don't know how to restore data location ... (tagged with
+    cpu:0)"). Name the same device plainly ``cpu`` (``args.device`` is a cached
+    property of ``TrainingArguments``)."""
+    device = args.device
+    if device.type == "cpu" and device.index is not None:
+        args.__dict__["_setup_devices"] = torch.device("cpu")
