@@ -175,6 +175,29 @@ def test_tensorboard_of_finished_experiment_through_proxy_and_reaped(master, tmp
     assert c.get(runs_url).status_code == 404
 
 
+def test_tensorboard_of_an_experiment_without_metrics_is_refused(master, tiny_dir):
+    """A TensorBoard of a paused experiment that never trained started and stayed empty
+    (runs: []): refused with a 400 naming the experiment and its state; nothing starts."""
+    config = {"entrypoint": "model_def:TinyTrial",
+              "hyperparameters": {"global_batch_size": 16, "dropout": 0.2, "lr": 0.1},
+              "searcher": {"name": "single", "metric": "validation_loss",
+                           "max_length": {"batches": 20}}}
+    c = login(master)
+    exp_id = create_experiment(httpx.Client(base_url=master.url + "/api/v1", timeout=60),
+                               config, tiny_dir, activate=False)
+    (trial,) = c.get(f"/api/v1/experiments/{exp_id}/trials").json()["trials"]
+    env = {"DET_MASTER": master.url}
+    for args in ([str(exp_id)], ["-t", str(trial["id"])]):
+        out = run_det(["tensorboard", "start", *args, "--no-browser"], env=env)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert out.stderr.strip().splitlines()[-1] == (
+            f"det: error: No metrics to show: the trials of experiment {exp_id} (PAUSED) "
+            "have not trained a batch yet. Start a TensorBoard once they have (or activate "
+            "the experiment). (HTTP 400)"), out.stderr
+        assert "Traceback" not in out.stderr
+    assert c.get("/api/v1/tasks", params={"all": "true"}).json()["tasks"] == []
+
+
 def test_notebook_api_through_proxy_with_auth_only(master, tmp_path):
     pytest.importorskip("jupyterlab", reason="the optional extra 'notebook'")
     ctx = tmp_path / "ctx"
