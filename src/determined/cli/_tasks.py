@@ -18,8 +18,10 @@ from determined.cli._remote import add_format_flags, client, print_rows, usage_e
 
 __all__ = ["add_parser"]
 
-TASK_COLUMNS = ["id", "kind", "owner", "state", "description", "slots", "agent_id",
-                "exit_code", "end_reason", "start_time", "end_time"]
+TASK_COLUMNS = ["id", "kind", "owner", "state", "description", "exit_code", "end_reason",
+                "slots", "agent_id", "start_time", "end_time"]
+#: What a narrow terminal leaves out of a task list first (before its owner).
+_TASK_DROP_FIRST = ["end_time", "start_time", "agent_id", "slots", "end_reason"]
 _PATHS = {"notebook": "lab", "tensorboard": "", "shell": ""}
 
 
@@ -297,7 +299,7 @@ def _show_url(url: str, args: argparse.Namespace) -> None:
 def _task_list(args: argparse.Namespace) -> int:
     with client(args) as api:
         tasks = api.request("GET", "/tasks", params={"all": "true"})["tasks"]
-    print_rows(tasks, TASK_COLUMNS, args)
+    print_rows(tasks, TASK_COLUMNS, args, drop_first=_TASK_DROP_FIRST)
     return 0
 
 
@@ -309,7 +311,7 @@ def _list(args: argparse.Namespace) -> int:
         for t in tasks:
             print(t["id"])
         return 0
-    print_rows(tasks, TASK_COLUMNS, args)
+    print_rows(tasks, TASK_COLUMNS, args, drop_first=_TASK_DROP_FIRST)
     return 0
 
 

@@ -115,6 +115,13 @@ def test_cli_cmd_run_and_task_list(master, tmp_path):
     listing = run_det(["task", "list", "--json"], env=env)
     row = next(r for r in json.loads(listing.stdout) if r["exit_code"] == 4)
     assert row["kind"] == "command" and row["state"] == "TERMINATED"
+    assert row["description"] == "python prep.py"  # was empty: the command line says which
+    table = run_det(["task", "list"], env=dict(env, COLUMNS="80")).stdout
+    assert any(line.startswith(row["id"]) and "| python prep" in line
+               for line in table.splitlines()), table
+    # At 80 columns the owner stays (it was left out first); slots and agent go.
+    header = [h.strip() for h in table.splitlines()[0].split("|")]
+    assert header[:5] == ["id", "kind", "owner", "state", "description"], table
     logs = run_det(["cmd", "logs", row["id"], "--tail", "1"], env=env)
     assert logs.stdout.strip().endswith("prepared 42")
 

@@ -35,7 +35,12 @@ from determined.master.api._errors import fail
 from determined.master.db import User
 from determined.master.db._states import ACTIVE
 from determined.master.db._tasks import TaskRecord
-from determined.master.tasks import KINDS, SERVICE_KINDS, validate_task_config
+from determined.master.tasks import (
+    KINDS,
+    SERVICE_KINDS,
+    default_description,
+    validate_task_config,
+)
 from determined.master.views import iso, log_lines_json
 
 __all__ = ["task_json", "tasks_router", "tensorboard_runs"]
@@ -159,6 +164,9 @@ def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
             extra = {"runs": runs}
             config["experiment_ids"] = list(body.experiment_ids)
             config["trial_ids"] = list(body.trial_ids)
+        if not config["description"]:
+            config["description"] = default_description(
+                body.kind, config, body.experiment_ids, body.trial_ids)
         record = master.tasks.create(body.kind, user.username, config, context, extra)
         return task_json(record)
 
