@@ -86,6 +86,10 @@ def create_remote(args: argparse.Namespace) -> int:
         try:
             exp_id = c.create_experiment(config_text, packed, activate=not args.paused, git=git)
         except APIError as e:
+            if e.status == 400 and getattr(args, "template", None):
+                raise APIError(f"{e}\nThe config was merged over template {args.template!r}; "
+                               f"`det template describe {args.template}` shows it", e.status,
+                               e.details) from None
             raise unreachable_hint(e) from None
         if args.json:
             print(json.dumps({"id": exp_id}))

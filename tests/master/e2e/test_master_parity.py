@@ -167,6 +167,22 @@ def test_templates_merge_into_created_experiments(shared_master, tiny_dir, tmp_p
     assert "no template" in missing.stderr and "Traceback" not in missing.stderr
 
 
+def test_an_invalid_template_is_named_when_create_refuses_the_merged_config(
+        shared_master, tiny_dir, tmp_path):
+    """A template holding a field the experiment schema lacks made create fail naming the
+    field only; the user's own file has no such field, so the error names the template."""
+    tpl = tmp_path / "typo.yaml"
+    tpl.write_text("max_restart: 1\n")  # a typo of max_restarts
+    det(shared_master, "template", "set", "typo", tpl)
+    out = det(shared_master, "e", "create", config_file(tmp_path, tiny_dir), tiny_dir,
+              "--template", "typo", code=1)
+    lines = out.stderr.strip().splitlines()
+    assert lines[1].startswith("  - max_restart: unknown field"), out.stderr
+    assert lines[-1] == ("The config was merged over template 'typo'; `det template "
+                         "describe typo` shows it"), out.stderr
+    det(shared_master, "template", "rm", "typo")
+
+
 def test_gc_policy_previews_then_applies(shared_master, tiny_dir, tmp_path):
     cfg = config_file(tmp_path, tiny_dir, checkpoint_storage={"save_trial_latest": 2,
                                                               "save_trial_best": 0})
