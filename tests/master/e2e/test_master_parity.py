@@ -144,6 +144,17 @@ def test_model_registry_sdk_and_cli(shared_master, done):
     assert " ".join(shown.split()).count("=") >= len(metrics), shown  # all, k=v
     bad = det(shared_master, "model", "register-version", "cli-net", "nope", code=1)
     assert "not found" in bad.stderr and "Traceback" not in bad.stderr
+    # A version or slot that does not exist: the message said "version of model 'x' 7
+    # not found"; it names what exists.
+    bad = det(shared_master, "model", "describe", "alpha-net", "--version", "7", code=1)
+    assert bad.stderr.strip() == ("det: error: model 'alpha-net' has no version 7 (its "
+                                  "versions: 1, 2) (HTTP 404)"), bad.stderr
+    det(shared_master, "model", "create", "empty-net")
+    bad = det(shared_master, "model", "describe", "empty-net", "--version", "1", code=1)
+    assert "model 'empty-net' has no version 1 (it has none yet)" in bad.stderr, bad.stderr
+    bad = det(shared_master, "-u", "admin", "slot", "disable", "embedded", "7", code=1)
+    assert bad.stderr.strip() == ("det: error: agent 'embedded' has no slot 7 (its slots: "
+                                  "0-1) (HTTP 404)"), bad.stderr
 
 
 def test_templates_merge_into_created_experiments(shared_master, tiny_dir, tmp_path):
