@@ -126,6 +126,23 @@ def test_cli_cmd_run_and_task_list(master, tmp_path):
     assert logs.stdout.strip().endswith("prepared 42")
 
 
+def test_killing_a_queued_task_ends_it(master):
+    """A task waiting for slots the cluster lacks: its kill answered a 500 (the master
+    notified a condition without holding its lock) and the task stayed queued."""
+    env = {"DET_MASTER": master.url}
+    out = run_det(["cmd", "run", "--config", "resources.slots=5", "-d", "true"], env=env)
+    assert out.returncode == 0, out.stderr
+    task_id = out.stdout.strip()
+    c = login(master)
+    assert task(c, task_id)["state"] == "PENDING"
+    killed = run_det(["cmd", "kill", task_id], env=env)
+    assert killed.returncode == 0, killed.stderr
+    assert killed.stdout.strip() == f"killed command {task_id}"
+    ended = task(c, task_id)
+    assert (ended["state"], ended["end_reason"]) == ("TERMINATED", "killed")
+    assert "Traceback" not in master.log()
+
+
 def test_tensorboard_of_finished_experiment_through_proxy_and_reaped(master, tmp_path,
                                                                     tiny_dir):
     c = login(master)
