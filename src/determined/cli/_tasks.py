@@ -14,7 +14,13 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from determined.cli._remote import add_format_flags, client, print_rows, usage_error
+from determined.cli._remote import (
+    add_format_flags,
+    client,
+    print_rows,
+    read_config_text,
+    usage_error,
+)
 
 __all__ = ["add_parser"]
 
@@ -176,8 +182,7 @@ def _config_from_args(args: argparse.Namespace, api: Any) -> Dict[str, Any]:
     if getattr(args, "template", None):
         config = dict(api.request("GET", f"/templates/{args.template}")["config"] or {})
     if args.config_file:
-        with open(args.config_file, encoding="utf-8") as f:
-            loaded = yaml.safe_load(f) or {}
+        loaded = yaml.safe_load(read_config_text(args.config_file)) or {}
         if not isinstance(loaded, dict):
             usage_error(f"{args.config_file}: expected a YAML mapping of task config fields")
         config = _merge(config, loaded)
@@ -369,6 +374,8 @@ def _kill(args: argparse.Namespace) -> int:
 
 def _command_run(args: argparse.Namespace) -> int:
     entry: List[str] = list(args.entrypoint)
+    if entry[:1] == ["--"]:  # `det cmd run -- CMD ...`: the separator is no part of it
+        entry = entry[1:]
     if not entry:
         usage_error("det cmd run needs an ENTRYPOINT (the command to run)")
     volumes(args.volume)  # malformed values fail before anything is sent

@@ -126,6 +126,20 @@ def test_cli_cmd_run_and_task_list(master, tmp_path):
     assert logs.stdout.strip().endswith("prepared 42")
 
 
+def test_cmd_run_separator_and_a_missing_config_file(master, tmp_path):
+    """`det cmd run -- CMD` ran the command '--' (the task failed to start); a missing
+    --config-file was a FileNotFoundError line."""
+    env = {"DET_MASTER": master.url}
+    out = run_det(["cmd", "run", "--", "echo", "separated"], env=env, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "separated", out.stdout + out.stderr
+    missing = tmp_path / "missing.yaml"
+    out = run_det(["cmd", "run", "--config-file", missing, "true"], env=env)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (f"det: error: Invalid config file {missing} (1 error(s)):\n"
+                                  "  - <root>: cannot read it: No such file or directory"), \
+        out.stderr
+
+
 def test_killing_a_queued_task_ends_it(master):
     """A task waiting for slots the cluster lacks: its kill answered a 500 (the master
     notified a condition without holding its lock) and the task stayed queued."""
