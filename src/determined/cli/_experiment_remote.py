@@ -22,7 +22,7 @@ from determined.cli._remote import (
 )
 from determined.common.api import APIError, MasterClient, pack_context
 from determined.common.console import TrimmedConsole
-from determined.errors import InvalidConfigError, InvalidModelDefError, MasterError
+from determined.errors import InvalidConfigError, InvalidModelDefError
 
 __all__ = ["add_verbs", "create_remote", "follow", "list_remote", "read_context", "templated"]
 
@@ -57,7 +57,7 @@ def read_context(args: argparse.Namespace) -> bytes:
 
 def templated(c: MasterClient, template: str, config: Any, path: str) -> Dict[str, Any]:
     """The config (YAML text or a mapping) merged over the master's template."""
-    from determined.cli._template import merge_template
+    from determined.cli._template import fetch_template, merge_template
     from determined.config import parse_yaml
 
     if isinstance(config, str):
@@ -65,14 +65,7 @@ def templated(c: MasterClient, template: str, config: Any, path: str) -> Dict[st
     if not isinstance(config, dict):
         raise InvalidConfigError([("", "expected a mapping of config fields")],
                                  source=f"config file {path}")
-    try:
-        base = c.request("GET", f"/templates/{template}")["config"]
-    except APIError as e:
-        if e.status == 404:
-            raise MasterError(f"--template {template}: the master has no template of that "
-                              "name (see `det template list`)") from None
-        raise unreachable_hint(e) from None
-    return merge_template(config, base)
+    return merge_template(config, fetch_template(c, template))
 
 
 def create_remote(args: argparse.Namespace) -> int:

@@ -180,7 +180,9 @@ def _config_from_args(args: argparse.Namespace, api: Any) -> Dict[str, Any]:
 
     config: Dict[str, Any] = {}
     if getattr(args, "template", None):
-        config = dict(api.request("GET", f"/templates/{args.template}")["config"] or {})
+        from determined.cli._template import fetch_template
+
+        config = fetch_template(api, args.template)
     if args.config_file:
         loaded = yaml.safe_load(read_config_text(args.config_file)) or {}
         if not isinstance(loaded, dict):

@@ -17,7 +17,7 @@ import yaml
 from determined.cli._remote import client, print_rows
 from determined.errors import InvalidConfigError
 
-__all__ = ["add_parser", "merge_template"]
+__all__ = ["add_parser", "fetch_template", "merge_template"]
 
 
 def add_parser(nouns: Any) -> None:
@@ -40,6 +40,22 @@ def add_parser(nouns: Any) -> None:
     remove = verbs.add_parser("remove", aliases=["rm"], help="delete a template")
     remove.add_argument("template_name")
     remove.set_defaults(func=_remove)
+
+
+def fetch_template(c: Any, name: str) -> Dict[str, Any]:
+    """The config of the master's template ``name`` (``--template NAME``); a missing one is
+    an error naming the flag and how to list templates."""
+    from determined.cli._remote import unreachable_hint
+    from determined.common.api import APIError
+    from determined.errors import MasterError
+
+    try:
+        return dict(c.request("GET", f"/templates/{name}")["config"] or {})
+    except APIError as e:
+        if e.status == 404:
+            raise MasterError(f"--template {name}: the master has no template of that "
+                              "name (see `det template list`)") from None
+        raise unreachable_hint(e) from None
 
 
 def merge_template(config: Dict[str, Any], template: Dict[str, Any]) -> Dict[str, Any]:

@@ -138,6 +138,11 @@ def test_cmd_run_separator_and_a_missing_config_file(master, tmp_path):
     assert out.stderr.strip() == (f"det: error: Invalid config file {missing} (1 error(s)):\n"
                                   "  - <root>: cannot read it: No such file or directory"), \
         out.stderr
+    # A missing template is named as `det e create --template` names it (was a bare 404).
+    out = run_det(["cmd", "run", "--template", "nope", "true"], env=env)
+    assert out.returncode == 1
+    assert out.stderr.strip() == ("det: error: --template nope: the master has no template "
+                                  "of that name (see `det template list`)"), out.stderr
 
 
 def test_killing_a_queued_task_ends_it(master):
