@@ -163,8 +163,11 @@ def list_remote(args: argparse.Namespace) -> int:
             r["labels"] = ",".join(r.get("labels") or [])
     columns = ["id", "owner", "description", "state", "progress", "num_trials", "labels",
                "start_time", "end_time"]
-    if getattr(args, "all", False):
+    if getattr(args, "all", False):  # every user's: a narrow terminal keeps the owner
         columns.append("archived")
+        print_rows(rows, columns, args, drop_first=["archived", "labels", "end_time",
+                                                    "num_trials"])
+        return 0
     print_rows(rows, columns, args)
     return 0
 

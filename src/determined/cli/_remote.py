@@ -199,14 +199,14 @@ def _shorten(text: str, width: int) -> str:
 
 
 def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
-               width: Optional[int] = None, drop_first: Sequence[str] = ()) -> str:
+               width: Optional[int] = None, drop_first: Optional[Sequence[str]] = None) -> str:
     """A plain table (``a | b`` with a ``---+---`` rule) at most ``width`` columns wide
     (default: the terminal's; no limit when stdout is no terminal): long cells are
     shortened with an ellipsis, widest first; columns that still do not fit are left
     out (named in a last line; ``--csv`` and ``--json`` show every value):
-    ``drop_first``, then the usual ones, then the rightmost."""
+    ``drop_first`` (default: the usual ones), then the rightmost."""
     width = width or terminal_width() or sys.maxsize
-    drop_order = [*drop_first, *(c for c in _DROP_FIRST if c not in drop_first)]
+    drop_order = list(_DROP_FIRST if drop_first is None else drop_first)
     labels = [LABELS.get(c, c) for c in columns]
     cells = [[cell(r.get(c)).replace("\n", " ") for c in columns] for r in rows]
     widths = [max([len(label)] + [len(row[i]) for row in cells]) for i, label in enumerate(labels)]
@@ -246,7 +246,7 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
 
 def print_rows(rows: List[Dict[str, Any]], columns: Sequence[str], args: argparse.Namespace,
                title: Optional[str] = None, out: Optional[TextIO] = None,
-               drop_first: Sequence[str] = ()) -> None:
+               drop_first: Optional[Sequence[str]] = None) -> None:
     """Rows as a table fitting the terminal, or JSON (--json) or CSV (--csv)."""
     out = out or sys.stdout
     if getattr(args, "json", False):

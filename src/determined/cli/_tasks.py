@@ -26,7 +26,7 @@ __all__ = ["add_parser"]
 
 TASK_COLUMNS = ["id", "kind", "owner", "state", "description", "exit_code", "end_reason",
                 "slots", "agent_id", "start_time", "end_time"]
-#: What a narrow terminal leaves out of a task list first (before its owner).
+#: What a narrow terminal leaves out of a task list first (its owner stays).
 _TASK_DROP_FIRST = ["end_time", "start_time", "agent_id", "slots", "end_reason"]
 _PATHS = {"notebook": "lab", "tensorboard": "", "shell": ""}
 

@@ -313,3 +313,21 @@ def test_an_ended_session_says_so_and_how_to_log_in_again(shared_master) -> None
     assert "Traceback" not in ended.stderr
     det(m, "user", "login", "quinn", "--password", "s3cret")
     assert "logged in as user 'quinn'" in det(m, "user", "whoami").stdout
+
+
+def test_every_users_experiments_at_80_columns_show_the_owner(shared_master, tiny_dir,
+                                                              tmp_path, monkeypatch) -> None:
+    """`det e list -a` lists other users' experiments; at 80 columns it left out the owner
+    first. Now it keeps it, leaving out trials, labels and end times first."""
+    m = shared_master
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    config["description"] = "a description long enough to need the whole terminal width"
+    config["labels"] = ["baseline", "needs-a-wide-column"]
+    path = tmp_path / "long.yaml"
+    path.write_text(yaml.safe_dump(config))
+    exp_id = det(m, "e", "create", str(path), str(tiny_dir)).stdout.split()[-1]
+    det(m, "e", "wait", exp_id)  # COMPLETED: the widest state
+    monkeypatch.setenv("COLUMNS", "80")
+    listed = det(m, "e", "list", "-a").stdout.splitlines()
+    assert [h.strip() for h in listed[0].split("|")][:2] == ["id", "owner"], listed
+    assert all(len(line) <= 80 for line in listed), listed
