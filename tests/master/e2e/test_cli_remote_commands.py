@@ -244,3 +244,15 @@ def test_bad_arguments_get_clear_errors(shared_master, tiny_dir, tmp_path):
     out = det(shared_master, "e", "create", tiny_dir / "const.yaml", tiny_dir, "--template", "t",
               code=1)
     assert "--template t" in out.stderr
+
+
+def test_download_of_an_experiment_without_checkpoints_says_so(shared_master, tiny_dir,
+                                                               tmp_path):
+    """`det e download` of an experiment that never checkpointed printed nothing and
+    exited 0; it names the experiment and exits 1."""
+    out = det(shared_master, "e", "create", tiny_dir / "const.yaml", tiny_dir, "--paused")
+    exp_id = int(out.stdout.split()[-1])
+    out = det(shared_master, "e", "download", exp_id, "-o", tmp_path / "best", code=1)
+    assert out.stderr.strip() == f"det: error: experiment {exp_id} has no validated checkpoint"
+    assert not (tmp_path / "best").exists()
+    det(shared_master, "e", "kill", exp_id)
