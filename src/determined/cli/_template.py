@@ -93,7 +93,18 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_name(name: str) -> str:
+    """A template name the master's routes can carry: 1-255 characters, no '/'."""
+    from determined.cli._remote import usage_error
+
+    if not name.strip() or "/" in name or len(name) > 255:
+        usage_error(f"Expected a template name of 1-255 characters without '/'. "
+                    f"Received: {name!r}")
+    return name
+
+
 def _describe(args: argparse.Namespace) -> int:
+    _check_name(args.template_name)
     with client(args) as c:
         config = c.request("GET", f"/templates/{args.template_name}")["config"]
     if args.json:
@@ -107,6 +118,7 @@ def _set(args: argparse.Namespace) -> int:
     from determined.cli._remote import read_config_text
     from determined.config import parse_yaml
 
+    _check_name(args.template_name)
     config = parse_yaml(read_config_text(args.template_file))
     if not isinstance(config, dict):
         raise InvalidConfigError([("", "expected a mapping of config fields")],
@@ -118,6 +130,7 @@ def _set(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
+    _check_name(args.template_name)
     with client(args) as c:
         c.request("DELETE", f"/templates/{args.template_name}")
     print(f"Removed template {args.template_name}")

@@ -194,6 +194,28 @@ def test_an_invalid_template_is_named_when_create_refuses_the_merged_config(
     det(shared_master, "template", "rm", "typo")
 
 
+def test_template_names_the_routes_cannot_carry_and_unknown_routes(shared_master, tmp_path):
+    """`det template set '' F` said "Set template" and set nothing (the master redirected
+    the PUT); 'a/b' printed the raw {"detail":"Not Found"}. Both are refused naming the
+    name; a path no API route matches is a 404 naming it."""
+    tpl = tmp_path / "t.yaml"
+    tpl.write_text("description: x\n")
+    for name in ("", "a/b"):
+        out = det(shared_master, "template", "set", name, tpl, code=2)
+        assert out.stderr.strip() == ("det: error: Expected a template name of 1-255 "
+                                      f"characters without '/'. Received: {name!r}"), out.stderr
+    names = [t["name"] for t in json.loads(det(shared_master, "template", "list",
+                                                 "--json").stdout)]
+    assert "" not in names and "a/b" not in names
+    r = httpx.get(shared_master.url + "/api/v1/templates/a/b")
+    assert r.status_code == 404
+    assert r.json() == {"error": "No API route GET /api/v1/templates/a/b (the routes are "
+                                 "listed at /docs)"}
+    r = httpx.delete(shared_master.url + "/api/v1/master")
+    assert r.status_code == 405 and r.json()["error"].startswith("No API route DELETE")
+    assert "GET" in r.headers["allow"]
+
+
 def test_gc_policy_previews_then_applies(shared_master, tiny_dir, tmp_path):
     cfg = config_file(tmp_path, tiny_dir, checkpoint_storage={"save_trial_latest": 2,
                                                               "save_trial_best": 0})
