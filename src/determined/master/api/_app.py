@@ -124,8 +124,9 @@ def create_app(master: Master) -> fastapi.FastAPI:
     def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         message = str(exc.detail)
         if exc.status_code in (404, 405) and message in ("Not Found", "Method Not Allowed"):
-            message = (f"No API route {request.method} {request.url.path} (the routes are "
-                       "listed at /docs)")
+            path = request.url.path
+            message = (f"No API route {request.method} {path} (the routes are listed at "
+                       "/docs)" if path.startswith("/api/") else f"Nothing at {path}")
         response = _error(exc.status_code, message)
         response.headers.update(exc.headers or {})
         return response
