@@ -104,7 +104,7 @@ def _check_tensorboard_data(master: Master, runs: List[Dict[str, Any]]) -> None:
     """Refuse a TensorBoard that would stay empty: no chosen trial has trained a batch and
     none of their experiments is ACTIVE (so none will without the user's doing)."""
     trials = [master.store.get_trial(run["trial_id"]) for run in runs]
-    if any(t.total_batches > 0 for t in trials):
+    if any(t.total_batches > 0 or t.best_validation is not None for t in trials):
         return
     exp_ids = sorted({t.experiment_id for t in trials})
     states = {e: master.store.get_experiment(e).state for e in exp_ids}
