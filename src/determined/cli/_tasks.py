@@ -246,14 +246,26 @@ def _create(args: argparse.Namespace, api: Any, body: Dict[str, Any],
 
 
 def _wait_ready(api: Any, task: Dict[str, Any], token: str, timeout: float = 300) -> None:
-    """Wait until the task's service answers through the proxy. A task that ends first
-    is reported (exit code, end reason, the tail of its log) with a non-zero exit."""
+    """Wait until the task's service answers through the proxy (``timeout`` seconds from
+    its start; a task queued for slots waits as long as it takes, saying so once). A task
+    that ends first is reported (exit code, end reason, the tail of its log) with a
+    non-zero exit."""
     deadline = time.monotonic() + timeout
     url = f"{api.url}/proxy/{task['id']}/{_PATHS.get(task['kind'], '')}"
+    said_queued = False
     while time.monotonic() < deadline:
         state = api.request("GET", f"/tasks/{task['id']}")
         if state["state"] == "TERMINATED":
             _report_ended(api, state)
+        if state["state"] == "PENDING":
+            if not said_queued:
+                print(f"{task['kind']} {task['id']} waits for a free slot (Ctrl-C stops "
+                      f"waiting; `det {task['kind']} kill {task['id']}` removes it)",
+                      file=sys.stderr, flush=True)
+                said_queued = True
+            deadline = time.monotonic() + timeout
+            time.sleep(0.5)
+            continue
         if state["state"] == "RUNNING" and _answers(url, task["kind"], token):
             # The answer came from the service, but it may have ended since.
             state = api.request("GET", f"/tasks/{task['id']}")

@@ -61,6 +61,8 @@ def test_default_descriptions_say_what_the_task_is():
     """Tasks started without a description were listed with an empty one."""
     cmd = validate_task_config("command", {"entrypoint": ["python", "prep.py", "a b"]})
     assert default_description("command", cmd, [], []) == "python prep.py 'a b'"
+    one = validate_task_config("command", {"entrypoint": "sleep 60 && echo done"})
+    assert default_description("command", one, [], []) == "sleep 60 && echo done"
     long = validate_task_config("command", {"entrypoint": ["echo", "x" * 200]})
     assert len(default_description("command", long, [], [])) == 80
     assert default_description("tensorboard", {}, [1, 2], [17]) == \

@@ -354,3 +354,31 @@ def test_notebook_start_prints_the_url_once_jupyter_answers(master):
     assert "/lab?det_token=" in url, out.stdout
     browser = httpx.Client(follow_redirects=True, timeout=30)
     assert browser.get(url).status_code == 200  # ready when printed: no 502 first
+
+
+def test_notebook_start_queued_for_a_slot_says_so_and_waits(master):
+    """With every slot busy `det notebook start` printed nothing for 300 s, then "did not
+    answer"; it says the notebook waits for a slot and waits until it runs."""
+    pytest.importorskip("jupyterlab", reason="the optional extra 'notebook'")
+    env = dict(os.environ, DET_MASTER=master.url)
+    busy = run_det(["cmd", "run", "-d", "sleep 300"], env={"DET_MASTER": master.url})
+    assert busy.returncode == 0, busy.stderr
+    busy_id = busy.stdout.strip()
+    proc = subprocess.Popen([sys.executable, "-m", "determined.cli", "notebook", "start",
+                             "--no-browser"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    watchdog = __import__("threading").Timer(240, proc.kill)
+    watchdog.start()
+    try:
+        lines = [proc.stderr.readline(), proc.stderr.readline()]
+        assert lines[0].startswith("Launched notebook "), lines
+        nb_id = lines[0].split()[-1]
+        assert lines[1].strip() == (f"notebook {nb_id} waits for a free slot (Ctrl-C stops "
+                                    f"waiting; `det notebook kill {nb_id}` removes it)"), lines
+        assert run_det(["cmd", "kill", busy_id], env={"DET_MASTER": master.url}).returncode == 0
+        out, err = proc.communicate(timeout=240)
+    finally:
+        watchdog.cancel()
+    assert proc.returncode == 0, err
+    assert "/lab?det_token=" in out, out + err
+    run_det(["notebook", "kill", nb_id], env={"DET_MASTER": master.url})

@@ -98,7 +98,9 @@ def default_description(kind: str, config: Dict[str, Any], experiment_ids: List[
     import shlex
 
     if kind == "command":
-        line = shlex.join(config.get("entrypoint") or [])
+        entrypoint = config.get("entrypoint") or []
+        # One argument runs in sh -c as written; quote only a list's arguments.
+        line = entrypoint[0] if len(entrypoint) == 1 else shlex.join(entrypoint)
         return line if len(line) <= 80 else line[:79] + "…"
     if kind == "tensorboard":
         parts = []
