@@ -403,6 +403,9 @@ def _follow_command(args: argparse.Namespace, api: Any, task: Dict[str, Any]) ->
     if args.detach:
         print(task["id"])
         return 0
+    if api.request("GET", f"/tasks/{task['id']}")["state"] == "PENDING":
+        print(f"command {task['id']} waits for a free slot (Ctrl-C stops following; "
+              f"`det cmd kill {task['id']}` removes it)", file=sys.stderr, flush=True)
     _print_logs(api, task["id"], follow=True, tail=None)
     final = api.request("GET", f"/tasks/{task['id']}")
     code = final.get("exit_code")

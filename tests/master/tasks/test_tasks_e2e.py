@@ -382,3 +382,25 @@ def test_notebook_start_queued_for_a_slot_says_so_and_waits(master):
     assert proc.returncode == 0, err
     assert "/lab?det_token=" in out, out + err
     run_det(["notebook", "kill", nb_id], env={"DET_MASTER": master.url})
+
+
+def test_cmd_run_queued_for_a_slot_says_so(master):
+    """`det cmd run` behind a busy slot printed nothing until the command ran."""
+    env = {"DET_MASTER": master.url}
+    busy = run_det(["cmd", "run", "-d", "sleep 300"], env=env)
+    assert busy.returncode == 0, busy.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "determined.cli", "cmd", "run",
+                             "echo ran"], env=dict(os.environ, **env),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watchdog = __import__("threading").Timer(240, proc.kill)
+    watchdog.start()
+    try:
+        lines = [proc.stderr.readline(), proc.stderr.readline()]
+        cmd_id = lines[0].split()[-1]
+        assert lines[1].strip() == (f"command {cmd_id} waits for a free slot (Ctrl-C stops "
+                                    f"following; `det cmd kill {cmd_id}` removes it)"), lines
+        assert run_det(["cmd", "kill", busy.stdout.strip()], env=env).returncode == 0
+        out, err = proc.communicate(timeout=240)
+    finally:
+        watchdog.cancel()
+    assert proc.returncode == 0 and out.strip() == "ran", out + err
