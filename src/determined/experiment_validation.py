@@ -11,7 +11,8 @@ restart of the master):
 4. the context: the uploaded archive is safe and small enough
    (:func:`determined.common.api.check_context_archive`), or the local model
    directory exists; either holds the entrypoint's module;
-5. the checkpoint storage backend can be built.
+5. the checkpoint storage backend can be built (and its bucket exists, where the store
+   can be asked).
 
 Errors name the field: :class:`~determined.errors.InvalidConfigError` for 1-3, 5 and
 the entrypoint, :class:`~determined.common.api.ContextArchiveError` (an
@@ -141,10 +142,13 @@ def _check_context(config: Dict[str, Any], context: Optional[bytes], model_dir: 
 def _check_storage(config: Dict[str, Any], source: str) -> None:
     storage = config.get("checkpoint_storage")
     try:
-        build_storage(storage or {})
+        manager = build_storage(storage or {})
     except (DeterminedError, ValueError, TypeError, KeyError, OSError) as e:
         raise InvalidConfigError([("checkpoint_storage", f"cannot be used: {e}")],
                                  source) from None
+    problem = manager.unusable()
+    if problem:
+        raise InvalidConfigError([("checkpoint_storage.bucket", problem)], source)
 
 
 def validate_experiment(

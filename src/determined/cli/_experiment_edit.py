@@ -106,7 +106,12 @@ def _flat_validation(ckpt: Any) -> Any:
 
 def _download(args: argparse.Namespace) -> int:
     exp = sdk(args).get_experiment(args.experiment_id)
-    for ckpt in exp.top_n_checkpoints(args.top_n, args.sort_by, args.smaller_is_better):
+    best = exp.top_n_checkpoints(args.top_n, args.sort_by, args.smaller_is_better)
+    if not best:  # it printed nothing and exited 0
+        from determined.errors import CheckpointError
+
+        raise CheckpointError(f"experiment {exp.id} has no validated checkpoint")
+    for ckpt in best:
         path = ckpt.download(os.path.join(args.output_dir, ckpt.uuid))
         print_checkpoint(ckpt, path, args.quiet)
     return 0

@@ -22,7 +22,7 @@ from determined.cli._remote import (
 )
 from determined.common.api import APIError, MasterClient, pack_context
 from determined.common.console import TrimmedConsole
-from determined.errors import InvalidConfigError, InvalidModelDefError, MasterError
+from determined.errors import InvalidConfigError, InvalidModelDefError
 
 __all__ = ["add_verbs", "create_remote", "follow", "list_remote", "read_context", "templated"]
 
@@ -57,7 +57,7 @@ def read_context(args: argparse.Namespace) -> bytes:
 
 def templated(c: MasterClient, template: str, config: Any, path: str) -> Dict[str, Any]:
     """The config (YAML text or a mapping) merged over the master's template."""
-    from determined.cli._template import merge_template
+    from determined.cli._template import fetch_template, merge_template
     from determined.config import parse_yaml
 
     if isinstance(config, str):
@@ -65,14 +65,7 @@ def templated(c: MasterClient, template: str, config: Any, path: str) -> Dict[st
     if not isinstance(config, dict):
         raise InvalidConfigError([("", "expected a mapping of config fields")],
                                  source=f"config file {path}")
-    try:
-        base = c.request("GET", f"/templates/{template}")["config"]
-    except APIError as e:
-        if e.status == 404:
-            raise MasterError(f"--template {template}: the master has no template of that "
-                              "name (see `det template list`)") from None
-        raise unreachable_hint(e) from None
-    return merge_template(config, base)
+    return merge_template(config, fetch_template(c, template))
 
 
 def create_remote(args: argparse.Namespace) -> int:
@@ -86,6 +79,10 @@ def create_remote(args: argparse.Namespace) -> int:
         try:
             exp_id = c.create_experiment(config_text, packed, activate=not args.paused, git=git)
         except APIError as e:
+            if e.status == 400 and getattr(args, "template", None):
+                raise APIError(f"{e}\nThe config was merged over template {args.template!r}; "
+                               f"`det template describe {args.template}` shows it", e.status,
+                               e.details) from None
             raise unreachable_hint(e) from None
         if args.json:
             print(json.dumps({"id": exp_id}))
@@ -166,8 +163,11 @@ def list_remote(args: argparse.Namespace) -> int:
             r["labels"] = ",".join(r.get("labels") or [])
     columns = ["id", "owner", "description", "state", "progress", "num_trials", "labels",
                "start_time", "end_time"]
-    if getattr(args, "all", False):
+    if getattr(args, "all", False):  # every user's: a narrow terminal keeps the owner
         columns.append("archived")
+        print_rows(rows, columns, args, drop_first=["archived", "labels", "end_time",
+                                                    "num_trials"])
+        return 0
     print_rows(rows, columns, args)
     return 0
 

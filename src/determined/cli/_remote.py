@@ -176,7 +176,7 @@ LABELS = {
 }
 ELLIPSIS = "\u2026"
 #: Columns never shortened below this width (times to the second, states, UUIDs to copy).
-_KEEP_WIDTH = {"start_time": 19, "end_time": 19, "state": 9, "uuid": 36}
+_KEEP_WIDTH = {"start_time": 19, "end_time": 19, "state": 9, "uuid": 36, "kind": 11}
 #: Columns a narrow terminal leaves out first, in this order.
 _DROP_FIRST = ["archived", "labels", "end_time", "restarts", "size_bytes", "address",
                "latest_checkpoint", "owner"]
@@ -199,12 +199,14 @@ def _shorten(text: str, width: int) -> str:
 
 
 def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
-               width: Optional[int] = None) -> str:
+               width: Optional[int] = None, drop_first: Optional[Sequence[str]] = None) -> str:
     """A plain table (``a | b`` with a ``---+---`` rule) at most ``width`` columns wide
     (default: the terminal's; no limit when stdout is no terminal): long cells are
     shortened with an ellipsis, widest first; columns that still do not fit are left
-    out (named in a last line; ``--csv`` and ``--json`` show every value)."""
+    out (named in a last line; ``--csv`` and ``--json`` show every value):
+    ``drop_first`` (default: the usual ones), then the rightmost."""
     width = width or terminal_width() or sys.maxsize
+    drop_order = list(_DROP_FIRST if drop_first is None else drop_first)
     labels = [LABELS.get(c, c) for c in columns]
     cells = [[cell(r.get(c)).replace("\n", " ") for c in columns] for r in rows]
     widths = [max([len(label)] + [len(row[i]) for row in cells]) for i, label in enumerate(labels)]
@@ -220,8 +222,8 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
 
     while len(shown) > 1 and sum(floors[i] for i in shown) + 3 * (len(shown) - 1) > width:
         # Leave out what matters least: the listed columns first, then the rightmost.
-        droppable = [i for i in shown if columns[i] in _DROP_FIRST]
-        shown.remove(min(droppable, key=lambda i: _DROP_FIRST.index(columns[i]))
+        droppable = [i for i in shown if columns[i] in drop_order]
+        shown.remove(min(droppable, key=lambda i: drop_order.index(columns[i]))
                      if droppable else shown[-1])
     while total(shown) > width:
         widest = max(shown, key=lambda i: (widths[i] - floors[i], i))
@@ -243,7 +245,8 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
 
 
 def print_rows(rows: List[Dict[str, Any]], columns: Sequence[str], args: argparse.Namespace,
-               title: Optional[str] = None, out: Optional[TextIO] = None) -> None:
+               title: Optional[str] = None, out: Optional[TextIO] = None,
+               drop_first: Optional[Sequence[str]] = None) -> None:
     """Rows as a table fitting the terminal, or JSON (--json) or CSV (--csv)."""
     out = out or sys.stdout
     if getattr(args, "json", False):
@@ -254,7 +257,7 @@ def print_rows(rows: List[Dict[str, Any]], columns: Sequence[str], args: argpars
         return
     if title:
         out.write(title + "\n")
-    out.write(table_text(rows, columns))
+    out.write(table_text(rows, columns, drop_first=drop_first))
 
 
 def read_config_text(path: str) -> str:

@@ -14,12 +14,20 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
-from determined.cli._remote import add_format_flags, client, print_rows, usage_error
+from determined.cli._remote import (
+    add_format_flags,
+    client,
+    print_rows,
+    read_config_text,
+    usage_error,
+)
 
 __all__ = ["add_parser"]
 
-TASK_COLUMNS = ["id", "kind", "owner", "state", "description", "slots", "agent_id",
-                "exit_code", "end_reason", "start_time", "end_time"]
+TASK_COLUMNS = ["id", "kind", "owner", "state", "description", "exit_code", "end_reason",
+                "slots", "agent_id", "start_time", "end_time"]
+#: What a narrow terminal leaves out of a task list first (its owner stays).
+_TASK_DROP_FIRST = ["end_time", "start_time", "agent_id", "slots", "end_reason"]
 _PATHS = {"notebook": "lab", "tensorboard": "", "shell": ""}
 
 
@@ -172,10 +180,11 @@ def _config_from_args(args: argparse.Namespace, api: Any) -> Dict[str, Any]:
 
     config: Dict[str, Any] = {}
     if getattr(args, "template", None):
-        config = dict(api.request("GET", f"/templates/{args.template}")["config"] or {})
+        from determined.cli._template import fetch_template
+
+        config = fetch_template(api, args.template)
     if args.config_file:
-        with open(args.config_file, encoding="utf-8") as f:
-            loaded = yaml.safe_load(f) or {}
+        loaded = yaml.safe_load(read_config_text(args.config_file)) or {}
         if not isinstance(loaded, dict):
             usage_error(f"{args.config_file}: expected a YAML mapping of task config fields")
         config = _merge(config, loaded)
@@ -237,14 +246,26 @@ def _create(args: argparse.Namespace, api: Any, body: Dict[str, Any],
 
 
 def _wait_ready(api: Any, task: Dict[str, Any], token: str, timeout: float = 300) -> None:
-    """Wait until the task's service answers through the proxy. A task that ends first
-    is reported (exit code, end reason, the tail of its log) with a non-zero exit."""
+    """Wait until the task's service answers through the proxy (``timeout`` seconds from
+    its start; a task queued for slots waits as long as it takes, saying so once). A task
+    that ends first is reported (exit code, end reason, the tail of its log) with a
+    non-zero exit."""
     deadline = time.monotonic() + timeout
     url = f"{api.url}/proxy/{task['id']}/{_PATHS.get(task['kind'], '')}"
+    said_queued = False
     while time.monotonic() < deadline:
         state = api.request("GET", f"/tasks/{task['id']}")
         if state["state"] == "TERMINATED":
             _report_ended(api, state)
+        if state["state"] == "PENDING":
+            if not said_queued:
+                print(f"{task['kind']} {task['id']} waits for a free slot (Ctrl-C stops "
+                      f"waiting; `det {task['kind']} kill {task['id']}` removes it)",
+                      file=sys.stderr, flush=True)
+                said_queued = True
+            deadline = time.monotonic() + timeout
+            time.sleep(0.5)
+            continue
         if state["state"] == "RUNNING" and _answers(url, task["kind"], token):
             # The answer came from the service, but it may have ended since.
             state = api.request("GET", f"/tasks/{task['id']}")
@@ -297,7 +318,7 @@ def _show_url(url: str, args: argparse.Namespace) -> None:
 def _task_list(args: argparse.Namespace) -> int:
     with client(args) as api:
         tasks = api.request("GET", "/tasks", params={"all": "true"})["tasks"]
-    print_rows(tasks, TASK_COLUMNS, args)
+    print_rows(tasks, TASK_COLUMNS, args, drop_first=_TASK_DROP_FIRST)
     return 0
 
 
@@ -309,7 +330,7 @@ def _list(args: argparse.Namespace) -> int:
         for t in tasks:
             print(t["id"])
         return 0
-    print_rows(tasks, TASK_COLUMNS, args)
+    print_rows(tasks, TASK_COLUMNS, args, drop_first=_TASK_DROP_FIRST)
     return 0
 
 
@@ -367,6 +388,8 @@ def _kill(args: argparse.Namespace) -> int:
 
 def _command_run(args: argparse.Namespace) -> int:
     entry: List[str] = list(args.entrypoint)
+    if entry[:1] == ["--"]:  # `det cmd run -- CMD ...`: the separator is no part of it
+        entry = entry[1:]
     if not entry:
         usage_error("det cmd run needs an ENTRYPOINT (the command to run)")
     volumes(args.volume)  # malformed values fail before anything is sent
@@ -380,6 +403,9 @@ def _follow_command(args: argparse.Namespace, api: Any, task: Dict[str, Any]) ->
     if args.detach:
         print(task["id"])
         return 0
+    if api.request("GET", f"/tasks/{task['id']}")["state"] == "PENDING":
+        print(f"command {task['id']} waits for a free slot (Ctrl-C stops following; "
+              f"`det cmd kill {task['id']}` removes it)", file=sys.stderr, flush=True)
     _print_logs(api, task["id"], follow=True, tail=None)
     final = api.request("GET", f"/tasks/{task['id']}")
     code = final.get("exit_code")

@@ -17,7 +17,7 @@ import yaml
 from determined.cli._remote import client, print_rows
 from determined.errors import InvalidConfigError
 
-__all__ = ["add_parser", "merge_template"]
+__all__ = ["add_parser", "fetch_template", "merge_template"]
 
 
 def add_parser(nouns: Any) -> None:
@@ -40,6 +40,22 @@ def add_parser(nouns: Any) -> None:
     remove = verbs.add_parser("remove", aliases=["rm"], help="delete a template")
     remove.add_argument("template_name")
     remove.set_defaults(func=_remove)
+
+
+def fetch_template(c: Any, name: str) -> Dict[str, Any]:
+    """The config of the master's template ``name`` (``--template NAME``); a missing one is
+    an error naming the flag and how to list templates."""
+    from determined.cli._remote import unreachable_hint
+    from determined.common.api import APIError
+    from determined.errors import MasterError
+
+    try:
+        return dict(c.request("GET", f"/templates/{name}")["config"] or {})
+    except APIError as e:
+        if e.status == 404:
+            raise MasterError(f"--template {name}: the master has no template of that "
+                              "name (see `det template list`)") from None
+        raise unreachable_hint(e) from None
 
 
 def merge_template(config: Dict[str, Any], template: Dict[str, Any]) -> Dict[str, Any]:
@@ -77,7 +93,18 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def _check_name(name: str) -> str:
+    """A template name the master's routes can carry: 1-255 characters, no '/'."""
+    from determined.cli._remote import usage_error
+
+    if not name.strip() or "/" in name or len(name) > 255:
+        usage_error(f"Expected a template name of 1-255 characters without '/'. "
+                    f"Received: {name!r}")
+    return name
+
+
 def _describe(args: argparse.Namespace) -> int:
+    _check_name(args.template_name)
     with client(args) as c:
         config = c.request("GET", f"/templates/{args.template_name}")["config"]
     if args.json:
@@ -91,6 +118,7 @@ def _set(args: argparse.Namespace) -> int:
     from determined.cli._remote import read_config_text
     from determined.config import parse_yaml
 
+    _check_name(args.template_name)
     config = parse_yaml(read_config_text(args.template_file))
     if not isinstance(config, dict):
         raise InvalidConfigError([("", "expected a mapping of config fields")],
@@ -102,6 +130,7 @@ def _set(args: argparse.Namespace) -> int:
 
 
 def _remove(args: argparse.Namespace) -> int:
+    _check_name(args.template_name)
     with client(args) as c:
         c.request("DELETE", f"/templates/{args.template_name}")
     print(f"Removed template {args.template_name}")

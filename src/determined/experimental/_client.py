@@ -169,6 +169,9 @@ class ExperimentReference:
         self._det = as_determined(master)
         self._master = self._det._client.url
 
+    def __repr__(self) -> str:
+        return f"ExperimentReference(id={self.id}, master={self._master!r})"
+
     def _action(self, action: str) -> None:
         self._det._client.experiment_action(self.id, action)
 
@@ -235,6 +238,9 @@ class TrialReference:
         self._det = as_determined(master)
         self._master = self._det._client.url
         self._experiment_id = experiment_id
+
+    def __repr__(self) -> str:
+        return f"TrialReference(id={self.id}, master={self._master!r})"
 
     @property
     def experiment_id(self) -> int:

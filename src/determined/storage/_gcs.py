@@ -34,6 +34,13 @@ class GCSStore(ObjectStore):
         client = thread_local(f"gcs-client-{id(self)}", storage.Client)
         return client.bucket(self.bucket)
 
+    def missing_bucket(self) -> Optional[str]:
+        try:
+            exists = self._bucket().exists(timeout=5)
+        except Exception:  # no credentials or no connection from here: cannot tell
+            return None
+        return None if exists else f"bucket {self.bucket!r} does not exist"
+
     def upload_file(self, local_path: str, key: str) -> None:
         self._bucket().blob(key, chunk_size=CHUNK_SIZE).upload_from_filename(local_path)
 

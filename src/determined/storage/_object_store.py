@@ -67,6 +67,11 @@ class ObjectStore(abc.ABC):
     def delete_keys(self, keys: Sequence[str]) -> None:
         """Delete objects (missing ones are no error)."""
 
+    def missing_bucket(self) -> Optional[str]:
+        """Why the bucket surely does not exist (the store said so); None when it exists
+        or the store could not be asked (no credentials here, unreachable)."""
+        return None
+
     def list_dirs(self, prefix: str) -> List[str]:
         """Names of the "directories" directly under ``prefix`` (ending in ``/``)."""
         names = {k[len(prefix):].split("/", 1)[0] for k in self.list_keys(prefix)
@@ -100,6 +105,9 @@ class ObjectStoreStorageManager(StorageManager):
         if not uuid or "/" in uuid or uuid.startswith("."):
             raise CheckpointError(f"Expected a checkpoint UUID. Received: {uuid!r}")
         return self._key(uuid) + "/"
+
+    def unusable(self) -> Optional[str]:
+        return self.store.missing_bucket()
 
     # ---- checkpoints
 

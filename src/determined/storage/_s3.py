@@ -54,6 +54,35 @@ class S3Store(ObjectStore):
                                           retries={"max_attempts": 5, "mode": "standard"}),
         )
 
+    def missing_bucket(self) -> Optional[str]:
+        try:
+            import boto3
+            import botocore.config
+            import botocore.exceptions
+        except ImportError:
+            return None
+        access_key, secret_key, endpoint_url = self._args
+        # A client of its own: one quick try, not the transfers' retries.
+        client = boto3.session.Session(
+            aws_access_key_id=access_key, aws_secret_access_key=secret_key,
+        ).client("s3", endpoint_url=endpoint_url, config=botocore.config.Config(
+            connect_timeout=3, read_timeout=5, retries={"max_attempts": 1, "mode": "standard"}))
+        try:
+            # A GET, not HEAD: its error names the S3 code, so a 404 of something that
+            # is no S3 server (a proxy, a wrong endpoint path) is not taken for one.
+            client.list_objects_v2(Bucket=self.bucket, MaxKeys=1)
+        except botocore.exceptions.ClientError as e:
+            code = str(e.response.get("Error", {}).get("Code"))
+            where = f" at {endpoint_url}" if endpoint_url else ""
+            if code == "NoSuchBucket":
+                return f"bucket {self.bucket!r} does not exist{where}"
+            if code == "InvalidBucketName":
+                return f"{self.bucket!r} is not a valid S3 bucket name{where}"
+            return None  # e.g. AccessDenied: the agents' credentials may differ
+        except (botocore.exceptions.BotoCoreError, ValueError):
+            return None  # no credentials or no connection from here
+        return None
+
     def upload_file(self, local_path: str, key: str) -> None:
         client = self.client
         client.upload_file(local_path, self.bucket, key, Config=self._transfer)

@@ -244,3 +244,33 @@ def test_bad_arguments_get_clear_errors(shared_master, tiny_dir, tmp_path):
     out = det(shared_master, "e", "create", tiny_dir / "const.yaml", tiny_dir, "--template", "t",
               code=1)
     assert "--template t" in out.stderr
+
+
+def test_download_of_an_experiment_without_checkpoints_says_so(shared_master, tiny_dir,
+                                                               tmp_path):
+    """`det e download` of an experiment that never checkpointed printed nothing and
+    exited 0; it names the experiment and exits 1."""
+    out = det(shared_master, "e", "create", tiny_dir / "const.yaml", tiny_dir, "--paused")
+    exp_id = int(out.stdout.split()[-1])
+    out = det(shared_master, "e", "download", exp_id, "-o", tmp_path / "best", code=1)
+    assert out.stderr.strip() == f"det: error: experiment {exp_id} has no validated checkpoint"
+    assert not (tmp_path / "best").exists()
+    det(shared_master, "e", "kill", exp_id)
+
+
+def test_download_of_a_checkpoint_whose_files_are_gone(shared_master, finished, tmp_path):
+    """Files removed behind the master's back: the error said "checkpoint X: checkpoint X
+    not found in DIR"; it says so once and what the record claims."""
+    exp_id = finished["ids"][0]
+    rows = json.loads(det(shared_master, "e", "lc", exp_id, "--json").stdout)
+    uuid = next(r["uuid"] for r in rows if r["state"] == "COMPLETED")
+    path = json.loads(det(shared_master, "checkpoint", "describe", uuid, "--json").stdout)["path"]
+    moved = tmp_path / "moved"
+    os.rename(path, moved)
+    try:
+        out = det(shared_master, "checkpoint", "download", uuid, "-o", tmp_path / "dl", code=1)
+    finally:
+        os.rename(moved, path)
+    assert out.stderr.strip() == (
+        f"det: error: checkpoint {uuid} not found in {os.path.dirname(path)} (it is recorded "
+        "as COMPLETED: were its files removed outside Determined?) (HTTP 404)"), out.stderr

@@ -144,6 +144,17 @@ def test_model_registry_sdk_and_cli(shared_master, done):
     assert " ".join(shown.split()).count("=") >= len(metrics), shown  # all, k=v
     bad = det(shared_master, "model", "register-version", "cli-net", "nope", code=1)
     assert "not found" in bad.stderr and "Traceback" not in bad.stderr
+    # A version or slot that does not exist: the message said "version of model 'x' 7
+    # not found"; it names what exists.
+    bad = det(shared_master, "model", "describe", "alpha-net", "--version", "7", code=1)
+    assert bad.stderr.strip() == ("det: error: model 'alpha-net' has no version 7 (its "
+                                  "versions: 1, 2) (HTTP 404)"), bad.stderr
+    det(shared_master, "model", "create", "empty-net")
+    bad = det(shared_master, "model", "describe", "empty-net", "--version", "1", code=1)
+    assert "model 'empty-net' has no version 1 (it has none yet)" in bad.stderr, bad.stderr
+    bad = det(shared_master, "-u", "admin", "slot", "disable", "embedded", "7", code=1)
+    assert bad.stderr.strip() == ("det: error: agent 'embedded' has no slot 7 (its slots: "
+                                  "0-1) (HTTP 404)"), bad.stderr
 
 
 def test_templates_merge_into_created_experiments(shared_master, tiny_dir, tmp_path):
@@ -165,6 +176,44 @@ def test_templates_merge_into_created_experiments(shared_master, tiny_dir, tmp_p
     missing = det(shared_master, "e", "create", config_file(tmp_path, tiny_dir), tiny_dir,
                   "--template", "base", code=1)
     assert "no template" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_an_invalid_template_is_named_when_create_refuses_the_merged_config(
+        shared_master, tiny_dir, tmp_path):
+    """A template holding a field the experiment schema lacks made create fail naming the
+    field only; the user's own file has no such field, so the error names the template."""
+    tpl = tmp_path / "typo.yaml"
+    tpl.write_text("max_restart: 1\n")  # a typo of max_restarts
+    det(shared_master, "template", "set", "typo", tpl)
+    out = det(shared_master, "e", "create", config_file(tmp_path, tiny_dir), tiny_dir,
+              "--template", "typo", code=1)
+    lines = out.stderr.strip().splitlines()
+    assert lines[1].startswith("  - max_restart: unknown field"), out.stderr
+    assert lines[-1] == ("The config was merged over template 'typo'; `det template "
+                         "describe typo` shows it"), out.stderr
+    det(shared_master, "template", "rm", "typo")
+
+
+def test_template_names_the_routes_cannot_carry_and_unknown_routes(shared_master, tmp_path):
+    """`det template set '' F` said "Set template" and set nothing (the master redirected
+    the PUT); 'a/b' printed the raw {"detail":"Not Found"}. Both are refused naming the
+    name; a path no API route matches is a 404 naming it."""
+    tpl = tmp_path / "t.yaml"
+    tpl.write_text("description: x\n")
+    for name in ("", "a/b"):
+        out = det(shared_master, "template", "set", name, tpl, code=2)
+        assert out.stderr.strip() == ("det: error: Expected a template name of 1-255 "
+                                      f"characters without '/'. Received: {name!r}"), out.stderr
+    names = [t["name"] for t in json.loads(det(shared_master, "template", "list",
+                                                 "--json").stdout)]
+    assert "" not in names and "a/b" not in names
+    r = httpx.get(shared_master.url + "/api/v1/templates/a/b")
+    assert r.status_code == 404
+    assert r.json() == {"error": "No API route GET /api/v1/templates/a/b (the routes are "
+                                 "listed at /docs)"}
+    r = httpx.delete(shared_master.url + "/api/v1/master")
+    assert r.status_code == 405 and r.json()["error"].startswith("No API route DELETE")
+    assert "GET" in r.headers["allow"]
 
 
 def test_gc_policy_previews_then_applies(shared_master, tiny_dir, tmp_path):

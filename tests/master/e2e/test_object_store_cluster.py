@@ -183,3 +183,35 @@ def test_s3_secret_is_masked_and_checkpoints_report_their_sizes(master_factory, 
             str(tmp_path / "sdk"))
         assert sorted(os.listdir(local)) == sorted(
             {k.split("/")[0] for k in ckpt["resources"]})
+
+
+def test_a_bucket_that_does_not_exist_is_refused_at_create(store, master_factory, tiny_dir,
+                                                           tmp_path, monkeypatch):
+    """A missing bucket was found only at the first checkpoint: every trial failed and
+    restarted until max_restarts. The master (and a --local run) refuse the experiment
+    naming checkpoint_storage.bucket, and store nothing."""
+    import yaml
+
+    section, access = store
+    for k, v in access.items():
+        monkeypatch.setenv(k, v)
+    master = master_factory(slots=1)
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    config["checkpoint_storage"] = dict(section, bucket="no-such-bucket")
+    path = tmp_path / "missing-bucket.yaml"
+    path.write_text(yaml.safe_dump(config))
+    where = f" at {section['endpoint_url']}" if "endpoint_url" in section else ""
+    expected = f"  - checkpoint_storage.bucket: bucket 'no-such-bucket' does not exist{where}"
+    for extra in ([], ["--local"]):
+        out = run_det(["-m", master.url, "e", "create", path, tiny_dir, *extra], timeout=180,
+                      env={"DET_LOCAL_DIR": str(tmp_path / "local")})
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert expected in out.stderr.splitlines()[-1] or expected in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr
+    listed = run_det(["-m", master.url, "e", "list", "-a", "--json"])
+    assert listed.returncode == 0 and listed.stdout.strip() == "[]", listed.stdout
+    # The bucket that exists is accepted (the check asks the store, it does not guess).
+    config["checkpoint_storage"] = section
+    path.write_text(yaml.safe_dump(config))
+    out = run_det(["-m", master.url, "e", "create", path, tiny_dir, "--paused"], timeout=180)
+    assert out.returncode == 0, out.stderr

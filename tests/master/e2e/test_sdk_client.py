@@ -67,6 +67,9 @@ def test_sdk_selects_and_loads_checkpoints(master_factory, tiny_dir, tmp_path):
     assert os.path.exists(os.path.join(fetched, "state_dict.pth"))
     with pytest.raises(TypeError, match="master's URL"):
         ExperimentReference(exp.id, 8080)
+    # What a REPL shows (was "<...ExperimentReference object at 0x...>").
+    assert repr(by_url) == f"ExperimentReference(id={exp.id}, master={master.url!r})"
+    assert repr(trial_by_url) == f"TrialReference(id={top.trial_id}, master={master.url!r})"
 
 
 def test_sdk_errors(master_factory):

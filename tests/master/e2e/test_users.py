@@ -290,3 +290,44 @@ def test_unreadable_login_cache(shared_master) -> None:
     assert broken.returncode == 1
     assert f"Cannot read the login cache {path}" in broken.stderr
     assert "Delete it and log in again" in broken.stderr
+
+
+def test_an_ended_session_says_so_and_how_to_log_in_again(shared_master) -> None:
+    """A cached token the master refuses (expired, or a master with a new database) of a
+    user with a password: the error said it could not log in "with the blank password";
+    it says the saved login is no longer valid and names the command that renews it."""
+    m = shared_master
+    det(m, "user", "create", "quinn", user="admin")
+    det(m, "user", "change-password", "quinn", input="s3cret\n", user="admin")
+    det(m, "user", "login", "quinn", "--password", "s3cret")
+    cache = auth_cache()
+    cache["masters"][m.url]["tokens"]["quinn"] = "a-session-the-master-no-longer-knows"
+    with open(os.path.join(os.environ["DET_AUTH_DIR"], "auth.json"), "w") as f:
+        json.dump(cache, f)
+    ended = det(m, "e", "list", check=False)
+    assert ended.returncode == 1
+    assert ended.stderr.strip() == (
+        f"det: error: The saved login of 'quinn' at {m.url} is no longer valid (the "
+        f"session expired or was ended). Log in again with `det -m {m.url} user login "
+        "quinn`"), ended.stderr
+    assert "Traceback" not in ended.stderr
+    det(m, "user", "login", "quinn", "--password", "s3cret")
+    assert "logged in as user 'quinn'" in det(m, "user", "whoami").stdout
+
+
+def test_every_users_experiments_at_80_columns_show_the_owner(shared_master, tiny_dir,
+                                                              tmp_path, monkeypatch) -> None:
+    """`det e list -a` lists other users' experiments; at 80 columns it left out the owner
+    first. Now it keeps it, leaving out trials, labels and end times first."""
+    m = shared_master
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    config["description"] = "a description long enough to need the whole terminal width"
+    config["labels"] = ["baseline", "needs-a-wide-column"]
+    path = tmp_path / "long.yaml"
+    path.write_text(yaml.safe_dump(config))
+    exp_id = det(m, "e", "create", str(path), str(tiny_dir)).stdout.split()[-1]
+    det(m, "e", "wait", exp_id)  # COMPLETED: the widest state
+    monkeypatch.setenv("COLUMNS", "80")
+    listed = det(m, "e", "list", "-a").stdout.splitlines()
+    assert [h.strip() for h in listed[0].split("|")][:2] == ["id", "owner"], listed
+    assert all(len(line) <= 80 for line in listed), listed

@@ -3,7 +3,7 @@
 import pytest
 
 from determined.errors import InvalidConfigError
-from determined.master.tasks import validate_task_config
+from determined.master.tasks import default_description, validate_task_config
 from determined.master.tasks._spec import environment_variables
 
 
@@ -55,3 +55,18 @@ def test_bind_mounts_stay_inside_the_working_directory():
             validate_task_config("command", {"entrypoint": "true", "bind_mounts": [mount]})
     with pytest.raises(InvalidConfigError, match="bind_mounts"):
         validate_task_config("shell", {"bind_mounts": "/data:/data"})
+
+
+def test_default_descriptions_say_what_the_task_is():
+    """Tasks started without a description were listed with an empty one."""
+    cmd = validate_task_config("command", {"entrypoint": ["python", "prep.py", "a b"]})
+    assert default_description("command", cmd, [], []) == "python prep.py 'a b'"
+    one = validate_task_config("command", {"entrypoint": "sleep 60 && echo done"})
+    assert default_description("command", one, [], []) == "sleep 60 && echo done"
+    long = validate_task_config("command", {"entrypoint": ["echo", "x" * 200]})
+    assert len(default_description("command", long, [], [])) == 80
+    assert default_description("tensorboard", {}, [1, 2], [17]) == \
+        "TensorBoard of experiments 1, 2; trial 17"
+    assert default_description("tensorboard", {}, [], [3, 4]) == "TensorBoard of trials 3, 4"
+    assert default_description("notebook", {}, [], []) == "JupyterLab"
+    assert default_description("shell", {}, [], []) == "Shell"

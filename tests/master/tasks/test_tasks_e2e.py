@@ -115,8 +115,51 @@ def test_cli_cmd_run_and_task_list(master, tmp_path):
     listing = run_det(["task", "list", "--json"], env=env)
     row = next(r for r in json.loads(listing.stdout) if r["exit_code"] == 4)
     assert row["kind"] == "command" and row["state"] == "TERMINATED"
+    assert row["description"] == "python prep.py"  # was empty: the command line says which
+    table = run_det(["task", "list"], env=dict(env, COLUMNS="80")).stdout
+    assert any(line.startswith(row["id"]) and "| python prep" in line
+               for line in table.splitlines()), table
+    # At 80 columns the owner stays (it was left out first); slots and agent go.
+    header = [h.strip() for h in table.splitlines()[0].split("|")]
+    assert header[:5] == ["id", "kind", "owner", "state", "description"], table
     logs = run_det(["cmd", "logs", row["id"], "--tail", "1"], env=env)
     assert logs.stdout.strip().endswith("prepared 42")
+
+
+def test_cmd_run_separator_and_a_missing_config_file(master, tmp_path):
+    """`det cmd run -- CMD` ran the command '--' (the task failed to start); a missing
+    --config-file was a FileNotFoundError line."""
+    env = {"DET_MASTER": master.url}
+    out = run_det(["cmd", "run", "--", "echo", "separated"], env=env, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "separated", out.stdout + out.stderr
+    missing = tmp_path / "missing.yaml"
+    out = run_det(["cmd", "run", "--config-file", missing, "true"], env=env)
+    assert out.returncode == 1
+    assert out.stderr.strip() == (f"det: error: Invalid config file {missing} (1 error(s)):\n"
+                                  "  - <root>: cannot read it: No such file or directory"), \
+        out.stderr
+    # A missing template is named as `det e create --template` names it (was a bare 404).
+    out = run_det(["cmd", "run", "--template", "nope", "true"], env=env)
+    assert out.returncode == 1
+    assert out.stderr.strip() == ("det: error: --template nope: the master has no template "
+                                  "of that name (see `det template list`)"), out.stderr
+
+
+def test_killing_a_queued_task_ends_it(master):
+    """A task waiting for slots the cluster lacks: its kill answered a 500 (the master
+    notified a condition without holding its lock) and the task stayed queued."""
+    env = {"DET_MASTER": master.url}
+    out = run_det(["cmd", "run", "--config", "resources.slots=5", "-d", "true"], env=env)
+    assert out.returncode == 0, out.stderr
+    task_id = out.stdout.strip()
+    c = login(master)
+    assert task(c, task_id)["state"] == "PENDING"
+    killed = run_det(["cmd", "kill", task_id], env=env)
+    assert killed.returncode == 0, killed.stderr
+    assert killed.stdout.strip() == f"killed command {task_id}"
+    ended = task(c, task_id)
+    assert (ended["state"], ended["end_reason"]) == ("TERMINATED", "killed")
+    assert "Traceback" not in master.log()
 
 
 def test_tensorboard_of_finished_experiment_through_proxy_and_reaped(master, tmp_path,
@@ -173,6 +216,29 @@ def test_tensorboard_of_finished_experiment_through_proxy_and_reaped(master, tmp
     ended = wait_task(c, tb["id"], "TERMINATED", timeout=120)
     assert ended["end_reason"].startswith("idle")
     assert c.get(runs_url).status_code == 404
+
+
+def test_tensorboard_of_an_experiment_without_metrics_is_refused(master, tiny_dir):
+    """A TensorBoard of a paused experiment that never trained started and stayed empty
+    (runs: []): refused with a 400 naming the experiment and its state; nothing starts."""
+    config = {"entrypoint": "model_def:TinyTrial",
+              "hyperparameters": {"global_batch_size": 16, "dropout": 0.2, "lr": 0.1},
+              "searcher": {"name": "single", "metric": "validation_loss",
+                           "max_length": {"batches": 20}}}
+    c = login(master)
+    exp_id = create_experiment(httpx.Client(base_url=master.url + "/api/v1", timeout=60),
+                               config, tiny_dir, activate=False)
+    (trial,) = c.get(f"/api/v1/experiments/{exp_id}/trials").json()["trials"]
+    env = {"DET_MASTER": master.url}
+    for args in ([str(exp_id)], ["-t", str(trial["id"])]):
+        out = run_det(["tensorboard", "start", *args, "--no-browser"], env=env)
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert out.stderr.strip().splitlines()[-1] == (
+            f"det: error: No metrics to show: the trials of experiment {exp_id} (PAUSED) "
+            "have not trained a batch yet. Start a TensorBoard once they have (or activate "
+            "the experiment). (HTTP 400)"), out.stderr
+        assert "Traceback" not in out.stderr
+    assert c.get("/api/v1/tasks", params={"all": "true"}).json()["tasks"] == []
 
 
 def test_notebook_api_through_proxy_with_auth_only(master, tmp_path):
@@ -288,3 +354,53 @@ def test_notebook_start_prints_the_url_once_jupyter_answers(master):
     assert "/lab?det_token=" in url, out.stdout
     browser = httpx.Client(follow_redirects=True, timeout=30)
     assert browser.get(url).status_code == 200  # ready when printed: no 502 first
+
+
+def test_notebook_start_queued_for_a_slot_says_so_and_waits(master):
+    """With every slot busy `det notebook start` printed nothing for 300 s, then "did not
+    answer"; it says the notebook waits for a slot and waits until it runs."""
+    pytest.importorskip("jupyterlab", reason="the optional extra 'notebook'")
+    env = dict(os.environ, DET_MASTER=master.url)
+    busy = run_det(["cmd", "run", "-d", "sleep 300"], env={"DET_MASTER": master.url})
+    assert busy.returncode == 0, busy.stderr
+    busy_id = busy.stdout.strip()
+    proc = subprocess.Popen([sys.executable, "-m", "determined.cli", "notebook", "start",
+                             "--no-browser"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    watchdog = __import__("threading").Timer(240, proc.kill)
+    watchdog.start()
+    try:
+        lines = [proc.stderr.readline(), proc.stderr.readline()]
+        assert lines[0].startswith("Launched notebook "), lines
+        nb_id = lines[0].split()[-1]
+        assert lines[1].strip() == (f"notebook {nb_id} waits for a free slot (Ctrl-C stops "
+                                    f"waiting; `det notebook kill {nb_id}` removes it)"), lines
+        assert run_det(["cmd", "kill", busy_id], env={"DET_MASTER": master.url}).returncode == 0
+        out, err = proc.communicate(timeout=240)
+    finally:
+        watchdog.cancel()
+    assert proc.returncode == 0, err
+    assert "/lab?det_token=" in out, out + err
+    run_det(["notebook", "kill", nb_id], env={"DET_MASTER": master.url})
+
+
+def test_cmd_run_queued_for_a_slot_says_so(master):
+    """`det cmd run` behind a busy slot printed nothing until the command ran."""
+    env = {"DET_MASTER": master.url}
+    busy = run_det(["cmd", "run", "-d", "sleep 300"], env=env)
+    assert busy.returncode == 0, busy.stderr
+    proc = subprocess.Popen([sys.executable, "-m", "determined.cli", "cmd", "run",
+                             "echo ran"], env=dict(os.environ, **env),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    watchdog = __import__("threading").Timer(240, proc.kill)
+    watchdog.start()
+    try:
+        lines = [proc.stderr.readline(), proc.stderr.readline()]
+        cmd_id = lines[0].split()[-1]
+        assert lines[1].strip() == (f"command {cmd_id} waits for a free slot (Ctrl-C stops "
+                                    f"following; `det cmd kill {cmd_id}` removes it)"), lines
+        assert run_det(["cmd", "kill", busy.stdout.strip()], env=env).returncode == 0
+        out, err = proc.communicate(timeout=240)
+    finally:
+        watchdog.cancel()
+    assert proc.returncode == 0 and out.strip() == "ran", out + err

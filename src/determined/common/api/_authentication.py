@@ -149,14 +149,14 @@ class Authenticator:
 
     def token(self, refresh: bool = False) -> str:
         """The cached token, or a new one from a login (``refresh`` forces a login)."""
-        if not refresh:
-            cached = self.cache.get(self.master, self.username)
-            if cached:
-                return cached
-        return self.login()
+        cached = self.cache.get(self.master, self.username)
+        if cached and not refresh:
+            return cached
+        return self.login(session_ended=bool(cached))
 
-    def login(self, password: Optional[str] = None) -> str:
+    def login(self, password: Optional[str] = None, session_ended: bool = False) -> str:
         """Log in (``password``, else the constructor's, else blank-then-prompt) and cache.
+        ``session_ended``: the master refused the cached token (the error says so).
 
         Raises:
             MasterError: the master refused the login or is unreachable.
@@ -182,6 +182,12 @@ class Authenticator:
                         f"the user name (`det user list` lists users) and the password (an "
                         f"admin can set it: `det user change-password {self.username}`)",
                         e.status) from None
+                elif session_ended:  # e.g. past the master's session_ttl_hours
+                    raise APIError(
+                        f"The saved login of {self.username!r} at {self.master} is no longer "
+                        f"valid (the session expired or was ended). Log in again with "
+                        f"`det -m {self.master} user login {self.username}`", e.status,
+                    ) from None
                 else:  # another command, without a terminal to ask for the password
                     raise APIError(
                         f"Could not log in to {self.master} as {self.username!r} with the "

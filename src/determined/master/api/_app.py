@@ -19,6 +19,7 @@ import fastapi
 from fastapi import Depends, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import determined
 from determined.common.api import ContextArchiveError
@@ -118,9 +119,17 @@ def create_app(master: Master) -> fastapi.FastAPI:
         ]
         return _error(400, f"Invalid request ({len(details)} error(s))", details)
 
-    @app.exception_handler(fastapi.HTTPException)
-    def _http(request: Request, exc: fastapi.HTTPException) -> JSONResponse:
-        return _error(exc.status_code, str(exc.detail))
+    # Starlette's own class: it also raises it for paths no route matches.
+    @app.exception_handler(StarletteHTTPException)
+    def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = str(exc.detail)
+        if exc.status_code in (404, 405) and message in ("Not Found", "Method Not Allowed"):
+            path = request.url.path
+            message = (f"No API route {request.method} {path} (the routes are listed at "
+                       "/docs)" if path.startswith("/api/") else f"Nothing at {path}")
+        response = _error(exc.status_code, message)
+        response.headers.update(exc.headers or {})
+        return response
 
     # -- cluster ---------------------------------------------------------------------
 

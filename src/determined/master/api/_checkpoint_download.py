@@ -42,7 +42,9 @@ def checkpoint_download_router(master: Master) -> fastapi.APIRouter:
             path = stack.enter_context(storage.restore_path(uuid))
         except CheckpointError as e:
             stack.close()
-            raise fastapi.HTTPException(404, f"checkpoint {uuid}: {e}") from None
+            message = str(e) if uuid in str(e) else f"checkpoint {uuid}: {e}"
+            raise fastapi.HTTPException(404, f"{message} (it is recorded as COMPLETED: were "
+                                             "its files removed outside Determined?)") from None
         except StorageError as e:
             stack.close()
             raise fastapi.HTTPException(502, f"checkpoint storage of {uuid}: {e}") from None

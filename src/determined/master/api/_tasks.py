@@ -33,8 +33,14 @@ from determined.master._core import Master
 from determined.master.api._auth import Auth, check_owner
 from determined.master.api._errors import fail
 from determined.master.db import User
+from determined.master.db._states import ACTIVE
 from determined.master.db._tasks import TaskRecord
-from determined.master.tasks import KINDS, SERVICE_KINDS, validate_task_config
+from determined.master.tasks import (
+    KINDS,
+    SERVICE_KINDS,
+    default_description,
+    validate_task_config,
+)
 from determined.master.views import iso, log_lines_json
 
 __all__ = ["task_json", "tasks_router", "tensorboard_runs"]
@@ -94,6 +100,21 @@ def tensorboard_runs(master: Master, experiment_ids: List[int],
     return runs
 
 
+def _check_tensorboard_data(master: Master, runs: List[Dict[str, Any]]) -> None:
+    """Refuse a TensorBoard that would stay empty: no chosen trial has trained a batch and
+    none of their experiments is ACTIVE (so none will without the user's doing)."""
+    trials = [master.store.get_trial(run["trial_id"]) for run in runs]
+    if any(t.total_batches > 0 or t.best_validation is not None for t in trials):
+        return
+    exp_ids = sorted({t.experiment_id for t in trials})
+    states = {e: master.store.get_experiment(e).state for e in exp_ids}
+    if ACTIVE in states.values():
+        return
+    named = ", ".join(f"experiment {e} ({states[e]})" for e in exp_ids)
+    raise fail(400, f"No metrics to show: the trials of {named} have not trained a batch "
+                    "yet. Start a TensorBoard once they have (or activate the experiment).")
+
+
 def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
     """The ``/api/v1/tasks`` routes (include with ``Depends(auth.resolve)``)."""
     api = fastapi.APIRouter(prefix="/api/v1", tags=["tasks"])
@@ -139,9 +160,13 @@ def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
             runs = tensorboard_runs(master, body.experiment_ids, body.trial_ids)
             if not runs:
                 raise fail(400, "The experiments named have no trials yet")
+            _check_tensorboard_data(master, runs)
             extra = {"runs": runs}
             config["experiment_ids"] = list(body.experiment_ids)
             config["trial_ids"] = list(body.trial_ids)
+        if not config["description"]:
+            config["description"] = default_description(
+                body.kind, config, body.experiment_ids, body.trial_ids)
         record = master.tasks.create(body.kind, user.username, config, context, extra)
         return task_json(record)
 

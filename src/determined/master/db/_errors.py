@@ -21,10 +21,10 @@ class StoreError(DeterminedError):
 class NotFoundError(StoreError, LookupError):
     """No experiment, trial, checkpoint, user or agent with the given key."""
 
-    def __init__(self, entity: str, key: object):
+    def __init__(self, entity: str, key: object, message: str = ""):
         self.entity = entity
         self.key = key
-        super().__init__(f"{entity} {key!r} not found")
+        super().__init__(message or f"{entity} {key!r} not found")
 
 
 class ConflictError(StoreError):

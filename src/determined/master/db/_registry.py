@@ -193,7 +193,12 @@ class RegistryMixin(StoreBase):
         for v in versions:
             if v.version == version:
                 return v
-        raise NotFoundError(f"version of model {name!r}", version or "latest")
+        numbers = sorted(v.version for v in versions)
+        have = ("its versions: " + ", ".join(map(str, numbers[:10]))
+                + (", …" if len(numbers) > 10 else "")) if numbers else "it has none yet"
+        raise NotFoundError("model version", version or "latest",
+                            f"model {name!r} has no version {version} ({have})" if version
+                            else f"model {name!r} has no versions yet")
 
     def registered_checkpoints(self, uuids: Optional[Iterable[str]] = None) -> Set[str]:
         """Checkpoint uuids some model version names (among ``uuids`` if given)."""
@@ -263,7 +268,8 @@ class RegistryMixin(StoreBase):
         with self._write() as s:
             row = self._get(s, m.Agent, agent_id, "agent", lock=True)
             if slot_id >= row.slots:
-                raise NotFoundError(f"slot of agent {agent_id!r}", slot_id)
+                raise NotFoundError("slot", slot_id, f"agent {agent_id!r} has no slot {slot_id} "
+                                                     f"(its slots: 0-{row.slots - 1})")
             disabled = set(row.disabled_slots or [])
             (disabled.discard if enabled else disabled.add)(slot_id)
             row.disabled_slots = sorted(disabled)

@@ -1,6 +1,12 @@
 """Tasks: commands, notebooks, shells and TensorBoards scheduled next to trials."""
 
 from determined.master.tasks._manager import LiveTask, TaskManager
-from determined.master.tasks._spec import KINDS, SERVICE_KINDS, validate_task_config
+from determined.master.tasks._spec import (
+    KINDS,
+    SERVICE_KINDS,
+    default_description,
+    validate_task_config,
+)
 
-__all__ = ["KINDS", "LiveTask", "SERVICE_KINDS", "TaskManager", "validate_task_config"]
+__all__ = ["KINDS", "LiveTask", "SERVICE_KINDS", "TaskManager", "default_description",
+           "validate_task_config"]

@@ -177,7 +177,8 @@ class TaskManager:
             launch_id, process = task.launch_id, task.process
         if queued:
             self.master.store.update_task(task_id, state="TERMINATED", end_reason=reason)
-            self.master.changed()
+            with self.master.lock:  # changed() notifies a condition on this lock
+                self.master.changed()
         elif launch_id is not None:
             self.master.rm.kill_task(task_id)
         elif process is not None:

@@ -24,8 +24,8 @@ from typing import Any, Dict, List, Tuple
 
 from determined.errors import InvalidConfigError
 
-__all__ = ["KINDS", "SERVICE_KINDS", "bind_mounts", "environment_variables",
-           "validate_task_config"]
+__all__ = ["KINDS", "SERVICE_KINDS", "bind_mounts", "default_description",
+           "environment_variables", "validate_task_config"]
 
 #: Task kinds, as the API and CLI name them.
 KINDS = ("command", "notebook", "shell", "tensorboard")
@@ -89,6 +89,29 @@ def validate_task_config(kind: str, raw: Any) -> Dict[str, Any]:
     elif entrypoint is not None:
         raise _err("entrypoint", f"only commands take an entrypoint; this is a {kind}")
     return config
+
+
+def default_description(kind: str, config: Dict[str, Any], experiment_ids: List[int],
+                        trial_ids: List[int]) -> str:
+    """What a task without a ``description`` is listed as: a command's command line, a
+    TensorBoard's experiments and trials, else the service's name."""
+    import shlex
+
+    if kind == "command":
+        entrypoint = config.get("entrypoint") or []
+        # One argument runs in sh -c as written; quote only a list's arguments.
+        line = entrypoint[0] if len(entrypoint) == 1 else shlex.join(entrypoint)
+        return line if len(line) <= 80 else line[:79] + "…"
+    if kind == "tensorboard":
+        parts = []
+        if experiment_ids:
+            parts.append(("experiment " if len(experiment_ids) == 1 else "experiments ")
+                         + ", ".join(map(str, experiment_ids)))
+        if trial_ids:
+            parts.append(("trial " if len(trial_ids) == 1 else "trials ")
+                         + ", ".join(map(str, trial_ids)))
+        return "TensorBoard of " + "; ".join(parts)
+    return {"notebook": "JupyterLab", "shell": "Shell"}.get(kind, kind)
 
 
 def bind_mounts(config: Dict[str, Any]) -> List[Tuple[str, str]]:
