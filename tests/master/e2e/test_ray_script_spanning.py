@@ -148,6 +148,7 @@ def test_a_killed_rank_on_the_other_node_restarts_the_trial(api, tmp_path):
     logs = _logs(api, trial["id"])
     assert exp["state"] == "COMPLETED", (exp, logs)
     assert trial["restarts"] == 1 and trial["total_batches"] == 12, trial
+    assert "of the trial on Ray node" in logs and "stopping the others" in logs, logs
     wait_until(lambda: "rank 2 resumed at step" in _logs(api, trial["id"]), timeout=60,
                what="the other node's ranks resumed from the checkpoint")
     assert "rank 0 resumed at step" in _logs(api, trial["id"])
