@@ -25,7 +25,6 @@ exits and deregisters.
 from __future__ import annotations
 
 import compileall
-import hashlib
 import json
 import os
 import queue
@@ -46,8 +45,8 @@ from determined._procs._gpus import (Gpu, check_memory_fraction, check_slots_per
                                     trial_gpu_env)
 from determined._version import __version__
 from determined.common.api import APIError, MasterClient, unpack_context
-from determined.launch._ports import free_port_offset, offset_of, rendezvous_port
-from determined.tasks._launch import TaskProcess, free_port, task_from_command
+from determined.launch._machines import chief_port, part_env, part_processes, script_rendezvous
+from determined.tasks._launch import TaskProcess, task_from_command
 
 __all__ = ["Agent", "detect_gpus", "default_work_dir"]
 
@@ -81,21 +80,6 @@ class _Part(_Trial):
     def __init__(self, launch_id: str, trial_id: int):
         super().__init__(launch_id, trial_id)
         self.pids: List[int] = []
-
-
-#: The entry of ranks > 0 (rank 0 runs the trial runner, the zygote's default).
-RANK_MODULE = "determined.harness._rank_main"
-#: What a script trial's machines other than the chief's run (the script, no link).
-SCRIPT_PART_MODULE = "determined.harness._script_part"
-
-
-def _script_rendezvous(ranks: Dict[str, Any], chief_addr: str) -> Dict[str, Any]:
-    """The trial's machines as ``det.get_cluster_info()`` tells a script on this one
-    (the chief's address: where its ranks meet)."""
-    addrs = [str(a) for a in ranks.get("addrs") or []] or [chief_addr] * int(ranks["num_agents"])
-    return {"container_addrs": [chief_addr] + addrs[1:],
-            "container_rank": int(ranks["node_rank"]),
-            "container_slot_counts": [int(n) for n in ranks["slot_counts"]]}
 
 
 class _Task:
@@ -588,12 +572,10 @@ class Agent:
                 pass
 
     def _launch_part(self, t: _Part, command: Dict[str, Any]) -> None:
-        """Start this agent's ranks of a trial spanning agents, one process per slot
-        (rank 0 runs the trial runner, the others :data:`RANK_MODULE`); for a script
-        trial one process for the whole part (the chief's: the trial runner, which runs
-        the script and serves its link; the others: :data:`SCRIPT_PART_MODULE`, the
-        script alone), the script starting its ranks itself. The part's exit code is
-        its first failing process's (the others are killed then), else 0."""
+        """Start this agent's ranks of a trial spanning agents: one process per slot, or
+        one for a script trial's part (see :mod:`determined.launch._machines`). The
+        part's exit code is its first failing process's (the others are killed then),
+        else 0."""
         ranks = dict(command["ranks"])
         slot_ids = [int(s) for s in command.get("slot_ids") or []]
         first, size = int(ranks["first"]), int(ranks["size"])
@@ -609,45 +591,31 @@ class Agent:
                          f"{first + len(slot_ids) - 1} of {size} of trial {t.trial_id} on "
                          f"slot(s) {','.join(map(str, slot_ids))} (launch {t.launch_id})")
             token = command["env"]["DET_TRIAL_TOKEN"]
-            offset: Optional[int] = None
             if ranks.get("chief"):
-                offset = free_port_offset() if script else None
-                addr, port = self._rendezvous(
-                    t, None if offset is None else rendezvous_port(offset))
+                addr, port = self._rendezvous(t, chief_port(script))
             else:
                 addr, port = str(ranks["master_addr"]), int(ranks["master_port"])
-                offset = offset_of(port) if script else None
             self._log(t, f"det-agent {self.id}: ranks of trial {t.trial_id} rendezvous at "
                          f"{addr}:{port}")
-            rendezvous = _script_rendezvous(ranks, addr) if script else None
+            rendezvous = script_rendezvous(ranks, addr) if script else None
             model_dir, spec_path = self._write_spec(t, command, token, rendezvous)
-            env = {"DET_MASTER": self._poller.url, "DET_TRIAL_TOKEN": token,
-                   "DET_TRIAL_SPEC": spec_path, "DET_DIST_SPEC": spec_path,
-                   "DET_AGENT_ID": self.id, "DET_SLOT_IDS": ",".join(map(str, slot_ids)),
-                   "DET_SIZE": str(size), "DET_LOCAL_SIZE": str(len(slot_ids)),
-                   "DET_NUM_AGENTS": str(ranks["num_agents"]),
-                   "MASTER_ADDR": addr, "MASTER_PORT": str(port)}
-            if offset is not None:  # a script: its ranks meet at ports of this offset
-                env["DET_UNIQUE_PORT_OFFSET"] = str(offset)
-                # Every part has the trial's token: the key of the Core API's group.
-                env["DET_DIST_AUTHKEY"] = hashlib.sha256(token.encode()).hexdigest()[:32]
+            env = dict(part_env(ranks, slot_ids, token, addr, port, script),
+                       DET_MASTER=self._poller.url, DET_TRIAL_SPEC=spec_path,
+                       DET_DIST_SPEC=spec_path, DET_AGENT_ID=self.id)
             env.update(interface_env(self.address, dict(os.environ)))
             env.update(self._gpu_env(t, slot_ids))
-            for local_rank in range(1 if script else len(slot_ids)):
-                rank = first + local_rank
+            for proc in part_processes(ranks, len(slot_ids), script):
                 with self._lock:
                     if t.killed:
                         raise _Killed()
-                module = None if rank == 0 else SCRIPT_PART_MODULE if script else RANK_MODULE
                 pid, out_fd = self._spawner.spawn(
-                    dict(env, DET_RANK=str(rank), DET_LOCAL_RANK=str(local_rank)), model_dir,
-                    module=module)
+                    dict(env, DET_RANK=str(proc.rank), DET_LOCAL_RANK=str(proc.local_rank)),
+                    model_dir, module=proc.module)
                 with self._lock:
                     t.pids.append(pid)
-                prefix = "" if rank == 0 else \
-                    f"[machine {ranks.get('node_rank')}] " if script else f"[rank {rank}] "
-                threading.Thread(target=self._follow_rank, args=(t, pid, out_fd, prefix, results),
-                                 name=f"det-rank-{t.trial_id}-{rank}", daemon=True).start()
+                threading.Thread(target=self._follow_rank,
+                                 args=(t, pid, out_fd, proc.prefix, results),
+                                 name=f"det-rank-{t.trial_id}-{proc.rank}", daemon=True).start()
                 started += 1
             with self._lock:
                 killed = t.killed
@@ -676,12 +644,8 @@ class Agent:
         code in ``results``."""
         results.put(self._follow(t.launch_id, pid, out_fd, prefix))
 
-    def _rendezvous(self, t: _Part, port: Optional[int] = None,
-                    timeout: float = 60.0) -> Tuple[str, int]:
-        """Tell the master where rank 0 listens (``port``, default: one free now); it
-        then sends the other parts."""
-        if port is None:
-            port = free_port("")  # free on every interface now: rank 0 binds it moments later
+    def _rendezvous(self, t: _Part, port: int, timeout: float = 60.0) -> Tuple[str, int]:
+        """Tell the master where rank 0 listens (``port``); it then sends the other parts."""
         deadline = time.monotonic() + timeout
         backoff = 0.2
         while True:

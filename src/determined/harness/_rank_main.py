@@ -42,9 +42,10 @@ def worker_main() -> int:
     threads = int(spec.get("threads", 1))
     env = with_info(TrialEnv.from_dict(spec["env"]), info)
     if is_script_entrypoint(env.experiment_config.get("entrypoint")):
-        print(f"rank {info.rank}: a script trial runs on its chief only (the script starts "
-              "its own ranks); nothing to do here", flush=True)
-        return 0
+        print(f"determined.harness._rank_main: trial {env.trial_id} runs a script, which "
+              "starts its own ranks; a launcher runs determined.harness._script_part on "
+              "each machine but the chief's instead", file=sys.stderr, flush=True)
+        return 2
     os.chdir(env.model_dir)
     # Started by a launcher (an agent, a Ray actor): this rank's own working directory,
     # variables, hook and mounts, as rank 0's. Ranks the chief started inherit its.

@@ -1,7 +1,8 @@
 """Script entrypoints on the Ray resource manager (a real multi-node Ray cluster, the
-fixtures of test_ray_cluster.py): a script trial spanning both nodes runs on its chief
-only, and a SIGKILLed script restarts from its checkpoint; the script's output reaches
-the trial's log."""
+fixtures of test_ray_cluster.py): a script trial spanning both nodes runs on each (this
+script, which is not distributed, finds no link on the second and fails the trial), and
+a SIGKILLed script restarts from its checkpoint; the script's output reaches the trial's
+log. test_ray_script_spanning.py runs a distributed script across the nodes."""
 
 import os
 import pathlib
@@ -35,13 +36,18 @@ def test_script_trials_on_ray(ray_master, tmp_path):
     master, _, _ = ray_master
     with master.client() as api:
         wait_until(lambda: len(_ray_agents(api)) == 2, timeout=120, what="two Ray nodes")
-        spanning = create_experiment(api, _config(4, slots=2), SCRIPT_DIR)
+        # The chief's steps take long enough that the second node's script fails first.
+        config = _config(6, slots=2, step_seconds=5.0)
+        config["max_restarts"] = 0
+        spanning = create_experiment(api, config, SCRIPT_DIR)
         exp = wait_for_state(api, spanning, ["COMPLETED", "ERROR", "CANCELED"], timeout=300)
         trial_id = exp["trials"][0]["id"]
-        assert exp["state"] == "COMPLETED", (exp, _logs(api, trial_id))
-        wait_until(lambda: "closed at step 4" in _logs(api, trial_id), timeout=60,
-                   what="the script's output in the trial's log")
-        assert _logs(api, trial_id).count("runs its script") == 1
+        assert exp["state"] == "ERROR", (exp, _logs(api, trial_id))
+        wait_until(lambda: "[machine 1] not run as a trial" in _logs(api, trial_id),
+                   timeout=60, what="the second node's output in the trial's log")
+        logs = _logs(api, trial_id)
+        assert logs.count("runs its script") == 2 and "runs its script on machine 1" in logs
+        assert "machine 1 of the trial on Ray node" in logs and "exited with code 2" in logs, logs
 
         markers = tmp_path / "markers"
         markers.mkdir()

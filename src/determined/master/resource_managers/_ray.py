@@ -11,10 +11,15 @@ trial fits one node, SPREAD otherwise. Each rank is a Ray actor in its bundle th
 fetches the model definition from the master, runs the rank's process (rank 0
 ``determined.harness._rest_host``, others ``harness._rank_main.worker_main``; they
 rendezvous at rank 0's node address) and ships its output to the master's log
-store. Trial processes talk to the master through the REST API, as on our agents.
+store. A script trial gets one bundle and actor per node instead, holding the node's
+slots, whose process runs the script once there, as remote agents run a spanning
+script's parts (:mod:`determined.launch._machines`: the chief's node the trial
+runner with the script's link, the others ``determined.harness._script_part``; the
+same cluster info and port offset). Trial processes talk to the master through the
+REST API, as on our agents.
 
 The trial ends when rank 0's process exits (its exit code is the trial's) or when
-any rank fails; an actor that dies with its node counts as a lost trial
+any rank or node's part fails; an actor that dies with its node counts as a lost trial
 (``LOST_EXIT_CODE``): the master restarts it from its latest checkpoint, counted
 against ``max_restarts``. Killing a trial kills its actors, whose processes die
 with them (``PR_SET_PDEATHSIG``).
@@ -36,6 +41,9 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from determined.config import is_script_entrypoint
+from determined.launch._machines import (RANK_MODULE, meet_at, part_env, part_processes,
+                                         part_ranks, script_rendezvous)
 from determined.master import scheduler
 from determined.master.resource_managers._ray_actors import TaskRunner, TrialRank
 from determined.master.resource_managers._base import (
@@ -287,8 +295,8 @@ class RayResourceManager:
         return all(self.has_agent(a) for a, _ in parts)
 
     def launch(self, launch: TrialLaunch) -> None:
-        """Start the trial's ranks (in the background), one actor per slot of its parts;
-        they reach the master at ``DET_MASTER`` with ``DET_TRIAL_TOKEN``."""
+        """Start the trial's ranks (in the background), one actor per slot of its parts
+        (a script trial: per part); they reach the master at ``DET_MASTER`` with ``DET_TRIAL_TOKEN``."""
         trial_id, all_parts = launch.trial_id, [(a, tuple(s)) for a, s in launch.parts]
         env = {k: launch.env[k] for k in ("DET_MASTER", "DET_TRIAL_TOKEN")}
         trial = _Trial(trial_id, all_parts)
@@ -340,47 +348,45 @@ class RayResourceManager:
         lost = False
         pg = None
         try:
-            ranks = [(a, s) for a, slots in trial.parts for s in slots]
+            script = is_script_entrypoint(
+                (spec.get("env") or {}).get("experiment_config", {}).get("entrypoint"))
+            # A script runs once per node and starts that node's ranks itself: one actor
+            # holds the node's slots. A Trial class runs one actor per slot.
+            units = [(a, len(slots)) for a, slots in trial.parts] if script else \
+                [(a, 1) for a, slots in trial.parts for _ in slots]
             unit = {"GPU": 1.0} if gpus else {"CPU": self.cpus_per_slot}
             pg = placement_group(
-                [dict(unit) for _ in ranks],
+                [{k: v * n for k, v in unit.items()} for _, n in units],
                 strategy="PACK" if len(trial.parts) == 1 else "SPREAD",
-                bundle_label_selector=[{NODE_LABEL: node_ids[a]} for a, _ in ranks],
+                bundle_label_selector=[{NODE_LABEL: node_ids[a]} for a, _ in units],
                 name=f"det-trial-{trial.trial_id}",
             )
             trial.placement_group = pg
             ray.get(pg.ready(), timeout=120)
-            actor_cls = ray.remote(num_cpus=0 if gpus else self.cpus_per_slot,
-                                   num_gpus=1 if gpus else 0, max_restarts=0,
-                                   max_concurrency=4)(TrialRank)
+            actor_cls = ray.remote(max_restarts=0, max_concurrency=4)(TrialRank)
             actors = [actor_cls.options(
+                num_cpus=0 if gpus else self.cpus_per_slot * n, num_gpus=n if gpus else 0,
                 scheduling_strategy=PlacementGroupSchedulingStrategy(
                     placement_group=pg, placement_group_bundle_index=i),
-                name=f"det-trial-{trial.trial_id}-rank-{i}").remote() for i in range(len(ranks))]
+                name=f"det-trial-{trial.trial_id}-{'part' if script else 'rank'}-{i}").remote()
+                for i, (_, n) in enumerate(units)]
             with self._lock:
                 trial.actors = actors
                 killed = trial.killed
             if killed:
                 raise _Killed()
-            chief_ip, port = ray.get(actors[0].rendezvous.remote(), timeout=120)
-            local: Dict[str, int] = {}
-            infos = []
-            for rank, (agent, _) in enumerate(ranks):
-                local_rank = local.get(agent, 0)
-                local[agent] = local_rank + 1
-                infos.append((rank, agent, local_rank))
-            local_size = {a: sum(1 for r in ranks if r[0] == a) for a, _ in trial.parts}
-            refs = []
-            for rank, agent, local_rank in infos:
-                dist = {} if len(ranks) == 1 else {
-                    "DET_RANK": str(rank), "DET_SIZE": str(len(ranks)),
-                    "DET_LOCAL_RANK": str(local_rank), "DET_LOCAL_SIZE": str(local_size[agent]),
-                    "DET_NUM_AGENTS": str(len(trial.parts)),
-                    "MASTER_ADDR": chief_ip, "MASTER_PORT": str(port)}
-                refs.append(actors[rank].run.remote(
-                    dict(env, **dist), spec, experiment_id, rank,
-                    max(1, int(self.cpus_per_slot))))
-            code, lost = self._wait(trial.trial_id, refs)
+            chief_ip, port = ray.get(actors[0].rendezvous.remote(script), timeout=120)
+            threads = max(1, int(self.cpus_per_slot))
+            if script:
+                runs = self._script_parts(trial, env, spec, chief_ip, port)
+            else:
+                runs = self._trial_ranks(trial, env, spec, chief_ip, port)
+            refs = [actor.run.remote(run_env, run_spec, experiment_id, rank, threads, module,
+                                     prefix)
+                    for actor, (run_env, run_spec, rank, module, prefix) in zip(actors, runs)]
+            names = [f"{'machine' if script else 'rank'} {i} of the trial on Ray node {a}"
+                     for i, (a, _) in enumerate(units)]
+            code, lost = self._wait(trial, refs, names)
         except _Killed:
             code = LOST_EXIT_CODE
         except Exception as e:  # start-up failed: the master's restart rules apply
@@ -404,6 +410,45 @@ class RayResourceManager:
         if not self._closed.is_set():
             self._on_exit(trial.trial_id, code)
 
+    def _trial_ranks(self, trial: _Trial, env: Dict[str, str], spec: Dict[str, Any],
+                     chief_ip: str, port: int) -> List[_Run]:
+        """A Trial class: one run per slot (rank 0 the trial runner)."""
+        ranks = [(a, s) for a, slots in trial.parts for s in slots]
+        local: Dict[str, int] = {}
+        local_size = {a: len(slots) for a, slots in trial.parts}
+        runs = []
+        for rank, (agent, _) in enumerate(ranks):
+            local_rank = local.get(agent, 0)
+            local[agent] = local_rank + 1
+            dist = {} if len(ranks) == 1 else {
+                "DET_RANK": str(rank), "DET_SIZE": str(len(ranks)),
+                "DET_LOCAL_RANK": str(local_rank), "DET_LOCAL_SIZE": str(local_size[agent]),
+                "DET_NUM_AGENTS": str(len(trial.parts)),
+                "MASTER_ADDR": chief_ip, "MASTER_PORT": str(port)}
+            runs.append((dict(env, **dist), spec, rank,
+                         None if rank == 0 else RANK_MODULE, "" if rank == 0 else f"[rank {rank}] "))
+        return runs
+
+    def _script_parts(self, trial: _Trial, env: Dict[str, str], spec: Dict[str, Any],
+                      chief_ip: str, port: int) -> List[_Run]:
+        """A script: one run per node, as remote agents run a spanning script's parts
+        (:mod:`determined.launch._machines`); one node runs it as an agent does."""
+        if len(trial.parts) == 1:
+            return [(dict(env), spec, 0, None, "")]
+        with self._lock:
+            addrs = [self._nodes.get(a, {}).get("address") or chief_ip for a, _ in trial.parts]
+        runs = []
+        for (agent, slots), ranks in zip(trial.parts,
+                                         part_ranks([len(s) for _, s in trial.parts], addrs)):
+            meet_at(ranks, chief_ip, port)
+            (proc,) = part_processes(ranks, len(slots), script=True)
+            run_env = dict(part_env(ranks, slots, env["DET_TRIAL_TOKEN"], chief_ip, port, True),
+                           DET_MASTER=env["DET_MASTER"], DET_AGENT_ID=agent,
+                           DET_RANK=str(proc.rank), DET_LOCAL_RANK=str(proc.local_rank))
+            runs.append((run_env, dict(spec, rendezvous=script_rendezvous(ranks, chief_ip)),
+                         proc.rank, proc.module, proc.prefix))
+        return runs
+
     def _forget_dead_nodes(self, node_ids: Dict[str, str], timeout: float = 30.0) -> None:
         """Before a lost trial is rescheduled: wait until the node list shows which of
         its nodes died, so the scheduler does not place it there again."""
@@ -416,9 +461,10 @@ class RayResourceManager:
         if self._refresh():
             self._on_change()
 
-    def _wait(self, trial_id: int, refs: List[Any]) -> Tuple[int, bool]:
-        """(exit code, lost): rank 0's code, or the first failing rank's."""
-        ray = self._ray
+    def _wait(self, trial: _Trial, refs: List[Any], names: List[str]) -> Tuple[int, bool]:
+        """(exit code, lost): rank 0's code, or the first failing actor's (``names``:
+        what each actor runs, for the log); the caller kills the others."""
+        ray, trial_id = self._ray, trial.trial_id
         pending = list(refs)
         while pending:
             ready, pending = ray.wait(pending, num_returns=1)
@@ -432,6 +478,10 @@ class RayResourceManager:
                 code, lost = LOST_EXIT_CODE, True
             except Exception:
                 code, lost = 1, False
+            if code != 0 and not trial.killed:
+                what = "was lost" if lost else f"exited with code {code}"
+                self._log_sink(trial_id, [f"det-master: {names[refs.index(ref)]} {what}; "
+                                          "stopping the others"])
             if ref is refs[0] or code != 0:
                 if code == 0 and pending:  # the other ranks' last output, as they exit
                     done, _ = ray.wait(pending, num_returns=len(pending), timeout=10)
@@ -442,6 +492,11 @@ class RayResourceManager:
                             pass
                 return code, lost
         return 0, False
+
+
+#: What one actor runs: (environment, spec, rank, module or None for the trial runner,
+#: prefix of its output lines).
+_Run = Tuple[Dict[str, str], Dict[str, Any], int, Optional[str], str]
 
 
 class _Killed(Exception):

@@ -10,7 +10,6 @@ import json
 import os
 import queue
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -18,7 +17,9 @@ import threading
 from typing import Any, Dict, List, Optional, Tuple
 
 from determined._procs import kill_leftovers, read_line_batches, set_parent_death_signal
+from determined.agent._parts import interface_env
 from determined.common.api import MasterClient, unpack_context
+from determined.launch._machines import chief_port
 from determined.tasks._launch import TaskProcess, task_from_command
 
 __all__ = ["TrialRank", "TaskRunner"]
@@ -31,19 +32,20 @@ class TrialRank:
         self.proc: Any = None
         self.workdir: Optional[str] = None
 
-    def rendezvous(self) -> Tuple[str, int]:
-        """This node's address and a free port on it (rank 0 hosts the rendezvous)."""
+    def rendezvous(self, script: bool) -> Tuple[str, int]:
+        """This node's address and a free port on it, where rank 0 listens (for a
+        script: torchrun's port of a free per-trial offset)."""
         import ray
 
-        ip = ray.util.get_node_ip_address()
-        with socket.socket() as s:
-            s.bind(("", 0))
-            return ip, int(s.getsockname()[1])
+        return ray.util.get_node_ip_address(), chief_port(script)
 
     def run(self, env: Dict[str, str], spec: Dict[str, Any], experiment_id: int, rank: int,
-            threads: int) -> Tuple[int, List[str]]:
-        """Run the rank's process to its end, posting its output to the master; return
-        its exit code and the output lines the master refused (posted too late)."""
+            threads: int, module: Optional[str], prefix: str) -> Tuple[int, List[str]]:
+        """Run the process to its end (``module``, or the trial runner), posting its
+        output to the master (each line after ``prefix``); return its exit code and the
+        output lines the master refused (posted too late)."""
+        import ray
+
         client = MasterClient(env["DET_MASTER"], token=env["DET_TRIAL_TOKEN"])
         self.workdir = tempfile.mkdtemp(prefix=f"det-ray-trial-{rank}-")
         try:
@@ -55,11 +57,12 @@ class TrialRank:
             with open(spec_path, "w", encoding="utf-8") as f:
                 json.dump(spec, f, default=str)
             child_env = dict(os.environ, **env)
+            # Collective libraries reach the other nodes from this node's address.
+            child_env.update(interface_env(ray.util.get_node_ip_address(), child_env))
             child_env.update({"DET_TRIAL_SPEC": spec_path, "DET_DIST_SPEC": spec_path,
                               "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"})
             child_env.pop("DET_PARENT_PID", None)
-            main = "determined.harness._rest_host" if rank == 0 else "determined.harness._rank_main"
-            cmd = [sys.executable, "-m", main]
+            cmd = [sys.executable, "-m", module or "determined.harness._rest_host"]
             self.proc = subprocess.Popen(cmd, env=child_env, cwd=model_dir,
                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True,
@@ -74,7 +77,7 @@ class TrialRank:
             assert self.proc.stdout is not None
             proc = self.proc
             read_line_batches(proc.stdout.fileno(), post, max_age=0.5,
-                              prefix="" if rank == 0 else f"[rank {rank}] ",
+                              prefix=prefix,
                               exited=lambda: proc.poll() is not None)
             code = proc.wait()
             kill_leftovers(proc.pid)

@@ -32,6 +32,7 @@ import time
 import uuid
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
+from determined.launch._machines import meet_at, part_ranks
 from determined.trial_ops import EXIT_USER_ERROR
 from determined.master.resource_managers._agent_records import Launch, RemoteAgent
 
@@ -88,25 +89,20 @@ class SpanningMixin:
         """Queue the chief's part of a trial spanning ``parts`` (``(agent_id,
         slot_ids)``, the chief's first); the others follow its rendezvous. Returns the
         launch ids, in rank order."""
-        size = sum(len(s) for _, s in parts)
         with self._lock:
             missing = [a for a, _ in parts if a not in self._agents]
             if missing:
                 raise RuntimeError(f"agent(s) {missing} are not connected (lost or shut down)")
             spec = json.loads(json.dumps(spec, default=str))
             ids: List[str] = []
-            first = 0
             addrs = [self._agents[a].address for a, _ in parts]
-            slot_counts = [len(s) for _, s in parts]
-            for node_rank, (agent_id, slot_ids) in enumerate(parts):
+            places = part_ranks([len(s) for _, s in parts], addrs)
+            for (agent_id, slot_ids), ranks in zip(parts, places):
                 launch_id = uuid.uuid4().hex[:16]
                 command = {"type": "launch_part", "launch_id": launch_id,
                            "trial_id": trial_id, "experiment_id": experiment_id,
                            "slot_ids": list(slot_ids), "env": dict(env), "spec": spec,
-                           "ranks": {"first": first, "size": size, "num_agents": len(parts),
-                                     "chief": first == 0, "node_rank": node_rank,
-                                     "addrs": list(addrs), "slot_counts": slot_counts}}
-                first += len(slot_ids)
+                           "ranks": ranks}
                 self._agents[agent_id].launches[launch_id] = Launch(
                     launch_id, trial_id, tuple(slot_ids), command)
                 self._history[launch_id] = trial_id
@@ -152,9 +148,7 @@ class SpanningMixin:
                 launch = target.launches.get(lid) if target is not None else None
                 if launch is None:  # its agent went away meanwhile
                     continue
-                ranks = launch.command["ranks"]
-                ranks.update(master_addr=host, master_port=int(port),
-                             addrs=[host] + list(ranks["addrs"][1:]))
+                meet_at(launch.command["ranks"], host, port)
                 target.commands.append(launch.command)
                 self._wake(target)  # type: ignore[attr-defined]
             group.waiting.clear()
