@@ -9,9 +9,11 @@ Screenshots go to the test's output directory (``restart-*.png``).
 """
 
 import os
+import re
 
 import httpx
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from determined.master import webui
 from master_testing import (ConfiguredMasterProcess, create_experiment, slow_model_dir,
@@ -148,7 +150,15 @@ def test_open_pages_follow_a_master_restart(master, context, tiny_dir, tmp_path)
     exp_page.wait_for_function(f"{_points('learning-curves')} === {validations}")
     trial_page.wait_for_function(f"{_points('trial-chart')} === {validations}")
     workloads = len(client.get(f"/trials/{trial_id}").json()["metrics"])
-    trial_page.get_by_text(f"{workloads} workloads").wait_for()
+    try:
+        trial_page.get_by_text(f"{workloads} workloads").wait_for()
+    except PlaywrightTimeout:
+        shot(trial_page, tmp_path, "trial-workloads")
+        shown = trial_page.get_by_text(re.compile(r"^\d+ workloads$")).all_inner_texts()
+        ui = client.get(f"/ui/trials/{trial_id}/workloads").json()
+        raise AssertionError(f"the trial page shows {shown}, not '{workloads} workloads'; "
+                             f"/ui/trials/{trial_id}/workloads has total {ui['total']}; "
+                             f"rows: {[(m['kind'], m['total_batches']) for m in client.get(f'/trials/{trial_id}').json()['metrics']]}") from None
     # The checkpoints list follows too: the last one, written after the restart, shows.
     latest = client.get(f"/experiments/{exp_id}/trials").json()["trials"][0]["latest_checkpoint"]
     trial_page.get_by_test_id("checkpoints-table").get_by_text(latest).wait_for()
