@@ -80,8 +80,9 @@ def test_workers_ask_master_answers_each_rank_on_its_own(tmp_path):
     out = interrupt_after_first_checkpoint(
         ["e", "create", SCRIPT_DIR / "ask_master.yaml", SCRIPT_DIR, "--local", "--slots", "2",
          "--local-dir", local, "--no-progress"], local)
-    assert local_rows(local, "SELECT state FROM experiments") == [("PAUSED",)], out[-3000:]
     logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+    assert local_rows(local, "SELECT state FROM experiments") == [("PAUSED",)], (
+        out[-3000:] + "\n--- trial logs:\n" + logs[-5000:])
     checks = {int(r): int(n) for r, n in re.findall(
         r"\[rank=(\d)\] rank \d preempted after (\d+) checks", logs)}
     assert set(checks) == {0, 1}, logs[-3000:]
