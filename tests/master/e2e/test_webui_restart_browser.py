@@ -31,8 +31,10 @@ CONFIG = {
     "description": "trains across a master restart",
     "entrypoint": "slow_def:SlowTrial",
     "scheduling_unit": 10,
-    # 0.1 s a batch: 30 s of training, so the kill lands mid-training on a loaded machine.
-    "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "sleep": 0.1},
+    # 0.1 s a batch; the first trial process waits after 60 batches for the test's go
+    # (hold_file, set per run), so the kill lands mid-training however slow the pages are.
+    "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "sleep": 0.1,
+                        "hold_after": 60},
     "searcher": {"name": "single", "metric": "validation_loss",
                  "max_length": {"batches": BATCHES}},
     "min_validation_period": {"batches": 20},
@@ -96,7 +98,9 @@ def test_open_pages_follow_a_master_restart(master, context, tiny_dir, tmp_path)
     client = httpx.Client(base_url=url + "/api/v1", timeout=60)
     client.headers["Authorization"] = "Bearer " + client.post(
         "/auth/login", json={"username": "determined"}).json()["token"]
-    exp_id = create_experiment(client, CONFIG, slow_model_dir(tiny_dir, tmp_path))
+    go = tmp_path / "go"
+    config = dict(CONFIG, hyperparameters=dict(CONFIG["hyperparameters"], hold_file=str(go)))
+    exp_id = create_experiment(client, config, slow_model_dir(tiny_dir, tmp_path))
 
     def trial():
         trials = client.get(f"/experiments/{exp_id}/trials").json()["trials"]
@@ -125,8 +129,9 @@ def test_open_pages_follow_a_master_restart(master, context, tiny_dir, tmp_path)
         assert not page.evaluate(LOST)
         page.evaluate("window.sameDocument = true")  # gone if the page reloads
 
-    assert trial()["state"] != "COMPLETED", "the trial ended before the kill: make it slower"
+    assert trial()["state"] != "COMPLETED", "the trial ended before the kill"
     first.sigkill()
+    go.touch()  # the trial may go on (it does once the new master restarts it)
     for page in (exp_page, trial_page):
         page.wait_for_function(LOST)
         assert page.get_by_test_id("connection-lost").inner_text() == "reconnecting…"
