@@ -27,14 +27,17 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 MASTER_CONFIG = {"resource_manager": {"slots": 1}, "security": {"allow_anonymous": False}}
 BATCHES = 300
+HOLD_AFTER = 70
 CONFIG = {
     "description": "trains across a master restart",
     "entrypoint": "slow_def:SlowTrial",
     "scheduling_unit": 10,
-    # 0.1 s a batch; the first trial process waits after 60 batches for the test's go
-    # (hold_file, set per run), so the kill lands mid-training however slow the pages are.
+    # 0.1 s a batch; the first trial process waits after 70 batches for the test's go
+    # (hold_file, set per run), so the kill lands mid-training however slow the pages are,
+    # past the checkpoint at 60: the new master's trial goes back to it and stores the
+    # workload at 70 again (under a new id, which the open page must still be sent).
     "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "sleep": 0.1,
-                        "hold_after": 60},
+                        "hold_after": HOLD_AFTER},
     "searcher": {"name": "single", "metric": "validation_loss",
                  "max_length": {"batches": BATCHES}},
     "min_validation_period": {"batches": 20},
@@ -90,6 +93,12 @@ def _validations(client: httpx.Client, trial_id: int) -> int:
     return sum(1 for m in metrics if m["kind"] == "validation")
 
 
+def _workload_ids(client: httpx.Client, trial_id: int) -> dict:
+    """(kind, total_batches) -> the stored row's id."""
+    rows = client.get(f"/ui/trials/{trial_id}/workloads", params={"limit": 1000}).json()
+    return {(w["kind"], w["total_batches"]): w["id"] for w in rows["workloads"]}
+
+
 @pytest.mark.timeout(900)
 def test_open_pages_follow_a_master_restart(master, context, tiny_dir, tmp_path):
     first, restart = master
@@ -120,8 +129,8 @@ def test_open_pages_follow_a_master_restart(master, context, tiny_dir, tmp_path)
     trial_page.goto(url + f"/experiments/{exp_id}/trials/{trial_id}")
 
     # Both pages follow the training: validations arrive live.
-    wait_until(lambda: (trial() or {}).get("total_batches", 0) >= 40 and
-               _validations(client, trial_id) >= 2, 240, "two validations")
+    wait_until(lambda: (trial() or {}).get("total_batches", 0) >= HOLD_AFTER and
+               _validations(client, trial_id) >= 2, 240, f"{HOLD_AFTER} batches trained")
     exp_page.wait_for_function(f"{_points('learning-curves')} >= 2")
     trial_page.wait_for_function(f"{_points('trial-chart')} >= 2")
     for page in (exp_page, trial_page):
@@ -130,6 +139,8 @@ def test_open_pages_follow_a_master_restart(master, context, tiny_dir, tmp_path)
         page.evaluate("window.sameDocument = true")  # gone if the page reloads
 
     assert trial()["state"] != "COMPLETED", "the trial ended before the kill"
+    held = _workload_ids(client, trial_id)
+    assert ("training", HOLD_AFTER) in held, held
     first.sigkill()
     go.touch()  # the trial may go on (it does once the new master restarts it)
     for page in (exp_page, trial_page):
@@ -152,6 +163,9 @@ def test_open_pages_follow_a_master_restart(master, context, tiny_dir, tmp_path)
         page.wait_for_function(f"{STATE} === 'COMPLETED'", timeout=300000)
     validations = _validations(client, trial_id)
     assert validations == BATCHES // 20
+    again = _workload_ids(client, trial_id)[("training", HOLD_AFTER)]
+    assert again > held[("training", HOLD_AFTER)], (
+        "the workload past the checkpoint was not stored again under a new id", again, held)
     exp_page.wait_for_function(f"{_points('learning-curves')} === {validations}")
     trial_page.wait_for_function(f"{_points('trial-chart')} === {validations}")
     workloads = len(client.get(f"/trials/{trial_id}").json()["metrics"])
