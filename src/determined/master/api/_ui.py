@@ -311,8 +311,8 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         the newest metrics row and log line ids (for ``/ui/events``)."""
         tr = store.get_trial(id)
         # One query for both kinds: with one per kind, a training row stored between
-        # them was missing while a later validation row set last_metric_id, so the
-        # page dropped the missing row's event as already counted (one workload short).
+        # them could be missing while a later validation row set last_metric_id, and
+        # the page would drop that row's live event as already counted.
         rows = [r for r in q.metric_rows(store, [id], None)
                 if r.kind in ("training", "validation")]
         rows.sort(key=lambda r: (r.total_batches, r.kind), reverse=order == "desc")
