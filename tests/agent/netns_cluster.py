@@ -11,8 +11,10 @@ Usage: python netns_cluster.py WORK_DIR [script]
 """
 
 import json
+import os
 import pathlib
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -57,6 +59,22 @@ def sh(*cmd: str) -> None:
     subprocess.run(cmd, check=True)
 
 
+def _wait_for_own_namespace(proc: subprocess.Popen, timeout: float = 60) -> None:
+    """Until ``proc`` (``unshare --net ...``) is in a network namespace other than ours: a
+    veth end moved to its pid before that would land in ours."""
+    ours = os.readlink("/proc/self/ns/net")
+    deadline = time.monotonic() + timeout
+    while True:
+        assert proc.poll() is None, f"unshare exited with {proc.returncode}"
+        try:
+            if os.readlink(f"/proc/{proc.pid}/ns/net") != ours:
+                return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"pid {proc.pid} made no network namespace"
+        time.sleep(0.02)
+
+
 class NamespacedAgent:
     """``python -m determined.agent`` in a network namespace of its own, linked to the
     bridge by a veth pair; it starts once the link is configured."""
@@ -71,8 +89,15 @@ class NamespacedAgent:
                   f"--work-dir {root / self.id}")
         self.proc = subprocess.Popen(["unshare", "--net", "sh", "-c", script],
                                      stdout=open(self.log, "ab"), stderr=subprocess.STDOUT)
-        time.sleep(0.3)  # unshare has made the namespace before it runs sh
+        try:
+            self._link(index)
+        except BaseException:
+            self.stop()  # it would wait for its link forever
+            raise
+
+    def _link(self, index: int) -> None:
         pid = str(self.proc.pid)
+        _wait_for_own_namespace(self.proc)
         host_end = f"vh{index}"
         sh("ip", "link", "add", host_end, "type", "veth", "peer", "name", "eth0", "netns", pid)
         sh("ip", "link", "set", host_end, "master", "br0", "up")
@@ -134,5 +159,10 @@ def main(root: pathlib.Path, script: bool = False) -> int:
             print(f"--- {agent.id} log\n" + agent.log.read_text(errors="replace")[-3000:])
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(f"signal {signum}")  # main's finally stops the agents and the master
+
+
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     sys.exit(main(pathlib.Path(sys.argv[1]), sys.argv[2:] == ["script"]))

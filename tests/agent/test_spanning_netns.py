@@ -6,6 +6,7 @@ machine's own network changes."""
 
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 
@@ -28,8 +29,18 @@ def _namespaces_available() -> bool:
                            "are tested as separate processes in test_spanning_agents.py")
 @pytest.mark.parametrize("kind", ["trial", "script"])
 def test_trial_across_agents_in_separate_network_namespaces(tmp_path, kind):
-    out = subprocess.run(["unshare", "--net", "--fork", sys.executable, str(SCRIPT),
-                          str(tmp_path), *(["script"] if kind == "script" else [])],
-                         capture_output=True, text=True, timeout=600, env=dict(os.environ))
-    assert out.returncode == 0 and "RESULT ok" in out.stdout, (out.stdout[-8000:],
-                                                               out.stderr[-4000:])
+    proc = subprocess.Popen(["unshare", "--net", "--fork", sys.executable, str(SCRIPT),
+                             str(tmp_path), *(["script"] if kind == "script" else [])],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ), start_new_session=True)
+    try:
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:  # the script's own finally stops its master and agents
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.communicate(timeout=90)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+    assert proc.returncode == 0 and "RESULT ok" in stdout, (stdout[-8000:], stderr[-4000:])

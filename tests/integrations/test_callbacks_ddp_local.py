@@ -38,8 +38,9 @@ def test_two_ranks_pause_resume_and_store_everything_once(tmp_path, framework):
     out = interrupt_after_first_checkpoint(
         ["e", "create", config, FIXTURES, "--local", "--slots", "2", "--local-dir", local,
          "--no-progress"], local)
-    assert local_rows(local, "SELECT state FROM experiments") == [("PAUSED",)], out[-3000:]
     logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+    assert local_rows(local, "SELECT state FROM experiments") == [("PAUSED",)], (
+        out[-3000:] + "\n--- trial logs:\n" + logs[-5000:])
     paused = _done_steps(logs)
     assert set(paused) == {0, 1} and paused[0] == paused[1], logs[-3000:]
     stopped_at = paused[0]

@@ -162,7 +162,10 @@ class ConfiguredMasterProcess(MasterProcess):
         return [sys.executable, "-m", "determined.master", "--config", self.config_path]
 
 
-SLOW_TRIAL = '''"""TinyTrial sleeping ``sleep`` seconds per batch, so a test can act mid-training."""
+SLOW_TRIAL = '''"""TinyTrial sleeping ``sleep`` seconds per batch, so a test can act mid-training;
+with ``hold_after`` and ``hold_file`` a trial process that trained ``hold_after`` batches
+waits for that file to exist before the next (a test acts before the trial ends)."""
+import os
 import time
 
 from model_def import TinyTrial
@@ -170,7 +173,12 @@ from model_def import TinyTrial
 
 class SlowTrial(TinyTrial):
     def train_batch(self, batch, epoch_idx, batch_idx):
-        time.sleep(self.context.get_hparams().get("sleep", 0.0))
+        hparams = self.context.get_hparams()
+        time.sleep(hparams.get("sleep", 0.0))
+        self.trained = getattr(self, "trained", 0) + 1
+        if "hold_file" in hparams and self.trained > hparams["hold_after"]:
+            while not os.path.exists(hparams["hold_file"]):
+                time.sleep(0.05)
         return super().train_batch(batch, epoch_idx, batch_idx)
 '''
 

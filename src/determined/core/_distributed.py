@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 import tempfile
 from typing import Any, List, Optional
 
@@ -34,6 +35,36 @@ def _get_training_port_offset() -> int:
     except ValueError:
         raise ValueError(
             f"Expected DET_UNIQUE_PORT_OFFSET to be an integer. Received: {raw!r}") from None
+
+
+_exit_hook_registered = False
+
+
+def _destroy_torch_process_group_at_exit() -> None:
+    """At interpreter exit, destroy torch's default process group if the script left it.
+
+    Without ``destroy_process_group()`` (Hugging Face's ``Trainer`` and many scripts
+    never call it) gloo's worker threads outlive the interpreter's finalization, and a
+    rank that trained and returned may abort in C++ ("terminate called without an
+    active exception", exit code 134), failing the trial. ``atexit`` runs while Python
+    is still whole; a group the script destroyed itself is left alone."""
+    global _exit_hook_registered
+    if _exit_hook_registered:
+        return
+    _exit_hook_registered = True
+    import atexit
+
+    atexit.register(_destroy_torch_process_group)
+
+
+def _destroy_torch_process_group() -> None:
+    dist = sys.modules.get("torch.distributed")  # never imported: nothing to destroy
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return
+    try:
+        dist.destroy_process_group()
+    except Exception as e:  # exiting anyway: say why the group could not go
+        logger.warning("could not destroy torch's process group at exit: %s", e)
 
 
 def _env_int(name: str) -> int:
@@ -157,6 +188,7 @@ class DistributedContext:
     def from_deepspeed(cls, chief_ip: Optional[str] = None) -> "DistributedContext":
         """Ranks from DeepSpeed's launcher variables (RANK, WORLD_SIZE, LOCAL_RANK,
         LOCAL_SIZE, CROSS_RANK, CROSS_SIZE)."""
+        _destroy_torch_process_group_at_exit()
         return cls(rank=_env_int("RANK"), size=_env_int("WORLD_SIZE"),
                    local_rank=_env_int("LOCAL_RANK"), local_size=_env_int("LOCAL_SIZE"),
                    cross_rank=_env_int("CROSS_RANK"), cross_size=_env_int("CROSS_SIZE"),
@@ -168,6 +200,7 @@ class DistributedContext:
         """Ranks from torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK,
         LOCAL_WORLD_SIZE, GROUP_RANK, GROUP_WORLD_SIZE); ``chief_ip`` or
         ``DET_CHIEF_IP`` is required when the job spans machines."""
+        _destroy_torch_process_group_at_exit()
         return cls(rank=_env_int("RANK"), size=_env_int("WORLD_SIZE"),
                    local_rank=_env_int("LOCAL_RANK"), local_size=_env_int("LOCAL_WORLD_SIZE"),
                    cross_rank=_env_int("GROUP_RANK"), cross_size=_env_int("GROUP_WORLD_SIZE"),

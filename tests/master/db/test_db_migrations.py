@@ -16,7 +16,7 @@ def test_upgrade_twice_is_a_no_op(db_url: str) -> None:
     try:
         assert store.schema_revision() is None
         head = store.upgrade()
-        assert head == "0010"
+        assert head == "0011"
         exp = store.create_experiment({"a": 1}, b"x", "admin")
         assert store.upgrade() == head
         assert store.schema_revision() == head
@@ -47,7 +47,7 @@ def test_concurrent_upgrades(db_url: str) -> None:
         t.join()
     try:
         assert errors == []
-        assert results == ["0010"] * 4
+        assert results == ["0011"] * 4
         assert len(stores[0].list_users()) == 2
     finally:
         for s in stores:

@@ -77,6 +77,7 @@ def test_rollback(store: Store, trial_id: int) -> None:
     store.add_training_metrics(trial_id, 350, {"loss": 0.1})
     store.update_trial(trial_id, total_batches=350, latest_checkpoint="c300")
 
+    max_id_before = max(r.id for r in store.list_metrics(trial_id))
     orphaned = store.rollback_trial(trial_id, 200)
 
     assert orphaned == ["c300"]  # the ACTIVE one had no complete files to orphan
@@ -87,9 +88,13 @@ def test_rollback(store: Store, trial_id: int) -> None:
     trial = store.get_trial(trial_id)
     assert (trial.total_batches, trial.latest_checkpoint) == (200, "c200")
     assert store.latest_checkpoint(trial_id).uuid == "c200"
-    # After the rollback the restarted trial reports the lost workloads again.
+    # After the rollback the restarted trial reports the lost workloads again, under
+    # new ids: a live tail past the deleted rows' ids still sees them.
+    deleted_ids = max_id_before
     assert store.add_training_metrics(trial_id, 300, {"loss": 0.2})
-    assert store.list_metrics(trial_id, kind="training")[-1].metrics == {"loss": 0.2}
+    again = store.list_metrics(trial_id, kind="training")[-1]
+    assert again.metrics == {"loss": 0.2}
+    assert again.id > deleted_ids, (again.id, deleted_ids)
 
     assert store.rollback_trial(trial_id, 0) == ["c100", "c200"]
     assert store.list_metrics(trial_id) == [] and store.latest_checkpoint(trial_id) is None

@@ -9,9 +9,11 @@ Screenshots go to the test's output directory (``restart-*.png``).
 """
 
 import os
+import re
 
 import httpx
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from determined.master import webui
 from master_testing import (ConfiguredMasterProcess, create_experiment, slow_model_dir,
@@ -25,12 +27,17 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic",
                  "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
 MASTER_CONFIG = {"resource_manager": {"slots": 1}, "security": {"allow_anonymous": False}}
 BATCHES = 300
+HOLD_AFTER = 70
 CONFIG = {
     "description": "trains across a master restart",
     "entrypoint": "slow_def:SlowTrial",
     "scheduling_unit": 10,
-    # 0.1 s a batch: 30 s of training, so the kill lands mid-training on a loaded machine.
-    "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "sleep": 0.1},
+    # 0.1 s a batch; the first trial process waits after 70 batches for the test's go
+    # (hold_file, set per run), so the kill lands mid-training however slow the pages are,
+    # past the checkpoint at 60: the new master's trial goes back to it and stores the
+    # workload at 70 again (under a new id, which the open page must still be sent).
+    "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "sleep": 0.1,
+                        "hold_after": HOLD_AFTER},
     "searcher": {"name": "single", "metric": "validation_loss",
                  "max_length": {"batches": BATCHES}},
     "min_validation_period": {"batches": 20},
@@ -86,6 +93,12 @@ def _validations(client: httpx.Client, trial_id: int) -> int:
     return sum(1 for m in metrics if m["kind"] == "validation")
 
 
+def _workload_ids(client: httpx.Client, trial_id: int) -> dict:
+    """(kind, total_batches) -> the stored row's id."""
+    rows = client.get(f"/ui/trials/{trial_id}/workloads", params={"limit": 1000}).json()
+    return {(w["kind"], w["total_batches"]): w["id"] for w in rows["workloads"]}
+
+
 @pytest.mark.timeout(900)
 def test_open_pages_follow_a_master_restart(master, context, tiny_dir, tmp_path):
     first, restart = master
@@ -94,7 +107,9 @@ def test_open_pages_follow_a_master_restart(master, context, tiny_dir, tmp_path)
     client = httpx.Client(base_url=url + "/api/v1", timeout=60)
     client.headers["Authorization"] = "Bearer " + client.post(
         "/auth/login", json={"username": "determined"}).json()["token"]
-    exp_id = create_experiment(client, CONFIG, slow_model_dir(tiny_dir, tmp_path))
+    go = tmp_path / "go"
+    config = dict(CONFIG, hyperparameters=dict(CONFIG["hyperparameters"], hold_file=str(go)))
+    exp_id = create_experiment(client, config, slow_model_dir(tiny_dir, tmp_path))
 
     def trial():
         trials = client.get(f"/experiments/{exp_id}/trials").json()["trials"]
@@ -114,8 +129,8 @@ def test_open_pages_follow_a_master_restart(master, context, tiny_dir, tmp_path)
     trial_page.goto(url + f"/experiments/{exp_id}/trials/{trial_id}")
 
     # Both pages follow the training: validations arrive live.
-    wait_until(lambda: (trial() or {}).get("total_batches", 0) >= 40 and
-               _validations(client, trial_id) >= 2, 240, "two validations")
+    wait_until(lambda: (trial() or {}).get("total_batches", 0) >= HOLD_AFTER and
+               _validations(client, trial_id) >= 2, 240, f"{HOLD_AFTER} batches trained")
     exp_page.wait_for_function(f"{_points('learning-curves')} >= 2")
     trial_page.wait_for_function(f"{_points('trial-chart')} >= 2")
     for page in (exp_page, trial_page):
@@ -123,8 +138,11 @@ def test_open_pages_follow_a_master_restart(master, context, tiny_dir, tmp_path)
         assert not page.evaluate(LOST)
         page.evaluate("window.sameDocument = true")  # gone if the page reloads
 
-    assert trial()["state"] != "COMPLETED", "the trial ended before the kill: make it slower"
+    assert trial()["state"] != "COMPLETED", "the trial ended before the kill"
+    held = _workload_ids(client, trial_id)
+    assert ("training", HOLD_AFTER) in held, held
     first.sigkill()
+    go.touch()  # the trial may go on (it does once the new master restarts it)
     for page in (exp_page, trial_page):
         page.wait_for_function(LOST)
         assert page.get_by_test_id("connection-lost").inner_text() == "reconnecting…"
@@ -145,10 +163,21 @@ def test_open_pages_follow_a_master_restart(master, context, tiny_dir, tmp_path)
         page.wait_for_function(f"{STATE} === 'COMPLETED'", timeout=300000)
     validations = _validations(client, trial_id)
     assert validations == BATCHES // 20
+    again = _workload_ids(client, trial_id)[("training", HOLD_AFTER)]
+    assert again > held[("training", HOLD_AFTER)], (
+        "the workload past the checkpoint was not stored again under a new id", again, held)
     exp_page.wait_for_function(f"{_points('learning-curves')} === {validations}")
     trial_page.wait_for_function(f"{_points('trial-chart')} === {validations}")
     workloads = len(client.get(f"/trials/{trial_id}").json()["metrics"])
-    trial_page.get_by_text(f"{workloads} workloads").wait_for()
+    try:
+        trial_page.get_by_text(f"{workloads} workloads").wait_for()
+    except PlaywrightTimeout:
+        shot(trial_page, tmp_path, "trial-workloads")
+        shown = trial_page.get_by_text(re.compile(r"^\d+ workloads$")).all_inner_texts()
+        ui = client.get(f"/ui/trials/{trial_id}/workloads").json()
+        raise AssertionError(f"the trial page shows {shown}, not '{workloads} workloads'; "
+                             f"/ui/trials/{trial_id}/workloads has total {ui['total']}; "
+                             f"rows: {[(m['kind'], m['total_batches']) for m in client.get(f'/trials/{trial_id}').json()['metrics']]}") from None
     # The checkpoints list follows too: the last one, written after the restart, shows.
     latest = client.get(f"/experiments/{exp_id}/trials").json()["trials"][0]["latest_checkpoint"]
     trial_page.get_by_test_id("checkpoints-table").get_by_text(latest).wait_for()

@@ -310,8 +310,11 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         """The trial's workloads (training and validation), by batches; metric names;
         the newest metrics row and log line ids (for ``/ui/events``)."""
         tr = store.get_trial(id)
-        rows = [r for kind in ("training", "validation")
-                for r in q.metric_rows(store, [id], kind)]
+        # One query for both kinds: with one per kind, a training row stored between
+        # them could be missing while a later validation row set last_metric_id, and
+        # the page would drop that row's live event as already counted.
+        rows = [r for r in q.metric_rows(store, [id], None)
+                if r.kind in ("training", "validation")]
         rows.sort(key=lambda r: (r.total_batches, r.kind), reverse=order == "desc")
         out = [{"id": r.id, "kind": r.kind, "total_batches": r.total_batches,
                 "end_time": r.end_time.isoformat(), "metrics": r.metrics}

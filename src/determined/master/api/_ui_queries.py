@@ -144,10 +144,11 @@ def _metric_query(trial_ids: Iterable[int], kind: Optional[str]) -> Any:
     return query
 
 
-def metric_rows(store: Store, trial_ids: List[int], kind: str,
+def metric_rows(store: Store, trial_ids: List[int], kind: Optional[str],
                 with_batches: bool = False) -> List[Any]:
     """Metric rows ``(id, trial_id, kind, total_batches, end_time, metrics[,
-    batch_json])`` of the trials, by trial and batches."""
+    batch_json])`` of the trials (of every kind for ``kind`` None), by trial and
+    batches; one query, so one snapshot of the table."""
     t = m.Metrics.__table__
     query = _metric_query(trial_ids, kind)
     if with_batches:  # the raw JSON text: per_batch_values parses only what it needs

@@ -132,7 +132,10 @@ class Metrics(Base):
     """One training or validation workload's metrics; unique per (trial, kind, batches)."""
 
     __tablename__ = "metrics"
-    __table_args__ = (sa.UniqueConstraint("trial_id", "kind", "total_batches"),)
+    # AUTOINCREMENT (migration 0011): ids of rows deleted by a rewind are not reused, so
+    # live tails by id (``/ui/events`` metrics_after) see the rows stored again.
+    __table_args__ = (sa.UniqueConstraint("trial_id", "kind", "total_batches"),
+                      {"sqlite_autoincrement": True})
 
     id: orm.Mapped[int] = orm.mapped_column(BigId, primary_key=True)
     trial_id: orm.Mapped[int] = orm.mapped_column(
