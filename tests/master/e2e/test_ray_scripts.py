@@ -46,7 +46,10 @@ def test_script_trials_on_ray(ray_master, tmp_path):
         wait_until(lambda: "[machine 1] not run as a trial" in _logs(api, trial_id),
                    timeout=60, what="the second node's output in the trial's log")
         logs = _logs(api, trial_id)
-        assert logs.count("runs its script") == 2 and "runs its script on machine 1" in logs
+        # The chief may be stopped before it starts its script (machine 1 fails at once),
+        # so only the second node's run is certain here; test_ray_script_spanning.py checks
+        # that both nodes run a distributed script.
+        assert "runs its script on machine 1" in logs, logs
         assert "machine 1 of the trial on Ray node" in logs and "exited with code 2" in logs, logs
 
         markers = tmp_path / "markers"
