@@ -1,7 +1,10 @@
 """Shared fixtures: paths to the repository's examples and test model directories."""
 
+import os
 import pathlib
+import shutil
 import signal
+import tempfile
 
 import pytest
 
@@ -10,7 +13,42 @@ FIXTURES = ROOT / "tests" / "fixtures"
 EXAMPLES = ROOT / "examples"
 
 
+_HOME_VARS = ("HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME")
+
+
+def _isolate_home(config) -> None:
+    """Everything the suite starts (Chromium's crash reports, Jupyter's runtime files,
+    Keras' and matplotlib's config, a master's default directory, ``det``'s tokens)
+    writes under a temporary home, never the real one. Tools located by explicit
+    variables (PYENV_ROOT, PATH, pip's and npm's settings read before the suite runs)
+    are not affected."""
+    home = pathlib.Path(tempfile.mkdtemp(prefix="det-test-home-"))
+    config._det_saved_home = {name: os.environ.get(name) for name in _HOME_VARS}
+    config._det_test_home = home
+    os.environ["HOME"] = str(home)
+    for name, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_CACHE_HOME", ".cache"),
+                      ("XDG_DATA_HOME", ".local/share"), ("XDG_STATE_HOME", ".local/state")):
+        os.environ[name] = str(home / sub)
+
+
+def pytest_unconfigure(config):
+    home = getattr(config, "_det_test_home", None)
+    if home is None:
+        return
+    for name, value in config._det_saved_home.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    shutil.rmtree(home, ignore_errors=True)
+
+
 def pytest_configure(config):
+    _isolate_home(config)
+    _default_sigint()
+
+
+def _default_sigint() -> None:
     """A suite started in the background of a non-interactive shell (``pytest ... &``)
     inherits SIGINT ignored, and so would every process it starts: Python then installs
     no KeyboardInterrupt handler in them, and the tests that press Ctrl-C on a command
