@@ -160,7 +160,12 @@ def metric_rows(store: Store, trial_ids: List[int], kind: Optional[str],
 
 def new_metric_rows(store: Store, trial_ids: List[int], after_id: int,
                     limit: int = 5000) -> List[Any]:
-    """Rows stored after id ``after_id`` for the trials, oldest first."""
+    """Rows stored after id ``after_id`` for the trials, oldest first.
+
+    Following by id is safe: the store's group-commit writer is the only writer of
+    metrics and log lines, and its rows become visible in id order (see
+    ``Engines.order_commits``), so no row with an id at or below one already read can
+    appear later. Metrics ids are never reused either (migration 0011)."""
     if not trial_ids:
         return []
     t = m.Metrics.__table__
@@ -184,7 +189,7 @@ def max_ids(store: Store, trial_ids: List[int]) -> Tuple[int, int]:
 
 def newest_ids(store: Store) -> Tuple[int, int, int]:
     """The newest metrics row, trial log line and task log line ids of all (0 when none):
-    a row stored later has a larger id."""
+    a row stored later has a larger id, also on PostgreSQL (see :func:`new_metric_rows`)."""
     from determined.master.db._tasks import TaskLogRow
 
     with store._read() as s:
