@@ -14,6 +14,7 @@ import contextlib
 import sqlite3
 import threading
 import time
+import types
 from typing import Any, Callable, Iterator, List
 
 import pytest
@@ -99,10 +100,16 @@ def _tasks(store: Store, *ids: str) -> None:
         store.create_task(id, "command", "determined", {"entrypoint": "true"}, None)
 
 
+def _newest_id(store: Store, table: str) -> int:
+    """The newest id of all rows of ``table``: where a follower of every owner's rows
+    stands once it has read everything visible."""
+    with store._read() as s:
+        return int(s.scalar(sa.text(f"SELECT max(id) FROM {table}")) or 0)
+
+
 def test_task_log_line_committed_late_reaches_a_follower(store: Store) -> None:
-    """Two tasks log at once; the UI channel opens between the two commits and starts at
-    the newest line (``task_logs_after`` omitted): the held task's line, stored after the
-    channel opened, is sent."""
+    """Two tasks log at once; a follower that read every line visible between the two
+    commits still gets the held task's line."""
     _tasks(store, "held", "other")
     with held(store, "tasks", "held"):
         first = Writer(lambda: store.add_task_logs("held", ["committed last"]))
@@ -111,7 +118,7 @@ def test_task_log_line_committed_late_reaches_a_follower(store: Store) -> None:
         second = Writer(lambda: store.add_task_logs("other", ["committed first"]))
         second.start()
         second.join(SECOND_WRITER_WAIT_S)
-        opened_at = q.newest_ids(store)[2]
+        opened_at = _newest_id(store, "task_logs")
     first.finish()
     second.finish()
     assert [x.line for x in store.get_task_logs("held", after_id=opened_at)] == [
@@ -166,7 +173,7 @@ def test_trial_log_line_committed_late_reaches_a_follower(store: Store) -> None:
         other = Writer(lambda: second.add_logs(other_trial, ["committed first"]))
         other.start()
         other.join(SECOND_WRITER_WAIT_S)
-        opened_at = q.newest_ids(store)[1]
+        opened_at = _newest_id(store, "trial_logs")
     first.finish()
     other.finish()
     assert [x.line for x in store.get_logs(held_trial, after_id=opened_at)] == ["committed last"]
@@ -180,3 +187,24 @@ def test_tail_ids_come_one_at_a_time_on_postgres(postgres_server) -> None:
             "SELECT sequencename, cache_size FROM pg_sequences "
             "WHERE sequencename IN ('metrics_id_seq', 'trial_logs_id_seq', 'task_logs_id_seq')"))}
     assert caches == {"metrics_id_seq": 1, "trial_logs_id_seq": 1, "task_logs_id_seq": 1}
+
+
+def test_ui_channel_log_tails_survive_the_newest_lines_being_deleted(store: Store) -> None:
+    """A trial page's channel opened without ``logs_after`` starts at the newest line;
+    the experiment whose lines were the newest is deleted, and SQLite gives the next
+    line (of the followed trial) an id that is no longer the largest ever: it is sent."""
+    from determined.master.api._ui import _Feed
+
+    (deleted_trial,), (followed,) = _trials(store, 1), _trials(store, 1)
+    store.add_logs(followed, ["before the page opened"])
+    store.add_logs(deleted_trial, ["the newest line, soon deleted"])
+    store.create_task("followed-task", "command", "determined", {"entrypoint": "true"}, None)
+    feed = _Feed(types.SimpleNamespace(store=store), False, None, followed, None, None)
+    feed.follow_tasks(False, "followed-task", None)
+    assert not any("logs" in chunk for chunk in feed.poll())
+    store.delete_experiment(store.get_trial(deleted_trial).experiment_id)
+    store.add_logs(followed, ["after the page opened"])
+    store.add_task_logs("followed-task", ["a task's line"])
+    sent = "".join(feed.poll())
+    assert "after the page opened" in sent and "before the page opened" not in sent
+    assert "a task's line" in sent
