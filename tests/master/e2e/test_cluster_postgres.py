@@ -149,3 +149,44 @@ def test_tails_on_postgres_miss_nothing_while_two_trials_log(postgres_server,
         for trial_id in trials:
             chatty = [line["line"] for line in stored_lines[trial_id] if "chatty" in line["line"]]
             assert len(chatty) == 150 * 4, chatty[-5:]
+
+
+def test_task_log_tails_on_postgres_miss_nothing_while_two_commands_log(
+        postgres_server, config_master_factory, tmp_path):
+    """Two commands print at once into PostgreSQL: ``det command logs -f`` of each prints
+    every stored line once, in order, and the tasks page's channel every line of one."""
+    master = config_master_factory({"db": postgres_server.new_database(),
+                                    "resource_manager": {"slots": 1}})
+    env = dict(os.environ, HOME=str(tmp_path), DET_MASTER=master.url)
+    with master.client() as api:
+        tasks = [api.post("/tasks", json={"kind": "command", "config": {
+            "entrypoint": f"for i in $(seq 1 300); do echo {name} $i; sleep 0.01; done",
+            "resources": {"slots": 0}}}).json()["id"] for name in ("first", "second")]
+        followers = [subprocess.Popen([sys.executable, "-m", "determined.cli", "command", "logs",
+                                       "-f", task_id], env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True) for task_id in tasks]
+        events = []
+        with httpx.Client(base_url=master.url, timeout=60) as c:
+            params = {"tasks": True, "task_id": tasks[0], "task_logs_after": 0}
+            with c.stream("GET", "/api/v1/ui/events", params=params) as response:
+                assert response.status_code == 200
+                threading.Thread(target=_read_events, args=(response, events),
+                                 daemon=True).start()
+                wait_until(lambda: all(api.get(f"/tasks/{t}").json()["state"] == "TERMINATED"
+                                       for t in tasks), timeout=180, what="both commands")
+                stored = {t: api.get(f"/tasks/{t}/logs", params={"limit": 100000}).json()["logs"]
+                          for t in tasks}
+
+                def sent():
+                    return [row["id"] for n, rows in list(events) if n == "task_logs"
+                            for row in rows]
+
+                wait_until(lambda: len(sent()) >= len(stored[tasks[0]]), timeout=60,
+                           what="the channel to send every line")
+        assert sent() == [line["id"] for line in stored[tasks[0]]]
+        for task_id, name, follower in zip(tasks, ("first", "second"), followers):
+            out, err = follower.communicate(timeout=120)
+            assert follower.returncode == 0, err
+            assert out.splitlines() == [line["line"] for line in stored[task_id]]
+            printed = [line["line"] for line in stored[task_id] if line["line"].startswith(name)]
+            assert printed == [f"{name} {i}" for i in range(1, 301)]
