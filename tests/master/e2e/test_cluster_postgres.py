@@ -154,13 +154,15 @@ def test_tails_on_postgres_miss_nothing_while_two_trials_log(postgres_server,
 def test_task_log_tails_on_postgres_miss_nothing_while_two_commands_log(
         postgres_server, config_master_factory, tmp_path):
     """Two commands print at once into PostgreSQL: ``det command logs -f`` of each prints
-    every stored line once, in order, and the tasks page's channel every line of one."""
+    every stored line once, in order (as ``det command logs`` does after), and the tasks
+    page's channel every line of one."""
     master = config_master_factory({"db": postgres_server.new_database(),
                                     "resource_manager": {"slots": 1}})
     env = dict(os.environ, HOME=str(tmp_path), DET_MASTER=master.url)
     with master.client() as api:
         tasks = [api.post("/tasks", json={"kind": "command", "config": {
-            "entrypoint": f"for i in $(seq 1 300); do echo {name} $i; sleep 0.01; done",
+            "entrypoint": f"for i in $(seq 1 1200); do echo {name} $i; "
+                          "[ $((i % 20)) -eq 0 ] && sleep 0.05; done; true",
             "resources": {"slots": 0}}}).json()["id"] for name in ("first", "second")]
         followers = [subprocess.Popen([sys.executable, "-m", "determined.cli", "command", "logs",
                                        "-f", task_id], env=env, stdout=subprocess.PIPE,
@@ -189,4 +191,10 @@ def test_task_log_tails_on_postgres_miss_nothing_while_two_commands_log(
             assert follower.returncode == 0, err
             assert out.splitlines() == [line["line"] for line in stored[task_id]]
             printed = [line["line"] for line in stored[task_id] if line["line"].startswith(name)]
-            assert printed == [f"{name} {i}" for i in range(1, 301)]
+            assert printed == [f"{name} {i}" for i in range(1, 1201)]
+            # Without -f: every line too (more than one page of the API's).
+            again = subprocess.run([sys.executable, "-m", "determined.cli", "command", "logs",
+                                    task_id], env=env, capture_output=True, text=True,
+                                   timeout=120)
+            assert again.returncode == 0, again.stderr
+            assert again.stdout.splitlines() == out.splitlines()
