@@ -3,7 +3,7 @@ that only works if a row can never become visible after a row with a larger id.
 
 On PostgreSQL a sequence hands out the id at insert time, so two writer transactions
 that overlap can commit out of id order: a follower that has already seen the larger
-id never sees the smaller one. Each test below holds one writer's transaction open
+id never sees the smaller one. The writer tests below hold one writer's transaction open
 after it has taken its id (another connection locks the row its foreign key checks),
 lets a second writer try to commit meanwhile, opens a follower, and then checks that
 the follower still gets the held row. On SQLite a held writer blocks before taking an
