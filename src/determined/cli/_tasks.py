@@ -343,25 +343,30 @@ def _config(args: argparse.Namespace) -> int:
     return 0
 
 
+_LOG_PAGE = 1000
+
+
 def _print_logs(api: Any, task_id: str, follow: bool, tail: Optional[int]) -> int:
-    """Print (and follow) a task's output; returns the last log id seen."""
-    params: Dict[str, Any] = {"tail": tail} if tail is not None else {}
-    last = 0
+    """Print (and follow) a task's output, page by page; returns the last log id seen."""
+    params: Dict[str, Any] = {"tail": tail} if tail is not None else {"limit": _LOG_PAGE}
+    last, ended = 0, False
     while True:
-        lines = api.request("GET", f"/tasks/{task_id}/logs", params=dict(params, after_id=last))
-        for line in lines["logs"]:
+        page = api.request("GET", f"/tasks/{task_id}/logs",
+                           params=dict(params, after_id=last))["logs"]
+        for line in page:
             print(line["line"], flush=True)
             last = line["id"]
-        params = {}
-        if not follow:
+        full = len(page) >= _LOG_PAGE and "tail" not in params
+        params = {"limit": _LOG_PAGE}
+        if full:
+            continue
+        if not follow or ended:
             return last
-        if not lines["logs"]:
-            if api.request("GET", f"/tasks/{task_id}")["state"] == "TERMINATED":
-                more = api.request("GET", f"/tasks/{task_id}/logs", params={"after_id": last})
-                for line in more["logs"]:
-                    print(line["line"], flush=True)
-                return last
-            time.sleep(0.5)
+        if not page:
+            # Ended: read once more, to the last line, what came since this page.
+            ended = api.request("GET", f"/tasks/{task_id}")["state"] == "TERMINATED"
+            if not ended:
+                time.sleep(0.5)
 
 
 def _logs(args: argparse.Namespace) -> int:

@@ -116,9 +116,13 @@ def _logs(args: argparse.Namespace) -> int:
             if not args.follow:
                 return 0
             if c.get_trial(args.trial_id)["state"] != "ACTIVE":
-                for line in c.get_trial_logs(args.trial_id, after_id=after):
-                    print(line["line"], flush=True)
-                return 0
+                while True:  # what came meanwhile, page by page
+                    lines = c.get_trial_logs(args.trial_id, after_id=after)
+                    for line in lines:
+                        print(line["line"], flush=True)
+                        after = line["id"]
+                    if len(lines) < 1000:
+                        return 0
             time.sleep(0.5)
             lines = c.get_trial_logs(args.trial_id, after_id=after)
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from determined.master.db import Store
+from determined.master.db import NotFoundError, Store
 
 
 def test_task_logs_page_like_trial_logs(store: Store) -> None:
@@ -21,3 +21,15 @@ def test_task_logs_page_like_trial_logs(store: Store) -> None:
     assert [x.line for x in store.get_task_logs("t2")] == ["other task"]
     with pytest.raises(ValueError, match="tail"):
         store.get_task_logs("t1", tail=-1)
+
+
+def test_task_logs_bad_input_names_what_is_wrong(store: Store) -> None:
+    store.create_task("t1", "command", "determined", {"entrypoint": "true"}, None)
+    with pytest.raises(NotFoundError, match="task 'nope'"):
+        store.add_task_logs("nope", ["a line"])
+    with pytest.raises(ValueError, match=r"lines\[1\]"):
+        store.add_task_logs("t1", ["fine", 7])
+    with pytest.raises(ValueError, match="list of str"):
+        store.add_task_logs("t1", "not a list")
+    assert store.add_task_logs("t1", []) == 0
+    assert store.get_task_logs("t1") == []

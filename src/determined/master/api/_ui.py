@@ -512,7 +512,7 @@ class _Feed:
     def _start_tails(self) -> None:
         """Tails without a start id start at the newest rows now (the first poll)."""
         if min(self.metrics_after, self.logs_after, self.task_logs_after) < 0:
-            metrics, logs, task_logs = q.newest_ids(self.store)
+            metrics, logs, task_logs = q.newest_ids(self.store, self.trial_id, self.task_id)
             self.metrics_after = metrics if self.metrics_after < 0 else self.metrics_after
             self.logs_after = logs if self.logs_after < 0 else self.logs_after
             self.task_logs_after = task_logs if self.task_logs_after < 0 else self.task_logs_after

@@ -160,7 +160,12 @@ def metric_rows(store: Store, trial_ids: List[int], kind: Optional[str],
 
 def new_metric_rows(store: Store, trial_ids: List[int], after_id: int,
                     limit: int = 5000) -> List[Any]:
-    """Rows stored after id ``after_id`` for the trials, oldest first."""
+    """Rows stored after id ``after_id`` for the trials, oldest first.
+
+    Following by id is safe: the store's group-commit writer is the only writer of
+    metrics and log lines, and its rows become visible in id order (see
+    ``Engines.order_commits``), so no row with an id at or below one already read can
+    appear later. Metrics ids are never reused either (migration 0011)."""
     if not trial_ids:
         return []
     t = m.Metrics.__table__
@@ -177,21 +182,32 @@ def max_ids(store: Store, trial_ids: List[int]) -> Tuple[int, int]:
     mt = m.Metrics.__table__
     lt = m.TrialLog.__table__
     with store._read() as s:
-        mid = s.scalar(sa.select(sa.func.max(mt.c.id)).where(mt.c.trial_id.in_(trial_ids)))
-        lid = s.scalar(sa.select(sa.func.max(lt.c.id)).where(lt.c.trial_id.in_(trial_ids)))
-    return int(mid or 0), int(lid or 0)
+        return (_max_id(s, mt, mt.c.trial_id.in_(trial_ids)),
+                _max_id(s, lt, lt.c.trial_id.in_(trial_ids)))
 
 
-def newest_ids(store: Store) -> Tuple[int, int, int]:
-    """The newest metrics row, trial log line and task log line ids of all (0 when none):
-    a row stored later has a larger id."""
+def _max_id(session: Any, table: sa.Table, *where: Any) -> int:
+    """The largest id of ``table``'s rows that match ``where`` (0 when none)."""
+    return int(session.scalar(sa.select(sa.func.max(table.c.id)).where(*where)) or 0)
+
+
+def newest_ids(store: Store, trial_id: Optional[int] = None,
+               task_id: Optional[str] = None) -> Tuple[int, int, int]:
+    """Where tails without a start id start: the newest metrics row of all, and the
+    newest log line of ``trial_id`` and of ``task_id`` (0 when none or not given).
+
+    A row stored later has a larger id, also on PostgreSQL (see :func:`new_metric_rows`).
+    The log tails start at their owner's newest line, not the newest of all: SQLite
+    gives a new line the largest id in the table plus one, which is not larger than an
+    id already handed out once the newest lines were deleted (with their experiment).
+    Metrics ids never come back (migration 0011)."""
     from determined.master.db._tasks import TaskLogRow
 
+    lt, tt = m.TrialLog.__table__, TaskLogRow.__table__
     with store._read() as s:
-        metrics, logs, task_logs = (int(s.scalar(sa.select(sa.func.max(t.c.id))) or 0) for t in
-                                    (m.Metrics.__table__, m.TrialLog.__table__,
-                                     TaskLogRow.__table__))
-    return metrics, logs, task_logs
+        return (_max_id(s, m.Metrics.__table__),
+                _max_id(s, lt, lt.c.trial_id == trial_id) if trial_id is not None else 0,
+                _max_id(s, tt, tt.c.task_id == task_id) if task_id is not None else 0)
 
 
 def new_log_lines(store: Store, trial_id: int, after_id: int, limit: int = 2000) -> List[Any]:

@@ -26,6 +26,8 @@ MIGRATIONS_DIR = pathlib.Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 # Any constant: serializes concurrent upgrades of one PostgreSQL database.
 _PG_MIGRATION_LOCK_KEY = 0x6465745F6462  # "det_db"
+# Another constant: held by every transaction of the group-commit writer (see order_commits).
+_PG_COMMIT_ORDER_LOCK_KEY = 0x6465745F746C  # "det_tl"
 
 
 class Engines:
@@ -39,6 +41,20 @@ class Engines:
         self.write_lock: ContextManager[Any] = (
             threading.Lock() if backend == "sqlite" else contextlib.nullcontext()
         )
+
+    def order_commits(self, conn: sa.Connection) -> None:
+        """Make ``conn``'s transaction, just begun, the only writer of the tail tables
+        (metrics, trial and task logs) until it ends, in every process.
+
+        Followers read "the rows after id X", so a row must never become visible after
+        one with a larger id. PostgreSQL takes the id from a sequence at insert time:
+        two writers overlapping would commit out of id order. A transaction-level
+        advisory lock taken before the first insert makes them take turns; it is
+        released after the commit is visible. SQLite's ``BEGIN IMMEDIATE`` already
+        holds the database's write lock from the start.
+        """
+        if self.backend == "postgresql":
+            conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s)", (_PG_COMMIT_ORDER_LOCK_KEY,))
 
     def dispose(self) -> None:
         self.read.dispose()

@@ -9,9 +9,9 @@ import sqlalchemy as sa
 
 from determined.master.db import _models as m
 from determined.master.db._base import StoreBase
-from determined.master.db._checks import check_dict, check_int, check_str
+from determined.master.db._checks import check_dict, check_int
 from determined.master.db._errors import NotFoundError, StoreError
-from determined.master.db._logs import read_log_lines
+from determined.master.db._logs import insert_log_rows, log_rows, read_log_lines
 from determined.master.db._records import (
     METRIC_KINDS,
     TRAINING,
@@ -239,14 +239,7 @@ class MetricsMixin(StoreBase):
 
     def add_logs(self, trial_id: int, lines: Sequence[str]) -> int:
         """Append log lines of a trial (one transaction); returns how many."""
-        check_int("trial_id", trial_id)
-        if isinstance(lines, str):
-            raise ValueError(f"Expected lines to be a list of str. Received: lines={lines!r}")
-        now = utcnow()
-        rows = [
-            {"trial_id": trial_id, "timestamp": now, "line": check_str(f"lines[{i}]", line)}
-            for i, line in enumerate(lines)
-        ]
+        rows = log_rows("trial_id", check_int("trial_id", trial_id), lines)
         if not rows:
             return 0
         return int(self._submit(_LOGS, rows))
@@ -285,7 +278,8 @@ class MetricsMixin(StoreBase):
     # -- group-commit handlers (run on the writer thread) -------------------------------
 
     def _writer_handlers(self) -> Dict[str, Handler]:
-        return {_METRICS: self._insert_metrics, _LOGS: self._insert_logs,
+        return {**super()._writer_handlers(), _METRICS: self._insert_metrics,
+                _LOGS: functools.partial(insert_log_rows, m.TrialLog.__table__),
                 _TRAINING_PROGRESS: self._insert_training_progress}
 
     @functools.cached_property
@@ -330,13 +324,11 @@ class MetricsMixin(StoreBase):
                 f"VALUES ({', '.join([mark] * len(_COLUMNS))}) "
                 "ON CONFLICT (trial_id, kind, total_batches) DO NOTHING")
 
-    def _insert_logs(self, conn: sa.Connection, jobs: List[List[Any]]) -> List[int]:
-        conn.execute(sa.insert(m.TrialLog.__table__), [row for rows in jobs for row in rows])
-        return [len(rows) for rows in jobs]
-
     def _explain_write_error(
         self, conn: sa.Connection, kind: str, rows: List[Any], exc: Exception
     ) -> Exception:
+        if kind not in (_METRICS, _TRAINING_PROGRESS, _LOGS):
+            return super()._explain_write_error(conn, kind, rows, exc)
         trial_ids = sorted({row["trial_id"] if isinstance(row, dict) else row[_TRIAL]
                             for row in rows})
         known = set(conn.scalars(sa.select(m.Trial.id).where(m.Trial.id.in_(trial_ids))))

@@ -25,9 +25,14 @@ class Store(
     - **Threads.** Every method is synchronous and safe to call from any number of
       threads at once; each call uses its own session and transaction.
     - **Visibility.** A write is committed when its method returns: any later call,
-      from any thread or process, sees it. Metrics and log writes are group-committed
-      (one writer thread commits every request queued meanwhile in one transaction)
-      but still return only after their commit. There is nothing to flush.
+      from any thread or process, sees it. Metrics and log writes (trials' and
+      tasks') are group-committed (one writer thread commits every request queued
+      meanwhile in one transaction) but still return only after their commit. There
+      is nothing to flush.
+    - **Order.** Metrics rows and trial and task log lines become visible in id order
+      (only the group-commit writer inserts them, one transaction at a time, also
+      against other processes: ``Engines.order_commits``), so a follower reading "the
+      rows after id X" misses none. Metrics ids are never reused.
     - **Atomicity.** Each call is one transaction: it happens completely or not at
       all (``add_metrics_bulk`` included). Read-modify-write calls lock the row.
     - **Results.** Methods return the frozen records of ``_records.py`` (or ints,

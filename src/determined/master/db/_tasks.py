@@ -9,21 +9,27 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 from typing import Any, Dict, List, Optional, Sequence
 
 import sqlalchemy as sa
 from sqlalchemy import orm
 
 from determined.master.db._base import StoreBase
-from determined.master.db._logs import read_log_lines
+from determined.master.db._checks import check_str
+from determined.master.db._errors import NotFoundError
+from determined.master.db._logs import insert_log_rows, log_rows, read_log_lines
 from determined.master.db._models import Base, LogLineColumns
 from determined.master.db._records import LogLine
 from determined.master.db._types import JSONText, UTCDateTime, utcnow
+from determined.master.db._writer import Handler
 
 __all__ = ["TASK_STATES", "TaskRecord", "TasksMixin", "TaskLogRow", "TaskRow"]
 
 #: PENDING (waiting for slots) -> RUNNING -> TERMINATED.
 TASK_STATES = ("PENDING", "RUNNING", "TERMINATED")
+
+_TASK_LOGS = "task_logs"  # the group-commit writer's job kind
 
 
 class TaskRow(Base):
@@ -126,13 +132,16 @@ class TasksMixin(StoreBase):
             return _record(row)
 
     def add_task_logs(self, task_id: str, lines: Sequence[str]) -> int:
-        if not lines:
+        """Append log lines of a task (group-committed, as trial logs are, so that a
+        follower sees them in id order); returns how many.
+
+        Raises:
+            NotFoundError: there is no task ``task_id``.
+        """
+        rows = log_rows("task_id", check_str("task_id", task_id), lines)
+        if not rows:
             return 0
-        now = utcnow()
-        with self._write() as s:
-            s.execute(sa.insert(TaskLogRow.__table__),
-                      [{"task_id": task_id, "timestamp": now, "line": line} for line in lines])
-        return len(lines)
+        return int(self._submit(_TASK_LOGS, rows))
 
     def get_task_logs(self, task_id: str, after_id: int = 0, limit: int = 1000,
                       tail: Optional[int] = None) -> List[LogLine]:
@@ -140,3 +149,18 @@ class TasksMixin(StoreBase):
         with self._read() as s:
             return read_log_lines(s, TaskLogRow.__table__.c.task_id, task_id, after_id, limit,
                                   tail)
+
+    # -- group-commit handler (runs on the writer thread) -----------------------------
+
+    def _writer_handlers(self) -> Dict[str, Handler]:
+        return {**super()._writer_handlers(),
+                _TASK_LOGS: functools.partial(insert_log_rows, TaskLogRow.__table__)}
+
+    def _explain_write_error(
+        self, conn: sa.Connection, kind: str, rows: List[Any], exc: Exception
+    ) -> Exception:
+        if kind == _TASK_LOGS:
+            task_id = rows[0]["task_id"]
+            if conn.scalar(sa.select(TaskRow.id).where(TaskRow.id == task_id)) is None:
+                return NotFoundError("task", task_id)
+        return super()._explain_write_error(conn, kind, rows, exc)

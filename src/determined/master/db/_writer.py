@@ -1,10 +1,14 @@
-"""Group commit for high-rate rows (metrics, trial logs).
+"""Group commit for high-rate rows (metrics, trial and task logs).
 
 Callers hand rows to one writer thread and block until they are committed. The
 thread takes every job queued meanwhile and writes them in a single transaction, so
 50 reporters cost one commit per round instead of 50. If that transaction fails,
 each job is retried in its own transaction, so one bad job (say, an unknown trial)
 fails alone.
+
+These are the tables live tails follow by id, and this writer is their only one: its
+transactions run one at a time and each holds ``Engines.order_commits`` (also against
+other processes), so their rows become visible in id order.
 """
 
 import concurrent.futures
@@ -113,6 +117,7 @@ class GroupCommitWriter:
         try:
             results: Dict[int, Any] = {}
             with self._engines.write_lock, self._engines.write.begin() as conn:
+                self._engines.order_commits(conn)
                 for kind, jobs in by_kind.items():
                     kind_results = self._handlers[kind](conn, [j.rows for j in jobs])
                     for job, result in zip(jobs, kind_results):
@@ -127,6 +132,7 @@ class GroupCommitWriter:
     def _commit_alone(self, job: Job) -> None:
         try:
             with self._engines.write_lock, self._engines.write.begin() as conn:
+                self._engines.order_commits(conn)
                 (result,) = self._handlers[job.kind](conn, [job.rows])
         except Exception as exc:  # noqa: BLE001 - handed to the caller
             job.future.set_exception(self._explain(job, exc))
