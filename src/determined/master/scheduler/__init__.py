@@ -25,6 +25,7 @@ and lets a task preempt lower-priority ones when that makes it fit.
 
 from determined.master.scheduler._schedule import schedule
 from determined.master.scheduler._task_ids import trial_of_task, trial_task_id
+from determined.master.scheduler._waiting import Wait, group_title, waiting_reasons
 from determined.master.scheduler._types import (
     DEFAULT_PRIORITY,
     Agent,
@@ -43,7 +44,10 @@ __all__ = [
     "Decision",
     "SchedulerPolicy",
     "Task",
+    "Wait",
+    "group_title",
     "schedule",
     "trial_of_task",
     "trial_task_id",
+    "waiting_reasons",
 ]
