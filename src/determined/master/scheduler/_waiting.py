@@ -110,20 +110,21 @@ def _why(task: Task, agents: Sequence[Agent], used: Mapping[str, int],
     need = task.slots_needed
     label = task.agent_label
     wants = f"needs {_slots(need)}"
+    it = "the trial" if task.group.startswith("exp-") else "the task"
     if not agents:
         return Wait("no agent connected",
-                    f"No agent is connected; the task {wants} and waits for an agent to join.",
+                    f"No agent is connected; {it} {wants} and waits for an agent to join.",
                     True)
     if not any(a.enabled for a in agents):
         return Wait("all agents disabled",
-                    f"All {len(agents)} agent(s) are disabled; the task {wants} and waits for "
+                    f"All {len(agents)} agent(s) are disabled; {it} {wants} and waits for "
                     "one to be enabled (det agent enable).", True)
     labeled = [a for a in agents if not label or a.label == label]
     eligible = [a for a in labeled if a.usable_slots]
     if label and not eligible:
         what = "is disabled" if labeled else "is connected"
         return Wait(f"no agent labeled {label}",
-                    f"The task {wants} on an agent labeled {label!r}; no such agent {what}.",
+                    f"{it.capitalize()} {wants} on an agent labeled {label!r}; no such agent {what}.",
                     True)
     sizes = {a.id: len(a.usable_slots) for a in eligible}
     largest = max(sizes.values(), default=0)
@@ -140,17 +141,17 @@ def _why(task: Task, agents: Sequence[Agent], used: Mapping[str, int],
         short, where = f"cluster has {bound}", "the agents it may use together"
     if need > bound:
         return Wait(f"{wants}, {short}",
-                    f"The task {wants} on {where}; at most {bound} usable slot(s) are there"
+                    f"{it.capitalize()} {wants} on {where}; at most {bound} usable slot(s) are there"
                     f"{note}. It waits until agents with more slots join.", True)
     if task.max_slots is not None and need > task.max_slots:
         return Wait(f"{wants}, max_slots is {task.max_slots}",
-                    f"The task {wants} but its experiment's max_slots is {task.max_slots}.",
+                    f"{it.capitalize()} {wants} but its experiment's max_slots is {task.max_slots}.",
                     True)
     held = holders.get(task.group, 0)
     if task.max_slots is not None and held + need > task.max_slots:
         return Wait(f"max_slots reached ({held}/{task.max_slots})",
                     f"{group_title(task.group).capitalize()} holds {_slots(held)} of its "
-                    f"max_slots {task.max_slots}; the task {wants} and waits for its own "
+                    f"max_slots {task.max_slots}; {it} {wants} and waits for its own "
                     "trials to give some back.")
     free = {a: max(0, n - used.get(a, 0)) for a, n in sizes.items()}
     best = max(free.values(), default=0)
@@ -160,7 +161,7 @@ def _why(task: Task, agents: Sequence[Agent], used: Mapping[str, int],
         order = ("priority, then arrival" if policy.type == "priority"
                  else "fair share across experiments")
         return Wait("waiting its turn",
-                    f"The task {wants} and enough are free, but others come first "
+                    f"{it.capitalize()} {wants} and enough are free, but others come first "
                     f"({policy.type} scheduler: {order}).")
     others = sorted(((g, n) for g, n in holders.items() if g != task.group and n),
                     key=lambda gn: (-gn[1], gn[0]))
@@ -172,7 +173,7 @@ def _why(task: Task, agents: Sequence[Agent], used: Mapping[str, int],
     short = f"waiting for {_slots(missing)} in use"
     held_by = f"; held by {listed}" if listed else ""
     place = "" if spans else " on one agent"
-    return Wait(short, f"The task {wants}{place}; {avail} free{held_by}.")
+    return Wait(short, f"{it.capitalize()} {wants}{place}; {avail} free{held_by}.")
 
 
 def _rank(task: Task, policy: SchedulerPolicy) -> str:
