@@ -8,11 +8,15 @@ import pathlib
 import sys
 import time
 
+import base64
+
 import httpx
 import pytest
 import yaml
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"))
+
+from determined.common.api import pack_context  # noqa: E402
 
 from agent_testing import AgentCluster  # noqa: E402
 from det_cli_testing import run_det  # noqa: E402
@@ -88,36 +92,15 @@ def test_a_task_behind_another_says_which_holds_its_slot(embedded):
     assert done["exit_code"] == 0 and done["waiting"] is None
 
 
-def test_a_trial_too_large_for_the_cluster_says_so_everywhere(embedded):
+def test_embedded_master_refuses_an_experiment_whose_trials_cannot_fit(embedded):
     api = login(embedded.url)
     config = yaml.safe_load((TINY / "const.yaml").read_text())
     config["resources"] = {"slots_per_trial": 2}
-    exp_id = create_experiment(api, config, TINY)
-    exp = waiting(api, f"/experiments/{exp_id}", "needs 2 slots, cluster has 1")
-    assert exp["waiting"]["impossible"] is True
-    (trial,) = exp["trials"]
-    assert trial["waiting"]["reason"] == "needs 2 slots, cluster has 1"
-    assert api.get(f"/trials/{trial['id']}").json()["waiting"] == trial["waiting"]
-    listed = api.get("/experiments").json()["experiments"]
-    assert next(e for e in listed if e["id"] == exp_id)["waiting"] == exp["waiting"]
-    assert api.get("/waiting").json()["trials"][str(trial["id"])] == trial["waiting"]
-
-    e_list = det(embedded.url, "e", "list", columns=80).stdout
-    assert "needs 2 slots" in e_list and max(map(len, e_list.splitlines())) <= 80, e_list
-    described = det(embedded.url, "e", "describe", exp_id).stdout
-    assert f"Trial {trial['id']} waits: {trial['waiting']['detail']}" in described, described
-    assert f"Experiment {exp_id} waits: " in described
-    t_described = det(embedded.url, "trial", "describe", trial["id"]).stdout
-    assert f"Trial {trial['id']} waits: The trial needs 2 slots" in t_described, t_described
-    as_json = json.loads(det(embedded.url, "trial", "describe", trial["id"], "--json").stdout)
-    assert as_json["waiting"] == trial["waiting"]
-
-    time.sleep(3)  # several scheduling passes: still one line in the master log
-    said = [line for line in embedded.log().splitlines()
-            if f"trial {trial['id']} cannot be scheduled" in line]
-    assert len(said) == 1, embedded.log()
-    assert "needs 2 slots" in said[0]
-    det(embedded.url, "e", "kill", exp_id)
+    body = {"config": config, "model_def": base64.b64encode(pack_context(str(TINY))).decode()}
+    r = api.post("/experiments", json=body)
+    assert r.status_code == 400, r.text
+    assert "resources.slots_per_trial" in r.text and "has 1 slot" in r.text
+    assert api.get("/experiments").json()["experiments"] == []
 
 
 @pytest.fixture
@@ -143,7 +126,8 @@ def test_remote_agents_may_join_so_a_large_task_waits_and_says_why(remote):
     config = yaml.safe_load((TINY / "const.yaml").read_text())
     config["resources"] = {"slots_per_trial": 3}
     exp_id = create_experiment(api, config, TINY)
-    waiting(api, f"/experiments/{exp_id}", "needs 3 slots, cluster has 2")
+    exp = waiting(api, f"/experiments/{exp_id}", "needs 3 slots, cluster has 2")
+    _trial_says_so_everywhere(remote.master, api, exp, "needs 3 slots, cluster has 2")
     det(url, "-u", "admin", "agent", "disable", "--all")
     waiting(api, task_path, "all agents disabled")
     waiting(api, f"/experiments/{exp_id}", "all agents disabled")
@@ -153,3 +137,32 @@ def test_remote_agents_may_join_so_a_large_task_waits_and_says_why(remote):
     task_id = r.json()["id"]
     assert log.count(f"task {task_id} cannot be scheduled") == 1, log  # once, not per reason
     det(url, "e", "kill", exp_id)
+
+
+def _trial_says_so_everywhere(master, api, exp, reason):
+    """The experiment's waiting trial: its reason on every JSON and in every det view, and
+    one line in the master log however many scheduling passes run."""
+    url, exp_id = master.url, exp["id"]
+    assert exp["waiting"]["impossible"] is True
+    (trial,) = exp["trials"]
+    assert trial["waiting"]["reason"] == reason
+    assert api.get(f"/trials/{trial['id']}").json()["waiting"] == trial["waiting"]
+    listed = api.get("/experiments").json()["experiments"]
+    assert next(e for e in listed if e["id"] == exp_id)["waiting"] == exp["waiting"]
+    assert api.get("/waiting").json()["trials"][str(trial["id"])] == trial["waiting"]
+
+    e_list = det(url, "e", "list", columns=80).stdout
+    assert reason in e_list and max(map(len, e_list.splitlines())) <= 80, e_list
+    described = det(url, "e", "describe", exp_id).stdout
+    assert f"Trial {trial['id']} waits: {trial['waiting']['detail']}" in described, described
+    assert f"Experiment {exp_id} waits: " in described
+    t_described = det(url, "trial", "describe", trial["id"]).stdout
+    assert f"Trial {trial['id']} waits: The trial needs" in t_described, t_described
+    as_json = json.loads(det(url, "trial", "describe", trial["id"], "--json").stdout)
+    assert as_json["waiting"] == trial["waiting"]
+
+    time.sleep(3)  # several scheduling passes: still one line in the master log
+    said = [line for line in master.log().splitlines()
+            if f"trial {trial['id']} cannot be scheduled" in line]
+    assert len(said) == 1, master.log()
+    assert reason.split(",")[0] in said[0]

@@ -401,6 +401,16 @@ class Master:
             return None
         return self.rm.embedded.slots
 
+    def never_fits(self, field: str, slots: int) -> Optional[str]:
+        """Why a request of ``slots`` (config ``field``) can never be scheduled here, or
+        None: only where that is certain (:meth:`fixed_slots`); elsewhere agents may join
+        and the request waits, saying why (``waits``)."""
+        most = self.fixed_slots()
+        if most is None or slots <= most:
+            return None
+        return (f"Expected {field} <= {most}: this cluster has {most} slot(s) (the master's "
+                f"own agent alone; no remote agent has registered). Received: {field}={slots}")
+
     def _release_waiting(self, free: int, wanting: int) -> None:
         """Trials waiting for work give their slots back by the rule both adapters
         follow (``engine.release_waiting``), for their own experiment's trials (within

@@ -144,27 +144,32 @@ def test_another_users_task_cannot_be_killed_and_a_notebook_opens(master, page):
         timeout=30000)
 
 
-def test_a_trial_too_large_for_the_cluster_says_why_on_its_pages(master, page, tiny_dir):
-    """An experiment whose trials need 2 slots on this 1-slot master: its page, its
-    trials table and the trial's page say why the trial waits."""
+def test_a_waiting_trial_says_why_on_its_pages(master, page, tiny_dir):
+    """An experiment whose trial waits for the slot a command holds: its page, its
+    trials table and the trial's page say why the trial waits, and which task holds it."""
     import yaml
 
     from master_testing import create_experiment
 
     c = login(master, "determined")
+    busy = c.post("/tasks", json={"kind": "command", "config": {"entrypoint": "sleep 600"}})
+    busy_id = busy.json()["id"]
+    wait_until(lambda: c.get(f"/tasks/{busy_id}").json()["state"] == "RUNNING", 60,
+               "the command holding the slot")
     config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
-    config["resources"] = {"slots_per_trial": 2}
     exp_id = create_experiment(c, config, tiny_dir)
     page.goto(f"{master.url}/experiments/{exp_id}?tab=trials")
     banner = page.get_by_test_id("experiment-waiting")
     banner.wait_for(timeout=30000)
-    assert "needs 2 slots" in banner.inner_text()
-    page.locator("table [data-testid=waiting]", has_text="needs 2 slots, cluster has 1") \
+    assert f"held by task {busy_id}" in banner.inner_text()
+    page.locator("table [data-testid=waiting]", has_text="waiting for 1 slot in use") \
         .wait_for(timeout=30000)
     trial_id = c.get(f"/experiments/{exp_id}").json()["trials"][0]["id"]
     page.goto(f"{master.url}/experiments/{exp_id}/trials/{trial_id}")
     note = page.get_by_test_id("trial-waiting")
     note.wait_for(timeout=30000)
-    assert "The trial needs 2 slots" in note.inner_text()
+    assert "The trial needs 1 slot" in note.inner_text()
+    c.post(f"/tasks/{busy_id}/kill")
+    note.wait_for(state="detached", timeout=60000)  # it runs: no reason any more
     c.post(f"/experiments/{exp_id}/kill")
     page.goto(master.url + "/tasks")

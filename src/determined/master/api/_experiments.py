@@ -113,6 +113,12 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
                                     context=packed, max_context_ratio=limits.max_context_ratio,
                                     context_ratio_floor=limits.min_context_ratio_bytes)
         config = valid.config
+        too_large = master.never_fits(
+            "resources.slots_per_trial",
+            int((config.get("resources") or {}).get("slots_per_trial") or 1))
+        if too_large is not None:
+            raise APIError(400, too_large, [{"field": "resources.slots_per_trial",
+                                             "message": too_large}])
         exp_id = experiments.create(
             config, packed, body.activate, owner=user.username,
             git=body.git.model_dump() if body.git else None,

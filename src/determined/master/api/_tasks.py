@@ -121,12 +121,10 @@ def _check_tensorboard_data(master: Master, runs: List[Dict[str, Any]]) -> None:
 def _check_fits(master: Master, config: Dict[str, Any]) -> None:
     """Refuse a task needing more slots than a cluster that cannot grow will ever have
     (with remote agents, one may join later: the task waits and says why)."""
-    slots = int(config.get("resources", {}).get("slots") or 0)
-    most = master.fixed_slots()
-    if most is not None and slots > most:
-        raise fail(400, f"Expected resources.slots <= {most}: this cluster has {most} slot(s) "
-                        "(the master's own agent; no remote agent has registered) and a task "
-                        f"runs on one agent. Received: resources.slots={slots}")
+    error = master.never_fits("resources.slots",
+                              int(config.get("resources", {}).get("slots") or 0))
+    if error is not None:
+        raise fail(400, error)
 
 
 def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
