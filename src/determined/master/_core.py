@@ -16,7 +16,7 @@ import signal
 import threading
 import time
 import uuid as uuidlib
-from typing import Any, Dict, List, NamedTuple, Optional, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
 
 import determined
 from determined import engine
@@ -91,7 +91,7 @@ class Master:
         self._wake = threading.Event()
         #: Why each pending task waits (``trial-<id>``, ``task-<id>``), from the last pass.
         self.waits: Dict[str, scheduler.Wait] = {}
-        self._impossible: set = set()  # task ids logged as impossible to schedule
+        self._impossible: Set[str] = set()  # task ids logged as impossible to schedule
         embedded = None
         if rm.slots > 0 and rm.type != "ray":  # slots 0: no embedded agent, remote agents only
             embedded = EmbeddedResourceManager(
@@ -379,7 +379,8 @@ class Master:
         with self.lock:
             busy = set()
             for task_id in self.allocations:
-                found = self.experiments.trial(scheduler.trial_of_task(task_id) or -1)
+                trial_id = scheduler.trial_of_task(task_id)
+                found = self.experiments.trial(trial_id) if trial_id is not None else None
                 if found:
                     busy.add(found[0].id)
             out: Dict[int, scheduler.Wait] = {}

@@ -9,10 +9,12 @@
   ``{"logs": [{id, timestamp, line}]}``; ``POST /tasks/{id}/kill``.
 
 A task as JSON: ``{id, kind, owner, state, description, config, slots, agent_id,
-slot_ids, exit_code, end_reason, start_time, end_time, url}`` where ``url`` is
+slot_ids, exit_code, end_reason, start_time, end_time, url, waiting}`` where ``url`` is
 ``/proxy/<id>/`` for notebooks, shells and TensorBoards (null for commands), and
-``state`` is PENDING, RUNNING or TERMINATED. Only the owner or an admin may kill a
-task or open it through the proxy.
+``state`` is PENDING, RUNNING or TERMINATED; ``waiting`` says why a PENDING task waits
+(``{reason, detail, impossible}``, see ``scheduler.waiting_reasons``; null otherwise).
+A task needing more slots than a cluster that cannot grow has is refused (400). Only
+the owner or an admin may kill a task or open it through the proxy.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ their most recently started tasks, but only when that lets a group below its sha
 start a task. ``priority`` runs tasks first come, first served by (priority, arrival)
 and lets a task preempt lower-priority ones when that makes it fit.
 
+``waiting_reasons(agents, pending, running, decision)`` says why each task the
+decision leaves waiting waits (no agent, too large, slots held by others, ...).
+
     >>> from determined.master.scheduler import Agent, Task, schedule
     >>> pending = [Task(f"{g}{i}", g, 1, arrival=i, weight=3.0 if g == "a" else 1.0)
     ...            for g in "ab" for i in range(8)]

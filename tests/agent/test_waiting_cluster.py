@@ -41,10 +41,18 @@ def login(url):
                         timeout=60)
 
 
+def poll(api, path, check, what):
+    """GET ``path`` until ``check(answer)`` holds; the answer."""
+    def answer():
+        got = api.get(path).json()
+        return got if check(got) else None
+    return wait_until(answer, 60, what)
+
+
 def waiting(api, path, reason):
     """Poll ``path`` until its ``waiting.reason`` is ``reason``; the JSON."""
-    return wait_until(lambda: (lambda r: r if (r.get("waiting") or {}).get("reason") == reason
-                               else None)(api.get(path).json()), 60, f"{path} waiting: {reason}")
+    return poll(api, path, lambda r: (r.get("waiting") or {}).get("reason") == reason,
+                f"{path} waiting: {reason}")
 
 
 @pytest.fixture
@@ -87,8 +95,8 @@ def test_a_task_behind_another_says_which_holds_its_slot(embedded):
     row = next(line for line in listed.splitlines() if line.startswith(task["id"]))
     assert "waiting for 1" in row, listed
     api.post(f"/tasks/{busy['id']}/kill")
-    done = wait_until(lambda: (lambda t: t if t["state"] == "TERMINATED" else None)(
-        api.get(f"/tasks/{task['id']}").json()), 60, "the second command ran")
+    done = poll(api, f"/tasks/{task['id']}", lambda t: t["state"] == "TERMINATED",
+                "the second command ran")
     assert done["exit_code"] == 0 and done["waiting"] is None
 
 
@@ -153,6 +161,8 @@ def _trial_says_so_everywhere(master, api, exp, reason):
 
     e_list = det(url, "e", "list", columns=80).stdout
     assert reason in e_list and max(map(len, e_list.splitlines())) <= 80, e_list
+    trials_listed = det(url, "e", "list-trials", exp_id, columns=80).stdout
+    assert reason in trials_listed, trials_listed
     described = det(url, "e", "describe", exp_id).stdout
     assert f"Trial {trial['id']} waits: {trial['waiting']['detail']}" in described, described
     assert f"Experiment {exp_id} waits: " in described
