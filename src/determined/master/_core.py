@@ -16,13 +16,14 @@ import signal
 import threading
 import time
 import uuid as uuidlib
-from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import determined
 from determined import engine
 from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master._lifecycle import event
+from determined.master._waits import WaitBook
 from determined.master.db import Store
 from determined.master.tasks import TaskManager
 from determined.master.experiments import Experiments, ExperimentRun, TrialHandle
@@ -89,9 +90,7 @@ class Master:
         rm = config.resource_manager
         self.policy = scheduler.SchedulerPolicy(type=rm.scheduler.type, fit=rm.scheduler.fit)
         self._wake = threading.Event()
-        #: Why each pending task waits (``trial-<id>``, ``task-<id>``), from the last pass.
-        self.waits: Dict[str, scheduler.Wait] = {}
-        self._impossible: Set[str] = set()  # task ids logged as impossible to schedule
+        self.waiting = WaitBook(self.lock)  # why pending trials and tasks wait
         embedded = None
         if rm.slots > 0 and rm.type != "ray":  # slots 0: no embedded agent, remote agents only
             embedded = EmbeddedResourceManager(
@@ -337,7 +336,7 @@ class Master:
         task_pending = self.tasks.pending()
         tasks = [self._task(r, t) for r, t in pending.values()] + task_pending
         decision = scheduler.schedule(agents, tasks, running, self.policy)
-        self._note_waits(scheduler.waiting_reasons(
+        self.waiting.note(scheduler.waiting_reasons(
             agents, tasks, running, decision, self.policy,
             one_agent={t.id for t in task_pending}, span_groups=self.rm.span_groups()))
         launches = []
@@ -346,7 +345,7 @@ class Master:
                 continue
             run, t = pending[alloc.task_id]
             if len(alloc.parts) > 1 and not self.rm.can_span(alloc.parts):
-                continue  # it waits for one agent's slots (self.waits says so)
+                continue  # it waits for one agent's slots (self.waiting says so)
             self.allocations[alloc.task_id] = (self._task(run, t), alloc)
             launches.append(self._prepare_launch(run, t, alloc))
             event("trial %s of experiment %s scheduled on %s", t.trial_id, run.id,
@@ -356,61 +355,6 @@ class Master:
             if found:
                 found[0].stop(found[1])
         return launches
-
-    def _note_waits(self, waits: Dict[str, scheduler.Wait]) -> None:
-        """Keep why tasks wait; log once when a task becomes impossible to schedule."""
-        for task_id, wait in waits.items():
-            if wait.impossible and task_id not in self._impossible:
-                trial_id = scheduler.trial_of_task(task_id)
-                who = f"trial {trial_id}" if trial_id is not None else \
-                    scheduler.group_title(task_id)
-                logger.warning("%s cannot be scheduled: %s", who, wait.detail)
-        self._impossible = {task_id for task_id, w in waits.items() if w.impossible}
-        self.waits = waits
-
-    def wait_of(self, task_id: str) -> Optional[scheduler.Wait]:
-        """Why the task (``trial-<id>`` or ``task-<id>``) waits, or None if it does not."""
-        with self.lock:
-            return self.waits.get(task_id)
-
-    def experiment_waits(self) -> Dict[int, scheduler.Wait]:
-        """Per live experiment none of whose trials holds slots: why its first waiting
-        trial waits."""
-        with self.lock:
-            busy = set()
-            for task_id in self.allocations:
-                trial_id = scheduler.trial_of_task(task_id)
-                found = self.experiments.trial(trial_id) if trial_id is not None else None
-                if found:
-                    busy.add(found[0].id)
-            out: Dict[int, scheduler.Wait] = {}
-            trials = sorted((tid, w) for tid, w in ((scheduler.trial_of_task(k), w)
-                                                     for k, w in self.waits.items())
-                            if tid is not None)
-            for trial_id, wait in trials:
-                found = self.experiments.trial(trial_id)
-                if found and found[0].id not in busy:
-                    out.setdefault(found[0].id, wait)
-            return out
-
-    def fixed_slots(self) -> Optional[int]:
-        """The most slots one task can ever get when the cluster cannot grow -- the
-        embedded agent alone, no remote agent ever registered -- else None."""
-        if self.rm.ray is not None or self.rm.embedded is None or self.rm.remote.agents():
-            return None
-        if any(a.id != AGENT_ID for a in self.store.list_agents()):
-            return None
-        return self.rm.embedded.slots
-
-    def never_fits(self, field: str, slots: int) -> Optional[str]:
-        """Why a request of ``slots`` (config ``field``) can never be scheduled here, or
-        None: only where that is certain (:meth:`fixed_slots`); elsewhere agents may join
-        and the request waits, saying why (``waits``)."""
-        most = self.fixed_slots()
-        if most is None or slots <= most:
-            return None
-        return (f"Expected {field} <= {most}: this cluster has {most} slot(s) (the master's "
-                f"own agent alone; no remote agent has registered). Received: {field}={slots}")
 
     def _release_waiting(self, free: int, wanting: int) -> None:
         """Trials waiting for work give their slots back by the rule both adapters

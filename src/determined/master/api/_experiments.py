@@ -31,6 +31,7 @@ from determined.config import check_config_json, check_config_text, config_warni
 from determined.errors import InvalidConfigError
 from determined.master import scheduler, views
 from determined.master._core import Master
+from determined.master._waits import never_fits
 from determined.master.api import _models as models
 from determined.master.api._auth import check_owner
 from determined.master.api._errors import APIError
@@ -47,7 +48,7 @@ def experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[s
     """An experiment with its trials; with the config, each trial also says whether it
     holds slots now (``running``; else an ACTIVE one waits)."""
     out = views.experiment_json(master.store, id, with_config)
-    wait = master.experiment_waits().get(id)
+    wait = _experiment_waits(master).get(id)
     out["waiting"] = wait.as_json() if wait is not None else None
     if with_config:
         held = {task_id for task_id, _ in master.slot_holders()}
@@ -57,9 +58,13 @@ def experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[s
     return out
 
 
+def _experiment_waits(master: Master) -> Dict[int, Any]:
+    return master.waiting.by_experiment(master.experiments, master.allocations)
+
+
 def _trial_wait(master: Master, trial_id: int) -> Optional[Dict[str, Any]]:
     """Why the trial waits for slots (``{reason, detail, impossible}``), or None."""
-    wait = master.wait_of(scheduler.trial_task_id(trial_id))
+    wait = master.waiting.of(scheduler.trial_task_id(trial_id))
     return wait.as_json() if wait is not None else None
 
 
@@ -113,8 +118,8 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
                                     context=packed, max_context_ratio=limits.max_context_ratio,
                                     context_ratio_floor=limits.min_context_ratio_bytes)
         config = valid.config
-        too_large = master.never_fits(
-            "resources.slots_per_trial",
+        too_large = never_fits(
+            master.rm, master.store, "resources.slots_per_trial",
             int((config.get("resources") or {}).get("slots_per_trial") or 1))
         if too_large is not None:
             raise APIError(400, too_large, [{"field": "resources.slots_per_trial",
@@ -132,7 +137,7 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
         if user is not None:
             store.get_user(user)  # 404 for an unknown user
         rows = views.experiments_json(store, archived, user)
-        waits = master.experiment_waits()
+        waits = _experiment_waits(master)
         for row in rows:
             wait = waits.get(row["id"])
             row["waiting"] = wait.as_json() if wait is not None else None
@@ -206,8 +211,7 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
     def list_waiting() -> Dict[str, Any]:
         """Why pending things wait: ``{"tasks": {id: wait}, "trials": {id: wait},
         "experiments": {id: wait}}`` with ``wait`` = ``{reason, detail, impossible}``."""
-        with master.lock:
-            waits = dict(master.waits)
+        waits = master.waiting.all()
         out: Dict[str, Dict[str, Any]] = {"tasks": {}, "trials": {}, "experiments": {}}
         for task_id, wait in waits.items():
             trial_id = scheduler.trial_of_task(task_id)
@@ -215,7 +219,7 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
                 out["trials"][str(trial_id)] = wait.as_json()
             elif task_id.startswith(TASK_PREFIX):
                 out["tasks"][task_id[len(TASK_PREFIX):]] = wait.as_json()
-        for exp_id, wait in master.experiment_waits().items():
+        for exp_id, wait in _experiment_waits(master).items():
             out["experiments"][str(exp_id)] = wait.as_json()
         return out
 

@@ -32,6 +32,7 @@ from determined.common.api._context_archive import check_context_archive
 from determined.config import check_config_text, check_config_tree, parse_yaml
 from determined.errors import DeterminedError
 from determined.master._core import Master
+from determined.master._waits import never_fits
 from determined.master.api._auth import Auth, check_owner
 from determined.master.api._errors import fail
 from determined.master.db import User
@@ -123,8 +124,8 @@ def _check_tensorboard_data(master: Master, runs: List[Dict[str, Any]]) -> None:
 def _check_fits(master: Master, config: Dict[str, Any]) -> None:
     """Refuse a task needing more slots than a cluster that cannot grow will ever have
     (with remote agents, one may join later: the task waits and says why)."""
-    error = master.never_fits("resources.slots",
-                              int(config.get("resources", {}).get("slots") or 0))
+    error = never_fits(master.rm, master.store, "resources.slots",
+                       int(config.get("resources", {}).get("slots") or 0))
     if error is not None:
         raise fail(400, error)
 
@@ -192,12 +193,12 @@ def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
             raise fail(400, f"Expected kind to be one of {', '.join(KINDS)}. "
                             f"Received: kind={kind!r}")
         owner = None if all else user.username
-        return {"tasks": [task_json(t, master.wait_of(PREFIX + t.id))
+        return {"tasks": [task_json(t, master.waiting.of(PREFIX + t.id))
                           for t in master.store.list_tasks(owner=owner, kind=kind)]}
 
     @api.get("/tasks/{id}")
     def get_task(id: str) -> Dict[str, Any]:
-        return task_json(master.store.get_task(id), master.wait_of(PREFIX + id))
+        return task_json(master.store.get_task(id), master.waiting.of(PREFIX + id))
 
     @api.get("/tasks/{id}/logs")
     def get_task_logs(id: str, after_id: int = Query(0, ge=0), limit: int = Query(1000, ge=0),
