@@ -176,3 +176,20 @@ def _trial_says_so_everywhere(master, api, exp, reason):
             if f"trial {trial['id']} cannot be scheduled" in line]
     assert len(said) == 1, master.log()
     assert reason.split(",")[0] in said[0]
+
+
+def test_with_a_remote_agent_the_embedded_master_queues_instead_of_refusing(tmp_path):
+    """The master's own slot and a remote agent's: a larger task or trial is accepted (more
+    agents may join) and says why it waits; the embedded slot joins no spanning trial."""
+    with AgentCluster(tmp_path, {"resource_manager": {"slots": 1}}) as cluster:
+        cluster.ensure_agents("r1", slots=1)
+        api = login(cluster.master.url)
+        r = api.post("/tasks", json={"kind": "command", "config": {
+            "entrypoint": "true", "resources": {"slots": 2}}})
+        assert r.status_code == 201, r.text
+        waiting(api, f"/tasks/{r.json()['id']}", "needs 2 slots, largest agent has 1")
+        config = yaml.safe_load((TINY / "const.yaml").read_text())
+        config["resources"] = {"slots_per_trial": 2}
+        exp_id = create_experiment(api, config, TINY)
+        waiting(api, f"/experiments/{exp_id}", "needs 2 slots, cluster has 1")
+        det(cluster.master.url, "e", "kill", exp_id)
