@@ -173,7 +173,8 @@ def _why(task: Task, agents: Sequence[Agent], used: Mapping[str, int],
     short = f"waiting for {_slots(missing)} in use"
     held_by = f"; held by {listed}" if listed else ""
     place = "" if spans else " on one agent"
-    return Wait(short, f"{it.capitalize()} {wants}{place}; {avail} free{held_by}.")
+    free_now = f"{avail} free" if avail else "none free"
+    return Wait(short, f"{it.capitalize()} {wants}{place}; {free_now}{held_by}.")
 
 
 def _rank(task: Task, policy: SchedulerPolicy) -> str:
