@@ -13,6 +13,7 @@ from rich.console import Console
 from determined._metric_order import MetricOrder
 from determined.cli._git import git_info
 from determined.cli._progress import ExperimentProgress, progress_text
+from determined.cli._waiting import with_waiting
 from determined.cli._remote import (
     client,
     print_rows,
@@ -163,6 +164,8 @@ def list_remote(args: argparse.Namespace) -> int:
             r["labels"] = ",".join(r.get("labels") or [])
     columns = ["id", "owner", "description", "state", "progress", "num_trials", "labels",
                "start_time", "end_time"]
+    if not args.json:
+        rows, columns = with_waiting(rows, columns)
     if getattr(args, "all", False):  # every user's: a narrow terminal keeps the owner
         columns.append("archived")
         print_rows(rows, columns, args, drop_first=["archived", "labels", "end_time",

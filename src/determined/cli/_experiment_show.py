@@ -11,6 +11,7 @@ from typing import Any, Dict, List, Sequence, Tuple
 
 from determined._metric_order import MetricOrder
 from determined.cli._progress import progress_text
+from determined.cli._waiting import wait_details, with_waiting
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text, id_list,
                                    print_rows, usage_error)
 from determined.common.api import MasterClient
@@ -178,7 +179,12 @@ def _describe(args: argparse.Namespace) -> int:
     for i, (name, rows, columns) in enumerate(tables):
         if i:
             print()
+        details = wait_details(name.capitalize()[:-1], rows) if name != "workloads" else []
+        if details:
+            rows, columns = with_waiting(rows, columns)
         print_rows(rows, columns, args, title=name.capitalize())
+        for line in details:
+            print(line)
         if name == "experiments":
             for e in exps:
                 if e.get("git_commit"):  # det e create --git
@@ -204,7 +210,10 @@ def _list_trials(args: argparse.Namespace) -> int:
     with client(args) as c:
         trials = c.list_trials(args.experiment_id)
     rows = [{**t, "trial_id": t["id"]} for t in trials]
-    print_rows(rows, [col for col in TRIAL_COLUMNS if col != "experiment_id"], args)
+    columns = [col for col in TRIAL_COLUMNS if col != "experiment_id"]
+    if not args.json:
+        rows, columns = with_waiting(rows, columns)
+    print_rows(rows, columns, args)
     return 0
 
 

@@ -176,7 +176,8 @@ LABELS = {
 }
 ELLIPSIS = "\u2026"
 #: Columns never shortened below this width (times to the second, states, UUIDs to copy).
-_KEEP_WIDTH = {"start_time": 19, "end_time": 19, "state": 9, "uuid": 36, "kind": 11}
+_KEEP_WIDTH = {"start_time": 19, "end_time": 19, "state": 9, "uuid": 36, "kind": 11,
+               "waiting": 34}  # why a task waits: cli/_waiting.py
 #: Columns a narrow terminal leaves out first, in this order.
 _DROP_FIRST = ["archived", "labels", "end_time", "restarts", "size_bytes", "address",
                "latest_checkpoint", "owner"]

@@ -21,6 +21,7 @@ from determined.cli._remote import (
     read_config_text,
     usage_error,
 )
+from determined.cli._waiting import with_waiting
 
 __all__ = ["add_parser"]
 
@@ -253,6 +254,7 @@ def _wait_ready(api: Any, task: Dict[str, Any], token: str, timeout: float = 300
     deadline = time.monotonic() + timeout
     url = f"{api.url}/proxy/{task['id']}/{_PATHS.get(task['kind'], '')}"
     said_queued = False
+    said_why: Optional[str] = None  # the master's last reason printed
     while time.monotonic() < deadline:
         state = api.request("GET", f"/tasks/{task['id']}")
         if state["state"] == "TERMINATED":
@@ -263,6 +265,10 @@ def _wait_ready(api: Any, task: Dict[str, Any], token: str, timeout: float = 300
                       f"waiting; `det {task['kind']} kill {task['id']}` removes it)",
                       file=sys.stderr, flush=True)
                 said_queued = True
+            why = (state.get("waiting") or {}).get("detail")
+            if why and why != said_why:
+                print(f"{task['kind']} {task['id']} waits: {why}", file=sys.stderr, flush=True)
+                said_why = why
             deadline = time.monotonic() + timeout
             time.sleep(0.5)
             continue
@@ -318,8 +324,13 @@ def _show_url(url: str, args: argparse.Namespace) -> None:
 def _task_list(args: argparse.Namespace) -> int:
     with client(args) as api:
         tasks = api.request("GET", "/tasks", params={"all": "true"})["tasks"]
-    print_rows(tasks, TASK_COLUMNS, args, drop_first=_TASK_DROP_FIRST)
+    _print_tasks(tasks, args)
     return 0
+
+
+def _print_tasks(tasks: List[Dict[str, Any]], args: argparse.Namespace) -> None:
+    rows, columns = (tasks, TASK_COLUMNS) if args.json else with_waiting(tasks, TASK_COLUMNS)
+    print_rows(rows, columns, args, drop_first=_TASK_DROP_FIRST)
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -330,7 +341,7 @@ def _list(args: argparse.Namespace) -> int:
         for t in tasks:
             print(t["id"])
         return 0
-    print_rows(tasks, TASK_COLUMNS, args, drop_first=_TASK_DROP_FIRST)
+    _print_tasks(tasks, args)
     return 0
 
 

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from determined.cli._experiment_edit import parse_bool, print_checkpoint
+from determined.cli._waiting import wait_details, with_waiting
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text,
                                    print_rows, sdk, usage_error)
 
@@ -90,7 +91,10 @@ def _describe(args: argparse.Namespace) -> int:
     if args.csv:
         sys.stdout.write(csv_text(trial_row, TRIAL_COLUMNS) + "\n" + csv_text(t["workloads"], columns))
         return 0
-    print_rows(trial_row, TRIAL_COLUMNS, args, title="Trial")
+    rows, trial_columns = with_waiting(trial_row, TRIAL_COLUMNS)
+    print_rows(rows, trial_columns, args, title="Trial")
+    for line in wait_details("Trial", [t]):
+        print(line)
     print()
     print_rows(t["workloads"], columns, args, title=f"Workloads (validation: {metric})")
     return 0

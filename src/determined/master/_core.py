@@ -23,6 +23,7 @@ from determined import engine
 from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master._lifecycle import event
+from determined.master._waits import WaitBook
 from determined.master.db import Store
 from determined.master.tasks import TaskManager
 from determined.master.experiments import Experiments, ExperimentRun, TrialHandle
@@ -89,7 +90,7 @@ class Master:
         rm = config.resource_manager
         self.policy = scheduler.SchedulerPolicy(type=rm.scheduler.type, fit=rm.scheduler.fit)
         self._wake = threading.Event()
-        self._split_warned: set = set()  # trials told they wait for one agent's slots
+        self.waiting = WaitBook(self.lock)  # why pending trials and tasks wait
         embedded = None
         if rm.slots > 0 and rm.type != "ray":  # slots 0: no embedded agent, remote agents only
             embedded = EmbeddedResourceManager(
@@ -331,23 +332,20 @@ class Master:
         running.update(self.tasks.running())  # tasks hold slots too (master/tasks)
         self._release_waiting(self.rm.slots - sum(a.slot_count for _, a in running.values()),
                               len(pending))
-        decision = scheduler.schedule(
-            self.rm.agents(),
-            [self._task(r, t) for r, t in pending.values()] + self.tasks.pending(), running,
-            self.policy,
-        )
+        agents = self.rm.agents()
+        task_pending = self.tasks.pending()
+        tasks = [self._task(r, t) for r, t in pending.values()] + task_pending
+        decision = scheduler.schedule(agents, tasks, running, self.policy)
+        self.waiting.note(scheduler.waiting_reasons(
+            agents, tasks, running, decision, self.policy,
+            one_agent={t.id for t in task_pending}, span_groups=self.rm.span_groups()))
         launches = []
         for alloc in decision.start:
             if self.tasks.claim(alloc):  # a task's allocation: it starts itself
                 continue
             run, t = pending[alloc.task_id]
-            if len(alloc.parts) > 1 and not self.rm.can_span(alloc.parts):  # wait for one agent
-                if t.trial_id not in self._split_warned:
-                    self._split_warned.add(t.trial_id)
-                    logger.info("trial %s needs %s slots on one agent, or on remote agents "
-                                "only (the embedded agent's slots cannot join a trial spanning "
-                                "agents); it waits", t.trial_id, alloc.slot_count)
-                continue
+            if len(alloc.parts) > 1 and not self.rm.can_span(alloc.parts):
+                continue  # it waits for one agent's slots (self.waiting says so)
             self.allocations[alloc.task_id] = (self._task(run, t), alloc)
             launches.append(self._prepare_launch(run, t, alloc))
             event("trial %s of experiment %s scheduled on %s", t.trial_id, run.id,

@@ -1,6 +1,7 @@
 """The web UI's task list in a real browser (Debian's Chromium, headless, through
 Playwright) against a real master (``allow_anonymous: false``, one slot): rows appear and
-change state live, a command's logs tail live, kill (after a confirmation) frees the slot,
+change state live, a command's logs tail live, a queued task says why it waits, kill
+(after a confirmation) frees the slot,
 a notebook launched from the page opens through the proxy, and another user's tasks
 cannot be killed."""
 
@@ -88,6 +89,11 @@ def test_task_list_live_logs_and_kill(master, page, tmp_path):
     second = c.post("/tasks", json={"kind": "command", "config": {
         "entrypoint": "echo second"}}).json()
     _row(page, second["id"]).locator("[data-testid=state]", has_text="PENDING").wait_for()
+    # ... and says why: the slot is held, by which task (on hover).
+    note = _row(page, second["id"]).locator("[data-testid=waiting]",
+                                            has_text="waiting for 1 slot in use")
+    note.wait_for(timeout=30000)
+    assert f"task {ticker['id']}" in note.get_attribute("title")
     page.screenshot(path=str(tmp_path / "tasks.png"), full_page=True)
     page.get_by_test_id(f"kill-{ticker['id']}").click()
     row.get_by_role("button", name="yes, kill it").click()  # kill asks first
@@ -136,3 +142,34 @@ def test_another_users_task_cannot_be_killed_and_a_notebook_opens(master, page):
     _row(page, nb["id"]).get_by_role("button", name="yes, kill it").click()
     _row(page, nb["id"]).locator("[data-testid=state]", has_text="TERMINATED").wait_for(
         timeout=30000)
+
+
+def test_a_waiting_trial_says_why_on_its_pages(master, page, tiny_dir):
+    """An experiment whose trial waits for the slot a command holds: its page, its
+    trials table and the trial's page say why the trial waits, and which task holds it."""
+    import yaml
+
+    from master_testing import create_experiment
+
+    c = login(master, "determined")
+    busy = c.post("/tasks", json={"kind": "command", "config": {"entrypoint": "sleep 600"}})
+    busy_id = busy.json()["id"]
+    wait_until(lambda: c.get(f"/tasks/{busy_id}").json()["state"] == "RUNNING", 60,
+               "the command holding the slot")
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    exp_id = create_experiment(c, config, tiny_dir)
+    page.goto(f"{master.url}/experiments/{exp_id}?tab=trials")
+    banner = page.get_by_test_id("experiment-waiting")
+    banner.wait_for(timeout=30000)
+    assert f"held by task {busy_id}" in banner.inner_text()
+    page.locator("table [data-testid=waiting]", has_text="waiting for 1 slot in use") \
+        .wait_for(timeout=30000)
+    trial_id = c.get(f"/experiments/{exp_id}").json()["trials"][0]["id"]
+    page.goto(f"{master.url}/experiments/{exp_id}/trials/{trial_id}")
+    note = page.get_by_test_id("trial-waiting")
+    note.wait_for(timeout=30000)
+    assert "The trial needs 1 slot" in note.inner_text()
+    c.post(f"/tasks/{busy_id}/kill")
+    note.wait_for(state="detached", timeout=60000)  # it runs: no reason any more
+    c.post(f"/experiments/{exp_id}/kill")
+    page.goto(master.url + "/tasks")

@@ -15,6 +15,7 @@ MODULES = [
     "determined.master.scheduler._schedule",
     "determined.master.scheduler._state",
     "determined.master.scheduler._types",
+    "determined.master.scheduler._waiting",
 ]
 
 

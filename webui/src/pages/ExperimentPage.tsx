@@ -8,6 +8,7 @@ import { useLoaded } from "../loaded";
 import { counted, flattenHparams, formatDuration, formatNumber, formatTime, TERMINAL } from "../format";
 import { useSession } from "../session";
 import { ConfirmButton, ErrorLine, Progress, StateBadge } from "../components/Bits";
+import { useWaits, WaitingNote, type Waits } from "../components/Waiting";
 import TaskLauncher from "../components/TaskLauncher";
 import Curves, { appendRows, useExperimentCurves } from "../components/Curves";
 import Table, { type Column } from "../components/Table";
@@ -45,6 +46,7 @@ export default function ExperimentPage() {
   const tab = (params.get("tab") ?? "curves") as (typeof TABS)[number];
   const fetcher = useCallback(() => api<ExperimentDetail>(`/ui/experiments/${id}`), [id]);
   const { data: exp, error: loadError, load, update } = useLoaded(fetcher);
+  const waits = useWaits(exp?.state === "ACTIVE");
   const [channelError, setChannelError] = useState<unknown>(null);
   const error = loadError ?? channelError;
   const [actionError, setActionError] = useState<unknown>(null);
@@ -130,6 +132,9 @@ export default function ExperimentPage() {
       <h1>
         Experiment {exp.id} <StateBadge state={exp.state} />
       </h1>
+      {exp.state === "ACTIVE" && waits.experiments[exp.id] ? (
+        <p className="waiting" data-testid="experiment-waiting"><WaitingNote wait={waits.experiments[exp.id]} full /></p>
+      ) : null}
       <ErrorLine error={error} />
       <Summary exp={exp} mayEdit={mayEdit} onChanged={load} />
       <div className="actions">
@@ -163,7 +168,7 @@ export default function ExperimentPage() {
           <ErrorLine error={curves.error} />
         </section>
       )}
-      {tab === "trials" && <TrialsTable exp={exp} bestId={best?.id ?? null} signedIn={signedIn} />}
+      {tab === "trials" && <TrialsTable exp={exp} bestId={best?.id ?? null} signedIn={signedIn} waits={waits} />}
       {tab === "hyperparameters" && <HparamTab exp={exp} bestId={best?.id ?? null} />}
       {tab === "rungs" && <Rungs experimentId={id} />}
       {tab === "checkpoints" && <Checkpoints experimentId={id} metric={exp.metric}
@@ -251,7 +256,7 @@ export function FailedTrials({ experimentId, trials }: { experimentId: number; t
   );
 }
 
-function TrialsTable({ exp, bestId, signedIn }: { exp: ExperimentDetail; bestId: number | null; signedIn: boolean }) {
+function TrialsTable({ exp, bestId, signedIn, waits }: { exp: ExperimentDetail; bestId: number | null; signedIn: boolean; waits: Waits }) {
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const toggle = (id: number, on: boolean) => {
     const s = new Set(selected);
@@ -266,7 +271,8 @@ function TrialsTable({ exp, bestId, signedIn }: { exp: ExperimentDetail; bestId:
   }, [flat]);
   const columns: Column<Trial>[] = [
     { key: "id", title: "Trial", value: (t) => t.id, render: (t) => <Link to={`/experiments/${exp.id}/trials/${t.id}`}>{t.id}{t.id === bestId ? " ★" : ""}</Link> },
-    { key: "state", title: "State", value: (t) => t.state, render: (t) => <StateBadge state={t.state} /> },
+    { key: "state", title: "State", value: (t) => t.state,
+      render: (t) => <><StateBadge state={t.state} /><WaitingNote wait={waits.trials[t.id]} /></> },
     { key: "batches", title: "Batches", value: (t) => t.total_batches },
     { key: "best", title: `Best ${exp.metric}`, value: (t) => t.best_validation, render: (t) => formatNumber(t.best_validation) },
     { key: "restarts", title: "Restarts", value: (t) => t.restarts },

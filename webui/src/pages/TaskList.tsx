@@ -10,6 +10,7 @@ import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
 import Logs, { merge } from "../components/Logs";
 import { ConfirmButton, ErrorLine, StateBadge } from "../components/Bits";
+import { useWaits, WaitingNote } from "../components/Waiting";
 
 export { openUrl } from "../components/TaskLauncher";
 
@@ -36,6 +37,7 @@ export default function TaskList() {
     return applyTaskEvent([], { changed: r.tasks, removed: [] });
   }, []);
   const { data: rows, error: loadError, load, update } = useLoaded(fetcher);
+  const waits = useWaits((rows ?? []).some((t) => t.state === "PENDING"));
   const error = loadError ?? channelError ?? actionError;
 
   // Live: task rows and the open task's log lines, from the newest line of its tail and
@@ -90,6 +92,7 @@ export default function TaskList() {
       render: (t) => (
         <>
           <StateBadge state={t.state} />
+          {t.state === "PENDING" ? <WaitingNote wait={waits.tasks[t.id]} /> : null}
           {t.state === "TERMINATED" && (t.end_reason || t.exit_code != null) ? (
             <small className="muted" data-testid="end-reason"> {t.end_reason}{t.exit_code != null ? ` (exit ${t.exit_code})` : ""}</small>
           ) : null}

@@ -7,6 +7,7 @@ import { useLoadWhenChanged, useLoaded } from "../loaded";
 import { flattenHparams, formatNumber, formatTime, seriesColor, TERMINAL } from "../format";
 import { useSession } from "../session";
 import { ConfirmButton, ErrorLine, StateBadge } from "../components/Bits";
+import { useWaits, WaitingNote } from "../components/Waiting";
 import LineChart from "../components/LineChart";
 import Checkpoints from "../components/Checkpoints";
 import GpuMetrics from "../components/GpuMetrics";
@@ -92,6 +93,7 @@ export default function TrialPage() {
     return { ...answer, offset };
   }, [trialId, page]);
   const { data: info, error: loadError, load, update } = useLoaded(fetcher);
+  const waits = useWaits(info?.trial?.state === "ACTIVE");
   const error = loadError ?? ownerError ?? channelError ?? actionError;
   useLoadWhenChanged(load, page);
   const experimentId = info?.trial?.experiment_id;
@@ -183,6 +185,9 @@ export default function TrialPage() {
       <h1>
         <Link to={`/experiments/${t.experiment_id}`}>Experiment {t.experiment_id}</Link> / Trial {t.id} <StateBadge state={t.state} />
       </h1>
+      {waits.trials[t.id] ? (
+        <p className="waiting" data-testid="trial-waiting"><WaitingNote wait={waits.trials[t.id]} full /></p>
+      ) : null}
       <div className="actions">
         <ConfirmButton label="kill trial" testId="kill-trial" disabled={!mayEdit || TERMINAL.has(t.state)}
           question={`Kill trial ${t.id}? It stops now without a checkpoint.`} confirmLabel="yes, kill it" onConfirm={() => void kill()} />

@@ -5,6 +5,8 @@
   ``PATCH /experiments/{id}`` (description, labels, weight, priority, max_slots);
   ``POST /experiments/{id}/{pause|activate|cancel|kill|archive|unarchive}``;
   ``GET /experiments/{id}/trials|checkpoints|model_def``.
+- ``GET /waiting``: why each waiting task, trial and experiment waits (the web UI's
+  notes); experiments, trials and tasks as JSON carry the same as ``waiting``.
 - ``GET /trials/{id}`` (with metrics), ``POST /trials/{id}/kill``,
   ``GET /trials/{id}/logs?after_id&limit&tail``; ``GET /checkpoints/{uuid}``.
 
@@ -29,6 +31,7 @@ from determined.config import check_config_json, check_config_text, config_warni
 from determined.errors import InvalidConfigError
 from determined.master import scheduler, views
 from determined.master._core import Master
+from determined.master._waits import never_fits
 from determined.master.api import _models as models
 from determined.master.api._auth import check_owner
 from determined.master.api._errors import APIError
@@ -36,6 +39,7 @@ from determined.master.api._json_body import json_body, json_body_doc
 from determined.master.db import User
 from determined.master.experiments import NotFinishedError
 from determined.master.experiments._service import RUN_ACTIONS
+from determined.master.tasks import PREFIX as TASK_PREFIX
 
 __all__ = ["experiment_json", "experiments_router"]
 
@@ -44,11 +48,29 @@ def experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[s
     """An experiment with its trials; with the config, each trial also says whether it
     holds slots now (``running``; else an ACTIVE one waits)."""
     out = views.experiment_json(master.store, id, with_config)
+    wait = _experiment_waits(master).get(id)
+    out["waiting"] = wait.as_json() if wait is not None else None
     if with_config:
         held = {task_id for task_id, _ in master.slot_holders()}
         for trial in out["trials"]:
             trial["running"] = scheduler.trial_task_id(trial["id"]) in held
+            trial["waiting"] = _trial_wait(master, trial["id"])
     return out
+
+
+def _experiment_waits(master: Master) -> Dict[int, Any]:
+    return master.waiting.by_experiment(master.experiments, master.allocations)
+
+
+def _trial_wait(master: Master, trial_id: int) -> Optional[Dict[str, Any]]:
+    """Why the trial waits for slots (``{reason, detail, impossible}``), or None."""
+    wait = master.waiting.of(scheduler.trial_task_id(trial_id))
+    return wait.as_json() if wait is not None else None
+
+
+def trial_with_wait(master: Master, trial: Dict[str, Any]) -> Dict[str, Any]:
+    trial["waiting"] = _trial_wait(master, trial["id"])
+    return trial
 
 
 def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.APIRouter:
@@ -96,6 +118,12 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
                                     context=packed, max_context_ratio=limits.max_context_ratio,
                                     context_ratio_floor=limits.min_context_ratio_bytes)
         config = valid.config
+        too_large = never_fits(
+            master.rm, master.store, "resources.slots_per_trial",
+            int((config.get("resources") or {}).get("slots_per_trial") or 1))
+        if too_large is not None:
+            raise APIError(400, too_large, [{"field": "resources.slots_per_trial",
+                                             "message": too_large}])
         exp_id = experiments.create(
             config, packed, body.activate, owner=user.username,
             git=body.git.model_dump() if body.git else None,
@@ -108,7 +136,12 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
             None, description="only this user's experiments")) -> Dict[str, Any]:
         if user is not None:
             store.get_user(user)  # 404 for an unknown user
-        return {"experiments": views.experiments_json(store, archived, user)}
+        rows = views.experiments_json(store, archived, user)
+        waits = _experiment_waits(master)
+        for row in rows:
+            wait = waits.get(row["id"])
+            row["waiting"] = wait.as_json() if wait is not None else None
+        return {"experiments": rows}
 
     @api.get("/experiments/{id}")
     def get_experiment(id: int) -> Dict[str, Any]:
@@ -144,7 +177,8 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
     @api.get("/experiments/{id}/trials")
     def list_trials(id: int) -> Dict[str, Any]:
         store.get_experiment(id)
-        return {"trials": [views.trial_json(t) for t in store.list_trials(id)]}
+        return {"trials": [trial_with_wait(master, views.trial_json(t))
+                           for t in store.list_trials(id)]}
 
     @api.get("/experiments/{id}/checkpoints")
     def list_checkpoints(id: int) -> Dict[str, Any]:
@@ -159,19 +193,35 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
 
     @api.get("/trials/{id}")
     def get_trial(id: int) -> Dict[str, Any]:
-        return views.trial_with_metrics_json(store, id)
+        return trial_with_wait(master, views.trial_with_metrics_json(store, id))
 
     @api.post("/trials/{id}/kill")
     def kill_trial(id: int, user: User = Caller) -> Dict[str, Any]:
         exp_id = store.get_trial(id).experiment_id
         check_owner(user, store.get_experiment(exp_id).owner, f"trial {id}", "kill")
         experiments.kill_trial(id)
-        return views.trial_json(store.get_trial(id))
+        return trial_with_wait(master, views.trial_json(store.get_trial(id)))
 
     @api.get("/trials/{id}/logs")
     def get_logs(id: int, after_id: int = Query(0, ge=0), limit: int = Query(1000, ge=0),
                  tail: Optional[int] = Query(None, ge=0)) -> Dict[str, Any]:
         return views.logs_json(store, id, after_id, limit, tail)
+
+    @api.get("/waiting")
+    def list_waiting() -> Dict[str, Any]:
+        """Why pending things wait: ``{"tasks": {id: wait}, "trials": {id: wait},
+        "experiments": {id: wait}}`` with ``wait`` = ``{reason, detail, impossible}``."""
+        waits = master.waiting.all()
+        out: Dict[str, Dict[str, Any]] = {"tasks": {}, "trials": {}, "experiments": {}}
+        for task_id, wait in waits.items():
+            trial_id = scheduler.trial_of_task(task_id)
+            if trial_id is not None:
+                out["trials"][str(trial_id)] = wait.as_json()
+            elif task_id.startswith(TASK_PREFIX):
+                out["tasks"][task_id[len(TASK_PREFIX):]] = wait.as_json()
+        for exp_id, wait in _experiment_waits(master).items():
+            out["experiments"][str(exp_id)] = wait.as_json()
+        return out
 
     @api.get("/checkpoints/{uuid}")
     def get_checkpoint(uuid: str) -> Dict[str, Any]:

@@ -9,10 +9,12 @@
   ``{"logs": [{id, timestamp, line}]}``; ``POST /tasks/{id}/kill``.
 
 A task as JSON: ``{id, kind, owner, state, description, config, slots, agent_id,
-slot_ids, exit_code, end_reason, start_time, end_time, url}`` where ``url`` is
+slot_ids, exit_code, end_reason, start_time, end_time, url, waiting}`` where ``url`` is
 ``/proxy/<id>/`` for notebooks, shells and TensorBoards (null for commands), and
-``state`` is PENDING, RUNNING or TERMINATED. Only the owner or an admin may kill a
-task or open it through the proxy.
+``state`` is PENDING, RUNNING or TERMINATED; ``waiting`` says why a PENDING task waits
+(``{reason, detail, impossible}``, see ``scheduler.waiting_reasons``; null otherwise).
+A task needing more slots than a cluster that cannot grow has is refused (400). Only
+the owner or an admin may kill a task or open it through the proxy.
 """
 
 from __future__ import annotations
@@ -30,13 +32,16 @@ from determined.common.api._context_archive import check_context_archive
 from determined.config import check_config_text, check_config_tree, parse_yaml
 from determined.errors import DeterminedError
 from determined.master._core import Master
+from determined.master._waits import never_fits
 from determined.master.api._auth import Auth, check_owner
 from determined.master.api._errors import fail
 from determined.master.db import User
 from determined.master.db._states import ACTIVE
 from determined.master.db._tasks import TaskRecord
+from determined.master.scheduler import Wait
 from determined.master.tasks import (
     KINDS,
+    PREFIX,
     SERVICE_KINDS,
     default_description,
     validate_task_config,
@@ -56,8 +61,9 @@ class CreateTask(pydantic.BaseModel):
     trial_ids: List[int] = pydantic.Field(default_factory=list)
 
 
-def task_json(t: TaskRecord) -> Dict[str, Any]:
-    return {"id": t.id, "kind": t.kind, "owner": t.owner, "state": t.state,
+def task_json(t: TaskRecord, wait: Optional[Wait] = None) -> Dict[str, Any]:
+    """A task as JSON; ``waiting`` says why a PENDING one waits (``wait``), else null."""
+    return {"waiting": wait.as_json() if wait is not None and t.state == "PENDING" else None,"id": t.id, "kind": t.kind, "owner": t.owner, "state": t.state,
             "description": t.description, "config": t.config,
             "slots": t.config.get("resources", {}).get("slots", 0),
             "agent_id": t.agent_id, "slot_ids": t.slot_ids, "exit_code": t.exit_code,
@@ -115,6 +121,15 @@ def _check_tensorboard_data(master: Master, runs: List[Dict[str, Any]]) -> None:
                     "yet. Start a TensorBoard once they have (or activate the experiment).")
 
 
+def _check_fits(master: Master, config: Dict[str, Any]) -> None:
+    """Refuse a task needing more slots than a cluster that cannot grow will ever have
+    (with remote agents, one may join later: the task waits and says why)."""
+    error = never_fits(master.rm, master.store, "resources.slots",
+                       int(config.get("resources", {}).get("slots") or 0))
+    if error is not None:
+        raise fail(400, error)
+
+
 def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
     """The ``/api/v1/tasks`` routes (include with ``Depends(auth.resolve)``)."""
     api = fastapi.APIRouter(prefix="/api/v1", tags=["tasks"])
@@ -167,6 +182,7 @@ def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
         if not config["description"]:
             config["description"] = default_description(
                 body.kind, config, body.experiment_ids, body.trial_ids)
+        _check_fits(master, config)
         record = master.tasks.create(body.kind, user.username, config, context, extra)
         return task_json(record)
 
@@ -177,11 +193,12 @@ def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
             raise fail(400, f"Expected kind to be one of {', '.join(KINDS)}. "
                             f"Received: kind={kind!r}")
         owner = None if all else user.username
-        return {"tasks": [task_json(t) for t in master.store.list_tasks(owner=owner, kind=kind)]}
+        return {"tasks": [task_json(t, master.waiting.of(PREFIX + t.id))
+                          for t in master.store.list_tasks(owner=owner, kind=kind)]}
 
     @api.get("/tasks/{id}")
     def get_task(id: str) -> Dict[str, Any]:
-        return task_json(master.store.get_task(id))
+        return task_json(master.store.get_task(id), master.waiting.of(PREFIX + id))
 
     @api.get("/tasks/{id}/logs")
     def get_task_logs(id: str, after_id: int = Query(0, ge=0), limit: int = Query(1000, ge=0),

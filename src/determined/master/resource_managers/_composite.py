@@ -58,6 +58,12 @@ class CompositeResourceManager:
             return agent
         return dataclasses.replace(agent, enabled=enabled, disabled_slots=disabled)
 
+    def span_groups(self) -> List[FrozenSet[str]]:
+        """The sets of agents one trial may span: each spanning manager's agents (the
+        embedded agent starts a trial's ranks itself and joins none)."""
+        return [frozenset(a.id for a in m.agents()) for m in self.managers
+                if m is not self.embedded]
+
     def has_agent(self, agent_id: str) -> bool:
         return self._owner(agent_id) is not None
 

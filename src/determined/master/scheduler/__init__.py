@@ -15,6 +15,9 @@ their most recently started tasks, but only when that lets a group below its sha
 start a task. ``priority`` runs tasks first come, first served by (priority, arrival)
 and lets a task preempt lower-priority ones when that makes it fit.
 
+``waiting_reasons(agents, pending, running, decision)`` says why each task the
+decision leaves waiting waits (no agent, too large, slots held by others, ...).
+
     >>> from determined.master.scheduler import Agent, Task, schedule
     >>> pending = [Task(f"{g}{i}", g, 1, arrival=i, weight=3.0 if g == "a" else 1.0)
     ...            for g in "ab" for i in range(8)]
@@ -25,6 +28,7 @@ and lets a task preempt lower-priority ones when that makes it fit.
 
 from determined.master.scheduler._schedule import schedule
 from determined.master.scheduler._task_ids import trial_of_task, trial_task_id
+from determined.master.scheduler._waiting import Wait, group_title, waiting_reasons
 from determined.master.scheduler._types import (
     DEFAULT_PRIORITY,
     Agent,
@@ -43,7 +47,10 @@ __all__ = [
     "Decision",
     "SchedulerPolicy",
     "Task",
+    "Wait",
+    "group_title",
     "schedule",
     "trial_of_task",
     "trial_task_id",
+    "waiting_reasons",
 ]

@@ -1,6 +1,6 @@
 """Tasks: commands, notebooks, shells and TensorBoards scheduled next to trials."""
 
-from determined.master.tasks._manager import LiveTask, TaskManager
+from determined.master.tasks._manager import PREFIX, LiveTask, TaskManager
 from determined.master.tasks._spec import (
     KINDS,
     SERVICE_KINDS,
@@ -8,5 +8,5 @@ from determined.master.tasks._spec import (
     validate_task_config,
 )
 
-__all__ = ["KINDS", "LiveTask", "SERVICE_KINDS", "TaskManager", "default_description",
+__all__ = ["KINDS", "PREFIX", "LiveTask", "SERVICE_KINDS", "TaskManager", "default_description",
            "validate_task_config"]
