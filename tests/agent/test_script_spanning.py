@@ -17,6 +17,15 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"
 
 from agent_testing import AgentCluster, trial_logs  # noqa: E402
 from master_testing import create_experiment, metric_rows, wait_for_state, wait_until  # noqa: E402
+from span_testing import (  # noqa: E402
+    DIST_DIR,
+    OUTLIVED_LINE,
+    check_script_two_and_one,
+    check_trial_two_and_one,
+    linger_config,
+    place_trial_config,
+    places,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -177,17 +186,6 @@ def test_a_trial_class_under_the_launcher_across_two_agents(cluster):
         20, 40]
 
 
-def check_two_and_one(places: list, agent_of=lambda p: p["agent_id"]) -> None:
-    """Three ranks on a two-slot machine and a one-slot one: contiguous global ranks,
-    each machine's local ranks and size, the same machine for ranks 0 and 1."""
-    assert sorted(p["rank"] for p in places) == [0, 1, 2], places
-    for p in places:
-        machine = 0 if p["rank"] < 2 else 1
-        assert p["container_rank"] == machine, places
-        assert p["local_rank"] == p["rank"] - 2 * machine, places
-        assert p["torch_rank"] == p["rank"] and p["torch_size"] == 3, places
-        assert (agent_of(p) == agent_of(places[0])) == (machine == 0), places
-
 
 def test_three_ranks_on_two_two_slot_agents_split_two_and_one(cluster, tmp_path):
     markers = tmp_path / "markers"
@@ -198,13 +196,7 @@ def test_three_ranks_on_two_two_slot_agents_split_two_and_one(cluster, tmp_path)
     (trial,) = exp["trials"]
     logs = trial_logs(cluster.api, trial["id"])
     assert exp["state"] == "COMPLETED" and trial["total_batches"] == 4, (exp, logs)
-    ranks = _ranks(markers, 3)
-    check_two_and_one(ranks)
-    for info in ranks:
-        local_size = 2 if info["rank"] < 2 else 1
-        assert info["local_size"] == local_size and len(info["slot_ids"]) == local_size, ranks
-        assert info["cross_rank"] == info["container_rank"] and info["cross_size"] == 2, ranks
-        assert info["size"] == 3 and info["container_slot_counts"] == [2, 1], ranks
+    check_script_two_and_one(_ranks(markers, 3))
     wait_until(lambda: _free_slots(cluster), timeout=60, what="the slots to be free")
 
 
@@ -212,48 +204,29 @@ def test_a_trial_class_on_three_slots_of_two_agents(cluster, tmp_path):
     """A Trial class split 2+1: each agent starts one process per slot of its part."""
     log_dir = tmp_path / "places"
     log_dir.mkdir()
-    model = CORE_DIR.parent / "dist_pytorch"
-    config = yaml.safe_load((model / "const.yaml").read_text())
-    config.update(entrypoint="model_def:PlaceTrial", max_restarts=0,
-                  data={"log_dir": str(log_dir)}, resources={"slots_per_trial": 3},
-                  searcher=dict(config["searcher"], max_length={"batches": 10}),
-                  min_validation_period={"batches": 10})
     cluster.ensure_agents("a1", "a2", slots=2)
-    exp_id = create_experiment(cluster.api, config, model)
+    exp_id = create_experiment(cluster.api, place_trial_config(log_dir, 3), DIST_DIR)
     exp = wait_for_state(cluster.api, exp_id, ENDED, timeout=600)
     (trial,) = exp["trials"]
     logs = trial_logs(cluster.api, trial["id"])
     assert exp["state"] == "COMPLETED" and trial["total_batches"] == 10, (exp, logs)
-    places = [json.loads((log_dir / f"place-{r}.json").read_text()) for r in range(3)]
-    check_two_and_one(places, agent_of=lambda p: p["det_agent_id"])
-    for p in places:
-        local_size = 2 if p["rank"] < 2 else 1
-        assert p["size"] == 3 and p["num_agents"] == 2, places
-        assert p["det_local_size"] == str(local_size), places
-        assert len(p["det_slot_ids"].split(",")) == local_size, places
-        assert p["det_node_rank"] == str(p["container_rank"]), places
+    check_trial_two_and_one(places(log_dir, 3))
 
 
 def test_machines_outliving_a_clean_chief_are_killed_after_the_grace(tmp_path):
     markers = tmp_path / "markers"
     markers.mkdir()
-    config = {"name": "lingering-machine", "entrypoint": "python3 linger.py",
-              "hyperparameters": {"marker_dir": str(markers)},
-              "searcher": {"name": "single", "metric": "validation_loss",
-                           "max_length": {"batches": 1}},
-              "resources": {"slots_per_trial": 2}, "max_restarts": 0}
     with AgentCluster(tmp_path, {"resource_manager": {
             "slots": 0, "agent_timeout": 10.0, "chief_grace": 3}}) as c, \
             c.master.client() as api:
         c.ensure_agents("a1", "a2")
-        exp_id = create_experiment(api, config, CORE_DIR)
+        exp_id = create_experiment(api, linger_config(markers), CORE_DIR)
         exp = wait_for_state(api, exp_id, ENDED, timeout=300)
         (trial,) = exp["trials"]
         logs = trial_logs(api, trial["id"])
         assert exp["state"] == "COMPLETED" and trial["restarts"] == 0, (exp, logs)
         assert "the chief is done" in logs and "machine 1 lingers" in logs, logs
-        assert ("det-master: parts of the trial still run after its chief ended 3 s ago; "
-                "killing them") in logs, logs
+        assert OUTLIVED_LINE in logs, logs
         pid = int((markers / "linger-1.pid").read_text())
         wait_until(lambda: not _alive(pid), timeout=60, what="the lingering script killed")
         assert all(a["used_slots"] == 0 for a in api.get("/agents").json()["agents"])
