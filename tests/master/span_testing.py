@@ -65,12 +65,15 @@ def check_script_two_and_one(ranks: List[Dict[str, Any]]) -> None:
         assert info["size"] == 3 and info["container_slot_counts"] == [2, 1], ranks
 
 
-def check_trial_two_and_one(ranks: List[Dict[str, Any]]) -> None:
-    """:func:`check_two_and_one` for ``PlaceTrial``'s records (one process per slot)."""
+def check_trial_two_and_one(ranks: List[Dict[str, Any]], part_slots: bool = True) -> None:
+    """:func:`check_two_and_one` for ``PlaceTrial``'s records (one process per slot);
+    ``part_slots``: each rank's ``DET_SLOT_IDS`` names its machine's slots of the
+    trial (else each rank has its own, as a Ray actor per rank with GPUs)."""
     check_two_and_one(ranks, agent_of=lambda p: p["det_agent_id"])
     for p in ranks:
         local_size = 2 if p["rank"] < 2 else 1
         assert p["size"] == 3 and p["num_agents"] == 2, ranks
         assert p["det_local_size"] == str(local_size), ranks
-        assert len(p["det_slot_ids"].split(",")) == local_size, ranks
+        slots = len(p["det_slot_ids"].split(","))
+        assert slots == (local_size if part_slots else 1), ranks
         assert p["det_node_rank"] == str(p["container_rank"]), ranks
