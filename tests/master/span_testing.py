@@ -12,7 +12,8 @@ FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 CORE_DIR = FIXTURES / "core_api"
 DIST_DIR = FIXTURES / "dist_pytorch"
 #: The trial's log line when parts outlived the grace after a clean chief (3 s here).
-OUTLIVED_LINE = "det-master: parts of the trial still run after its chief ended 3 s ago; killing them"
+OUTLIVED_LINE = ("det-master: parts of the trial still run after its chief ended 3 s ago; "
+                 "killing them")
 
 
 def place_trial_config(log_dir: pathlib.Path, slots: int, batches: int = 10) -> Dict[str, Any]:

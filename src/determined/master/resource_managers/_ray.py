@@ -20,10 +20,13 @@ REST API, as on our agents.
 
 The trial ends when rank 0's process exits (its exit code is the trial's) or when
 any rank or node's part fails; after a clean end of rank 0 the other actors get
-``chief_grace`` seconds to end by themselves, as on remote agents. An actor that dies with its node counts as a lost trial
-(``LOST_EXIT_CODE``): the master restarts it from its latest checkpoint, counted
-against ``max_restarts``. Killing a trial kills its actors, whose processes die
-with them (``PR_SET_PDEATHSIG``).
+``chief_grace`` seconds to end by themselves, as on remote agents. An actor that
+dies with its node counts as a lost trial (``LOST_EXIT_CODE``): the master restarts
+it from its latest checkpoint, counted against ``max_restarts``. Killing a trial
+kills its actors, whose processes die with them (``PR_SET_PDEATHSIG``).
+
+GPUs: Ray picks each actor's GPUs; the trial process sees exactly those (see
+:func:`~determined.master.resource_managers._ray_actors.ray_gpu_env`).
 
 Tasks (commands, notebooks, shells, TensorBoards) run on a node too: one
 :class:`TaskRunner` actor pinned to the node the master chose, holding the task's
@@ -43,8 +46,8 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from determined.config import is_script_entrypoint
-from determined.launch._machines import (CHIEF_GRACE_SECONDS, OUTLIVED_CHIEF, meet_at,
-                                         part_env, part_processes, part_ranks,
+from determined.launch._machines import (CHIEF_GRACE_SECONDS, OUTLIVED_CHIEF, PartProcess,
+                                         meet_at, part_env, part_processes, part_ranks,
                                          script_rendezvous)
 from determined.master import scheduler
 from determined.master.resource_managers._ray_actors import TaskRunner, TrialRank
@@ -453,9 +456,10 @@ class RayResourceManager:
         return places
 
     @staticmethod
-    def _part_run(part: Tuple[str, Tuple[int, ...]], ranks: Dict[str, Any], proc: Any,
-                  env: Dict[str, str], spec: Dict[str, Any], chief_ip: str, port: int,
-                  script: bool) -> "_Run":
+    def _part_run(part: Tuple[str, Tuple[int, ...]], ranks: Dict[str, Any],
+                  proc: PartProcess, env: Dict[str, str], spec: Dict[str, Any], chief_ip: str,
+                  port: int, script: bool) -> "_Run":
+        """What one actor of a node's part runs (``proc`` of :func:`part_processes`)."""
         agent, slots = part
         run_env = dict(part_env(ranks, slots, env["DET_TRIAL_TOKEN"], chief_ip, port, script),
                        DET_MASTER=env["DET_MASTER"], DET_AGENT_ID=agent,

@@ -87,7 +87,8 @@ class TrialRank:
             unsent: List[str] = []
             if gpus:
                 _post_logs(client, [f"{prefix}det-ray: Ray gave GPU(s) "
-                                    f"{gpus['CUDA_VISIBLE_DEVICES']} on node {env.get('DET_AGENT_ID')}"])
+                                    f"{gpus['CUDA_VISIBLE_DEVICES']} on node "
+                                    f"{env.get('DET_AGENT_ID')}"])
 
             def post(batch: List[str]) -> None:
                 nonlocal unsent
