@@ -213,6 +213,23 @@ def test_a_trial_class_on_three_slots_of_two_agents(cluster, tmp_path):
     check_trial_two_and_one(places(log_dir, 3))
 
 
+def test_a_trial_class_under_the_launcher_on_three_slots_of_two_agents(cluster, tmp_path):
+    """``torch_distributed --trial`` split 2+1: torchrun starts two ranks on one
+    machine and one on the other, each knowing its machine."""
+    log_dir = tmp_path / "places"
+    log_dir.mkdir()
+    config = place_trial_config(log_dir, 3)
+    config["entrypoint"] = "python3 -m determined.launch.torch_distributed --trial " \
+        "model_def:PlaceTrial"
+    cluster.ensure_agents("a1", "a2", slots=2)
+    exp_id = create_experiment(cluster.api, config, DIST_DIR)
+    exp = wait_for_state(cluster.api, exp_id, ENDED, timeout=600)
+    (trial,) = exp["trials"]
+    logs = trial_logs(cluster.api, trial["id"])
+    assert exp["state"] == "COMPLETED" and trial["total_batches"] == 10, (exp, logs)
+    check_trial_two_and_one(places(log_dir, 3))
+
+
 def test_machines_outliving_a_clean_chief_are_killed_after_the_grace(tmp_path):
     markers = tmp_path / "markers"
     markers.mkdir()
