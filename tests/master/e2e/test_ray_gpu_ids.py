@@ -2,7 +2,7 @@
 real Ray cluster of two worker nodes with two fake GPUs each (``num_gpus=2`` on this
 CPU machine: Ray hands out their ids and sets ``CUDA_VISIBLE_DEVICES`` as on GPUs).
 ``CUDA_VISIBLE_DEVICES``, ``DET_SLOT_IDS`` and ``det.get_cluster_info().slot_ids``
-must all name Ray's ids, for Trial classes and scripts, on one node and spanning two
+must all name Ray's ids, for Trial classes, scripts and tasks, on one node and spanning two
 (a script's node: its actor's GPUs; a Trial class: each rank is an actor with one GPU)."""
 
 import json
@@ -18,7 +18,7 @@ from span_testing import (
     place_trial_config,
     places,
 )
-from test_ray_cluster import MB, _ports, _started
+from test_ray_cluster import MB, _new_task, _ports, _started, _task_in, _task_lines
 from test_ray_script_spanning import ENDED, _config, _free_slots, _logs, _master
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
@@ -88,6 +88,11 @@ def test_trials_see_the_gpus_ray_gave_their_actors(gpu_cluster, tmp_path):
             info = json.loads((markers / "rank0.json").read_text())
             assert info["cuda_visible_devices"] == info["det_slot_ids"] == "1", info
             assert info["slot_ids"] == [1], info
+            task = _new_task(api, "command", config={
+                "entrypoint": "echo gpus=$CUDA_VISIBLE_DEVICES slots=$DET_SLOT_IDS",
+                "resources": {"slots": 1}})
+            assert _task_in(api, task, "TERMINATED")["exit_code"] == 0
+            assert "gpus=1 slots=1" in _task_lines(api, task), _task_lines(api, task)
             for holder in holders:
                 ray.kill(holder)
 
