@@ -108,7 +108,7 @@ class RendezvousInfo:
     def from_distributed_info(cls, info: DistributedInfo) -> "RendezvousInfo":
         addr = f"{info.master_addr}:{info.master_port}"
         addrs = [addr] * max(info.num_agents, 1)
-        return cls(addrs, addrs, info.rank // max(info.local_size, 1))
+        return cls(addrs, addrs, info.node_rank)
 
 
 class EnvContext:

@@ -17,6 +17,15 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"
 
 from agent_testing import AgentCluster, trial_logs  # noqa: E402
 from master_testing import create_experiment, metric_rows, wait_for_state, wait_until  # noqa: E402
+from span_testing import (  # noqa: E402
+    DIST_DIR,
+    OUTLIVED_LINE,
+    check_script_two_and_one,
+    check_trial_two_and_one,
+    linger_config,
+    place_trial_config,
+    places,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -175,3 +184,66 @@ def test_a_trial_class_under_the_launcher_across_two_agents(cluster):
     assert f"[machine 1] [rank=1] rank 1 of trial {trial['id']} exited: completed" in logs, logs
     assert [b for k, b, _ in metric_rows(cluster.api, trial["id"]) if k == "validation"] == [
         20, 40]
+
+
+
+def test_three_ranks_on_two_two_slot_agents_split_two_and_one(cluster, tmp_path):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    cluster.ensure_agents("a1", "a2", slots=2)
+    exp_id = create_experiment(cluster.api, _config(markers, 3, 4), CORE_DIR)
+    exp = wait_for_state(cluster.api, exp_id, ENDED, timeout=600)
+    (trial,) = exp["trials"]
+    logs = trial_logs(cluster.api, trial["id"])
+    assert exp["state"] == "COMPLETED" and trial["total_batches"] == 4, (exp, logs)
+    check_script_two_and_one(_ranks(markers, 3))
+    wait_until(lambda: _free_slots(cluster), timeout=60, what="the slots to be free")
+
+
+def test_a_trial_class_on_three_slots_of_two_agents(cluster, tmp_path):
+    """A Trial class split 2+1: each agent starts one process per slot of its part."""
+    log_dir = tmp_path / "places"
+    log_dir.mkdir()
+    cluster.ensure_agents("a1", "a2", slots=2)
+    exp_id = create_experiment(cluster.api, place_trial_config(log_dir, 3), DIST_DIR)
+    exp = wait_for_state(cluster.api, exp_id, ENDED, timeout=600)
+    (trial,) = exp["trials"]
+    logs = trial_logs(cluster.api, trial["id"])
+    assert exp["state"] == "COMPLETED" and trial["total_batches"] == 10, (exp, logs)
+    check_trial_two_and_one(places(log_dir, 3))
+
+
+def test_a_trial_class_under_the_launcher_on_three_slots_of_two_agents(cluster, tmp_path):
+    """``torch_distributed --trial`` split 2+1: torchrun starts two ranks on one
+    machine and one on the other, each knowing its machine."""
+    log_dir = tmp_path / "places"
+    log_dir.mkdir()
+    config = place_trial_config(log_dir, 3)
+    config["entrypoint"] = "python3 -m determined.launch.torch_distributed --trial " \
+        "model_def:PlaceTrial"
+    cluster.ensure_agents("a1", "a2", slots=2)
+    exp_id = create_experiment(cluster.api, config, DIST_DIR)
+    exp = wait_for_state(cluster.api, exp_id, ENDED, timeout=600)
+    (trial,) = exp["trials"]
+    logs = trial_logs(cluster.api, trial["id"])
+    assert exp["state"] == "COMPLETED" and trial["total_batches"] == 10, (exp, logs)
+    check_trial_two_and_one(places(log_dir, 3))
+
+
+def test_machines_outliving_a_clean_chief_are_killed_after_the_grace(tmp_path):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    with AgentCluster(tmp_path, {"resource_manager": {
+            "slots": 0, "agent_timeout": 10.0, "chief_grace": 3}}) as c, \
+            c.master.client() as api:
+        c.ensure_agents("a1", "a2")
+        exp_id = create_experiment(api, linger_config(markers), CORE_DIR)
+        exp = wait_for_state(api, exp_id, ENDED, timeout=300)
+        (trial,) = exp["trials"]
+        logs = trial_logs(api, trial["id"])
+        assert exp["state"] == "COMPLETED" and trial["restarts"] == 0, (exp, logs)
+        assert "the chief is done" in logs and "machine 1 lingers" in logs, logs
+        assert OUTLIVED_LINE in logs, logs
+        pid = int((markers / "linger-1.pid").read_text())
+        wait_until(lambda: not _alive(pid), timeout=60, what="the lingering script killed")
+        assert all(a["used_slots"] == 0 for a in api.get("/agents").json()["agents"])

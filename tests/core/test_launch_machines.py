@@ -39,3 +39,19 @@ def test_a_script_part_gets_the_port_offset_and_the_group_key_of_the_token():
     assert (env["DET_SIZE"], env["DET_LOCAL_SIZE"], env["DET_NUM_AGENTS"]) == ("2", "1", "2")
     plain = _machines.part_env(other, [0], "tok", "a", _machines.chief_port(False), False)
     assert "DET_UNIQUE_PORT_OFFSET" not in plain and "DET_DIST_AUTHKEY" not in plain
+
+
+def test_an_uneven_split_gives_each_rank_its_machine_and_local_size():
+    from determined import RendezvousInfo
+    from determined.harness._ranks import info_from_environ
+
+    seen = []
+    for ranks, slots in zip(_machines.part_ranks([2, 1], ["a", "b"]), [(0, 1), (3,)]):
+        env = _machines.part_env(ranks, slots, "tok", "a", 29500, script=False)
+        for proc in _machines.part_processes(ranks, len(slots), script=False):
+            info = info_from_environ(dict(env, DET_RANK=str(proc.rank),
+                                          DET_LOCAL_RANK=str(proc.local_rank)))
+            seen.append((info.rank, info.local_rank, info.local_size, info.node_rank,
+                         info.num_agents, RendezvousInfo.from_distributed_info(info).get_rank()))
+        assert env["DET_SLOT_IDS"] == ",".join(map(str, slots))
+    assert seen == [(0, 0, 2, 0, 2, 0), (1, 1, 2, 0, 2, 0), (2, 0, 1, 1, 2, 1)]

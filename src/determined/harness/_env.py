@@ -17,6 +17,7 @@ class DistributedInfo:
         size: processes in the trial (``resources.slots_per_trial``).
         local_rank, local_size: the same on this machine.
         num_agents: machines the trial spans.
+        node_rank: this machine's place among them (0: the chief's).
         master_addr, master_port: where rank 0 listens for the others to join
             (``torch.distributed``'s rendezvous; unused when ``size`` is 1).
     """
@@ -26,6 +27,7 @@ class DistributedInfo:
     local_rank: int = 0
     local_size: int = 1
     num_agents: int = 1
+    node_rank: int = 0
     master_addr: str = "127.0.0.1"
     master_port: int = 0
 

@@ -15,7 +15,7 @@ Who starts the ranks:
   ranks 1..N-1 on this machine (each runs ``_rank_main.worker_main``).
 * A launcher that already started every rank (an agent, the Ray resource manager:
   one process per rank, on any node) sets ``DET_RANK``, ``DET_SIZE`` (and
-  ``DET_LOCAL_RANK``, ``DET_LOCAL_SIZE``, ``DET_NUM_AGENTS``, ``MASTER_ADDR``,
+  ``DET_LOCAL_RANK``, ``DET_LOCAL_SIZE``, ``DET_NUM_AGENTS``, ``DET_NODE_RANK``, ``MASTER_ADDR``,
   ``MASTER_PORT``) in each process's environment; :func:`distributed_trial` then
   starts nothing.
 
@@ -102,6 +102,7 @@ def info_from_environ(environ: Optional[Dict[str, str]] = None) -> Optional[Dist
         local_rank=number("DET_LOCAL_RANK", rank),
         local_size=number("DET_LOCAL_SIZE", size),
         num_agents=number("DET_NUM_AGENTS", 1),
+        node_rank=number("DET_NODE_RANK", 0),
         master_addr=environ.get("MASTER_ADDR", "127.0.0.1"),
         master_port=number("MASTER_PORT"),
     )

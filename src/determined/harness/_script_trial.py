@@ -72,7 +72,8 @@ STOP_GRACE_ENV = "DET_SCRIPT_STOP_GRACE"
 KILL_GRACE = 10.0
 _POLL_SECONDS = 0.2
 #: Rank variables of the trial process; the script starts (and numbers) its own ranks.
-_RANK_VARS = ("DET_RANK", "DET_SIZE", "DET_LOCAL_RANK", "DET_LOCAL_SIZE", "DET_NUM_AGENTS")
+_RANK_VARS = ("DET_RANK", "DET_SIZE", "DET_LOCAL_RANK", "DET_LOCAL_SIZE", "DET_NUM_AGENTS",
+              "DET_NODE_RANK")
 
 
 def _stop_grace() -> float:

@@ -9,6 +9,10 @@ trial runner, which runs the script and serves its link; the others
 :data:`SCRIPT_PART_MODULE`), the script starting that machine's ranks itself. The
 chief's launcher picks a free port offset for a script (:func:`chief_port`), and the
 others recover it from the rendezvous port.
+
+When the chief's part ends cleanly, the other parts get :data:`CHIEF_GRACE_SECONDS` to
+exit by themselves; launchers then kill the rest and say so with
+:data:`OUTLIVED_CHIEF`.
 """
 
 from __future__ import annotations
@@ -20,13 +24,20 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from determined.launch._ports import free_port_offset, offset_of, rendezvous_port
 
-__all__ = ["RANK_MODULE", "SCRIPT_PART_MODULE", "PartProcess", "chief_port", "meet_at", "part_env",
-           "part_processes", "part_ranks", "script_rendezvous"]
+__all__ = ["CHIEF_GRACE_SECONDS", "OUTLIVED_CHIEF", "RANK_MODULE", "SCRIPT_PART_MODULE",
+           "PartProcess", "chief_port", "meet_at", "part_env", "part_processes", "part_ranks",
+           "script_rendezvous"]
 
 #: The entry of ranks > 0 of a Trial class (rank 0 runs the trial runner).
 RANK_MODULE = "determined.harness._rank_main"
 #: What a script trial's machines other than the chief's run (the script, no link).
 SCRIPT_PART_MODULE = "determined.harness._script_part"
+#: Seconds the other parts get to exit after the chief's part ended cleanly (default of
+#: the master's ``resource_manager.chief_grace``).
+CHIEF_GRACE_SECONDS = 60.0
+#: The trial's log line (and the master's log message) when parts outlived that grace.
+OUTLIVED_CHIEF = ("det-master: parts of the trial still run after its chief ended "
+                  "{grace:g} s ago; killing them")
 
 
 def part_ranks(slot_counts: Sequence[int], addrs: Sequence[str]) -> List[Dict[str, Any]]:
@@ -75,6 +86,7 @@ def part_env(ranks: Dict[str, Any], slot_ids: Sequence[int], token: str, addr: s
     env = {"DET_TRIAL_TOKEN": token, "DET_SLOT_IDS": ",".join(map(str, slot_ids)),
            "DET_SIZE": str(ranks["size"]), "DET_LOCAL_SIZE": str(len(slot_ids)),
            "DET_NUM_AGENTS": str(ranks["num_agents"]),
+           "DET_NODE_RANK": str(ranks["node_rank"]),
            "MASTER_ADDR": addr, "MASTER_PORT": str(port)}
     if script:  # its ranks meet at ports of this offset
         env["DET_UNIQUE_PORT_OFFSET"] = str(offset_of(port))

@@ -46,6 +46,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         "DET_LOCAL_RANK": os.environ["LOCAL_RANK"],
         "DET_LOCAL_SIZE": os.environ["LOCAL_WORLD_SIZE"],
         "DET_NUM_AGENTS": os.environ.get("GROUP_WORLD_SIZE", "1"),
+        "DET_NODE_RANK": os.environ.get("GROUP_RANK", "0"),
     })
     try:
         trial_class = load_trial_class(args[0], env.model_dir)

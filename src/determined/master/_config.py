@@ -20,6 +20,7 @@ import pydantic
 
 from determined._procs._gpus import default_slots
 from determined.config._secrets import masked_section
+from determined.launch._machines import CHIEF_GRACE_SECONDS
 import yaml
 
 __all__ = ["MasterConfig", "SchedulerConfig", "ResourceManagerConfig", "SecurityConfig",
@@ -66,6 +67,9 @@ class ResourceManagerConfig(_Strict):
     #: Seconds without a request from a remote agent before it counts as lost: its
     #: trials count as crashed and its slots leave the cluster.
     agent_timeout: float = pydantic.Field(default=30.0, gt=0)
+    #: Seconds the other machines of a trial spanning agents or Ray nodes get to end
+    #: after its chief ended cleanly; then they are killed (the trial still succeeds).
+    chief_grace: float = pydantic.Field(default=CHIEF_GRACE_SECONDS, ge=0)
     scheduler: SchedulerConfig = pydantic.Field(default_factory=SchedulerConfig)
 
     @pydantic.model_validator(mode="after")

@@ -101,6 +101,7 @@ class Master:
         remote = RemoteResourceManager(self._process_exited, self._store_logs,
                                        timeout=rm.agent_timeout, on_change=self._wake.set,
                                        on_lost=self.store.revoke_trial_tokens)
+        remote.chief_grace = rm.chief_grace
         ray_nodes = None
         if rm.type == "ray":  # trials on a Ray cluster (resource_managers/_ray.py)
             from determined.master.resource_managers._ray import RayResourceManager
@@ -108,7 +109,7 @@ class Master:
             ray_nodes = RayResourceManager(
                 str(rm.address), self._process_exited, self._store_logs,
                 cpus_per_slot=rm.cpus_per_slot, on_change=self._wake.set,
-                on_lost=self.store.revoke_trial_tokens)
+                on_lost=self.store.revoke_trial_tokens, chief_grace=rm.chief_grace)
         self.rm = CompositeResourceManager(embedded, remote, ray_nodes)
         self._stopping = False
         self._thread: Optional[threading.Thread] = None

@@ -4,6 +4,7 @@ runs the entrypoint (``determined.launch.torch_distributed`` over a Core API scr
 with gloo) once, the chief's with the link, the other as ``_script_part``, as remote
 agents do (tests/agent/test_script_spanning.py)."""
 
+import contextlib
 import json
 import os
 import pathlib
@@ -17,6 +18,15 @@ from master_testing import (
     metric_rows,
     wait_for_state,
     wait_until,
+)
+from span_testing import (
+    DIST_DIR,
+    OUTLIVED_LINE,
+    check_script_two_and_one,
+    check_trial_two_and_one,
+    linger_config,
+    place_trial_config,
+    places,
 )
 from test_ray_cluster import MB, _ports, _ray_agents, _started
 
@@ -42,12 +52,14 @@ def two_cpu_cluster():
         cluster.shutdown()
 
 
-@pytest.fixture
-def api(two_cpu_cluster, tmp_path):
+@contextlib.contextmanager
+def _master(cluster, tmp_path, **resource_manager):
+    """A master on ``cluster`` (``resource_manager``: more of its config section); its client."""
     data = tmp_path / "master"
     data.mkdir()
     master = ConfiguredMasterProcess(str(data), {"resource_manager": {
-        "type": "ray", "address": two_cpu_cluster.address, "slots": 0}}).start(timeout=120)
+        "type": "ray", "address": cluster.address, "slots": 0, **resource_manager}}
+    ).start(timeout=120)
     try:
         with master.client() as client:
             wait_until(lambda: [a["slots"] for a in _ray_agents(client)] == [2, 2],
@@ -55,6 +67,12 @@ def api(two_cpu_cluster, tmp_path):
             yield client
     finally:
         master.stop()
+
+
+@pytest.fixture
+def api(two_cpu_cluster, tmp_path):
+    with _master(two_cpu_cluster, tmp_path) as client:
+        yield client
 
 
 def _config(markers: pathlib.Path, batches: int, **hparams) -> dict:
@@ -185,3 +203,45 @@ def test_pause_and_kill_stop_both_nodes(api, tmp_path):
     wait_until(lambda: not any(_alive(p) for p in pids), timeout=60,
                what="every rank to be gone after the kill")
     wait_until(lambda: _free_slots(api), timeout=60, what="the slots to be free")
+
+
+def test_three_ranks_split_two_and_one_on_ray_nodes(api, tmp_path):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    config = dict(_config(markers, 4), resources={"slots_per_trial": 3})
+    exp_id = create_experiment(api, config, CORE_DIR)
+    exp = wait_for_state(api, exp_id, ENDED, timeout=600)
+    (trial,) = exp["trials"]
+    assert exp["state"] == "COMPLETED" and trial["total_batches"] == 4, (exp, _logs(
+        api, trial["id"]))
+    ranks = [json.loads((markers / f"rank{r}.json").read_text()) for r in range(3)]
+    check_script_two_and_one(ranks)
+    wait_until(lambda: _free_slots(api), timeout=60, what="the slots to be free")
+
+
+def test_a_trial_class_split_two_and_one_on_ray_nodes(api, tmp_path):
+    log_dir = tmp_path / "places"
+    log_dir.mkdir()
+    exp_id = create_experiment(api, place_trial_config(log_dir, 3), DIST_DIR)
+    exp = wait_for_state(api, exp_id, ENDED, timeout=600)
+    (trial,) = exp["trials"]
+    assert exp["state"] == "COMPLETED" and trial["total_batches"] == 10, (exp, _logs(
+        api, trial["id"]))
+    check_trial_two_and_one(places(log_dir, 3))
+
+
+def test_a_node_outliving_a_clean_chief_is_killed_after_the_grace(two_cpu_cluster, tmp_path):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    with _master(two_cpu_cluster, tmp_path, chief_grace=3) as api:
+        config = dict(linger_config(markers), resources={"slots_per_trial": 4})
+        exp_id = create_experiment(api, config, CORE_DIR)
+        exp = wait_for_state(api, exp_id, ENDED, timeout=300)
+        (trial,) = exp["trials"]
+        logs = _logs(api, trial["id"])
+        assert exp["state"] == "COMPLETED" and trial["restarts"] == 0, (exp, logs)
+        assert "the chief is done" in logs and "machine 1 lingers" in logs, logs
+        assert OUTLIVED_LINE in logs, logs
+        pid = int((markers / "linger-1.pid").read_text())
+        wait_until(lambda: not _alive(pid), timeout=60, what="the lingering script killed")
+        wait_until(lambda: _free_slots(api), timeout=60, what="the slots to be free")

@@ -19,10 +19,14 @@ same cluster info and port offset). Trial processes talk to the master through t
 REST API, as on our agents.
 
 The trial ends when rank 0's process exits (its exit code is the trial's) or when
-any rank or node's part fails; an actor that dies with its node counts as a lost trial
-(``LOST_EXIT_CODE``): the master restarts it from its latest checkpoint, counted
-against ``max_restarts``. Killing a trial kills its actors, whose processes die
-with them (``PR_SET_PDEATHSIG``).
+any rank or node's part fails; after a clean end of rank 0 the other actors get
+``chief_grace`` seconds to end by themselves, as on remote agents. An actor that
+dies with its node counts as a lost trial (``LOST_EXIT_CODE``): the master restarts
+it from its latest checkpoint, counted against ``max_restarts``. Killing a trial
+kills its actors, whose processes die with them (``PR_SET_PDEATHSIG``).
+
+GPUs: Ray picks each actor's GPUs; the trial process sees exactly those (see
+:func:`~determined.master.resource_managers._ray_actors.ray_gpu_env`).
 
 Tasks (commands, notebooks, shells, TensorBoards) run on a node too: one
 :class:`TaskRunner` actor pinned to the node the master chose, holding the task's
@@ -42,8 +46,9 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from determined.config import is_script_entrypoint
-from determined.launch._machines import (RANK_MODULE, meet_at, part_env, part_processes,
-                                         part_ranks, script_rendezvous)
+from determined.launch._machines import (CHIEF_GRACE_SECONDS, OUTLIVED_CHIEF, PartProcess,
+                                         meet_at, part_env, part_processes, part_ranks,
+                                         script_rendezvous)
 from determined.master import scheduler
 from determined.master.resource_managers._ray_actors import TaskRunner, TrialRank
 from determined.master.resource_managers._base import (
@@ -93,13 +98,16 @@ class RayResourceManager:
         on_change: called when nodes join or leave (wake the scheduler).
         on_lost: called with a trial id whose node was lost, before ``on_exit``.
         poll_seconds: how often the node list is read.
+        chief_grace: seconds the other actors of a trial get to end after rank 0's
+            clean end (then they are killed).
     """
 
     agent_prefix = "ray-"
 
     def __init__(self, address: str, on_exit: ExitCallback, log_sink: LogSink,
                  cpus_per_slot: float = 1.0, on_change: Optional[Callable[[], None]] = None,
-                 on_lost: Optional[Callable[[int], Any]] = None, poll_seconds: float = 1.0):
+                 on_lost: Optional[Callable[[int], Any]] = None, poll_seconds: float = 1.0,
+                 chief_grace: float = CHIEF_GRACE_SECONDS):
         if not cpus_per_slot > 0:
             raise ValueError(f"Expected cpus_per_slot > 0. Received: {cpus_per_slot!r}")
         import ray
@@ -110,6 +118,7 @@ class RayResourceManager:
                      logging_level=logging.WARNING, configure_logging=False)
         self.address = address
         self.cpus_per_slot = float(cpus_per_slot)
+        self.chief_grace = float(chief_grace)
         self._on_exit = on_exit
         self._log_sink = log_sink
         self._on_change = on_change or (lambda: None)
@@ -412,21 +421,15 @@ class RayResourceManager:
 
     def _trial_ranks(self, trial: _Trial, env: Dict[str, str], spec: Dict[str, Any],
                      chief_ip: str, port: int) -> List[_Run]:
-        """A Trial class: one run per slot (rank 0 the trial runner)."""
-        ranks = [(a, s) for a, slots in trial.parts for s in slots]
-        local: Dict[str, int] = {}
-        local_size = {a: len(slots) for a, slots in trial.parts}
+        """A Trial class: one run per slot (rank 0 the trial runner), each with its
+        node's part as remote agents start it (:mod:`determined.launch._machines`)."""
+        if sum(len(s) for _, s in trial.parts) == 1:
+            return [(dict(env, DET_AGENT_ID=trial.parts[0][0]), spec, 0, None, "")]
         runs = []
-        for rank, (agent, _) in enumerate(ranks):
-            local_rank = local.get(agent, 0)
-            local[agent] = local_rank + 1
-            dist = {} if len(ranks) == 1 else {
-                "DET_RANK": str(rank), "DET_SIZE": str(len(ranks)),
-                "DET_LOCAL_RANK": str(local_rank), "DET_LOCAL_SIZE": str(local_size[agent]),
-                "DET_NUM_AGENTS": str(len(trial.parts)),
-                "MASTER_ADDR": chief_ip, "MASTER_PORT": str(port)}
-            runs.append((dict(env, **dist), spec, rank,
-                         None if rank == 0 else RANK_MODULE, "" if rank == 0 else f"[rank {rank}] "))
+        for part, ranks in zip(trial.parts, self._places(trial, chief_ip, port)):
+            for proc in part_processes(ranks, len(part[1]), script=False):
+                runs.append(self._part_run(part, ranks, proc, env, spec, chief_ip, port,
+                                           script=False))
         return runs
 
     def _script_parts(self, trial: _Trial, env: Dict[str, str], spec: Dict[str, Any],
@@ -434,20 +437,34 @@ class RayResourceManager:
         """A script: one run per node, as remote agents run a spanning script's parts
         (:mod:`determined.launch._machines`); one node runs it as an agent does."""
         if len(trial.parts) == 1:
-            return [(dict(env), spec, 0, None, "")]
+            return [(dict(env, DET_AGENT_ID=trial.parts[0][0]), spec, 0, None, "")]
+        runs = []
+        for part, ranks in zip(trial.parts, self._places(trial, chief_ip, port)):
+            (proc,) = part_processes(ranks, len(part[1]), script=True)
+            runs.append(self._part_run(part, ranks, proc, env,
+                                       dict(spec, rendezvous=script_rendezvous(ranks, chief_ip)),
+                                       chief_ip, port, script=True))
+        return runs
+
+    def _places(self, trial: _Trial, chief_ip: str, port: int) -> List[Dict[str, Any]]:
+        """Each node's ``ranks`` (see :func:`part_ranks`), meeting at rank 0's node."""
         with self._lock:
             addrs = [self._nodes.get(a, {}).get("address") or chief_ip for a, _ in trial.parts]
-        runs = []
-        for (agent, slots), ranks in zip(trial.parts,
-                                         part_ranks([len(s) for _, s in trial.parts], addrs)):
+        places = part_ranks([len(s) for _, s in trial.parts], addrs)
+        for ranks in places:
             meet_at(ranks, chief_ip, port)
-            (proc,) = part_processes(ranks, len(slots), script=True)
-            run_env = dict(part_env(ranks, slots, env["DET_TRIAL_TOKEN"], chief_ip, port, True),
-                           DET_MASTER=env["DET_MASTER"], DET_AGENT_ID=agent,
-                           DET_RANK=str(proc.rank), DET_LOCAL_RANK=str(proc.local_rank))
-            runs.append((run_env, dict(spec, rendezvous=script_rendezvous(ranks, chief_ip)),
-                         proc.rank, proc.module, proc.prefix))
-        return runs
+        return places
+
+    @staticmethod
+    def _part_run(part: Tuple[str, Tuple[int, ...]], ranks: Dict[str, Any],
+                  proc: PartProcess, env: Dict[str, str], spec: Dict[str, Any], chief_ip: str,
+                  port: int, script: bool) -> "_Run":
+        """What one actor of a node's part runs (``proc`` of :func:`part_processes`)."""
+        agent, slots = part
+        run_env = dict(part_env(ranks, slots, env["DET_TRIAL_TOKEN"], chief_ip, port, script),
+                       DET_MASTER=env["DET_MASTER"], DET_AGENT_ID=agent,
+                       DET_RANK=str(proc.rank), DET_LOCAL_RANK=str(proc.local_rank))
+        return run_env, spec, proc.rank, proc.module, proc.prefix
 
     def _forget_dead_nodes(self, node_ids: Dict[str, str], timeout: float = 30.0) -> None:
         """Before a lost trial is rescheduled: wait until the node list shows which of
@@ -462,36 +479,45 @@ class RayResourceManager:
             self._on_change()
 
     def _wait(self, trial: _Trial, refs: List[Any], names: List[str]) -> Tuple[int, bool]:
-        """(exit code, lost): rank 0's code, or the first failing actor's (``names``:
-        what each actor runs, for the log); the caller kills the others."""
+        """(exit code, lost): rank 0's code, or the first failing actor's before it
+        (``names``: what each actor runs, for the log); after rank 0's clean end the
+        others get :attr:`chief_grace` seconds. The caller kills the actors left."""
         ray, trial_id = self._ray, trial.trial_id
         pending = list(refs)
+        chief_done_at: Optional[float] = None
         while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
+            timeout = None if chief_done_at is None else max(
+                0.0, chief_done_at + self.chief_grace - time.monotonic())
+            ready, pending = ray.wait(pending, num_returns=1, timeout=timeout)
+            if not ready:
+                line = OUTLIVED_CHIEF.format(grace=self.chief_grace)
+                logger.info("trial %s: %s", trial_id, line)
+                self._log_sink(trial_id, [line])
+                return 0, False
             ref = ready[0]
-            try:
-                code, unsent = ray.get(ref)
-                lost = False
-                if unsent:
-                    self._log_sink(trial_id, list(unsent))
-            except ray.exceptions.RayActorError:
-                code, lost = LOST_EXIT_CODE, True
-            except Exception:
-                code, lost = 1, False
+            code, lost = self._ended(trial_id, ref)
             if code != 0 and not trial.killed:
                 what = "was lost" if lost else f"exited with code {code}"
                 self._log_sink(trial_id, [f"det-master: {names[refs.index(ref)]} {what}; "
                                           "stopping the others"])
-            if ref is refs[0] or code != 0:
-                if code == 0 and pending:  # the other ranks' last output, as they exit
-                    done, _ = ray.wait(pending, num_returns=len(pending), timeout=10)
-                    for other in done:
-                        try:
-                            self._log_sink(trial_id, list(ray.get(other)[1]))
-                        except Exception:
-                            pass
-                return code, lost
+            if code != 0:
+                return (0, False) if chief_done_at is not None else (code, lost)
+            if ref is refs[0]:
+                chief_done_at = time.monotonic()
         return 0, False
+
+    def _ended(self, trial_id: int, ref: Any) -> Tuple[int, bool]:
+        """(exit code, lost) of an actor's finished run; stores its unsent output."""
+        ray = self._ray
+        try:
+            code, unsent = ray.get(ref)
+        except ray.exceptions.RayActorError:
+            return LOST_EXIT_CODE, True
+        except Exception:
+            return 1, False
+        if unsent:
+            self._log_sink(trial_id, list(unsent))
+        return code, False
 
 
 #: What one actor runs: (environment, spec, rank, module or None for the trial runner,

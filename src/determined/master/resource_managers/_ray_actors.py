@@ -1,7 +1,13 @@
 """The node-side half of the Ray resource manager: the actors that run on a Ray
 node (imported there by Ray, never run in the master). :class:`TrialRank` runs one
 rank's process and posts its output to the master; :class:`TaskRunner` runs a task's
-process. Both processes die with their actor (``PR_SET_PDEATHSIG``)."""
+process. Both processes die with their actor (``PR_SET_PDEATHSIG``).
+
+GPUs: Ray picks an actor's GPUs (``num_gpus``), not the master's scheduler, whose
+slot numbers may differ. The process sees exactly Ray's (:func:`ray_gpu_env`):
+``CUDA_VISIBLE_DEVICES`` and ``DET_SLOT_IDS`` (``det.get_cluster_info().slot_ids``)
+both name the node's GPU ids Ray gave the actor, as on an agent where both name the
+machine's GPUs of the trial's slots."""
 
 from __future__ import annotations
 
@@ -22,7 +28,16 @@ from determined.common.api import MasterClient, unpack_context
 from determined.launch._machines import chief_port
 from determined.tasks._launch import TaskProcess, task_from_command
 
-__all__ = ["TrialRank", "TaskRunner"]
+__all__ = ["TrialRank", "TaskRunner", "ray_gpu_env"]
+
+
+def ray_gpu_env() -> Dict[str, str]:
+    """The GPUs Ray gave this actor as its process's ``CUDA_VISIBLE_DEVICES`` and
+    ``DET_SLOT_IDS`` ({} for an actor without GPUs)."""
+    import ray
+
+    ids = ",".join(str(i) for i in ray.get_gpu_ids())
+    return {"CUDA_VISIBLE_DEVICES": ids, "DET_SLOT_IDS": ids} if ids else {}
 
 
 class TrialRank:
@@ -59,6 +74,8 @@ class TrialRank:
             child_env = dict(os.environ, **env)
             # Collective libraries reach the other nodes from this node's address.
             child_env.update(interface_env(ray.util.get_node_ip_address(), child_env))
+            gpus = ray_gpu_env()
+            child_env.update(gpus)
             child_env.update({"DET_TRIAL_SPEC": spec_path, "DET_DIST_SPEC": spec_path,
                               "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"})
             child_env.pop("DET_PARENT_PID", None)
@@ -68,6 +85,10 @@ class TrialRank:
                                          stdin=subprocess.DEVNULL, start_new_session=True,
                                          preexec_fn=set_parent_death_signal)
             unsent: List[str] = []
+            if gpus:
+                _post_logs(client, [f"{prefix}det-ray: Ray gave GPU(s) "
+                                    f"{gpus['CUDA_VISIBLE_DEVICES']} on node "
+                                    f"{env.get('DET_AGENT_ID')}"])
 
             def post(batch: List[str]) -> None:
                 nonlocal unsent
@@ -108,6 +129,7 @@ class TaskRunner:
         import ray
 
         host = ray.util.get_node_ip_address()
+        env_vars = dict(env_vars, **ray_gpu_env())
         task_dir = tempfile.mkdtemp(prefix=f"det-ray-task-{command['task_id']}-")
         started: "queue.Queue[Any]" = queue.Queue()
         threading.Thread(target=self._run, name="det-task-process", daemon=True,

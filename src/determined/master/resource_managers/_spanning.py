@@ -14,8 +14,10 @@ runs the script (see :meth:`determined.agent.Agent._launch_part`).
 Failure: a part that exits non-zero (or whose agent is lost) makes the master kill
 every other part; the trial's exit is reported once every part has ended (so its slots
 are free when it restarts): 0 if the chief ended cleanly, else ``EXIT_USER_ERROR`` if
-any part failed in user code, else the first failure's code. Killing the trial kills
-every part.
+any part failed in user code, else the first failure's code. After a clean end of the
+chief's part the others get :attr:`SpanningMixin.chief_grace` seconds to end (as on
+Ray; see :data:`~determined.launch._machines.CHIEF_GRACE_SECONDS`), then are killed.
+Killing the trial kills every part.
 
 The mixin lives on :class:`~determined.master.resource_managers.RemoteResourceManager`
 and uses its lock, agents and callbacks; methods whose names start with ``_`` are
@@ -32,16 +34,13 @@ import time
 import uuid
 from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
-from determined.launch._machines import meet_at, part_ranks
+from determined.launch._machines import CHIEF_GRACE_SECONDS, OUTLIVED_CHIEF, meet_at, part_ranks
 from determined.trial_ops import EXIT_USER_ERROR
 from determined.master.resource_managers._agent_records import Launch, RemoteAgent
 
-__all__ = ["SpanningMixin", "CHIEF_GRACE_SECONDS"]
+__all__ = ["SpanningMixin"]
 
 logger = logging.getLogger("determined.master")
-
-#: After the chief part ended cleanly, the other parts get this long to exit by themselves.
-CHIEF_GRACE_SECONDS = 60.0
 
 #: (trial id, exit code, whether the chief's agent was lost) of a trial whose parts ended.
 Ended = Tuple[int, int, bool]
@@ -214,9 +213,9 @@ class SpanningMixin:
         for group in list(self._groups.values()):
             if (group.chief_done_at is not None and not group.stopping
                     and now - group.chief_done_at > self.chief_grace):
-                self._store_later(group.trial_id, [
-                    "det-master: parts of the trial still run after its chief ended; "
-                    "killing them"])
+                line = OUTLIVED_CHIEF.format(grace=self.chief_grace)
+                logger.info("trial %s: %s", group.trial_id, line)
+                self._store_later(group.trial_id, [line])
                 ended = self._stop_group(group, dropped_code=0)
                 if ended is not None:
                     out.append(ended)
