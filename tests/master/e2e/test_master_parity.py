@@ -208,6 +208,16 @@ def test_set_refuses_a_template_with_unknown_or_wrongly_typed_fields(shared_mast
     det(shared_master, "template", "rm", "partial")
 
 
+def test_master_config_prints_yaml_as_experiment_config_does(shared_master):
+    """`det master config` printed JSON where `det e config` prints YAML; both print YAML
+    now, and `--json` gives JSON (what 0.13's `det master config` printed)."""
+    api = httpx.get(shared_master.url + "/api/v1/master/config").json()
+    text = det(shared_master, "master", "config").stdout
+    assert not text.lstrip().startswith("{"), text
+    assert yaml.safe_load(text) == api
+    assert json.loads(det(shared_master, "master", "config", "--json").stdout) == api
+
+
 def test_template_names_the_routes_cannot_carry_and_unknown_routes(shared_master, tmp_path):
     """`det template set '' F` said "Set template" and set nothing (the master redirected
     the PUT); 'a/b' printed the raw {"detail":"Not Found"}. Both are refused naming the
