@@ -11,8 +11,8 @@ restart of the master):
 4. the context: the uploaded archive is safe and small enough
    (:func:`determined.common.api.check_context_archive`), or the local model
    directory exists; either holds the entrypoint's module;
-5. the checkpoint storage backend can be built (and its bucket exists, where the store
-   can be asked).
+5. the checkpoint storage backend can be built (and its bucket exists and takes the
+   config's own credentials, where the store can be asked).
 
 Errors name the field: :class:`~determined.errors.InvalidConfigError` for 1-3, 5 and
 the entrypoint, :class:`~determined.common.api.ContextArchiveError` (an
