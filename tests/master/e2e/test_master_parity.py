@@ -143,6 +143,10 @@ def test_model_registry_sdk_and_cli(shared_master, done):
     assert "Validation metrics: " in shown and "{" not in shown, shown
     assert " ".join(shown.split()).count("=") >= len(metrics), shown  # all, k=v
     bad = det(shared_master, "model", "register-version", "cli-net", "nope", code=1)
+    assert "Expected a checkpoint id in UUID form" in bad.stderr, bad.stderr  # malformed
+    assert "Traceback" not in bad.stderr
+    absent = "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a"
+    bad = det(shared_master, "model", "register-version", "cli-net", absent, code=1)
     assert "not found" in bad.stderr and "Traceback" not in bad.stderr
     # A version or slot that does not exist: the message said "version of model 'x' 7
     # not found"; it names what exists.
