@@ -111,9 +111,12 @@ def test_object_store_checkpoints_on_a_master(store, master_factory, tiny_dir, t
     assert ckpt.load().context.models[0] is not None
     with master.client() as api:  # clear 404s, never a 500
         deleted = next(c["uuid"] for c in ckpts if c["state"] == "DELETED")
-        for uuid, message in ((deleted, "DELETED"), ("no-such-uuid", "")):
+        unknown = "3e2d1c0b-9a8f-4e7d-8c6b-5a4f3e2d1c0b"
+        for uuid, message in ((deleted, "DELETED"), (unknown, unknown)):
             r = api.get(f"/checkpoints/{uuid}/download")
             assert r.status_code == 404 and message in r.json()["error"], r.text
+        r = api.get("/checkpoints/no-such-uuid/download")  # malformed: a 400 saying so
+        assert r.status_code == 400 and "UUID form" in r.json()["error"], r.text
     out = run_det(["-m", master.url, "checkpoint", "download", kept[0], "-o",
                    str(tmp_path / "cli")])
     assert out.returncode == 0, out.stderr
