@@ -28,9 +28,10 @@ def _bin(name: str) -> str:
 
 
 @contextlib.contextmanager
-def _server(cmd, url: str, log_path: str) -> Iterator[subprocess.Popen]:
+def _server(cmd, url: str, log_path: str, env=None) -> Iterator[subprocess.Popen]:
     log = open(log_path, "ab")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env=env)
     try:
         deadline = time.monotonic() + 120  # a loaded machine starts it slowly
         while True:
@@ -68,6 +69,57 @@ def s3_server(log_dir: str) -> Iterator[Dict[str, str]]:
                      region_name="us-east-1").create_bucket(Bucket=BUCKET)
         yield {"type": "s3", "bucket": BUCKET, "endpoint_url": url,
                "access_key": "testing", "secret_key": "testing"}
+
+
+#: Requests moto serves before it checks credentials: enough to set up users.
+_FREE_ACTIONS = 50
+
+
+@contextlib.contextmanager
+def s3_server_with_auth(log_dir: str) -> Iterator[Dict[str, Dict[str, str]]]:
+    """A moto S3 server that checks credentials (IAM), with bucket ``BUCKET``; yields
+    checkpoint_storage sections: ``allowed`` (a user who may use S3), ``no_policy`` (a
+    user without any permission), ``wrong_secret`` and ``unknown_key``."""
+    import json
+
+    import boto3
+    import botocore.exceptions
+
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, INITIAL_NO_AUTH_ACTION_COUNT=str(_FREE_ACTIONS))
+    with _server([_bin("moto_server"), "-H", "127.0.0.1", "-p", str(port)], url,
+                 os.path.join(log_dir, "moto.log"), env=env):
+        iam = boto3.client("iam", endpoint_url=url, region_name="us-east-1",
+                           aws_access_key_id="setup", aws_secret_access_key="setup")
+        keys = {}
+        for user in ("det", "nobody"):
+            iam.create_user(UserName=user)
+            keys[user] = iam.create_access_key(UserName=user)["AccessKey"]
+        iam.put_user_policy(UserName="det", PolicyName="s3", PolicyDocument=json.dumps(
+            {"Version": "2012-10-17",
+             "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}))
+        bogus = boto3.client("s3", endpoint_url=url, region_name="us-east-1",
+                             aws_access_key_id="AKIAUNKNOWN", aws_secret_access_key="x")
+        for _ in range(_FREE_ACTIONS):  # use up the unchecked requests
+            try:
+                bogus.list_buckets()
+            except botocore.exceptions.ClientError:
+                break
+        else:
+            raise AssertionError("moto did not start checking credentials")
+
+        def section(key_id: str, secret: str) -> Dict[str, str]:
+            return {"type": "s3", "bucket": BUCKET, "endpoint_url": url,
+                    "access_key": key_id, "secret_key": secret}
+
+        allowed = section(keys["det"]["AccessKeyId"], keys["det"]["SecretAccessKey"])
+        s3_client(allowed).create_bucket(Bucket=BUCKET)
+        yield {"allowed": allowed,
+               "no_policy": section(keys["nobody"]["AccessKeyId"],
+                                    keys["nobody"]["SecretAccessKey"]),
+               "wrong_secret": section(keys["det"]["AccessKeyId"], "not-the-secret"),
+               "unknown_key": section("AKIAUNKNOWN", "x")}
 
 
 @contextlib.contextmanager

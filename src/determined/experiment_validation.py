@@ -11,8 +11,9 @@ restart of the master):
 4. the context: the uploaded archive is safe and small enough
    (:func:`determined.common.api.check_context_archive`), or the local model
    directory exists; either holds the entrypoint's module;
-5. the checkpoint storage backend can be built (and its bucket exists, where the store
-   can be asked).
+5. the checkpoint storage backend can be built (and its bucket exists and takes the
+   config's own credentials, where the store can be asked; a shared_fs ``host_path``
+   the config gives exists, where trials run on this machine).
 
 Errors name the field: :class:`~determined.errors.InvalidConfigError` for 1-3, 5 and
 the entrypoint, :class:`~determined.common.api.ContextArchiveError` (an
@@ -31,7 +32,7 @@ from determined.common.api._context_archive import ContextArchive, check_context
 from determined.common.int64 import INT64_MAX, INT64_MIN
 from determined.config import is_script_entrypoint, script_file, validate_config
 from determined.errors import DeterminedError, InvalidConfigError, InvalidModelDefError
-from determined.storage import build_storage
+from determined.storage import build_storage, missing_host_path
 
 __all__ = ["ValidExperiment", "out_of_range_ints", "validate_experiment"]
 
@@ -139,8 +140,13 @@ def _check_context(config: Dict[str, Any], context: Optional[bytes], model_dir: 
     return found
 
 
-def _check_storage(config: Dict[str, Any], source: str) -> None:
+def _check_storage(config: Dict[str, Any], source: str, own_host_path: bool) -> None:
+    """``own_host_path``: the config gives a shared_fs ``host_path`` of its own and
+    trials run on this machine, so that it must exist here (it is not created)."""
     storage = config.get("checkpoint_storage")
+    problem = missing_host_path(storage) if own_host_path else None
+    if problem:
+        raise InvalidConfigError([("checkpoint_storage.host_path", problem)], source)
     try:
         manager = build_storage(storage or {})
     except (DeterminedError, ValueError, TypeError, KeyError, OSError) as e:
@@ -160,6 +166,7 @@ def validate_experiment(
     source: str = "experiment config",
     max_context_ratio: Optional[float] = None,
     context_ratio_floor: int = 0,
+    trials_run_here: bool = True,
 ) -> ValidExperiment:
     """Validate a new experiment completely, before anything about it is stored.
 
@@ -172,6 +179,9 @@ def validate_experiment(
         source: names the config in error messages.
         max_context_ratio, context_ratio_floor: the archive's unpacked-to-packed size
             limit, for contexts over the floor unpacked (the master's limits).
+        trials_run_here: trials may run on this machine (a local run, a master with an
+            embedded agent): a shared_fs ``host_path`` the config gives must exist here.
+            Where they run elsewhere, the trial checks it (``harness._rest_host``).
 
     Returns:
         The normalized config with defaults, and what the archive holds.
@@ -189,9 +199,11 @@ def validate_experiment(
     if too_big:
         raise InvalidConfigError(too_big, source)
     raw, defaults = _defaults(raw, default_storage)
+    own = raw.get("checkpoint_storage") if isinstance(raw, Mapping) else None
+    own_host_path = trials_run_here and isinstance(own, Mapping) and "host_path" in own
     config = validate_config(raw, defaults=defaults, source=source)
     _check_searcher(config, source)
     found = _check_context(config, context, model_dir, source, max_context_ratio,
                            context_ratio_floor)
-    _check_storage(config, source)
+    _check_storage(config, source, own_host_path)
     return ValidExperiment(config, found)

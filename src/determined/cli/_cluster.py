@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from typing import Any, Callable, Dict, List
 
@@ -16,7 +17,9 @@ __all__ = ["add_parser", "version"]
 def add_parser(nouns: Any) -> None:
     master = nouns.add_parser("master", aliases=["m"], help="the master")
     mverbs = master.add_subparsers(dest="verb", metavar="ACTION")
-    cfg = mverbs.add_parser("config", help="print the master's config (JSON)")
+    cfg = mverbs.add_parser("config", help="print the master's config (YAML, as `det e "
+                                           "config` prints an experiment's)")
+    cfg.add_argument("--json", action="store_true", help="print JSON (0.13 printed JSON)")
     cfg.set_defaults(func=_config)
     info = mverbs.add_parser("info", help="the master's version, cluster id and address")
     info.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
@@ -98,7 +101,13 @@ def _slots(args: argparse.Namespace) -> int:
 
 def _config(args: argparse.Namespace) -> int:
     with client(args) as c:
-        print(json.dumps(c.get_master_config(), indent=2))
+        config = c.get_master_config()
+    if getattr(args, "json", False):
+        print(json.dumps(config, indent=2))
+    else:
+        import yaml
+
+        sys.stdout.write(yaml.safe_dump(config, sort_keys=False, default_flow_style=False))
     return 0
 
 

@@ -387,17 +387,41 @@ def _logs(args: argparse.Namespace) -> int:
     return 0
 
 
+#: How long ``det <kind> kill`` waits for a killed task to end (SIGTERM, then SIGKILL).
+KILL_WAIT_SECONDS = 60.0
+
+
+def _wait_ended(api: Any, task_id: str, timeout: float) -> Dict[str, Any]:
+    """The task once TERMINATED, or its last state when ``timeout`` seconds passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        task = api.request("GET", f"/tasks/{task_id}")
+        if task["state"] == "TERMINATED" or time.monotonic() >= deadline:
+            return task
+        time.sleep(0.2)
+
+
 def _kill(args: argparse.Namespace) -> int:
+    """Kill each task and wait until it has ended, so that a `det task list` right
+    after no longer shows it running."""
     failed = 0
     with client(args) as api:
         for task_id in args.ids:
             try:
                 api.request("POST", f"/tasks/{task_id}/kill")
-                print(f"killed {args.kind} {task_id}")
+                task = _wait_ended(api, task_id, KILL_WAIT_SECONDS)
             except Exception as e:
                 if not args.force:
                     raise
                 print(f"det: error: {task_id}: {e}", file=sys.stderr)
+                failed += 1
+                continue
+            if task["state"] == "TERMINATED":
+                print(f"killed {args.kind} {task_id}")
+            else:
+                print(f"det: error: {args.kind} {task_id} is being killed but is still "
+                      f"{task['state']} after {KILL_WAIT_SECONDS:.0f} s; `det task list` "
+                      "shows when it has ended", file=sys.stderr)
                 failed += 1
     return 1 if failed else 0
 

@@ -3,8 +3,9 @@
 --agent-uid UID --agent-gid GID --agent-user USER --agent-group GROUP`` (SPEC 6.4).
 
 Passwords come from ``--password``, else one line of piped stdin, else a ``getpass``
-prompt; stdin that ends before a line is an error, and so is a blank new password read
-that way (``--password ''`` sets one on purpose). Session tokens are cached in
+prompt. For a new password, stdin that ends before a line is an error, and so is a
+blank one read that way (``--password ''`` sets one on purpose); ``login`` reads either
+as a blank password (0.13's default users have one; scripts log in with ``</dev/null``). Session tokens are cached in
 ``$DET_AUTH_DIR/auth.json`` (default ``~/.determined``); ``det -u NAME ...`` picks the
 user of any command.
 """
@@ -89,7 +90,7 @@ def _read_password(args: argparse.Namespace, prompt: str, outcome: str,
         return str(args.password)
     return read_password(prompt, outcome=outcome, confirm=new,
                          blank_refused="to set a blank one on purpose: --password ''"
-                         if new else "")
+                         if new else "", eof_is_blank=not new)
 
 
 def _agent_text(group: Any) -> str:

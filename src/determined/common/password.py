@@ -16,7 +16,7 @@ class PasswordInputError(DeterminedError, ValueError):
 
 
 def read_password(prompt: str, *, outcome: str, confirm: bool = False,
-                  blank_refused: str = "") -> str:
+                  blank_refused: str = "", eof_is_blank: bool = False) -> str:
     """A password from a ``getpass`` prompt on a terminal (asked twice with ``confirm``),
     else from one line of stdin (without its line end).
 
@@ -26,6 +26,9 @@ def read_password(prompt: str, *, outcome: str, confirm: bool = False,
         confirm: on a terminal, ask a second time and compare.
         blank_refused: when set, a blank password is an error, with this hint (how to
             set a blank one on purpose); when empty, a blank password is returned.
+        eof_is_blank: stdin (not a terminal) that ends before a line gives a blank
+            password instead of an error (``det user login </dev/null``: 0.13's default
+            users have blank passwords, and scripts log in that way).
 
     Raises:
         PasswordInputError: stdin ended before a line (``</dev/null``, Ctrl-D), the
@@ -37,7 +40,7 @@ def read_password(prompt: str, *, outcome: str, confirm: bool = False,
     """
     if sys.stdin is None or not sys.stdin.isatty():
         line = sys.stdin.readline() if sys.stdin is not None else ""
-        if not line:  # end of input: not even an empty line
+        if not line and not eof_is_blank:  # end of input: not even an empty line
             raise PasswordInputError(f"No password on stdin (it ended before a line); "
                                      f"{outcome}")
         password = line.rstrip("\r\n")

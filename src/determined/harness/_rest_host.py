@@ -250,6 +250,12 @@ def main() -> int:
     from determined.storage import build_storage
 
     env = TrialEnv.from_dict(spec["env"])
+    from determined.storage import missing_host_path
+
+    missing = missing_host_path(spec["storage"])
+    if missing:  # not created here: the agent's machine lacks a path the config names
+        print(f"trial {env.trial_id} failed: {missing}", flush=True)
+        return EXIT_USER_ERROR
     os.chdir(env.model_dir)
     sys.path.insert(0, env.model_dir)
     client = MasterClient(os.environ["DET_MASTER"], token=os.environ["DET_TRIAL_TOKEN"])

@@ -68,8 +68,9 @@ class ObjectStore(abc.ABC):
         """Delete objects (missing ones are no error)."""
 
     def missing_bucket(self) -> Optional[str]:
-        """Why the bucket surely does not exist (the store said so); None when it exists
-        or the store could not be asked (no credentials here, unreachable)."""
+        """Why the bucket surely cannot be used (the store said so: it does not exist,
+        or it refused the config's own credentials); None when it can, or when the store
+        could not be asked (no credentials here, unreachable)."""
         return None
 
     def list_dirs(self, prefix: str) -> List[str]:

@@ -11,6 +11,10 @@ from determined.storage._object_store import ObjectStore, ObjectStoreStorageMana
 __all__ = ["S3Store", "S3StorageManager"]
 
 
+#: S3 error codes of a 403 saying the request's credentials were refused.
+_REFUSED = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch")
+
+
 class S3Store(ObjectStore):
     """One S3 bucket. Credentials: ``access_key``/``secret_key`` when given, else
     boto3's usual chain (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``, profiles,
@@ -78,7 +82,13 @@ class S3Store(ObjectStore):
                 return f"bucket {self.bucket!r} does not exist{where}"
             if code == "InvalidBucketName":
                 return f"{self.bucket!r} is not a valid S3 bucket name{where}"
-            return None  # e.g. AccessDenied: the agents' credentials may differ
+            if code in _REFUSED and access_key and secret_key:
+                # The config's own keys: the trials will send these very ones.
+                message = e.response.get("Error", {}).get("Message") or ""
+                return (f"bucket {self.bucket!r}{where} refused the credentials "
+                        f"checkpoint_storage.access_key/secret_key ({code} (HTTP 403): "
+                        f"{message})")
+            return None  # credentials from the environment: the agents' may differ
         except (botocore.exceptions.BotoCoreError, ValueError):
             return None  # no credentials or no connection from here
         return None

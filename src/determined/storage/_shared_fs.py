@@ -5,15 +5,36 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import uuid as uuidlib
-from typing import AbstractSet, Iterator, List, Optional
+from typing import AbstractSet, Any, Iterator, List, Mapping, Optional
 
 from determined.errors import CheckpointError, StorageError
 from determined.storage._base import Selector, StorageManager
 
-__all__ = ["SharedFSStorageManager"]
+__all__ = ["SharedFSStorageManager", "missing_host_path"]
 
 _SCRATCH_PREFIX = ".partial-"
+
+
+def missing_host_path(section: Any) -> Optional[str]:
+    """Why a ``shared_fs`` section's ``host_path`` cannot be used on this machine (it
+    does not exist, or is no directory); None when it can, or for other storage types.
+
+    0.13 required ``host_path`` to exist on every agent's machine (it was mounted into
+    the trial's container); creating a missing one would hide a path that is wrong, or
+    a file system that is not mounted. ``storage_path`` under it is created as needed.
+    """
+    if not isinstance(section, Mapping) or section.get("type") != "shared_fs":
+        return None
+    host_path = section.get("host_path")
+    if not isinstance(host_path, str) or not os.path.isabs(host_path) \
+            or os.path.isdir(host_path):
+        return None
+    what = "is not a directory" if os.path.exists(host_path) else "does not exist"
+    return (f"checkpoint_storage.host_path {host_path} {what} on {socket.gethostname()}, "
+            "where trials run; create it (it must exist on every machine that runs "
+            "trials, as in 0.13), or give a directory that exists")
 
 
 class SharedFSStorageManager(StorageManager):

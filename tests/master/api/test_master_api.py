@@ -77,10 +77,30 @@ def test_oversized_context_is_413(api, tiny_dir):
 def test_unknown_ids_are_404(api):
     for method, path in [("GET", "/experiments/9999"), ("POST", "/experiments/9999/pause"),
                          ("GET", "/experiments/9999/trials"), ("GET", "/trials/9999"),
-                         ("GET", "/trials/9999/logs"), ("GET", "/checkpoints/nope")]:
+                         ("GET", "/trials/9999/logs"), ("GET", f"/checkpoints/{ABSENT}")]:
         r = api.request(method, path)
         assert r.status_code == 404, (path, r.text)
-        assert "9999" in r.json()["error"] or "nope" in r.json()["error"]
+        assert "9999" in r.json()["error"] or ABSENT in r.json()["error"]
+
+
+ABSENT = "5b9f0e2a-3c4d-4e5f-a6b7-c8d9e0f1a2b3"  # a well-formed checkpoint id nobody made
+
+
+def test_a_malformed_checkpoint_uuid_is_400_an_unknown_one_404(api):
+    """`det checkpoint download not-a-uuid` (GET /checkpoints/not-a-uuid) was a 404 as if
+    the id were merely unknown; every route taking a checkpoint id now answers a
+    malformed one with a 400 naming it and the expected form."""
+    expected = ("uuid: Expected a checkpoint id in UUID form "
+                "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). Received: 'not-a-uuid'")
+    for method, path, body in [
+            ("GET", "/checkpoints/not-a-uuid", None),
+            ("GET", "/checkpoints/not-a-uuid/download", None),
+            ("POST", "/checkpoints/not-a-uuid/metadata", {"metadata": {"a": 1}}),
+            ("DELETE", "/checkpoints/not-a-uuid/metadata?keys=a", None)]:
+        r = api.request(method, path, json=body)
+        assert (r.status_code, r.json()["error"]) == (400, expected), (path, r.text)
+        r = api.request(method, path.replace("not-a-uuid", ABSENT), json=body)
+        assert r.status_code == 404 and ABSENT in r.json()["error"], (path, r.text)
 
 
 def test_paused_experiment_lifecycle_and_409s(api, tiny_dir):
@@ -120,3 +140,20 @@ def test_null_checkpoint_storage_means_the_masters_default(api, tiny_dir):
     assert r.status_code == 201, r.text
     exp = api.get(f"/experiments/{r.json()['id']}").json()
     assert exp["config"]["checkpoint_storage"]["type"] == "shared_fs"
+
+
+def test_det_checkpoint_commands_name_a_malformed_uuid(shared_master, tmp_path):
+    from det_cli_testing import run_det
+
+    for verb in ("download", "describe"):
+        out = run_det(["-m", shared_master.url, "checkpoint", verb, "not-a-uuid"],
+                      cwd=tmp_path, timeout=120)
+        assert out.returncode == 1, out.stdout
+        assert "Expected a checkpoint id in UUID form" in out.stderr, out.stderr
+        assert "'not-a-uuid'" in out.stderr and "Traceback" not in out.stderr
+        out = run_det(["-m", shared_master.url, "checkpoint", verb, ABSENT], cwd=tmp_path)
+        assert out.returncode == 1 and "(HTTP 404)" in out.stderr, out.stderr
+    assert run_det(["-m", shared_master.url, "model", "create", "uuids"]).returncode == 0
+    out = run_det(["-m", shared_master.url, "model", "register-version", "uuids",
+                   "not-a-uuid"])
+    assert out.returncode == 1 and "UUID form" in out.stderr, out.stderr

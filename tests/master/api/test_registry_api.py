@@ -11,6 +11,7 @@ from determined.master.db import Store
 from master_testing import MasterProcess, create_experiment, wait_for_state
 
 TINY = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "tiny_pytorch"
+NO_VALIDATION = "0e4a1f3c-1d2b-4c5d-8e6f-7a8b9c0d1e2f"
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +58,12 @@ def test_versions_carry_the_searcher_metric_and_its_value(api, finished):
 def test_a_checkpoint_without_a_validation_has_no_value(api, master, finished):
     store = Store("sqlite:///" + os.path.join(master.data_dir, "master.db"))
     try:
-        store.add_checkpoint("no-validation-ckpt", finished[0]["trial_id"], 7, {}, {},
+        store.add_checkpoint(NO_VALIDATION, finished[0]["trial_id"], 7, {}, {},
                              "torch", "saved_model")
     finally:
         store.close()
     assert api.post("/models/bare", json={}).status_code == 201
-    version = api.post("/models/bare/versions", json={"checkpoint_uuid": "no-validation-ckpt"})
+    version = api.post("/models/bare/versions", json={"checkpoint_uuid": NO_VALIDATION})
     assert version.status_code == 201, version.text
     assert version.json()["searcher_metric"] == {
         "name": "accuracy", "smaller_is_better": False, "value": None}
@@ -73,8 +74,12 @@ def test_bad_requests_get_a_4xx_naming_what_is_wrong(api):
     missing = api.get("/models/no-such-model/versions")
     assert missing.status_code == 404 and "no-such-model" in missing.json()["error"]
     assert api.post("/models/alone", json={}).status_code == 201
-    unknown = api.post("/models/alone/versions", json={"checkpoint_uuid": "nope"})
-    assert unknown.status_code == 404 and "nope" in unknown.json()["error"]
+    absent = "6f1c2d3e-4a5b-4c6d-9e7f-8a9b0c1d2e3f"
+    unknown = api.post("/models/alone/versions", json={"checkpoint_uuid": absent})
+    assert unknown.status_code == 404 and absent in unknown.json()["error"]
+    malformed = api.post("/models/alone/versions", json={"checkpoint_uuid": "nope"})
+    assert malformed.status_code == 400, malformed.text
+    assert "checkpoint_uuid" in malformed.text and "UUID form" in malformed.text
     assert api.get("/models/alone/versions", params={"order_by": "up"}).status_code == 400
     negative = api.get("/models/alone/versions/-1")
     assert negative.status_code == 400 and "version" in negative.json()["error"]

@@ -23,6 +23,7 @@ def _batches(api, exp_id):
 def test_completed_checkpoints_survive_repeated_sigkills(master_factory, tmp_path, tiny_dir):
     master = master_factory(slots=1)
     root = tmp_path / "ckpts"
+    root.mkdir()  # a host_path must exist (as in 0.13)
     config = {
         "entrypoint": "model_def:TinyTrial",
         "scheduling_unit": 1,

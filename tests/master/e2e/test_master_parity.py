@@ -143,6 +143,10 @@ def test_model_registry_sdk_and_cli(shared_master, done):
     assert "Validation metrics: " in shown and "{" not in shown, shown
     assert " ".join(shown.split()).count("=") >= len(metrics), shown  # all, k=v
     bad = det(shared_master, "model", "register-version", "cli-net", "nope", code=1)
+    assert "Expected a checkpoint id in UUID form" in bad.stderr, bad.stderr  # malformed
+    assert "Traceback" not in bad.stderr
+    absent = "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a"
+    bad = det(shared_master, "model", "register-version", "cli-net", absent, code=1)
     assert "not found" in bad.stderr and "Traceback" not in bad.stderr
     # A version or slot that does not exist: the message said "version of model 'x' 7
     # not found"; it names what exists.
@@ -178,20 +182,44 @@ def test_templates_merge_into_created_experiments(shared_master, tiny_dir, tmp_p
     assert "no template" in missing.stderr and "Traceback" not in missing.stderr
 
 
-def test_an_invalid_template_is_named_when_create_refuses_the_merged_config(
-        shared_master, tiny_dir, tmp_path):
-    """A template holding a field the experiment schema lacks made create fail naming the
-    field only; the user's own file has no such field, so the error names the template."""
+def test_set_refuses_a_template_with_unknown_or_wrongly_typed_fields(shared_master, tmp_path):
+    """`det template set` stored any mapping; an unknown field failed only when an
+    experiment used the template. Now set refuses it (exit 1, naming each field), the
+    API answers 400, and nothing is stored. Task-config fields stay accepted."""
     tpl = tmp_path / "typo.yaml"
-    tpl.write_text("max_restart: 1\n")  # a typo of max_restarts
-    det(shared_master, "template", "set", "typo", tpl)
-    out = det(shared_master, "e", "create", config_file(tmp_path, tiny_dir), tiny_dir,
-              "--template", "typo", code=1)
+    tpl.write_text("max_restart: 1\nresources: {slots_per_trial: two}\n")
+    out = det(shared_master, "template", "set", "typo", tpl, code=1)
     lines = out.stderr.strip().splitlines()
-    assert lines[1].startswith("  - max_restart: unknown field"), out.stderr
-    assert lines[-1] == ("The config was merged over template 'typo'; `det template "
-                         "describe typo` shows it"), out.stderr
-    det(shared_master, "template", "rm", "typo")
+    assert lines[0] == "det: error: Invalid template 'typo' (2 error(s)):", out.stderr
+    assert any(line.startswith("  - max_restart: unknown field (not part of the experiment "
+                               "config schema)") for line in lines), out.stderr
+    assert any(line.startswith("  - resources.slots_per_trial: Input should be a valid "
+                               "integer") for line in lines), out.stderr
+    assert "Traceback" not in out.stderr
+    det(shared_master, "template", "describe", "typo", code=1)  # nothing stored
+
+    r = httpx.put(shared_master.url + "/api/v1/templates/t2",
+                  json={"config": {"idle_timeout": -5, "searcher": {"name": "nope"}}})
+    assert r.status_code == 400, r.text
+    fields = {d["field"] for d in r.json()["details"]}
+    assert fields == {"idle_timeout", "searcher.name"}, r.json()
+
+    # A partial config is a template; so are the fields of a task config.
+    tpl.write_text("resources: {slots: 2, slots_per_trial: 2}\nidle_timeout: 600\n"
+                   "searcher: {name: adaptive_asha, metric: loss, max_trials: 4}\n"
+                   "environment: {environment_variables: [A=1]}\n")
+    det(shared_master, "template", "set", "partial", tpl)
+    det(shared_master, "template", "rm", "partial")
+
+
+def test_master_config_prints_yaml_as_experiment_config_does(shared_master):
+    """`det master config` printed JSON where `det e config` prints YAML; both print YAML
+    now, and `--json` gives JSON (what 0.13's `det master config` printed)."""
+    api = httpx.get(shared_master.url + "/api/v1/master/config").json()
+    text = det(shared_master, "master", "config").stdout
+    assert not text.lstrip().startswith("{"), text
+    assert yaml.safe_load(text) == api
+    assert json.loads(det(shared_master, "master", "config", "--json").stdout) == api
 
 
 def test_template_names_the_routes_cannot_carry_and_unknown_routes(shared_master, tmp_path):

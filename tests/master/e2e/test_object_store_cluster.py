@@ -111,9 +111,12 @@ def test_object_store_checkpoints_on_a_master(store, master_factory, tiny_dir, t
     assert ckpt.load().context.models[0] is not None
     with master.client() as api:  # clear 404s, never a 500
         deleted = next(c["uuid"] for c in ckpts if c["state"] == "DELETED")
-        for uuid, message in ((deleted, "DELETED"), ("no-such-uuid", "")):
+        unknown = "3e2d1c0b-9a8f-4e7d-8c6b-5a4f3e2d1c0b"
+        for uuid, message in ((deleted, "DELETED"), (unknown, unknown)):
             r = api.get(f"/checkpoints/{uuid}/download")
             assert r.status_code == 404 and message in r.json()["error"], r.text
+        r = api.get("/checkpoints/no-such-uuid/download")  # malformed: a 400 saying so
+        assert r.status_code == 400 and "UUID form" in r.json()["error"], r.text
     out = run_det(["-m", master.url, "checkpoint", "download", kept[0], "-o",
                    str(tmp_path / "cli")])
     assert out.returncode == 0, out.stderr
@@ -215,3 +218,41 @@ def test_a_bucket_that_does_not_exist_is_refused_at_create(store, master_factory
     path.write_text(yaml.safe_dump(config))
     out = run_det(["-m", master.url, "e", "create", path, tiny_dir, "--paused"], timeout=180)
     assert out.returncode == 0, out.stderr
+
+
+def test_s3_credentials_the_bucket_refuses_are_refused_at_create(master_factory, tiny_dir,
+                                                                 tmp_path, monkeypatch):
+    """Keys the bucket refuses (403) were found only at the first checkpoint; the
+    master (and a --local run) refuse the experiment naming the bucket and saying the
+    config's credentials were refused. An S3 server that checks credentials: moto."""
+    import yaml
+
+    from object_store_testing import s3_server_with_auth
+
+    for k, v in NO_AMBIENT_CREDENTIALS.items():
+        monkeypatch.setenv(k, v)
+    master = master_factory(slots=1)
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    path = tmp_path / "refused.yaml"
+    with s3_server_with_auth(str(tmp_path)) as sections:
+        url = sections["allowed"]["endpoint_url"]
+        for name, code in (("wrong_secret", "SignatureDoesNotMatch"),
+                           ("unknown_key", "InvalidAccessKeyId"),
+                           ("no_policy", "AccessDenied")):
+            config["checkpoint_storage"] = sections[name]
+            path.write_text(yaml.safe_dump(config))
+            for extra in ([], ["--local"]):
+                out = run_det(["-m", master.url, "e", "create", path, tiny_dir, *extra],
+                              timeout=180, env={"DET_LOCAL_DIR": str(tmp_path / "local")})
+                assert out.returncode == 1, out.stdout + out.stderr
+                assert (f"  - checkpoint_storage.bucket: bucket '{BUCKET}' at {url} refused "
+                        "the credentials checkpoint_storage.access_key/secret_key "
+                        f"({code} (HTTP 403): ") in out.stderr, (name, extra, out.stderr)
+                assert "Traceback" not in out.stderr
+        listed = run_det(["-m", master.url, "e", "list", "-a", "--json"])
+        assert listed.returncode == 0 and listed.stdout.strip() == "[]", listed.stdout
+        config["checkpoint_storage"] = sections["allowed"]  # keys the bucket accepts
+        path.write_text(yaml.safe_dump(config))
+        out = run_det(["-m", master.url, "e", "create", path, tiny_dir, "--paused"],
+                      timeout=180)
+        assert out.returncode == 0, out.stderr

@@ -409,3 +409,30 @@ def test_cmd_run_queued_for_a_slot_says_so(master):
     finally:
         watchdog.cancel()
     assert proc.returncode == 0 and out.strip() == "ran", out + err
+
+
+def test_kill_returns_once_the_task_has_ended(master):
+    """`det cmd|notebook|shell|tensorboard kill` returned while the task still ran, so a
+    `det task list` right after showed it RUNNING; now kill waits until it has ended.
+    The command takes 3 s to end after SIGTERM."""
+    env = {"DET_MASTER": master.url}
+    slow = "trap 'sleep 3; exit 0' TERM; echo up; while true; do sleep 0.2; done"
+    out = run_det(["cmd", "run", "-d", slow], env=env)
+    assert out.returncode == 0, out.stderr
+    task_id = out.stdout.strip()
+    c = login(master)
+    wait_until(lambda: any(l["line"] == "up" for l in
+                           c.get(f"/api/v1/tasks/{task_id}/logs").json()["logs"]),
+               60, "the command's trap set")
+    killed = run_det(["cmd", "kill", task_id], env=env)
+    assert (killed.returncode, killed.stdout.strip()) == (0, f"killed command {task_id}"), \
+        killed.stderr
+    listing = json.loads(run_det(["task", "list", "--json"], env=env).stdout)
+    row = next(r for r in listing if r["id"] == task_id)
+    assert (row["state"], row["end_reason"]) == ("TERMINATED", "killed"), row
+
+    shell = create_task(c, "shell")
+    wait_task(c, shell["id"], "RUNNING")
+    killed = run_det(["shell", "kill", shell["id"]], env=env)
+    assert killed.returncode == 0, killed.stderr
+    assert task(c, shell["id"])["state"] == "TERMINATED"

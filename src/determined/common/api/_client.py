@@ -110,8 +110,14 @@ class MasterClient:
         return self._auth.username if self._auth is not None else None
 
     def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """Send a request; a GET follows redirects (httpx drops the token on the way to
+        another host), other methods do not: their redirect is an error (``_raise_for``)."""
         try:
-            return self._http.request(method, path, **kwargs)
+            return self._http.request(method, path, follow_redirects=method == "GET",
+                                      **kwargs)
+        except httpx.TooManyRedirects as e:
+            raise APIError(f"the master at {self.url} redirected {method} {path} too many "
+                           f"times ({e}); is {self.url} the master's address?") from None
         except httpx.TransportError as e:
             raise APIError(f"no master is reachable at {self.url}: {e}") from None
 
@@ -135,12 +141,12 @@ class MasterClient:
             self._http.headers["Authorization"] = f"Bearer {self._auth.token()}"
         for attempt in (0, 1):
             try:
-                with self._http.stream("GET", path, **kwargs) as r:
+                with self._http.stream("GET", path, follow_redirects=True, **kwargs) as r:
                     if r.status_code == 401 and self._auth is not None and attempt == 0:
                         self._http.headers["Authorization"] = (
                             f"Bearer {self._auth.token(refresh=True)}")
                         continue
-                    if r.status_code >= 400:
+                    if r.status_code >= 300:
                         r.read()
                         self._raise_for(r)
                     yield r
@@ -150,6 +156,14 @@ class MasterClient:
 
     @staticmethod
     def _raise_for(r: httpx.Response) -> None:
+        if 300 <= r.status_code < 400:  # never a success body (a GET's was followed)
+            method, where = r.request.method, r.headers.get("location")
+            why = (f"to {where}; a {method} is not sent on to another address"
+                   if where else "without a Location to follow")
+            raise APIError(
+                f"{method} {r.request.url} was answered with a redirect (HTTP "
+                f"{r.status_code}) {why}. Give the master's own address (-m/--master or "
+                "$DET_MASTER)", r.status_code)
         if r.status_code >= 400:
             try:
                 body = r.json()

@@ -30,6 +30,7 @@ from determined.master.api._agents import agent_auth, agents_listing, agents_rou
 from determined.master.api._auth import Auth
 from determined.master.api._body_limit import BodyLimit
 from determined.master.api._bounds import int64_params
+from determined.master.api._uuid_params import checkpoint_uuid_params
 from determined.master.api._checkpoint_download import checkpoint_download_router
 from determined.master.api._errors import APIError
 from determined.master.api._experiments import experiments_router
@@ -64,6 +65,7 @@ def create_app(master: Master) -> fastapi.FastAPI:
     app = fastapi.FastAPI(title="Determined master", version=determined.__version__,
                           docs_url=None)
     app.router.dependencies.append(Depends(int64_params))  # ids and counts fit int64
+    app.router.dependencies.append(Depends(checkpoint_uuid_params))  # 400, not 404
     app.add_middleware(BodyLimit, limit=lambda: master.config.limits.max_request_bytes)
     api = fastapi.APIRouter(prefix="/api/v1")
     auth = Auth(master)  # users, sessions, ownership: _auth.py

@@ -114,9 +114,11 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
             except Exception as e:
                 raise APIError(400, f"The config is not valid YAML: {e}") from None
         # Everything that could fail later is checked before the experiment is stored.
+        rm = master.config.resource_manager
         valid = validate_experiment(raw, default_storage=master.config.checkpoint_storage,
                                     context=packed, max_context_ratio=limits.max_context_ratio,
-                                    context_ratio_floor=limits.min_context_ratio_bytes)
+                                    context_ratio_floor=limits.min_context_ratio_bytes,
+                                    trials_run_here=rm.type == "embedded" and rm.slots > 0)
         config = valid.config
         too_large = never_fits(
             master.rm, master.store, "resources.slots_per_trial",

@@ -15,7 +15,8 @@ log, and draining agents and slots.
   experiment, deletes them now -> ``{"deleted": [uuid...]}``.
 - ``GET /templates``, ``GET|PUT|DELETE /templates/{name}`` (``PUT`` ``{config}``):
   ``{name, config, owner}``; anyone reads, only the owner (whoever made it) or an
-  admin overwrites or deletes (403 otherwise).
+  admin overwrites or deletes (403 otherwise); ``PUT`` refuses unknown or wrongly
+  typed fields with a 400 naming them (``_template_check``).
 - ``GET /master/logs?after_id=&limit=&tail=`` -> ``{"logs": [{id, timestamp, level, line}]}``.
 - ``POST /agents/{id}/enable|disable`` and ``POST /agents/{id}/slots/{slot}/enable|disable``
   (admins): a disabled agent or slot gets no new trials; running ones go on.
@@ -43,6 +44,7 @@ from determined.master import views
 from determined.master._master_log import MASTER_LOG
 from determined.master.api._auth import check_owner, require_admin
 from determined.master.api._errors import fail
+from determined.master.api._template_check import check_template
 from determined.master.db import TERMINAL_STATES, NotFoundError, User
 from determined.master.views import iso
 from determined.storage import CheckpointRecord, build_storage, checkpoints_to_keep
@@ -224,6 +226,7 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
             raise fail(400, f"Expected a template name of 1-255 characters. Received: {name!r}")
         limits = master.config.limits
         check_config_tree(body.config, limits.max_config_keys, limits.max_config_depth)
+        check_template(name, body.config)
         with templates_lock:  # the owner check and the write, with no change between
             _template_owner(name, user, "overwrite")
             store.set_template(name, body.config, owner=user.username)

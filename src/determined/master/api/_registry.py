@@ -26,6 +26,7 @@ import fastapi
 import pydantic
 from fastapi import Depends, Query
 
+from determined.engine import check_checkpoint_id
 from determined.master._core import Master
 from determined.master.api._auth import require_admin
 from determined.master.api._errors import fail
@@ -52,6 +53,12 @@ class PatchModel(_Body):
 
 class NewVersion(_Body):
     checkpoint_uuid: str = pydantic.Field(min_length=1)
+
+    @pydantic.field_validator("checkpoint_uuid")
+    @classmethod
+    def _well_formed(cls, uuid: str) -> str:
+        """A malformed id is a bad request (400), an unknown one a 404."""
+        return check_checkpoint_id(uuid)
 
 
 def model_json(r: Any) -> Dict[str, Any]:
