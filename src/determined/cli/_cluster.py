@@ -17,9 +17,11 @@ __all__ = ["add_parser", "version"]
 def add_parser(nouns: Any) -> None:
     master = nouns.add_parser("master", aliases=["m"], help="the master")
     mverbs = master.add_subparsers(dest="verb", metavar="ACTION")
-    cfg = mverbs.add_parser("config", help="print the master's config (YAML, as `det e "
-                                           "config` prints an experiment's)")
-    cfg.add_argument("--json", action="store_true", help="print JSON (0.13 printed JSON)")
+    cfg = mverbs.add_parser("config", help="print the master's config (JSON, as 0.13 did)")
+    fmt = cfg.add_mutually_exclusive_group()
+    fmt.add_argument("--yaml", action="store_true",
+                     help="print YAML, as `det e config` prints an experiment's")
+    fmt.add_argument("--json", action="store_true", help="print JSON (the default)")
     cfg.set_defaults(func=_config)
     info = mverbs.add_parser("info", help="the master's version, cluster id and address")
     info.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
@@ -102,12 +104,12 @@ def _slots(args: argparse.Namespace) -> int:
 def _config(args: argparse.Namespace) -> int:
     with client(args) as c:
         config = c.get_master_config()
-    if getattr(args, "json", False):
-        print(json.dumps(config, indent=2))
-    else:
+    if getattr(args, "yaml", False):
         import yaml
 
         sys.stdout.write(yaml.safe_dump(config, sort_keys=False, default_flow_style=False))
+    else:
+        print(json.dumps(config, indent=4))  # 0.13's output: scripts parse it
     return 0
 
 
