@@ -380,6 +380,11 @@ class Master:
             held = list(self.allocations.items()) + list(self.tasks.running().items())
         return [(task_id, alloc) for task_id, (_, alloc) in held]
 
+    def experiment_waits(self) -> Dict[int, scheduler.Wait]:
+        """Per live experiment none of whose trials holds slots: why its first waiting
+        trial waits (see :class:`WaitBook`)."""
+        return self.waiting.by_experiment(self.experiments, self.allocations)
+
     def set_scheduling_flags(self, flags: Any) -> None:
         """Apply the stored enabled/disabled agents and slots (``Store.scheduling_flags``)."""
         with self.lock:

@@ -48,7 +48,7 @@ def experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[s
     """An experiment with its trials; with the config, each trial also says whether it
     holds slots now (``running``; else an ACTIVE one waits)."""
     out = views.experiment_json(master.store, id, with_config)
-    wait = _experiment_waits(master).get(id)
+    wait = master.experiment_waits().get(id)
     out["waiting"] = wait.as_json() if wait is not None else None
     if with_config:
         held = {task_id for task_id, _ in master.slot_holders()}
@@ -56,10 +56,6 @@ def experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[s
             trial["running"] = scheduler.trial_task_id(trial["id"]) in held
             trial["waiting"] = _trial_wait(master, trial["id"])
     return out
-
-
-def _experiment_waits(master: Master) -> Dict[int, Any]:
-    return master.waiting.by_experiment(master.experiments, master.allocations)
 
 
 def _trial_wait(master: Master, trial_id: int) -> Optional[Dict[str, Any]]:
@@ -139,7 +135,7 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
         if user is not None:
             store.get_user(user)  # 404 for an unknown user
         rows = views.experiments_json(store, archived, user)
-        waits = _experiment_waits(master)
+        waits = master.experiment_waits()
         for row in rows:
             wait = waits.get(row["id"])
             row["waiting"] = wait.as_json() if wait is not None else None
@@ -221,7 +217,7 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
                 out["trials"][str(trial_id)] = wait.as_json()
             elif task_id.startswith(TASK_PREFIX):
                 out["tasks"][task_id[len(TASK_PREFIX):]] = wait.as_json()
-        for exp_id, wait in _experiment_waits(master).items():
+        for exp_id, wait in master.experiment_waits().items():
             out["experiments"][str(exp_id)] = wait.as_json()
         return out
 
