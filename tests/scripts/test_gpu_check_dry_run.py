@@ -7,6 +7,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import tarfile
 
 import pytest
 
@@ -58,8 +59,13 @@ def test_dry_run_passes_every_stage_and_prints_the_readme_markdown(wheels, tmp_p
     assert re.search(r"pytest tests/gpu \(\d+ passed", markdown), markdown
     assert "| mlp (tiny CPU sizes) | fp32 |" in markdown and "| 2 | 4 | 0 |" in markdown
     assert markdown in proc.stdout  # printed for the next session to paste
+    assert re.search(r"^\| import probe \(\d+ of \d+ determined modules imported\) \| passed \|",
+                     markdown, re.M), markdown
     assert sorted(p.name for p in out.iterdir()) == [
-        "gpu-check.log", "gpu-tests.xml", "packing.json", "readme-gpu.md", "throughput.json"]
+        "gpu-check.log", "gpu-test-files.tgz", "gpu-tests.xml", "packing.json", "readme-gpu.md",
+        "throughput.json"]
+    with tarfile.open(out / "gpu-test-files.tgz") as logs:  # a post-mortem of the tests
+        assert all(m.name.startswith("tests/") for m in logs.getmembers())
 
 
 def test_dry_run_fails_loudly_when_a_wheel_is_missing(wheels, tmp_path):
