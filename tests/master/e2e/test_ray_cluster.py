@@ -254,6 +254,16 @@ def test_tasks_on_ray_nodes(ray_master, tmp_path):
                                                     "resources": {"slots": 1}})
         time.sleep(2)
         assert _task(api, waiting)["state"] == "PENDING"
+        # Why it waits, from the Ray nodes' slots: both in use, naming their holders.
+        why = wait_until(lambda: _task(api, waiting)["waiting"], what="a waiting reason")
+        assert why["reason"] == "waiting for 1 slot in use" and not why["impossible"], why
+        assert all(f"task {t}" in why["detail"] for t in sleepers), why
+        # More slots than any node has: it says so (the cluster may grow, so no 400).
+        wide = _new_task(api, "command", config={"entrypoint": "echo wide",
+                                                 "resources": {"slots": 3}})
+        why = wait_until(lambda: _task(api, wide)["waiting"], what="a waiting reason")
+        assert why["reason"].startswith("needs 3 slots, ") and why["impossible"], why
+        assert api.post(f"/tasks/{wide}/kill").status_code == 200
         assert api.post(f"/tasks/{sleepers[0]}/kill").status_code == 200
         killed = _task_in(api, sleepers[0], "TERMINATED")
         assert killed["end_reason"] == "killed" and killed["exit_code"] == -15, killed
