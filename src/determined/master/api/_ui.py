@@ -454,6 +454,7 @@ class _Feed:
         self.logs_after = -1 if logs_after is None else logs_after
         self.seen_experiments: Optional[Dict[int, Any]] = None
         self.seen_trials: Dict[int, Any] = {}
+        self.polled = False  # the first poll reads the state later changes are measured against
         self.tasks = False
         self.task_id: Optional[str] = None
         self.task_logs_after = 0
@@ -566,7 +567,7 @@ class _Feed:
                     self.seen_trials[t["id"]] = v
                     t["records_per_batch"] = global_batch_size(t["hparams"])
                     changed.append(t)
-            if changed:
+            if changed and self.polled:
                 out.append(_event("trials", changed))
         if self.trial_id is not None:
             if self.experiment_id is None:
@@ -574,8 +575,9 @@ class _Feed:
                 v = (tr.state, tr.total_batches, tr.restarts, tr.best_validation)
                 if self.seen_trials.get(tr.id) != v:
                     self.seen_trials[tr.id] = v
-                    out.append(_event("trials", [next(t for t in q.trial_rows(
-                        self.store, tr.experiment_id) if t["id"] == tr.id)]))
+                    if self.polled:
+                        out.append(_event("trials", [next(t for t in q.trial_rows(
+                            self.store, tr.experiment_id) if t["id"] == tr.id)]))
             if self.trial_id not in trial_ids:
                 trial_ids.append(self.trial_id)
             lines = q.new_log_lines(self.store, self.trial_id, self.logs_after)
@@ -592,4 +594,5 @@ class _Feed:
                     {"id": r.id, "trial_id": r.trial_id, "kind": r.kind,
                      "total_batches": r.total_batches, "end_time": r.end_time.timestamp(),
                      "metrics": r.metrics} for r in rows]))
+        self.polled = True
         return out
