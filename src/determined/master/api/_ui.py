@@ -392,8 +392,8 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         ``GET /models`` shows them, and the names of removed ones) and ``model``
         (``model``'s versions, as ``GET /models/{name}/versions``, when it changed;
         ``{"model": null, "versions": []}`` once it is deleted) and, with ``waiting``,
-        ``waiting`` (as ``GET /waiting``, narrowed to what the stream follows: every
-        experiment with ``experiments``, else ``experiment_id``; its trials or
+        ``waiting`` (as ``GET /waiting``, narrowed to what the stream follows:
+        ``experiment_id``, else every experiment with ``experiments``; its trials or
         ``trial_id``; tasks with ``tasks``), sent on connecting and then only when a reason
         appears, changes or clears.
 
@@ -527,10 +527,11 @@ class _Feed:
             return []
         waits = waiting_json(self.master)
         trials = {str(t) for t in trial_ids}
+        one = None if self.experiment_id is None else str(self.experiment_id)
         view = {"tasks": waits["tasks"] if self.tasks else {},
                 "trials": {k: w for k, w in waits["trials"].items() if k in trials},
                 "experiments": {k: w for k, w in waits["experiments"].items()
-                                if self.experiments or k == str(self.experiment_id)}}
+                                if k == one or (one is None and self.experiments)}}
         if view == self.seen_waiting:
             return []
         self.seen_waiting = view
