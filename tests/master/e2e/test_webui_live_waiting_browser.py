@@ -6,7 +6,6 @@ even when its channel is slow to connect, while still following live changes.
 Every request the browser makes is recorded."""
 
 import os
-import time
 from collections import Counter
 from urllib.parse import urlparse
 
