@@ -412,7 +412,7 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         feed = _Feed(master, experiments, experiment_id, trial_id, metrics_after, logs_after)
         feed.follow_tasks(tasks, task_id, task_logs_after)
         feed.follow_models(models, model)
-        feed.waiting = waiting
+        feed.follow_waiting(waiting)
 
         async def stream() -> AsyncIterator[str]:
             # The first poll reads the state later changes are measured against.
@@ -520,6 +520,10 @@ class _Feed:
                 versions = {"model": None, "versions": []}
             out.append(_event("model", versions))
         return out
+
+    def follow_waiting(self, waiting: bool) -> None:
+        """Also send why what the stream follows waits."""
+        self.waiting = waiting
 
     def _poll_waiting(self, trial_ids: List[int]) -> List[str]:
         """Why what the stream follows waits: on the first poll, then on each change."""
