@@ -6,6 +6,7 @@ even when its channel is slow to connect, while still following live changes.
 Every request the browser makes is recorded."""
 
 import os
+import time
 from collections import Counter
 from urllib.parse import urlparse
 
@@ -95,11 +96,14 @@ def test_an_experiment_says_why_it_waits_live(master, client, browser, tiny_dir,
         f"/experiments/{first}").json()["trials"]), 120, "the first trial to hold the slot")
     page.locator(f"a[href='/experiments/{first}']").first.wait_for()
 
-    # The list, open before the second experiment exists, shows why it waits.
+    # The list, open before the second experiment exists, shows why it waits (the
+    # master decides each second, the channel checks every 0.5 s: about 1-2 s).
+    created = time.monotonic()
     second = create_experiment(client, _config(tiny_dir, sleep=0.05), model)
     row = page.locator("tbody tr", has=page.locator(f"a[href='/experiments/{second}']"))
     note = row.locator("[data-testid=waiting]")
     note.wait_for(timeout=15000)
+    print(f"waiting reason shown {time.monotonic() - created:.2f} s after the create call")
     assert "slot" in note.inner_text(), note.inner_text()
 
     # Its page too, opened before the first ends, and clears it when the slot frees.
