@@ -106,7 +106,16 @@ def test_an_experiment_says_why_it_waits_live(master, client, browser, tiny_dir,
     print(f"waiting reason shown {time.monotonic() - created:.2f} s after the create call")
     assert "slot" in note.inner_text(), note.inner_text()
 
-    # Its page too, opened before the first ends, and clears it when the slot frees.
+    # Its trial's page says so too.
+    trial = wait_until(lambda: client.get(f"/experiments/{second}").json()["trials"], 60,
+                       "the second experiment's trial")[0]["id"]
+    page.goto(master.url + f"/trials/{trial}")
+    trial_note = page.get_by_test_id("trial-waiting")
+    trial_note.wait_for(timeout=15000)
+    assert "Waiting:" in trial_note.inner_text() and "slot" in trial_note.inner_text()
+
+    # And its page, opened before the first ends, clears it when the slot frees.
+    page.goto(master.url + "/experiments")
     page.locator(f"a[href='/experiments/{second}']").first.click()
     waiting = page.get_by_test_id("experiment-waiting")
     waiting.wait_for(timeout=15000)
