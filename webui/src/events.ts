@@ -26,8 +26,10 @@ export function parseEvents(buffer: string): { events: { name: string; data: str
 }
 
 /** How long the channel waits before reconnecting, and how long a page waits for its
- * first connection before it loads without it (``follow``; tests change both). */
-export const reconnect = { delayMs: 2000, fallbackMs: 1000 };
+ * first connection before it loads without it (``follow``; tests change both). The wait
+ * is for a stream held back on its way (a buffering proxy), not for a slow master: a
+ * channel that opens after the page loaded without it makes the page load again. */
+export const reconnect = { delayMs: 2000, fallbackMs: 5000 };
 
 export type Params = () => Record<string, string | number | boolean>;
 

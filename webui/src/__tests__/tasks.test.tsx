@@ -1,8 +1,9 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { cleanup, render, screen } from "@testing-library/react";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { cleanup, render, screen, waitFor } from "@testing-library/react";
 import { applyTaskEvent, openUrl } from "../pages/TaskList";
 import Logs from "../components/Logs";
 import type { TaskRow } from "../api";
+import { callsTo, installFakeMaster, liveChannel, open, removeFakeMaster, routes } from "./fake-master";
 
 afterEach(cleanup);
 
@@ -42,5 +43,26 @@ describe("task logs", () => {
     const { container } = render(<Logs taskId="a1" live={live} />);
     expect(container.querySelector("img")).toBeNull();
     expect(screen.getByTestId("task-logs").textContent).toContain("<img src=x onerror=alert(1)> done");
+  });
+});
+
+describe("the task list's waiting notes", () => {
+  beforeEach(installFakeMaster);
+  afterEach(removeFakeMaster);
+  const behind = { reason: "waiting for 1 slot in use", detail: "held by task a1", impossible: false };
+
+  it("come from the live channel's waiting events, without reading /waiting", async () => {
+    const live = liveChannel();
+    routes["GET /api/v1/tasks"] = () => [200, { tasks: [row({}), row({ id: "b2", state: "PENDING", agent_id: null, slot_ids: [] })] }];
+    open("/tasks");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    expect(live.queries[0].get("waiting")).toBe("true");
+    live.connect();
+    await screen.findByText("b2");
+    live.send("waiting", { tasks: { b2: behind }, trials: {}, experiments: {} });
+    expect((await screen.findByTestId("waiting")).textContent).toBe(behind.reason);
+    live.send("waiting", { tasks: {}, trials: {}, experiments: {} });
+    await waitFor(() => expect(screen.queryByTestId("waiting")).toBeNull());
+    expect(callsTo("/api/v1/waiting")).toHaveLength(0);
   });
 });

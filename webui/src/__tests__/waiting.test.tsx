@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { cleanup, render, screen, waitFor } from "@testing-library/react";
+import { act, cleanup, render, screen } from "@testing-library/react";
 import { useWaits, WaitingNote, type Waits } from "../components/Waiting";
 
 afterEach(() => {
@@ -26,26 +26,28 @@ describe("WaitingNote", () => {
   });
 });
 
-function TaskNote({ active, id }: { active: boolean; id: string }) {
-  const waits = useWaits(active);
+let send: (name: string, payload: unknown) => boolean = () => false;
+
+function TaskNote({ id }: { id: string }) {
+  const { waits, onEvent } = useWaits();
+  send = onEvent;
   return <WaitingNote wait={waits.tasks[id]} />;
 }
 
 describe("useWaits", () => {
-  it("reads the master's reasons while active", async () => {
-    const answer: Waits = { tasks: { ab12: behind }, trials: {}, experiments: {} };
-    const fetch = vi.fn(async () => new Response(JSON.stringify(answer), { status: 200 }));
-    vi.stubGlobal("fetch", fetch);
-    render(<TaskNote active id="ab12" />);
-    await waitFor(() => expect(screen.getByTestId("waiting").textContent).toBe(behind.reason));
-    expect(String((fetch.mock.calls[0] as unknown[])[0])).toBe("/api/v1/waiting");
-  });
-  it("reads nothing while nothing on the page can wait", async () => {
+  it("shows what the live channel's waiting events say, without reading the API", () => {
     const fetch = vi.fn();
     vi.stubGlobal("fetch", fetch);
-    const { container } = render(<TaskNote active={false} id="ab12" />);
-    await new Promise((r) => setTimeout(r, 20));
-    expect(fetch).not.toHaveBeenCalled();
+    const { container } = render(<TaskNote id="ab12" />);
     expect(container.textContent).toBe("");
+    const answer: Waits = { tasks: { ab12: behind }, trials: {}, experiments: {} };
+    act(() => void expect(send("waiting", answer)).toBe(true));
+    expect(screen.getByTestId("waiting").textContent).toBe(behind.reason);
+    // Other events are the page's; a reason that clears goes away.
+    expect(send("tasks", { changed: [], removed: [] })).toBe(false);
+    expect(screen.getByTestId("waiting").textContent).toBe(behind.reason);
+    act(() => void send("waiting", { tasks: {}, trials: {}, experiments: {} }));
+    expect(container.textContent).toBe("");
+    expect(fetch).not.toHaveBeenCalled();
   });
 });

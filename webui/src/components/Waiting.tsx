@@ -1,7 +1,6 @@
-/** Why things wait: the master's reasons (``GET /waiting``) for pending tasks, trials and
- * experiments, polled while a page shows something that may wait. */
-import { useEffect, useState } from "react";
-import { api } from "../api";
+/** Why things wait: the master's reasons for pending tasks, trials and experiments, pushed
+ * on the live channel (``GET /waiting`` says the same, for the CLI and scripts). */
+import { useCallback, useState } from "react";
 
 export interface Wait {
   reason: string;
@@ -16,36 +15,19 @@ export interface Waits {
 }
 
 export const NO_WAITS: Waits = { tasks: {}, trials: {}, experiments: {} };
-/** How often the reasons are read again (the master decides once a second). */
-export const WAIT_POLL_MS = 2000;
 
-/** The master's reasons, read every WAIT_POLL_MS while ``active`` (none otherwise). A
- * failed read keeps the last answer: the page shows connection errors itself. */
-export function useWaits(active: boolean): Waits {
+/** Why things wait, as the live channel's ``waiting`` events last said (a page follows the
+ * channel with ``waiting: true``; the master sends the reasons on connecting and then each
+ * time one appears, changes or clears). ``onEvent`` takes every channel event and says
+ * whether it was a ``waiting`` one. */
+export function useWaits(): { waits: Waits; onEvent: (name: string, payload: unknown) => boolean } {
   const [waits, setWaits] = useState<Waits>(NO_WAITS);
-  useEffect(() => {
-    if (!active) {
-      setWaits(NO_WAITS);
-      return;
-    }
-    let stopped = false;
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const poll = async () => {
-      try {
-        const answer = await api<Waits>("/waiting");
-        if (!stopped) setWaits(answer);
-      } catch {
-        // keep the last reasons
-      }
-      if (!stopped) timer = setTimeout(poll, WAIT_POLL_MS);
-    };
-    void poll();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-    };
-  }, [active]);
-  return waits;
+  const onEvent = useCallback((name: string, payload: unknown) => {
+    if (name !== "waiting") return false;
+    setWaits(payload as Waits);
+    return true;
+  }, []);
+  return { waits, onEvent };
 }
 
 /** Why an item waits: its short reason (the detail on hover), or the detail with ``full``. */

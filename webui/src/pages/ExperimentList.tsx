@@ -8,6 +8,7 @@ import { counted, formatDuration, formatNumber, formatTime } from "../format";
 import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
 import { ConfirmButton, ErrorLine, Labels, Progress, StateBadge } from "../components/Bits";
+import { useWaits, WaitingNote } from "../components/Waiting";
 
 const STATES = ["ACTIVE", "PAUSED", "STOPPING_CANCELED", "STOPPING_COMPLETED", "STOPPING_ERROR", "COMPLETED", "CANCELED", "ERROR"];
 const ACTIONS = ["pause", "activate", "cancel", "kill", "archive", "unarchive"] as const;
@@ -53,6 +54,7 @@ export default function ExperimentList() {
     return api<ListResponse>(`/ui/experiments?${query}`);
   }, [query]);
   const { data, error: loadError, load, update } = useLoaded(fetcher);
+  const { waits, onEvent: onWaitingEvent } = useWaits();
   const error = loadError ?? channelError;
   const dataRef = useRef(data);
   dataRef.current = data;
@@ -75,8 +77,8 @@ export default function ExperimentList() {
   // made while it was down), or without it when it is slow; another filter loads at once.
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | null = null;
-    const stop = follow(() => ({ experiments: true }), (name, payload) => {
-      if (name !== "experiments") return;
+    const stop = follow(() => ({ experiments: true, waiting: true }), (name, payload) => {
+      if (onWaitingEvent(name, payload) || name !== "experiments") return;
       const changed = new Map<number, ExperimentRow>(payload.changed.map((e: ExperimentRow) => [e.id, e]));
       update((d) => ({ ...d, experiments: d.experiments.map((e) => changed.get(e.id) ?? e) }));
       // A new experiment (or a deleted one on this page) reloads the page; changes of
@@ -90,7 +92,7 @@ export default function ExperimentList() {
       stop();
       if (timer) clearTimeout(timer);
     };
-  }, [update]);
+  }, [update, onWaitingEvent]);
 
   const set = (changes: Record<string, string | null>) => {
     const next = new URLSearchParams(params);
@@ -119,7 +121,7 @@ export default function ExperimentList() {
       render: (e) => <Link to={`/experiments/${e.id}`} className="desc">{e.description || <span className="muted">(none)</span>}</Link> },
     { key: "labels", title: "Labels", value: (e) => e.labels.join(","), render: (e) => <Labels labels={e.labels} />, sortable: false },
     { key: "owner", title: "Owner", value: (e) => e.owner },
-    { key: "state", title: "State", value: (e) => e.state, render: (e) => <StateBadge state={e.state} /> },
+    { key: "state", title: "State", value: (e) => e.state, render: (e) => <><StateBadge state={e.state} />{e.state === "ACTIVE" ? <WaitingNote wait={waits.experiments[e.id]} /> : null}</> },
     { key: "progress", title: "Progress", value: (e) => e.progress, render: (e) => <Progress value={e.progress} state={e.state} /> },
     { key: "num_trials", title: "Trials", value: (e) => e.num_trials },
     { key: "best_metric", title: "Best metric", value: (e) => e.best_metric,

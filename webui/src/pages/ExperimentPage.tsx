@@ -46,7 +46,7 @@ export default function ExperimentPage() {
   const tab = (params.get("tab") ?? "curves") as (typeof TABS)[number];
   const fetcher = useCallback(() => api<ExperimentDetail>(`/ui/experiments/${id}`), [id]);
   const { data: exp, error: loadError, load, update } = useLoaded(fetcher);
-  const waits = useWaits(exp?.state === "ACTIVE");
+  const { waits, onEvent: onWaitingEvent } = useWaits();
   const [channelError, setChannelError] = useState<unknown>(null);
   const error = loadError ?? channelError;
   const [actionError, setActionError] = useState<unknown>(null);
@@ -78,6 +78,7 @@ export default function ExperimentPage() {
     setChannelError(null);
     let metricsAfter: number | null = null;
     const onEvent = (name: string, payload: any) => {
+      if (onWaitingEvent(name, payload)) return;
       if (name === "trials") {
         update((e) => {
           const byId = new Map(e.trials.map((t) => [t.id, t]));
@@ -109,9 +110,9 @@ export default function ExperimentPage() {
       if (answer && metricsAfter == null) metricsAfter = answer.last_metric_id;
       return answer;
     };
-    return follow(() => ({ experiment_id: id, experiments: true, ...(metricsAfter != null && { metrics_after: metricsAfter }) }),
+    return follow(() => ({ experiment_id: id, experiments: true, waiting: true, ...(metricsAfter != null && { metrics_after: metricsAfter }) }),
       onEvent, { load: loadTail, onRefused: setChannelError });
-  }, [id, load, update, updateCurves]);
+  }, [id, load, update, updateCurves, onWaitingEvent]);
 
   if (!exp || exp.id !== id) return error ? <ErrorLine error={error} /> : <p className="muted">Loading…</p>;
   const mayEdit = canEdit(user, exp.owner);

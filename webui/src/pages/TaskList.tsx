@@ -37,7 +37,7 @@ export default function TaskList() {
     return applyTaskEvent([], { changed: r.tasks, removed: [] });
   }, []);
   const { data: rows, error: loadError, load, update } = useLoaded(fetcher);
-  const waits = useWaits((rows ?? []).some((t) => t.state === "PENDING"));
+  const { waits, onEvent: onWaitingEvent } = useWaits();
   const error = loadError ?? channelError ?? actionError;
 
   // Live: task rows and the open task's log lines, from the newest line of its tail and
@@ -57,8 +57,9 @@ export default function TaskList() {
     let logsAfter = tailAfter ?? 0;
     return follow(
       (): Record<string, string | number | boolean> =>
-        (logsOf ? { tasks: true, task_id: logsOf, task_logs_after: logsAfter } : { tasks: true }),
+        ({ tasks: true, waiting: true, ...(logsOf && { task_id: logsOf, task_logs_after: logsAfter }) }),
       (name, payload) => {
+        if (onWaitingEvent(name, payload)) return;
         if (name === "tasks") update((r) => applyTaskEvent(r, payload));
         else if (name === "task_logs") {
           const lines = payload as LogLine[];
@@ -68,7 +69,7 @@ export default function TaskList() {
       },
       { load, onRefused: setChannelError },
     );
-  }, [logsOf, tailAfter, load, update]);
+  }, [logsOf, tailAfter, load, update, onWaitingEvent]);
 
   const kill = async (t: TaskRow) => {
     try {

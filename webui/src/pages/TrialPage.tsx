@@ -93,7 +93,7 @@ export default function TrialPage() {
     return { ...answer, offset };
   }, [trialId, page]);
   const { data: info, error: loadError, load, update } = useLoaded(fetcher);
-  const waits = useWaits(info?.trial?.state === "ACTIVE");
+  const { waits, onEvent: onWaitingEvent } = useWaits();
   const error = loadError ?? ownerError ?? channelError ?? actionError;
   useLoadWhenChanged(load, page);
   const experimentId = info?.trial?.experiment_id;
@@ -121,6 +121,7 @@ export default function TrialPage() {
     let logsAfter: number | null = null;
     let reloading: ReturnType<typeof setTimeout> | undefined;
     const onEvent = (name: string, payload: any) => {
+      if (onWaitingEvent(name, payload)) return;
       if (name === "logs") {
         const lines = payload as LogLine[];
         logsAfter = lines[lines.length - 1].id;
@@ -150,6 +151,7 @@ export default function TrialPage() {
     };
     const stop = follow(() => ({
       trial_id: trialId,
+      waiting: true,
       ...(metricsAfter != null && { metrics_after: metricsAfter }),
       ...(logsAfter != null && { logs_after: logsAfter }),
     }), onEvent, { load: loadTails, onRefused: setChannelError });

@@ -41,7 +41,7 @@ from determined.master.experiments import NotFinishedError
 from determined.master.experiments._service import RUN_ACTIONS
 from determined.master.tasks import PREFIX as TASK_PREFIX
 
-__all__ = ["experiment_json", "experiments_router"]
+__all__ = ["experiment_json", "experiments_router", "waiting_json"]
 
 
 def experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[str, Any]:
@@ -62,6 +62,20 @@ def _trial_wait(master: Master, trial_id: int) -> Optional[Dict[str, Any]]:
     """Why the trial waits for slots (``{reason, detail, impossible}``), or None."""
     wait = master.waiting.of(scheduler.trial_task_id(trial_id))
     return wait.as_json() if wait is not None else None
+
+
+def waiting_json(master: Master) -> Dict[str, Dict[str, Any]]:
+    """Why pending things wait, as ``GET /waiting`` (and the UI's live channel) says it."""
+    out: Dict[str, Dict[str, Any]] = {"tasks": {}, "trials": {}, "experiments": {}}
+    for task_id, wait in master.waiting.all().items():
+        trial_id = scheduler.trial_of_task(task_id)
+        if trial_id is not None:
+            out["trials"][str(trial_id)] = wait.as_json()
+        elif task_id.startswith(TASK_PREFIX):
+            out["tasks"][task_id[len(TASK_PREFIX):]] = wait.as_json()
+    for exp_id, wait in master.experiment_waits().items():
+        out["experiments"][str(exp_id)] = wait.as_json()
+    return out
 
 
 def trial_with_wait(master: Master, trial: Dict[str, Any]) -> Dict[str, Any]:
@@ -209,17 +223,7 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
     def list_waiting() -> Dict[str, Any]:
         """Why pending things wait: ``{"tasks": {id: wait}, "trials": {id: wait},
         "experiments": {id: wait}}`` with ``wait`` = ``{reason, detail, impossible}``."""
-        waits = master.waiting.all()
-        out: Dict[str, Dict[str, Any]] = {"tasks": {}, "trials": {}, "experiments": {}}
-        for task_id, wait in waits.items():
-            trial_id = scheduler.trial_of_task(task_id)
-            if trial_id is not None:
-                out["trials"][str(trial_id)] = wait.as_json()
-            elif task_id.startswith(TASK_PREFIX):
-                out["tasks"][task_id[len(TASK_PREFIX):]] = wait.as_json()
-        for exp_id, wait in master.experiment_waits().items():
-            out["experiments"][str(exp_id)] = wait.as_json()
-        return out
+        return waiting_json(master)
 
     @api.get("/checkpoints/{uuid}")
     def get_checkpoint(uuid: str) -> Dict[str, Any]:

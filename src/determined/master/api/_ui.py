@@ -14,8 +14,8 @@
 - ``GET /ui/trials/{id}/logs``: log lines, with a case-insensitive text search.
 - ``GET /ui/cluster``: agents, slots, the trial and experiment on each slot.
 - ``GET /ui/events``: a live channel (server-sent events) for experiment, trial and
-  task state changes, new metrics and new log lines (of a trial or a task), and the
-  model registry (the model list, one model's versions).
+  task state changes, new metrics and new log lines (of a trial or a task), the
+  model registry (the model list, one model's versions), and why things wait.
 
 Writes (pause, kill, labels, fork...) go through the ordinary API routes, so the UI
 can do nothing the API would refuse.
@@ -42,6 +42,7 @@ from determined.master._core import Master
 from determined.master.api import _ui_queries as q
 from determined.master.api._agents import agents_listing
 from determined.master.api._downsample import minmax_buckets
+from determined.master.api._experiments import waiting_json
 from determined.master.api._importance import hparam_importance
 from determined.master.api._registry import model_json, model_versions_json
 from determined.master.db import NotFoundError
@@ -380,6 +381,8 @@ def ui_router(master: Master) -> fastapi.APIRouter:
                                     "after the stream opens"),
         models: bool = Query(False, description="changes of the model registry's list"),
         model: Optional[str] = Query(None, description="this registry model's changes"),
+        waiting: bool = Query(False, description="why the followed experiments, trials "
+                                                 "and tasks wait, when that changes"),
     ) -> StreamingResponse:
         """Server-sent events, checked every 0.5 s: ``experiments`` (changed list rows),
         ``trials`` (changed trials of ``experiment_id``), ``metrics`` (new metrics rows
@@ -388,7 +391,11 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         ``task_logs`` (new lines of ``task_id``), ``models`` (changed models, as
         ``GET /models`` shows them, and the names of removed ones) and ``model``
         (``model``'s versions, as ``GET /models/{name}/versions``, when it changed;
-        ``{"model": null, "versions": []}`` once it is deleted).
+        ``{"model": null, "versions": []}`` once it is deleted) and, with ``waiting``,
+        ``waiting`` (as ``GET /waiting``, narrowed to what the stream follows:
+        ``experiment_id``, else every experiment with ``experiments``; its trials or
+        ``trial_id``; tasks with ``tasks``), sent on connecting and then only when a reason
+        appears, changes or clears.
 
         The stream's first bytes (the comment ``: connected``) come once the state that
         later events change was read: a page that loads on receiving them misses
@@ -405,6 +412,7 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         feed = _Feed(master, experiments, experiment_id, trial_id, metrics_after, logs_after)
         feed.follow_tasks(tasks, task_id, task_logs_after)
         feed.follow_models(models, model)
+        feed.follow_waiting(waiting)
 
         async def stream() -> AsyncIterator[str]:
             # The first poll reads the state later changes are measured against.
@@ -436,6 +444,7 @@ class _Feed:
                  trial_id: Optional[int], metrics_after: Optional[int],
                  logs_after: Optional[int]):
         """A tail whose ``*_after`` id is None starts at the newest row of the first poll."""
+        self.master = master
         self.store = master.store
         self.experiments = experiments
         self.experiment_id = experiment_id
@@ -445,6 +454,7 @@ class _Feed:
         self.logs_after = -1 if logs_after is None else logs_after
         self.seen_experiments: Optional[Dict[int, Any]] = None
         self.seen_trials: Dict[int, Any] = {}
+        self.polled = False  # the first poll reads the state later changes are measured against
         self.tasks = False
         self.task_id: Optional[str] = None
         self.task_logs_after = 0
@@ -452,6 +462,8 @@ class _Feed:
         self.models = False
         self.model: Optional[str] = None
         self.seen_models: Optional[Dict[str, Any]] = None
+        self.waiting = False
+        self.seen_waiting: Optional[Dict[str, Dict[str, Any]]] = None
 
     def follow_tasks(self, tasks: bool, task_id: Optional[str],
                      logs_after: Optional[int]) -> None:
@@ -509,6 +521,26 @@ class _Feed:
             out.append(_event("model", versions))
         return out
 
+    def follow_waiting(self, waiting: bool) -> None:
+        """Also send why what the stream follows waits."""
+        self.waiting = waiting
+
+    def _poll_waiting(self, trial_ids: List[int]) -> List[str]:
+        """Why what the stream follows waits: on the first poll, then on each change."""
+        if not self.waiting:
+            return []
+        waits = waiting_json(self.master)
+        trials = {str(t) for t in trial_ids}
+        one = None if self.experiment_id is None else str(self.experiment_id)
+        view = {"tasks": waits["tasks"] if self.tasks else {},
+                "trials": {k: w for k, w in waits["trials"].items() if k in trials},
+                "experiments": {k: w for k, w in waits["experiments"].items()
+                                if k == one or (one is None and self.experiments)}}
+        if view == self.seen_waiting:
+            return []
+        self.seen_waiting = view
+        return [_event("waiting", view)]
+
     def _start_tails(self) -> None:
         """Tails without a start id start at the newest rows now (the first poll)."""
         if min(self.metrics_after, self.logs_after, self.task_logs_after) < 0:
@@ -540,7 +572,7 @@ class _Feed:
                     self.seen_trials[t["id"]] = v
                     t["records_per_batch"] = global_batch_size(t["hparams"])
                     changed.append(t)
-            if changed:
+            if changed and self.polled:
                 out.append(_event("trials", changed))
         if self.trial_id is not None:
             if self.experiment_id is None:
@@ -548,8 +580,9 @@ class _Feed:
                 v = (tr.state, tr.total_batches, tr.restarts, tr.best_validation)
                 if self.seen_trials.get(tr.id) != v:
                     self.seen_trials[tr.id] = v
-                    out.append(_event("trials", [next(t for t in q.trial_rows(
-                        self.store, tr.experiment_id) if t["id"] == tr.id)]))
+                    if self.polled:
+                        out.append(_event("trials", [next(t for t in q.trial_rows(
+                            self.store, tr.experiment_id) if t["id"] == tr.id)]))
             if self.trial_id not in trial_ids:
                 trial_ids.append(self.trial_id)
             lines = q.new_log_lines(self.store, self.trial_id, self.logs_after)
@@ -557,6 +590,7 @@ class _Feed:
                 self.logs_after = lines[-1].id
                 out.append(_event("logs", [{"id": r.id, "timestamp": r.timestamp.isoformat(),
                                             "line": r.line} for r in lines]))
+        out += self._poll_waiting(trial_ids)
         if trial_ids:
             rows = q.new_metric_rows(self.store, trial_ids, self.metrics_after)
             if rows:
@@ -565,4 +599,5 @@ class _Feed:
                     {"id": r.id, "trial_id": r.trial_id, "kind": r.kind,
                      "total_batches": r.total_batches, "end_time": r.end_time.timestamp(),
                      "metrics": r.metrics} for r in rows]))
+        self.polled = True
         return out
