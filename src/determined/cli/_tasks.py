@@ -21,6 +21,7 @@ from determined.cli._remote import (
     read_config_text,
     usage_error,
 )
+from determined.cli._log_tail import PAGE, LogTail, follow_log
 from determined.cli._waiting import with_waiting
 
 __all__ = ["add_parser"]
@@ -354,30 +355,19 @@ def _config(args: argparse.Namespace) -> int:
     return 0
 
 
-_LOG_PAGE = 1000
-
-
-def _print_logs(api: Any, task_id: str, follow: bool, tail: Optional[int]) -> int:
-    """Print (and follow) a task's output, page by page; returns the last log id seen."""
-    params: Dict[str, Any] = {"tail": tail} if tail is not None else {"limit": _LOG_PAGE}
-    last, ended = 0, False
-    while True:
-        page = api.request("GET", f"/tasks/{task_id}/logs",
-                           params=dict(params, after_id=last))["logs"]
-        for line in page:
-            print(line["line"], flush=True)
-            last = line["id"]
-        full = len(page) >= _LOG_PAGE and "tail" not in params
-        params = {"limit": _LOG_PAGE}
-        if full:
-            continue
-        if not follow or ended:
-            return last
-        if not page:
-            # Ended: read once more, to the last line, what came since this page.
-            ended = api.request("GET", f"/tasks/{task_id}")["state"] == "TERMINATED"
-            if not ended:
-                time.sleep(0.5)
+def _print_logs(api: Any, task_id: str, follow: bool, tail: Optional[int]) -> None:
+    """Print (and follow, to its last stored line) a task's output, page by page."""
+    path = f"/tasks/{task_id}/logs"
+    log = LogTail(lambda after: api.request("GET", path, params={
+                      "after_id": after, "limit": PAGE})["logs"],
+                  lambda line: print(line["line"], flush=True))
+    if tail is not None:
+        log.take(api.request("GET", path, params={"tail": tail})["logs"])
+    if not follow:
+        if tail is None:
+            log.read_new()
+        return
+    follow_log(log, lambda: api.request("GET", f"/tasks/{task_id}")["state"] == "TERMINATED")
 
 
 def _logs(args: argparse.Namespace) -> int:
