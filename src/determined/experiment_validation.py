@@ -140,9 +140,12 @@ def _check_context(config: Dict[str, Any], context: Optional[bytes], model_dir: 
     return found
 
 
-def _check_storage(config: Dict[str, Any], source: str, own_host_path: bool) -> None:
+def _check_storage(config: Dict[str, Any], source: str, own_host_path: bool,
+                   trials_run_here: bool) -> None:
     """``own_host_path``: the config gives a shared_fs ``host_path`` of its own and
-    trials run on this machine, so that it must exist here (it is not created)."""
+    trials run on this machine, so that it must exist here (it is not created).
+    ``trials_run_here``: the trials use this machine's ambient (environment) object
+    store credentials too, so a bucket refusing them refuses the experiment."""
     storage = config.get("checkpoint_storage")
     problem = missing_host_path(storage) if own_host_path else None
     if problem:
@@ -152,7 +155,7 @@ def _check_storage(config: Dict[str, Any], source: str, own_host_path: bool) -> 
     except (DeterminedError, ValueError, TypeError, KeyError, OSError) as e:
         raise InvalidConfigError([("checkpoint_storage", f"cannot be used: {e}")],
                                  source) from None
-    problem = manager.unusable()
+    problem = manager.unusable(ambient_credentials=trials_run_here)
     if problem:
         raise InvalidConfigError([("checkpoint_storage.bucket", problem)], source)
 
@@ -205,5 +208,5 @@ def validate_experiment(
     _check_searcher(config, source)
     found = _check_context(config, context, model_dir, source, max_context_ratio,
                            context_ratio_floor)
-    _check_storage(config, source, own_host_path)
+    _check_storage(config, source, own_host_path, trials_run_here)
     return ValidExperiment(config, found)
