@@ -11,8 +11,10 @@ CLI's next log read, so only a CLI that reads on after the end prints it.
 import http.server
 import os
 import re
+import subprocess
+import sys
 import threading
-from typing import Callable, Dict, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import httpx
 import pytest
@@ -20,6 +22,7 @@ import yaml
 
 from det_cli_testing import run_det
 from determined.master.db import Store
+from master_testing import create_experiment, slow_model_dir, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 
@@ -35,6 +38,7 @@ class LateLineProxy:
 
     def __init__(self, upstream: str, store_late: Callable[[str, str], None]):
         self.stored: Dict[str, str] = {}
+        self.states: List[Tuple[str, str]] = []  # (trials/ID or tasks/ID, state) served
         armed: Dict[str, Optional[str]] = {"key": None}
         proxy = self
 
@@ -51,7 +55,10 @@ class LateLineProxy:
                                      headers=headers, timeout=60)
                 state = _STATE_PATH.match(self.path)
                 logs = _LOGS_PATH.match(self.path)
-                if state and resp.status_code == 200 and resp.json().get("state") in _ENDED:
+                served = state and resp.status_code == 200 and resp.json().get("state")
+                if served:
+                    proxy.states.append((f"{state.group(1)}/{state.group(2)}", served))
+                if served in _ENDED:
                     armed["key"] = f"{state.group(1)}/{state.group(2)}"
                 elif logs and armed["key"] == f"{logs.group(1)}/{logs.group(2)}":
                     armed["key"] = None
@@ -136,4 +143,42 @@ def test_task_logs_follow_and_cmd_run_print_a_line_stored_after_the_end(ended_ma
     # Every stored line once, in order; the last was stored after this tail saw the end.
     assert lines == [line.line for line in store.get_task_logs(task_id)]
     assert lines[-1] == f"late line of tasks {task_id}"
+    store.close()
+
+
+def test_trial_logs_follow_goes_on_through_a_pause(ended_master, tiny_dir, tmp_path):
+    """A PAUSED trial has not ended: `det trial logs -f` stopped there, missing what its
+    trial printed once its experiment went on (here: the line of its cancellation)."""
+    api = httpx.Client(base_url=ended_master.url + "/api/v1", timeout=60)
+    config = {
+        "entrypoint": "slow_def:SlowTrial", "scheduling_unit": 10,
+        "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "sleep": 0.05},
+        "searcher": {"name": "single", "metric": "validation_loss",
+                     "max_length": {"batches": 5000}},
+    }
+    exp_id = create_experiment(api, config, slow_model_dir(tiny_dir, tmp_path))
+    trial_id = wait_until(lambda: [t["id"] for t in api.get(f"/experiments/{exp_id}").json()
+                                   ["trials"] if t["total_batches"] >= 10], 180, "training")[0]
+    assert run_det(["-m", ended_master.url, "e", "pause", exp_id]).returncode == 0
+    wait_until(lambda: api.get(f"/trials/{trial_id}").json()["state"] == "PAUSED", 120,
+               "the trial PAUSED")
+    proxy, store = _proxy(ended_master)
+    follower = subprocess.Popen(
+        [sys.executable, "-m", "determined.cli", "-m", proxy.url, "t", "logs", "-f",
+         str(trial_id)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(lambda: (f"trials/{trial_id}", "PAUSED") in proxy.states, 120,
+                   "the follower to see the trial PAUSED")
+        assert run_det(["-m", ended_master.url, "e", "kill", exp_id]).returncode == 0
+        out, err = follower.communicate(timeout=120)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+        proxy.close()
+        api.close()
+    assert follower.returncode == 0, err
+    lines = out.splitlines()
+    assert lines == [line.line for line in store.get_logs(trial_id)]
+    assert any(line.startswith("[determined] Trial") and "cancel" in line.lower()
+               for line in lines[-3:]), lines[-3:]
     store.close()
