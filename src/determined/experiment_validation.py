@@ -32,7 +32,7 @@ from determined.common.api._context_archive import ContextArchive, check_context
 from determined.common.int64 import INT64_MAX, INT64_MIN
 from determined.config import is_script_entrypoint, script_file, validate_config
 from determined.errors import DeterminedError, InvalidConfigError, InvalidModelDefError
-from determined.storage import build_storage, missing_host_path
+from determined.storage import ObjectStoreStorageManager, build_storage, missing_host_path
 
 __all__ = ["ValidExperiment", "out_of_range_ints", "validate_experiment"]
 
@@ -144,8 +144,8 @@ def _check_storage(config: Dict[str, Any], source: str, own_host_path: bool,
                    trials_run_here: bool) -> None:
     """``own_host_path``: the config gives a shared_fs ``host_path`` of its own and
     trials run on this machine, so that it must exist here (it is not created).
-    ``trials_run_here``: the trials use this machine's ambient (environment) object
-    store credentials too, so a bucket refusing them refuses the experiment."""
+    ``trials_run_here``: the trials use this machine's file systems and ambient
+    (environment) object store credentials too, so their problems refuse it."""
     storage = config.get("checkpoint_storage")
     problem = missing_host_path(storage) if own_host_path else None
     if problem:
@@ -155,9 +155,11 @@ def _check_storage(config: Dict[str, Any], source: str, own_host_path: bool,
     except (DeterminedError, ValueError, TypeError, KeyError, OSError) as e:
         raise InvalidConfigError([("checkpoint_storage", f"cannot be used: {e}")],
                                  source) from None
-    problem = manager.unusable(ambient_credentials=trials_run_here)
+    problem = manager.unusable(trials_run_here=trials_run_here)
     if problem:
-        raise InvalidConfigError([("checkpoint_storage.bucket", problem)], source)
+        bucket = isinstance(manager, ObjectStoreStorageManager)
+        field = "checkpoint_storage.bucket" if bucket else "checkpoint_storage"
+        raise InvalidConfigError([(field, problem)], source)
 
 
 def validate_experiment(

@@ -56,12 +56,12 @@ class StorageManager(abc.ABC):
     def describe(self, uuid: str) -> str:
         """Where checkpoint ``uuid`` lives, for people (a path or URL)."""
 
-    def unusable(self, ambient_credentials: bool = False) -> Optional[str]:
+    def unusable(self, trials_run_here: bool = False) -> Optional[str]:
         """Why this storage surely cannot hold checkpoints (e.g. its bucket does not
         exist), checked before an experiment is stored; None when it can or when that
         cannot be told from here (the agents may have other credentials or mounts).
-        ``ambient_credentials``: credentials found here outside the config (environment,
-        profile) are the trials' too (they run on this machine), so a refusal counts."""
+        ``trials_run_here``: this machine's credentials (environment, profile) and file
+        systems are the trials' too, so they count. Nothing is created."""
         return None
 
     def checkpoint_metadata(self, uuid: str) -> Optional[Dict[str, Any]]:

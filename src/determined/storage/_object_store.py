@@ -108,8 +108,8 @@ class ObjectStoreStorageManager(StorageManager):
             raise CheckpointError(f"Expected a checkpoint UUID. Received: {uuid!r}")
         return self._key(uuid) + "/"
 
-    def unusable(self, ambient_credentials: bool = False) -> Optional[str]:
-        return self.store.missing_bucket(ambient_credentials)
+    def unusable(self, trials_run_here: bool = False) -> Optional[str]:
+        return self.store.missing_bucket(ambient_credentials=trials_run_here)
 
     # ---- checkpoints
 

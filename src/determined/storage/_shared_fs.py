@@ -65,6 +65,19 @@ class SharedFSStorageManager(StorageManager):
                 f"cannot create checkpoint storage directory {self.root}: {e.strerror}"
             ) from None
 
+    def unusable(self, trials_run_here: bool = False) -> Optional[str]:
+        """Where trials run here: why the directory cannot be made (something in the way
+        that is no directory, or no write access); nothing is created."""
+        if not trials_run_here:
+            return None  # the agents' file systems are theirs
+        path = self.root
+        while not os.path.exists(path):
+            path = os.path.dirname(path)
+        why = ("is not a directory" if not os.path.isdir(path)
+               else None if os.access(path, os.W_OK | os.X_OK) else "is not writable")
+        return f"cannot create checkpoint storage directory {self.root}: {path} {why}" \
+            if why else None
+
     def _names(self) -> List[str]:
         """The entries of the root; none before the first write."""
         return os.listdir(self.root) if os.path.isdir(self.root) else []
