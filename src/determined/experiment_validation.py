@@ -32,7 +32,7 @@ from determined.common.api._context_archive import ContextArchive, check_context
 from determined.common.int64 import INT64_MAX, INT64_MIN
 from determined.config import is_script_entrypoint, script_file, validate_config
 from determined.errors import DeterminedError, InvalidConfigError, InvalidModelDefError
-from determined.storage import build_storage, missing_host_path
+from determined.storage import ObjectStoreStorageManager, build_storage, missing_host_path
 
 __all__ = ["ValidExperiment", "out_of_range_ints", "validate_experiment"]
 
@@ -140,9 +140,12 @@ def _check_context(config: Dict[str, Any], context: Optional[bytes], model_dir: 
     return found
 
 
-def _check_storage(config: Dict[str, Any], source: str, own_host_path: bool) -> None:
+def _check_storage(config: Dict[str, Any], source: str, own_host_path: bool,
+                   trials_run_here: bool) -> None:
     """``own_host_path``: the config gives a shared_fs ``host_path`` of its own and
-    trials run on this machine, so that it must exist here (it is not created)."""
+    trials run on this machine, so that it must exist here (it is not created).
+    ``trials_run_here``: the trials use this machine's file systems and ambient
+    (environment) object store credentials too, so their problems refuse it."""
     storage = config.get("checkpoint_storage")
     problem = missing_host_path(storage) if own_host_path else None
     if problem:
@@ -152,9 +155,11 @@ def _check_storage(config: Dict[str, Any], source: str, own_host_path: bool) -> 
     except (DeterminedError, ValueError, TypeError, KeyError, OSError) as e:
         raise InvalidConfigError([("checkpoint_storage", f"cannot be used: {e}")],
                                  source) from None
-    problem = manager.unusable()
+    problem = manager.unusable(trials_run_here=trials_run_here)
     if problem:
-        raise InvalidConfigError([("checkpoint_storage.bucket", problem)], source)
+        bucket = isinstance(manager, ObjectStoreStorageManager)
+        field = "checkpoint_storage.bucket" if bucket else "checkpoint_storage"
+        raise InvalidConfigError([(field, problem)], source)
 
 
 def validate_experiment(
@@ -205,5 +210,5 @@ def validate_experiment(
     _check_searcher(config, source)
     found = _check_context(config, context, model_dir, source, max_context_ratio,
                            context_ratio_floor)
-    _check_storage(config, source, own_host_path)
+    _check_storage(config, source, own_host_path, trials_run_here)
     return ValidExperiment(config, found)

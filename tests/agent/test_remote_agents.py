@@ -333,3 +333,26 @@ def test_automatic_concurrency_follows_an_agent_that_joins(cluster, tiny_dir, tm
     finally:
         cluster.api.post(f"/experiments/{exp_id}/kill")
         wait_for_state(cluster.api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=60)
+
+
+def test_a_missing_host_path_fails_the_remote_trial_and_the_master_creates_none(
+        cluster, tiny_dir, tmp_path):
+    """The master makes no directory for the agents' checkpoint storage (at create, or
+    when it builds the experiment's storage): a shared_fs host_path missing where the
+    trial runs fails the trial, naming the field, and nothing creates it."""
+    import yaml
+
+    cluster.ensure_agents("a1")
+    missing = tmp_path / "not-mounted"
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    config["checkpoint_storage"] = {"type": "shared_fs", "host_path": str(missing),
+                                    "storage_path": "runs"}
+    config["max_restarts"] = 0
+    exp_id = create_experiment(cluster.api, config, tiny_dir)
+    assert not missing.exists()  # not at create
+    exp = wait_for_state(cluster.api, exp_id, ["COMPLETED", "ERROR", "CANCELED"])
+    [trial] = _trials(cluster.api, exp_id)
+    assert (exp["state"], trial["state"]) == ("ERROR", "ERROR"), (exp, trial)
+    assert (f"checkpoint_storage.host_path {missing} does not exist on "
+            in trial_logs(cluster.api, trial["id"]))
+    assert not missing.exists()

@@ -6,12 +6,13 @@ import argparse
 import json
 import os
 import time
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from rich.console import Console
 
 from determined._metric_order import MetricOrder
 from determined.cli._git import git_info
+from determined.cli._log_tail import LogTail
 from determined.cli._progress import ExperimentProgress, progress_text
 from determined.cli._waiting import with_waiting
 from determined.cli._remote import (
@@ -113,22 +114,20 @@ def follow(c: MasterClient, exp_id: int, console: Console, interval: float = 1.0
 
 def _follow(c: MasterClient, exp_id: int, console: Console, interval: float,
             logs: bool) -> Dict[str, Any]:
-    log_after, first_trial = 0, None
+    tail: Optional[LogTail] = None  # the first trial's log, once it has one
     with ExperimentProgress(exp_id, console) as progress:
         while True:
             exp = c.get_experiment(exp_id)
-            if logs and first_trial is None and exp["trials"]:
+            if logs and tail is None and exp["trials"]:
                 first_trial = min(t["id"] for t in exp["trials"])
-            if first_trial is not None:
-                while True:
-                    lines = c.get_trial_logs(first_trial, after_id=log_after)
-                    for line in lines:
-                        progress.log(line["line"])
-                        log_after = line["id"]
-                    if len(lines) < 1000:
-                        break
+                tail = LogTail(lambda after: c.get_trial_logs(first_trial, after_id=after),
+                               lambda line: progress.log(line["line"]))
+            if tail is not None:
+                tail.read_new()
             progress.update(exp)
             if exp["state"] in TERMINAL:
+                if tail is not None:
+                    tail.drain()
                 return exp
             time.sleep(interval)
 

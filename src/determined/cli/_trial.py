@@ -6,10 +6,11 @@ import argparse
 import json
 import os
 import sys
-import time
 from typing import Any
 
 from determined.cli._experiment_edit import parse_bool, print_checkpoint
+from determined.cli._experiment_remote import TERMINAL
+from determined.cli._log_tail import PAGE, LogTail, follow_log
 from determined.cli._waiting import wait_details, with_waiting
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text,
                                    print_rows, sdk, usage_error)
@@ -105,30 +106,17 @@ def _logs(args: argparse.Namespace) -> int:
         if n is not None and n < 0:
             usage_error(f"{flag} must be 0 or more. Received: {n}")
     with client(args) as c:
-        after = 0
-        lines = c.get_trial_logs(args.trial_id, limit=1000 if args.head is None else args.head,
+        tail = LogTail(lambda after: c.get_trial_logs(args.trial_id, after_id=after),
+                       lambda line: print(line["line"], flush=True))
+        first = c.get_trial_logs(args.trial_id, limit=PAGE if args.head is None else args.head,
                                  tail=args.tail)
-        while True:
-            for line in lines:
-                print(line["line"], flush=True)
-                after = line["id"]
-            if args.head is not None and not args.follow:
-                return 0
-            if len(lines) >= 1000 and args.tail is None:
-                lines = c.get_trial_logs(args.trial_id, after_id=after)
-                continue
-            if not args.follow:
-                return 0
-            if c.get_trial(args.trial_id)["state"] != "ACTIVE":
-                while True:  # what came meanwhile, page by page
-                    lines = c.get_trial_logs(args.trial_id, after_id=after)
-                    for line in lines:
-                        print(line["line"], flush=True)
-                        after = line["id"]
-                    if len(lines) < 1000:
-                        return 0
-            time.sleep(0.5)
-            lines = c.get_trial_logs(args.trial_id, after_id=after)
+        tail.take(first)
+        if not args.follow:
+            if args.head is None and args.tail is None and len(first) >= PAGE:
+                tail.read_new()  # the rest, page by page
+            return 0
+        follow_log(tail, lambda: c.get_trial(args.trial_id)["state"] in TERMINAL)
+        return 0
 
 
 def _download(args: argparse.Namespace) -> int:

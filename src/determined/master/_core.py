@@ -76,6 +76,11 @@ class Master:
         self.config = config
         os.makedirs(config.data_dir, mode=0o700, exist_ok=True)
         os.chmod(config.data_dir, 0o700)  # holds the database, code and logs of every user
+        # The built-in default storage lives in the data dir, so it is the master's to make;
+        # a host_path a config names must exist where the trials run (nothing makes it).
+        default_storage = os.path.join(config.data_dir, "checkpoints")
+        if (config.checkpoint_storage or {}).get("host_path") == default_storage:
+            os.makedirs(default_storage, exist_ok=True)
         self.store = Store(config.db or "")
         logger.info("database schema at revision %s", self.store.upgrade())
         self.experiments = Experiments(

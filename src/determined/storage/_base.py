@@ -56,10 +56,12 @@ class StorageManager(abc.ABC):
     def describe(self, uuid: str) -> str:
         """Where checkpoint ``uuid`` lives, for people (a path or URL)."""
 
-    def unusable(self) -> Optional[str]:
+    def unusable(self, trials_run_here: bool = False) -> Optional[str]:
         """Why this storage surely cannot hold checkpoints (e.g. its bucket does not
         exist), checked before an experiment is stored; None when it can or when that
-        cannot be told from here (the agents may have other credentials or mounts)."""
+        cannot be told from here (the agents may have other credentials or mounts).
+        ``trials_run_here``: this machine's credentials (environment, profile) and file
+        systems are the trials' too, so they count. Nothing is created."""
         return None
 
     def checkpoint_metadata(self, uuid: str) -> Optional[Dict[str, Any]]:

@@ -34,7 +34,7 @@ class GCSStore(ObjectStore):
         client = thread_local(f"gcs-client-{id(self)}", storage.Client)
         return client.bucket(self.bucket)
 
-    def missing_bucket(self) -> Optional[str]:
+    def missing_bucket(self, ambient_credentials: bool = False) -> Optional[str]:
         try:
             exists = self._bucket().exists(timeout=5)
         except Exception:  # no credentials or no connection from here: cannot tell

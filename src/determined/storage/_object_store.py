@@ -67,10 +67,11 @@ class ObjectStore(abc.ABC):
     def delete_keys(self, keys: Sequence[str]) -> None:
         """Delete objects (missing ones are no error)."""
 
-    def missing_bucket(self) -> Optional[str]:
+    def missing_bucket(self, ambient_credentials: bool = False) -> Optional[str]:
         """Why the bucket surely cannot be used (the store said so: it does not exist,
-        or it refused the config's own credentials); None when it can, or when the store
-        could not be asked (no credentials here, unreachable)."""
+        or it refused the config's own credentials, or with ``ambient_credentials`` those
+        found here outside the config); None when it can, or when the store could not be
+        asked (no credentials here, unreachable)."""
         return None
 
     def list_dirs(self, prefix: str) -> List[str]:
@@ -107,8 +108,8 @@ class ObjectStoreStorageManager(StorageManager):
             raise CheckpointError(f"Expected a checkpoint UUID. Received: {uuid!r}")
         return self._key(uuid) + "/"
 
-    def unusable(self) -> Optional[str]:
-        return self.store.missing_bucket()
+    def unusable(self, trials_run_here: bool = False) -> Optional[str]:
+        return self.store.missing_bucket(ambient_credentials=trials_run_here)
 
     # ---- checkpoints
 

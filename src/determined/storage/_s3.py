@@ -58,7 +58,7 @@ class S3Store(ObjectStore):
                                           retries={"max_attempts": 5, "mode": "standard"}),
         )
 
-    def missing_bucket(self) -> Optional[str]:
+    def missing_bucket(self, ambient_credentials: bool = False) -> Optional[str]:
         try:
             import boto3
             import botocore.config
@@ -67,9 +67,9 @@ class S3Store(ObjectStore):
             return None
         access_key, secret_key, endpoint_url = self._args
         # A client of its own: one quick try, not the transfers' retries.
-        client = boto3.session.Session(
-            aws_access_key_id=access_key, aws_secret_access_key=secret_key,
-        ).client("s3", endpoint_url=endpoint_url, config=botocore.config.Config(
+        session = boto3.session.Session(aws_access_key_id=access_key,
+                                        aws_secret_access_key=secret_key)
+        client = session.client("s3", endpoint_url=endpoint_url, config=botocore.config.Config(
             connect_timeout=3, read_timeout=5, retries={"max_attempts": 1, "mode": "standard"}))
         try:
             # A GET, not HEAD: its error names the S3 code, so a 404 of something that
@@ -82,13 +82,14 @@ class S3Store(ObjectStore):
                 return f"bucket {self.bucket!r} does not exist{where}"
             if code == "InvalidBucketName":
                 return f"{self.bucket!r} is not a valid S3 bucket name{where}"
-            if code in _REFUSED and access_key and secret_key:
-                # The config's own keys: the trials will send these very ones.
+            # The config's own keys, or (ambient_credentials) those the trials find
+            # here too: they will send these very ones.
+            whose = _whose_credentials(session, access_key, secret_key, ambient_credentials)
+            if code in _REFUSED and whose:
                 message = e.response.get("Error", {}).get("Message") or ""
-                return (f"bucket {self.bucket!r}{where} refused the credentials "
-                        f"checkpoint_storage.access_key/secret_key ({code} (HTTP 403): "
-                        f"{message})")
-            return None  # credentials from the environment: the agents' may differ
+                return (f"bucket {self.bucket!r}{where} refused the credentials {whose} "
+                        f"({code} (HTTP 403): {message})")
+            return None  # credentials from elsewhere: the agents' may differ
         except (botocore.exceptions.BotoCoreError, ValueError):
             return None  # no credentials or no connection from here
         return None
@@ -133,6 +134,23 @@ class S3Store(ObjectStore):
             chunk = keys[start:start + 1000]
             self.client.delete_objects(Bucket=self.bucket, Delete={
                 "Objects": [{"Key": k} for k in chunk], "Quiet": True})
+
+
+def _whose_credentials(session: Any, access_key: Optional[str], secret_key: Optional[str],
+                       ambient: bool) -> Optional[str]:
+    """Names the credentials ``session`` sent, for a message: the config's keys, or
+    (``ambient``) where boto3 found them; None for ambient ones when not ``ambient``."""
+    if access_key and secret_key:
+        return "checkpoint_storage.access_key/secret_key"
+    if not ambient:
+        return None
+    found = session.get_credentials()
+    method = getattr(found, "method", None)
+    if method == "env":
+        return ("from the environment (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY; the config "
+                "gives no checkpoint_storage.access_key/secret_key)")
+    return (f"boto3 found outside the config ({method or 'unknown source'}; the config "
+            "gives no checkpoint_storage.access_key/secret_key)")
 
 
 class S3StorageManager(ObjectStoreStorageManager):

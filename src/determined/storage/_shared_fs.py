@@ -38,7 +38,9 @@ def missing_host_path(section: Any) -> Optional[str]:
 
 
 class SharedFSStorageManager(StorageManager):
-    """Checkpoints under ``host_path[/storage_path]/<uuid>``.
+    """Checkpoints under ``host_path[/storage_path]/<uuid>``; that directory is created at
+    the first write, never by making the manager (the master makes one for a cluster
+    whose agents may share nothing with its machine).
 
     Writes go to ``.partial-<tag><uuid>-<random>`` in the same directory, are fsynced,
     then renamed to ``<uuid>`` (rename is atomic on POSIX file systems). A trial sets
@@ -54,12 +56,31 @@ class SharedFSStorageManager(StorageManager):
                 f"Expected an absolute checkpoint_storage.host_path. Received: {host_path!r}"
             )
         self.root = os.path.normpath(os.path.join(host_path, storage_path or ""))
+
+    def _make_root(self) -> None:
         try:
             os.makedirs(self.root, exist_ok=True)
         except OSError as e:
             raise StorageError(
                 f"cannot create checkpoint storage directory {self.root}: {e.strerror}"
             ) from None
+
+    def unusable(self, trials_run_here: bool = False) -> Optional[str]:
+        """Where trials run here: why the directory cannot be made (something in the way
+        that is no directory, or no write access); nothing is created."""
+        if not trials_run_here:
+            return None  # the agents' file systems are theirs
+        path = self.root
+        while not os.path.exists(path):
+            path = os.path.dirname(path)
+        why = ("is not a directory" if not os.path.isdir(path)
+               else None if os.access(path, os.W_OK | os.X_OK) else "is not writable")
+        return f"cannot create checkpoint storage directory {self.root}: {path} {why}" \
+            if why else None
+
+    def _names(self) -> List[str]:
+        """The entries of the root; none before the first write."""
+        return os.listdir(self.root) if os.path.isdir(self.root) else []
 
     def _final(self, uuid: str) -> str:
         if not uuid or "/" in uuid or uuid.startswith("."):
@@ -71,6 +92,7 @@ class SharedFSStorageManager(StorageManager):
         final = self._final(uuid)
         if os.path.exists(final):
             raise CheckpointError(f"checkpoint {uuid} already exists at {final}")
+        self._make_root()
         scratch = os.path.join(
             self.root, f"{_SCRATCH_PREFIX}{self.scratch_tag}{uuid}-{uuidlib.uuid4().hex[:8]}")
         os.makedirs(scratch)
@@ -98,7 +120,7 @@ class SharedFSStorageManager(StorageManager):
         """Also this trial's unfinished writes (scratch directories tagged with it)."""
         tag = f"{_SCRATCH_PREFIX}e{experiment_id}t{trial_id}-"
         removed: List[str] = []
-        for name in os.listdir(self.root):
+        for name in self._names():
             if name.startswith(tag):
                 path = os.path.join(self.root, name)
                 shutil.rmtree(path, ignore_errors=True)
@@ -111,7 +133,7 @@ class SharedFSStorageManager(StorageManager):
 
     def list_checkpoints(self) -> List[str]:
         return sorted(
-            n for n in os.listdir(self.root)
+            n for n in self._names()
             if not n.startswith(".") and n != "tensorboard"  # upload_dir's, not a checkpoint
             and os.path.isdir(os.path.join(self.root, n))
         )
@@ -126,6 +148,7 @@ class SharedFSStorageManager(StorageManager):
         return path
 
     def upload_dir(self, local_dir: str, dest: str) -> None:
+        self._make_root()
         shutil.copytree(local_dir, self._inside(dest), dirs_exist_ok=True)
 
     def download_dir(self, src: str, local_dir: str) -> List[str]:

@@ -256,3 +256,55 @@ def test_s3_credentials_the_bucket_refuses_are_refused_at_create(master_factory,
         out = run_det(["-m", master.url, "e", "create", path, tiny_dir, "--paused"],
                       timeout=180)
         assert out.returncode == 0, out.stderr
+
+
+def test_s3_credentials_from_the_environment_the_bucket_refuses_are_refused_at_create(
+        master_factory, tiny_dir, tmp_path, monkeypatch):
+    """A config without keys: the trials on the master's machine (and --local) use the
+    credentials of its environment. Those the bucket refuses are refused at create, the
+    message saying they came from the environment; those it accepts are used."""
+    import yaml
+
+    from object_store_testing import s3_server_with_auth
+
+    for k, v in NO_AMBIENT_CREDENTIALS.items():
+        monkeypatch.setenv(k, v)
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    path = tmp_path / "env-keys.yaml"
+    with s3_server_with_auth(str(tmp_path)) as sections:
+        url = sections["allowed"]["endpoint_url"]
+        config["checkpoint_storage"] = {"type": "s3", "bucket": BUCKET, "endpoint_url": url}
+        path.write_text(yaml.safe_dump(config))
+        for name, code in (("wrong_secret", "SignatureDoesNotMatch"),
+                           ("no_policy", "AccessDenied"),
+                           ("allowed", None)):
+            monkeypatch.setenv("AWS_ACCESS_KEY_ID", sections[name]["access_key"])
+            monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", sections[name]["secret_key"])
+            monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+            master = master_factory(slots=1)  # started with these in its environment
+            for extra in ([], ["--local"]):
+                if code is None:  # accepted: created (paused), and --local not run here
+                    if extra:
+                        continue
+                    extra = ["--paused"]
+                out = run_det(["-m", master.url, "e", "create", path, tiny_dir, *extra],
+                              timeout=180, env={"DET_LOCAL_DIR": str(tmp_path / "local")})
+                if code is None:
+                    assert out.returncode == 0, out.stderr
+                    continue
+                assert out.returncode == 1, out.stdout + out.stderr
+                assert (f"  - checkpoint_storage.bucket: bucket '{BUCKET}' at {url} refused "
+                        "the credentials from the environment (AWS_ACCESS_KEY_ID/"
+                        "AWS_SECRET_ACCESS_KEY; the config gives no checkpoint_storage."
+                        f"access_key/secret_key) ({code} (HTTP 403): ") in out.stderr, (
+                            name, extra, out.stderr)
+                assert "Traceback" not in out.stderr
+            master.stop()
+            if name == "wrong_secret":
+                # Trials only on remote agents: their credentials may differ from the
+                # master's environment's, so these tell nothing about them.
+                remote_only = master_factory(slots=0)
+                out = run_det(["-m", remote_only.url, "e", "create", path, tiny_dir,
+                               "--paused"], timeout=180)
+                assert out.returncode == 0, out.stderr
+                remote_only.stop()

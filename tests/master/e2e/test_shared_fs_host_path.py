@@ -41,7 +41,20 @@ def test_create_refuses_a_host_path_that_does_not_exist(master_factory, tiny_dir
     listed = run_det(["-m", master.url, "e", "list", "-a", "--json"])
     assert listed.returncode == 0 and listed.stdout.strip() == "[]", listed.stdout
 
+    # A host_path that exists with a file in the way of its storage_path: refused, saying so.
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    path.write_text(yaml.safe_dump(dict(_config(tiny_dir, tmp_path), checkpoint_storage={
+        "type": "shared_fs", "host_path": str(tmp_path), "storage_path": "a-file/runs"})))
+    for extra in ([], ["--local"]):
+        out = run_det(["-m", master.url, "e", "create", path, tiny_dir, *extra], timeout=180,
+                      env={"DET_LOCAL_DIR": str(tmp_path / "local")})
+        assert out.returncode == 1, out.stdout + out.stderr
+        assert (f"  - checkpoint_storage: cannot create checkpoint storage directory "
+                f"{blocker}/runs: {blocker} is not a directory") in out.stderr, (extra, out.stderr)
+
     # A host_path that exists is used; its storage_path is created under it.
+    path.write_text(yaml.safe_dump(_config(tiny_dir, missing)))
     missing.mkdir()
     out = run_det(["-m", master.url, "e", "create", path, tiny_dir, "--paused"], timeout=180)
     assert out.returncode == 0, out.stderr
@@ -65,4 +78,21 @@ def test_a_trial_on_a_machine_without_the_host_path_fails_saying_so(tiny_dir, tm
     assert out.returncode == EXIT_USER_ERROR, out.stdout + out.stderr
     assert out.stdout.strip().splitlines()[-1].startswith(
         f"trial 7 failed: checkpoint_storage.host_path {missing} does not exist on "), out.stdout
+    assert not missing.exists()
+
+
+def test_a_remote_only_master_leaves_the_agents_paths_to_them(master_factory, tiny_dir,
+                                                               tmp_path):
+    """Without trials on its machine the master neither judges nor creates a shared_fs
+    path: the agents' file systems are theirs (a trial there fails if it lacks it)."""
+    master = master_factory(slots=0)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    missing = tmp_path / "not-mounted"
+    for host_path in (missing, blocker / "below-a-file"):
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump(_config(tiny_dir, host_path)))
+        out = run_det(["-m", master.url, "e", "create", path, tiny_dir, "--paused"],
+                      timeout=180)
+        assert out.returncode == 0, out.stderr
     assert not missing.exists()

@@ -167,6 +167,33 @@ def test_killing_a_queued_task_ends_it(master):
     assert run_det(["cmd", "kill", busy.stdout.strip()], env=env).returncode == 0
 
 
+def test_kill_of_a_task_that_ignores_sigterm_says_it_is_still_running(master):
+    """`det cmd kill` waits DET_KILL_WAIT_SECONDS (here 0: one look) for the task to end;
+    one that ignores SIGTERM is still RUNNING then: the CLI says so, naming it, and exits
+    0 (0.13's kill did not wait at all); the master SIGKILLs it after its grace."""
+    env = {"DET_MASTER": master.url}
+    out = run_det(["cmd", "run", "-d", "trap '' TERM; echo ignoring TERM; sleep 600"], env=env)
+    assert out.returncode == 0, out.stderr
+    task_id = out.stdout.strip()
+    c = login(master)
+    wait_until(lambda: any(line["line"] == "ignoring TERM"
+                           for line in c.get(f"/api/v1/tasks/{task_id}/logs").json()["logs"]),
+               120, "the trap set")
+    killed = run_det(["cmd", "kill", task_id], env={**env, "DET_KILL_WAIT_SECONDS": "0"})
+    assert killed.returncode == 0, killed.stderr
+    assert killed.stdout == ""
+    assert killed.stderr.strip() == (
+        f"det: command {task_id} is being killed but is still RUNNING after 0 s (the master "
+        "kills it by force if it ignores the stop); `det task list` shows when it has ended")
+    ended = wait_task(c, task_id, "TERMINATED", timeout=60)
+    assert ended["end_reason"] == "killed", ended
+
+    bad = run_det(["cmd", "kill", task_id], env={**env, "DET_KILL_WAIT_SECONDS": "soon"})
+    assert bad.returncode == 2, bad.stderr
+    assert "DET_KILL_WAIT_SECONDS must be a number of seconds, 0 or more. Received: 'soon'" \
+        in bad.stderr
+
+
 def test_tensorboard_of_finished_experiment_through_proxy_and_reaped(master, tmp_path,
                                                                     tiny_dir):
     c = login(master)
