@@ -17,7 +17,7 @@ def stopped_after_checkpoint(progress: str, resumes: bool) -> str:
     """The trial log line for a trial process that exited after a checkpoint: it has
     queued work (it resumes), or it waits for the searcher (an ASHA rung) to decide."""
     tail = ("it resumes later" if resumes
-            else "it resumes if the searcher asks for more training, else it completes")
+            else "it resumes only if the searcher asks for more")
     return f"Trial stopped after a checkpoint at {progress}; {tail}"
 
 
