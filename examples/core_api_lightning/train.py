@@ -8,8 +8,13 @@ its hyperparameters from the trial and its length from the searcher.
 """
 
 import argparse
+import math
 
-import lightning as L
+try:
+    import lightning as L
+except ModuleNotFoundError as e:
+    raise SystemExit(f"{e}: this example needs the 'lightning' extra "
+                     "(pip install -e '.[lightning]' in the platform's checkout)")
 import numpy as np
 import torch
 from sklearn.datasets import load_digits
@@ -76,8 +81,10 @@ def main() -> None:
         "batch_size": 32, "hidden_size": 64, "dropout": 0.1, "learning_rate": 0.05}
     seed = info.trial.trial_seed if info else 0
     epochs = args.epochs
-    if info and "max_length" in info.trial._config.get("searcher", {}):
-        epochs = info.trial._config["searcher"]["max_length"]["epochs"]
+    length = info.trial._config.get("searcher", {}).get("max_length") if info else None
+    if length:  # the trainer's own length must cover the searcher's (epochs or batches)
+        epochs = length.get("epochs") or math.ceil(
+            length["batches"] * int(hparams["batch_size"]) / TRAIN_SIZE)
 
     L.seed_everything(seed, verbose=False)
     model = DigitsMLP(hparams["hidden_size"], hparams["dropout"], hparams["learning_rate"])

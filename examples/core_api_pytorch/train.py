@@ -103,6 +103,7 @@ def main(core_context, batches: int, checkpoint_every: int) -> None:
                 print(f"preempted at step {steps}")
                 return
         metrics = validate(model, val)
+        print(f"validated at step {steps}: validation_error {metrics['validation_error']:.4f}")
         core_context.train.report_validation_metrics(steps, metrics)
         save(core_context, steps, model, opt)
         op.report_completed(metrics["validation_error"])

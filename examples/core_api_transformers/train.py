@@ -15,7 +15,11 @@ os.environ.setdefault("USE_TF", "0")  # PyTorch only, even where TensorFlow is i
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-import transformers  # noqa: E402
+try:
+    import transformers  # noqa: E402
+except ModuleNotFoundError as e:
+    raise SystemExit(f"{e}: this example needs the 'transformers' extra "
+                     "(pip install -e '.[transformers]' in the platform's checkout)")
 
 import determined as det  # noqa: E402
 from determined.transformers import DetCallback  # noqa: E402

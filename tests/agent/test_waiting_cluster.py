@@ -166,6 +166,10 @@ def _trial_says_so_everywhere(master, api, exp, reason):
     described = det(url, "e", "describe", exp_id).stdout
     assert f"Trial {trial['id']} waits: {trial['waiting']['detail']}" in described, described
     assert f"Experiment {exp_id} waits: " in described
+    # In an 80-column terminal the details wrap (one line of over 90 columns before).
+    narrow = det(url, "e", "describe", exp_id, columns=80).stdout
+    assert max(map(len, narrow.splitlines())) <= 80, narrow
+    assert f"Trial {trial['id']} waits: The trial needs" in narrow, narrow
     t_described = det(url, "trial", "describe", trial["id"]).stdout
     assert f"Trial {trial['id']} waits: The trial needs" in t_described, t_described
     as_json = json.loads(det(url, "trial", "describe", trial["id"], "--json").stdout)

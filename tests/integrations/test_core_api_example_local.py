@@ -37,3 +37,9 @@ def test_sigkilled_core_api_example_resumes_to_identical_weights(tmp_path):
     for key in a["opt"]["state"]:
         assert torch.equal(a["opt"]["state"][key]["momentum_buffer"],
                            b["opt"]["state"][key]["momentum_buffer"])
+
+
+def test_the_example_by_hand_says_what_it_did(tmp_path):
+    """Run by hand (README: "By hand ... python train.py") it printed nothing at all."""
+    done = run_example(SCRIPT, tmp_path / "core", ["--batches", "20"])
+    assert "validated at step 20: validation_error 0." in done.stdout, done.stdout

@@ -3,6 +3,9 @@ experiment create --local``: each adaptive_asha search (shrunk) completes, every
 validates at the searcher's lengths and checkpoints into the experiment's storage."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -48,3 +51,31 @@ def test_example_adaptive_search_completes_locally(example, tmp_path):
         assert t["latest_checkpoint"] and t["best_metric"] is not None
     metric = yaml.safe_load((EXAMPLES / example / "adaptive.yaml").read_text())["searcher"]["metric"]
     assert metric in result["best_trial"]["latest_validation"]
+
+
+@pytest.mark.parametrize("example,extra", [("core_api_lightning", "lightning"),
+                                           ("core_api_transformers", "transformers")])
+def test_example_without_its_extra_names_the_extra(example, extra, tmp_path):
+    """In the README's default install (extras pytorch,examples) these examples ended in a
+    bare ModuleNotFoundError; they name the extra to install. The package is hidden the
+    way a missing one fails (None in sys.modules raises ModuleNotFoundError)."""
+    hide = (f"import runpy, sys; sys.modules[{extra!r}] = None; "
+            f"runpy.run_path('train.py', run_name='__main__')")
+    out = subprocess.run([sys.executable, "-c", hide], cwd=EXAMPLES / example,
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "DET_CORE_DIR": str(tmp_path)})
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"this example needs the '{extra}' extra (pip install -e '.[{extra}]'" in out.stderr
+    assert "Traceback" not in out.stderr, out.stderr
+
+
+@pytest.mark.parametrize("example", sorted(SHRUNK))
+def test_example_passes_the_model_definition_test(example, tmp_path):
+    """`det e create ... --local --test` (one batch, validate, checkpoint): the Lightning
+    example read its length as epochs and failed with KeyError: 'epochs' on the test
+    mode's one batch."""
+    out = run_det(["e", "create", EXAMPLES / example / "adaptive.yaml", EXAMPLES / example,
+                   "--local", "--test", "--local-dir", tmp_path / "local"],
+                  env={"HF_HUB_OFFLINE": "1", "USE_TF": "0", "OMP_NUM_THREADS": "1"}, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "Model definition test succeeded" in out.stdout + out.stderr

@@ -48,3 +48,20 @@ def test_local_adaptive_asha_follows_its_slots(tmp_path, tiny_dir):
     expected = _opened_at_start(1)
     assert expected < _opened_at_start(8)  # the capacity matters for this config
     assert opened == expected, (opened, expected)
+
+
+def test_a_trial_stopped_at_its_rung_is_not_promised_a_resume(tmp_path, tiny_dir):
+    """A Trial class on one slot: the first trial at a rung has no peers yet and exits
+    after a checkpoint. Its log said "it resumes later", then many such trials simply
+    completed; it says the searcher decides."""
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG)
+    local = tmp_path / "local"
+    out = run_det(["e", "create", config, tiny_dir, "--local-dir", local, "--json",
+                   "--no-progress"])
+    assert out.returncode == 0, out.stderr
+    logs = [run_det(["t", "logs", t["trial_id"], "--local-dir", local]).stdout
+            for t in json.loads(out.stdout)["trials"]]
+    assert "Trial stopped after a checkpoint at" in logs[0], logs[0]
+    assert "; it resumes only if the searcher asks for more" in logs[0], logs[0]
+    assert not any("it resumes later" in log for log in logs)

@@ -136,3 +136,17 @@ def test_event_lines_and_summary_say_1_batch_and_1_restart():
     result = _result(1)
     result.trials[0]["restarts"] = 1
     assert "COMPLETED (1 restart)" in _render(result, 120)
+
+
+def test_progress_line_at_80_columns_keeps_the_best_value_whole():
+    """The quick start's search at COLUMNS=80 ended "best validation_error 0.…": the
+    metric's name shortens, the value stays."""
+    out = io.StringIO()
+    console = TrimmedConsole(file=out, width=80, color_system=None)
+    with ProgressDisplay(console, "validation_error", lambda: 1.0,
+                         counts_fn=lambda: {"running": 0, "done": 16, "errors": 0},
+                         best=0.01974):
+        pass
+    (line,) = out.getvalue().splitlines()
+    assert len(line) <= 80 and line.endswith(" 0.01974"), line
+    assert "0 running, 16 done | best validatio" in line, line

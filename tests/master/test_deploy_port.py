@@ -68,6 +68,18 @@ def test_deploy_up_and_down_on_a_free_port(tmp_path):
     try:
         assert out.returncode == 0, out.stdout + out.stderr
         assert f"Master running at http://127.0.0.1:{port}" in out.stdout
+        # One fact a line (it was one line of 150 columns): paths on lines of their own.
+        lines = out.stdout.splitlines()
+        assert lines[0] == f"Master running at http://127.0.0.1:{port} (pid {lines[0].split()[-1]}"
+        assert lines[1:3] == [f"Data in {data}", f"Log: {data / 'master.log'}"], lines
     finally:
         down = run_det(["deploy", "local", "down", "--data-dir", data], timeout=60)
     assert down.returncode == 0 and "Master stopped" in down.stdout
+
+
+def test_deploy_up_help_explains_every_option():
+    """`--port` and `--data-dir` had no help text."""
+    out = run_det(["deploy", "local", "up", "--help"], env={"COLUMNS": "80"})
+    assert out.returncode == 0, out.stderr
+    assert "the master's port (default: 8080)" in out.stdout
+    assert "database, logs and checkpoints" in out.stdout

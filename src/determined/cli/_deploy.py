@@ -26,13 +26,15 @@ def add_parser(nouns: Any) -> None:
     verbs = local.add_subparsers(dest="verb", metavar="ACTION")
     up = verbs.add_parser("up", help="start the master in the background")
     up.add_argument("--slots", type=int, default=None, help="slots (default: one per GPU, else one per CPU)")
-    up.add_argument("--port", type=int, default=8080)
-    up.add_argument("--data-dir", default=None)
+    up.add_argument("--port", type=int, default=8080, help="the master's port (default: 8080)")
+    up.add_argument("--data-dir", default=None,
+                    help="database, logs and checkpoints (default: ~/.determined/master)")
     up.add_argument("--master-config", default=None, help="master config YAML")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for health")
     up.set_defaults(func=_up)
     down = verbs.add_parser("down", help="stop the master")
-    down.add_argument("--data-dir", default=None)
+    down.add_argument("--data-dir", default=None,
+                      help="the one given to `up` (default: ~/.determined/master)")
     down.set_defaults(func=_down)
     deploy.set_defaults(func=lambda args: deploy.print_help() or 0)
 
@@ -121,7 +123,9 @@ def _up(args: argparse.Namespace) -> int:
                   file=sys.stderr)
             return 1
         if _healthy(url):
-            print(f"Master running at {url} (pid {proc.pid}; data in {data_dir}; log {log_path})")
+            print(f"Master running at {url} (pid {proc.pid})")  # a line each: fits 80 columns
+            print(f"Data in {data_dir}")
+            print(f"Log: {log_path}")
             print(f"Use it with: export DET_MASTER={url}")
             return 0
         time.sleep(0.2)

@@ -261,7 +261,9 @@ def _wait_ready(api: Any, task: Dict[str, Any], token: str, timeout: float = 300
         if state["state"] == "TERMINATED":
             _report_ended(api, state)
         if state["state"] == "PENDING":
-            if not said_queued:
+            # Only a task the master says waits is queued; one without a reason is being
+            # placed or started (every new task is PENDING for a moment).
+            if state.get("waiting") and not said_queued:
                 print(f"{task['kind']} {task['id']} waits for a free slot (Ctrl-C stops "
                       f"waiting; `det {task['kind']} kill {task['id']}` removes it)",
                       file=sys.stderr, flush=True)
@@ -446,14 +448,28 @@ def _command_run(args: argparse.Namespace) -> int:
         return _follow_command(args, api, task)
 
 
+def _placed_or_waiting(api: Any, task_id: str, grace: float = 5.0) -> Dict[str, Any]:
+    """The task's state once the master has placed it or said why it waits (``waiting``),
+    or after ``grace`` seconds: a new task is PENDING until a scheduling pass sees it."""
+    deadline = time.monotonic() + grace
+    while True:
+        state = api.request("GET", f"/tasks/{task_id}")
+        if state["state"] != "PENDING" or state.get("waiting") or time.monotonic() > deadline:
+            return state
+        time.sleep(0.2)
+
+
 def _follow_command(args: argparse.Namespace, api: Any, task: Dict[str, Any]) -> int:
     print(f"Launched command {task['id']}", file=sys.stderr)
     if args.detach:
         print(task["id"])
         return 0
-    if api.request("GET", f"/tasks/{task['id']}")["state"] == "PENDING":
+    state = _placed_or_waiting(api, task["id"])
+    if state["state"] == "PENDING" and state.get("waiting"):
         print(f"command {task['id']} waits for a free slot (Ctrl-C stops following; "
               f"`det cmd kill {task['id']}` removes it)", file=sys.stderr, flush=True)
+        print(f"command {task['id']} waits: {state['waiting']['detail']}", file=sys.stderr,
+              flush=True)
     _print_logs(api, task["id"], follow=True, tail=None)
     final = api.request("GET", f"/tasks/{task['id']}")
     code = final.get("exit_code")

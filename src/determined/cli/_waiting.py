@@ -8,6 +8,7 @@ views add the detail below their tables.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, Dict, List, Sequence, Tuple
 
 __all__ = ["wait_details", "with_waiting"]
@@ -26,6 +27,13 @@ def with_waiting(rows: Sequence[Dict[str, Any]], columns: Sequence[str]
 
 
 def wait_details(noun: str, rows: Sequence[Dict[str, Any]], key: str = "id") -> List[str]:
-    """One line per waiting row: ``<Noun> <id> waits: <detail>``."""
-    return [f"{noun} {r[key]} waits: {r['waiting']['detail']}" for r in rows
-            if isinstance(r.get("waiting"), dict)]
+    """One paragraph per waiting row: ``<Noun> <id> waits: <detail>``, wrapped to the
+    terminal's width (``$COLUMNS``) when there is one."""
+    from determined.cli._remote import terminal_width
+
+    width = terminal_width()
+    lines = [f"{noun} {r[key]} waits: {r['waiting']['detail']}" for r in rows
+             if isinstance(r.get("waiting"), dict)]
+    if not width:
+        return lines
+    return [textwrap.fill(line, width=width, subsequent_indent="  ") for line in lines]

@@ -54,7 +54,7 @@ from determined.engine._states import (
     check_experiment_transition,
     recorded_trial_state,
 )
-from determined.engine._trial import CoreTrial
+from determined.engine._trial import CoreTrial, stopped_after_checkpoint
 
 __all__ = ["ExperimentCore", "EngineError", "check_checkpoint_id"]
 
@@ -443,8 +443,8 @@ class ExperimentCore(ScriptTrials):
             out = self._script_exit_0(t)
         elif code == 0 and not signal and not closed and not t.exit_reported:
             out = self._requeue(t)
-            out.append(fx.TrialLog(request_id, f"Trial stopped after a checkpoint at "
-                                   f"{counted(t.checkpoint_batches, 'batch')}; it resumes later"))
+            out.append(fx.TrialLog(request_id, stopped_after_checkpoint(
+                counted(t.checkpoint_batches, 'batch'), resumes=bool(t.ops))))
             out += self._move(t, _S.PENDING if t.ops else _S.IDLE, "trial exited")
         elif code == 0 and not signal:
             out = self._complete(t, report_close=closed and not t.exit_reported)

@@ -27,7 +27,7 @@ from determined.common.wording import counted
 from determined.engine import _effects as fx
 from determined.engine._assignment import Assignment
 from determined.engine._states import LIVE, ExperimentState, TrialState
-from determined.engine._trial import CoreTrial
+from determined.engine._trial import CoreTrial, stopped_after_checkpoint
 
 __all__ = ["ScriptTrials"]
 
@@ -137,9 +137,9 @@ class ScriptTrials:
             out = self._requeue(t)
             if self._script_settle_checkpoints(t):
                 out += self._script_launch_children(t)
-            out.append(fx.TrialLog(t.request_id, f"Trial stopped after a checkpoint at "
-                                   f"{counted(t.checkpoint_batches, 'step')}; it resumes later"))
             resumes = bool(t.ops) or self.searcher.self_paced
+            out.append(fx.TrialLog(t.request_id, stopped_after_checkpoint(
+                counted(t.checkpoint_batches, 'step'), resumes)))
             return out + self._move(t, _S.PENDING if resumes else _S.IDLE, "script exited")
         out = self._end(t, _S.COMPLETED, "Trial completed: its script exited 0")
         if self.state in _EXPERIMENT_STOPPING:  # the search is over for it either way

@@ -10,7 +10,15 @@ from determined import searcher as searchers
 from determined.config import Length
 from determined.engine._states import TrialState
 
-__all__ = ["CoreTrial"]
+__all__ = ["CoreTrial", "stopped_after_checkpoint"]
+
+
+def stopped_after_checkpoint(progress: str, resumes: bool) -> str:
+    """The trial log line for a trial process that exited after a checkpoint: it has
+    queued work (it resumes), or it waits for the searcher (an ASHA rung) to decide."""
+    tail = ("it resumes later" if resumes
+            else "it resumes only if the searcher asks for more")
+    return f"Trial stopped after a checkpoint at {progress}; {tail}"
 
 
 @dataclasses.dataclass

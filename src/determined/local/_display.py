@@ -90,15 +90,23 @@ class ProgressDisplay:
             counts = self.counts_fn()
             parts.append(f"{counts['running']} running, {counts['done']} done"
                          + (f", {counts['errors']} failed" if counts["errors"] else ""))
-        if self.best is not None:
-            parts.append(f"best {self.metric} {_fmt(self.best)}")
-        status = " | ".join(parts)
-        # The line fits the terminal: a narrower bar first, then a shortened status.
+        status = " | ".join(parts + ([self._best_text(self.metric)] if self.best is not None
+                                     else []))
+        # The line fits the terminal: a narrower bar first, then a shorter metric name
+        # (the best value stays whole), then a cut status.
         room = self.console.width - _FIXED_WIDTH
         self.bar.bar_width = max(_BAR_WIDTHS[0], min(_BAR_WIDTHS[1], room - len(status)))
-        if len(status) > room - self.bar.bar_width:
-            status = status[:max(room - self.bar.bar_width - 1, 0)] + "…"
+        limit = room - self.bar.bar_width
+        if len(status) > limit and self.best is not None:
+            keep = len(self.metric) - (len(status) - limit) - 1  # characters before "…"
+            if keep >= 4:
+                status = " | ".join(parts + [self._best_text(self.metric[:keep] + "…")])
+        if len(status) > limit:
+            status = status[:max(limit - 1, 0)] + "…"
         self.progress.update(self.task, completed=self.progress_fn(), status=status)
+
+    def _best_text(self, metric: str) -> str:
+        return f"best {metric} {_fmt(self.best)}"
 
     def _log(self, text: str) -> None:
         """One event line above the progress bar, with the time of day (no source

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+import tempfile
 import time
-from typing import TYPE_CHECKING, Any, Dict, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, Union
 
 from rich.console import Console
 
@@ -50,12 +52,36 @@ def prepare_config(
 def run_test_mode(
     config: Dict[str, Any], model_dir: str, console: Optional[Console] = None
 ) -> Dict[str, Any]:
-    """Train one batch, validate, checkpoint, in this process; raise on any failure."""
+    """Train one batch, validate, checkpoint, in this process; raise on any failure. A
+    Trial class runs in ``model_dir`` (tracebacks name the user's own files); a script,
+    which writes outputs of its own, in a temporary copy of it."""
+    console = console or TrimmedConsole()
+    cfg = validate_config(test_mode_config(config))
+    if not is_script_entrypoint(cfg["entrypoint"]):
+        return _run_test_mode(cfg, model_dir, console)
+    with _scratch_copy(model_dir, cfg["checkpoint_storage"]) as workdir:
+        return _run_test_mode(cfg, workdir, console)
+
+
+@contextlib.contextmanager
+def _scratch_copy(model_dir: str, storage: Dict[str, Any]) -> Iterator[str]:
+    """A temporary copy of ``model_dir`` to run in, as every other trial gets: what the
+    script writes (outputs, downloads) stays out of the user's directory."""
+    from determined.storage import copy_code
+
+    host_path = storage.get("host_path")
+    exclude = [os.path.join(host_path, storage.get("storage_path") or ""), host_path] \
+        if host_path else []
+    with tempfile.TemporaryDirectory(prefix="det-test-mode-") as tmp:
+        workdir = os.path.join(tmp, os.path.basename(os.path.abspath(model_dir)) or "model")
+        copy_code(model_dir, workdir, exclude=exclude)
+        yield workdir
+
+
+def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console) -> Dict[str, Any]:
     from determined import searcher as searchers
     from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 
-    console = console or TrimmedConsole()
-    cfg = validate_config(test_mode_config(config))
     rng = random.Random(cfg["reproducibility"]["experiment_seed"])
     hparams = searchers.sample_hparams(cfg["hyperparameters"], rng)
     env = TrialEnv(cfg, hparams, os.path.abspath(model_dir), trial_seed=rng.randrange(2**31),

@@ -438,6 +438,17 @@ def test_cmd_run_queued_for_a_slot_says_so(master):
     assert proc.returncode == 0 and out.strip() == "ran", out + err
 
 
+def test_cmd_run_on_a_free_slot_does_not_say_it_waits(master):
+    """Every new task is PENDING until a scheduling pass places it: `det cmd run` on an
+    idle cluster said "waits for a free slot" each time; only a task the master says
+    waits (its `waiting` reason) is reported as queued."""
+    env = {"DET_MASTER": master.url}
+    for _ in range(3):  # the race it lost was nearly certain; three runs make sure
+        out = run_det(["cmd", "run", "echo ran"], env=env)
+        assert out.returncode == 0 and out.stdout.strip() == "ran", out.stdout + out.stderr
+        assert "waits" not in out.stderr, out.stderr
+
+
 def test_kill_returns_once_the_task_has_ended(master):
     """`det cmd|notebook|shell|tensorboard kill` returned while the task still ran, so a
     `det task list` right after showed it RUNNING; now kill waits until it has ended.
