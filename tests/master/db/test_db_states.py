@@ -132,3 +132,14 @@ def test_store_checkpoint_transitions(store: Store, trial_id: int) -> None:
     store.add_checkpoint("c2", trial_id, 20, {}, {}, "torch-2", "cloudpickle", state="ERROR")
     with pytest.raises(IllegalTransitionError, match="ERROR -> DELETED"):
         store.set_checkpoint_state("c2", "DELETED")
+
+
+def test_a_refused_transition_says_what_the_state_allows_in_words() -> None:
+    with pytest.raises(IllegalTransitionError) as info:
+        check_transition("experiment", 3, "COMPLETED", "PAUSED")
+    assert str(info.value) == ("experiment 3: COMPLETED -> PAUSED is not allowed; "
+                               "experiment 3 is COMPLETED, which has ended (a final state)")
+    with pytest.raises(IllegalTransitionError) as info:
+        check_transition("experiment", 3, "PAUSED", "COMPLETED")
+    assert str(info.value).startswith("experiment 3: PAUSED -> COMPLETED is not allowed; "
+                                      "experiment 3 is PAUSED, which can become ")

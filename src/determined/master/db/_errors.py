@@ -39,8 +39,7 @@ class IllegalTransitionError(StoreError, ValueError):
         self.key = key
         self.from_state = from_state
         self.to_state = to_state
-        allowed_text = ", ".join(sorted(allowed)) or "none (terminal state)"
-        super().__init__(
-            f"Illegal state transition for {entity} {key}: {from_state} -> {to_state}. "
-            f"Allowed from {from_state}: {allowed_text}"
-        )
+        where = (f"which can become {', '.join(sorted(allowed))}" if allowed
+                 else "which has ended (a final state)")
+        super().__init__(f"{entity} {key}: {from_state} -> {to_state} is not allowed; "
+                         f"{entity} {key} is {from_state}, {where}")

@@ -107,8 +107,8 @@ def check_transition(entity: str, key: object, from_state: str, to_state: str) -
         >>> check_transition("experiment", 1, "COMPLETED", "ACTIVE")
         Traceback (most recent call last):
         ...
-        determined.master.db._errors.IllegalTransitionError: Illegal state transition for \
-experiment 1: COMPLETED -> ACTIVE. Allowed from COMPLETED: none (terminal state)
+        determined.master.db._errors.IllegalTransitionError: experiment 1: COMPLETED -> \
+ACTIVE is not allowed; experiment 1 is COMPLETED, which has ended (a final state)
     """
     check_state(entity, to_state)
     if to_state == from_state:
