@@ -222,3 +222,16 @@ def test_shell_completion(tmp_path):
                    capture_output=True)
     words = (tmp_path / "out").read_text().split()
     assert {"list", "list-trials", "list-checkpoints", "lt", "lc", "label"} <= set(words), words
+
+
+def test_an_empty_list_at_80_columns_keeps_its_headers_whole():
+    """With no rows the headers are all a table shows: `det task list` on a new master
+    printed `descript…` and `end_reas…`; columns are left out instead (named)."""
+    from determined.cli._remote import table_text
+    from determined.cli._tasks import TASK_COLUMNS, _TASK_DROP_FIRST
+
+    text = table_text([], TASK_COLUMNS, width=80, drop_first=_TASK_DROP_FIRST)
+    lines = text.splitlines()
+    assert all(len(line) <= 80 for line in lines), text
+    assert "…" not in lines[0] and "description" in lines[0], text
+    assert lines[-1].startswith("(hidden: "), text

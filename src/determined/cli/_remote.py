@@ -212,9 +212,10 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
     cells = [[cell(r.get(c)).replace("\n", " ") for c in columns] for r in rows]
     widths = [max([len(label)] + [len(row[i]) for row in cells]) for i, label in enumerate(labels)]
     # A header longer than its values (a metric's name) may be shortened to them: a
-    # checkpoint list at 80 columns then keeps its UUIDs.
+    # checkpoint list at 80 columns then keeps its UUIDs. Without rows the headers are
+    # all there is: they stay whole (columns are left out instead).
     floors = [min(w, max(8, _KEEP_WIDTH.get(c, 0),
-                         min(len(label), max([0] + [len(row[i]) for row in cells]))))
+                         min(len(label), max([len(row[i]) for row in cells], default=w))))
               for i, (w, label, c) in enumerate(zip(widths, labels, columns))]
     shown = list(range(len(columns)))
 
