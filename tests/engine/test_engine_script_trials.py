@@ -235,6 +235,9 @@ def test_exit_0_of_a_paused_script_resumes_it_later() -> None:
     sim.run()
     assert sim.finished == "COMPLETED" and sim.starts[1] == 2
     assert core.trial(1).checkpoint_batches == 6
+    # In the script's own unit, as the stop line said it ("at 2 steps").
+    resumed = [line for line in sim.logs if "restoring checkpoint" in line]
+    assert len(resumed) == 1 and resumed[0].endswith(" at 2 steps"), sim.logs
 
 
 def test_steps_are_the_searcher_unit_without_a_batch_size() -> None:

@@ -257,7 +257,8 @@ class ExperimentCore(ScriptTrials):
         if t.restarts:
             line += f" (restart {t.restarts} of {self.cfg.max_restarts})"
         if uuid and not warm:
-            line += f", restoring checkpoint {uuid} at {counted(t.checkpoint_batches, 'batch')}"
+            unit = "step" if self.scripted else "batch"  # a script counts its own steps
+            line += f", restoring checkpoint {uuid} at {counted(t.checkpoint_batches, unit)}"
         elif uuid:
             line += f", warm-started from checkpoint {uuid}"
         out.append(fx.TrialLog(request_id, line))
