@@ -26,6 +26,11 @@ def test_preview_search_shows_the_asha_plan(examples_dir):
     assert out.returncode == 0, out.stderr
     assert "Total: 16 trials" in out.stdout
     assert "epochs" in out.stdout
+    # An adaptive search's real counts depend on the metrics and their order: it says so.
+    assert "its counts per length may differ" in " ".join(out.stdout.split())
+    exact = run_det(["preview-search", examples_dir / "digits_pytorch" / "const.yaml"])
+    assert exact.returncode == 0, exact.stderr
+    assert "Total: 1 trial" in exact.stdout and "may differ" not in exact.stdout
 
 
 def test_preview_search_prints_the_searcher_as_yaml_that_fits_80_columns(examples_dir):

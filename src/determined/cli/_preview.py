@@ -53,4 +53,12 @@ def _preview(args: argparse.Namespace) -> int:
     console.print(table)
     console.print(f"Total: {counted(len(result.trials), 'trial')}, {result.total_units} {unit} "
                   "of training")
+    if cfg["searcher"]["name"] not in _EXACT_PLANS:
+        console.print("A plan with no trial better than another: a real search promotes "
+                      "trials as their validations arrive, so its counts per length may "
+                      "differ.", markup=False, highlight=False)
     return 0
+
+
+#: Searchers whose trials and lengths do not depend on the metrics reported.
+_EXACT_PLANS = ("single", "random", "grid")
