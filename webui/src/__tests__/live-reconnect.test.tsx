@@ -33,6 +33,7 @@ describe("experiment list", () => {
     await waitFor(() => expect(live.queries).toHaveLength(1));
     await settle();
     expect(loads()).toBe(0); // the channel first: a load now could miss a change
+    expect(screen.queryByTestId("experiment-table-empty")).toBeNull(); // not "none" before it loaded
     live.connect();
     await screen.findByText("exp 1");
     await settle();

@@ -66,3 +66,38 @@ describe("the task list's waiting notes", () => {
     expect(callsTo("/api/v1/waiting")).toHaveLength(0);
   });
 });
+
+describe("the task list without tasks", () => {
+  beforeEach(installFakeMaster);
+  afterEach(removeFakeMaster);
+
+  it("says there are none, not a table of headers alone", async () => {
+    routes["GET /api/v1/tasks"] = () => [200, { tasks: [] }];
+    open("/tasks");
+    const empty = await screen.findByTestId("task-table-empty");
+    expect(empty.textContent).toContain("No tasks yet");
+  });
+});
+
+describe("the experiment list without experiments", () => {
+  beforeEach(installFakeMaster);
+  afterEach(removeFakeMaster);
+  const empty = { experiments: [], total: 0, owners: [], labels: [] };
+
+  it("says there are none and how to create one, or that none match the filters", async () => {
+    const live = liveChannel();
+    routes["GET /api/v1/ui/experiments"] = () => [200, empty];
+    open("/experiments");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    live.connect();
+    expect((await screen.findByTestId("experiment-table-empty")).textContent)
+      .toContain("det experiment create CONFIG MODEL_DIR");
+    cleanup();
+    const live2 = liveChannel();
+    open("/experiments?state=COMPLETED");
+    await waitFor(() => expect(live2.queries).toHaveLength(1));
+    live2.connect();
+    expect((await screen.findByTestId("experiment-table-empty")).textContent)
+      .toBe("No experiments match these filters.");
+  });
+});

@@ -23,9 +23,11 @@ interface Props<T> {
   onSort?: (key: string, desc: boolean) => void;
   leading?: (row: T) => ReactNode;
   leadingHeader?: ReactNode;
+  /** Shown in the body when there are no rows (a table of headers alone says nothing). */
+  empty?: ReactNode;
 }
 
-export default function Table<T>({ columns, rows, rowKey, initialSort, testId, rowClass, sort, onSort, leading, leadingHeader }: Props<T>) {
+export default function Table<T>({ columns, rows, rowKey, initialSort, testId, rowClass, sort, onSort, leading, leadingHeader, empty }: Props<T>) {
   const [local, setLocal] = useState<{ key: string; desc: boolean }>({
     key: initialSort?.key ?? "",
     desc: initialSort?.desc ?? false,
@@ -64,6 +66,10 @@ export default function Table<T>({ columns, rows, rowKey, initialSort, testId, r
         </tr>
       </thead>
       <tbody ref={window_.body} data-rows={sorted.length}>
+        {sorted.length === 0 && empty != null && (
+          <tr className="empty"><td className="muted" colSpan={columns.length + (leading ? 1 : 0)}
+            data-testid={testId ? `${testId}-empty` : undefined}>{empty}</td></tr>
+        )}
         {window_.top > 0 && <tr className="spacer" style={{ height: window_.top }}><td colSpan={columns.length + (leading ? 1 : 0)} /></tr>}
         {sorted.slice(window_.start, window_.end).map((row) => (
           <tr key={rowKey(row)} className={rowClass?.(row)}>

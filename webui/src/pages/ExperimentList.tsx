@@ -174,6 +174,10 @@ export default function ExperimentList() {
         testId="experiment-table"
         columns={columns}
         rows={rows}
+        empty={data == null ? undefined  // not loaded yet
+          : ["state", "owner", "label", "text"].some((k) => get(k)) || get("archived") === "true"
+            ? "No experiments match these filters."
+            : <>No experiments yet: <code>det experiment create CONFIG MODEL_DIR</code> starts one.</>}
         rowKey={(e) => e.id}
         sort={{ key: get("sort", "id"), desc: get("order", "desc") === "desc" }}
         onSort={(key, desc) => set({ sort: key, order: desc ? "desc" : "asc" })}

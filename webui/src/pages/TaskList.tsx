@@ -146,7 +146,8 @@ export default function TaskList() {
       <ErrorLine error={error} />
       {rows == null ? <p className="muted">Loading…</p> : (
         <Table testId="task-table" columns={columns} rows={rows} rowKey={(t) => t.id}
-          rowClass={(t) => (t.id === logsOf ? "selected" : "")} />
+          rowClass={(t) => (t.id === logsOf ? "selected" : "")}
+          empty="No tasks yet (the line above says how to start one)." />
       )}
       {logsOf ? (
         <section>
