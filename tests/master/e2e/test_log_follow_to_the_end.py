@@ -58,7 +58,8 @@ class LateLineProxy:
                 served = state and resp.status_code == 200 and resp.json().get("state")
                 if served:
                     proxy.states.append((f"{state.group(1)}/{state.group(2)}", served))
-                if served in _ENDED:
+                if served in _ENDED and state.group(2) not in proxy.stored:
+                    # One late line per trial or task (the CLI may read the end twice).
                     armed["key"] = f"{state.group(1)}/{state.group(2)}"
                 elif logs and armed["key"] == f"{logs.group(1)}/{logs.group(2)}":
                     armed["key"] = None
@@ -179,6 +180,8 @@ def test_trial_logs_follow_goes_on_through_a_pause(ended_master, tiny_dir, tmp_p
     assert follower.returncode == 0, err
     lines = out.splitlines()
     assert lines == [line.line for line in store.get_logs(trial_id)]
-    assert any(line.startswith("[determined] Trial") and "cancel" in line.lower()
+    # Its end after the pause: canceled, or killed if the kill found it still stopping.
+    assert any(line.startswith("[determined] Trial") and ("cancel" in line.lower()
+                                                          or "killed" in line.lower())
                for line in lines[-3:]), lines[-3:]
     store.close()
