@@ -106,11 +106,35 @@ def test_torch_distributed_starts_ranks_that_find_each_other(tmp_path):
         (1, {"sum": 3.0, "rank": 0})]
 
 
-def test_torch_distributed_fails_when_a_rank_fails(tmp_path):
+@pytest.mark.parametrize("fail_by", ["raise", "exit"])
+def test_torch_distributed_fails_when_a_rank_fails(tmp_path, fail_by):
+    """Rank 1 fails while rank 0 goes on into a collective of the Core API that waits for
+    it. A rank that raised leaves at once; one that called ``sys.exit(7)`` looks like a
+    clean end to the exit hook, which waits ``DET_EXIT_WAIT_SECONDS`` for its peers and
+    then leaves: no deadlock either way."""
+    env = script_env(tmp_path / "core", {"FAIL_RANK": "1", "FAIL_BY": fail_by,
+                                         "DET_EXIT_WAIT_SECONDS": "5"})
     done = _run(["determined.launch.torch_distributed", "--nproc_per_node", "2", "--",
-                 "python3", str(DIST_SCRIPT)], script_env(tmp_path / "core", {"FAIL_RANK": "1"}),
-                cwd=tmp_path)
+                 "python3", str(DIST_SCRIPT)], env, cwd=tmp_path)
     assert done.returncode != 0
+    assert ("RuntimeError: this rank fails" in done.stderr) == (fail_by == "raise")
+
+
+def test_torch_distributed_ranks_leave_a_group_they_kept_together(tmp_path):
+    """Scripts that never destroy torch's process group (Hugging Face's Trainer): the exit
+    hook has a rank that ended first wait for the late one before the group goes (a rank
+    whose peer closed its connections first may abort in gloo's threads)."""
+    env = script_env(tmp_path / "core", {"KEEP_GROUP": "1", "LATE_RANK": "1"})
+    done = _run(["determined.launch.torch_distributed", "--nproc_per_node", "2", "--",
+                 "python3", str(DIST_SCRIPT)], env, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    late = float(next(ln for ln in lines if ln.startswith("[rank=1] late rank done at "))
+                 .rsplit(" ", 1)[1])
+    exited = float(next(ln for ln in lines if ln.startswith("[rank=0] exited at "))
+                   .rsplit(" ", 1)[1])
+    assert exited >= late, lines
+    assert "without waiting" not in done.stderr, done.stderr
 
 
 def test_torch_distributed_starts_one_rank_per_slot_of_the_trial(tmp_path):

@@ -40,6 +40,11 @@ def _get_training_port_offset() -> int:
 _exit_hook_registered = False
 
 
+#: How long a rank that ends cleanly waits at exit for the job's other ranks (seconds);
+#: ``DET_EXIT_WAIT_SECONDS`` overrides it.
+EXIT_WAIT_SECONDS = 60.0
+
+
 def _destroy_torch_process_group_at_exit() -> None:
     """At interpreter exit, destroy torch's default process group if the script left it.
 
@@ -61,10 +66,43 @@ def _destroy_torch_process_group() -> None:
     dist = sys.modules.get("torch.distributed")  # never imported: nothing to destroy
     if dist is None or not dist.is_available() or not dist.is_initialized():
         return
+    _wait_for_the_other_ranks(dist)
     try:
         dist.destroy_process_group()
     except Exception as e:  # exiting anyway: say why the group could not go
         logger.warning("could not destroy torch's process group at exit: %s", e)
+
+
+def _wait_for_the_other_ranks(dist: Any) -> None:
+    """Let the ranks tear their group down together: a rank whose peers already closed
+    their connections may abort in gloo's threads at exit. The rendezvous is on the
+    group's key-value store (torchrun's agent holds it), not a collective, so a peer
+    busy in some other collective cannot deadlock it; it gives up after
+    ``EXIT_WAIT_SECONDS`` (a rank that called ``sys.exit(1)`` while its peers train on
+    waits that long before it ends). A rank that raised (``sys.last_value`` is set before ``atexit``
+    runs) leaves at once: its peers fail in their next collective or are stopped by the
+    launcher."""
+    if getattr(sys, "last_value", None) is not None:
+        return
+    try:
+        size = dist.get_world_size()
+        if size < 2:
+            return
+        import datetime
+
+        from torch.distributed import distributed_c10d
+
+        wait = float(os.environ.get("DET_EXIT_WAIT_SECONDS", EXIT_WAIT_SECONDS))
+
+        store = distributed_c10d._get_default_store()
+        if store.add("determined/exit/arrived", 1) >= size:
+            store.set("determined/exit/all", "1")
+        else:
+            store.wait(["determined/exit/all"], datetime.timedelta(seconds=wait))
+    except Exception as e:
+        text = str(e).strip().splitlines()
+        logger.warning("leaving torch's process group without waiting for the other ranks: "
+                       "%s", text[0] if text else type(e).__name__)
 
 
 def _env_int(name: str) -> int:
