@@ -146,7 +146,8 @@ def test_shell_on_the_agent_through_the_proxy(cluster):
 
     sh = cluster.create("shell")
     cluster.wait(sh["id"], "RUNNING")
-    url = cluster.master.url.replace("http://", "ws://") + f"/proxy/{sh['id']}/"
+    # The window's size as `det shell open` sends it: the PTY has it before the shell starts.
+    url = cluster.master.url.replace("http://", "ws://") + f"/proxy/{sh['id']}/?rows=31&cols=97"
 
     def connected():
         try:
@@ -158,10 +159,13 @@ def test_shell_on_the_agent_through_the_proxy(cluster):
     ws = wait_until(connected, 60, "the shell server on the agent")
     reader = PtyReader(ws)
 
-    ws.send(json.dumps({"resize": [31, 97]}))
     ws.send(b"stty size; echo agent=$DET_AGENT_ID; echo MARK$((6*7))\n")
     reader.until(b"MARK42")
     assert b"31 97" in reader.output and b"agent=tasks-a" in reader.output
+    ws.send(json.dumps({"resize": [40, 120]}))  # the window changes size
+    ws.send(b"stty size; echo MARK$((6*8))\n")
+    reader.until(b"MARK48")
+    assert b"40 120" in reader.output
     # A foreground job that says when it runs (a fixed pause raced the shell's fork on a
     # loaded machine: a Ctrl-C before it reached the shell, and `sleep` held the prompt).
     ws.send(b"sh -c 'echo RUNNING$((40+2)); exec sleep 300'\n")

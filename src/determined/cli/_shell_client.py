@@ -2,7 +2,8 @@
 PTY over a websocket through the master's proxy (see ``determined.tasks.shell``).
 
 In a terminal, the local tty is put in raw mode (keys such as Ctrl-C go to the remote
-shell), and window size changes are sent as ``{"resize": [rows, cols]}``. Without a
+shell); the window's size goes with the connection (the shell starts with it) and its
+changes are sent as ``{"resize": [rows, cols]}``. Without a
 terminal (a pipe), the task runs stdin as a script (no prompts or echo: ``?batch=1``),
 its output is copied to stdout and its exit code is returned.
 """
@@ -26,7 +27,9 @@ def open_shell(master_url: str, task_id: str, token: str) -> int:
 
     url = master_url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
     interactive = sys.stdin.isatty()
-    ws = connect(f"{url}/proxy/{task_id}/" + ("" if interactive else "?batch=1"),
+    size = shutil.get_terminal_size()
+    query = f"?rows={size.lines}&cols={size.columns}" if interactive else "?batch=1"
+    ws = connect(f"{url}/proxy/{task_id}/{query}",
                  additional_headers={"Authorization": f"Bearer {token}"}, max_size=None)
     old: Any = None
     stdin_fd = sys.stdin.fileno()
@@ -44,7 +47,6 @@ def open_shell(master_url: str, task_id: str, token: str) -> int:
             except Exception:
                 pass
 
-        resize()
         signal.signal(signal.SIGWINCH, resize)
 
     def pump_stdin() -> None:

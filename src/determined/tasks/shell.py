@@ -4,7 +4,8 @@ Protocol (``ws://127.0.0.1:PORT/...``, reached through the master's proxy): bina
 messages from the client are keystrokes written to the PTY (Ctrl-C is byte 3; the
 terminal line discipline turns it into SIGINT for the foreground job); binary
 messages to the client are the PTY's output; a text message
-``{"resize": [rows, cols]}`` sets the window size (the shell gets SIGWINCH). The
+``{"resize": [rows, cols]}`` sets the window size (the shell gets SIGWINCH);
+``?rows=R&cols=C`` in the URL gives the size the PTY has before the shell starts. The
 connection closes when the shell exits; the server keeps serving new connections.
 
 ``?batch=1`` (``det shell start`` in a pipe): no PTY and no interactive shell, so no
@@ -26,14 +27,13 @@ import hmac
 import json
 import logging
 import os
-import pty
 import signal
 import struct
 import subprocess
 import termios
 import threading
-from typing import Any, List, Optional
-from urllib.parse import urlsplit
+from typing import Any, Dict, List, Optional, Tuple
+from urllib.parse import parse_qs, urlsplit
 
 __all__ = ["main", "set_window_size"]
 
@@ -95,19 +95,47 @@ def _serve_batch(ws: Any, workdir: str) -> None:
         logger.info("shell %d ended (batch)", proc.pid)
 
 
-def _serve_connection(ws: Any, workdir: str) -> None:
-    if "batch=1" in urlsplit(ws.request.path).query.split("&"):
-        _serve_batch(ws, workdir)
-        return
-    pid, fd = pty.fork()
+def _initial_size(query: Dict[str, List[str]]) -> Optional[Tuple[int, int]]:
+    """``rows`` and ``cols`` from the connection's URL, or None (left out or not sizes)."""
+    try:
+        rows, cols = int(query["rows"][0]), int(query["cols"][0])
+    except (KeyError, ValueError):
+        return None
+    return (rows, cols) if 0 < rows < 65536 and 0 < cols < 65536 else None
+
+
+def _fork_shell(workdir: str, size: Optional[Tuple[int, int]]) -> Tuple[int, int]:
+    """Start an interactive shell on a new PTY whose window size (when given) is set
+    before the shell exists; returns (pid, the PTY's controlling side)."""
+    master, slave = os.openpty()
+    if size:
+        set_window_size(master, *size)
+    pid = os.fork()
     if pid == 0:  # the child: the shell, with the PTY as its controlling terminal
         try:
+            os.close(master)
+            os.setsid()
+            fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+            for target in (0, 1, 2):
+                os.dup2(slave, target)
+            if slave > 2:
+                os.close(slave)
             os.chdir(workdir)
             os.environ["TERM"] = os.environ.get("TERM") or "xterm-256color"
             argv = _shell_argv()
             os.execvp(argv[0], argv)
         finally:
             os._exit(127)
+    os.close(slave)
+    return pid, master
+
+
+def _serve_connection(ws: Any, workdir: str) -> None:
+    query = parse_qs(urlsplit(ws.request.path).query)
+    if query.get("batch") == ["1"]:
+        _serve_batch(ws, workdir)
+        return
+    pid, fd = _fork_shell(workdir, _initial_size(query))
     logger.info("shell %d started", pid)
     done = threading.Event()
 

@@ -4,11 +4,14 @@ Marked ``default_install``: CI runs these again in a venv made the README's way 
 default extras ``pytorch,examples``; scripts/test.sh), not only with every extra.
 """
 
+import fcntl
 import os
 import pty
 import select
+import struct
 import subprocess
 import sys
+import termios
 import time
 
 import httpx
@@ -80,6 +83,8 @@ def test_shell_start_in_a_pipe_exits_with_the_scripts_exit_code(master):
 
 def test_shell_start_in_a_terminal(master):
     leader, follower = pty.openpty()
+    # The terminal's size: the remote shell starts with it.
+    fcntl.ioctl(leader, termios.TIOCSWINSZ, struct.pack("HHHH", 27, 83, 0, 0))
     proc = subprocess.Popen([sys.executable, "-m", "determined.cli", "shell", "start"],
                             stdin=follower, stdout=follower, stderr=follower,
                             env=dict(os.environ, **_env(master)), start_new_session=True)
@@ -105,11 +110,12 @@ def test_shell_start_in_a_terminal(master):
         deadline = time.monotonic() + 150
         while b"MARK42" not in output:
             assert time.monotonic() < deadline, output.decode(errors="replace")
-            os.write(leader, b"echo MARK$((6*7))\r")
+            os.write(leader, b"stty size; echo MARK$((6*7))\r")
             try:
                 read_until(b"MARK42", 5)
             except AssertionError:
                 assert proc.poll() is None, output.decode(errors="replace")
+        assert b"27 83" in output, output.decode(errors="replace")
         os.write(leader, b"exit\r")
         assert proc.wait(60) == 0, output.decode(errors="replace")
     finally:

@@ -316,7 +316,8 @@ def test_shell_round_trips_through_a_pty(master):
     c = login(master)
     sh = create_task(c, "shell")
     wait_task(c, sh["id"], "RUNNING")
-    url = master.url.replace("http://", "ws://") + f"/proxy/{sh['id']}/"
+    # The window's size as `det shell open` sends it: the PTY has it before the shell starts.
+    url = master.url.replace("http://", "ws://") + f"/proxy/{sh['id']}/?rows=33&cols=101"
     with pytest.raises(Exception):
         with connect(url, open_timeout=10) as ws:
             ws.recv(timeout=5)
@@ -343,10 +344,13 @@ def test_shell_round_trips_through_a_pty(master):
                       headers={"Authorization": f"Bearer {alice}"}).status_code == 403
     reader = PtyReader(ws)
 
-    ws.send(json.dumps({"resize": [33, 101]}))
     ws.send(b"stty size; tty; echo cwd=$PWD; echo MARK$((6*7))\n")
     reader.until(b"MARK42")
     assert b"33 101" in reader.output and b"/dev/pts/" in reader.output
+    ws.send(json.dumps({"resize": [40, 120]}))  # the window changes size
+    ws.send(b"stty size; echo MARK$((6*8))\n")
+    reader.until(b"MARK48")
+    assert b"40 120" in reader.output
     assert b"/work" in reader.output.split(b"cwd=")[-1].split(b"\n")[0]
     # A foreground job that says when it runs (a fixed pause raced the shell's fork on a
     # loaded machine: a Ctrl-C before it reached the shell, and `sleep` held the prompt).
