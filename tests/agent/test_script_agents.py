@@ -57,13 +57,17 @@ def test_script_on_a_remote_agent_completes_and_survives_a_sigkill(cluster, tmp_
     assert "closed at step 10" in logs  # the script's own output, shipped by the agent
 
 
-def test_script_trial_spanning_two_agents_runs_on_each_and_fails_with_either(cluster):
+def test_script_trial_spanning_two_agents_runs_on_each_and_fails_with_either(cluster,
+                                                                             tmp_path):
     """Each machine runs the command; this one finds no link on machine 1 (it is no
     distributed script) and exits 2 there, which fails the trial (the chief's script is
     killed)."""
     cluster.ensure_agents("a1", "a2")
-    # The chief's steps take long enough that machine 1 fails first.
-    config = _config(6, step_seconds=5.0)
+    # The chief's steps take long enough that machine 1 fails first; machine 1 waits
+    # for the chief's script to start (its pid marker), so both have run theirs.
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    config = _config(6, step_seconds=5.0, marker_dir=str(markers))
     config["resources"] = {"slots_per_trial": 2}
     config["max_restarts"] = 0
     exp_id = create_experiment(cluster.api, config, SCRIPT_DIR)
