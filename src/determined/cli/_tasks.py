@@ -361,10 +361,11 @@ def _print_logs(api: Any, task_id: str, follow: bool, tail: Optional[int]) -> No
     """Print (and follow, to its last stored line) a task's output, page by page."""
     path = f"/tasks/{task_id}/logs"
     log = LogTail(lambda after: api.request("GET", path, params={
-                      "after_id": after, "limit": PAGE})["logs"],
+                      "after_id": after, "limit": PAGE}),
                   lambda line: print(line["line"], flush=True))
-    if tail is not None:
-        log.take(api.request("GET", path, params={"tail": tail})["logs"])
+    if tail is not None:  # the newest lines: they end a complete log
+        page = api.request("GET", path, params={"tail": tail})
+        log.take(page["logs"], page.get("complete"))
     if not follow:
         if tail is None:
             log.read_new()
