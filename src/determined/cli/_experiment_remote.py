@@ -12,7 +12,7 @@ from rich.console import Console
 
 from determined._metric_order import MetricOrder
 from determined.cli._git import git_info
-from determined.cli._log_tail import LogTail
+from determined.cli._log_tail import LogTail, trial_log_page
 from determined.cli._progress import ExperimentProgress, progress_text
 from determined.cli._waiting import with_waiting
 from determined.cli._remote import (
@@ -120,9 +120,9 @@ def _follow(c: MasterClient, exp_id: int, console: Console, interval: float,
             exp = c.get_experiment(exp_id)
             if logs and tail is None and exp["trials"]:
                 first_trial = min(t["id"] for t in exp["trials"])
-                tail = LogTail(lambda after: c.get_trial_logs(first_trial, after_id=after),
+                tail = LogTail(lambda after: trial_log_page(c, first_trial, after),
                                lambda line: progress.log(line["line"]))
-            if tail is not None:
+            if tail is not None and not tail.complete:  # (the first trial may end first)
                 tail.read_new()
             progress.update(exp)
             if exp["state"] in TERMINAL:

@@ -22,7 +22,7 @@ from determined.cli._remote import (
     usage_error,
 )
 from determined.cli._log_tail import PAGE, LogTail, follow_log
-from determined.cli._waiting import with_waiting
+from determined.cli._waiting import wait_details, with_waiting
 
 __all__ = ["add_parser"]
 
@@ -249,12 +249,12 @@ def _create(args: argparse.Namespace, api: Any, body: Dict[str, Any],
 
 def _wait_ready(api: Any, task: Dict[str, Any], token: str, timeout: float = 300) -> None:
     """Wait until the task's service answers through the proxy (``timeout`` seconds from
-    its start; a task queued for slots waits as long as it takes, saying so once). A task
+    its start; a task queued for slots waits as long as it takes, saying why in one line,
+    and again only when the master's reason changes). A task
     that ends first is reported (exit code, end reason, the tail of its log) with a
     non-zero exit."""
     deadline = time.monotonic() + timeout
     url = f"{api.url}/proxy/{task['id']}/{_PATHS.get(task['kind'], '')}"
-    said_queued = False
     said_why: Optional[str] = None  # the master's last reason printed
     while time.monotonic() < deadline:
         state = api.request("GET", f"/tasks/{task['id']}")
@@ -263,14 +263,9 @@ def _wait_ready(api: Any, task: Dict[str, Any], token: str, timeout: float = 300
         if state["state"] == "PENDING":
             # Only a task the master says waits is queued; one without a reason is being
             # placed or started (every new task is PENDING for a moment).
-            if state.get("waiting") and not said_queued:
-                print(f"{task['kind']} {task['id']} waits for a free slot (Ctrl-C stops "
-                      f"waiting; `det {task['kind']} kill {task['id']}` removes it)",
-                      file=sys.stderr, flush=True)
-                said_queued = True
             why = (state.get("waiting") or {}).get("detail")
             if why and why != said_why:
-                print(f"{task['kind']} {task['id']} waits: {why}", file=sys.stderr, flush=True)
+                _say_why_it_waits(state)
                 said_why = why
             deadline = time.monotonic() + timeout
             time.sleep(0.5)
@@ -284,6 +279,13 @@ def _wait_ready(api: Any, task: Dict[str, Any], token: str, timeout: float = 300
         time.sleep(0.5)
     raise SystemExit(f"det: error: {task['kind']} {task['id']} did not answer within "
                      f"{timeout:.0f} s; see `det {task['kind']} logs {task['id']}`")
+
+
+def _say_why_it_waits(task: Dict[str, Any]) -> None:
+    """``<kind> <id> waits: <the master's detail>`` on stderr, if the task waits: one
+    line (wrapped to the terminal's width on one)."""
+    for line in wait_details(task["kind"], [task]):
+        print(line, file=sys.stderr, flush=True)
 
 
 def _answers(url: str, kind: str, token: str) -> bool:
@@ -361,10 +363,11 @@ def _print_logs(api: Any, task_id: str, follow: bool, tail: Optional[int]) -> No
     """Print (and follow, to its last stored line) a task's output, page by page."""
     path = f"/tasks/{task_id}/logs"
     log = LogTail(lambda after: api.request("GET", path, params={
-                      "after_id": after, "limit": PAGE})["logs"],
+                      "after_id": after, "limit": PAGE}),
                   lambda line: print(line["line"], flush=True))
-    if tail is not None:
-        log.take(api.request("GET", path, params={"tail": tail})["logs"])
+    if tail is not None:  # the newest lines: they end a complete log
+        page = api.request("GET", path, params={"tail": tail})
+        log.take(page["logs"], page.get("complete"))
     if not follow:
         if tail is None:
             log.read_new()
@@ -465,11 +468,8 @@ def _follow_command(args: argparse.Namespace, api: Any, task: Dict[str, Any]) ->
         print(task["id"])
         return 0
     state = _placed_or_waiting(api, task["id"])
-    if state["state"] == "PENDING" and state.get("waiting"):
-        print(f"command {task['id']} waits for a free slot (Ctrl-C stops following; "
-              f"`det cmd kill {task['id']}` removes it)", file=sys.stderr, flush=True)
-        print(f"command {task['id']} waits: {state['waiting']['detail']}", file=sys.stderr,
-              flush=True)
+    if state["state"] == "PENDING":
+        _say_why_it_waits(state)
     _print_logs(api, task["id"], follow=True, tail=None)
     final = api.request("GET", f"/tasks/{task['id']}")
     code = final.get("exit_code")

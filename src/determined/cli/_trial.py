@@ -10,7 +10,7 @@ from typing import Any
 
 from determined.cli._experiment_edit import parse_bool, print_checkpoint
 from determined.cli._experiment_remote import TERMINAL
-from determined.cli._log_tail import PAGE, LogTail, follow_log
+from determined.cli._log_tail import PAGE, LogTail, follow_log, trial_log_page
 from determined.cli._waiting import wait_details, with_waiting
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text,
                                    print_rows, sdk, usage_error)
@@ -106,11 +106,15 @@ def _logs(args: argparse.Namespace) -> int:
         if n is not None and n < 0:
             usage_error(f"{flag} must be 0 or more. Received: {n}")
     with client(args) as c:
-        tail = LogTail(lambda after: c.get_trial_logs(args.trial_id, after_id=after),
+        tail = LogTail(lambda after: trial_log_page(c, args.trial_id, after),
                        lambda line: print(line["line"], flush=True))
-        first = c.get_trial_logs(args.trial_id, limit=PAGE if args.head is None else args.head,
-                                 tail=args.tail)
-        tail.take(first)
+        limit = PAGE if args.head is None else args.head
+        params = {"limit": limit} if args.tail is None else {"tail": args.tail}
+        page = c.request("GET", f"/trials/{args.trial_id}/logs", params=params)
+        first = page["logs"]
+        # It ends the log if complete and it holds the newest lines (all: fewer than asked).
+        newest = args.tail is not None or len(first) < limit
+        tail.take(first, page.get("complete") if newest else None)
         if not args.follow:
             if args.head is None and args.tail is None and len(first) >= PAGE:
                 tail.read_new()  # the rest, page by page

@@ -24,7 +24,7 @@ from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master._lifecycle import event
 from determined.master._waits import WaitBook
-from determined.master.db import Store
+from determined.master.db import TERMINAL_STATES, Store
 from determined.master.tasks import TaskManager
 from determined.master.experiments import Experiments, ExperimentRun, TrialHandle
 from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_roots
@@ -231,6 +231,20 @@ class Master:
 
     def _store_logs(self, trial_id: int, lines: Any) -> None:
         self.store.add_logs(trial_id, list(lines))
+
+    def trial_log_complete(self, trial_id: int) -> bool:
+        """Whether the trial's log has every line it will ever have: the trial ended
+        and no process of it is left. Its end line is stored with its end state (both
+        under the lock), and a process's output is stored before its exit is handled,
+        which gives its slots back (``_process_exited``). Checked before a log page is
+        read, the page then holds the rest of the log.
+
+        Raises:
+            NotFoundError: there is no trial ``trial_id``.
+        """
+        with self.lock:
+            ended = self.store.get_trial(trial_id).state in TERMINAL_STATES
+            return ended and scheduler.trial_task_id(trial_id) not in self.allocations
 
     def _store_gpu_samples(self, trial_id: int, samples: List[Dict[str, Any]]) -> None:
         try:

@@ -93,16 +93,23 @@ def workloads_json(store: Store, id: int) -> Dict[str, Any]:
 
 
 def logs_json(store: Store, id: int, after_id: int = 0, limit: int = 1000,
-              tail: Optional[int] = None) -> Dict[str, Any]:
-    """``GET /trials/{id}/logs``."""
+              tail: Optional[int] = None, complete: Optional[bool] = None) -> Dict[str, Any]:
+    """``GET /trials/{id}/logs`` (``complete``: see :func:`log_lines_json`)."""
     store.get_trial(id)
-    return log_lines_json(store.get_logs(id, after_id=after_id, limit=limit, tail=tail))
+    return log_lines_json(store.get_logs(id, after_id=after_id, limit=limit, tail=tail),
+                          complete)
 
 
-def log_lines_json(lines: List[Any]) -> Dict[str, Any]:
-    """``{"logs": [{id, timestamp, line}]}``: a page of a trial's or a task's log."""
-    return {"logs": [{"id": line.id, "timestamp": iso(line.timestamp), "line": line.line}
-                     for line in lines]}
+def log_lines_json(lines: List[Any], complete: Optional[bool] = None) -> Dict[str, Any]:
+    """``{"logs": [{id, timestamp, line}], "complete": bool}``: a page of a trial's or a
+    task's log. ``complete`` (left out where None: a reader that cannot tell) says the
+    log had every line it will ever have before this page was read: it ended, and a
+    follower that reads on to a short page has them all."""
+    out: Dict[str, Any] = {"logs": [{"id": line.id, "timestamp": iso(line.timestamp),
+                                     "line": line.line} for line in lines]}
+    if complete is not None:
+        out["complete"] = complete
+    return out
 
 
 def model_def_json(store: Store, id: int) -> Dict[str, Any]:

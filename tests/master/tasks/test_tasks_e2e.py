@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 
 import httpx
@@ -396,7 +397,7 @@ def test_notebook_start_queued_for_a_slot_says_so_and_waits(master):
     """With every slot busy `det notebook start` printed nothing for 300 s, then "did not
     answer"; it says the notebook waits for a slot and waits until it runs."""
     pytest.importorskip("jupyterlab", reason="the optional extra 'notebook'")
-    env = dict(os.environ, DET_MASTER=master.url)
+    env = dict(os.environ, DET_MASTER=master.url, COLUMNS="80")
     busy = run_det(["cmd", "run", "-d", "sleep 300"], env={"DET_MASTER": master.url})
     assert busy.returncode == 0, busy.stderr
     busy_id = busy.stdout.strip()
@@ -406,40 +407,56 @@ def test_notebook_start_queued_for_a_slot_says_so_and_waits(master):
     watchdog = __import__("threading").Timer(240, proc.kill)
     watchdog.start()
     try:
-        lines = [proc.stderr.readline(), proc.stderr.readline()]
-        assert lines[0].startswith("Launched notebook "), lines
-        nb_id = lines[0].split()[-1]
-        assert lines[1].strip() == (f"notebook {nb_id} waits for a free slot (Ctrl-C stops "
-                                    f"waiting; `det notebook kill {nb_id}` removes it)"), lines
+        launched = proc.stderr.readline()
+        assert launched.startswith("Launched notebook "), launched
+        nb_id = launched.split()[-1]
+        said = _read_wait_line(proc, login(master), "notebook", nb_id)
+        assert busy_id in said, said  # the master's reason names the slot's holder
         assert run_det(["cmd", "kill", busy_id], env={"DET_MASTER": master.url}).returncode == 0
         out, err = proc.communicate(timeout=240)
     finally:
         watchdog.cancel()
     assert proc.returncode == 0, err
     assert "/lab?det_token=" in out, out + err
+    assert "waits" not in err, err  # said once
     run_det(["notebook", "kill", nb_id], env={"DET_MASTER": master.url})
 
 
-def test_cmd_run_queued_for_a_slot_says_so(master):
-    """`det cmd run` behind a busy slot printed nothing until the command ran."""
+def _read_wait_line(proc: subprocess.Popen, c: httpx.Client, kind: str, task_id: str) -> str:
+    """The CLI's next stderr lines, which must say why the task waits as the master does:
+    ``<kind> <id> waits: <detail>``, wrapped to its 80 columns ($COLUMNS); one line."""
+    detail = wait_until(lambda: (task(c, task_id).get("waiting") or {}).get("detail"), 60,
+                        f"the master to say why {task_id} waits")
+    said = f"{kind} {task_id} waits: {detail}"
+    wrapped = textwrap.fill(said, width=80, subsequent_indent="  ").splitlines()
+    lines = [proc.stderr.readline().rstrip("\n") for _ in wrapped]
+    assert lines == wrapped, lines
+    return said
+
+
+def test_cmd_run_queued_for_a_slot_says_why_in_one_line(master):
+    """`det cmd run` behind a busy slot printed nothing until the command ran; then two
+    lines, a generic one and the master's reason. It says the reason alone, once, within
+    80 columns, then prints the command's output."""
     env = {"DET_MASTER": master.url}
     busy = run_det(["cmd", "run", "-d", "sleep 300"], env=env)
     assert busy.returncode == 0, busy.stderr
     proc = subprocess.Popen([sys.executable, "-m", "determined.cli", "cmd", "run",
-                             "echo ran"], env=dict(os.environ, **env),
+                             "echo ran"], env=dict(os.environ, COLUMNS="80", **env),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     watchdog = __import__("threading").Timer(240, proc.kill)
     watchdog.start()
     try:
-        lines = [proc.stderr.readline(), proc.stderr.readline()]
-        cmd_id = lines[0].split()[-1]
-        assert lines[1].strip() == (f"command {cmd_id} waits for a free slot (Ctrl-C stops "
-                                    f"following; `det cmd kill {cmd_id}` removes it)"), lines
+        launched = proc.stderr.readline()
+        cmd_id = launched.split()[-1]
+        said = _read_wait_line(proc, login(master), "command", cmd_id)
+        assert busy.stdout.strip() in said, said  # the master's reason names the holder
         assert run_det(["cmd", "kill", busy.stdout.strip()], env=env).returncode == 0
         out, err = proc.communicate(timeout=240)
     finally:
         watchdog.cancel()
     assert proc.returncode == 0 and out.strip() == "ran", out + err
+    assert "waits" not in err, err  # the one line above was all
 
 
 def test_cmd_run_on_a_free_slot_does_not_say_it_waits(master):

@@ -8,7 +8,9 @@
 - ``GET /waiting``: why each waiting task, trial and experiment waits (the web UI's
   notes); experiments, trials and tasks as JSON carry the same as ``waiting``.
 - ``GET /trials/{id}`` (with metrics), ``POST /trials/{id}/kill``,
-  ``GET /trials/{id}/logs?after_id&limit&tail``; ``GET /checkpoints/{uuid}``.
+  ``GET /trials/{id}/logs?after_id&limit&tail`` -> ``{"logs": [{id, timestamp, line}],
+  "complete"}`` (``complete``: the trial ended and its log has all its lines, see
+  ``views.log_lines_json``); ``GET /checkpoints/{uuid}``.
 
 Live experiments are changed only through the master's
 :class:`~determined.master.experiments.Experiments`; everything else is read from the
@@ -217,7 +219,8 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
     @api.get("/trials/{id}/logs")
     def get_logs(id: int, after_id: int = Query(0, ge=0), limit: int = Query(1000, ge=0),
                  tail: Optional[int] = Query(None, ge=0)) -> Dict[str, Any]:
-        return views.logs_json(store, id, after_id, limit, tail)
+        complete = master.trial_log_complete(id)  # before the read: see log_lines_json
+        return views.logs_json(store, id, after_id, limit, tail, complete)
 
     @api.get("/waiting")
     def list_waiting() -> Dict[str, Any]:

@@ -6,7 +6,8 @@
   ``experiment_ids`` and/or ``trial_ids``.
 - ``GET /tasks?kind=K&all=true`` -> ``{"tasks": [...]}`` (the caller's own, all with
   ``all``); ``GET /tasks/{id}``; ``GET /tasks/{id}/logs?after_id&limit&tail`` ->
-  ``{"logs": [{id, timestamp, line}]}``; ``POST /tasks/{id}/kill``.
+  ``{"logs": [{id, timestamp, line}], "complete"}`` (``complete``: the task ended and
+  its log has all its lines); ``POST /tasks/{id}/kill``.
 
 A task as JSON: ``{id, kind, owner, state, description, config, slots, agent_id,
 slot_ids, exit_code, end_reason, start_time, end_time, url, waiting}`` where ``url`` is
@@ -203,9 +204,11 @@ def tasks_router(master: Master, auth: Auth) -> fastapi.APIRouter:
     @api.get("/tasks/{id}/logs")
     def get_task_logs(id: str, after_id: int = Query(0, ge=0), limit: int = Query(1000, ge=0),
                       tail: Optional[int] = Query(None, ge=0)) -> Dict[str, Any]:
-        master.store.get_task(id)
+        # A task's output and the master's lines about it are stored before it turns
+        # TERMINATED, so a log read after that state was seen is the rest of it.
+        complete = master.store.get_task(id).state == "TERMINATED"
         return log_lines_json(master.store.get_task_logs(id, after_id=after_id, limit=limit,
-                                                         tail=tail))
+                                                         tail=tail), complete)
 
     @api.post("/tasks/{id}/kill")
     def kill_task(id: str, user: User = Caller) -> Dict[str, Any]:
