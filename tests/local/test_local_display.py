@@ -119,6 +119,18 @@ def test_trimmed_console_leaves_no_trailing_spaces():
     assert "\x1b[31mBest checkpoint:\x1b[0m" in lines[0], lines
 
 
+def test_summary_paths_are_never_broken_over_two_lines():
+    """A path that does not fit beside its label gets a line of its own, whole (folded
+    at 80 columns it could not be copied); one that fits stays beside it."""
+    long_dir = "/tmp/" + "a-directory-name-long-enough-to-need-a-line" * 2
+    result = _result(1)
+    result.best_checkpoint_path = f"{long_dir}/checkpoints/05f48366-b3f3-40c5-bd4e-e43666db09bf"
+    lines = _render(result, 80).splitlines()
+    at = lines.index("Best checkpoint:")
+    assert lines[at + 1] == result.best_checkpoint_path, lines
+    assert "Records: /records" in lines, lines
+
+
 def test_event_lines_and_summary_say_1_batch_and_1_restart():
     """One batch (or restart) reads "1 batch" ("1 batches" before)."""
     out = io.StringIO()

@@ -231,10 +231,14 @@ def run_local_experiment(
         db.close()
         raise
     store = LocalStore(db, local_dir, exp_id)
-    console.print(
-        f"Experiment {exp_id}: {cfg['description']}; searcher {cfg['searcher']['name']}, "
-        f"{counted(slots, 'slot')}; records in {db_path(local_dir)}"
-    )
+    from determined.local._display import print_path
+
+    head = (f"Experiment {exp_id}: {cfg['description']}; searcher {cfg['searcher']['name']}, "
+            f"{counted(slots, 'slot')};")
+    if len(head) + len(" records in ") + len(db_path(local_dir)) > console.width:
+        console.print(head, markup=False, highlight=False)
+        head = ""
+    print_path(console, f"{head} records in".lstrip(), db_path(local_dir))
     try:
         driver = LocalDriver(
             cfg, model_dir, exp_id, store, storage_config, slots=slots,
