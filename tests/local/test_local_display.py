@@ -38,7 +38,7 @@ def test_summary_fits_80_columns_and_names_what_it_left_out():
     assert max(len(l) for l in lines) <= 80, text
     table = [l for l in lines if l.startswith(("┃", "│"))]
     assert table[0].rstrip().endswith("┃"), text  # the table is whole, not cut off
-    assert "more varying hyperparameter(s) not shown" in text and "det e describe --local 1" in text
+    assert "more varying hyperparameters not shown" in text and "det e describe --local 1" in text
 
 
 def test_summary_shows_every_varying_hyperparameter_when_wide():

@@ -182,7 +182,8 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
     shown = _columns_that_fit(varying, flat, console.width - fixed)
     caption = None
     if len(shown) < len(varying):
-        caption = (f"{len(varying) - len(shown)} more varying hyperparameter(s) not shown: "
+        caption = (f"{counted(len(varying) - len(shown), 'more varying hyperparameter')} "
+                   "not shown: "
                    f"det e describe --local {result.experiment_id}")
     table = Table(title=f"Experiment {result.experiment_id}: {result.state}", caption=caption)
     for col, width in (("trial", 5), ("state", 9), ("batches", 7)):
