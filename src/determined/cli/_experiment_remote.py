@@ -81,6 +81,8 @@ def create_remote(args: argparse.Namespace) -> int:
         try:
             exp_id = c.create_experiment(config_text, packed, activate=not args.paused, git=git)
         except APIError as e:
+            if e.status == 400:
+                e = _naming_file(e, args.config_file)
             if e.status == 400 and getattr(args, "template", None):
                 raise APIError(f"{e}\nThe config was merged over template {args.template!r}; "
                                f"`det template describe {args.template}` shows it", e.status,
@@ -95,6 +97,17 @@ def create_remote(args: argparse.Namespace) -> int:
         exp = follow(c, exp_id, console)
         _final_line(exp, console)
         return 0 if exp["state"] == "COMPLETED" else 1
+
+
+def _naming_file(e: APIError, config_file: str) -> APIError:
+    """The master's "Invalid experiment config (N error(s))" names the file, as a local
+    run's does (the master only saw its text)."""
+    head = "Invalid experiment config ("
+    text = str(e)
+    if not text.startswith(head):
+        return e
+    return APIError(f"Invalid experiment config {config_file} ({text[len(head):]}", e.status,
+                    e.details)
 
 
 def follow(c: MasterClient, exp_id: int, console: Console, interval: float = 1.0,

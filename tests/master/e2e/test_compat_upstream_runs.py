@@ -128,3 +128,19 @@ def test_test_mode_validates_the_config_as_written_on_a_master(shared_master, tm
     assert f"Invalid experiment config {path}" in text
     assert "- searcher.name: Expected one of 'single'" in text and "Received: 'singel'" in text
     assert "Created test-mode experiment" not in text
+
+
+def test_a_refused_config_is_named_by_its_file_on_a_master(shared_master, tmp_path):
+    """The master's 400 lists the fields; the CLI names the file as a local run does."""
+    cfg = yaml.safe_load((TINY / "const.yaml").read_text())
+    cfg["min_validaton_period"] = cfg.pop("min_validation_period")
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = run_det(["-m", shared_master.url, "e", "create", path, TINY])
+    assert out.returncode == 1, out.stdout
+    assert out.stderr.startswith(f"det: error: Invalid experiment config {path} (1 error(s)):\n"
+                                 "  - min_validaton_period: unknown field"), out.stderr
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    out = run_det(["-m", shared_master.url, "e", "create", tmp_path / "list.yaml", TINY])
+    assert out.returncode == 1, out.stdout
+    assert "  - Expected a mapping" in out.stderr and "<root>" not in out.stderr, out.stderr
