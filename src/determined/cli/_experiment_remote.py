@@ -100,7 +100,7 @@ def create_remote(args: argparse.Namespace) -> int:
 
 
 def _naming_file(e: APIError, config_file: str) -> APIError:
-    """The master's "Invalid experiment config (N error(s))" names the file, as a local
+    """The master's "Invalid experiment config (N errors)" names the file, as a local
     run's does (the master only saw its text)."""
     head = "Invalid experiment config ("
     text = str(e)
