@@ -14,6 +14,7 @@ from determined._metric_order import MetricOrder
 from determined.cli._git import git_info
 from determined.cli._log_tail import LogTail
 from determined.cli._progress import ExperimentProgress, progress_text
+from determined.common.wording import counted
 from determined.cli._waiting import with_waiting
 from determined.cli._remote import (
     client,
@@ -157,7 +158,7 @@ def _final_line(exp: Dict[str, Any], console: Console) -> None:
             text += f"\nIts latest checkpoint: {best['latest_checkpoint']}"
     failed = sorted(t["id"] for t in exp["trials"] if t["state"] == "ERROR")
     if failed:  # why it failed is in their logs
-        text += (f"\n{len(failed)} trial(s) failed: {', '.join(map(str, failed))}; "
+        text += (f"\n{counted(len(failed), 'trial')} failed: {', '.join(map(str, failed))}; "
                  f"see why with `det trial logs {failed[0]}`")
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
@@ -169,7 +170,7 @@ def list_remote(args: argparse.Namespace) -> int:
             rows = c.list_experiments(archived=everything,
                                       user=None if everything else c.username)
         except APIError as e:
-            raise unreachable_hint(e) from None
+            raise unreachable_hint(e, "list the experiments run on this machine") from None
     if not args.json:
         for r in rows:
             r["progress"] = progress_text(r["state"], r.get("progress"))
