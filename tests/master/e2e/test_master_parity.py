@@ -291,8 +291,9 @@ def test_delete_experiment_is_for_its_owner_or_admins_and_removes_checkpoints(
     # Its owner (`determined`, not an admin) deletes it, as with 0.13's DET_ADMIN=1 det.
     deleted = det(shared_master, "experiment", "delete", exp_id, "--yes",
                   env={"DET_ADMIN": "1"}).stdout
-    assert re.search(rf"Deleted experiment {exp_id} \((1 checkpoint|\d\d+ checkpoints|[02-9] checkpoints) "
-                     r"removed from storage\)", deleted), deleted
+    counted = r"(1 checkpoint|\d\d+ checkpoints|[02-9] checkpoints)"
+    assert re.search(rf"Deleted experiment {exp_id} \({counted} removed from storage\)",
+                     deleted), deleted
     assert not os.path.exists(ckpt.path)
     c = httpx.Client(base_url=shared_master.url + "/api/v1")
     assert c.get(f"/experiments/{exp_id}").status_code == 404
