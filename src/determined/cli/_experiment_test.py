@@ -15,8 +15,8 @@ from determined.cli._experiment_remote import follow, read_context
 from determined.cli._remote import client, unreachable_hint
 from determined.common.api import APIError
 from determined.common.console import TrimmedConsole
-from determined.config import (load_config, one_batch_lengths, test_mode_config, validate_as_written,
-                               validate_config)
+from determined.config import (load_config, one_batch_lengths, test_mode_config,
+                               validate_as_written, validate_config)
 from determined.errors import MasterError
 
 __all__ = ["create_test_remote"]
