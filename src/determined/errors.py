@@ -16,6 +16,8 @@
 
 from typing import List, Sequence, Tuple
 
+from determined.common.wording import counted
+
 __all__ = [
     "DeterminedError",
     "InvalidConfigError",
@@ -47,8 +49,10 @@ class InvalidConfigError(DeterminedError):
 
     def __init__(self, errors: Sequence[Tuple[str, str]], source: str = "experiment config"):
         self.errors: List[Tuple[str, str]] = list(errors)
-        lines = "\n".join(f"  - {path or '<root>'}: {msg}" for path, msg in self.errors)
-        super().__init__(f"Invalid {source} ({len(self.errors)} error(s)):\n{lines}")
+        # A whole-file error (unreadable, not YAML, not a mapping) names no field.
+        lines = "\n".join(f"  - {path}: {msg}" if path else f"  - {msg}"
+                          for path, msg in self.errors)
+        super().__init__(f"Invalid {source} ({counted(len(self.errors), 'error')}):\n{lines}")
 
 
 class InvalidModelDefError(DeterminedError):

@@ -14,6 +14,12 @@ def test_without_master_explains_how_to_run_locally(tiny_dir):
     out = run_det(["-m", "localhost:1", "e", "create", tiny_dir / "const.yaml", tiny_dir])
     assert out.returncode == 1
     assert "localhost:1" in out.stderr and "--local" in out.stderr
+    assert "or run the experiment on this machine with --local" in out.stderr
+    # Listing: --local lists the local runs (it said "run the experiment" there too).
+    out = run_det(["-m", "localhost:1", "e", "list"])
+    assert out.returncode == 1
+    assert out.stderr.rstrip().endswith("Start a master with `det deploy local up`, or list "
+                                        "the experiments run on this machine with --local")
 
 
 def test_bad_arguments_exit_2(tiny_dir):

@@ -79,7 +79,7 @@ def test_every_error_listed_with_field_paths():
     assert "greater than 0" in errors["searcher.max_trials"]
     assert "records_per_epoch" in errors["min_validation_period"]
     assert "absolute" in errors["checkpoint_storage.host_path"]
-    assert text.startswith("Invalid experiment config (9 error(s))")
+    assert text.startswith("Invalid experiment config (9 errors)")
 
 
 def test_unknown_searcher_names_choices():

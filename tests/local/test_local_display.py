@@ -38,7 +38,7 @@ def test_summary_fits_80_columns_and_names_what_it_left_out():
     assert max(len(l) for l in lines) <= 80, text
     table = [l for l in lines if l.startswith(("┃", "│"))]
     assert table[0].rstrip().endswith("┃"), text  # the table is whole, not cut off
-    assert "more varying hyperparameter(s) not shown" in text and "det e describe --local 1" in text
+    assert "more varying hyperparameters not shown" in text and "det e describe --local 1" in text
 
 
 def test_summary_shows_every_varying_hyperparameter_when_wide():
@@ -117,6 +117,18 @@ def test_trimmed_console_leaves_no_trailing_spaces():
     lines = out.getvalue().splitlines()
     assert [l for l in lines if l != l.rstrip()] == [], lines
     assert "\x1b[31mBest checkpoint:\x1b[0m" in lines[0], lines
+
+
+def test_summary_paths_are_never_broken_over_two_lines():
+    """A path that does not fit beside its label gets a line of its own, whole (folded
+    at 80 columns it could not be copied); one that fits stays beside it."""
+    long_dir = "/tmp/" + "a-directory-name-long-enough-to-need-a-line" * 2
+    result = _result(1)
+    result.best_checkpoint_path = f"{long_dir}/checkpoints/05f48366-b3f3-40c5-bd4e-e43666db09bf"
+    lines = _render(result, 80).splitlines()
+    at = lines.index("Best checkpoint:")
+    assert lines[at + 1] == result.best_checkpoint_path, lines
+    assert "Records: /records" in lines, lines
 
 
 def test_event_lines_and_summary_say_1_batch_and_1_restart():

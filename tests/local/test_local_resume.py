@@ -144,3 +144,14 @@ def test_resumed_progress_counts_the_trials_done_before(tmp_path, model_dir):
     assert out.returncode == 0, out.stdout + out.stderr
     status = [line for line in out.stdout.splitlines() if line.startswith("search ")]
     assert status and "0 running, 6 done" in status[-1], out.stdout
+
+
+def test_resuming_an_ended_experiment_says_it_cannot(tmp_path, tiny_dir):
+    local = tmp_path / "local"
+    out = run_det(["e", "create", tiny_dir / "const.yaml", tiny_dir, "--local-dir", local,
+                   "--no-progress"])
+    assert out.returncode == 0, out.stderr
+    out = run_det(["e", "resume", "1", "--local-dir", local])
+    assert out.returncode == 1
+    assert ("local experiment 1 cannot be resumed: it has ended (COMPLETED)"
+            in out.stderr), out.stderr

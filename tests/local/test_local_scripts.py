@@ -149,6 +149,8 @@ def test_test_mode_runs_one_short_train_and_a_validate(tmp_path, script_dir):
     summary = json.loads(out.stdout.strip().splitlines()[-1])
     assert summary["training"] == {"loss": 0.5} and summary["validation"] == {"loss": 0.5}
     assert "closed at step 1" in out.stdout  # the script's output, on the console
+    said = " ".join(out.stderr.split())
+    assert "the script exited 0 after 1 training report, 1 validation report and " in said, said
 
     failing = _config(tmp_path, script_dir, hparams={"exit_code": 4})
     out = run_det(["e", "create", failing, script_dir, "--local", "--test",

@@ -141,7 +141,9 @@ def test_all_trials_erroring_ends_in_failure(key) -> None:
     exits = {rid: (ExitedReason.ERRORED, rid % 2) for rid in range(1, 2000)}
     result = simulate(config_for(key), curve, exits=exits)
     assert result.shutdown is not None and result.shutdown.failure
-    assert "error" in result.shutdown.reason
+    n = len(result.trials)
+    assert result.shutdown.reason == (f"all {n} trials failed with an error" if n > 1
+                                      else "its only trial failed with an error")
     assert all(t.exited is ExitedReason.ERRORED for t in result.trials.values())
 
 

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from determined.cli._remote import client, print_rows, usage_error
+from determined.common.wording import counted
 
 __all__ = ["add_admin_verbs"]
 
@@ -49,7 +50,7 @@ def _delete(args: argparse.Namespace) -> int:
     with client(args) as c:
         answer = c.request("DELETE", f"/experiments/{args.experiment_id}")
     print(f"Deleted experiment {args.experiment_id} "
-          f"({len(answer['deleted_checkpoints'])} checkpoint(s) removed from storage)")
+          f"({counted(len(answer['deleted_checkpoints']), 'checkpoint')} removed from storage)")
     return 0
 
 
@@ -64,7 +65,7 @@ def _gc_policy(args: argparse.Namespace) -> int:
         doomed = c.request("GET", f"/experiments/{args.experiment_id}/gc-preview",
                            params=policy)["checkpoints"]
         if doomed:
-            print(f"This policy deletes {len(doomed)} checkpoint(s) of experiment "
+            print(f"This policy deletes {counted(len(doomed), 'checkpoint')} of experiment "
                   f"{args.experiment_id}:")
             rows = [{**ck, "batches": ck["total_batches"]} for ck in doomed]
             print_rows(rows, ["trial_id", "batches", "uuid", "validation", "end_time"],
@@ -77,7 +78,7 @@ def _gc_policy(args: argparse.Namespace) -> int:
         answer = c.request("PATCH", f"/experiments/{args.experiment_id}/gc-policy", json=policy)
     if answer.get("applies") == "now":
         print(f"Set the GC policy of experiment {args.experiment_id}; deleted "
-              f"{len(answer['deleted'])} checkpoint(s)")
+              f"{counted(len(answer['deleted']), 'checkpoint')}")
     else:
         print(f"Set the GC policy of experiment {args.experiment_id}; it applies when the "
               "experiment ends")

@@ -14,6 +14,7 @@ from determined._metric_order import MetricOrder
 from determined.cli._git import git_info
 from determined.cli._log_tail import LogTail, trial_log_page
 from determined.cli._progress import ExperimentProgress, progress_text
+from determined.common.wording import counted
 from determined.cli._waiting import with_waiting
 from determined.cli._remote import (
     client,
@@ -81,6 +82,8 @@ def create_remote(args: argparse.Namespace) -> int:
         try:
             exp_id = c.create_experiment(config_text, packed, activate=not args.paused, git=git)
         except APIError as e:
+            if e.status == 400:
+                e = _naming_file(e, args.config_file)
             if e.status == 400 and getattr(args, "template", None):
                 raise APIError(f"{e}\nThe config was merged over template {args.template!r}; "
                                f"`det template describe {args.template}` shows it", e.status,
@@ -95,6 +98,17 @@ def create_remote(args: argparse.Namespace) -> int:
         exp = follow(c, exp_id, console)
         _final_line(exp, console)
         return 0 if exp["state"] == "COMPLETED" else 1
+
+
+def _naming_file(e: APIError, config_file: str) -> APIError:
+    """The master's "Invalid experiment config (N errors)" names the file, as a local
+    run's does (the master only saw its text)."""
+    head = "Invalid experiment config ("
+    text = str(e)
+    if not text.startswith(head):
+        return e
+    return APIError(f"Invalid experiment config {config_file} ({text[len(head):]}", e.status,
+                    e.details)
 
 
 def follow(c: MasterClient, exp_id: int, console: Console, interval: float = 1.0,
@@ -144,7 +158,7 @@ def _final_line(exp: Dict[str, Any], console: Console) -> None:
             text += f"\nIts latest checkpoint: {best['latest_checkpoint']}"
     failed = sorted(t["id"] for t in exp["trials"] if t["state"] == "ERROR")
     if failed:  # why it failed is in their logs
-        text += (f"\n{len(failed)} trial(s) failed: {', '.join(map(str, failed))}; "
+        text += (f"\n{counted(len(failed), 'trial')} failed: {', '.join(map(str, failed))}; "
                  f"see why with `det trial logs {failed[0]}`")
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
@@ -156,7 +170,7 @@ def list_remote(args: argparse.Namespace) -> int:
             rows = c.list_experiments(archived=everything,
                                       user=None if everything else c.username)
         except APIError as e:
-            raise unreachable_hint(e) from None
+            raise unreachable_hint(e, "list the experiments run on this machine") from None
     if not args.json:
         for r in rows:
             r["progress"] = progress_text(r["state"], r.get("progress"))

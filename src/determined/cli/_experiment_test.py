@@ -15,7 +15,8 @@ from determined.cli._experiment_remote import follow, read_context
 from determined.cli._remote import client, unreachable_hint
 from determined.common.api import APIError
 from determined.common.console import TrimmedConsole
-from determined.config import load_config, one_batch_lengths, test_mode_config, validate_config
+from determined.config import (load_config, one_batch_lengths, test_mode_config,
+                               validate_as_written, validate_config)
 from determined.errors import MasterError
 
 __all__ = ["create_test_remote"]
@@ -38,6 +39,7 @@ def create_test_remote(args: argparse.Namespace) -> int:
             from determined.cli._experiment_remote import templated
 
             raw = templated(c, args.template, raw, args.config_file)
+        validate_as_written(raw, source)
         # One batch replaces the length before validation too (whatever its unit).
         config = test_mode_config(validate_config(one_batch_lengths(raw), source=source))
         try:

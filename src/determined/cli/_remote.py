@@ -77,10 +77,10 @@ def sdk(args: argparse.Namespace) -> Any:
     return Determined(args.master, user=getattr(args, "user", None))
 
 
-def unreachable_hint(e: APIError) -> APIError:
+def unreachable_hint(e: APIError, local: str = "run the experiment on this machine") -> APIError:
+    """No answer from the master: say how to start one, or what ``--local`` does here."""
     if e.status is None:
-        return APIError(f"{e}\nStart a master with `det deploy local up`, or run the experiment "
-                        "on this machine with --local")
+        return APIError(f"{e}\nStart a master with `det deploy local up`, or {local} with --local")
     return e
 
 

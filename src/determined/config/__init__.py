@@ -44,7 +44,7 @@ from determined.config._size import (
     check_config_text,
     check_config_tree,
 )
-from determined.config._test_mode import one_batch_lengths, test_mode_config
+from determined.config._test_mode import one_batch_lengths, test_mode_config, validate_as_written
 from determined.config._units import Length, Unit, global_batch_size
 from determined.config._access import ExperimentConfig
 
@@ -79,5 +79,6 @@ __all__ = [
     "script_command",
     "script_file",
     "test_mode_config",
+    "validate_as_written",
     "validate_config",
 ]

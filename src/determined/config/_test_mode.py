@@ -1,9 +1,26 @@
 """The test-mode copy of an experiment config (SPEC 6.2, ``det e create --test``)."""
 
 import copy
-from typing import Any, Dict
+from typing import Any, Dict, Mapping
 
-__all__ = ["one_batch_lengths", "test_mode_config"]
+__all__ = ["one_batch_lengths", "test_mode_config", "validate_as_written"]
+
+
+def validate_as_written(raw: Mapping[str, Any], source: str) -> None:
+    """Validate ``raw`` before the test-mode copy replaces its searcher and periods (as
+    0.13's CLI validated the config first), so that a misspelled searcher name or length
+    fails the test instead of the first real run. Only ``records_per_epoch`` may be
+    missing: a test of one batch needs no epoch size.
+
+    Raises:
+        InvalidConfigError: naming each invalid field.
+    """
+    from determined.config._load import validate_config
+
+    config = dict(raw)
+    if not config.get("records_per_epoch"):
+        config["records_per_epoch"] = 1
+    validate_config(config, source=source)
 
 
 def one_batch_lengths(config: Dict[str, Any]) -> Dict[str, Any]:

@@ -16,7 +16,7 @@ from determined.local._result import ExperimentResult
 from determined.util import format_metrics
 from determined.util import format_value as _fmt
 
-__all__ = ["ProgressDisplay", "print_summary", "format_hparams", "trial_counts"]
+__all__ = ["print_path", "ProgressDisplay", "print_summary", "format_hparams", "trial_counts"]
 
 _BAR_WIDTHS = (10, 40)  # the progress bar's narrowest and widest
 # The progress line beside its bar and status: "search", "100.0%", the elapsed time (up
@@ -182,7 +182,8 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
     shown = _columns_that_fit(varying, flat, console.width - fixed)
     caption = None
     if len(shown) < len(varying):
-        caption = (f"{len(varying) - len(shown)} more varying hyperparameter(s) not shown: "
+        caption = (f"{counted(len(varying) - len(shown), 'more varying hyperparameter')} "
+                   "not shown: "
                    f"det e describe --local {result.experiment_id}")
     table = Table(title=f"Experiment {result.experiment_id}: {result.state}", caption=caption)
     for col, width in (("trial", 5), ("state", 9), ("batches", 7)):
@@ -212,5 +213,16 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
     if bt is not None and bt["latest_validation"]:
         console.print(f"Its latest validation: {format_metrics(bt['latest_validation'])}")
     if result.best_checkpoint_path:
-        console.print(f"Best checkpoint: {result.best_checkpoint_path}")
-    console.print(f"Records: {result.directory}")
+        print_path(console, "Best checkpoint:", result.best_checkpoint_path)
+    print_path(console, "Records:", result.directory)
+
+
+def print_path(console: Console, text: str, path: str) -> None:
+    """``text path`` on one line when it fits, else the path alone on the next line and
+    never broken: a path folded over two lines cannot be copied (the terminal wraps it)."""
+    options = {"markup": False, "highlight": False}
+    if len(text) + 1 + len(path) <= console.width:
+        console.print(f"{text} {path}", **options)
+        return
+    console.print(text, **options)
+    console.print(path, soft_wrap=True, **options)

@@ -41,7 +41,8 @@ def resume_local_experiment(experiment_id: int, slots: int = 1, local_dir: Optio
             raise DeterminedError(f"local experiment {experiment_id} cannot be resumed: "
                                   f"there is no such experiment in {local_dir}") from None
         if exp.state in ("COMPLETED", "CANCELED", "ERROR"):
-            raise DeterminedError(f"local experiment {experiment_id} has already {exp.state}")
+            raise DeterminedError(f"local experiment {experiment_id} cannot be resumed: it "
+                                  f"has ended ({exp.state})")
         found = db.get_searcher_snapshot(experiment_id)
         snapshot = found.snapshot if found is not None else {}
         if snapshot.get("version") != engine.SNAPSHOT_VERSION or "trials" not in snapshot:

@@ -50,17 +50,38 @@ def prepare_config(
 
 
 def run_test_mode(
-    config: Dict[str, Any], model_dir: str, console: Optional[Console] = None
+    config: Dict[str, Any], model_dir: str, console: Optional[Console] = None,
+    *, metric_required: bool = False,
 ) -> Dict[str, Any]:
     """Train one batch, validate, checkpoint, in this process; raise on any failure. A
     Trial class runs in ``model_dir`` (tracebacks name the user's own files); a script,
-    which writes outputs of its own, in a temporary copy of it."""
+    which writes outputs of its own, in a temporary copy of it. With
+    ``metric_required`` (the user's config names the searcher metric), validation
+    metrics without it fail the test, as they fail a trial on a master."""
     console = console or TrimmedConsole()
     cfg = validate_config(test_mode_config(config))
     if not is_script_entrypoint(cfg["entrypoint"]):
-        return _run_test_mode(cfg, model_dir, console)
+        return _run_test_mode(cfg, model_dir, console, metric_required)
     with _scratch_copy(model_dir, cfg["checkpoint_storage"]) as workdir:
-        return _run_test_mode(cfg, workdir, console)
+        return _run_test_mode(cfg, workdir, console, metric_required)
+
+
+def _check_searcher_metric(cfg: Dict[str, Any], validation: Dict[str, Any]) -> None:
+    """The test's validation metrics hold the searcher metric, else the master's error."""
+    from determined.errors import InvalidTrialError
+
+    name = cfg["searcher"]["metric"]
+    if name in validation:
+        return
+    received = ", ".join(sorted(validation)) or "none"
+    if is_script_entrypoint(cfg["entrypoint"]):
+        where = "the script's validation metrics"
+        fix = "report it with core.train.report_validation_metrics"
+    else:
+        where = f"the validation metrics of {str(cfg['entrypoint']).rpartition(':')[2]}"
+        fix = "return it from evaluate_batch/evaluate_full_dataset"
+    raise InvalidTrialError(f"Model definition test failed: {where} lack the searcher metric "
+                            f"{name!r} (received: {received}); {fix} or change searcher.metric")
 
 
 @contextlib.contextmanager
@@ -78,7 +99,8 @@ def _scratch_copy(model_dir: str, storage: Dict[str, Any]) -> Iterator[str]:
         yield workdir
 
 
-def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console) -> Dict[str, Any]:
+def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
+                   metric_required: bool) -> Dict[str, Any]:
     from determined import searcher as searchers
     from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 
@@ -87,7 +109,7 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console) -> Dic
     env = TrialEnv(cfg, hparams, os.path.abspath(model_dir), trial_seed=rng.randrange(2**31),
                    test_mode=True)
     if is_script_entrypoint(cfg["entrypoint"]):
-        return _test_script(env, cfg, console)
+        return _test_script(env, cfg, console, metric_required)
     host = InProcessHost(
         [TrialOp(OpKind.TRAIN, Length.from_dict({"batches": 1})), TrialOp(OpKind.VALIDATE),
          TrialOp(OpKind.CHECKPOINT), TrialOp(OpKind.CLOSE)],
@@ -110,6 +132,8 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console) -> Dic
         "checkpoints": len(host.checkpoints),
         "seconds": time.time() - start,
     }
+    if metric_required:
+        _check_searcher_metric(cfg, summary["validation"])
     console.print(
         f"[green]Model definition test succeeded[/green] in {summary['seconds']:.1f}s: trained 1 batch "
         f"({format_metrics(summary['training'])}), validated "
@@ -120,7 +144,8 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console) -> Dic
     return summary
 
 
-def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console) -> Dict[str, Any]:
+def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console,
+                 metric_required: bool) -> Dict[str, Any]:
     """Test mode of a script: its command gets one short TRAIN and a VALIDATE."""
     from determined.errors import InvalidModelDefError
     from determined.harness import InProcessHost, OpKind, TrialOp
@@ -148,12 +173,14 @@ def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console) -> Dict[s
         "checkpoints": len(host.checkpoints),
         "seconds": time.time() - start,
     }
-    reported = "reported " + ", ".join(
-        f"{len(v)} {k}" for k, v in (("training", host.training),
-                                       ("validation", host.validations),
-                                       ("checkpoint", host.checkpoints)))
+    if metric_required and host.validations:
+        _check_searcher_metric(cfg, summary["validation"])
+    reports = [counted(len(v), k) for k, v in (("training report", host.training),
+                                              ("validation report", host.validations),
+                                              ("checkpoint", host.checkpoints))]
     console.print(f"[green]Model definition test succeeded[/green] in "
-                  f"{summary['seconds']:.1f}s: the script exited 0 and {reported} report(s)")
+                  f"{summary['seconds']:.1f}s: the script exited 0 after "
+                  f"{', '.join(reports[:2])} and {reports[2]}")
     return summary
 
 
@@ -204,10 +231,14 @@ def run_local_experiment(
         db.close()
         raise
     store = LocalStore(db, local_dir, exp_id)
-    console.print(
-        f"Experiment {exp_id}: {cfg['description']}; searcher {cfg['searcher']['name']}, "
-        f"{counted(slots, 'slot')}; records in {db_path(local_dir)}"
-    )
+    from determined.local._display import print_path
+
+    head = (f"Experiment {exp_id}: {cfg['description']}; searcher {cfg['searcher']['name']}, "
+            f"{counted(slots, 'slot')};")
+    if len(head) + len(" records in ") + len(db_path(local_dir)) > console.width:
+        console.print(head, markup=False, highlight=False)
+        head = ""
+    print_path(console, f"{head} records in".lstrip(), db_path(local_dir))
     try:
         driver = LocalDriver(
             cfg, model_dir, exp_id, store, storage_config, slots=slots,

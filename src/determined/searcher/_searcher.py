@@ -417,7 +417,8 @@ class Searcher:
             errored = [t for t in self._trials.values() if t.exited == ExitedReason.ERRORED.value]
             if errored and len(errored) == len(self._trials):
                 self._shutdown = Shutdown(
-                    True, f"every trial ({len(errored)}) exited early with an error"
+                    True, "its only trial failed with an error" if len(errored) == 1
+                    else f"all {len(errored)} trials failed with an error"
                 )
             else:
                 self._shutdown = Shutdown()

@@ -64,7 +64,7 @@ def test_follow_of_a_failed_experiment_names_the_failed_trial(shared_master, tmp
         "trials"]
     lines = out.stderr.strip().splitlines()
     assert lines[-2] == f"Experiment {exp_id} ERROR", lines
-    assert lines[-1] == (f"1 trial(s) failed: {trial['id']}; see why with "
+    assert lines[-1] == (f"1 trial failed: {trial['id']}; see why with "
                          f"`det trial logs {trial['id']}`"), lines
     assert "planned failure at batch 3" in det(shared_master, "t", "logs", trial["id"]).stdout
 

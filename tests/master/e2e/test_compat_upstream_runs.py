@@ -113,3 +113,34 @@ def test_test_mode_replaces_any_length_with_one_batch_on_a_master(shared_master,
     assert out.returncode == 0, out.stderr
     answer = json.loads(out.stdout.strip().splitlines()[-1])
     assert answer["passed"] and [t["total_batches"] for t in answer["trials"]] == [1]
+
+
+def test_test_mode_validates_the_config_as_written_on_a_master(shared_master, tmp_path):
+    # As 0.13's CLI (validate_only first): a searcher the one-batch copy would replace
+    # is still checked, so a misspelled name fails the test and creates nothing.
+    cfg = yaml.safe_load((TINY / "const.yaml").read_text())
+    cfg["searcher"]["name"] = "singel"
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = run_det(["-m", shared_master.url, "e", "create", path, TINY, "--test"])
+    text = " ".join((out.stdout + out.stderr).split())
+    assert out.returncode == 1, text
+    assert f"Invalid experiment config {path}" in text
+    assert "- searcher.name: Expected one of 'single'" in text and "Received: 'singel'" in text
+    assert "Created test-mode experiment" not in text
+
+
+def test_a_refused_config_is_named_by_its_file_on_a_master(shared_master, tmp_path):
+    """The master's 400 lists the fields; the CLI names the file as a local run does."""
+    cfg = yaml.safe_load((TINY / "const.yaml").read_text())
+    cfg["min_validaton_period"] = cfg.pop("min_validation_period")
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = run_det(["-m", shared_master.url, "e", "create", path, TINY])
+    assert out.returncode == 1, out.stdout
+    assert out.stderr.startswith(f"det: error: Invalid experiment config {path} (1 error):\n"
+                                 "  - min_validaton_period: unknown field"), out.stderr
+    (tmp_path / "list.yaml").write_text("- a\n- b\n")
+    out = run_det(["-m", shared_master.url, "e", "create", tmp_path / "list.yaml", TINY])
+    assert out.returncode == 1, out.stdout
+    assert "  - Expected a mapping" in out.stderr and "<root>" not in out.stderr, out.stderr

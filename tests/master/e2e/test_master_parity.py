@@ -4,6 +4,7 @@ experiment deletion, the master's log, draining agents and slots, ``det -u``."""
 
 import json
 import os
+import re
 import time
 
 import httpx
@@ -190,7 +191,7 @@ def test_set_refuses_a_template_with_unknown_or_wrongly_typed_fields(shared_mast
     tpl.write_text("max_restart: 1\nresources: {slots_per_trial: two}\n")
     out = det(shared_master, "template", "set", "typo", tpl, code=1)
     lines = out.stderr.strip().splitlines()
-    assert lines[0] == "det: error: Invalid template 'typo' (2 error(s)):", out.stderr
+    assert lines[0] == "det: error: Invalid template 'typo' (2 errors):", out.stderr
     assert any(line.startswith("  - max_restart: unknown field (not part of the experiment "
                                "config schema)") for line in lines), out.stderr
     assert any(line.startswith("  - resources.slots_per_trial: Input should be a valid "
@@ -259,13 +260,13 @@ def test_gc_policy_previews_then_applies(shared_master, tiny_dir, tmp_path):
              "--save-trial-latest", "1"]
     preview = det(shared_master, "e", "set", "gc-policy", exp_id, *flags).stdout
     first = min(kept, key=lambda ck: ck["total_batches"])["uuid"]
-    assert "deletes 1 checkpoint" in preview and first[:8] in preview
+    assert f"deletes 1 checkpoint of experiment {exp_id}:" in preview and first[:8] in preview
     assert "Nothing changed" in preview
     states = {ck["uuid"]: ck["state"]
               for ck in c.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]}
     assert states[first] == "COMPLETED"
     applied = det(shared_master, "e", "set", "gc-policy", exp_id, *flags, "--yes").stdout
-    assert "deleted 1 checkpoint" in applied
+    assert applied.strip().endswith("deleted 1 checkpoint"), applied
     states = {ck["uuid"]: ck["state"]
               for ck in c.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]}
     assert states[first] == "DELETED" and list(states.values()).count("COMPLETED") == 1
@@ -288,7 +289,11 @@ def test_delete_experiment_is_for_its_owner_or_admins_and_removes_checkpoints(
     refused = det(shared_master, "-u", "not-the-owner", "e", "delete", exp_id, "--yes", code=1)
     assert "may not delete experiment" in refused.stderr and "'determined'" in refused.stderr
     # Its owner (`determined`, not an admin) deletes it, as with 0.13's DET_ADMIN=1 det.
-    det(shared_master, "experiment", "delete", exp_id, "--yes", env={"DET_ADMIN": "1"})
+    deleted = det(shared_master, "experiment", "delete", exp_id, "--yes",
+                  env={"DET_ADMIN": "1"}).stdout
+    counted = r"(1 checkpoint|\d\d+ checkpoints|[02-9] checkpoints)"
+    assert re.search(rf"Deleted experiment {exp_id} \({counted} removed from storage\)",
+                     deleted), deleted
     assert not os.path.exists(ckpt.path)
     c = httpx.Client(base_url=shared_master.url + "/api/v1")
     assert c.get(f"/experiments/{exp_id}").status_code == 404

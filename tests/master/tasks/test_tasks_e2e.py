@@ -136,8 +136,8 @@ def test_cmd_run_separator_and_a_missing_config_file(master, tmp_path):
     missing = tmp_path / "missing.yaml"
     out = run_det(["cmd", "run", "--config-file", missing, "true"], env=env)
     assert out.returncode == 1
-    assert out.stderr.strip() == (f"det: error: Invalid config file {missing} (1 error(s)):\n"
-                                  "  - <root>: cannot read it: No such file or directory"), \
+    assert out.stderr.strip() == (f"det: error: Invalid config file {missing} (1 error):\n"
+                                  "  - cannot read it: No such file or directory"), \
         out.stderr
     # A missing template is named as `det e create --template` names it (was a bare 404).
     out = run_det(["cmd", "run", "--template", "nope", "true"], env=env)

@@ -171,7 +171,8 @@ class MasterClient:
             except ValueError:
                 message, details = r.text, None
             for d in details or []:  # unless the message lists them already
-                line = f"{d.get('field') or '<root>'}: {d.get('message')}"
+                field = d.get("field")
+                line = f"{field}: {d.get('message')}" if field else str(d.get("message"))
                 if line not in message:
                     message += f"\n  - {line}"
             raise APIError(f"{message} (HTTP {r.status_code})", r.status_code, details)

@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import determined
 from determined.common.api import ContextArchiveError
+from determined.common.wording import counted
 from determined.config import ConfigLimitError
 from determined.errors import InvalidConfigError, InvalidModelDefError
 from determined.master._core import Master
@@ -119,7 +120,7 @@ def create_app(master: Master) -> fastapi.FastAPI:
             {"field": ".".join(str(p) for p in err["loc"] if p != "body"), "message": err["msg"]}
             for err in exc.errors()
         ]
-        return _error(400, f"Invalid request ({len(details)} error(s))", details)
+        return _error(400, f"Invalid request ({counted(len(details), 'error')})", details)
 
     # Starlette's own class: it also raises it for paths no route matches.
     @app.exception_handler(StarletteHTTPException)

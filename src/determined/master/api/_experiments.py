@@ -120,9 +120,8 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
                               limits.max_config_depth)
             try:
                 raw = parse_yaml(raw)
-            except InvalidConfigError as e:
-                reason = e.errors[0][1] if e.errors else str(e)
-                raise APIError(400, f"The config is not valid YAML: {reason}") from None
+            except InvalidConfigError:
+                raise  # a 400 like any invalid config: "not valid YAML", "Expected a mapping"
             except Exception as e:
                 raise APIError(400, f"The config is not valid YAML: {e}") from None
         # Everything that could fail later is checked before the experiment is stored.
