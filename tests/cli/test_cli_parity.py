@@ -4,12 +4,15 @@ exists here; global flags after the command; 80-column output; completion; one-l
 errors (bad master URL, a config that is not UTF-8, Ctrl-D at a password prompt)."""
 
 import argparse
+import fcntl
 import os
 import pathlib
 import pty
 import re
+import struct
 import subprocess
 import sys
+import termios
 import time
 
 import pytest
@@ -128,10 +131,13 @@ def test_config_that_is_not_utf8_is_one_line(tmp_path, tiny_dir):
         assert errors and "UTF-8" in errors[0] and "latin1.yaml" in out.stderr, out.stderr
 
 
-def _run_in_terminal(argv, send, env=None, timeout=120.0):
-    """Run ``det argv`` on a pseudo-terminal, typing ``send`` once it prompts; its output."""
+def _run_in_terminal(argv, send=b"", env=None, timeout=120.0, columns=None):
+    """Run ``det argv`` on a pseudo-terminal (``columns`` wide), typing ``send`` once it
+    prompts; its output."""
     pid, fd = pty.fork()
     if pid == 0:
+        if columns:
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
         os.environ.update(env or {})
         os.execv(sys.executable, [sys.executable, "-m", "determined.cli", *argv])
     output, deadline, sent = b"", time.monotonic() + timeout, False
@@ -155,6 +161,28 @@ def test_ctrl_d_at_a_password_prompt_is_one_line(tmp_path):
                                   env={"DET_AUTH_DIR": str(tmp_path)})
     assert code == 1, text
     assert "det: error:" in text and "Traceback" not in text, text
+
+
+def test_an_error_in_a_terminal_fits_its_width(tmp_path, tiny_dir):
+    """A refused config's error lines are folded at the terminal's width (80 columns),
+    bullets hanging under their text; the config's long path is never broken."""
+    deep = tmp_path / ("a-directory-with-a-long-name-" * 2) / "and-another-one-below-it"
+    deep.mkdir(parents=True)
+    config = deep / "typo.yaml"
+    config.write_text((tiny_dir / "const.yaml").read_text().replace(
+        "searcher:", "searcher:\n  smoothing_of_the_metric_over_many_windows: 3", 1))
+    code, text = _run_in_terminal(["e", "create", str(config), str(tiny_dir), "--local",
+                                   "--test"], columns=80,
+                                  env={"DET_LOCAL_DIR": str(tmp_path / "local")})
+    lines = text.replace("\r\n", "\n").strip().splitlines()
+    assert code == 1 and lines[0].startswith("det: error: "), text
+    # Only a word longer than the terminal (the path) may overflow, on a line of its own.
+    assert all(len(line) <= 80 or " " not in line.strip() for line in lines), text
+    assert str(config) in lines[1], text  # one piece, copyable
+    bullet = next(i for i, line in enumerate(lines) if line.startswith("  - "))
+    assert "smoothing_of_the_metric_over_many_windows" in text, text
+    assert all(line.startswith("  ") for line in lines[1:]), text  # hung under det: error:
+    assert bullet > 0
 
 
 def test_tables_fit_80_columns():

@@ -55,3 +55,23 @@ def test_an_incomplete_log_after_the_end_is_read_until_it_is_complete():
     tail = LogTail(log.read, lambda line: printed.append(line["id"]))
     follow_log(tail, lambda: True, interval=0)  # the end is seen at once
     assert printed == [1, 2] and len(log.reads) == 3  # none after the complete page
+
+
+def test_tail_zero_follows_only_the_lines_that_come_later():
+    """``logs -f --tail 0``: the newest stored line is read (tail=1) to know where the
+    log is, none printed; then only the line stored later is."""
+    log = StoredLog(5, complete=False, last_after=1)
+    printed: List[int] = []
+    tail = LogTail(log.read, lambda line: printed.append(line["id"]))
+    tail.take_newest(log.lines[-1:], 0, complete=False)
+    follow_log(tail, lambda: False, interval=0)
+    assert printed == [6] and log.reads[0] == 5
+
+
+def test_tail_n_prints_the_last_n_of_the_newest_page():
+    log = StoredLog(5, complete=True)
+    printed: List[int] = []
+    tail = LogTail(log.read, lambda line: printed.append(line["id"]))
+    tail.take_newest(log.lines[-3:], 3, complete=True)
+    follow_log(tail, _never_asked)
+    assert printed == [3, 4, 5] and log.reads == []

@@ -103,7 +103,7 @@ def test_resume_after_interrupt_matches_uninterrupted_run(tmp_path, model_dir, s
     assert sorted(_validations(local).values()) == \
         sorted(_validations(tmp_path / "a").values())
     again = run_det(["e", "resume", "1", "--local-dir", local])
-    assert again.returncode != 0 and "already COMPLETED" in again.stdout + again.stderr
+    assert again.returncode != 0 and "it has ended (COMPLETED)" in again.stdout + again.stderr
 
 
 def test_resumed_progress_counts_the_trials_done_before(tmp_path, model_dir):

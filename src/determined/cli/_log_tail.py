@@ -53,6 +53,14 @@ class LogTail:
         if complete is not None:
             self.complete = complete
 
+    def take_newest(self, lines: List[Line], n: int, complete: Optional[bool] = None) -> None:
+        """Emit the last ``n`` of ``lines`` (the log's newest, read with ``tail`` at
+        least 1) and go on after the last of them: ``--tail 0 -f`` prints only lines
+        that come later, as ``tail -n 0 -f`` does."""
+        self.take(lines[len(lines) - n:] if n else [], complete)
+        if lines:
+            self.after = max(self.after, lines[-1]["id"])
+
     def read_new(self) -> int:
         """Emit every line stored now after the last one seen; returns how many."""
         count = 0

@@ -88,6 +88,33 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def error_text(message: str, width: Optional[int] = None) -> str:
+    """``det: error: <message>``; with a ``width`` (stderr is a terminal) each line is
+    folded at spaces to fit, continuation lines indented under their own line's text
+    (a bullet's under its text), words such as paths and URLs never broken."""
+    import textwrap
+
+    text = f"det: error: {message}"
+    if not width:
+        return text
+    out = []
+    for line in text.splitlines():
+        stripped = line.lstrip(" ")
+        indent = len(line) - len(stripped)
+        hang = indent + (2 if stripped.startswith("- ") else 0) + (2 if indent == 0 else 0)
+        out.append(textwrap.fill(line, width=max(width, 40), subsequent_indent=" " * hang,
+                                 break_long_words=False, break_on_hyphens=False,
+                                 drop_whitespace=True) if len(line) > width else line)
+    return "\n".join(out)
+
+
+def _error_width() -> Optional[int]:
+    try:
+        return os.get_terminal_size(sys.stderr.fileno()).columns if sys.stderr.isatty() else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def _one_line(e: BaseException) -> str:
     text = str(e).strip() or type(e).__name__
     return text
@@ -137,7 +164,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             raise
         return _reader_went_away()
     except DeterminedError as e:
-        print(f"det: error: {e}", file=sys.stderr)
+        print(error_text(str(e), _error_width()), file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("det: interrupted", file=sys.stderr)

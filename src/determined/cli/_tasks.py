@@ -366,8 +366,8 @@ def _print_logs(api: Any, task_id: str, follow: bool, tail: Optional[int]) -> No
                       "after_id": after, "limit": PAGE}),
                   lambda line: print(line["line"], flush=True))
     if tail is not None:  # the newest lines: they end a complete log
-        page = api.request("GET", path, params={"tail": tail})
-        log.take(page["logs"], page.get("complete"))
+        page = api.request("GET", path, params={"tail": max(tail, 1)})
+        log.take_newest(page["logs"], tail, page.get("complete"))
     if not follow:
         if tail is None:
             log.read_new()

@@ -109,12 +109,15 @@ def _logs(args: argparse.Namespace) -> int:
         tail = LogTail(lambda after: trial_log_page(c, args.trial_id, after),
                        lambda line: print(line["line"], flush=True))
         limit = PAGE if args.head is None else args.head
-        params = {"limit": limit} if args.tail is None else {"tail": args.tail}
+        params = {"limit": limit} if args.tail is None else {"tail": max(args.tail, 1)}
         page = c.request("GET", f"/trials/{args.trial_id}/logs", params=params)
         first = page["logs"]
         # It ends the log if complete and it holds the newest lines (all: fewer than asked).
         newest = args.tail is not None or len(first) < limit
-        tail.take(first, page.get("complete") if newest else None)
+        if args.tail is not None:
+            tail.take_newest(first, args.tail, page.get("complete"))
+        else:
+            tail.take(first, page.get("complete") if newest else None)
         if not args.follow:
             if args.head is None and args.tail is None and len(first) >= PAGE:
                 tail.read_new()  # the rest, page by page

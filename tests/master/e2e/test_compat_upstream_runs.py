@@ -138,8 +138,9 @@ def test_a_refused_config_is_named_by_its_file_on_a_master(shared_master, tmp_pa
     path.write_text(yaml.safe_dump(cfg))
     out = run_det(["-m", shared_master.url, "e", "create", path, TINY])
     assert out.returncode == 1, out.stdout
-    assert out.stderr.startswith(f"det: error: Invalid experiment config {path} (1 error):\n"
-                                 "  - min_validaton_period: unknown field"), out.stderr
+    assert out.stderr.startswith(
+        f"det: error: Invalid experiment config {path} (1 error) (HTTP 400):\n"
+        "  - min_validaton_period: unknown field"), out.stderr
     (tmp_path / "list.yaml").write_text("- a\n- b\n")
     out = run_det(["-m", shared_master.url, "e", "create", tmp_path / "list.yaml", TINY])
     assert out.returncode == 1, out.stdout

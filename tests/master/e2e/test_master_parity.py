@@ -191,7 +191,7 @@ def test_set_refuses_a_template_with_unknown_or_wrongly_typed_fields(shared_mast
     tpl.write_text("max_restart: 1\nresources: {slots_per_trial: two}\n")
     out = det(shared_master, "template", "set", "typo", tpl, code=1)
     lines = out.stderr.strip().splitlines()
-    assert lines[0] == "det: error: Invalid template 'typo' (2 errors):", out.stderr
+    assert lines[0] == "det: error: Invalid template 'typo' (2 errors) (HTTP 400):", out.stderr
     assert any(line.startswith("  - max_restart: unknown field (not part of the experiment "
                                "config schema)") for line in lines), out.stderr
     assert any(line.startswith("  - resources.slots_per_trial: Input should be a valid "

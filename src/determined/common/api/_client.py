@@ -175,7 +175,11 @@ class MasterClient:
                 line = f"{field}: {d.get('message')}" if field else str(d.get("message"))
                 if line not in message:
                     message += f"\n  - {line}"
-            raise APIError(f"{message} (HTTP {r.status_code})", r.status_code, details)
+            # The status goes with the message's first line, not after its last bullet.
+            first, sep, rest = message.partition("\n")
+            colon = ":" if first.endswith(":") else ""
+            first = f"{first[:len(first) - len(colon)]} (HTTP {r.status_code}){colon}"
+            raise APIError(first + sep + rest, r.status_code, details)
 
     # -- cluster ---------------------------------------------------------------------
     def get_master(self) -> Dict[str, Any]:
