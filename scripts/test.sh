@@ -13,4 +13,8 @@ fi
 scripts/setup-venv.sh "pytorch,tensorflow,examples,test,bench,s3,gcs,ray,notebook,lightning,transformers"
 # The web UI's unit tests (Vitest) first, so pytest's summary stays the last line.
 scripts/build-webui.sh --test
-exec .venv/bin/python -m pytest -q -p no:cacheprovider "$@"
+# Two workers (pytest-xdist), a test file each at a time (its module fixtures -- a shared
+# master, a browser -- start once): most tests wait on the processes they start, so one
+# worker kept one of the two cores busy. DET_TEST_WORKERS=0 runs them in this process.
+exec .venv/bin/python -m pytest -q -p no:cacheprovider -n "${DET_TEST_WORKERS:-2}" \
+    --dist loadfile "$@"

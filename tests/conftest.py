@@ -46,6 +46,16 @@ def pytest_unconfigure(config):
 def pytest_configure(config):
     _isolate_home(config)
     _default_sigint()
+    _no_worker_terminal_size()
+
+
+def _no_worker_terminal_size() -> None:
+    """pytest-xdist sets COLUMNS=80 and LINES=24 in its workers; the commands the tests
+    start would then fold their output at 80 columns as in a terminal (and read a
+    terminal's size from them), unlike the same tests run in one process."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for name in ("COLUMNS", "LINES"):
+            os.environ.pop(name, None)
 
 
 def _default_sigint() -> None:

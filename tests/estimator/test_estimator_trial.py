@@ -5,12 +5,13 @@ import os
 import numpy as np
 import pytest
 import tensorflow as tf
-from tf_trial_utils import make_config, plan, run_jobs_in_subprocess, run_trial, val_metric
+from tf_trial_utils import (TrialModule, make_config, plan, run_jobs_in_subprocess, run_trial,
+                            val_metric)
 
-import est_trials
 from determined.errors import InvalidTrialError
 
 TRIALS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trials")
+est_trials = TrialModule("est_trials", TRIALS)
 
 
 def _config(trial="DigitsEstimator", metric="loss", **hparams):

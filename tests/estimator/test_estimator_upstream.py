@@ -4,10 +4,10 @@ in training (stop request) and evaluation (ends the validation), exports in
 
 import os
 
-import est_upstream_trials as trials
-from tf_trial_utils import make_config, plan, run_trial
+from tf_trial_utils import TrialModule, make_config, plan, run_trial
 
 TRIALS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trials")
+trials = TrialModule("est_upstream_trials", TRIALS)
 
 
 def _config(trial="V1Estimator", **hparams):

@@ -2,11 +2,10 @@
 
 import os
 
-from tf_trial_utils import make_config, plan, run_trial
-
-import keras_trials
+from tf_trial_utils import TrialModule, make_config, plan, run_trial
 
 TRIALS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trials")
+keras_trials = TrialModule("keras_trials", TRIALS)
 
 
 def _config(**hparams):

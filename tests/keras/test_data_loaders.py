@@ -3,9 +3,10 @@
 import os
 
 import pytest
-from tf_trial_utils import make_config, plan, run_trial, val_metric
+from tf_trial_utils import TrialModule, make_config, plan, run_trial, val_metric
 
 TRIALS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trials")
+keras_trials = TrialModule("keras_trials", TRIALS)
 
 KINDS = [
     "arrays",
@@ -54,8 +55,6 @@ def test_training_metrics_are_per_batch_values(tmp_path):
 
 
 def test_cached_dataset_is_stored_once_and_reused(tmp_path):
-    import keras_trials
-
     cache_root = tmp_path / "cache"
     config = make_config(
         "keras_trials:LoaderTrial", {"global_batch_size": 32, "loader": "cached", "lr": 0.02},

@@ -3,11 +3,12 @@
 import os
 
 import pytest
-from tf_trial_utils import make_config, plan, run_trial
+from tf_trial_utils import TrialModule, make_config, plan, run_trial
 
 from determined.errors import InvalidTrialError, UserCodeError
 
 TRIALS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "trials")
+keras_trials = TrialModule("keras_trials", TRIALS)
 
 
 @pytest.mark.parametrize(
@@ -42,7 +43,6 @@ def test_user_exception_carries_user_traceback(tmp_path):
 
 
 def test_sequence_adapter_checks_arguments():
-    import keras_trials
     from determined.keras import SequenceAdapter
 
     seq = keras_trials.DigitsSequence(*keras_trials.digits()[0], 32)

@@ -9,6 +9,7 @@ and prints one JSON line with each job's reported checkpoints and validations.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -56,6 +57,25 @@ def plan(*steps: Any) -> List[TrialOp]:
         else:
             ops.append(TrialOp(OpKind.TRAIN, Length.from_dict({"batches": int(step)})))
     return ops + [TrialOp(OpKind.CLOSE)]
+
+
+class TrialModule:
+    """A test's trial module (its ``EVENTS`` and the like) as the trial loader has it
+    now. The loader unloads a model directory's modules when a trial of another
+    directory loads, and imports them afresh when they are loaded again: in one
+    pytest-xdist worker, other files' trials run between a test file's import and its
+    tests, so a module imported once at the top would go stale."""
+
+    def __init__(self, name: str, directory: str):
+        self._name, self._directory = name, directory
+
+    def __getattr__(self, attr: str) -> Any:
+        module = sys.modules.get(self._name)
+        if module is None:
+            if self._directory not in sys.path:
+                sys.path.insert(0, self._directory)
+            module = importlib.import_module(self._name)
+        return getattr(module, attr)
 
 
 def run_trial(

@@ -21,13 +21,27 @@ from typing import Any
 __all__ = ["open_shell"]
 
 
+def _window_size() -> os.terminal_size:
+    """The terminal's own size (what its window shows), read from the terminal itself:
+    ``COLUMNS``/``LINES`` in the environment (``shutil``'s first choice) go stale when
+    the window is resized, and the remote shell must match the window."""
+    for stream in (sys.stdin, sys.stdout):
+        try:
+            size = os.get_terminal_size(stream.fileno())
+        except (OSError, ValueError, AttributeError):
+            continue
+        if size.columns and size.lines:
+            return size
+    return shutil.get_terminal_size()
+
+
 def open_shell(master_url: str, task_id: str, token: str) -> int:
     """Run an interactive session in shell task ``task_id``; returns when it ends."""
     from websockets.sync.client import connect
 
     url = master_url.replace("http://", "ws://", 1).replace("https://", "wss://", 1)
     interactive = sys.stdin.isatty()
-    size = shutil.get_terminal_size()
+    size = _window_size()
     query = f"?rows={size.lines}&cols={size.columns}" if interactive else "?batch=1"
     ws = connect(f"{url}/proxy/{task_id}/{query}",
                  additional_headers={"Authorization": f"Bearer {token}"}, max_size=None)
@@ -41,7 +55,7 @@ def open_shell(master_url: str, task_id: str, token: str) -> int:
         tty.setraw(stdin_fd)
 
         def resize(*_: Any) -> None:
-            size = shutil.get_terminal_size()
+            size = _window_size()
             try:
                 ws.send(json.dumps({"resize": [size.lines, size.columns]}))
             except Exception:
