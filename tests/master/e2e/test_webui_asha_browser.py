@@ -118,8 +118,15 @@ def shot(page, out_dir, name, full_page=True):
 
 
 def _one_validation_trial(client, exp_id):
-    """A trial the searcher stopped at the first rung: one validation only."""
-    for t in client.get(f"/experiments/{exp_id}/trials").json()["trials"]:
+    """A trial the searcher stopped at the first rung: one validation only. Not the best
+    trial: that one is drawn black, which the coloured-pixel count cannot see (a trial
+    stopped at the first rung can be the best when the promoted ones diverge)."""
+    trials = client.get(f"/experiments/{exp_id}/trials").json()["trials"]
+    scored = [t for t in trials if t.get("best_validation") is not None]
+    best = min(scored, key=lambda t: t["best_validation"])["id"] if scored else None
+    for t in trials:
+        if t["id"] == best:
+            continue
         s = client.get(f"/ui/trials/{t['id']}/metrics",
                        params={"kind": "validation", "metric": "validation_loss"}).json()
         if len(s["batches"]) == 1:
