@@ -8,6 +8,7 @@ import threading
 from typing import Callable, Dict, List
 
 from determined._procs._lines import read_line_batches
+from determined.common import scratch
 
 __all__ = ["ExitCodes", "follow_spawned", "kill_leftovers"]
 
@@ -53,7 +54,8 @@ def follow_spawned(pid: int, out_fd: int, exits: ExitCodes, emit: Callable[[List
                    max_age: float, prefix: str = "") -> int:
     """Pass a spawned process's output lines to ``emit`` in batches
     (:func:`read_line_batches`) until it exited, then end what it left behind in its
-    group; closes ``out_fd`` and returns the exit code."""
+    group and remove the scratch directories it owned (:mod:`determined.common.scratch`,
+    left by a process that was killed); closes ``out_fd`` and returns the exit code."""
     try:
         read_line_batches(out_fd, emit, max_age, prefix=prefix,
                           exited=lambda: exits.known(pid))
@@ -61,4 +63,5 @@ def follow_spawned(pid: int, out_fd: int, exits: ExitCodes, emit: Callable[[List
         os.close(out_fd)
     code = exits.take(pid)
     kill_leftovers(pid)
+    scratch.remove_owned(pid)
     return code

@@ -12,6 +12,8 @@ import sys
 import threading
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from determined.common import scratch
+
 __all__ = ["Spawner", "SpawnError"]
 
 #: (pid, exit code); negative codes are signals, as in :mod:`subprocess`
@@ -55,7 +57,10 @@ class Spawner:
     # -- public -------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Start the zygote now (otherwise the first spawn does)."""
+        """Start the zygote now (otherwise the first spawn does); first remove the scratch
+        directories that trial processes no longer running left (a previous agent's
+        trials, killed with it: see :mod:`determined.common.scratch`)."""
+        scratch.sweep_dead_owners()
         with self._lock:
             self._ensure_zygote()
 

@@ -16,12 +16,12 @@ import logging
 import os
 import pathlib
 import shutil
-import tempfile
 import time
 import uuid as uuidlib
 from typing import Any, Dict, Iterator, List, Optional, Tuple, Union
 
 from determined._version import __version__
+from determined.common import scratch
 from determined.core._distributed import DistributedContext
 from determined.core._session import Session, check_steps
 from determined.storage import Selector, read_metadata, write_metadata
@@ -131,7 +131,7 @@ class CheckpointContext:
         path on one machine, by value across machines), refuses files two ranks wrote,
         merges the ranks' metadata and publishes one checkpoint."""
         storage_id = self._dist.broadcast(str(uuidlib.uuid4()) if self._dist.rank == 0 else None)
-        own = tempfile.mkdtemp(prefix=f"det-shard-{self._dist.rank}-")
+        own = scratch.make(f"shard-{self._dist.rank}")
         try:
             yield pathlib.Path(own), storage_id
             files = _files(own)

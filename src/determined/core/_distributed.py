@@ -14,9 +14,9 @@ import logging
 import os
 import shutil
 import sys
-import tempfile
 from typing import Any, List, Optional
 
+from determined.common import scratch
 from determined.core._hub import Member, Root
 
 __all__ = ["DistributedContext", "DummyDistributedContext", "DEFAULT_PORT"]
@@ -201,7 +201,7 @@ class DistributedContext:
             if force_tcp or not hasattr(os, "fork"):
                 address: Any = ("127.0.0.1", 0)
             else:
-                self._tempdir = tempfile.mkdtemp(prefix="det-core-")
+                self._tempdir = scratch.make("core")
                 address = os.path.join(self._tempdir, "local.sock")
             self._local_root = Root(address, self.local_size)
             self.allgather((self.cross_rank, self._local_root.address))

@@ -33,11 +33,11 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Any, Dict, Iterator, Optional
 
+from determined.common import scratch
 from determined.config import is_script_entrypoint
 from determined.trial_ops import EXIT_USER_ERROR
 from determined.errors import InvalidTrialError
@@ -131,7 +131,7 @@ class LocalRanks:
             rank=0, size=size, local_rank=0, local_size=size, num_agents=1,
             master_addr="127.0.0.1", master_port=_free_port(),
         )
-        self._dir = tempfile.mkdtemp(prefix="det-dist-")
+        self._dir = scratch.make("dist")
         spec_path = os.path.join(self._dir, "spec.json")
         with open(spec_path, "w", encoding="utf-8") as f:
             json.dump({"env": env.to_dict(), "storage": storage_config, "threads": threads}, f,

@@ -46,12 +46,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from multiprocessing.connection import Connection, Listener, wait
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
+from determined.common import scratch
 from determined.config import script_command
 from determined.errors import InvalidModelDefError
 from determined.harness._env import TrialEnv
@@ -514,7 +514,7 @@ def _prepare(env: TrialEnv, storage_config: Mapping[str, Any], master_url: Optio
              rendezvous: Optional[Mapping[str, Any]]) -> Tuple[str, str, Optional[str]]:
     """A fresh directory with the script's ``DET_CLUSTER_INFO`` file: (directory, the
     file's path, the uuid of the checkpoint to resume from)."""
-    workdir = tempfile.mkdtemp(prefix="det-script-")
+    workdir = scratch.make("script")
     info_path = os.path.join(workdir, "cluster_info.json")
     latest = _checkpoint_uuid(env.latest_checkpoint)
     write_cluster_info(info_path, env, storage_config, master_url, latest, rendezvous)

@@ -10,7 +10,8 @@ all behave alike:
 
 - working directory: a copy of the model directory under ``$DET_WORKDIR_ROOT``
   (default ``<tmp>/det-workdirs``), fresh at each trial-process start (a restart
-  gets a new one, as a new container did), removed when the process exits;
+  gets a new one, as a new container did), removed when the process exits (or by
+  its starter once it was killed: :mod:`determined.common.scratch`);
 - environment variables: the list, or its ``cpu``/``gpu`` entry (``gpu`` when the
   process sees a GPU through ``CUDA_VISIBLE_DEVICES``);
 - ``startup-hook.sh``: sourced by ``bash`` in the working directory; its output goes
@@ -30,9 +31,9 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from typing import Any, Dict, List, Mapping, Optional
 
+from determined.common import scratch
 from determined.errors import InvalidModelDefError
 from determined.harness._env import TrialEnv
 
@@ -44,36 +45,12 @@ STARTUP_HOOK = "startup-hook.sh"
 _HOOK_OUTPUT_TAIL = 4000
 
 
-def _workdir_root() -> str:
-    return os.environ.get("DET_WORKDIR_ROOT") or os.path.join(tempfile.gettempdir(),
-                                                              "det-workdirs")
-
-
-def _prune_stale(root: str) -> None:
-    """Remove working directories of trial processes that are gone (killed hard)."""
-    try:
-        names = os.listdir(root)
-    except OSError:
-        return
-    for name in names:
-        pid = name.rsplit("-pid", 1)[-1]
-        if not pid.isdigit():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-        except OSError:
-            pass
-
-
 def _make_workdir(env: TrialEnv, exclude: List[str]) -> str:
     from determined.storage import copy_code
 
-    root = _workdir_root()
-    os.makedirs(root, exist_ok=True)
-    _prune_stale(root)
-    workdir = os.path.join(root, f"exp{env.experiment_id}-trial{env.trial_id}-pid{os.getpid()}")
+    os.makedirs(scratch.workdir_root(), exist_ok=True)
+    scratch.sweep_dead_owners()  # what trial processes killed hard left
+    workdir = scratch.workdir_path(env.experiment_id, env.trial_id)
     if os.path.exists(workdir):
         shutil.rmtree(workdir)
     copy_code(env.model_dir, workdir, exclude=exclude)

@@ -25,6 +25,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from determined import engine
+from determined.common import scratch
 from determined.config import ExperimentConfig
 from determined.harness import TrialEnv
 from determined.local._pool import WarmPool, process_context, trial_frameworks
@@ -108,6 +109,7 @@ class LocalDriver:
     # ------------------------------------------------------------------ main loop
 
     def run(self) -> ExperimentResult:
+        scratch.sweep_dead_owners()  # what trial processes of runs that were killed left
         try:
             return self._run()
         finally:

@@ -11,6 +11,7 @@ import dataclasses
 import multiprocessing.connection
 from typing import Any, Callable, Dict, Optional, Tuple
 
+from determined.common import scratch
 from determined.local._pool import WarmPool
 
 __all__ = ["TrialProcesses"]
@@ -36,7 +37,8 @@ class TrialProcesses:
         on_message: called with (request id, message) for each message a process sends
             (but ``("error", ...)``, which is kept for its exit).
         on_exit: called with (request id, exit code, last error message) once a process
-            has exited and everything it sent was handled; the process is gone by then.
+            has exited and everything it sent was handled; the process is gone by then,
+            and so are the scratch directories it owned (:mod:`determined.common.scratch`).
     """
 
     def __init__(self, pool: WarmPool, on_message: OnMessage, on_exit: OnExit):
@@ -112,6 +114,7 @@ class TrialProcesses:
     def _ended(self, r: int, p: _Process) -> None:
         p.process.join()
         p.conn.close()
+        scratch.remove_owned(p.process.pid)  # left by a process that was killed
         del self._procs[r]
         self.on_exit(r, p.process.exitcode, p.error)
 
@@ -123,4 +126,6 @@ class TrialProcesses:
                 p.process.join(5)
                 if p.process.is_alive():
                     p.process.kill()
+                    p.process.join(5)
+            scratch.remove_owned(p.process.pid)
         self._procs.clear()

@@ -12,6 +12,7 @@ import sys
 import traceback
 from typing import Any, Dict
 
+from determined.common import scratch
 from determined.harness import TrialEnv
 from determined.harness._pipe_host import PipeHost
 
@@ -22,6 +23,7 @@ def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_pat
                num_threads: int) -> None:
     """Entry point of a trial process (started with the ``spawn`` method)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the driver stops us in order
+    scratch.claim()  # the driver removes what it leaves if it is killed
     log = open(log_path, "a", buffering=1, encoding="utf-8")
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)

@@ -24,6 +24,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from determined._procs import kill_leftovers, read_line_batches, set_parent_death_signal
 from determined.agent._parts import interface_env
+from determined.common import scratch
 from determined.common.api import MasterClient, unpack_context
 from determined.launch._machines import chief_port
 from determined.tasks._launch import TaskProcess, task_from_command
@@ -46,6 +47,7 @@ class TrialRank:
     def __init__(self) -> None:
         self.proc: Any = None
         self.workdir: Optional[str] = None
+        scratch.sweep_dead_owners()  # left by trial processes killed with their actors
 
     def rendezvous(self, script: bool) -> Tuple[str, int]:
         """This node's address and a free port on it, where rank 0 listens (for a
@@ -79,7 +81,9 @@ class TrialRank:
             child_env.update({"DET_TRIAL_SPEC": spec_path, "DET_DIST_SPEC": spec_path,
                               "OMP_NUM_THREADS": str(threads), "PYTHONUNBUFFERED": "1"})
             child_env.pop("DET_PARENT_PID", None)
-            cmd = [sys.executable, "-m", module or "determined.harness._rest_host"]
+            # It owns the scratch directories of its tree (removed below once it exited).
+            cmd = [sys.executable, "-m", "determined.common.scratch",
+                   module or "determined.harness._rest_host"]
             self.proc = subprocess.Popen(cmd, env=child_env, cwd=model_dir,
                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                          stdin=subprocess.DEVNULL, start_new_session=True,
@@ -102,6 +106,7 @@ class TrialRank:
                               exited=lambda: proc.poll() is not None)
             code = proc.wait()
             kill_leftovers(proc.pid)
+            scratch.remove_owned(proc.pid)  # left by a process that was killed
             return code, unsent
         finally:
             client.close()
