@@ -1,9 +1,9 @@
-"""The follow loop over pages of a stored log (``cli/_log_tail.py``), fed by an
+"""The follow loop over pages of a stored log (``common/api/_log_tail.py``), fed by an
 in-memory log that answers as the master's ``GET .../logs?after_id=&limit=`` does."""
 
 from typing import Any, Dict, List, Optional
 
-from determined.cli._log_tail import PAGE, LogTail, follow_log
+from determined.common.api._log_tail import PAGE, LogTail, follow_experiment, follow_log
 
 
 class StoredLog:
@@ -75,3 +75,27 @@ def test_tail_n_prints_the_last_n_of_the_newest_page():
     tail.take_newest(log.lines[-3:], 3, complete=True)
     follow_log(tail, _never_asked)
     assert printed == [3, 4, 5] and log.reads == []
+
+
+def test_follow_experiment_follows_the_lowest_trial_id_to_its_end():
+    """Trials listed highest id first; the first trial's log grows by more than a page
+    between two reads of the experiment: every line of trial 3 once, in order."""
+    logs = {3: StoredLog(0, complete=False), 5: StoredLog(4, complete=True)}
+    states = iter(["ACTIVE", "ACTIVE", "COMPLETED"])
+    updates: List[str] = []
+
+    def experiment() -> Dict[str, Any]:
+        log = logs[3]
+        log.lines += [{"id": i, "line": f"line {i}"}
+                      for i in range(len(log.lines) + 1, len(log.lines) + PAGE + 300)]
+        state = next(states)
+        log.complete = state == "COMPLETED"
+        return {"state": state, "trials": [{"id": 5}, {"id": 3}]}
+
+    printed: List[int] = []
+    exp = follow_experiment(experiment, lambda trial, after: logs[trial].read(after),
+                            lambda line: printed.append(line["id"]),
+                            on_update=lambda e: updates.append(e["state"]), interval=0)
+    assert exp["state"] == "COMPLETED" and updates == ["ACTIVE", "ACTIVE", "COMPLETED"]
+    assert printed == list(range(1, 3 * (PAGE + 299) + 1))
+    assert logs[5].reads == []

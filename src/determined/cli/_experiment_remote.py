@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 from rich.console import Console
 
 from determined._metric_order import MetricOrder
 from determined.cli._git import git_info
-from determined.cli._log_tail import LogTail, trial_log_page
 from determined.cli._progress import ExperimentProgress, progress_text
 from determined.common.wording import counted
 from determined.cli._waiting import with_waiting
@@ -24,12 +22,11 @@ from determined.cli._remote import (
     usage_error,
 )
 from determined.common.api import APIError, MasterClient, pack_context
+from determined.common.api._log_tail import TERMINAL, follow_experiment, trial_log_page
 from determined.common.console import TrimmedConsole
 from determined.errors import InvalidConfigError, InvalidModelDefError
 
 __all__ = ["add_verbs", "create_remote", "follow", "list_remote", "read_context", "templated"]
-
-TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
 
 
 def add_verbs(verbs: Any) -> None:
@@ -128,22 +125,11 @@ def follow(c: MasterClient, exp_id: int, console: Console, interval: float = 1.0
 
 def _follow(c: MasterClient, exp_id: int, console: Console, interval: float,
             logs: bool) -> Dict[str, Any]:
-    tail: Optional[LogTail] = None  # the first trial's log, once it has one
     with ExperimentProgress(exp_id, console) as progress:
-        while True:
-            exp = c.get_experiment(exp_id)
-            if logs and tail is None and exp["trials"]:
-                first_trial = min(t["id"] for t in exp["trials"])
-                tail = LogTail(lambda after: trial_log_page(c, first_trial, after),
-                               lambda line: progress.log(line["line"]))
-            if tail is not None and not tail.complete:  # (the first trial may end first)
-                tail.read_new()
-            progress.update(exp)
-            if exp["state"] in TERMINAL:
-                if tail is not None:
-                    tail.drain()
-                return exp
-            time.sleep(interval)
+        return follow_experiment(lambda: c.get_experiment(exp_id),
+                                 lambda trial_id, after: trial_log_page(c, trial_id, after),
+                                 lambda line: progress.log(line["line"]),
+                                 on_update=progress.update, interval=interval, logs=logs)
 
 
 def _final_line(exp: Dict[str, Any], console: Console) -> None:

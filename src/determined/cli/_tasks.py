@@ -21,7 +21,7 @@ from determined.cli._remote import (
     read_config_text,
     usage_error,
 )
-from determined.cli._log_tail import PAGE, LogTail, follow_log
+from determined.common.api._log_tail import PAGE, LogTail, follow_log
 from determined.cli._waiting import wait_details, with_waiting
 
 __all__ = ["add_parser"]

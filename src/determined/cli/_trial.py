@@ -9,8 +9,13 @@ import sys
 from typing import Any
 
 from determined.cli._experiment_edit import parse_bool, print_checkpoint
-from determined.cli._experiment_remote import TERMINAL
-from determined.cli._log_tail import PAGE, LogTail, follow_log, trial_log_page
+from determined.common.api._log_tail import (
+    PAGE,
+    TERMINAL,
+    LogTail,
+    follow_log,
+    trial_log_page,
+)
 from determined.cli._waiting import wait_details, with_waiting
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text,
                                    print_rows, sdk, usage_error)

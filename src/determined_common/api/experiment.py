@@ -6,12 +6,9 @@ import os
 import random
 import sys
 import tarfile
-import time
 from typing import Any, Dict, Optional, Union
 
 from determined_common.api import request
-
-_TERMINAL = ("COMPLETED", "CANCELED", "ERROR")
 
 
 def _packed(model_context: Any) -> bytes:
@@ -74,21 +71,22 @@ def patch_experiment(master_url: str, exp_id: int, patch_doc: Dict[str, Any]) ->
 
 
 def follow_experiment_logs(master_url: str, exp_id: int) -> str:
-    """Print the first trial's log lines until the experiment ends; return its state."""
-    printed: Dict[int, int] = {}
-    while True:
-        exp = request.get(master_url, f"experiments/{exp_id}").json()
-        trials = exp.get("trials") or []
-        if trials:
-            tid = trials[0]["id"]
-            logs = request.get(master_url, f"trials/{tid}/logs",
-                               params={"after_id": printed.get(tid, 0)}).json()
-            for line in logs.get("logs", logs if isinstance(logs, list) else []):
-                printed[tid] = max(printed.get(tid, 0), int(line.get("id", 0)))
-                sys.stdout.write(str(line.get("line", "")).rstrip("\n") + "\n")
-        if exp["state"] in _TERMINAL:
-            return str(exp["state"])
-        time.sleep(1)
+    """Print the log lines of the experiment's first trial (the lowest id), each once
+    and in order, until the experiment ends and that log is read to its end; return
+    the experiment's state."""
+    from determined.common.api._log_tail import PAGE, follow_experiment
+
+    def page(trial_id: int, after: int) -> Dict[str, Any]:
+        return request.get(master_url, f"trials/{trial_id}/logs",
+                           params={"after_id": after, "limit": PAGE}).json()
+
+    def emit(line: Dict[str, Any]) -> None:
+        sys.stdout.write(str(line.get("line", "")).rstrip("\n") + "\n")
+        sys.stdout.flush()
+
+    exp = follow_experiment(lambda: request.get(master_url, f"experiments/{exp_id}").json(),
+                            page, emit)
+    return str(exp["state"])
 
 
 def follow_test_experiment_logs(master_url: str, exp_id: int) -> str:

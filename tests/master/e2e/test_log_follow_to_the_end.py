@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from det_cli_testing import run_det
-from determined.cli._log_tail import PAGE
+from determined.common.api._log_tail import PAGE
 from determined.master.db import Store
 from master_testing import create_experiment, slow_model_dir, wait_until
 
