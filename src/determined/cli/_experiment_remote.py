@@ -22,7 +22,7 @@ from determined.cli._remote import (
     usage_error,
 )
 from determined.common.api import APIError, MasterClient, pack_context
-from determined.common.api._log_tail import TERMINAL, follow_experiment, trial_log_page
+from determined.common.api._log_tail import follow_experiment, trial_log_page
 from determined.common.console import TrimmedConsole
 from determined.errors import InvalidConfigError, InvalidModelDefError
 
