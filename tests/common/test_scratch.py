@@ -37,8 +37,11 @@ def test_names_carry_the_owner_from_the_environment(tmp_path, monkeypatch):
     assert scratch.owner() == os.getpid()
     mine = scratch.make("script", root=str(tmp_path))
     assert os.path.basename(mine).startswith(f"det-script-{os.getpid()}-")
-    with pytest.raises(ValueError, match="kind='ckpt'"):
-        scratch.make("ckpt", root=str(tmp_path))
+    for kind in ("ckpt", "restore", "estimator", "export"):
+        assert os.path.basename(scratch.make(kind, root=str(tmp_path))).startswith(
+            f"det-{kind}-{os.getpid()}-")
+    with pytest.raises(ValueError, match="kind='tb'"):
+        scratch.make("tb", root=str(tmp_path))
 
 
 def test_claim_is_inherited_by_started_processes(tmp_path, monkeypatch):
@@ -72,10 +75,11 @@ def test_sweep_removes_directories_of_dead_owners_only(tmp_path):
     (tmp_path / f"det-shard-1-{dead}-abcdefgh").mkdir()
     (tmp_path / f"det-core-{alive}-abcdefgh").mkdir()
     (tmp_path / f"det-dist-1-abcdefgh").mkdir()  # pid 1 lives
-    (tmp_path / f"det-export-{dead}-abcdefgh").mkdir()  # not a scratch directory
-    assert scratch.sweep_dead_owners(root=str(tmp_path)) == 2
+    (tmp_path / f"det-export-{dead}-abcdefgh").mkdir()
+    (tmp_path / f"det-tb-{dead}-abcdefgh").mkdir()  # not a scratch directory
+    assert scratch.sweep_dead_owners(root=str(tmp_path)) == 3
     assert _names(tmp_path) == sorted([f"det-core-{alive}-abcdefgh", "det-dist-1-abcdefgh",
-                                       f"det-export-{dead}-abcdefgh"])
+                                       f"det-tb-{dead}-abcdefgh"])
 
 
 _SELF_KILLING = textwrap.dedent("""

@@ -9,6 +9,7 @@ import uuid as uuidlib
 
 import pytest
 
+from determined.common import scratch
 from determined.errors import CheckpointError, StorageError
 from determined.storage import build_storage, read_metadata, write_metadata
 from object_store_testing import BUCKET, gcs_server, s3_server
@@ -113,8 +114,11 @@ def test_delete_removes_every_object(backend):
 
 
 def test_sigkill_mid_upload_registers_nothing(object_backend, tmp_path):
-    """A writer SIGKILLed after uploading some files: the checkpoint does not exist."""
+    """A writer SIGKILLed after uploading some files: the checkpoint does not exist, and
+    its local copy is a scratch directory named after it, which its starter removes."""
     section, env = object_backend
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     code = textwrap.dedent(f"""
         import os, signal
         from determined.storage import build_storage, write_metadata
@@ -132,8 +136,12 @@ def test_sigkill_mid_upload_registers_nothing(object_backend, tmp_path):
                 open(os.path.join(path, f"part{{i}}"), "wb").write(os.urandom(1000))
             write_metadata(path, {{"uuid": "u3"}})
     """)
-    proc = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, **env))
-    assert proc.returncode == -9
+    proc = subprocess.Popen([sys.executable, "-c", code],
+                            env=dict(os.environ, **env, TMPDIR=str(tmp)))
+    assert proc.wait() == -9
+    left = scratch.owned(proc.pid, root=str(tmp))
+    assert [os.path.basename(p).split("-")[:3] for p in left] == [["det", "ckpt", str(proc.pid)]]
+    assert scratch.remove_owned(proc.pid, root=str(tmp)) == 1 and os.listdir(tmp) == []
     s = build_storage(section)
     assert len(s.store.list_keys(f"{section['prefix']}/u3/")) == 2  # it did upload some
     assert s.list_checkpoints() == []

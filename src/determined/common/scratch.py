@@ -3,7 +3,9 @@
 A trial process (and what it starts: ranks, a script) makes scratch directories in the
 temporary directory: ``det-core-`` (a machine's local socket), ``det-script-`` (a
 script's cluster info), ``det-dist-`` (the ranks' spec), ``det-shard-<rank>-`` (a
-rank's part of a sharded checkpoint). Each removes its own on a clean exit; a process
+rank's part of a sharded checkpoint), ``det-ckpt-`` and ``det-restore-`` (a checkpoint
+on its way to or from object storage), ``det-estimator-`` and ``det-export-`` (an
+Estimator's model directory and its SavedModel exports). Each removes its own on a clean exit; a process
 killed with SIGKILL removes nothing. So each name carries the pid of the trial process
 that owns it, ``det-<kind>-<owner pid>-<random>``, and whoever started the trial process
 removes what it left once it exited (:func:`remove_owned`); a starter that starts
@@ -43,9 +45,10 @@ OWNER_ENV = "DET_SCRATCH_OWNER"
 #: Where trial processes make their working directories (default ``<tmp>/det-workdirs``).
 WORKDIR_ROOT_ENV = "DET_WORKDIR_ROOT"
 
-_KIND = re.compile(r"(core|script|dist|shard-\d+)")
+_KINDS = r"core|script|dist|shard-\d+|ckpt|restore|estimator|export"
+_KIND = re.compile(_KINDS)
 # mkdtemp's random part has letters, digits and underscores, never a dash.
-_NAME = re.compile(r"det-(?:core|script|dist|shard-\d+)-(\d+)-[a-z0-9_]+")
+_NAME = re.compile(rf"det-(?:{_KINDS})-(\d+)-[a-z0-9_]+")
 _WORKDIR = re.compile(r"exp\d+-trial\d+-pid(\d+)(?:-of(\d+))?")
 
 
@@ -67,11 +70,13 @@ def make(kind: str, root: Optional[str] = None) -> str:
     the temporary directory); returns its path.
 
     Args:
-        kind: ``core``, ``script``, ``dist`` or ``shard-<rank>``.
+        kind: ``core``, ``script``, ``dist``, ``shard-<rank>``, ``ckpt``, ``restore``,
+            ``estimator`` or ``export``.
         root: where (default :func:`tempfile.gettempdir`).
     """
     if not _KIND.fullmatch(kind):
-        raise ValueError("Expected kind core, script, dist or shard-<rank>. "
+        raise ValueError("Expected kind core, script, dist, shard-<rank>, ckpt, restore, "
+                         "estimator or export. "
                          f"Received: kind={kind!r}")
     return tempfile.mkdtemp(prefix=f"det-{kind}-{owner()}-", dir=root)
 

@@ -21,6 +21,7 @@ from typing import Any, Callable, Dict, List, Type
 
 import tensorflow as tf
 
+from determined.common import scratch as scratch_dirs
 from determined.errors import CheckpointError, InvalidTrialError, UserCodeError
 from determined.estimator._context import EstimatorTrialContext
 from determined.estimator._driver import TrainingDriver, batch_size_tensor
@@ -73,7 +74,7 @@ class EstimatorTrialController(TrialController):
         self.serving_fns: Dict[str, Callable[..., Any]] = fns
         self.run_hooks: List[RunHook] = [h for h in self.train_spec.hooks if isinstance(h, RunHook)]
 
-        self.model_dir = tempfile.mkdtemp(prefix="det-estimator-")
+        self.model_dir = scratch_dirs.make("estimator")
         _use_model_dir(self.estimator, self.model_dir, env.trial_seed)
         self.driver = TrainingDriver(self._start_training, self.model_dir,
                                      self._context.get_per_slot_batch_size())
@@ -208,7 +209,7 @@ class EstimatorTrialController(TrialController):
         save_rng_state(path)
 
     def _export(self, name: str, fn: Callable[..., Any], prefix: str, dest: str) -> None:
-        scratch = tempfile.mkdtemp(prefix="det-export-")
+        scratch = scratch_dirs.make("export")
         try:
             exported = self.estimator.export_saved_model(scratch, fn, checkpoint_path=prefix)
         except Exception as e:

@@ -22,6 +22,7 @@ import tempfile
 import threading
 from typing import Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple, TypeVar
 
+from determined.common import scratch as scratch_dirs
 from determined.errors import CheckpointError, StorageError
 from determined.storage._base import Selector, StorageManager
 from determined.storage._metadata import METADATA_FILE
@@ -118,7 +119,7 @@ class ObjectStoreStorageManager(StorageManager):
         prefix = self._ckpt_prefix(uuid)
         if self._call(self.store.exists, prefix + METADATA_FILE):
             raise CheckpointError(f"checkpoint {uuid} already exists at {self.describe(uuid)}")
-        scratch = tempfile.mkdtemp(prefix=f"det-ckpt-{uuid}-")
+        scratch = scratch_dirs.make("ckpt")
         try:
             yield scratch
             files = _relative_files(scratch)
@@ -140,7 +141,7 @@ class ObjectStoreStorageManager(StorageManager):
         prefix = self._ckpt_prefix(uuid)
         if not self._call(self.store.exists, prefix + METADATA_FILE):
             raise CheckpointError(f"checkpoint {uuid} not found at {self.describe(uuid)}")
-        local = tempfile.mkdtemp(prefix=f"det-restore-{uuid}-")
+        local = scratch_dirs.make("restore")
         try:
             self._download_prefix(prefix, local, selector)
             yield local
