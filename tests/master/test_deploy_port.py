@@ -72,8 +72,16 @@ def test_deploy_up_and_down_on_a_free_port(tmp_path):
         lines = out.stdout.splitlines()
         assert lines[0] == f"Master running at http://127.0.0.1:{port} (pid {lines[0].split()[-1]}"
         assert lines[1:3] == [f"Data in {data}", f"Log: {data / 'master.log'}"], lines
+        # `down` takes the port `up` was given: another port is refused, naming the right one.
+        other = port + 1 if port < 65535 else port - 1
+        wrong = run_det(["deploy", "local", "down", "--data-dir", data, "--port", other],
+                        timeout=60)
+        assert wrong.returncode == 1 and wrong.stdout == ""
+        assert (f"runs at http://127.0.0.1:{port}, not on port {other}" in wrong.stderr)
+        assert (data / "master.json").exists()
     finally:
-        down = run_det(["deploy", "local", "down", "--data-dir", data], timeout=60)
+        down = run_det(["deploy", "local", "down", "--data-dir", data, "--port", port],
+                       timeout=60)
     assert down.returncode == 0 and "Master stopped" in down.stdout
 
 

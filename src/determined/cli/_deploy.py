@@ -35,6 +35,8 @@ def add_parser(nouns: Any) -> None:
     down = verbs.add_parser("down", help="stop the master")
     down.add_argument("--data-dir", default=None,
                       help="the one given to `up` (default: ~/.determined/master)")
+    down.add_argument("--port", type=int, default=None,
+                      help="stop it only if it is the master on this port (as given to `up`)")
     down.set_defaults(func=_down)
     deploy.set_defaults(func=lambda args: deploy.print_help() or 0)
 
@@ -143,6 +145,12 @@ def _down(args: argparse.Namespace) -> int:
             os.remove(_state_path(data_dir))
         return 0
     pid = state["pid"]
+    url = str(state.get("url", ""))
+    if args.port is not None and not url.endswith(f":{args.port}"):
+        print(f"det: error: the master started from {data_dir} runs at {url}, not on port "
+              f"{args.port}; a master started with another --data-dir is stopped with "
+              "`det deploy local down --data-dir DIR`", file=sys.stderr)
+        return 1
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and _alive(pid):
