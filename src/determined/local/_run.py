@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
+import sys
 import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, Union
@@ -60,10 +62,57 @@ def run_test_mode(
     metrics without it fail the test, as they fail a trial on a master."""
     console = console or TrimmedConsole()
     cfg = validate_config(test_mode_config(config))
-    if not is_script_entrypoint(cfg["entrypoint"]):
-        return _run_test_mode(cfg, model_dir, console, metric_required)
-    with _scratch_copy(model_dir, cfg["checkpoint_storage"]) as workdir:
-        return _run_test_mode(cfg, workdir, console, metric_required)
+    with _test_mode_logging(drop_missing_metric=metric_required):
+        if not is_script_entrypoint(cfg["entrypoint"]):
+            return _run_test_mode(cfg, model_dir, console, metric_required)
+        with _scratch_copy(model_dir, cfg["checkpoint_storage"]) as workdir:
+            return _run_test_mode(cfg, workdir, console, metric_required)
+
+
+class _EachOnce(logging.Filter):
+    """Passes each distinct message once; with ``drop_missing_metric``, none of the
+    runner's warnings that the searcher metric is missing (the test's own error says
+    so: the user would read it twice)."""
+
+    def __init__(self, drop_missing_metric: bool):
+        super().__init__()
+        self.drop_missing_metric = drop_missing_metric
+        self.seen: set = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from determined.harness._runner import MISSING_METRIC
+
+        if self.drop_missing_metric and getattr(record, MISSING_METRIC, None):
+            return False
+        key = (record.levelno, record.getMessage())
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
+@contextlib.contextmanager
+def _test_mode_logging(drop_missing_metric: bool) -> Iterator[None]:
+    """The platform's warnings while a test runs in this process, each once and as a
+    local trial's log lines read (``12:04:31 WARNING message``) on stderr, unless the
+    program configured logging of its own (then only the filter applies)."""
+    from determined.local._trial_process import LOG_FORMAT, LOG_TIME_FORMAT
+
+    logger = logging.getLogger("determined")
+    once = _EachOnce(drop_missing_metric)
+    handler = None
+    if not logger.hasHandlers():
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_TIME_FORMAT))
+        logger.addHandler(handler)
+    logger.addFilter(once)
+    try:
+        yield
+    finally:
+        logger.removeFilter(once)
+        if handler is not None:
+            logger.removeHandler(handler)
 
 
 def _check_searcher_metric(cfg: Dict[str, Any], validation: Dict[str, Any]) -> None:
@@ -280,10 +329,38 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
                 result = driver.run()
         else:
             result = driver.run()
+    except KeyboardInterrupt:
+        _print_interrupted(console, driver, store.local_dir)
+        raise
     finally:
         store.close()
     print_summary(console, result, cfg["searcher"]["metric"])
     return result
+
+
+def _print_interrupted(console: Console, driver: Any, local_dir: str) -> None:
+    """After Ctrl-C: the state the experiment was left in and, when it is PAUSED, the
+    command that continues it."""
+    state = driver.final_state or "PAUSED"
+    exp_id = driver.experiment_id
+    if state != "PAUSED":
+        console.print(f"Interrupted: experiment {exp_id} is {state} (its trials were "
+                      "killed before they could checkpoint); it cannot be resumed",
+                      markup=False, highlight=False)
+        return
+    where = "--local" if os.path.abspath(default_local_dir()) == os.path.abspath(local_dir) \
+        else f"--local-dir {_quoted(local_dir)}"
+    slots = f" --slots {driver.slots}" if driver.slots != 1 else ""
+    console.print(f"Interrupted: experiment {exp_id} is PAUSED (its running trials "
+                  "checkpointed); continue it with:", markup=False, highlight=False)
+    console.print(f"det experiment resume {where} {exp_id}{slots}", markup=False,
+                  highlight=False, soft_wrap=True)
+
+
+def _quoted(path: str) -> str:
+    import shlex
+
+    return shlex.quote(path)
 
 
 def _resolve_source(cfg: Dict[str, Any], db: Any) -> Optional[Tuple[str, str]]:
