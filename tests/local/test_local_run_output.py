@@ -183,3 +183,50 @@ def test_repeated_failure_prints_its_traceback_once_naming_the_users_file(tmp_pa
     assert file_line in logs, logs
     assert [l for l in logs.splitlines() if "det-workdirs" in l and " runs in " not in l] \
         == [], logs
+
+
+def _run_in_terminal(argv, columns=80, timeout=180.0):
+    """``det argv`` on a pseudo-terminal ``columns`` wide; (exit code, its output)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        os.execv(sys.executable, [sys.executable, "-m", "determined.cli", *argv])
+    output, deadline = b"", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
+
+
+def test_test_mode_failure_prints_the_traceback_as_written_in_a_terminal(tmp_path, tiny_dir):
+    """Error messages fold at a terminal's width; the user's traceback is not folded
+    (its File line of 100 columns was cut into three at 80)."""
+    parent = tmp_path / ("a-model-directory-with-a-long-name-" * 2).rstrip("-")
+    parent.mkdir()
+    model_dir = _model_dir(tiny_dir, parent)
+    config = _config(tmp_path, model_dir, hyperparameters={
+        "global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "fail_at_batch": 0})
+    code, text = _run_in_terminal(["e", "create", str(config), str(model_dir), "--local",
+                                   "--test"])
+    assert code == 1, text
+    lines = text.replace("\r\n", "\n").splitlines()
+    file_line = f'  File "{model_dir / "model_def.py"}", line '
+    assert len(file_line) > 80
+    assert [l for l in lines if l.startswith(file_line) and l.endswith(", in train_batch")], text
+    assert text.count("Traceback (most recent call last):") == 1, text
+    # The error follows its traceback, as Python's own, and says what failed.
+    error_at = next(i for i, l in enumerate(lines) if l.startswith("det: error:"))
+    assert error_at > next(i for i, l in enumerate(lines) if l.startswith("Traceback")), text
+    assert "TinyTrial.train_batch raised ValueError: planned failure at batch 0" in \
+        " ".join(lines[error_at:]), text

@@ -62,11 +62,32 @@ def run_test_mode(
     metrics without it fail the test, as they fail a trial on a master."""
     console = console or TrimmedConsole()
     cfg = validate_config(test_mode_config(config))
-    with _test_mode_logging(drop_missing_metric=metric_required):
+    with _test_mode_logging(drop_missing_metric=metric_required), _traceback_as_written():
         if not is_script_entrypoint(cfg["entrypoint"]):
             return _run_test_mode(cfg, model_dir, console, metric_required)
         with _scratch_copy(model_dir, cfg["checkpoint_storage"]) as workdir:
             return _run_test_mode(cfg, workdir, console, metric_required)
+
+
+@contextlib.contextmanager
+def _traceback_as_written() -> Iterator[None]:
+    """A failure of the user's code: its traceback goes to stderr as Python wrote it
+    (error messages are folded at the terminal's width, and a traceback's paths are
+    copied from it); the error raised on says what failed, in its first lines."""
+    from determined.errors import UserCodeError
+
+    try:
+        yield
+    except UserCodeError as e:
+        trace = (e.user_traceback or "").rstrip()
+        text = str(e)
+        if not trace or not text.endswith(trace):
+            raise
+        sys.stderr.write(trace + "\n")
+        sys.stderr.flush()
+        bare = UserCodeError(text[:-len(trace)].rstrip("\n"))
+        bare.user_traceback = e.user_traceback
+        raise bare from None
 
 
 class _EachOnce(logging.Filter):
