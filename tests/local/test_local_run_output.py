@@ -230,3 +230,25 @@ def test_test_mode_failure_prints_the_traceback_as_written_in_a_terminal(tmp_pat
     assert error_at > next(i for i, l in enumerate(lines) if l.startswith("Traceback")), text
     assert "TinyTrial.train_batch raised ValueError: planned failure at batch 0" in \
         " ".join(lines[error_at:]), text
+
+
+def test_a_failing_scripts_traceback_is_shown_once_naming_the_users_file(tmp_path):
+    """A script trial's failure said only "Trial failed (exit code 1)" (its traceback,
+    naming the copy under det-workdirs, was in the trial's log only)."""
+    model_dir = tmp_path / "script"
+    model_dir.mkdir()
+    (model_dir / "train.py").write_text(
+        "def main():\n    raise ValueError('oops in script')\n\n\nmain()\n")
+    config = tmp_path / "script.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "failing-script", "entrypoint": "python3 train.py", "max_restarts": 1,
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}}}))
+    out = run_det(["e", "create", config, model_dir, "--local-dir", tmp_path / "local"],
+                  env=COLUMNS_80)
+    assert out.returncode == 1, out.stdout + out.stderr
+    text = out.stdout
+    assert text.count("Traceback (most recent call last):") == 1, text
+    assert f'  File "{model_dir / "train.py"}", line 2, in main' in text.splitlines(), text
+    assert "ValueError: oops in script" in text.splitlines(), text
+    assert "the script failed (exit code 1):" in text and "det-workdirs" not in text, text
+    assert "trial 1 failed again, the same way; no restarts left" in text, text
