@@ -252,3 +252,26 @@ def test_a_failing_scripts_traceback_is_shown_once_naming_the_users_file(tmp_pat
     assert "ValueError: oops in script" in text.splitlines(), text
     assert "the script failed (exit code 1):" in text and "det-workdirs" not in text, text
     assert "trial 1 failed again, the same way; no restarts left" in text, text
+
+
+def test_test_mode_script_output_names_the_users_file(tmp_path):
+    """``--local --test`` runs a script in a temporary copy of its directory; its
+    traceback named the copy (/tmp/det-test-mode-*/...), gone once the test ended."""
+    model_dir = tmp_path / "script"
+    model_dir.mkdir()
+    (model_dir / "train.py").write_text(
+        "import os\nprint('running in', os.getcwd())\n\n\n"
+        "def main():\n    raise ValueError('oops in script')\n\n\nmain()\n")
+    config = tmp_path / "script.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "failing-script", "entrypoint": "python3 train.py",
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}}}))
+    out = run_det(["e", "create", config, model_dir, "--local", "--test"], env=COLUMNS_80)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f'  File "{model_dir / "train.py"}", line 6, in main' in out.stderr.splitlines(), \
+        out.stderr
+    assert "det-test-mode-" not in out.stderr, out.stderr
+    # Where it runs is still said as it is: its outputs go there, not to the user's.
+    (cwd,) = [l for l in out.stdout.splitlines() if l.startswith("running in ")]
+    assert "det-test-mode-" in cwd, out.stdout
+    assert "exited with code 1" in out.stderr, out.stderr

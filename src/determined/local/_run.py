@@ -66,7 +66,8 @@ def run_test_mode(
         if not is_script_entrypoint(cfg["entrypoint"]):
             return _run_test_mode(cfg, model_dir, console, metric_required)
         with _scratch_copy(model_dir, cfg["checkpoint_storage"]) as workdir:
-            return _run_test_mode(cfg, workdir, console, metric_required)
+            return _run_test_mode(cfg, workdir, console, metric_required,
+                                  user_dir=os.path.abspath(model_dir))
 
 
 @contextlib.contextmanager
@@ -170,7 +171,7 @@ def _scratch_copy(model_dir: str, storage: Dict[str, Any]) -> Iterator[str]:
 
 
 def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
-                   metric_required: bool) -> Dict[str, Any]:
+                   metric_required: bool, user_dir: str = "") -> Dict[str, Any]:
     from determined import searcher as searchers
     from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 
@@ -179,7 +180,7 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
     env = TrialEnv(cfg, hparams, os.path.abspath(model_dir), trial_seed=rng.randrange(2**31),
                    test_mode=True)
     if is_script_entrypoint(cfg["entrypoint"]):
-        return _test_script(env, cfg, console, metric_required)
+        return _test_script(env, cfg, console, metric_required, user_dir or env.model_dir)
     host = InProcessHost(
         [TrialOp(OpKind.TRAIN, Length.from_dict({"batches": 1})), TrialOp(OpKind.VALIDATE),
          TrialOp(OpKind.CHECKPOINT), TrialOp(OpKind.CLOSE)],
@@ -215,8 +216,9 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
 
 
 def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console,
-                 metric_required: bool) -> Dict[str, Any]:
-    """Test mode of a script: its command gets one short TRAIN and a VALIDATE."""
+                 metric_required: bool, user_dir: str) -> Dict[str, Any]:
+    """Test mode of a script: its command gets one short TRAIN and a VALIDATE. It runs
+    in a copy of ``user_dir`` (``env.model_dir``); its output names ``user_dir``."""
     from determined.errors import InvalidModelDefError
     from determined.harness import InProcessHost, OpKind, TrialOp
     from determined.harness._script_trial import run_script
@@ -228,7 +230,9 @@ def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console,
     )
     storage = build_storage(cfg["checkpoint_storage"])
     start = time.time()
-    code = run_script(env, host, cfg["checkpoint_storage"])
+    copy = env.model_dir.rstrip(os.sep)
+    code = run_script(env, host, cfg["checkpoint_storage"],
+                      rewrite=lambda line: line.replace(copy + os.sep, user_dir + os.sep))
     for _, uuid, _ in host.checkpoints:
         storage.delete(uuid)
     if code != 0:
