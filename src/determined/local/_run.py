@@ -6,6 +6,7 @@ import contextlib
 import logging
 import os
 import random
+import shlex
 import sys
 import tempfile
 import time
@@ -366,26 +367,21 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
 def _print_interrupted(console: Console, driver: Any, local_dir: str) -> None:
     """After Ctrl-C: the state the experiment was left in and, when it is PAUSED, the
     command that continues it."""
-    state = driver.final_state or "PAUSED"
+    state = driver.final_state  # None: interrupted before its loop ran (nothing to stop)
     exp_id = driver.experiment_id
-    if state != "PAUSED":
+    if state not in (None, "PAUSED"):
         console.print(f"Interrupted: experiment {exp_id} is {state} (its trials were "
                       "killed before they could checkpoint); it cannot be resumed",
                       markup=False, highlight=False)
         return
     where = "--local" if os.path.abspath(default_local_dir()) == os.path.abspath(local_dir) \
-        else f"--local-dir {_quoted(local_dir)}"
+        else f"--local-dir {shlex.quote(local_dir)}"
     slots = f" --slots {driver.slots}" if driver.slots != 1 else ""
-    console.print(f"Interrupted: experiment {exp_id} is PAUSED (its running trials "
-                  "checkpointed); continue it with:", markup=False, highlight=False)
+    said = (" is PAUSED (its running trials checkpointed)" if state else "")
+    console.print(f"Interrupted: experiment {exp_id}{said}; continue it with:",
+                  markup=False, highlight=False)
     console.print(f"det experiment resume {where} {exp_id}{slots}", markup=False,
                   highlight=False, soft_wrap=True)
-
-
-def _quoted(path: str) -> str:
-    import shlex
-
-    return shlex.quote(path)
 
 
 def _resolve_source(cfg: Dict[str, Any], db: Any) -> Optional[Tuple[str, str]]:
