@@ -25,7 +25,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from determined import engine
-from determined.config import ExperimentConfig
+from determined.config import ExperimentConfig, is_script_entrypoint
 from determined.harness import TrialEnv
 from determined.local._pool import WarmPool, process_context, trial_frameworks
 from determined.local._processes import TrialProcesses
@@ -94,6 +94,7 @@ class LocalDriver:
         self.started: Dict[int, float] = {}
         self.errors: Dict[int, str] = {}
         self._log_starts: Dict[int, int] = {}  # where each process's output begins in its log
+        self._script = is_script_entrypoint(config.get("entrypoint"))
         self.final_state: Optional[str] = None  # set when the driver ends the run itself
         self.records = RecordEffects(self.db, experiment_id, self._delete_files,
                                      log=store.log_line, buffer_training=True)
@@ -314,7 +315,7 @@ class LocalDriver:
         self.store.pump(self.records.tid(r), final=True)
         restarts_before = self.core.trial(r).restarts
         signal = -code if code is not None and code < 0 else None
-        if not error and code is not None and code > 0:  # a script's, if it wrote one
+        if not error and code is not None and code > 0 and self._script:  # if it wrote one
             trace = self._written_traceback(r)
             error = f"the script failed (exit code {code}):\n{trace}" if trace else None
         message = error.strip().splitlines()[-1] if error else ""
