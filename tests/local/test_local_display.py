@@ -88,9 +88,44 @@ def test_restart_lines_say_where_the_trial_restarts_from():
         display.event("restart", view, {"error": "ValueError: boom"})
         display.event("restart", dict(view, restarts=2, latest_checkpoint="c-1",
                                       checkpoint_batches=20), {"error": "ValueError: boom"})
-    lines = [l for l in out.getvalue().splitlines() if "failed" in l]
-    assert lines[0].endswith("trial 2 failed (ValueError: boom); restart 1, from the beginning")
+    lines = [l for l in out.getvalue().splitlines() if "restart" in l]
+    assert lines[0].endswith("trial 2: restart 1, from the beginning"), lines
     assert lines[1].endswith("restart 2, from checkpoint c-1 at 20 batches"), lines
+
+
+def test_a_failure_is_printed_whole_once_then_named():
+    """The same failure again (addresses aside) is "failed again, the same way" (each
+    restart printed the whole traceback); another trial's is "the same way as trial
+    N"; a different one is printed whole; the traceback's lines are not folded."""
+    out = io.StringIO()
+    console = Console(file=out, width=80, color_system=None)
+    error = ('/m/model_def.py: T.train_batch raised ValueError: boom <x at 0x7f01>\n'
+             'Traceback (most recent call last):\n'
+             '  File "/a/long/path/to/the/model/directory/of/a/user/who/likes/long/names/'
+             'model_def.py", line 4, in f\n'
+             'ValueError: boom <x at 0x7f01>')
+    view = {"trial_id": 2, "hparams": {}, "batches": 0, "best_metric": None, "restarts": 1,
+            "latest_checkpoint": None, "checkpoint_batches": 0}
+    with ProgressDisplay(console, "validation_error", lambda: 0.0) as display:
+        display.event("restart", view, {"error": error})
+        display.event("restart", dict(view, restarts=2),
+                      {"error": error.replace("0x7f01", "0x7e99")})
+        display.event("error", dict(view, restarts=2), {"error": error})
+        display.event("error", dict(view, trial_id=3), {"error": error})
+        display.event("error", dict(view, trial_id=4), {"error": "ValueError: other"})
+    text = out.getvalue()
+    lines = text.splitlines()
+    assert text.count("Traceback") == 1, text
+    assert '  File "/a/long/path/to/the/model/directory/of/a/user/who/likes/long/names/' \
+        'model_def.py", line 4, in f' in lines, text
+    assert any(l.endswith("trial 2 failed again, the same way; restart 2, from the beginning")
+               for l in lines), text
+    assert any(l.endswith("trial 2 failed again, the same way; no restarts left")
+               for l in lines), text
+    assert any(l.endswith("trial 3 failed the same way as trial 2; no restarts left")
+               for l in lines), text
+    assert lines[lines.index(next(l for l in lines if l.endswith("trial 4 failed:"))) + 1] \
+        == "ValueError: other", text
 
 
 def test_progress_line_fits_the_terminal_with_its_bar():

@@ -40,7 +40,11 @@ from determined.harness._workload import Kind
 from determined.storage import StorageManager, copy_code, read_metadata, write_metadata
 from determined.util import format_metrics, plain_values
 
-__all__ = ["TrialRunner", "ExitReason"]
+__all__ = ["TrialRunner", "ExitReason", "MISSING_METRIC"]
+
+#: The attribute of the log record warning that validation metrics lack the searcher
+#: metric (its value: the metric's name); a caller that reports it itself drops it.
+MISSING_METRIC = "det_missing_searcher_metric"
 
 logger = logging.getLogger("determined")
 
@@ -90,6 +94,7 @@ class TrialRunner:
         self.last_validation_batches = -1
         self.latest_checkpoint: Optional[str] = None
         self._restored_last_validation = 0
+        self._warned_metric = False
         if env.latest_checkpoint:
             self._restore(env.latest_checkpoint, weights_only=env.warm_start)
         if self.is_chief:
@@ -212,9 +217,12 @@ class TrialRunner:
         name = self.config.metric
         if not name or (self.env.test_mode and name not in values):
             # Test mode (e.g. a partial config in --local --test): nothing to compare.
-            if name:
+            if name and self.is_chief and not self._warned_metric:
+                # Once per trial run, not per validation.
+                self._warned_metric = True
                 logger.warning("the validation metrics lack the searcher metric %r "
-                               "(received: %s)", name, ", ".join(sorted(values)) or "none")
+                               "(received: %s)", name, ", ".join(sorted(values)) or "none",
+                               extra={MISSING_METRIC: name})
             self.last_validation = values
             self.last_validation_batches = self.batches_trained
             if self.is_chief:

@@ -123,14 +123,22 @@ _GUARD = ("import os, signal, sys\n"
 class _Child:
     """The running command and its process group (and the group's guard)."""
 
-    def __init__(self, argv: List[str], cwd: str, env: Mapping[str, str]):
+    def __init__(self, argv: List[str], cwd: str, env: Mapping[str, str],
+                 rewrite: Optional[Callable[[str], str]] = None):
+        pipe = subprocess.PIPE if rewrite is not None else None
         try:
             self.proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-                                         start_new_session=True,
+                                         stdout=pipe, stderr=pipe, start_new_session=True,
                                          preexec_fn=_child_preexec(os.getpid()))
         except OSError as e:
             raise InvalidModelDefError(
                 f"entrypoint: cannot run {argv[0]!r} in {cwd}: {e.strerror or e}") from None
+        self._relays = [] if rewrite is None else [
+            threading.Thread(target=_relay, args=(src, dst, rewrite), daemon=True,
+                             name="det-script-output")
+            for src, dst in ((self.proc.stdout, sys.stdout), (self.proc.stderr, sys.stderr))]
+        for relay in self._relays:
+            relay.start()
         self.signalled: Optional[int] = None
         read_end, self._guard_pipe = os.pipe()
         try:
@@ -159,6 +167,8 @@ class _Child:
         if self.proc.poll() is None:
             self.signal_group(signal.SIGKILL)
             self.proc.wait()
+        for relay in self._relays:  # the child's last lines, before anything after it
+            relay.join(5)
         try:  # processes the child left in its group go too
             os.killpg(self.proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -174,6 +184,14 @@ class _Child:
                 self._guard.wait(10)
             except subprocess.TimeoutExpired:
                 self._guard.kill()
+
+
+def _relay(source: Any, dest: Any, rewrite: Callable[[str], str]) -> None:
+    """Copy the child's output, a line at a time, through ``rewrite``."""
+    for raw in iter(source.readline, b""):
+        dest.write(rewrite(raw.decode("utf-8", errors="replace")))
+        dest.flush()
+    source.close()
 
 
 #: What a script's method is called, by the one-way message it sends.
@@ -382,7 +400,8 @@ def _accept_forever(listener: Listener, accepted: "queue.Queue[Connection]") -> 
 
 def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any],
                master_url: Optional[str] = None,
-               rendezvous: Optional[Mapping[str, Any]] = None) -> int:
+               rendezvous: Optional[Mapping[str, Any]] = None,
+               rewrite: Optional[Callable[[str], str]] = None) -> int:
     """Run the trial's command until it exits; serve its link with ``host``.
 
     Args:
@@ -393,6 +412,10 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
         master_url: the master's URL (None in local runs).
         rendezvous: the trial's machines when it spans several (this one: the chief's),
             for ``det.get_cluster_info()``; see :func:`run_script_part`.
+        rewrite: when given, the command's output goes through it, a line at a time,
+            to this process's stdout and stderr (``--local --test`` names the user's
+            model directory in place of the copy it runs in); else the command
+            shares them.
 
     Returns:
         The exit code for the trial process (see the module docstring).
@@ -416,7 +439,7 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
     try:
         logger.info("trial %s runs its script: %s", env.trial_id, " ".join(argv))
         child = _Child(argv, env.model_dir,
-                       _child_env(env, (address, authkey), info_path, latest))
+                       _child_env(env, (address, authkey), info_path, latest), rewrite)
         _supervise(child, server, accepted, terminated, grace)
         while not accepted.empty():
             server.add(accepted.get())

@@ -28,6 +28,7 @@ import atexit
 import dataclasses
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,7 +38,7 @@ from determined.common import scratch
 from determined.errors import InvalidModelDefError
 from determined.harness._env import TrialEnv
 
-__all__ = ["prepare_trial_process", "STARTUP_HOOK"]
+__all__ = ["prepare_trial_process", "STARTUP_HOOK", "user_paths"]
 
 logger = logging.getLogger("determined")
 
@@ -57,6 +58,22 @@ def _make_workdir(env: TrialEnv, exclude: List[str]) -> str:
     me = os.getpid()
     atexit.register(lambda: os.getpid() == me and shutil.rmtree(workdir, ignore_errors=True))
     return workdir
+
+
+def user_paths(text: str, model_dir: str) -> str:
+    """``text`` (a traceback, an error) with every trial working directory's path
+    (``<root>/exp<E>-trial<T>-pid<P>``, removed when its process exits) replaced by
+    ``model_dir``, the directory the user gave, whose files the copy came from.
+
+    Example:
+        >>> user_paths('File "/tmp/det-workdirs/exp1-trial2-pid9/model_def.py", line 3',
+        ...            "/home/me/mnist")  # doctest: +SKIP
+        'File "/home/me/mnist/model_def.py", line 3'
+    """
+    root = _workdir_root()
+    roots = sorted({root, os.path.realpath(root)}, key=len, reverse=True)
+    pattern = "(?:" + "|".join(re.escape(r) for r in roots) + r")/exp\d+-trial\d+-pid\d+"
+    return re.sub(pattern, lambda _: model_dir.rstrip(os.sep) or os.sep, text)
 
 
 def _uses_gpu() -> bool:

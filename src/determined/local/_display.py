@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any, Callable, Dict, List, Optional
 
@@ -75,6 +76,9 @@ class ProgressDisplay:
         )
         self.task = self.progress.add_task("search", total=1.0, status="")
         self.best = best
+        # Failures by trial (its latest) and by text (the trial that failed so first).
+        self._last_failure: Dict[int, str] = {}
+        self._first_failure: Dict[str, int] = {}
 
     def __enter__(self) -> "ProgressDisplay":
         self.progress.start()
@@ -113,6 +117,31 @@ class ProgressDisplay:
         location: the reader is a user, not a developer)."""
         self.progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {text}")
 
+    def _failed(self, tid: int, error: Any, restart: str) -> None:
+        """A trial process failed; ``restart`` says how the trial goes on ("" when it
+        has no restart left). An error is printed whole the first time only, as
+        written (a traceback's lines are not folded: its paths get copied); the same
+        failure again (same text) is named, not repeated."""
+        text = str(error or "").strip()
+        key = _failure_key(text)
+        color = "yellow" if restart else "red"
+        if self._last_failure.get(tid) == key:
+            how = " again, the same way"
+        elif key in self._first_failure:
+            how = f" the same way as trial {self._first_failure[key]}"
+        else:
+            how = ""
+        self._last_failure[tid] = key
+        if how or not text:
+            self._log(f"[{color}]trial {tid} failed{how}[/{color}]"
+                      + (f"; {escape(restart)}" if restart else "; no restarts left"))
+            return
+        self._first_failure.setdefault(key, tid)
+        self._log(f"[{color}]trial {tid} failed:[/{color}]")
+        self.progress.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        if restart:
+            self._log(f"trial {tid}: {escape(restart)}")
+
     def event(self, kind: str, trial: Dict[str, Any], details: Dict[str, Any]) -> None:
         """One event of the driver (``LocalDriver.on_event``): ``trial`` is the
         driver's ``trial_view``, ``details`` what the event carries."""
@@ -134,18 +163,18 @@ class ProgressDisplay:
             where = (f"checkpoint {trial['latest_checkpoint']} at "
                      f"{counted(trial['checkpoint_batches'], 'batch')}"
                      if trial["latest_checkpoint"] else "the beginning")
-            log(f"[yellow]trial {tid} failed ({_first_line(details.get('error'))}); "
-                f"restart {trial['restarts']}, from {where}")
+            self._failed(tid, details.get("error"), f"restart {trial['restarts']}, from {where}")
         elif kind == "error":
-            log(f"[red]trial {tid} failed:[/red]\n{escape(str(details.get('error')))}")
+            self._failed(tid, details.get("error"), "")
         if self.order.better(trial["best_metric"], self.best):
             self.best = trial["best_metric"]
         self.refresh()
 
 
-def _first_line(text: Any) -> str:
-    """The first line of an error, escaped for rich markup (errors may hold ``[...]``)."""
-    return escape(str(text or "").strip().splitlines()[0]) if text else ""
+def _failure_key(text: str) -> str:
+    """What two failures must share to be "the same way": their text, but for object
+    addresses (``<... at 0x7f...>``), which differ between processes."""
+    return re.sub(r"0x[0-9a-fA-F]+", "0x", text)
 
 
 def _flatten(hparams: Dict[str, Any], prefix: str = "") -> Dict[str, Any]:

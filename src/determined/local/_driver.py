@@ -26,7 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from determined import engine
 from determined.common import scratch
-from determined.config import ExperimentConfig
+from determined.config import ExperimentConfig, is_script_entrypoint
 from determined.harness import TrialEnv
 from determined.local._pool import WarmPool, process_context, trial_frameworks
 from determined.local._processes import TrialProcesses
@@ -94,6 +94,8 @@ class LocalDriver:
         # first one started, and the last error one reported.
         self.started: Dict[int, float] = {}
         self.errors: Dict[int, str] = {}
+        self._log_starts: Dict[int, int] = {}  # where each process's output begins in its log
+        self._script = is_script_entrypoint(config.get("entrypoint"))
         self.final_state: Optional[str] = None  # set when the driver ends the run itself
         self.records = RecordEffects(self.db, experiment_id, self._delete_files,
                                      log=store.log_line, buffer_training=True)
@@ -259,8 +261,9 @@ class LocalDriver:
                        model_dir=self.model_dir, experiment_id=self.experiment_id,
                        trial_id=trial_id, trial_seed=t.seed, latest_checkpoint=restore,
                        warm_start=warm)
-        self.processes.start(
-            r, (env, self.storage_config, self.store.trial_log_path(trial_id), self._threads))
+        log_path = self.store.trial_log_path(trial_id)
+        self._log_starts[r] = os.path.getsize(log_path) if os.path.exists(log_path) else 0
+        self.processes.start(r, (env, self.storage_config, log_path, self._threads))
         self.started.setdefault(r, time.time())
         self.on_event("started", self.trial_view(r),
                       {"restart": t.restarts, "resumed": restore is not None and not warm})
@@ -314,6 +317,9 @@ class LocalDriver:
         self.store.pump(self.records.tid(r), final=True)
         restarts_before = self.core.trial(r).restarts
         signal = -code if code is not None and code < 0 else None
+        if not error and code is not None and code > 0 and self._script:  # if it wrote one
+            trace = self._written_traceback(r)
+            error = f"the script failed (exit code {code}):\n{trace}" if trace else None
         message = error.strip().splitlines()[-1] if error else ""
         self._do(self.core.trial_exited(r, code=None if signal else code, signal=signal,
                                         message=message))
@@ -329,6 +335,29 @@ class LocalDriver:
             self.on_event("closed", view, {"was_running": True})
         elif t.state in (engine.TrialState.PENDING, engine.TrialState.IDLE):
             self.on_event("suspended", view, {})
+
+    def _written_traceback(self, r: int) -> Optional[str]:
+        """The last Python traceback trial ``r``'s process wrote to its log (a script
+        trial's own output), its paths in the model directory; None if it wrote none."""
+        from determined.harness._trial_setup import user_paths
+
+        try:
+            with open(self.store.trial_log_path(self.records.tid(r)), "rb") as f:
+                f.seek(self._log_starts.get(r, 0))
+                text = f.read(1 << 20).decode("utf-8", errors="replace")
+        except OSError:
+            return None
+        lines = text.splitlines()
+        starts = [i for i, line in enumerate(lines)
+                  if line.startswith("Traceback (most recent call last):")]
+        if not starts:
+            return None
+        block = [lines[starts[-1]]]
+        for line in lines[starts[-1] + 1:]:
+            block.append(line)
+            if not line.startswith(" "):  # the exception's line ends it
+                break
+        return user_paths("\n".join(block), self.model_dir)
 
     def _stop_gracefully(self) -> None:
         """Ctrl-C: running trials checkpoint and exit, the experiment is PAUSED and

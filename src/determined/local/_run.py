@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import random
+import shlex
+import sys
 import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, Union
@@ -60,10 +63,79 @@ def run_test_mode(
     metrics without it fail the test, as they fail a trial on a master."""
     console = console or TrimmedConsole()
     cfg = validate_config(test_mode_config(config))
-    if not is_script_entrypoint(cfg["entrypoint"]):
-        return _run_test_mode(cfg, model_dir, console, metric_required)
-    with _scratch_copy(model_dir, cfg["checkpoint_storage"]) as workdir:
-        return _run_test_mode(cfg, workdir, console, metric_required)
+    with _test_mode_logging(drop_missing_metric=metric_required), _traceback_as_written():
+        if not is_script_entrypoint(cfg["entrypoint"]):
+            return _run_test_mode(cfg, model_dir, console, metric_required)
+        with _scratch_copy(model_dir, cfg["checkpoint_storage"]) as workdir:
+            return _run_test_mode(cfg, workdir, console, metric_required,
+                                  user_dir=os.path.abspath(model_dir))
+
+
+@contextlib.contextmanager
+def _traceback_as_written() -> Iterator[None]:
+    """A failure of the user's code: its traceback goes to stderr as Python wrote it
+    (error messages are folded at the terminal's width, and a traceback's paths are
+    copied from it); the error raised on says what failed, in its first lines."""
+    from determined.errors import UserCodeError
+
+    try:
+        yield
+    except UserCodeError as e:
+        trace = (e.user_traceback or "").rstrip()
+        text = str(e)
+        if not trace or not text.endswith(trace):
+            raise
+        sys.stderr.write(trace + "\n")
+        sys.stderr.flush()
+        bare = UserCodeError(text[:-len(trace)].rstrip("\n"))
+        bare.user_traceback = e.user_traceback
+        raise bare from None
+
+
+class _EachOnce(logging.Filter):
+    """Passes each distinct message once; with ``drop_missing_metric``, none of the
+    runner's warnings that the searcher metric is missing (the test's own error says
+    so: the user would read it twice)."""
+
+    def __init__(self, drop_missing_metric: bool):
+        super().__init__()
+        self.drop_missing_metric = drop_missing_metric
+        self.seen: set = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from determined.harness._runner import MISSING_METRIC
+
+        if self.drop_missing_metric and getattr(record, MISSING_METRIC, None):
+            return False
+        key = (record.levelno, record.getMessage())
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+
+@contextlib.contextmanager
+def _test_mode_logging(drop_missing_metric: bool) -> Iterator[None]:
+    """The platform's warnings while a test runs in this process, each once and as a
+    local trial's log lines read (``12:04:31 WARNING message``) on stderr, unless the
+    program configured logging of its own (then only the filter applies)."""
+    from determined.local._trial_process import LOG_FORMAT, LOG_TIME_FORMAT
+
+    logger = logging.getLogger("determined")
+    once = _EachOnce(drop_missing_metric)
+    handler = None
+    if not logger.hasHandlers():
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setLevel(logging.WARNING)
+        handler.setFormatter(logging.Formatter(LOG_FORMAT, LOG_TIME_FORMAT))
+        logger.addHandler(handler)
+    logger.addFilter(once)
+    try:
+        yield
+    finally:
+        logger.removeFilter(once)
+        if handler is not None:
+            logger.removeHandler(handler)
 
 
 def _check_searcher_metric(cfg: Dict[str, Any], validation: Dict[str, Any]) -> None:
@@ -100,7 +172,7 @@ def _scratch_copy(model_dir: str, storage: Dict[str, Any]) -> Iterator[str]:
 
 
 def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
-                   metric_required: bool) -> Dict[str, Any]:
+                   metric_required: bool, user_dir: str = "") -> Dict[str, Any]:
     from determined import searcher as searchers
     from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 
@@ -109,7 +181,7 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
     env = TrialEnv(cfg, hparams, os.path.abspath(model_dir), trial_seed=rng.randrange(2**31),
                    test_mode=True)
     if is_script_entrypoint(cfg["entrypoint"]):
-        return _test_script(env, cfg, console, metric_required)
+        return _test_script(env, cfg, console, metric_required, user_dir or env.model_dir)
     host = InProcessHost(
         [TrialOp(OpKind.TRAIN, Length.from_dict({"batches": 1})), TrialOp(OpKind.VALIDATE),
          TrialOp(OpKind.CHECKPOINT), TrialOp(OpKind.CLOSE)],
@@ -145,8 +217,9 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
 
 
 def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console,
-                 metric_required: bool) -> Dict[str, Any]:
-    """Test mode of a script: its command gets one short TRAIN and a VALIDATE."""
+                 metric_required: bool, user_dir: str) -> Dict[str, Any]:
+    """Test mode of a script: its command gets one short TRAIN and a VALIDATE. It runs
+    in a copy of ``user_dir`` (``env.model_dir``); its output names ``user_dir``."""
     from determined.errors import InvalidModelDefError
     from determined.harness import InProcessHost, OpKind, TrialOp
     from determined.harness._script_trial import run_script
@@ -158,7 +231,9 @@ def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console,
     )
     storage = build_storage(cfg["checkpoint_storage"])
     start = time.time()
-    code = run_script(env, host, cfg["checkpoint_storage"])
+    copy = env.model_dir.rstrip(os.sep)
+    code = run_script(env, host, cfg["checkpoint_storage"],
+                      rewrite=lambda line: line.replace(copy + os.sep, user_dir + os.sep))
     for _, uuid, _ in host.checkpoints:
         storage.delete(uuid)
     if code != 0:
@@ -280,10 +355,33 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
                 result = driver.run()
         else:
             result = driver.run()
+    except KeyboardInterrupt:
+        _print_interrupted(console, driver, store.local_dir)
+        raise
     finally:
         store.close()
     print_summary(console, result, cfg["searcher"]["metric"])
     return result
+
+
+def _print_interrupted(console: Console, driver: Any, local_dir: str) -> None:
+    """After Ctrl-C: the state the experiment was left in and, when it is PAUSED, the
+    command that continues it."""
+    state = driver.final_state  # None: interrupted before its loop ran (nothing to stop)
+    exp_id = driver.experiment_id
+    if state not in (None, "PAUSED"):
+        console.print(f"Interrupted: experiment {exp_id} is {state} (its trials were "
+                      "killed before they could checkpoint); it cannot be resumed",
+                      markup=False, highlight=False)
+        return
+    where = "--local" if os.path.abspath(default_local_dir()) == os.path.abspath(local_dir) \
+        else f"--local-dir {shlex.quote(local_dir)}"
+    slots = f" --slots {driver.slots}" if driver.slots != 1 else ""
+    said = (" is PAUSED (its running trials checkpointed)" if state else "")
+    console.print(f"Interrupted: experiment {exp_id}{said}; continue it with:",
+                  markup=False, highlight=False)
+    console.print(f"det experiment resume {where} {exp_id}{slots}", markup=False,
+                  highlight=False, soft_wrap=True)
 
 
 def _resolve_source(cfg: Dict[str, Any], db: Any) -> Optional[Tuple[str, str]]:

@@ -16,7 +16,11 @@ from determined.common import scratch
 from determined.harness import TrialEnv
 from determined.harness._pipe_host import PipeHost
 
-__all__ = ["PipeHost", "trial_main"]
+__all__ = ["LOG_FORMAT", "LOG_TIME_FORMAT", "PipeHost", "trial_main"]
+
+#: How a local trial process's log lines read: ``time level message``.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+LOG_TIME_FORMAT = "%H:%M:%S"
 
 
 def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_path: str,
@@ -28,8 +32,10 @@ def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_pat
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log
-    logging.basicConfig(level=logging.INFO, stream=log,
-                        format="%(asctime)s [trial %(process)d] %(levelname)s %(message)s")
+    # "12:04:31 INFO message": the log's reader knows the trial (``det t logs ID``), and a
+    # line read in an 80-column terminal keeps its room for the message.
+    logging.basicConfig(level=logging.INFO, stream=log, datefmt=LOG_TIME_FORMAT,
+                        format=LOG_FORMAT)
     os.environ.setdefault("OMP_NUM_THREADS", str(num_threads))
     # Per-trial TensorBoard files, beside the trial's log.
     from determined.tensorboard._paths import set_platform_dir
@@ -41,9 +47,11 @@ def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_pat
     from determined.config import is_script_entrypoint
     from determined.harness._ranks import distributed_trial
     from determined.harness._script_trial import run_script
+    from determined.harness._trial_setup import user_paths
     from determined.storage import build_storage
 
     os.chdir(env.model_dir)
+    model_dir = env.model_dir  # the user's: tracebacks name its files, not the copy's
     script = is_script_entrypoint(env.experiment_config.get("entrypoint"))
     try:
         try:
@@ -65,13 +73,16 @@ def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_pat
             reason = runner.run()
         conn.send(("exit", reason))
     except (InvalidTrialError, InvalidModelDefError) as e:
-        print(str(e), file=log)
-        conn.send(("error", "user", str(e)))
+        message = user_paths(str(e), model_dir)
+        print(message, file=log)
+        conn.send(("error", "user", message))
         raise SystemExit(1)
     except Exception as e:
-        text = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+        text = user_paths("".join(traceback.format_exception(type(e), e, e.__traceback__)),
+                          model_dir)
         print(text, file=log)
-        conn.send(("error", "platform", f"{type(e).__name__}: {e}\n{text}"))
+        conn.send(("error", "platform", f"{type(e).__name__}: {user_paths(str(e), model_dir)}"
+                                        f"\n{text}"))
         raise SystemExit(1)
     finally:
         log.flush()

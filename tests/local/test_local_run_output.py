@@ -1,0 +1,277 @@
+"""What a new user reads running ``det experiment create --local`` (and ``--test``) at
+80 columns: warnings once, short trial log lines, Ctrl-C's way back, a repeated
+failure's traceback once, naming the user's own files, as written."""
+
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from det_cli_testing import run_det
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "master"))
+from master_testing import SLOW_TRIAL  # noqa: E402
+
+COLUMNS_80 = {"COLUMNS": "80", "LINES": "24"}
+
+NO_VALIDATION_LOSS = '''from model_def import TinyTrial
+
+
+class Renamed(TinyTrial):
+    """Reports its loss as ``vloss``: no ``validation_loss`` (the default metric)."""
+
+    def evaluate_batch(self, batch):
+        metrics = super().evaluate_batch(batch)
+        return {"vloss": metrics.pop("validation_loss"), **metrics}
+'''
+
+
+def _model_dir(tiny_dir, parent: pathlib.Path) -> pathlib.Path:
+    """A copy of tests/fixtures/tiny_pytorch (plus ``slow_def`` and ``renamed_def``)."""
+    path = parent / "model"
+    shutil.copytree(tiny_dir, path, ignore=shutil.ignore_patterns("__pycache__"))
+    (path / "slow_def.py").write_text(SLOW_TRIAL)
+    (path / "renamed_def.py").write_text(NO_VALIDATION_LOSS)
+    return path
+
+
+def _config(tmp_path, model_dir, **changes):
+    cfg = yaml.safe_load((model_dir / "const.yaml").read_text())
+    for key, value in changes.items():
+        cfg[key] = value
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+def test_missing_searcher_metric_is_said_once(tmp_path, tiny_dir):
+    model_dir = _model_dir(tiny_dir, tmp_path)
+    # A partial config (no searcher metric: validation_loss by default) and two
+    # validations (the initial one too): one warning, as a trial log line reads.
+    partial = _config(tmp_path, model_dir, entrypoint="renamed_def:Renamed",
+                      searcher={"max_length": {"batches": 1}},
+                      perform_initial_validation=True)
+    out = run_det(["e", "create", partial, model_dir, "--local", "--test"], env=COLUMNS_80)
+    assert out.returncode == 0, out.stdout + out.stderr
+    said = out.stdout + out.stderr
+    assert said.count("lack the searcher metric 'validation_loss'") == 1, said
+    assert re.search(r"^\d\d:\d\d:\d\d WARNING the validation metrics lack the searcher "
+                     r"metric 'validation_loss' \(received: accuracy, vloss\)$",
+                     out.stderr, re.M), out.stderr
+    assert "Model definition test succeeded" in said
+
+    # A config naming a metric the trial lacks: the test fails saying so, once.
+    named = _config(tmp_path, model_dir, searcher={
+        "name": "single", "metric": "nope", "max_length": {"batches": 1}})
+    out = run_det(["e", "create", named, model_dir, "--local", "--test"], env=COLUMNS_80)
+    said = out.stdout + out.stderr
+    assert out.returncode == 1 and said.count("the searcher metric 'nope'") == 1, said
+
+
+def test_trial_log_lines_read_time_level_message(tmp_path, tiny_dir):
+    local = tmp_path / "local"
+    out = run_det(["e", "create", tiny_dir / "const.yaml", tiny_dir, "--local-dir", local,
+                   "--no-progress"], env=COLUMNS_80)
+    assert out.returncode == 0, out.stdout + out.stderr
+    logs = run_det(["t", "logs", "1", "--local-dir", local], env=COLUMNS_80).stdout
+    lines = [l for l in logs.splitlines() if " INFO " in l]
+    assert lines, logs
+    for line in lines:
+        assert re.match(r"\d\d:\d\d:\d\d INFO \S", line), line
+    assert any(re.match(r"\d\d:\d\d:\d\d INFO validation at 20 batches: validation_loss=", l)
+               for l in lines), logs
+    assert "[trial " not in logs and "," not in lines[0][:12], logs
+
+
+def test_ctrl_c_pauses_and_says_how_to_resume(tmp_path, tiny_dir):
+    model_dir = _model_dir(tiny_dir, tmp_path)
+    config = _config(tmp_path, model_dir, entrypoint="slow_def:SlowTrial",
+                     hyperparameters={"global_batch_size": 16, "lr": 0.1, "dropout": 0.2,
+                                      "sleep": 0.02},
+                     searcher={"name": "single", "metric": "validation_loss",
+                               "max_length": {"batches": 400}},
+                     min_checkpoint_period={"batches": 10})
+    local = pathlib.Path(os.environ["DET_LOCAL_DIR"])  # the default directory: --local
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(model_dir),
+         "--local"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True, env={**os.environ, **COLUMNS_80})
+    ckpts = local / "checkpoints"
+    deadline = time.monotonic() + 120
+    while not (ckpts.exists() and any(not p.name.startswith(".") for p in ckpts.iterdir())):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no checkpoint before Ctrl-C"
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=180)
+    assert proc.returncode == 130, stdout + stderr
+    assert "Interrupted: experiment 1 is PAUSED" in stdout, stdout + stderr
+    (command,) = [l for l in stdout.splitlines() if l.startswith("det experiment resume")]
+    assert command == "det experiment resume --local 1", stdout
+    described = run_det(["e", "describe", "1", "--local"]).stdout
+    assert "PAUSED" in described, described
+
+    # The command as printed continues it to its end.
+    out = run_det(shlex.split(command)[1:], env=COLUMNS_80, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Experiment 1: COMPLETED" in out.stdout, out.stdout
+    assert "resumed from checkpoint" in out.stdout, out.stdout
+    out = run_det(["e", "describe", "1", "--local"])
+    assert "COMPLETED" in out.stdout and "PAUSED" not in out.stdout, out.stdout
+
+
+def test_ctrl_c_names_a_local_dir_that_is_not_the_default(tmp_path, tiny_dir):
+    model_dir = _model_dir(tiny_dir, tmp_path)
+    config = _config(tmp_path, model_dir, entrypoint="slow_def:SlowTrial",
+                     hyperparameters={"global_batch_size": 16, "lr": 0.1, "dropout": 0.2,
+                                      "sleep": 0.02},
+                     searcher={"name": "single", "metric": "validation_loss",
+                               "max_length": {"batches": 400}})
+    local = tmp_path / "my runs"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(model_dir),
+         "--local-dir", str(local), "--slots", "2"], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, **COLUMNS_80})
+    log = local / "experiments" / "1" / "trials" / "1.log"
+    deadline = time.monotonic() + 120
+    while not (log.exists() and "runs in" in log.read_text()):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the trial never started"
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=180)
+    (command,) = [l for l in stdout.splitlines() if l.startswith("det experiment resume")]
+    assert shlex.split(command) == ["det", "experiment", "resume", "--local-dir", str(local),
+                                    "1", "--slots", "2"], stdout
+
+
+def test_repeated_failure_prints_its_traceback_once_naming_the_users_file(tmp_path, tiny_dir):
+    # A model directory whose path makes a traceback's File line longer than 80 columns.
+    parent = tmp_path / ("a-model-directory-with-a-long-name-" * 2).rstrip("-")
+    parent.mkdir()
+    model_dir = _model_dir(tiny_dir, parent)
+    config = _config(tmp_path, model_dir, max_restarts=2, hyperparameters={
+        "global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "fail_at_batch": 3})
+    local = tmp_path / "local"
+    out = run_det(["e", "create", config, model_dir, "--local-dir", local], env=COLUMNS_80)
+    assert out.returncode == 1, out.stdout + out.stderr
+    text = out.stdout
+    user_file = str(model_dir / "model_def.py")
+    file_line = f'  File "{user_file}", line '
+    assert len(file_line) > 80
+    # Once, whole: its lines as the trial wrote them (not folded at 80 columns).
+    assert text.count("Traceback (most recent call last):") == 1, text
+    (line,) = [l for l in text.splitlines() if l.startswith(file_line)]
+    assert line.endswith(", in train_batch"), text
+    assert f"{user_file}: TinyTrial.train_batch raised ValueError: planned failure at " \
+           "batch 3" in text.splitlines(), text
+    assert "det-workdirs" not in text, text
+    assert re.search(r"trial 1 failed again, the same way; restart 2, from the beginning",
+                     text), text
+    assert re.search(r"trial 1 failed again, the same way; no restarts left", text), text
+    # The trial's log names the user's file too (the copy is gone once its process ended).
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+    assert file_line in logs, logs
+    assert [l for l in logs.splitlines() if "det-workdirs" in l and " runs in " not in l] \
+        == [], logs
+
+
+def _run_in_terminal(argv, columns=80, timeout=180.0):
+    """``det argv`` on a pseudo-terminal ``columns`` wide; (exit code, its output)."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    pid, fd = pty.fork()
+    if pid == 0:
+        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
+        os.execv(sys.executable, [sys.executable, "-m", "determined.cli", *argv])
+    output, deadline = b"", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
+
+
+def test_test_mode_failure_prints_the_traceback_as_written_in_a_terminal(tmp_path, tiny_dir):
+    """Error messages fold at a terminal's width; the user's traceback is not folded
+    (its File line of 100 columns was cut into three at 80)."""
+    parent = tmp_path / ("a-model-directory-with-a-long-name-" * 2).rstrip("-")
+    parent.mkdir()
+    model_dir = _model_dir(tiny_dir, parent)
+    config = _config(tmp_path, model_dir, hyperparameters={
+        "global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "fail_at_batch": 0})
+    code, text = _run_in_terminal(["e", "create", str(config), str(model_dir), "--local",
+                                   "--test"])
+    assert code == 1, text
+    lines = text.replace("\r\n", "\n").splitlines()
+    file_line = f'  File "{model_dir / "model_def.py"}", line '
+    assert len(file_line) > 80
+    assert [l for l in lines if l.startswith(file_line) and l.endswith(", in train_batch")], text
+    assert text.count("Traceback (most recent call last):") == 1, text
+    # The error follows its traceback, as Python's own, and says what failed.
+    error_at = next(i for i, l in enumerate(lines) if l.startswith("det: error:"))
+    assert error_at > next(i for i, l in enumerate(lines) if l.startswith("Traceback")), text
+    assert "TinyTrial.train_batch raised ValueError: planned failure at batch 0" in \
+        " ".join(lines[error_at:]), text
+
+
+def test_a_failing_scripts_traceback_is_shown_once_naming_the_users_file(tmp_path):
+    """A script trial's failure said only "Trial failed (exit code 1)" (its traceback,
+    naming the copy under det-workdirs, was in the trial's log only)."""
+    model_dir = tmp_path / "script"
+    model_dir.mkdir()
+    (model_dir / "train.py").write_text(
+        "def main():\n    raise ValueError('oops in script')\n\n\nmain()\n")
+    config = tmp_path / "script.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "failing-script", "entrypoint": "python3 train.py", "max_restarts": 1,
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}}}))
+    out = run_det(["e", "create", config, model_dir, "--local-dir", tmp_path / "local"],
+                  env=COLUMNS_80)
+    assert out.returncode == 1, out.stdout + out.stderr
+    text = out.stdout
+    assert text.count("Traceback (most recent call last):") == 1, text
+    assert f'  File "{model_dir / "train.py"}", line 2, in main' in text.splitlines(), text
+    assert "ValueError: oops in script" in text.splitlines(), text
+    assert "the script failed (exit code 1):" in text and "det-workdirs" not in text, text
+    assert "trial 1 failed again, the same way; no restarts left" in text, text
+
+
+def test_test_mode_script_output_names_the_users_file(tmp_path):
+    """``--local --test`` runs a script in a temporary copy of its directory; its
+    traceback named the copy (/tmp/det-test-mode-*/...), gone once the test ended."""
+    model_dir = tmp_path / "script"
+    model_dir.mkdir()
+    (model_dir / "train.py").write_text(
+        "import os\nprint('running in', os.getcwd())\n\n\n"
+        "def main():\n    raise ValueError('oops in script')\n\n\nmain()\n")
+    config = tmp_path / "script.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "failing-script", "entrypoint": "python3 train.py",
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}}}))
+    out = run_det(["e", "create", config, model_dir, "--local", "--test"], env=COLUMNS_80)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f'  File "{model_dir / "train.py"}", line 6, in main' in out.stderr.splitlines(), \
+        out.stderr
+    assert "det-test-mode-" not in out.stderr, out.stderr
+    # Where it runs is still said as it is: its outputs go there, not to the user's.
+    (cwd,) = [l for l in out.stdout.splitlines() if l.startswith("running in ")]
+    assert "det-test-mode-" in cwd, out.stdout
+    assert "exited with code 1" in out.stderr, out.stderr
