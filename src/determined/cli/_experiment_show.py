@@ -17,8 +17,9 @@ from determined.cli._remote import (add_format_flags, add_local_flags, client, c
 from determined.common.api import MasterClient
 from determined.util import format_value
 
-__all__ = ["WORKLOAD_COLUMNS", "WORKLOAD_DROP_FIRST", "add_list_checkpoints_args", "add_show_verbs",
-           "list_checkpoints", "metric_columns", "metric_labels", "steps_json", "workload_rows"]
+__all__ = ["WORKLOAD_COLUMNS", "WORKLOAD_DROP_FIRST", "add_list_checkpoints_args",
+           "add_show_verbs", "list_checkpoints", "metric_columns", "metric_labels", "steps_json",
+           "workload_rows"]
 
 EXPERIMENT_COLUMNS = ["id", "owner", "state", "progress", "archived", "labels", "searcher",
                       "start_time", "end_time", "description"]

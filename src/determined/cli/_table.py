@@ -210,8 +210,17 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
     wrap at ``._- ``, hyperparameters wrap at spaces, other long cells are cut with an
     ellipsis, widest first; columns that still do not fit are left out (named in a last
     line; ``--csv`` and ``--json`` show every value): columns empty in every row (not
-    named), ``drop_first`` (default: the usual ones), then the rightmost. ``labels``: headers for some columns (else
-    :data:`LABELS`, else the column's name)."""
+    named), ``drop_first`` (default: the usual ones), then the rightmost. ``labels``:
+    headers for some columns (else :data:`LABELS`, else the column's name).
+
+    Example:
+        >>> print(table_text([{"trial_id": 1, "validation": 0.25}], ["trial_id", "validation"],
+        ...                  width=20, labels={"validation": "validation_loss"}), end="")
+        trial | validation_
+              | loss
+        ------+------------
+        1     | 0.25
+    """
     width = width or terminal_width() or sys.maxsize
     drop_order = list(_DROP_FIRST if drop_first is None else drop_first)
     names = {**LABELS, **(labels or {})}
