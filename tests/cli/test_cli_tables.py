@@ -155,8 +155,9 @@ def test_print_rows_leaves_constant_ids_out_only_on_a_terminal(monkeypatch):
     print_rows(rows, columns, argparse.Namespace(), title="Workloads", out=tty,
                labels=metric_labels("validation_loss"))
     print_rows(rows, columns, argparse.Namespace(), title="Workloads", out=pipe)
-    tty_header = tty.getvalue().splitlines()[1]
+    title, tty_header = tty.getvalue().splitlines()[:2]
     assert "trial" not in tty_header and "exp" not in tty_header, tty.getvalue()
+    assert title == "Workloads (exp 7, trial 12)", tty.getvalue()  # the title says which
     assert "validation_loss" in tty.getvalue()
     assert pipe.getvalue().splitlines()[1].startswith("exp | trial"), pipe.getvalue()
 

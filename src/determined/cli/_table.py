@@ -310,7 +310,8 @@ def print_rows(rows: List[Dict[str, Any]], columns: Sequence[str], args: argpars
                drop_first: Optional[Sequence[str]] = None,
                labels: Optional[Mapping[str, str]] = None) -> None:
     """Rows as a table fitting the terminal, or JSON (--json) or CSV (--csv). On a
-    terminal, id columns with one value in every row are left out."""
+    terminal, id columns with one value in every row are left out (the title, if any,
+    names the value)."""
     out = out or sys.stdout
     if getattr(args, "json", False):
         out.write(json.dumps(rows, default=str) + "\n")
@@ -319,9 +320,13 @@ def print_rows(rows: List[Dict[str, Any]], columns: Sequence[str], args: argpars
         out.write(csv_text(rows, columns))
         return
     width = terminal_width()
+    if _is_terminal(out):
+        kept = varying_columns(rows, columns)
+        same = [f"{LABELS.get(c, c)} {cell(rows[0].get(c))}" for c in columns if c not in kept]
+        if title and same:  # the title says it: "Workloads (trial 9)"
+            title = f"{title} ({', '.join(same)})"
+        columns = kept
     if title:
         out.write((textwrap.fill(title, width, subsequent_indent="  ", break_long_words=False,
                                  break_on_hyphens=False) if width else title) + "\n")
-    if _is_terminal(out):
-        columns = varying_columns(rows, columns)
     out.write(table_text(rows, columns, width=width, drop_first=drop_first, labels=labels))

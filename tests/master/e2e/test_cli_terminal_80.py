@@ -93,7 +93,7 @@ def test_trial_describe_fits_80_columns_with_whole_headers(shared_master, runs):
     (trial,) = runs["long"]["trials"]
     text = det80(shared_master, "t", "describe", trial["id"], "--metrics")
     assert all(len(line) <= 80 for line in text.splitlines()), text
-    workloads = table_lines(text, "Workloads")
+    workloads = table_lines(text, f"Workloads (trial {trial['id']})")  # which, once
     names = headers(workloads)
     # One trial's workloads: its id (in the table above) is no column of them; the
     # searcher metric's column is named after it, not a bare "validation".
