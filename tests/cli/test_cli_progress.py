@@ -113,3 +113,16 @@ def test_log_lines_under_a_live_bar_are_never_folded(monkeypatch):
         progress.log(line)
     shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
     assert line in re.split(r"[\r\n]", shown), shown
+
+
+def test_log_lines_go_to_a_redirected_stdout_under_a_live_bar(monkeypatch):
+    """`det e create -f > log.txt` on a terminal: the bar stays on the terminal
+    (stderr), the trial's log lines go to the file (rich sent them to the terminal)."""
+    terminal, piped = io.StringIO(), io.StringIO()
+    monkeypatch.setattr("sys.stdout", piped)
+    console = Console(file=terminal, force_terminal=True, width=80, color_system=None)
+    with ExperimentProgress(4, console) as progress:
+        progress.update(RUNNING)
+        progress.log("trial 1 exited: completed")
+    assert piped.getvalue() == "trial 1 exited: completed\n"
+    assert "exited" not in terminal.getvalue()
