@@ -92,8 +92,8 @@ def error_text(message: str, width: Optional[int] = None) -> str:
     """``det: error: <message>``; with a ``width`` (stderr is a terminal) each line is
     folded at spaces to fit, continuation lines indented under their own line's text
     (a bullet's under its text), words such as paths and URLs never broken. A traceback
-    in the message (a trial's, quoted by the master) is left as written, from its
-    ``Traceback`` line on: its lines are code and paths to read and copy."""
+    in the message (user code's, as a failed local run quotes it) is left as written,
+    from its ``Traceback`` line on: its lines are code and paths to read and copy."""
     import textwrap
 
     text = f"det: error: {message}"
