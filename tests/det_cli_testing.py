@@ -14,3 +14,48 @@ def run_det(args, cwd=None, timeout=300, env=None):
         [sys.executable, "-m", "determined.cli", *map(str, args)],
         cwd=cwd, capture_output=True, text=True, timeout=timeout, env=full_env,
     )
+
+
+ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
+
+
+def run_det_in_terminal(args, columns=80, env=None, timeout=300.0):
+    """Run ``det args`` on a pseudo-terminal ``columns`` wide (stdout and stderr both
+    the terminal, as a person runs it): ``(exit code, output)``, the output with
+    ``\\r\\n`` read as ``\\n``, terminal control codes removed and a line redrawn in
+    place (after ``\\r``) as last drawn."""
+    import fcntl
+    import pty
+    import re
+    import struct
+    import termios
+    import time
+
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: the terminal's size, then det
+        try:
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+            os.environ.pop("COLUMNS", None)
+            os.environ.pop("LINES", None)
+            os.environ.update(env or {})
+            os.execv(sys.executable, [sys.executable, "-m", "determined.cli", *map(str, args)])
+        finally:
+            os._exit(127)
+    output, deadline = b"", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = os.read(fd, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        output += chunk
+    else:
+        os.kill(pid, 9)
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    text = re.sub(ANSI, "", output.decode(errors="replace").replace("\r\n", "\n"))
+    # A line redrawn in place (a live progress bar): what the terminal shows, its last.
+    shown = ["".join([part for part in line.split("\r") if part][-1:])
+             for line in text.split("\n")]
+    return os.waitstatus_to_exitcode(status), "\n".join(shown)

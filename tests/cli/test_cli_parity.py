@@ -185,6 +185,40 @@ def test_an_error_in_a_terminal_fits_its_width(tmp_path, tiny_dir):
     assert bullet > 0
 
 
+def test_error_text_folds_the_message_but_never_a_traceback():
+    from determined.cli._main import error_text
+
+    frame = '  File "/a/rather/long/path/to/a/model/directory/of/the/user/model_def.py", line 84'
+    message = ("the trial raised an error while training, at batch 3 of the first epoch of "
+               f"the run\nTraceback (most recent call last):\n{frame}, in train_batch\n"
+               "    raise ValueError(f'planned failure at batch {batch_idx}')\n"
+               "ValueError: planned failure at batch 3")
+    lines = error_text(message, 80).splitlines()
+    tb = lines.index("Traceback (most recent call last):")
+    assert tb == 2 and all(len(line) <= 80 for line in lines[:tb]), lines  # folded above
+    assert lines[tb + 1:] == message.splitlines()[2:], lines  # as written below
+    assert error_text(message) == "det: error: " + message  # no terminal: as it is
+
+
+def test_a_user_traceback_in_a_terminal_is_never_folded(tmp_path, tiny_dir):
+    """A failed local run's error quotes the trial's traceback: its lines (a deep model
+    directory's path) are printed as written, not broken at 80 columns."""
+    import shutil
+
+    deep = tmp_path / ("a-directory-with-a-long-name-" * 2) / "and-another-one-below-it"
+    shutil.copytree(tiny_dir, deep)
+    config = deep / "fails.yaml"
+    config.write_text((tiny_dir / "const.yaml").read_text().replace(
+        "  dropout: 0.2", "  dropout: 0.2\n  fail_at_batch: 0", 1))
+    code, text = _run_in_terminal(["e", "create", str(config), str(deep), "--local", "--test"],
+                                  columns=80, env={"DET_LOCAL_DIR": str(tmp_path / "local")})
+    lines = text.replace("\r\n", "\n").splitlines()
+    assert code == 1, text
+    frame = next(line for line in lines if line.startswith('  File "'))
+    assert len(frame) > 80 and frame.startswith(f'  File "{deep}/model_def.py", line '), text
+    assert lines[-1] == "ValueError: planned failure at batch 0", text
+
+
 def test_tables_fit_80_columns():
     from determined.cli._remote import table_text
     from determined.cli._trial import TRIAL_COLUMNS

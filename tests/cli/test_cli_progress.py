@@ -2,6 +2,7 @@
 
 import csv
 import io
+import re
 
 from rich.console import Console
 
@@ -21,7 +22,7 @@ RUNNING = experiment("ACTIVE", 0.25, [("ACTIVE", 30, 0.5), ("COMPLETED", 40, 0.2
 
 
 def test_summary_counts_trials_batches_and_best_metric():
-    assert summarize(RUNNING) == ("trials: 1 running, 1 completed, 1 error | batches: 70 | "
+    assert summarize(RUNNING) == ("trials: 1 running, 1 completed, 1 failed | batches: 70 | "
                                   "best validation_loss: 0.25")
     larger = experiment("ACTIVE", 0, [("ACTIVE", 5, 0.5), ("ACTIVE", 5, 0.7)])
     larger["config"]["searcher"]["smaller_is_better"] = False
@@ -36,7 +37,7 @@ def test_plain_lines_when_not_a_terminal():
         progress.update(RUNNING)  # unchanged: no second line
         progress.update(experiment("COMPLETED", 1.0, [("COMPLETED", 40, 0.25)]))
     assert out.getvalue().splitlines() == [
-        "Experiment 4: ACTIVE 25% | trials: 1 running, 1 completed, 1 error | batches: 70 | "
+        "Experiment 4: ACTIVE 25% | trials: 1 running, 1 completed, 1 failed | batches: 70 | "
         "best validation_loss: 0.25",
         "Experiment 4: COMPLETED 100% | trials: 0 running, 1 completed | batches: 40 | "
         "best validation_loss: 0.25",
@@ -80,3 +81,48 @@ def test_a_failed_or_canceled_experiment_never_reads_100_percent():
     assert "100%" not in out.getvalue()
     assert progress_text("CANCELED", 1.0) == "canceled"
     assert progress_text("COMPLETED", 1.0) == "100%" and progress_text("ACTIVE", 0.424) == "42%"
+
+
+def test_follow_summary_counts_failed_trials_at_any_width():
+    trials = [{"state": "ERROR", "best_validation": None, "total_batches": 3},
+              {"state": "ACTIVE", "best_validation": 0.5, "total_batches": 40},
+              {"state": "COMPLETED", "best_validation": 0.25, "total_batches": 100}]
+    exp = {"id": 3, "state": "ACTIVE", "progress": 0.5, "trials": trials,
+           "config": {"searcher": {"metric": "validation_loss", "smaller_is_better": True}}}
+    assert "1 failed" in summarize(exp)  # was "1 error"
+    for width in (20, 34, 50, 60):
+        text = summarize(exp, width)
+        assert "1 failed" in text and len(text) <= width, (width, text)
+    no_metric = {**exp, "trials": [{"state": "ERROR", "total_batches": 3}]}
+    for width in (12, 30):
+        text = summarize(no_metric, width)
+        assert "1 failed" in text and len(text) <= width, (width, text)
+    ok = {**exp, "trials": trials[1:]}
+    assert "failed" not in summarize(ok, 34)
+
+
+def test_log_lines_under_a_live_bar_are_never_folded(monkeypatch):
+    """On a terminal, a trial's log line longer than the terminal is printed whole
+    (the terminal wraps it; a path in it stays one piece to copy)."""
+    out = io.StringIO()
+    console = Console(file=out, force_terminal=True, width=80, color_system=None)
+    monkeypatch.setattr("sys.stdout", type("Tty", (io.StringIO,), {"isatty": lambda s: True})())
+    line = "trial 2 failed: /tmp/det-workdirs/exp2-trial2-pid15157/model_def.py: " + "x" * 60
+    with ExperimentProgress(4, console) as progress:
+        progress.update(RUNNING)
+        progress.log(line)
+    shown = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue())
+    assert line in re.split(r"[\r\n]", shown), shown
+
+
+def test_log_lines_go_to_a_redirected_stdout_under_a_live_bar(monkeypatch):
+    """`det e create -f > log.txt` on a terminal: the bar stays on the terminal
+    (stderr), the trial's log lines go to the file (rich sent them to the terminal)."""
+    terminal, piped = io.StringIO(), io.StringIO()
+    monkeypatch.setattr("sys.stdout", piped)
+    console = Console(file=terminal, force_terminal=True, width=80, color_system=None)
+    with ExperimentProgress(4, console) as progress:
+        progress.update(RUNNING)
+        progress.log("trial 1 exited: completed")
+    assert piped.getvalue() == "trial 1 exited: completed\n"
+    assert "exited" not in terminal.getvalue()

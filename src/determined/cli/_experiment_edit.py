@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from typing import Any
+from typing import Any, Dict
 
-from determined.cli._remote import add_local_flags, client, print_rows, sdk
+from determined.cli._remote import add_local_flags, client, print_rows, sdk, terminal_width
 
-__all__ = ["add_experiment_verbs", "add_checkpoint_parser", "parse_bool", "print_checkpoint"]
+__all__ = ["add_experiment_verbs", "add_checkpoint_parser", "parse_bool", "print_checkpoint",
+           "print_validation"]
 
 
 def add_experiment_verbs(verbs: Any) -> None:
@@ -47,7 +48,8 @@ def add_experiment_verbs(verbs: Any) -> None:
 
 def add_checkpoint_parser(nouns: Any) -> None:
     ckpt = nouns.add_parser("checkpoint", aliases=["c"], help="checkpoints")
-    verbs = ckpt.add_subparsers(dest="verb", metavar="ACTION", required=True)
+    verbs = ckpt.add_subparsers(dest="verb", metavar="ACTION")
+    ckpt.set_defaults(func=lambda args: ckpt.print_help() or 0)  # no action: list them
     describe = verbs.add_parser("describe", help="show a checkpoint")
     describe.add_argument("uuid")
     describe.add_argument("--json", action="store_true")
@@ -93,15 +95,30 @@ def print_checkpoint(ckpt: Any, path: str, quiet: bool) -> None:
         print(path)
         return
     print(f"Local checkpoint path: {path}")
-    print_rows([{"batch": ckpt.batch_number, "uuid": ckpt.uuid,
-                 "validation metrics": json.dumps(_flat_validation(ckpt))}],
-               ["batch", "uuid", "validation metrics"], argparse.Namespace())
+    print_rows([{"batch": ckpt.batch_number, "uuid": ckpt.uuid}], ["batch", "uuid"],
+               argparse.Namespace())
+    print_validation(ckpt)
 
 
-def _flat_validation(ckpt: Any) -> Any:
+def print_validation(ckpt: Any) -> None:
+    """``Validation metrics: name=value, ...`` of a checkpoint (4 significant digits;
+    ``--json`` has every one), wrapped to the terminal."""
+    import textwrap
+
+    from determined.util import format_metrics
+
+    metrics = _flat_validation(ckpt)
+    text = (f"Validation metrics: {format_metrics(metrics)}" if metrics
+            else "Validation metrics: none (the checkpoint has no validation)")
+    width = terminal_width()
+    print(textwrap.fill(text, width, subsequent_indent="  ", break_long_words=False,
+                        break_on_hyphens=False) if width else text)
+
+
+def _flat_validation(ckpt: Any) -> Dict[str, Any]:
     from determined.experimental._client import validation_metrics
 
-    return validation_metrics(ckpt) or None
+    return validation_metrics(ckpt) or {}
 
 
 def _download(args: argparse.Namespace) -> int:
@@ -125,9 +142,15 @@ def _describe_checkpoint(args: argparse.Namespace) -> int:
            "size_bytes": sum(ckpt.resources.values())}
     if args.json:
         print(json.dumps(row, default=str))
-    else:
-        row["validation"] = json.dumps(_flat_validation(ckpt))
-        print_rows([row], list(row), args)
+        return 0
+    # One checkpoint: a field a line, so the path fits (a one-row table left it out).
+    fields = [("UUID", ckpt.uuid), ("Experiment", ckpt.experiment_id),
+              ("Trial", ckpt.trial_id), ("Batch", ckpt.batch_number),
+              ("Framework", ckpt.framework), ("Format", ckpt.format), ("Path", ckpt.path),
+              ("Size", f"{row['size_bytes']} bytes")]
+    for name, value in fields:
+        print(f"{name + ':':<12}{'' if value is None else value}")
+    print_validation(ckpt)
     return 0
 
 

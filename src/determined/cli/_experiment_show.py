@@ -15,9 +15,11 @@ from determined.cli._waiting import wait_details, with_waiting
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text, id_list,
                                    print_rows, usage_error)
 from determined.common.api import MasterClient
+from determined.util import format_value
 
-__all__ = ["WORKLOAD_COLUMNS", "add_list_checkpoints_args", "add_show_verbs",
-           "list_checkpoints", "metric_columns", "steps_json", "workload_rows"]
+__all__ = ["WORKLOAD_COLUMNS", "WORKLOAD_DROP_FIRST", "add_list_checkpoints_args",
+           "add_show_verbs", "list_checkpoints", "metric_columns", "metric_labels", "steps_json",
+           "workload_rows"]
 
 EXPERIMENT_COLUMNS = ["id", "owner", "state", "progress", "archived", "labels", "searcher",
                       "start_time", "end_time", "description"]
@@ -25,6 +27,9 @@ TRIAL_COLUMNS = ["experiment_id", "trial_id", "state", "hparams", "total_batches
                  "best_validation", "latest_checkpoint", "start_time", "end_time"]
 WORKLOAD_COLUMNS = ["experiment_id", "trial_id", "batches", "end_time", "checkpoint_state",
                     "checkpoint_uuid", "validation"]
+#: Workload columns a narrow terminal leaves out first (then the rightmost metrics): the
+#: checkpoint's UUID stays whole, to copy.
+WORKLOAD_DROP_FIRST = ["end_time", "checkpoint_state"]
 CHECKPOINT_COLUMNS = ["trial_id", "batches", "state", "validation", "uuid", "size_bytes", "end_time"]
 
 
@@ -90,6 +95,21 @@ def workload_rows(trial: Dict[str, Any], checkpoints: Sequence[Dict[str, Any]], 
             r = row(ck["total_batches"])
             r["checkpoint_state"], r["checkpoint_uuid"] = ck["state"], ck["uuid"]
     return [rows[b] for b in sorted(rows)]
+
+
+def metric_labels(metric: Any) -> Dict[str, str]:
+    """Table headers of the searcher metric's columns: the workloads' ``validation``
+    is the metric's name and the trials' ``best_validation`` is ``best NAME``
+    (no metric, as of experiments with different ones: the generic headers)."""
+    if not metric:
+        return {}
+    return {"validation": str(metric), "best_validation": f"best {metric}"}
+
+
+def _one_metric(exps: Sequence[Dict[str, Any]]) -> Any:
+    """The searcher metric the experiments share; None if they differ."""
+    names = {e["config"]["searcher"]["metric"] for e in exps}
+    return names.pop() if len(names) == 1 else None
 
 
 def metric_columns(rows: Sequence[Dict[str, Any]]) -> List[str]:
@@ -162,7 +182,10 @@ def _describe(args: argparse.Namespace) -> int:
     if not (args.csv or args.outdir):
         for r in exp_rows:
             r["progress"] = progress_text(r["state"], r.get("progress"))
-    workload_columns = WORKLOAD_COLUMNS + metric_columns(workloads)
+    metric = _one_metric(exps)
+    workload_columns = WORKLOAD_COLUMNS + [  # a table has the searcher metric once
+        col for col in metric_columns(workloads)
+        if args.csv or args.outdir or col != f"validation.{metric}"]
     tables = [("experiments", exp_rows, EXPERIMENT_COLUMNS), ("trials", trials, TRIAL_COLUMNS),
               ("workloads", workloads, workload_columns)]
     if args.outdir:
@@ -182,7 +205,8 @@ def _describe(args: argparse.Namespace) -> int:
         details = wait_details(name.capitalize()[:-1], rows) if name != "workloads" else []
         if details:
             rows, columns = with_waiting(rows, columns)
-        print_rows(rows, columns, args, title=name.capitalize())
+        print_rows(rows, columns, args, title=name.capitalize(), labels=metric_labels(metric),
+                   drop_first=WORKLOAD_DROP_FIRST if name == "workloads" else None)
         for line in details:
             print(line)
         if name == "experiments":
@@ -209,11 +233,13 @@ def _config(args: argparse.Namespace) -> int:
 def _list_trials(args: argparse.Namespace) -> int:
     with client(args) as c:
         trials = c.list_trials(args.experiment_id)
+        metric = None if args.json or args.csv else (
+            c.get_experiment(args.experiment_id)["config"]["searcher"]["metric"])
     rows = [{**t, "trial_id": t["id"]} for t in trials]
     columns = [col for col in TRIAL_COLUMNS if col != "experiment_id"]
     if not args.json:
         rows, columns = with_waiting(rows, columns)
-    print_rows(rows, columns, args)
+    print_rows(rows, columns, args, labels=metric_labels(metric))
     return 0
 
 
@@ -250,8 +276,10 @@ def list_checkpoints(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(checkpoints, default=str))
         return 0
-    # The searcher metric gets a column of its own name.
-    rows = [{**ck, metric: ck["validation_metric"]} for ck in checkpoints]
+    # The searcher metric gets a column of its own name; a table shows 4 significant
+    # digits (CSV and JSON every one).
+    shown = (lambda v: v) if args.csv else (lambda v: None if v is None else format_value(v))
+    rows = [{**ck, metric: shown(ck["validation_metric"])} for ck in checkpoints]
     columns = [metric if col == "validation" else col for col in CHECKPOINT_COLUMNS]
     print_rows(rows, columns, args)
     return 0

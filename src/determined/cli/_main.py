@@ -91,21 +91,26 @@ def build_parser() -> argparse.ArgumentParser:
 def error_text(message: str, width: Optional[int] = None) -> str:
     """``det: error: <message>``; with a ``width`` (stderr is a terminal) each line is
     folded at spaces to fit, continuation lines indented under their own line's text
-    (a bullet's under its text), words such as paths and URLs never broken."""
+    (a bullet's under its text), words such as paths and URLs never broken. A traceback
+    in the message (user code's, as a failed local run quotes it) is left as written,
+    from its ``Traceback`` line on: its lines are code and paths to read and copy."""
     import textwrap
 
     text = f"det: error: {message}"
     if not width:
         return text
+    lines = text.splitlines()
+    end = next((i for i, line in enumerate(lines)
+                if line.lstrip().startswith("Traceback (most recent call last)")), len(lines))
     out = []
-    for line in text.splitlines():
+    for line in lines[:end]:
         stripped = line.lstrip(" ")
         indent = len(line) - len(stripped)
         hang = indent + (2 if stripped.startswith("- ") else 0) + (2 if indent == 0 else 0)
         out.append(textwrap.fill(line, width=max(width, 40), subsequent_indent=" " * hang,
                                  break_long_words=False, break_on_hyphens=False,
                                  drop_whitespace=True) if len(line) > width else line)
-    return "\n".join(out)
+    return "\n".join(out + lines[end:])
 
 
 def _error_width() -> Optional[int]:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import textwrap
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from determined.cli._remote import print_rows, terminal_width
-from determined.util import format_metrics, format_value
+from determined.cli._experiment_edit import print_validation
+from determined.cli._remote import print_rows
+from determined.util import format_value
 
 __all__ = ["add_parser"]
 
@@ -17,7 +17,8 @@ _SORT = ["name", "description", "creation_time", "last_updated_time"]
 
 def add_parser(nouns: Any) -> None:
     model = nouns.add_parser("model", help="the model registry")
-    verbs = model.add_subparsers(dest="verb", metavar="ACTION", required=True)
+    verbs = model.add_subparsers(dest="verb", metavar="ACTION")
+    model.set_defaults(func=lambda args: model.print_help() or 0)  # no action: list them
 
     lst = verbs.add_parser("list", help="list models")
     lst.add_argument("--sort-by", choices=_SORT, default="name", help="field to sort by")
@@ -100,18 +101,6 @@ def _print_versions(ckpts: Sequence[Any], args: argparse.Namespace) -> None:
     print_rows(rows, [*_VERSION_COLUMNS, column, "metadata"], args)
 
 
-def _print_validation(ckpt: Any) -> None:
-    """Every validation metric of the version, wrapped to the terminal."""
-    from determined.experimental._client import validation_metrics
-
-    metrics = validation_metrics(ckpt)
-    text = (f"Validation metrics: {format_metrics(metrics)}" if metrics
-            else "Validation metrics: none (the checkpoint has no validation)")
-    width = terminal_width()
-    print(textwrap.fill(text, width, subsequent_indent="  ", break_long_words=False,
-                        break_on_hyphens=False) if width else text)
-
-
 def _version_json(ckpt: Any) -> Dict[str, Any]:
     return {"version": ckpt.model_version, "model_name": ckpt.model_name, "uuid": ckpt.uuid,
             "experiment_id": ckpt.experiment_id, "trial_id": ckpt.trial_id,
@@ -152,7 +141,7 @@ def _describe(args: argparse.Namespace) -> int:
     if ckpt is not None:
         print()
         _print_versions([ckpt], args)
-        _print_validation(ckpt)
+        print_validation(ckpt)
     return 0
 
 

@@ -9,6 +9,7 @@ batches: 80 | best validation_loss: 0.2231`` (waiting: ACTIVE trials without slo
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Dict, List, Optional, Tuple
 
 from rich.console import Console
@@ -41,8 +42,8 @@ def summarize(exp: Dict[str, Any], width: Optional[int] = None) -> str:
     running, waiting = _running_waiting(trials)
     parts = [f"{running} running"] + ([f"{waiting} waiting"] if waiting else [])
     parts += [f"{counts.get('COMPLETED', 0)} completed"]
-    parts += [f"{n} {state.lower()}" for state, n in sorted(counts.items())
-              if state not in ("ACTIVE", "COMPLETED")]
+    parts += [f"{n} {_STATE_WORD.get(state, state.lower())}"
+              for state, n in sorted(counts.items()) if state not in ("ACTIVE", "COMPLETED")]
     searcher = (exp.get("config") or {}).get("searcher") or {}
     metric = searcher.get("metric", "metric")
     best = _best(trials, searcher.get("smaller_is_better", True))
@@ -52,23 +53,38 @@ def summarize(exp: Dict[str, Any], width: Optional[int] = None) -> str:
         text += f" | best {metric}: {best:.4g}"
     if width is None or len(text) <= width:
         return text
-    # Narrow: the best metric first, then as many counts as fit.
+    # Narrow: failed trials and the best metric first, then as many counts as fit.
     wait = f" {waiting} wait" if waiting else ""
-    parts = [f"{running} run{wait} {counts.get('COMPLETED', 0)} done", f"{batches} b"]
+    failed = [f"{counts['ERROR']} failed"] if counts.get("ERROR") else []
+    parts = [" ".join([f"{running} run{wait} {counts.get('COMPLETED', 0)} done", *failed]),
+             f"{batches} b"]
+    fallbacks = (parts, parts[:1], failed + parts[1:], failed)
     if best is None:
-        return " | ".join(parts)[:width]
-    value = f"{best:.4g}"
-    room = width - len(value) - 1  # for the metric's name
-    name = metric if room >= len(metric) else (metric[:room - 1] + "\u2026" if room >= 4
-                                                else "best")
-    short = f"{name} {value}"
-    for shown in (parts, parts[:1], parts[1:]):  # trial counts before batches
+        return next((" | ".join(shown) for shown in fallbacks
+                     if shown and len(" | ".join(shown)) <= width), " | ".join(parts)[:width])
+    short = _best_text(metric, best, width)
+    for shown in fallbacks:  # trial counts before batches
         text = " | ".join(shown + [short])
+        if len(text) <= width:
+            return text
+    if failed:  # failed trials stay in sight: the metric's name gives way
+        text = " | ".join(failed + [_best_text(metric, best, width - len(failed[0]) - 3)])
         if len(text) <= width:
             return text
     return short[:width]
 
 
+def _best_text(metric: str, best: float, width: int) -> str:
+    """``NAME VALUE`` in ``width``, the name shortened (or ``best``) to fit."""
+    value = f"{best:.4g}"
+    room = width - len(value) - 1  # for the metric's name
+    name = metric if room >= len(metric) else (metric[:room - 1] + "\u2026" if room >= 4
+                                                else "best")
+    return f"{name} {value}"
+
+
+#: How a status line names trials in a state ("1 failed", not "1 error").
+_STATE_WORD = {"ERROR": "failed"}
 ENDED_EARLY = {"ERROR": "failed", "CANCELED": "canceled"}
 
 
@@ -107,6 +123,7 @@ class ExperimentProgress:
                 BarColumn(bar_width=self._bar), TaskProgressColumn(),
                 TextColumn("{task.fields[status]}"),
                 TimeElapsedColumn(), console=self.console, transient=False,
+                redirect_stdout=False,  # log lines: see log()
             )
             self._progress.start()
             self._task = self._progress.add_task("experiment", total=100, state="", status="")
@@ -142,5 +159,12 @@ class ExperimentProgress:
             self._last = line
 
     def log(self, line: str) -> None:
-        """A line of trial output, on stdout (rich keeps it above a live bar)."""
+        """A line of trial output, on stdout, never folded (a traceback's paths stay
+        whole; the terminal wraps what is longer). Where stdout is the terminal of a live
+        bar, rich prints it above the bar; a redirected stdout gets it as it is."""
+        if self._progress is not None and sys.stdout.isatty():
+            from rich.text import Text
+
+            self.console.print(Text.from_ansi(line), soft_wrap=True)
+            return
         print(line, flush=True)

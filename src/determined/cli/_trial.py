@@ -71,7 +71,9 @@ def add_parser(nouns: Any) -> None:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from determined.cli._experiment_show import WORKLOAD_COLUMNS, metric_columns, workload_rows
+    from determined.cli._experiment_show import (WORKLOAD_COLUMNS, WORKLOAD_DROP_FIRST,
+                                                 metric_columns, metric_labels,
+                                                 workload_rows)
 
     with client(args) as c:
         t = c.get_trial(args.trial_id)
@@ -91,18 +93,26 @@ def _describe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(t, default=str))
         return 0
+    # The searcher metric's column has its name (--metrics: it stands for validation.NAME).
     columns = [col for col in WORKLOAD_COLUMNS if col != "experiment_id"]
-    columns += metric_columns(t["workloads"])
+    columns += [col for col in metric_columns(t["workloads"])
+                if args.csv or col != f"validation.{metric}"]
     trial_row = [{**t, "trial_id": t["id"]}]
     if args.csv:
         sys.stdout.write(csv_text(trial_row, TRIAL_COLUMNS) + "\n" + csv_text(t["workloads"], columns))
         return 0
     rows, trial_columns = with_waiting(trial_row, TRIAL_COLUMNS)
-    print_rows(rows, trial_columns, args, title="Trial")
+    print_rows(rows, trial_columns, args, title="Trial", labels=metric_labels(metric))
     for line in wait_details("Trial", [t]):
         print(line)
+    if t["state"] == "ERROR":  # the trial's traceback is in its log
+        print(f"Trial {t['id']} failed; see why with `det trial logs {t['id']}`")
     print()
-    print_rows(t["workloads"], columns, args, title=f"Workloads (validation: {metric})")
+    if not t["workloads"]:
+        print("Workloads: none (no metrics or checkpoints reported)")
+        return 0
+    print_rows(t["workloads"], columns, args, title="Workloads", labels=metric_labels(metric),
+               drop_first=WORKLOAD_DROP_FIRST)
     return 0
 
 

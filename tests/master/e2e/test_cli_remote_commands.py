@@ -147,7 +147,9 @@ def test_trial_describe_logs_download(shared_master, finished, tmp_path):
     trial_rows, workloads = csv_sections(det(shared_master, "t", "describe", tid, "--csv").stdout)
     assert int(trial_rows[0]["trial_id"]) == tid and [w["batches"] for w in workloads] == ["10", "20"]
     assert "training.loss" not in workloads[0]
-    assert "Workloads (validation: validation_loss)" in det(shared_master, "t", "describe", tid).stdout
+    text = det(shared_master, "t", "describe", tid).stdout.splitlines()
+    # The searcher metric's column is named after it (piped: every column, in full).
+    assert text[text.index("Workloads") + 1].split(" | ")[-1].strip() == "validation_loss", text
 
     logs = det(shared_master, "t", "logs", tid).stdout.splitlines()
     assert det(shared_master, "t", "logs", tid, "--tail", "1").stdout.splitlines() == logs[-1:]
