@@ -316,6 +316,18 @@ def test_a_failed_experiment_does_not_read_100_percent(cluster, page, out_dir):
     assert "failed" in row.get_by_test_id("progress").inner_text()
     assert "%" not in row.get_by_test_id("progress").inner_text()
     shot(page, out_dir, "failed-progress")
+    # The failed trial's page says why at the top (it was only in the log, at the bottom),
+    # offers no kill, and has no table of headers alone.
+    trial = cluster["client"].get(f"/experiments/{cluster['failed']}/trials").json()["trials"][0]
+    page.goto(cluster["master"].url + f"/experiments/{cluster['failed']}/trials/{trial['id']}")
+    failure = page.get_by_test_id("trial-failure")
+    failure.get_by_text("NoSuchTrial").wait_for()
+    assert "Failed:" in failure.inner_text() and "no restarts left" in failure.inner_text()
+    assert failure.bounding_box()["y"] < page.get_by_test_id("hparams").bounding_box()["y"]
+    assert page.get_by_test_id("kill-trial").count() == 0
+    assert "None: the trial ended" in page.get_by_test_id("workloads-table").inner_text()
+    page.get_by_test_id("trial-ended").wait_for()
+    shot(page, out_dir, "failed-trial")
 
 
 def test_a_signed_out_visitor_sees_what_they_can_do(cluster, page, out_dir):

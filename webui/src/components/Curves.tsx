@@ -1,7 +1,7 @@
 /** Learning curves of one metric for many trials: trial picker, log scale, smoothing, x axis. */
 import { useCallback, useEffect, useMemo, useState } from "react";
 import { api, type MetricRow, type Series, type Trial } from "../api";
-import { seriesColor, smooth, stoppedTrials } from "../format";
+import { seriesColor, smooth, stoppedTrials, trialNote } from "../format";
 import LineChart, { type ChartSeries } from "./LineChart";
 import { useLoaded } from "../loaded";
 
@@ -121,7 +121,7 @@ export default function Curves({ data, trials, bestTrialId, onDrawn, testId = "l
                 setHidden(h);
               }} />
               <span className="swatch" style={{ background: id === bestTrialId ? "#000" : seriesColor(i) }} />
-              trial {id}{id === bestTrialId ? " ★ best" : ""} <small className="muted">{stateOf.get(id) ?? ""}{stopped.has(id) ? " · stopped early" : ""}</small>
+              trial {id}{id === bestTrialId ? " ★ best" : ""} <small className="muted">{trialNote(stateOf.get(id) ?? "", stopped.has(id))}</small>
             </label>
           ))}
         </div>

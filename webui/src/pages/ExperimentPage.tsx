@@ -137,7 +137,7 @@ export default function ExperimentPage() {
         <p className="waiting" data-testid="experiment-waiting"><WaitingNote wait={waits.experiments[exp.id]} full /></p>
       ) : null}
       <ErrorLine error={error} />
-      <Summary exp={exp} mayEdit={mayEdit} onChanged={load} />
+      <Summary exp={exp} bestId={best?.id ?? null} mayEdit={mayEdit} onChanged={load} />
       <div className="actions">
         {!TERMINAL.has(exp.state) && (
           <>
@@ -180,7 +180,7 @@ export default function ExperimentPage() {
   );
 }
 
-function Summary({ exp, mayEdit, onChanged }: { exp: ExperimentDetail; mayEdit: boolean; onChanged: () => Promise<unknown> }) {
+function Summary({ exp, bestId, mayEdit, onChanged }: { exp: ExperimentDetail; bestId: number | null; mayEdit: boolean; onChanged: () => Promise<unknown> }) {
   const [editing, setEditing] = useState(false);
   const [description, setDescription] = useState(exp.description);
   const [newLabel, setNewLabel] = useState("");
@@ -227,12 +227,13 @@ function Summary({ exp, mayEdit, onChanged }: { exp: ExperimentDetail; mayEdit: 
         </dd>
         <dt>Owner</dt><dd>{exp.owner}</dd>
         <dt>Searcher</dt><dd>{exp.searcher} · {exp.metric} ({exp.smaller_is_better ? "smaller" : "larger"} is better)</dd>
-        <dt>Best</dt><dd>{formatNumber(exp.best_metric)}</dd>
+        <dt>Best</dt><dd data-testid="best-metric">{formatNumber(exp.best_metric)}
+          {bestId != null && <> · <Link to={`/experiments/${exp.id}/trials/${bestId}`}>trial {bestId}</Link></>}</dd>
         <dt>Progress</dt><dd><Progress value={exp.progress} state={exp.state} /></dd>
         <dt>Trials</dt><dd>{exp.trials.length}</dd>
         <FailedTrials experimentId={exp.id} trials={exp.trials} />
         <dt>Started</dt><dd>{formatTime(exp.start_time)} · {formatDuration(exp.duration)}</dd>
-        {exp.parent_id != null && (<><dt>Forked from</dt><dd><Link to={`/experiments/${exp.parent_id}`}>{exp.parent_id}</Link></dd></>)}
+        {exp.parent_id != null && (<><dt>Forked from</dt><dd><Link to={`/experiments/${exp.parent_id}`}>experiment {exp.parent_id}</Link></dd></>)}
       </dl>
       <ErrorLine error={error} />
     </div>
