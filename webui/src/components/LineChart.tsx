@@ -16,6 +16,11 @@ export interface ChartSeries {
   stopped?: boolean;
 }
 
+/** Series of at most this many points get a marker at each point (unless ``markers`` says
+ * otherwise); longer ones only at their last point (a long run's hundreds of validations
+ * drew a solid bar of dots). */
+export const MARK_EVERY_POINT_UP_TO = 60;
+
 /** Indices of the points that get a marker: every non-null point, or only the last one. */
 export function markerIndices(ys: ArrayLike<number | null>, markers: "all" | "last"): number[] {
   const present: number[] = [];
@@ -32,7 +37,8 @@ interface Props {
   /** Called once the chart has drawn, with the milliseconds it took from data to pixels. */
   onDrawn?: (ms: number) => void;
   testId?: string;
-  /** Which points get a marker (default: every point when series are short, else the last). */
+  /** Which points get a marker (default: every point when series are short, else the last:
+   * a trial with one validation still shows). */
   markers?: "all" | "last";
 }
 
@@ -70,7 +76,7 @@ export default function LineChart({ series, xLabel, yLabel, logY = false, height
     })));
     const anyHighlight = series.some((s) => s.highlight);
     const longest = Math.max(0, ...series.map((s) => s.xs.length));
-    const mode = markers ?? (longest <= 60 ? "all" : "last");
+    const mode = markers ?? (longest <= MARK_EVERY_POINT_UP_TO ? "all" : "last");
     const marks = series.map((_, i) => markerIndices(data[i + 1] as (number | null)[], mode));
     const allX = data[0] as ArrayLike<number>;
     const shape = chartShape(series, xLabel, yLabel, logY, height, mode);

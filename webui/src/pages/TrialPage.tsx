@@ -319,7 +319,7 @@ function TrialCharts({ trial, names, liveRows, searcherMetric }: {
       </label>{" "}
       <label><input type="checkbox" checked={perBatch} disabled={kind !== "training"} onChange={(e) => setPerBatch(e.target.checked)} /> per batch</label>
       {s && <LineChart testId="trial-chart" series={[{ label: metricLabel(kind, metric), xs: s.batches, ys: s.values, color: seriesColor(0) }]} xLabel="batches" yLabel={metric} height={260}
-        markers={kind === "validation" ? "all" : "last"} />}
+        markers={kind === "validation" ? undefined : "last"} />}
       <ErrorLine error={error} />
     </section>
   );
