@@ -191,13 +191,13 @@ export default function TrialPage() {
       {waits.trials[t.id] ? (
         <p className="waiting" data-testid="trial-waiting"><WaitingNote wait={waits.trials[t.id]} full /></p>
       ) : null}
-      <div className="actions">
-        {!TERMINAL.has(t.state) && (
+      {!TERMINAL.has(t.state) && (
+        <div className="actions">
           <ConfirmButton label="kill trial" testId="kill-trial" disabled={!mayEdit}
             question={`Kill trial ${t.id}? It stops now without a checkpoint.`} confirmLabel="yes, kill it" onConfirm={() => void kill()} />
-        )}
-        {!mayEdit && <span className="muted">read-only</span>}
-      </div>
+          {!mayEdit && <span className="muted">read-only</span>}
+        </div>
+      )}
       <ErrorLine error={error} />
       <TrialFailure trial={t} />
       <div className="summary">
