@@ -353,6 +353,8 @@ def test_a_failed_experiment_does_not_read_100_percent(cluster, page, out_dir):
     assert page.get_by_test_id("kill-trial").count() == 0
     assert "None: the trial ended" in page.get_by_test_id("workloads-table").inner_text()
     page.get_by_test_id("trial-ended").wait_for()
+    assert page.title() == (f"Trial {trial['id']} · ERROR · Experiment {cluster['failed']}"
+                            " · Determined")
     shot(page, out_dir, "failed-trial")
 
 

@@ -210,6 +210,7 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
     best = min((t for t in trials if t["best_validation"] is not None),
                key=lambda t: t["best_validation"])
     assert page.get_by_test_id("best-metric").inner_text().endswith(f"trial {best['id']}")
+    assert page.title() == f"Experiment {exp_id} · COMPLETED · Determined"  # tabs tell apart
     shot(page, out_dir, "experiment")
     before = int(chart.get_attribute("data-points"))
     # A validation reported now appears on the open page (server-sent events).

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { metricLabel, trialNote } from "../format";
 import { failureSummary } from "../failure";
 import { chartShape, xScaleRange, type ChartSeries } from "../components/LineChart";
+import { pageTitle } from "../title";
 
 describe("metricLabel", () => {
   it("does not repeat the kind a metric's name already says", () => {
@@ -84,5 +85,13 @@ describe("chart zoom and live data", () => {
     expect(chartShape(s([1, 2, 3]), "batches", "loss", false, 320, "all")).toBe(shape);
     expect(chartShape(s([1, 2]), "time", "loss", false, 320, "all")).not.toBe(shape);
     expect(chartShape([...s([1]), { label: "trial 2", xs: [0], ys: [1], color: "blue" }], "batches", "loss", false, 320, "all")).not.toBe(shape);
+  });
+});
+
+describe("pageTitle", () => {
+  it("names the page and, where known, the state, before the product", () => {
+    expect(pageTitle("Experiment 3", "ACTIVE")).toBe("Experiment 3 · ACTIVE · Determined");
+    expect(pageTitle("Experiment 3", undefined)).toBe("Experiment 3 · Determined");
+    expect(pageTitle()).toBe("Determined");
   });
 });

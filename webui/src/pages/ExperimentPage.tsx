@@ -15,6 +15,7 @@ import Table, { type Column } from "../components/Table";
 import { ContourPlot, ImportanceBars, ParallelCoordinates, SlicePlots, type Importance } from "../components/HparamViews";
 import Checkpoints from "../components/Checkpoints";
 import { ForkForm, Rungs } from "../components/ExperimentExtras";
+import { usePageTitle } from "../title";
 
 const TABS = ["curves", "trials", "hyperparameters", "rungs", "checkpoints", "config", "fork"] as const;
 
@@ -114,6 +115,7 @@ export default function ExperimentPage() {
       onEvent, { load: loadTail, onRefused: setChannelError });
   }, [id, load, update, updateCurves, onWaitingEvent]);
 
+  usePageTitle(`Experiment ${id}`, shown?.state);
   if (!exp || exp.id !== id) return error ? <ErrorLine error={error} /> : <p className="muted">Loading…</p>;
   const mayEdit = canEdit(user, exp.owner);
   const best = bestTrial(exp.trials, exp.smaller_is_better);

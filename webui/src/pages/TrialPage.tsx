@@ -15,6 +15,7 @@ import Logs, { merge } from "../components/Logs";
 import Table, { type Column } from "../components/Table";
 import { appendRows } from "../components/Curves";
 import { failureSummary, type FailureSummary } from "../failure";
+import { usePageTitle } from "../title";
 
 interface Workload {
   id: number;
@@ -163,6 +164,8 @@ export default function TrialPage() {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [trialId]);
 
+  const shownTrial = info?.trial?.id === trialId ? info.trial : null;
+  usePageTitle(`Trial ${trialId}`, shownTrial?.state, shownTrial && `Experiment ${shownTrial.experiment_id}`);
   if (!info?.trial || info.trial.id !== trialId) return error ? <ErrorLine error={error} /> : <p className="muted">Loading…</p>;
   const t = info.trial;
   const mayEdit = owner != null && canEdit(user, owner.owner);
