@@ -289,7 +289,7 @@ def test_logs_page_tails_a_running_trial(cluster, browser, out_dir):
              ".filter((e) => e.textContent.includes('tick')).length")
     first = logs.locator(".log-line", has_text="tick").count()
     page.wait_for_function(f"{ticks} > {first}", timeout=60000)  # without a reload
-    _zoom_and_hover_survive_live_metrics(page)
+    _zoom_and_hover_survive_live_metrics(page, client, trial_id)
     page.get_by_label("trial metric").select_option("training:loss")
     page.get_by_label("per batch").check()
     page.wait_for_function("Number(document.querySelector('[data-testid=trial-chart]')"
@@ -309,7 +309,7 @@ def test_logs_page_tails_a_running_trial(cluster, browser, out_dir):
     assert not errors, errors
 
 
-def _zoom_and_hover_survive_live_metrics(page):
+def _zoom_and_hover_survive_live_metrics(page, client, trial_id):
     """The trial chart of a running trial: a drag zooms in (the x range used to ignore it)
     and new validations keep the chart, its zoom and its hover legend (each one built the
     chart anew); the legend names the metric once ("validation validation_loss" before)."""
@@ -336,6 +336,15 @@ def _zoom_and_hover_survive_live_metrics(page):
     assert chart.get_attribute("data-x-range") == zoomed
     legend = chart.locator(".u-legend").inner_text()
     assert "validation_loss" in legend and "validation validation_loss" not in legend, legend
+    # The hovered value to 4 significant digits, as the tables (uPlot's own kept 3 decimals).
+    rows = chart.locator(".u-legend .u-series").evaluate_all(
+        "rs => rs.map((r) => [r.querySelector('.u-label').textContent,"
+        " r.querySelector('.u-value').textContent])")
+    assert [label for label, _ in rows] == ["batches", "validation_loss"], rows
+    at, value = int(rows[0][1].replace(",", "")), float(rows[1][1])
+    s = client.get(f"/ui/trials/{trial_id}/metrics",
+                   params={"kind": "validation", "metric": "validation_loss"}).json()
+    assert value == float(f"{s['values'][s['batches'].index(at)]:.4g}"), (legend, s)
     page.mouse.dblclick(box["x"] + box["width"] * 0.3, y)  # back to the whole run
     page.wait_for_function("(() => { const [lo, hi] = document.querySelector("
                            "'[data-testid=trial-chart]').dataset.xRange.split(',').map(Number);"

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { metricLabel, trialNote } from "../format";
 import { failureSummary } from "../failure";
-import { chartShape, xScaleRange, type ChartSeries } from "../components/LineChart";
+import { chartShape, legendValue, xScaleRange, type ChartSeries } from "../components/LineChart";
 import { pageTitle } from "../title";
 
 describe("metricLabel", () => {
@@ -93,5 +93,15 @@ describe("pageTitle", () => {
     expect(pageTitle("Experiment 3", "ACTIVE")).toBe("Experiment 3 · ACTIVE · Determined");
     expect(pageTitle("Experiment 3", undefined)).toBe("Experiment 3 · Determined");
     expect(pageTitle()).toBe("Determined");
+  });
+});
+
+describe("legendValue", () => {
+  it("shows small values to 4 significant digits (uPlot's default read 0.0004 as 0)", () => {
+    expect(legendValue(0.0004123, true)).toBe("4.123e-4");
+    expect(legendValue(0.05312500149, true)).toBe("0.05313");
+    expect(legendValue(1234.5, true)).toBe("1235");
+    expect(legendValue(null, true)).toBe("");
+    expect(legendValue(0.5, false)).toBe("--");
   });
 });

@@ -4,7 +4,7 @@ import { useEffect, useRef } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { alignSeries } from "./align";
-import { fitRange } from "../format";
+import { fitRange, formatNumber } from "../format";
 
 export interface ChartSeries {
   label: string;
@@ -40,6 +40,13 @@ interface Props {
   /** Which points get a marker (default: every point when series are short, else the last:
    * a trial with one validation still shows). */
   markers?: "all" | "last";
+}
+
+/** A value in the hover legend, to 4 significant digits as the tables show it (uPlot's own
+ * kept 3 decimals: a loss of 0.0004 read "0"); "--" away from the data, as uPlot shows. */
+export function legendValue(v: number | null | undefined, hovering: boolean): string {
+  if (!hovering) return "--";
+  return v == null ? "" : formatNumber(v);
 }
 
 /** The x range uPlot asks for: the whole data with a margin when it autoscales (``min`` and
@@ -117,6 +124,7 @@ export default function LineChart({ series, xLabel, yLabel, logY = false, height
           { label: xLabel },
           ...series.map((s, i) => ({
             label: s.label,
+            value: (_u: uPlot, v: number | null, _si: number, di: number | null) => legendValue(v, di != null),
             stroke: s.color,
             width: s.highlight ? 3 : anyHighlight ? 1 : 1.5,
             dash: s.stopped ? [5, 4] : undefined,
