@@ -122,3 +122,16 @@ export function progressLabel(state: string, progress: number | null | undefined
   if (state === "CANCELED") return "canceled";
   return `${Math.round(Math.min(1, Math.max(0, progress || 0)) * 100)}%`;
 }
+
+/** A metric's name with its kind where the name does not already say it: "validation
+ * accuracy", "training loss", but "validation_error", not "validation validation_error". */
+export function metricLabel(kind: "training" | "validation", metric: string): string {
+  const says = kind === "validation" ? /(^|[^a-z])e?val/i : /(^|[^a-z])train/i;
+  return says.test(metric) ? metric : `${kind} ${metric}`;
+}
+
+/** A trial's state in the curve picker; "stopped early" only where the state does not say
+ * more (a failed or canceled trial stopped early too, and its state says why). */
+export function trialNote(state: string, stoppedEarly: boolean): string {
+  return stoppedEarly && state !== "ERROR" && state !== "CANCELED" ? `${state} · stopped early` : state;
+}

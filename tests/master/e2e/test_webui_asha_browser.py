@@ -238,6 +238,32 @@ def test_tables_scroll_in_their_own_box_on_a_narrow_window(cluster, page, out_di
         page.set_viewport_size({"width": 1400, "height": 900})
 
 
+def test_curves_and_trial_pages_fit_an_800_pixel_window(cluster, page, out_dir):
+    """At 800 pixels the trial picker beside the chart left the chart half the column: the
+    picker goes under it. Neither page scrolls sideways."""
+    client, exp_id = cluster["client"], cluster["asha"]
+    page.set_viewport_size({"width": 800, "height": 900})
+    try:
+        page.goto(cluster["master"].url + f"/experiments/{exp_id}")
+        chart = page.get_by_test_id("learning-curves")
+        chart.locator("canvas").wait_for()
+        column = page.locator("nav.tabs").bounding_box()
+        drawn = chart.bounding_box()
+        picker = page.get_by_test_id("trial-picker").bounding_box()
+        assert drawn["width"] >= 0.95 * column["width"], (drawn, column)
+        assert picker["y"] >= drawn["y"] + drawn["height"], (picker, drawn)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        shot(page, out_dir, "curves-800")
+        trial = client.get(f"/experiments/{exp_id}/trials").json()["trials"][0]["id"]
+        page.goto(cluster["master"].url + f"/experiments/{exp_id}/trials/{trial}")
+        page.get_by_test_id("trial-chart").locator("canvas").wait_for()
+        page.get_by_test_id("trial-logs").locator(".log-line").first.wait_for()
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        shot(page, out_dir, "trial-800")
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 900})
+
+
 def test_a_tensorboard_starts_from_the_experiment_page(cluster, page, out_dir):
     client, exp_id = cluster["client"], cluster["asha"]
     page.goto(cluster["master"].url + f"/experiments/{exp_id}")
@@ -316,6 +342,20 @@ def test_a_failed_experiment_does_not_read_100_percent(cluster, page, out_dir):
     assert "failed" in row.get_by_test_id("progress").inner_text()
     assert "%" not in row.get_by_test_id("progress").inner_text()
     shot(page, out_dir, "failed-progress")
+    # The failed trial's page says why at the top (it was only in the log, at the bottom),
+    # offers no kill, and has no table of headers alone.
+    trial = cluster["client"].get(f"/experiments/{cluster['failed']}/trials").json()["trials"][0]
+    page.goto(cluster["master"].url + f"/experiments/{cluster['failed']}/trials/{trial['id']}")
+    failure = page.get_by_test_id("trial-failure")
+    failure.get_by_text("NoSuchTrial").wait_for()
+    assert "Failed:" in failure.inner_text() and "no restarts left" in failure.inner_text()
+    assert failure.bounding_box()["y"] < page.get_by_test_id("hparams").bounding_box()["y"]
+    assert page.get_by_test_id("kill-trial").count() == 0
+    assert "None: the trial ended" in page.get_by_test_id("workloads-table").inner_text()
+    page.get_by_test_id("trial-ended").wait_for()
+    assert page.title() == (f"Trial {trial['id']} · ERROR · Experiment {cluster['failed']}"
+                            " · Determined")
+    shot(page, out_dir, "failed-trial")
 
 
 def test_a_signed_out_visitor_sees_what_they_can_do(cluster, page, out_dir):

@@ -207,6 +207,10 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
     assert chart.get_attribute("data-series") == "3"
     assert page.get_by_test_id("trial-picker").locator("label").count() == 3
     assert page.get_by_test_id("labels").inner_text().startswith(INJECTION)
+    best = min((t for t in trials if t["best_validation"] is not None),
+               key=lambda t: t["best_validation"])
+    assert page.get_by_test_id("best-metric").inner_text().endswith(f"trial {best['id']}")
+    assert page.title() == f"Experiment {exp_id} · COMPLETED · Determined"  # tabs tell apart
     shot(page, out_dir, "experiment")
     before = int(chart.get_attribute("data-points"))
     # A validation reported now appears on the open page (server-sent events).
@@ -254,6 +258,11 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
     # Fork: a new experiment from this one's config, edited in the page.
     page.get_by_role("button", name="fork", exact=True).click()
     area = page.get_by_label("fork config")
+    # The config box stays inside the page's column (100% wide plus its padding, it
+    # stuck out past the tables' right edge).
+    right = page.locator("nav.tabs").bounding_box()
+    edge = area.bounding_box()
+    assert edge["x"] + edge["width"] <= right["x"] + right["width"] + 0.5, (edge, right)
     area.fill(area.input_value().replace("description: tiny search",
                                          "description: forked search"))
     page.get_by_role("button", name="create experiment").click()
@@ -280,6 +289,7 @@ def test_logs_page_tails_a_running_trial(cluster, browser, out_dir):
              ".filter((e) => e.textContent.includes('tick')).length")
     first = logs.locator(".log-line", has_text="tick").count()
     page.wait_for_function(f"{ticks} > {first}", timeout=60000)  # without a reload
+    _zoom_and_hover_survive_live_metrics(page, client, trial_id)
     page.get_by_label("trial metric").select_option("training:loss")
     page.get_by_label("per batch").check()
     page.wait_for_function("Number(document.querySelector('[data-testid=trial-chart]')"
@@ -290,9 +300,55 @@ def test_logs_page_tails_a_running_trial(cluster, browser, out_dir):
         " return l.length > 0 && l.every((e) => e.textContent.includes('tick 1')); })()",
         timeout=60000)
     shown = logs.locator(".log-line").all_inner_texts()
+    # Long lines wrap between words where they can (break-all split "batches" in two).
+    assert logs.locator(".log-line").first.evaluate(
+        "(e) => [getComputedStyle(e).wordBreak, getComputedStyle(e).overflowWrap]") == [
+            "normal", "anywhere"]
     assert shown and all("tick 1" in line for line in shown)
     shot(page, out_dir, "trial")
     assert not errors, errors
+
+
+def _zoom_and_hover_survive_live_metrics(page, client, trial_id):
+    """The trial chart of a running trial: a drag zooms in (the x range used to ignore it)
+    and new validations keep the chart, its zoom and its hover legend (each one built the
+    chart anew); the legend names the metric once ("validation validation_loss" before)."""
+    chart = page.get_by_test_id("trial-chart")
+    chart.locator("canvas").wait_for(timeout=60000)  # the first validation
+    page.evaluate("document.querySelector('[data-testid=trial-chart] .uplot').dataset.kept = '1'")
+    full = chart.get_attribute("data-x-range")
+    box = chart.locator(".u-over").bounding_box()
+    y = box["y"] + box["height"] / 2
+    page.mouse.move(box["x"] + box["width"] * 0.1, y)
+    page.mouse.down()
+    page.mouse.move(box["x"] + box["width"] * 0.4, y, steps=5)
+    page.mouse.up()
+    zoomed = chart.get_attribute("data-x-range")
+    lo, hi = map(float, zoomed.split(","))
+    full_lo, full_hi = map(float, full.split(","))
+    assert full_lo < lo < hi < full_hi, (full, zoomed)
+    page.mouse.move(box["x"] + box["width"] * 0.3, y)
+    points = int(chart.get_attribute("data-points"))
+    page.wait_for_function("Number(document.querySelector('[data-testid=trial-chart]')"
+                           f"?.dataset.points) > {points}", timeout=60000)  # a new validation
+    assert page.evaluate(
+        "document.querySelector('[data-testid=trial-chart] .uplot')?.dataset.kept") == "1"
+    assert chart.get_attribute("data-x-range") == zoomed
+    legend = chart.locator(".u-legend").inner_text()
+    assert "validation_loss" in legend and "validation validation_loss" not in legend, legend
+    # The hovered value to 4 significant digits, as the tables (uPlot's own kept 3 decimals).
+    rows = chart.locator(".u-legend .u-series").evaluate_all(
+        "rs => rs.map((r) => [r.querySelector('.u-label').textContent,"
+        " r.querySelector('.u-value').textContent])")
+    assert [label for label, _ in rows] == ["batches", "validation_loss"], rows
+    at, value = int(rows[0][1].replace(",", "")), float(rows[1][1])
+    s = client.get(f"/ui/trials/{trial_id}/metrics",
+                   params={"kind": "validation", "metric": "validation_loss"}).json()
+    assert value == float(f"{s['values'][s['batches'].index(at)]:.4g}"), (legend, s)
+    page.mouse.dblclick(box["x"] + box["width"] * 0.3, y)  # back to the whole run
+    page.wait_for_function("(() => { const [lo, hi] = document.querySelector("
+                           "'[data-testid=trial-chart]').dataset.xRange.split(',').map(Number);"
+                           f" return lo <= {full_lo} && hi >= {full_hi}; }})()")
 
 
 def test_pause_from_the_experiment_page(cluster, browser, out_dir):

@@ -77,10 +77,10 @@ describe("confirmation and progress", () => {
 
 describe("failed trials on the experiment page", () => {
   const trial = (id: number, state: string) => ({ id, experiment_id: 4, request_id: String(id), state, hparams: {}, seed: 1, restarts: 0, total_batches: 0, best_validation: null, latest_checkpoint: null, start_time: null, end_time: null });
-  it("links each failed trial (its log holds the error), and shows nothing when none failed", () => {
+  it("links each failed trial (its page says why), and shows nothing when none failed", () => {
     render(<MemoryRouter><dl><FailedTrials experimentId={4} trials={[trial(18, "COMPLETED"), trial(19, "ERROR"), trial(21, "ERROR")]} /></dl></MemoryRouter>);
     const cell = screen.getByTestId("failed-trials");
-    expect(cell.textContent).toBe("trial 19, trial 21 · their logs say why");
+    expect(cell.textContent).toBe("trial 19, trial 21 · their pages say why");
     expect([...cell.querySelectorAll("a")].map((a) => a.getAttribute("href"))).toEqual(["/experiments/4/trials/19", "/experiments/4/trials/21"]);
     cleanup();
     render(<MemoryRouter><dl><FailedTrials experimentId={4} trials={[trial(18, "COMPLETED")]} /></dl></MemoryRouter>);

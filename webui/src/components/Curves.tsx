@@ -1,8 +1,8 @@
 /** Learning curves of one metric for many trials: trial picker, log scale, smoothing, x axis. */
 import { useCallback, useEffect, useMemo, useState } from "react";
 import { api, type MetricRow, type Series, type Trial } from "../api";
-import { seriesColor, smooth, stoppedTrials } from "../format";
-import LineChart, { type ChartSeries } from "./LineChart";
+import { seriesColor, smooth, stoppedTrials, trialNote } from "../format";
+import LineChart, { MARK_EVERY_POINT_UP_TO, type ChartSeries } from "./LineChart";
 import { useLoaded } from "../loaded";
 
 export type XAxis = "batches" | "records" | "time";
@@ -58,7 +58,7 @@ export function CurveLegend() {
       <span><svg width="28" height="10"><line x1="0" y1="5" x2="28" y2="5" stroke="#446" strokeWidth="1.5" /><circle cx="14" cy="5" r="3.5" fill="#446" /></svg> running or ran to the end</span>
       <span><svg width="28" height="10"><line x1="0" y1="5" x2="28" y2="5" stroke="#446" strokeWidth="1.5" strokeDasharray="5 4" /><circle cx="14" cy="5" r="3.5" fill="#fff" stroke="#446" strokeWidth="1.5" /></svg> stopped early (pruned), failed or canceled</span>
       <span><svg width="28" height="10"><line x1="0" y1="5" x2="28" y2="5" stroke="#000" strokeWidth="3" /></svg> best trial</span>
-      <span className="muted">a marker at every validation and at each trial's last point</span>
+      <span className="muted">a marker at each trial's last point, and at every validation on curves of up to {MARK_EVERY_POINT_UP_TO} points</span>
     </div>
   );
 }
@@ -104,7 +104,7 @@ export default function Curves({ data, trials, bestTrialId, onDrawn, testId = "l
       <div className="chart-and-picker">
         <div className="chart-box">
           <LineChart series={series} xLabel={axis} yLabel={data.metric} logY={logY} onDrawn={onDrawn} testId={testId}
-            markers={data.kind === "validation" ? "all" : "last"} />
+            markers={data.kind === "validation" ? undefined : "last"} />
           <CurveLegend />
         </div>
         <div className="picker" data-testid="trial-picker">
@@ -121,7 +121,7 @@ export default function Curves({ data, trials, bestTrialId, onDrawn, testId = "l
                 setHidden(h);
               }} />
               <span className="swatch" style={{ background: id === bestTrialId ? "#000" : seriesColor(i) }} />
-              trial {id}{id === bestTrialId ? " ★ best" : ""} <small className="muted">{stateOf.get(id) ?? ""}{stopped.has(id) ? " · stopped early" : ""}</small>
+              trial {id}{id === bestTrialId ? " ★ best" : ""} <small className="muted">{trialNote(stateOf.get(id) ?? "", stopped.has(id))}</small>
             </label>
           ))}
         </div>

@@ -58,7 +58,7 @@ export function ForkForm({ exp }: { exp: ExperimentDetail }) {
   };
   return (
     <section className="fork">
-      <p>A new experiment with the same model definition as <Link to={`/experiments/${exp.id}`}>{exp.id}</Link> and this config:</p>
+      <p>A new experiment with the same model definition as <Link to={`/experiments/${exp.id}`}>experiment {exp.id}</Link> and this config:</p>
       <textarea aria-label="fork config" rows={24} value={yaml} onChange={(e) => setYaml(e.target.value)} spellCheck={false} />
       <div><button disabled={busy} onClick={() => void submit()}>create experiment</button></div>
       <ErrorLine error={error} />

@@ -4,7 +4,7 @@ import { useEffect, useRef } from "react";
 import uPlot from "uplot";
 import "uplot/dist/uPlot.min.css";
 import { alignSeries } from "./align";
-import { fitRange } from "../format";
+import { fitRange, formatNumber } from "../format";
 
 export interface ChartSeries {
   label: string;
@@ -15,6 +15,11 @@ export interface ChartSeries {
   /** Stopped early (pruned) or failed: dashed line, hollow markers. */
   stopped?: boolean;
 }
+
+/** Series of at most this many points get a marker at each point (unless ``markers`` says
+ * otherwise); longer ones only at their last point (a long run's hundreds of validations
+ * drew a solid bar of dots). */
+export const MARK_EVERY_POINT_UP_TO = 60;
 
 /** Indices of the points that get a marker: every non-null point, or only the last one. */
 export function markerIndices(ys: ArrayLike<number | null>, markers: "all" | "last"): number[] {
@@ -32,14 +37,42 @@ interface Props {
   /** Called once the chart has drawn, with the milliseconds it took from data to pixels. */
   onDrawn?: (ms: number) => void;
   testId?: string;
-  /** Which points get a marker (default: every point when series are short, else the last). */
+  /** Which points get a marker (default: every point when series are short, else the last:
+   * a trial with one validation still shows). */
   markers?: "all" | "last";
 }
 
-export default function LineChart({ series, xLabel, yLabel, logY, height = 320, onDrawn, testId, markers }: Props) {
+/** A value in the hover legend, to 4 significant digits as the tables show it (uPlot's own
+ * kept 3 decimals: a loss of 0.0004 read "0"); "--" away from the data, as uPlot shows. */
+export function legendValue(v: number | null | undefined, hovering: boolean): string {
+  if (!hovering) return "--";
+  return v == null ? "" : formatNumber(v);
+}
+
+/** The x range uPlot asks for: the whole data with a margin when it autoscales (``min`` and
+ * ``max`` span the data: at creation, new data, a double click), else the range the user
+ * dragged to zoom in (the range function used to ignore it: dragging drew a box and did
+ * nothing). */
+export function xScaleRange(min: number | null, max: number | null, first: number | null, last: number | null): [number, number] {
+  if (min == null || max == null || first == null || last == null || (min <= first && max >= last)) return fitRange(first, last);
+  return [min, max];
+}
+
+/** What a chart must be built anew for (series, their look, axes); a change in values
+ * alone keeps the chart and updates its data, so hovering and zoom survive live metrics. */
+export function chartShape(series: ChartSeries[], xLabel: string, yLabel: string, logY: boolean, height: number, mode: "all" | "last"): string {
+  return JSON.stringify([series.map((s) => [s.label, s.color, !!s.highlight, !!s.stopped]), xLabel, yLabel, logY, height, mode]);
+}
+
+export default function LineChart({ series, xLabel, yLabel, logY = false, height = 320, onDrawn, testId, markers }: Props) {
   const box = useRef<HTMLDivElement>(null);
   const drawnRef = useRef(onDrawn);
   drawnRef.current = onDrawn;
+  const plotRef = useRef<{ plot: uPlot; shape: string; allX: ArrayLike<number>; marks: number[][] } | null>(null);
+  useEffect(() => () => {
+    plotRef.current?.plot.destroy();
+    plotRef.current = null;
+  }, []);
   useEffect(() => {
     const el = box.current;
     if (!el) return;
@@ -50,51 +83,80 @@ export default function LineChart({ series, xLabel, yLabel, logY, height = 320, 
     })));
     const anyHighlight = series.some((s) => s.highlight);
     const longest = Math.max(0, ...series.map((s) => s.xs.length));
-    const mode = markers ?? (longest <= 60 ? "all" : "last");
+    const mode = markers ?? (longest <= MARK_EVERY_POINT_UP_TO ? "all" : "last");
     const marks = series.map((_, i) => markerIndices(data[i + 1] as (number | null)[], mode));
     const allX = data[0] as ArrayLike<number>;
-    const opts: uPlot.Options = {
-      width: Math.max(300, el.clientWidth || 800),
-      height,
-      legend: { show: series.length <= 10 },
-      cursor: { points: { show: false } },
-      scales: {
-        x: { time: false, range: () => fitRange(allX.length ? allX[0] : null, allX.length ? allX[allX.length - 1] : null) },
-        y: logY ? { distr: 3 } : {},
-      },
-      axes: [{ label: xLabel }, { label: yLabel, size: 70 }],
-      series: [
-        { label: xLabel },
-        ...series.map((s, i) => ({
-          label: s.label,
-          stroke: s.color,
-          width: s.highlight ? 3 : anyHighlight ? 1 : 1.5,
-          dash: s.stopped ? [5, 4] : undefined,
-          spanGaps: true,
-          points: {
-            show: true,
-            size: s.highlight ? 9 : 7,
-            width: 1.5,
+    const shape = chartShape(series, xLabel, yLabel, logY, height, mode);
+    const current = plotRef.current;
+    if (current && current.shape === shape) {
+      // Same chart, new values: a zoomed-in x range stays; otherwise it grows with the data.
+      const { plot } = current;
+      const old = current.allX;
+      const fitted = fitRange(old.length ? old[0] : null, old.length ? old[old.length - 1] : null);
+      const { min, max } = plot.scales.x;
+      const zoomed = min != null && max != null && (min > fitted[0] + 1e-9 || max < fitted[1] - 1e-9);
+      current.allX = allX;
+      current.marks = marks;
+      if (zoomed) {
+        plot.setData(data as uPlot.AlignedData, false);
+        plot.setScale("x", { min: min!, max: max! });
+      } else {
+        plot.setData(data as uPlot.AlignedData);
+      }
+    } else {
+      current?.plot.destroy();
+      const state = { allX, marks };
+      const opts: uPlot.Options = {
+        width: Math.max(300, el.clientWidth || 800),
+        height,
+        legend: { show: series.length <= 10 },
+        cursor: { points: { show: false } },
+        scales: {
+          x: { time: false, range: (_u, min, max) => xScaleRange(min, max, state.allX.length ? state.allX[0] : null, state.allX.length ? state.allX[state.allX.length - 1] : null) },
+          y: logY ? { distr: 3 } : {},
+        },
+        axes: [{ label: xLabel }, { label: yLabel, size: 70 }],
+        // The x range shown, for the browser tests (zoom, live data).
+        hooks: { setScale: [(u, key) => {
+          if (key === "x") el.dataset.xRange = `${u.scales.x.min},${u.scales.x.max}`;
+        }] },
+        series: [
+          { label: xLabel },
+          ...series.map((s, i) => ({
+            label: s.label,
+            value: (_u: uPlot, v: number | null, _si: number, di: number | null) => legendValue(v, di != null),
             stroke: s.color,
-            fill: s.stopped ? "#fff" : s.color,
-            space: 0,
-            filter: () => marks[i],
-          },
-        })),
-      ],
-    };
-    const plot = new uPlot(opts, data as uPlot.AlignedData, el);
+            width: s.highlight ? 3 : anyHighlight ? 1 : 1.5,
+            dash: s.stopped ? [5, 4] : undefined,
+            spanGaps: true,
+            points: {
+              show: true,
+              size: s.highlight ? 9 : 7,
+              width: 1.5,
+              stroke: s.color,
+              fill: s.stopped ? "#fff" : s.color,
+              space: 0,
+              filter: () => state.marks[i],
+            },
+          })),
+        ],
+      };
+      const plot = new uPlot(opts, data as uPlot.AlignedData, el);
+      // The options read allX and marks through ``state``, which later updates replace.
+      plotRef.current = Object.assign(state, { plot, shape });
+    }
     el.dataset.series = String(series.length);
     el.dataset.points = String(series.reduce((n, s) => n + s.xs.length, 0));
     el.dataset.markers = String(marks.reduce((n, m) => n + m.length, 0));
     el.dataset.stopped = String(series.filter((s) => s.stopped).length);
     drawnRef.current?.(performance.now() - t0);
-    const resize = () => plot.setSize({ width: Math.max(300, el.clientWidth), height });
-    window.addEventListener("resize", resize);
-    return () => {
-      window.removeEventListener("resize", resize);
-      plot.destroy();
-    };
   }, [series, xLabel, yLabel, logY, height, markers]);
+  useEffect(() => {
+    const el = box.current;
+    if (!el) return;
+    const resize = () => plotRef.current?.plot.setSize({ width: Math.max(300, el.clientWidth), height });
+    window.addEventListener("resize", resize);
+    return () => window.removeEventListener("resize", resize);
+  }, [height]);
   return <div className="chart" ref={box} data-testid={testId ?? "line-chart"} />;
 }

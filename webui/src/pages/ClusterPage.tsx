@@ -4,12 +4,14 @@ import { useEffect, useState } from "react";
 import { Link } from "react-router";
 import { api } from "../api";
 import { ErrorLine, Progress } from "../components/Bits";
+import { usePageTitle } from "../title";
 
 interface Slot { slot_id: number; task: string | null; trial_id: number | null; experiment_id: number | null }
 interface Agent { id: string; slots: number; used_slots: number; label: string; enabled: boolean; type: string; address: string; last_seen_seconds_ago: number; slot_tasks: Slot[] }
 interface ClusterResponse { agents: Agent[]; slots: number; used_slots: number; utilization: number }
 
 export default function ClusterPage() {
+  usePageTitle("Cluster");
   const [data, setData] = useState<ClusterResponse | null>(null);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {

@@ -9,6 +9,7 @@ import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
 import { ConfirmButton, ErrorLine, Labels, Progress, StateBadge } from "../components/Bits";
 import { useWaits, WaitingNote } from "../components/Waiting";
+import { usePageTitle } from "../title";
 
 const STATES = ["ACTIVE", "PAUSED", "STOPPING_CANCELED", "STOPPING_COMPLETED", "STOPPING_ERROR", "COMPLETED", "CANCELED", "ERROR"];
 const ACTIONS = ["pause", "activate", "cancel", "kill", "archive", "unarchive"] as const;
@@ -22,6 +23,7 @@ interface ListResponse {
 }
 
 export default function ExperimentList() {
+  usePageTitle("Experiments");
   const { user } = useSession();
   const [params, setParams] = useSearchParams();
   const [channelError, setChannelError] = useState<unknown>(null);

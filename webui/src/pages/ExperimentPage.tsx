@@ -15,6 +15,7 @@ import Table, { type Column } from "../components/Table";
 import { ContourPlot, ImportanceBars, ParallelCoordinates, SlicePlots, type Importance } from "../components/HparamViews";
 import Checkpoints from "../components/Checkpoints";
 import { ForkForm, Rungs } from "../components/ExperimentExtras";
+import { usePageTitle } from "../title";
 
 const TABS = ["curves", "trials", "hyperparameters", "rungs", "checkpoints", "config", "fork"] as const;
 
@@ -114,6 +115,7 @@ export default function ExperimentPage() {
       onEvent, { load: loadTail, onRefused: setChannelError });
   }, [id, load, update, updateCurves, onWaitingEvent]);
 
+  usePageTitle(`Experiment ${id}`, shown?.state);
   if (!exp || exp.id !== id) return error ? <ErrorLine error={error} /> : <p className="muted">Loading…</p>;
   const mayEdit = canEdit(user, exp.owner);
   const best = bestTrial(exp.trials, exp.smaller_is_better);
@@ -137,7 +139,7 @@ export default function ExperimentPage() {
         <p className="waiting" data-testid="experiment-waiting"><WaitingNote wait={waits.experiments[exp.id]} full /></p>
       ) : null}
       <ErrorLine error={error} />
-      <Summary exp={exp} mayEdit={mayEdit} onChanged={load} />
+      <Summary exp={exp} bestId={best?.id ?? null} mayEdit={mayEdit} onChanged={load} />
       <div className="actions">
         {!TERMINAL.has(exp.state) && (
           <>
@@ -180,7 +182,7 @@ export default function ExperimentPage() {
   );
 }
 
-function Summary({ exp, mayEdit, onChanged }: { exp: ExperimentDetail; mayEdit: boolean; onChanged: () => Promise<unknown> }) {
+function Summary({ exp, bestId, mayEdit, onChanged }: { exp: ExperimentDetail; bestId: number | null; mayEdit: boolean; onChanged: () => Promise<unknown> }) {
   const [editing, setEditing] = useState(false);
   const [description, setDescription] = useState(exp.description);
   const [newLabel, setNewLabel] = useState("");
@@ -227,20 +229,21 @@ function Summary({ exp, mayEdit, onChanged }: { exp: ExperimentDetail; mayEdit: 
         </dd>
         <dt>Owner</dt><dd>{exp.owner}</dd>
         <dt>Searcher</dt><dd>{exp.searcher} · {exp.metric} ({exp.smaller_is_better ? "smaller" : "larger"} is better)</dd>
-        <dt>Best</dt><dd>{formatNumber(exp.best_metric)}</dd>
+        <dt>Best</dt><dd data-testid="best-metric">{formatNumber(exp.best_metric)}
+          {bestId != null && <> · <Link to={`/experiments/${exp.id}/trials/${bestId}`}>trial {bestId}</Link></>}</dd>
         <dt>Progress</dt><dd><Progress value={exp.progress} state={exp.state} /></dd>
         <dt>Trials</dt><dd>{exp.trials.length}</dd>
         <FailedTrials experimentId={exp.id} trials={exp.trials} />
         <dt>Started</dt><dd>{formatTime(exp.start_time)} · {formatDuration(exp.duration)}</dd>
-        {exp.parent_id != null && (<><dt>Forked from</dt><dd><Link to={`/experiments/${exp.parent_id}`}>{exp.parent_id}</Link></dd></>)}
+        {exp.parent_id != null && (<><dt>Forked from</dt><dd><Link to={`/experiments/${exp.parent_id}`}>experiment {exp.parent_id}</Link></dd></>)}
       </dl>
       <ErrorLine error={error} />
     </div>
   );
 }
 
-/** Links to the failed trials (an ERROR experiment's page said nothing of why): their
- * logs hold the error. Nothing when none failed. */
+/** Links to the failed trials (an ERROR experiment's page said nothing of why): each
+ * trial's page shows its error at the top. Nothing when none failed. */
 export function FailedTrials({ experimentId, trials }: { experimentId: number; trials: Trial[] }) {
   const failed = trials.filter((t) => t.state === "ERROR");
   if (failed.length === 0) return null;
@@ -251,7 +254,7 @@ export function FailedTrials({ experimentId, trials }: { experimentId: number; t
         {failed.map((t, i) => (
           <span key={t.id}>{i > 0 && ", "}<Link to={`/experiments/${experimentId}/trials/${t.id}`}>trial {t.id}</Link></span>
         ))}
-        <span className="muted"> · {failed.length === 1 ? "its log says" : "their logs say"} why</span>
+        <span className="muted"> · {failed.length === 1 ? "its page says" : "their pages say"} why</span>
       </dd>
     </>
   );

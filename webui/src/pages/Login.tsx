@@ -2,8 +2,10 @@ import { useState, type FormEvent } from "react";
 import { useNavigate, useSearchParams } from "react-router";
 import { useSession } from "../session";
 import { ErrorLine } from "../components/Bits";
+import { usePageTitle } from "../title";
 
 export default function Login() {
+  usePageTitle("Sign in");
   const { signIn, ended } = useSession();
   const [params] = useSearchParams();
   const navigate = useNavigate();

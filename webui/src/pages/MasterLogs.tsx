@@ -3,10 +3,12 @@ import { useEffect, useRef, useState } from "react";
 import { api, ApiError } from "../api";
 import { ErrorLine } from "../components/Bits";
 import { formatTime } from "../format";
+import { usePageTitle } from "../title";
 
 interface MasterLine { id: number; timestamp: string; level?: string; line: string }
 
 export default function MasterLogs() {
+  usePageTitle("Master logs");
   const [lines, setLines] = useState<MasterLine[]>([]);
   const [error, setError] = useState<unknown>(null);
   const [search, setSearch] = useState("");

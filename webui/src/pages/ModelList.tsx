@@ -9,11 +9,13 @@ import { formatTime } from "../format";
 import Table, { type Column } from "../components/Table";
 import { ErrorLine, Metadata } from "../components/Bits";
 import { modelPath, SignedOutHint } from "../components/Registry";
+import { usePageTitle } from "../title";
 
 /** Columns the API sorts by (``GET /models?sort_by=``). */
 const SORTABLE = new Set(["name", "description", "creation_time", "last_updated_time"]);
 
 export default function ModelList() {
+  usePageTitle("Models");
   const [params, setParams] = useSearchParams();
   const [channelError, setChannelError] = useState<unknown>(null);
   const search = params.get("name") ?? "";

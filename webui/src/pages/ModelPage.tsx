@@ -10,6 +10,7 @@ import { formatNumber, formatTime, validationMetrics } from "../format";
 import Table, { type Column } from "../components/Table";
 import { ErrorLine } from "../components/Bits";
 import { modelPath, SignedOutHint, useSignedIn } from "../components/Registry";
+import { usePageTitle } from "../title";
 
 interface VersionsResponse {
   model: RegistryModel;
@@ -27,6 +28,7 @@ export function otherMetricNames(versions: ModelVersion[]): string[] {
 
 export default function ModelPage() {
   const name = useParams().name ?? "";
+  usePageTitle(name, "Models");
   const path = modelPath(name);
   const fetcher = useCallback(() => api<VersionsResponse>(`${path}/versions`), [path]);
   const { data, error: loadError, load, update } = useLoaded(fetcher);

@@ -11,6 +11,7 @@ import Table, { type Column } from "../components/Table";
 import Logs, { merge } from "../components/Logs";
 import { ConfirmButton, ErrorLine, StateBadge } from "../components/Bits";
 import { useWaits, WaitingNote } from "../components/Waiting";
+import { usePageTitle } from "../title";
 
 export { openUrl } from "../components/TaskLauncher";
 
@@ -25,6 +26,7 @@ export function applyTaskEvent(rows: TaskRow[], payload: { changed: TaskRow[]; r
 }
 
 export default function TaskList() {
+  usePageTitle("Tasks");
   const { user, anonymous } = useSession();
   const [params, setParams] = useSearchParams();
   const [actionError, setActionError] = useState<unknown>(null);

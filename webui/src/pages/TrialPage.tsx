@@ -4,7 +4,7 @@ import { Link, useParams } from "react-router";
 import { api, canEdit, post, type LogLine, type MetricRow, type Series, type Trial } from "../api";
 import { follow } from "../events";
 import { useLoadWhenChanged, useLoaded } from "../loaded";
-import { flattenHparams, formatNumber, formatTime, seriesColor, TERMINAL } from "../format";
+import { counted, flattenHparams, formatDuration, formatNumber, formatTime, metricLabel, seriesColor, TERMINAL } from "../format";
 import { useSession } from "../session";
 import { ConfirmButton, ErrorLine, StateBadge } from "../components/Bits";
 import { useWaits, WaitingNote } from "../components/Waiting";
@@ -14,6 +14,8 @@ import GpuMetrics from "../components/GpuMetrics";
 import Logs, { merge } from "../components/Logs";
 import Table, { type Column } from "../components/Table";
 import { appendRows } from "../components/Curves";
+import { failureSummary, type FailureSummary } from "../failure";
+import { usePageTitle } from "../title";
 
 interface Workload {
   id: number;
@@ -162,6 +164,8 @@ export default function TrialPage() {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [trialId]);
 
+  const shownTrial = info?.trial?.id === trialId ? info.trial : null;
+  usePageTitle(`Trial ${trialId}`, shownTrial?.state, shownTrial && `Experiment ${shownTrial.experiment_id}`);
   if (!info?.trial || info.trial.id !== trialId) return error ? <ErrorLine error={error} /> : <p className="muted">Loading…</p>;
   const t = info.trial;
   const mayEdit = owner != null && canEdit(user, owner.owner);
@@ -190,19 +194,25 @@ export default function TrialPage() {
       {waits.trials[t.id] ? (
         <p className="waiting" data-testid="trial-waiting"><WaitingNote wait={waits.trials[t.id]} full /></p>
       ) : null}
-      <div className="actions">
-        <ConfirmButton label="kill trial" testId="kill-trial" disabled={!mayEdit || TERMINAL.has(t.state)}
-          question={`Kill trial ${t.id}? It stops now without a checkpoint.`} confirmLabel="yes, kill it" onConfirm={() => void kill()} />
-        {!mayEdit && <span className="muted">read-only</span>}
-      </div>
+      {!TERMINAL.has(t.state) && (
+        <div className="actions">
+          <ConfirmButton label="kill trial" testId="kill-trial" disabled={!mayEdit}
+            question={`Kill trial ${t.id}? It stops now without a checkpoint.`} confirmLabel="yes, kill it" onConfirm={() => void kill()} />
+          {!mayEdit && <span className="muted">read-only</span>}
+        </div>
+      )}
       <ErrorLine error={error} />
+      <TrialFailure trial={t} />
       <div className="summary">
         <dl>
           <dt>Batches</dt><dd>{t.total_batches.toLocaleString("en-US")}</dd>
-          <dt>Best {owner?.metric}</dt><dd>{formatNumber(t.best_validation)}</dd>
+          <dt>Best {owner?.metric}</dt><dd>{t.best_validation == null ? <span className="muted">no validation yet</span> : formatNumber(t.best_validation)}</dd>
           <dt>Restarts</dt><dd>{t.restarts}</dd>
           <dt>Seed</dt><dd>{t.seed}</dd>
           <dt>Started</dt><dd>{formatTime(t.start_time)}</dd>
+          {t.end_time && TERMINAL.has(t.state) && (
+            <><dt>Ended</dt><dd data-testid="trial-ended">{formatTime(t.end_time)}{t.start_time ? ` · ${formatDuration((Date.parse(t.end_time) - Date.parse(t.start_time)) / 1000)}` : ""}</dd></>
+          )}
         </dl>
         <table className="table hparams" data-testid="hparams">
           <thead><tr><th>Hyperparameter</th><th>Value</th></tr></thead>
@@ -212,7 +222,8 @@ export default function TrialPage() {
       {owner && <TrialCharts trial={t} names={info.metric_names} liveRows={liveRows} searcherMetric={owner.metric} />}
       <GpuMetrics trialId={t.id} running={!TERMINAL.has(t.state)} />
       <h2>Workloads</h2>
-      <Table testId="workloads-table" columns={columns} rows={info.workloads} rowKey={workloadKey} />
+      <Table testId="workloads-table" columns={columns} rows={info.workloads} rowKey={workloadKey}
+        empty={TERMINAL.has(t.state) ? "None: the trial ended before it reported any." : "None yet: training and validation results show here as the trial reports them."} />
       <div className="pager">
         <button disabled={page <= 0} onClick={() => setPage(page - 1)}>‹ newer</button>
         <span>{info.total} workloads</span>
@@ -221,9 +232,50 @@ export default function TrialPage() {
       <h2>Checkpoints</h2>
       <Checkpoints experimentId={t.experiment_id} trialId={t.id} metric={owner?.metric ?? ""}
         version={`${t.latest_checkpoint}:${t.state}`} />
-      <h2>Logs</h2>
+      <h2 id="logs">Logs</h2>
       <Logs trialId={trialId} live={live} />
     </div>
+  );
+}
+
+/** Lines read from the end of a trial's log for why it failed (the traceback and the lines
+ * around it). */
+const FAILURE_TAIL = 400;
+
+/** Why the trial failed, at the top of its page (it was only in the log, below the
+ * charts and tables): for an ERROR trial, and for one that restarted after a failure. */
+function TrialFailure({ trial }: { trial: Trial }) {
+  const failed = trial.state === "ERROR";
+  const wanted = failed || trial.restarts > 0;
+  const [summary, setSummary] = useState<FailureSummary | null>(null);
+  useEffect(() => {
+    setSummary(null);
+    if (!wanted) return;
+    let current = true;
+    api<{ logs: LogLine[] }>(`/trials/${trial.id}/logs?tail=${FAILURE_TAIL}`)
+      .then((r) => current && setSummary(failureSummary(r.logs.map((l) => l.line))), () => undefined);
+    return () => {
+      current = false;
+    };
+  }, [trial.id, wanted, trial.state, trial.restarts]);
+  if (!wanted) return null;
+  const cause = summary?.cause ?? null;
+  const exit = summary?.exit ?? null;
+  const seeLog = <a href="#logs">the log</a>;
+  if (failed) {
+    return (
+      <div className="error trial-failure" role="alert" data-testid="trial-failure">
+        <strong>Failed: </strong>
+        {summary == null ? <span>reading the log…</span> : <span className="why">{cause ?? exit ?? "the log does not say why"}</span>}
+        {cause && exit && <div className="muted">{exit}</div>}
+        <div>More in {seeLog} below.</div>
+      </div>
+    );
+  }
+  return (
+    <p className="hint" data-testid="trial-failure">
+      Restarted after {counted(trial.restarts, "failure")}{cause || exit ? <>; the last: <span className="why">{cause ?? exit}</span></> : null} (see {seeLog}).
+    </p>
   );
 }
 
@@ -269,8 +321,8 @@ function TrialCharts({ trial, names, liveRows, searcherMetric }: {
         </select>
       </label>{" "}
       <label><input type="checkbox" checked={perBatch} disabled={kind !== "training"} onChange={(e) => setPerBatch(e.target.checked)} /> per batch</label>
-      {s && <LineChart testId="trial-chart" series={[{ label: `${kind} ${metric}`, xs: s.batches, ys: s.values, color: seriesColor(0) }]} xLabel="batches" yLabel={metric} height={260}
-        markers={kind === "validation" ? "all" : "last"} />}
+      {s && <LineChart testId="trial-chart" series={[{ label: metricLabel(kind, metric), xs: s.batches, ys: s.values, color: seriesColor(0) }]} xLabel="batches" yLabel={metric} height={260}
+        markers={kind === "validation" ? undefined : "last"} />}
       <ErrorLine error={error} />
     </section>
   );

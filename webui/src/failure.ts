@@ -1,0 +1,48 @@
+/** Why a trial failed, read from the end of its log (the trial API has no error field). */
+
+export interface FailureSummary {
+  /** What went wrong in the trial's process: the harness's "trial N failed: ..." line, else
+   * the last line of the last Python traceback. */
+  cause: string | null;
+  /** The master's line on the process's end: "Trial failed (exit code 1); no restarts left …". */
+  exit: string | null;
+}
+
+const EXIT = /^\[determined\] (Trial failed.*)$/;
+const HARNESS = /^trial \d+ failed: (.+)$/;
+const TRACEBACK = /^Traceback \(most recent call last\):/;
+const EXCEPTION = /^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b(:.*)?$/;
+
+/** The newest failure in ``lines`` (oldest first): its exit line and, before it (after the
+ * failure before), its cause. Nulls when the lines hold none. */
+export function failureSummary(lines: string[]): FailureSummary {
+  const text = lines.map((l) => l.replace(/\s+$/, ""));
+  let end = text.length;
+  let exit: string | null = null;
+  for (let i = text.length - 1; i >= 0; i--) {
+    const m = EXIT.exec(text[i]);
+    if (m) {
+      exit = m[1];
+      end = i;
+      break;
+    }
+  }
+  let start = 0; // the failure before this one (a restart) bounds where its cause is
+  for (let i = end - 1; i >= 0; i--) if (EXIT.test(text[i])) { start = i + 1; break; }
+  let cause: string | null = null;
+  for (let i = end - 1; i >= start && cause == null; i--) {
+    const m = HARNESS.exec(text[i]);
+    if (m) cause = m[1];
+  }
+  if (cause == null) {
+    let traceback = -1;
+    for (let i = end - 1; i >= start; i--) if (TRACEBACK.test(text[i])) { traceback = i; break; }
+    if (traceback >= 0) {
+      for (let i = traceback + 1; i < end; i++) {
+        if (EXCEPTION.test(text[i])) cause = text[i]; // the last such line of the traceback
+        else if (cause != null && !/^\s/.test(text[i])) break;
+      }
+    }
+  }
+  return { cause, exit };
+}
