@@ -114,6 +114,7 @@ def test_ctrl_c_pauses_and_says_how_to_resume(tmp_path, tiny_dir):
     stdout, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 130, stdout + stderr
     assert "Interrupted: experiment 1 is PAUSED" in stdout, stdout + stderr
+    assert "det: interrupted" not in stderr, stderr  # said once, by the run
     (command,) = [l for l in stdout.splitlines() if l.startswith("det experiment resume")]
     assert command == "det experiment resume --local 1", stdout
     described = run_det(["e", "describe", "1", "--local"]).stdout

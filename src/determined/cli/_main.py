@@ -171,8 +171,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     except DeterminedError as e:
         print(error_text(str(e), _error_width()), file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("det: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as interrupt:
+        if not getattr(interrupt, "reported", False):  # a local run said what it left
+            print("det: interrupted", file=sys.stderr)
         return 130
     except EOFError:  # Ctrl-D at a prompt
         print("det: error: no input (end of file at a prompt); nothing was changed",

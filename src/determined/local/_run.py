@@ -355,8 +355,9 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
                 result = driver.run()
         else:
             result = driver.run()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as interrupt:
         _print_interrupted(console, driver, store.local_dir)
+        interrupt.reported = True  # type: ignore[attr-defined]  # det says no more
         raise
     finally:
         store.close()
