@@ -102,6 +102,7 @@ class _FakeProcess:
 
     def __init__(self) -> None:
         self.exitcode: Optional[int] = None
+        self.pid = 4194305  # above the kernel's largest pid: owns no scratch directory
         self.conn, self.driver_end = multiprocessing.Pipe()
         self.sentinel, self._alive_fd = os.pipe()
 

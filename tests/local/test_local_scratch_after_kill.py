@@ -34,7 +34,7 @@ _SCRIPT = textwrap.dedent("""
                 with open(marker + ".part", "w") as f:
                     json.dump(seen, f)
                 os.rename(marker + ".part", marker)
-                os.kill(os.getppid(), signal.SIGKILL)
+                os.kill(seen["owner"], signal.SIGKILL)  # the trial process (never det)
                 time.sleep(60)  # the trial process's guard kills this one too
 """)
 
@@ -55,6 +55,7 @@ def test_sigkilled_trial_process_leaves_no_scratch_directory(tmp_path):
     tmp.mkdir()
     out = run_det(["e", "create", config, model, "--local", "--local-dir", tmp_path / "local",
                    "--json", "--no-progress"], env={"TMPDIR": str(tmp)}, timeout=100)
+    assert out.stdout.strip(), out.stderr  # the run's record, as JSON
     result = json.loads(out.stdout)
     assert result["state"] == "ERROR", out.stdout + out.stderr
 
