@@ -150,8 +150,9 @@ def test_ctrl_c_names_a_local_dir_that_is_not_the_default(tmp_path, tiny_dir):
         time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=180)
-    (command,) = [l for l in stdout.splitlines() if l.startswith("det experiment resume")]
-    assert shlex.split(command) == ["det", "experiment", "resume", "--local-dir", str(local),
+    commands = [l for l in stdout.splitlines() if l.startswith("det experiment resume")]
+    assert len(commands) == 1, stdout + stderr
+    assert shlex.split(commands[0]) == ["det", "experiment", "resume", "--local-dir", str(local),
                                     "1", "--slots", "2"], stdout
 
 

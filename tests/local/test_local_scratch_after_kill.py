@@ -7,6 +7,9 @@ none is."""
 
 import json
 import os
+import pathlib
+import shutil
+import tempfile
 import textwrap
 
 import pytest
@@ -39,7 +42,7 @@ _SCRIPT = textwrap.dedent("""
 """)
 
 
-def test_sigkilled_trial_process_leaves_no_scratch_directory(tmp_path):
+def test_sigkilled_trial_process_leaves_no_scratch_directory(tmp_path, request):
     model = tmp_path / "model"
     model.mkdir()
     (model / "train.py").write_text(_SCRIPT)
@@ -51,8 +54,10 @@ def test_sigkilled_trial_process_leaves_no_scratch_directory(tmp_path):
         "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 3}},
         "max_restarts": 0,
     }))
-    tmp = tmp_path / "tmp"  # this test's temporary directory: no one else's scratch
-    tmp.mkdir()
+    # This test's own temporary directory (no one else's scratch), short: a trial's
+    # sockets live in it and AF_UNIX paths are at most 107 bytes (xdist's tmp_path is long).
+    tmp = pathlib.Path(tempfile.mkdtemp(prefix="dsk", dir="/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(tmp, ignore_errors=True))
     out = run_det(["e", "create", config, model, "--local", "--local-dir", tmp_path / "local",
                    "--json", "--no-progress"], env={"TMPDIR": str(tmp)}, timeout=100)
     assert out.stdout.strip(), out.stderr  # the run's record, as JSON
