@@ -12,10 +12,9 @@ import subprocess
 import sys
 import time
 
-import pytest
 import yaml
 
-from det_cli_testing import run_det
+from det_cli_testing import run_det, run_det_in_terminal
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "master"))
 from master_testing import SLOW_TRIAL  # noqa: E402
@@ -187,30 +186,6 @@ def test_repeated_failure_prints_its_traceback_once_naming_the_users_file(tmp_pa
         == [], logs
 
 
-def _run_in_terminal(argv, columns=80, timeout=180.0):
-    """``det argv`` on a pseudo-terminal ``columns`` wide; (exit code, its output)."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-
-    pid, fd = pty.fork()
-    if pid == 0:
-        fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-        os.execv(sys.executable, [sys.executable, "-m", "determined.cli", *argv])
-    output, deadline = b"", time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
-
-
 def test_test_mode_failure_prints_the_traceback_as_written_in_a_terminal(tmp_path, tiny_dir):
     """Error messages fold at a terminal's width; the user's traceback is not folded
     (its File line of 100 columns was cut into three at 80)."""
@@ -219,8 +194,8 @@ def test_test_mode_failure_prints_the_traceback_as_written_in_a_terminal(tmp_pat
     model_dir = _model_dir(tiny_dir, parent)
     config = _config(tmp_path, model_dir, hyperparameters={
         "global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "fail_at_batch": 0})
-    code, text = _run_in_terminal(["e", "create", str(config), str(model_dir), "--local",
-                                   "--test"])
+    code, text = run_det_in_terminal(["e", "create", config, model_dir, "--local", "--test"],
+                                     timeout=180.0)
     assert code == 1, text
     lines = text.replace("\r\n", "\n").splitlines()
     file_line = f'  File "{model_dir / "model_def.py"}", line '
