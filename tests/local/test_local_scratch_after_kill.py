@@ -67,10 +67,11 @@ def test_sigkilled_trial_process_leaves_no_scratch_directory(tmp_path, request):
     seen = json.loads(marker.read_text())
     owner = seen["owner"]
     assert owner == seen["parent"]  # the trial process owns what its script makes
+    # det-<kind>-<pid>.<start>.<pid namespace>-<random>: the trial process's full name
     kinds = sorted(name.split("-")[1] for name in seen["dirs"]
-                   if name.startswith("det-") and f"-{owner}-" in name)
+                   if name.startswith("det-") and f"-{owner}." in name)
     assert kinds == ["script", "shard"], seen["dirs"]
-    assert any(n.startswith(f"exp1-trial1-pid{owner}") for n in seen["workdirs"])
+    assert any(n.startswith(f"exp1-trial1-pid{owner}.") for n in seen["workdirs"])
     assert scratch.owned(owner, root=str(tmp)) == [], os.listdir(tmp)
     assert [n for n in os.listdir(tmp) if n.startswith("det-")] == ["det-workdirs"]
     assert os.listdir(tmp / "det-workdirs") == []  # the trial process's working directory

@@ -34,7 +34,7 @@ import sys
 import traceback
 from typing import Dict, List, Tuple
 
-from determined.common.scratch import OWNER_ENV
+from determined.common import scratch
 
 MAX_PACKET = 1 << 20
 #: children forked ahead of spawn requests
@@ -107,7 +107,7 @@ def _child(out_fd: int, request: Dict, close: List[int]) -> None:
         os.close(null)
         os.close(out_fd)
         os.environ.update(request.get("env", {}))
-        os.environ[OWNER_ENV] = str(os.getpid())  # it owns the scratch dirs of its tree
+        scratch.claim()  # it owns the scratch dirs of its tree
         os.chdir(request.get("cwd", "/"))
         _set_comm("det-trial")
         module = request.get("module")

@@ -5,25 +5,40 @@ temporary directory: ``det-core-`` (a machine's local socket), ``det-script-`` (
 script's cluster info), ``det-dist-`` (the ranks' spec), ``det-shard-<rank>-`` (a
 rank's part of a sharded checkpoint), ``det-ckpt-`` and ``det-restore-`` (a checkpoint
 on its way to or from object storage), ``det-estimator-`` and ``det-export-`` (an
-Estimator's model directory and its SavedModel exports). Each removes its own on a clean exit; a process
-killed with SIGKILL removes nothing. So each name carries the pid of the trial process
-that owns it, ``det-<kind>-<owner pid>-<random>``, and whoever started the trial process
+Estimator's model directory and its SavedModel exports). Other long-lived processes
+make theirs the same way: a Ray node's actors (``det-ray-trial-<rank>-``, a rank's
+model directory; ``det-ray-task-<task id>-``, a task's directory), a local test run
+(``det-test-``, its checkpoints; ``det-test-mode-``, the copy of the model directory it
+runs in) and the test suite (``det-test-home-``, its home). Each removes its own on a
+clean exit; a process killed with SIGKILL removes nothing. So each name carries the
+process that owns it, ``det-<kind>-<owner>-<random>``, and whoever started the process
 removes what it left once it exited (:func:`remove_owned`); a starter that starts
-sweeps what owners that no longer exist left (:func:`sweep_dead_owners`), e.g. when
-the starter itself was killed.
+sweeps what owners that no longer run left (:func:`sweep_dead_owners`), e.g. when the
+starter itself was killed.
 
 The working directories of trial processes (``harness._trial_setup``) are kept the same
 way, in ``$DET_WORKDIR_ROOT`` (default ``<tmp>/det-workdirs``):
-``exp<id>-trial<id>-pid<pid>``, and ``...-pid<pid>-of<owner>`` for a process the trial
-process started (another rank). Each goes with its process's or its owner's end.
+``exp<id>-trial<id>-pid<process>``, and ``...-pid<process>-of<owner>`` for a process the
+trial process started (another rank). Each goes with its process's or its owner's end.
 
-The owner is the pid in ``DET_SCRATCH_OWNER``, which the trial process sets to its own
-pid when it starts (:func:`claim`) so that the processes it starts inherit it; a process
-without it owns its directories itself.
+A process is named ``<pid>.<start>.<ns>``: its pid, its start time (clock ticks since
+boot, ``/proc/<pid>/stat`` field 22) and its pid namespace (the inode of
+``/proc/self/ns/pid``), both in hex. A sweep removes a directory only when its owner
+surely no longer runs: in the sweeper's own pid namespace, no process has that pid, or
+the one that has it started at another time (the pid was reused). A directory of another
+pid namespace (a container sharing the temporary directory, whose pids mean other
+processes) is left alone, as is every named one when the sweeper cannot read its own
+namespace. Where ``/proc`` is missing (or is not this process's) a process is named
+by its pid alone, and such a directory goes once no process has that pid.
+
+The owner is the process in ``DET_SCRATCH_OWNER`` (its pid) and ``DET_SCRATCH_OWNER_ID``
+(its full name), which the trial process sets to its own when it starts (:func:`claim`)
+so that the processes it starts inherit them; a process without them owns its
+directories itself.
 
 Example::
 
-    path = scratch.make("core")       # /tmp/det-core-4242-k3j2h1x0
+    path = scratch.make("core")       # /tmp/det-core-4242.86a1f3.f0000ffc-k3j2h1x0
     ...                               # the trial process 4242 is killed
     scratch.remove_owned(4242)        # in its starter, after it exited
 """
@@ -34,28 +49,91 @@ import os
 import re
 import shutil
 import tempfile
-from typing import List, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
-__all__ = ["OWNER_ENV", "WORKDIR_ROOT_ENV", "claim", "make", "owned", "owner", "remove_owned",
-           "sweep_dead_owners", "workdir_path", "workdir_root"]
+__all__ = ["OWNER_ENV", "OWNER_ID_ENV", "WORKDIR_NAME", "WORKDIR_ROOT_ENV", "claim", "make",
+           "owned", "owner", "remove_owned", "sweep_dead_owners", "workdir_path",
+           "workdir_root"]
 
 #: The environment variable naming the pid of the trial process that owns scratch
 #: directories made by this process.
 OWNER_ENV = "DET_SCRATCH_OWNER"
+#: The owner's full name, ``<pid>.<start>.<ns>`` (set with ``DET_SCRATCH_OWNER``).
+OWNER_ID_ENV = "DET_SCRATCH_OWNER_ID"
 #: Where trial processes make their working directories (default ``<tmp>/det-workdirs``).
 WORKDIR_ROOT_ENV = "DET_WORKDIR_ROOT"
 
-_KINDS = r"core|script|dist|shard-\d+|ckpt|restore|estimator|export"
+_KINDS = (r"core|script|dist|shard-\d+|ckpt|restore|estimator|export|ray-trial-\d+"
+          r"|ray-task-[0-9A-Za-z_-]+|test|test-mode|test-home")
 _KIND = re.compile(_KINDS)
-# mkdtemp's random part has letters, digits and underscores, never a dash.
-_NAME = re.compile(rf"det-(?:{_KINDS})-(\d+)-[a-z0-9_]+")
-_WORKDIR = re.compile(r"exp\d+-trial\d+-pid(\d+)(?:-of(\d+))?")
+_PROCESS = r"\d+(?:\.[0-9a-f]+\.[0-9a-f]+)?"
+# mkdtemp's random part has letters, digits and underscores, never a dash: the last two
+# dash-separated parts of a name are its owner and that (a task id may hold dashes).
+_NAME = re.compile(rf"det-(?:{_KINDS})-({_PROCESS})-[a-z0-9_]+")
+#: The pattern of a working directory's name (``exp<id>-trial<id>-pid<process>...``).
+WORKDIR_NAME = rf"exp\d+-trial\d+-pid{_PROCESS}(?:-of{_PROCESS})?"
+_WORKDIR = re.compile(rf"exp\d+-trial\d+-pid({_PROCESS})(?:-of({_PROCESS}))?")
+
+
+class _Process(NamedTuple):
+    """A process as a directory's name records it: start and ns are None where
+    ``/proc`` was not readable (then the pid alone names it)."""
+
+    pid: int
+    start: Optional[int] = None
+    ns: Optional[int] = None
+
+    def __str__(self) -> str:
+        if self.start is None or self.ns is None:
+            return str(self.pid)
+        return f"{self.pid}.{self.start:x}.{self.ns:x}"
+
+    @classmethod
+    def parse(cls, text: str) -> Optional["_Process"]:
+        """The process ``text`` names, None if it names none."""
+        return cls.of(text) if re.fullmatch(_PROCESS, text) else None
+
+    @classmethod
+    def of(cls, text: str) -> "_Process":
+        """The process a name matched by ``_PROCESS`` names."""
+        pid, *rest = text.split(".")
+        return cls(int(pid), *(int(x, 16) for x in rest)) if rest else cls(int(pid))
+
+
+def _start_time(pid: str) -> Optional[int]:
+    """Field 22 of ``/proc/<pid>/stat`` (``pid`` may be ``self``); None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        # The name (field 2) is in parentheses and may hold spaces and parentheses.
+        return int(stat[stat.rindex(b")") + 2:].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _own_namespace() -> Optional[int]:
+    """The inode of this process's pid namespace, None where ``/proc`` is missing or
+    belongs to another namespace (its ``self`` is not this process)."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            if int(f.read().split()[0]) != os.getpid():
+                return None
+        return os.stat("/proc/self/ns/pid").st_ino
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _this_process() -> _Process:
+    ns = _own_namespace()
+    start = _start_time("self") if ns is not None else None
+    return _Process(os.getpid(), start, ns if start is not None else None)
 
 
 def claim() -> None:
     """Make this process the owner of the scratch directories it and the processes it
     starts make (call first thing in a trial process)."""
     os.environ[OWNER_ENV] = str(os.getpid())
+    os.environ[OWNER_ID_ENV] = str(_this_process())
 
 
 def owner() -> int:
@@ -65,20 +143,35 @@ def owner() -> int:
     return int(value) if value.isdigit() and int(value) > 0 else os.getpid()
 
 
-def make(kind: str, root: Optional[str] = None) -> str:
+def _owner_process() -> _Process:
+    """The owner's name: ``DET_SCRATCH_OWNER_ID`` where it names ``DET_SCRATCH_OWNER``'s
+    pid, this process's when that is this process, else the pid alone."""
+    pid = owner()
+    if pid == os.getpid():
+        return _this_process()
+    named = _Process.parse(os.environ.get(OWNER_ID_ENV, ""))
+    return named if named is not None and named.pid == pid else _Process(pid)
+
+
+def make(kind: str, root: Optional[str] = None, own: bool = False) -> str:
     """A new scratch directory ``det-<kind>-<owner>-<random>`` in ``root`` (default:
     the temporary directory); returns its path.
 
     Args:
         kind: ``core``, ``script``, ``dist``, ``shard-<rank>``, ``ckpt``, ``restore``,
-            ``estimator`` or ``export``.
+            ``estimator``, ``export``, ``ray-trial-<rank>``, ``ray-task-<task id>``,
+            ``test``, ``test-mode`` or ``test-home``.
         root: where (default :func:`tempfile.gettempdir`).
+        own: owned by this process whatever ``DET_SCRATCH_OWNER`` says (a long-lived
+            process that is no trial process's, e.g. a Ray actor).
     """
     if not _KIND.fullmatch(kind):
         raise ValueError("Expected kind core, script, dist, shard-<rank>, ckpt, restore, "
-                         "estimator or export. "
+                         "estimator, export, ray-trial-<rank>, ray-task-<task id: letters, digits, _ "
+                         "and ->, test, test-mode or test-home. "
                          f"Received: kind={kind!r}")
-    return tempfile.mkdtemp(prefix=f"det-{kind}-{owner()}-", dir=root)
+    who = _this_process() if own else _owner_process()
+    return tempfile.mkdtemp(prefix=f"det-{kind}-{who}-", dir=root)
 
 
 def workdir_root(root: Optional[str] = None) -> str:
@@ -90,8 +183,10 @@ def workdir_root(root: Optional[str] = None) -> str:
 
 def workdir_path(experiment_id: int, trial_id: int) -> str:
     """The path of this process's working directory for a trial (not created)."""
-    me, own = os.getpid(), owner()
-    name = f"exp{experiment_id}-trial{trial_id}-pid{me}" + ("" if own == me else f"-of{own}")
+    me, own = _this_process(), _owner_process()
+    name = f"exp{experiment_id}-trial{trial_id}-pid{me}"
+    if own.pid != me.pid:
+        name += f"-of{own}"
     return os.path.join(workdir_root(), name)
 
 
@@ -102,36 +197,28 @@ def _listdir(base: str) -> List[str]:
         return []
 
 
-def _scan(root: Optional[str]) -> List[Tuple[List[int], str]]:
-    """(the pids whose end ends it, path) of each scratch and working directory under
-    ``root``: its owner, and for a working directory also its process."""
+def _scan(root: Optional[str]) -> List[Tuple[List[_Process], str]]:
+    """(the processes whose end ends it, path) of each scratch and working directory
+    under ``root``: its owner, and for a working directory its process first."""
     base = root or tempfile.gettempdir()
-    out = []
+    out: List[Tuple[List[_Process], str]] = []
     for name in _listdir(base):
         m = _NAME.fullmatch(name)
         if m:
-            out.append(([int(m.group(1))], os.path.join(base, name)))
+            out.append(([_Process.of(m.group(1))], os.path.join(base, name)))
     workdirs = workdir_root(root)
     for name in _listdir(workdirs):
         m = _WORKDIR.fullmatch(name)
         if m:
-            pids = [int(m.group(1))] + ([int(m.group(2))] if m.group(2) else [])
-            out.append((pids, os.path.join(workdirs, name)))
+            procs = [_Process.of(g) for g in m.groups() if g]
+            out.append((procs, os.path.join(workdirs, name)))
     return out
 
 
-def owned(pid: int, root: Optional[str] = None) -> List[str]:
-    """Paths of the scratch (and working) directories ``pid`` owns under ``root``."""
-    return sorted(path for pids, path in _scan(root) if pids[-1] == pid)
-
-
-def remove_owned(pid: int, root: Optional[str] = None) -> int:
-    """Remove the scratch and working directories of trial process ``pid`` (call once
-    it exited); returns how many were removed."""
-    paths = owned(pid, root)
-    for path in paths:
-        shutil.rmtree(path, ignore_errors=True)
-    return len(paths)
+def _here(proc: _Process, ns: Optional[int]) -> bool:
+    """Whether ``proc``'s pid means a process of this pid namespace (``ns``): a pid alone
+    is taken to."""
+    return proc.ns is None or (ns is not None and proc.ns == ns)
 
 
 def _alive(pid: int) -> bool:
@@ -144,13 +231,48 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _gone(proc: _Process, ns: Optional[int]) -> bool:
+    """Whether ``proc`` surely no longer runs (``ns``: this process's pid namespace)."""
+    if not _here(proc, ns):
+        return False
+    if proc.pid <= 0 or not _alive(proc.pid):
+        return True
+    if proc.start is None:
+        return False
+    start = _start_time(str(proc.pid))
+    return start is not None and start != proc.start  # None: hidden, or just exited
+
+
+def owned(pid: int, root: Optional[str] = None) -> List[str]:
+    """Paths of the scratch (and working) directories under ``root`` whose owner's pid is
+    ``pid`` in this process's pid namespace."""
+    ns = _own_namespace()
+    return sorted(path for procs, path in _scan(root)
+                  if procs[-1].pid == pid and _here(procs[-1], ns))
+
+
+def remove_owned(pid: int, root: Optional[str] = None) -> int:
+    """Remove the scratch and working directories of process ``pid`` (call once it
+    exited: a directory named by the pid alone goes; one of a process that started
+    later with the same pid stays); returns how many were removed."""
+    ns = _own_namespace()
+    removed = 0
+    for procs, path in _scan(root):
+        last = procs[-1]
+        if last.pid == pid and _here(last, ns) and (last.start is None or _gone(last, ns)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed += 1
+    return removed
+
+
 def sweep_dead_owners(root: Optional[str] = None) -> int:
     """Remove the scratch and working directories whose owner (or, for a working
-    directory, whose process) no longer exists (call when a starter or a trial process
-    starts); returns how many were removed."""
+    directory, whose process) surely no longer runs (call when a starter or a trial
+    process starts); returns how many were removed."""
+    ns = _own_namespace()
     removed = 0
-    for pids, path in _scan(root):
-        if not all(pid > 0 and _alive(pid) for pid in pids):
+    for procs, path in _scan(root):
+        if any(_gone(proc, ns) for proc in procs):
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
     return removed

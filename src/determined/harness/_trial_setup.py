@@ -62,7 +62,8 @@ def _make_workdir(env: TrialEnv, exclude: List[str]) -> str:
 
 def user_paths(text: str, model_dir: str) -> str:
     """``text`` (a traceback, an error) with every trial working directory's path
-    (``<root>/exp<E>-trial<T>-pid<P>[-of<owner>]``, removed when its process exits) replaced by
+    (``<root>/exp<E>-trial<T>-pid<P>[-of<owner>]``, removed when its process exits: see
+    :mod:`determined.common.scratch`) replaced by
     ``model_dir``, the directory the user gave, whose files the copy came from.
 
     Example:
@@ -72,8 +73,7 @@ def user_paths(text: str, model_dir: str) -> str:
     """
     root = scratch.workdir_root()
     roots = sorted({root, os.path.realpath(root)}, key=len, reverse=True)
-    pattern = ("(?:" + "|".join(re.escape(r) for r in roots)
-               + r")/exp\d+-trial\d+-pid\d+(?:-of\d+)?")
+    pattern = "(?:" + "|".join(re.escape(r) for r in roots) + ")/" + scratch.WORKDIR_NAME
     return re.sub(pattern, lambda _: model_dir.rstrip(os.sep) or os.sep, text)
 
 
