@@ -4,7 +4,6 @@ import os
 import pathlib
 import shutil
 import signal
-import tempfile
 
 import pytest
 
@@ -21,8 +20,11 @@ def _isolate_home(config) -> None:
     Keras' and matplotlib's config, a master's default directory, ``det``'s tokens)
     writes under a temporary home, never the real one. Tools located by explicit
     variables (PYENV_ROOT, PATH, pip's and npm's settings read before the suite runs)
-    are not affected."""
-    home = pathlib.Path(tempfile.mkdtemp(prefix="det-test-home-"))
+    are not affected. It is named after this process (``det-test-home-<pid>...``): a
+    starter's sweep removes it if this process is killed."""
+    from determined.common import scratch
+
+    home = pathlib.Path(scratch.make("test-home", own=True))
     config._det_saved_home = {name: os.environ.get(name) for name in _HOME_VARS}
     config._det_test_home = home
     os.environ["HOME"] = str(home)

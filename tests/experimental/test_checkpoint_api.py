@@ -1,9 +1,11 @@
 import os
 import subprocess
 import sys
+import tempfile
 
 import torch
 
+from determined.common import scratch
 from determined.experimental import Checkpoint, create
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "pytorch"))
@@ -72,7 +74,8 @@ def test_upstream_constructor_from_json_and_metadata_helpers(tiny_dir, tmp_path)
         missing.download(str(tmp_path / "missing"))
 
 
-def test_native_create_test_mode(tiny_dir):
+def test_native_create_test_mode(tiny_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     sys.path.insert(0, str(tiny_dir))
     from model_def import TinyTrial
 
@@ -82,6 +85,10 @@ def test_native_create_test_mode(tiny_dir):
                  local=True, test=True, context_dir=str(tiny_dir))
     assert out["training"][0][0] == 1 and out["validations"]
     assert out["checkpoints"]
+    # They lie in a scratch directory of this process's: swept once it exited.
+    (owned,) = scratch.owned(scratch.owner(), root=str(tmp_path))
+    assert os.path.basename(owned).startswith(f"det-test-{scratch.owner()}.")
+    assert all(path.startswith(owned + os.sep) for _, path in out["checkpoints"]), out
 
 
 def test_importing_the_platform_imports_no_framework():

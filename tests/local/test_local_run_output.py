@@ -251,4 +251,9 @@ def test_test_mode_script_output_names_the_users_file(tmp_path):
     # Where it runs is still said as it is: its outputs go there, not to the user's.
     (cwd,) = [l for l in out.stdout.splitlines() if l.startswith("running in ")]
     assert "det-test-mode-" in cwd, out.stdout
+    # det-test-mode-<pid>.<start>.<pid namespace>-<random>: det's own (a sweep removes
+    # it if det is killed); det removed it once the test ended
+    copy = pathlib.Path(cwd[len("running in "):]).parent
+    assert re.fullmatch(r"det-test-mode-\d+\.[0-9a-f]+\.[0-9a-f]+-[a-z0-9_]+", copy.name), cwd
+    assert not copy.exists(), cwd
     assert "exited with code 1" in out.stderr, out.stderr

@@ -167,8 +167,8 @@ def make(kind: str, root: Optional[str] = None, own: bool = False) -> str:
     """
     if not _KIND.fullmatch(kind):
         raise ValueError("Expected kind core, script, dist, shard-<rank>, ckpt, restore, "
-                         "estimator, export, ray-trial-<rank>, ray-task-<task id: letters, digits, _ "
-                         "and ->, test, test-mode or test-home. "
+                         "estimator, export, ray-trial-<rank>, ray-task-<task id: letters, "
+                         "digits, _ and ->, test, test-mode or test-home. "
                          f"Received: kind={kind!r}")
     who = _this_process() if own else _owner_process()
     return tempfile.mkdtemp(prefix=f"det-{kind}-{who}-", dir=root)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import random
-import tempfile
 from typing import Any, Dict, List, Optional, Type, Union
 
+from determined.common import scratch
 from determined.config import Length, validate_config
 from determined.experimental._native import Mode, native_raw_config
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner, controller_for
@@ -55,7 +55,9 @@ def create(
         The config's ``entrypoint`` becomes ``module:Class`` when the class's module is
         a file of ``context_dir``; a class of the running script is found by re-running
         the script on the cluster. ``local=True, test=True``: what was reported
-        (``training``, ``validations``, ``checkpoints``).
+        (``training``, ``validations``, ``checkpoints``: their paths, in a ``det-test-``
+        directory this process owns, removed once it exited; see
+        :mod:`determined.common.scratch`).
 
     Example::
 
@@ -88,7 +90,7 @@ def create(
                    trial_seed=rng.randrange(2**31), test_mode=True, managed=False)
     host = InProcessHost([TrialOp(OpKind.TRAIN, Length.from_dict({"batches": 1})),
                           TrialOp(OpKind.VALIDATE)], cfg["searcher"]["smaller_is_better"])
-    storage = SharedFSStorageManager(tempfile.mkdtemp(prefix="det-test-"))
+    storage = SharedFSStorageManager(scratch.make("test"))
     TrialRunner(env, host, storage, trial_class=trial_def).run()
     return {"training": host.training, "validations": host.validations,
             "checkpoints": [(b, storage.describe(u)) for b, u, _ in host.checkpoints]}

@@ -7,13 +7,14 @@ import logging
 import os
 import random
 import shlex
+import shutil
 import sys
-import tempfile
 import time
 from typing import TYPE_CHECKING, Any, Dict, Iterator, Optional, Tuple, Union
 
 from rich.console import Console
 
+from determined.common import scratch
 from determined.common.console import TrimmedConsole
 from determined.common.wording import counted
 from determined.experiment_validation import validate_experiment
@@ -165,10 +166,13 @@ def _scratch_copy(model_dir: str, storage: Dict[str, Any]) -> Iterator[str]:
     host_path = storage.get("host_path")
     exclude = [os.path.join(host_path, storage.get("storage_path") or ""), host_path] \
         if host_path else []
-    with tempfile.TemporaryDirectory(prefix="det-test-mode-") as tmp:
+    tmp = scratch.make("test-mode")  # named after this process: swept if it is killed
+    try:
         workdir = os.path.join(tmp, os.path.basename(os.path.abspath(model_dir)) or "model")
         copy_code(model_dir, workdir, exclude=exclude)
         yield workdir
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,

@@ -18,7 +18,6 @@ import queue
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -64,7 +63,9 @@ class TrialRank:
         import ray
 
         client = MasterClient(env["DET_MASTER"], token=env["DET_TRIAL_TOKEN"])
-        self.workdir = tempfile.mkdtemp(prefix=f"det-ray-trial-{rank}-")
+        # Named after this actor's process: a node's next actor removes it if the
+        # process is killed (no finally runs).
+        self.workdir = scratch.make(f"ray-trial-{rank}", own=True)
         try:
             model_dir = os.path.join(self.workdir, "model_def")
             answer = client.request("GET", f"/experiments/{experiment_id}/model_def")
@@ -126,6 +127,7 @@ class TaskRunner:
         self._process: Any = None
         self._stopped = False
         self._lock = threading.Lock()
+        scratch.sweep_dead_owners()  # left by actors (and their processes) killed before
 
     def start(self, command: Dict[str, Any], env_vars: Dict[str, str]
               ) -> Tuple[str, Optional[int]]:
@@ -135,7 +137,7 @@ class TaskRunner:
 
         host = ray.util.get_node_ip_address()
         env_vars = dict(env_vars, **ray_gpu_env())
-        task_dir = tempfile.mkdtemp(prefix=f"det-ray-task-{command['task_id']}-")
+        task_dir = scratch.make(f"ray-task-{command['task_id']}", own=True)  # as TrialRank's
         started: "queue.Queue[Any]" = queue.Queue()
         threading.Thread(target=self._run, name="det-task-process", daemon=True,
                          args=(command, task_dir, host, env_vars, started)).start()
