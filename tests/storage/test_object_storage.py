@@ -140,7 +140,9 @@ def test_sigkill_mid_upload_registers_nothing(object_backend, tmp_path):
                             env=dict(os.environ, **env, TMPDIR=str(tmp)))
     assert proc.wait() == -9
     left = scratch.owned(proc.pid, root=str(tmp))
-    assert [os.path.basename(p).split("-")[:3] for p in left] == [["det", "ckpt", str(proc.pid)]]
+    # det-ckpt-<pid>.<start>.<pid namespace>-<random>
+    assert [os.path.basename(p).split(".")[0].split("-") for p in left] == \
+        [["det", "ckpt", str(proc.pid)]]
     assert scratch.remove_owned(proc.pid, root=str(tmp)) == 1 and os.listdir(tmp) == []
     s = build_storage(section)
     assert len(s.store.list_keys(f"{section['prefix']}/u3/")) == 2  # it did upload some
