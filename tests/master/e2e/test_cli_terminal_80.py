@@ -4,8 +4,8 @@ Trial and experiment tables fit (headers wrapped at ``._- ``, hyperparameters ov
 several lines, the trial id of one trial's workloads left out, the searcher metric's
 column named after it); a failed trial is counted in the follow status and its
 describe says how to see why; log lines and tracebacks are never folded; checkpoint
-metrics read ``name=value`` to 4 significant digits; ``det checkpoint`` and
-``det model`` alone list their actions."""
+metrics read ``name=value`` to 4 significant digits. (Groups given no action, such as
+``det checkpoint``, list their actions: tests/cli/test_cli_no_action.py.)"""
 
 import json
 import pathlib
@@ -182,9 +182,3 @@ def test_checkpoint_metrics_read_name_value_to_4_digits(shared_master, runs):
     assert ckpt["uuid"] in described and "Path:" in described, described
     as_json = json.loads(det(shared_master, "c", "describe", ckpt["uuid"], "--json").stdout)
     assert full in as_json["validation"]["metrics"]["validationMetrics"].values()
-
-
-@pytest.mark.parametrize("noun", ["checkpoint", "c", "model"])
-def test_checkpoint_and_model_alone_list_their_actions(shared_master, noun):
-    out = det(shared_master, noun)
-    assert "describe" in out.stdout and "list" in out.stdout and out.stderr == "", out
