@@ -1,4 +1,5 @@
-"""Run the real ``det`` command line in a subprocess (for tests)."""
+"""Run the real ``det`` command line in a subprocess, on a pipe or on a terminal, and
+read the tables it prints (for tests)."""
 
 import os
 import sys
@@ -59,3 +60,30 @@ def run_det_in_terminal(args, columns=80, env=None, timeout=300.0):
     shown = ["".join([part for part in line.split("\r") if part][-1:])
              for line in text.split("\n")]
     return os.waitstatus_to_exitcode(status), "\n".join(shown)
+
+
+def table_rule(lines):
+    """The index of a table's ``---+---`` rule among its lines."""
+    return next(i for i, line in enumerate(lines) if line and set(line) <= {"-", "+"})
+
+
+def table_lines(text, title):
+    """The lines of the table under the line ``title`` (up to the next blank line)."""
+    lines = text.splitlines()
+    start = lines.index(title) + 1
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return lines[start:end]
+
+
+def table_headers(lines):
+    """A table's headers as it shows them, from its lines (the first is a header line),
+    each joined from its wrapped lines: after ``.``, ``_`` or ``-`` directly, else with a
+    space (``best validation_`` + ``loss``: ``best validation_loss``)."""
+    cells = [[c.strip() for c in line.split("|")] for line in lines[:table_rule(lines)]]
+    joined = []
+    for i in range(len(cells[0])):
+        text = ""
+        for piece in (row[i] for row in cells if i < len(row) and row[i]):
+            text += piece if not text or text[-1] in "._-" else " " + piece
+        joined.append(text)
+    return joined

@@ -4,6 +4,7 @@ left out, the searcher metric's column named after it."""
 
 import io
 
+from det_cli_testing import table_headers, table_rule
 from determined.cli._experiment_show import WORKLOAD_COLUMNS, metric_labels
 from determined.cli._table import label_lines, print_rows, table_text, varying_columns
 from determined.cli._trial import TRIAL_COLUMNS
@@ -19,20 +20,6 @@ def workloads(n=3):
              "training.loss": 0.5 / (i + 1), "training.categorical_accuracy": 0.9,
              "validation.categorical_accuracy": 0.875, "validation.validation_loss": 0.25}
             for i in range(n)]
-
-
-def headers(text):
-    """The table's headers, each joined from its lines."""
-    lines = text.splitlines()
-    rule = next(i for i, line in enumerate(lines) if set(line) <= {"-", "+"})
-    cells = [[c.strip() for c in line.split("|")] for line in lines[:rule]]
-    joined = []
-    for i in range(len(cells[0])):
-        text = ""
-        for piece in (row[i] for row in cells if i < len(row) and row[i]):
-            text += piece if not text or text[-1] in "._-" else " " + piece
-        joined.append(text)
-    return joined
 
 
 METRIC_COLUMNS = ["training.loss", "training.categorical_accuracy",
@@ -60,8 +47,7 @@ def test_long_metric_headers_wrap_whole_words_and_lines_fit():
     lines = text.splitlines()
     assert all(len(line) <= 60 for line in lines), text
     assert "(hidden" not in text, text  # they fit, wrapped
-    rule = next(i for i, line in enumerate(lines) if set(line) <= {"-", "+"})
-    header = lines[:rule]
+    header = lines[:table_rule(lines)]
     assert len(header) > 1, text  # wrapped, not cut
     assert "\u2026" not in "".join(header), text
     # Header pieces are whole: "validation." or "categorical_", never "validati".
@@ -83,7 +69,8 @@ def test_one_trials_workloads_at_80_columns_keep_the_uuid_and_metric():
                       drop_first=WORKLOAD_DROP_FIRST)
     assert all(len(line) <= 80 for line in text.splitlines()), text
     assert UUID in text and "0.0833333" in text, text
-    assert headers(text)[:4] == ["trial", "batches", "checkpoint", "validation_loss"], text
+    assert table_headers(text.splitlines())[:4] == [
+        "trial", "batches", "checkpoint", "validation_loss"], text
     assert text.splitlines()[-1].startswith("(hidden: end_time, checkpoint_state"), text
 
 
