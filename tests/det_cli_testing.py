@@ -87,3 +87,12 @@ def table_headers(lines):
             text += piece if not text or text[-1] in "._-" else " " + piece
         joined.append(text)
     return joined
+
+
+def hidden_names(lines):
+    """The columns a table's last line says it left out (``(hidden: a, b; --csv/--json
+    show all)``), [] without one; a name cut at the terminal's width ends in an ellipsis."""
+    last = lines[-1] if lines else ""
+    if not last.startswith("(hidden: "):
+        return []
+    return last[len("(hidden: "):].split("; --csv")[0].rstrip(")").split(", ")

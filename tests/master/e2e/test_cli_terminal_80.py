@@ -14,7 +14,8 @@ import re
 import pytest
 import yaml
 
-from det_cli_testing import run_det, run_det_in_terminal, table_headers, table_lines, table_rule
+from det_cli_testing import (hidden_names, run_det, run_det_in_terminal, table_headers,
+                             table_lines, table_rule)
 
 LONG_HPARAMS = {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2,
                 "a_rather_long_hyperparameter_name": 0.000123456789,
@@ -79,6 +80,8 @@ def test_trial_describe_fits_80_columns_with_whole_headers(shared_master, runs):
     assert "trial" not in names and "exp" not in names, text
     assert names[:2] == ["batches", "checkpoint"] and "validation_loss" in names, text
     assert all("\u2026" not in line for line in workloads[:2]), text  # headers wrapped, not cut
+    # What it left out is named as the headers read (the time column is "ended").
+    assert hidden_names(workloads)[:2] == ["ended", "ckpt state"], text
     trial_table = table_lines(text, "Trial")
     assert "best validation_loss" in table_headers(trial_table), text
     # Piped (no terminal), every column stays, for scripts.
