@@ -20,11 +20,15 @@ def run_det(args, cwd=None, timeout=300, env=None):
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 
 
-def run_det_in_terminal(args, columns=80, env=None, timeout=300.0):
+def run_det_in_terminal(args, columns=80, env=None, timeout=300.0, answer=None,
+                        every_drawing=False):
     """Run ``det args`` on a pseudo-terminal ``columns`` wide (stdout and stderr both
     the terminal, as a person runs it): ``(exit code, output)``, the output with
     ``\\r\\n`` read as ``\\n``, terminal control codes removed and a line redrawn in
-    place (after ``\\r``) as last drawn."""
+    place (after ``\\r``) as last drawn (``every_drawing``: each drawing of it, in
+    order, a line each). ``answer``: ``(prompt, text)``, ``text`` typed once, when the
+    output first shows ``prompt`` (``("Password", "\\x04")``: Ctrl-D at a password
+    prompt)."""
     import fcntl
     import pty
     import re
@@ -43,6 +47,7 @@ def run_det_in_terminal(args, columns=80, env=None, timeout=300.0):
         finally:
             os._exit(127)
     output, deadline = b"", time.monotonic() + timeout
+    prompt, typed = (answer[0].encode(), answer[1].encode()) if answer else (None, b"")
     while time.monotonic() < deadline:
         try:
             chunk = os.read(fd, 65536)
@@ -51,14 +56,20 @@ def run_det_in_terminal(args, columns=80, env=None, timeout=300.0):
         if not chunk:
             break
         output += chunk
+        if prompt is not None and prompt in output:
+            os.write(fd, typed)
+            prompt = None
     else:
         os.kill(pid, 9)
     os.close(fd)
     _, status = os.waitpid(pid, 0)
     text = re.sub(ANSI, "", output.decode(errors="replace").replace("\r\n", "\n"))
-    # A line redrawn in place (a live progress bar): what the terminal shows, its last.
-    shown = ["".join([part for part in line.split("\r") if part][-1:])
-             for line in text.split("\n")]
+    # A line redrawn in place (a live progress bar): what the terminal shows, its last
+    # drawing (or each of them).
+    shown = []
+    for line in text.split("\n"):
+        drawings = [part for part in line.split("\r") if part]
+        shown += drawings if every_drawing and drawings else ["".join(drawings[-1:])]
     return os.waitstatus_to_exitcode(status), "\n".join(shown)
 
 
