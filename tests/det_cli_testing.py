@@ -1,4 +1,5 @@
-"""Run the real ``det`` command line in a subprocess (for tests)."""
+"""Run the real ``det`` command line in a subprocess, on a pipe or on a terminal, and
+read the tables it prints (for tests)."""
 
 import os
 import sys
@@ -19,11 +20,15 @@ def run_det(args, cwd=None, timeout=300, env=None):
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 
 
-def run_det_in_terminal(args, columns=80, env=None, timeout=300.0):
+def run_det_in_terminal(args, columns=80, env=None, timeout=300.0, answer=None,
+                        every_drawing=False):
     """Run ``det args`` on a pseudo-terminal ``columns`` wide (stdout and stderr both
     the terminal, as a person runs it): ``(exit code, output)``, the output with
     ``\\r\\n`` read as ``\\n``, terminal control codes removed and a line redrawn in
-    place (after ``\\r``) as last drawn."""
+    place (after ``\\r``) as last drawn (``every_drawing``: each drawing of it, in
+    order, a line each). ``answer``: ``(prompt, text)``, ``text`` typed once, when the
+    output first shows ``prompt`` (``("Password", "\\x04")``: Ctrl-D at a password
+    prompt)."""
     import fcntl
     import pty
     import re
@@ -42,6 +47,7 @@ def run_det_in_terminal(args, columns=80, env=None, timeout=300.0):
         finally:
             os._exit(127)
     output, deadline = b"", time.monotonic() + timeout
+    prompt, typed = (answer[0].encode(), answer[1].encode()) if answer else (None, b"")
     while time.monotonic() < deadline:
         try:
             chunk = os.read(fd, 65536)
@@ -50,12 +56,54 @@ def run_det_in_terminal(args, columns=80, env=None, timeout=300.0):
         if not chunk:
             break
         output += chunk
+        if prompt is not None and prompt in output:
+            os.write(fd, typed)
+            prompt = None
     else:
         os.kill(pid, 9)
     os.close(fd)
     _, status = os.waitpid(pid, 0)
     text = re.sub(ANSI, "", output.decode(errors="replace").replace("\r\n", "\n"))
-    # A line redrawn in place (a live progress bar): what the terminal shows, its last.
-    shown = ["".join([part for part in line.split("\r") if part][-1:])
-             for line in text.split("\n")]
+    # A line redrawn in place (a live progress bar): what the terminal shows, its last
+    # drawing (or each of them).
+    shown = []
+    for line in text.split("\n"):
+        drawings = [part for part in line.split("\r") if part]
+        shown += drawings if every_drawing and drawings else ["".join(drawings[-1:])]
     return os.waitstatus_to_exitcode(status), "\n".join(shown)
+
+
+def table_rule(lines):
+    """The index of a table's ``---+---`` rule among its lines."""
+    return next(i for i, line in enumerate(lines) if line and set(line) <= {"-", "+"})
+
+
+def table_lines(text, title):
+    """The lines of the table under the line ``title`` (up to the next blank line)."""
+    lines = text.splitlines()
+    start = lines.index(title) + 1
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return lines[start:end]
+
+
+def table_headers(lines):
+    """A table's headers as it shows them, from its lines (the first is a header line),
+    each joined from its wrapped lines: after ``.``, ``_`` or ``-`` directly, else with a
+    space (``best validation_`` + ``loss``: ``best validation_loss``)."""
+    cells = [[c.strip() for c in line.split("|")] for line in lines[:table_rule(lines)]]
+    joined = []
+    for i in range(len(cells[0])):
+        text = ""
+        for piece in (row[i] for row in cells if i < len(row) and row[i]):
+            text += piece if not text or text[-1] in "._-" else " " + piece
+        joined.append(text)
+    return joined
+
+
+def hidden_names(lines):
+    """The columns a table's last line says it left out (``(hidden: a, b; --csv/--json
+    show all)``), [] without one; a name cut at the terminal's width ends in an ellipsis."""
+    last = lines[-1] if lines else ""
+    if not last.startswith("(hidden: "):
+        return []
+    return last[len("(hidden: "):].split("; --csv")[0].rstrip(")").split(", ")

@@ -4,20 +4,15 @@ exists here; global flags after the command; 80-column output; completion; one-l
 errors (bad master URL, a config that is not UTF-8, Ctrl-D at a password prompt)."""
 
 import argparse
-import fcntl
 import os
 import pathlib
-import pty
 import re
-import struct
 import subprocess
 import sys
-import termios
-import time
 
 import pytest
 
-from det_cli_testing import run_det
+from det_cli_testing import run_det, run_det_in_terminal
 from determined.cli._main import build_parser
 
 CONTRACT = pathlib.Path(__file__).with_name("cli-0.13.0.md")
@@ -131,35 +126,11 @@ def test_config_that_is_not_utf8_is_one_line(tmp_path, tiny_dir):
         assert errors and "UTF-8" in errors[0] and "latin1.yaml" in out.stderr, out.stderr
 
 
-def _run_in_terminal(argv, send=b"", env=None, timeout=120.0, columns=None):
-    """Run ``det argv`` on a pseudo-terminal (``columns`` wide), typing ``send`` once it
-    prompts; its output."""
-    pid, fd = pty.fork()
-    if pid == 0:
-        if columns:
-            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-        os.environ.update(env or {})
-        os.execv(sys.executable, [sys.executable, "-m", "determined.cli", *argv])
-    output, deadline, sent = b"", time.monotonic() + timeout, False
-    while time.monotonic() < deadline:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-        if not sent and b"assword" in output:
-            os.write(fd, send)
-            sent = True
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
-
-
 def test_ctrl_d_at_a_password_prompt_is_one_line(tmp_path):
-    code, text = _run_in_terminal(["-m", "http://127.0.0.1:9", "user", "login", "alice"], b"\x04",
-                                  env={"DET_AUTH_DIR": str(tmp_path)})
-    assert code == 1, text
+    code, text = run_det_in_terminal(["-m", "http://127.0.0.1:9", "user", "login", "alice"],
+                                     env={"DET_AUTH_DIR": str(tmp_path)}, timeout=120.0,
+                                     answer=("Password", "\x04"))
+    assert code == 1 and "Password for user 'alice': " in text, text  # Ctrl-D answered it
     assert "det: error:" in text and "Traceback" not in text, text
 
 
@@ -171,10 +142,10 @@ def test_an_error_in_a_terminal_fits_its_width(tmp_path, tiny_dir):
     config = deep / "typo.yaml"
     config.write_text((tiny_dir / "const.yaml").read_text().replace(
         "searcher:", "searcher:\n  smoothing_of_the_metric_over_many_windows: 3", 1))
-    code, text = _run_in_terminal(["e", "create", str(config), str(tiny_dir), "--local",
-                                   "--test"], columns=80,
-                                  env={"DET_LOCAL_DIR": str(tmp_path / "local")})
-    lines = text.replace("\r\n", "\n").strip().splitlines()
+    code, text = run_det_in_terminal(["e", "create", config, tiny_dir, "--local", "--test"],
+                                     columns=80, env={"DET_LOCAL_DIR": str(tmp_path / "local")},
+                                     timeout=120.0)
+    lines = text.strip().splitlines()
     assert code == 1 and lines[0].startswith("det: error: "), text
     # Only a word longer than the terminal (the path) may overflow, on a line of its own.
     assert all(len(line) <= 80 or " " not in line.strip() for line in lines), text
@@ -210,9 +181,10 @@ def test_a_user_traceback_in_a_terminal_is_never_folded(tmp_path, tiny_dir):
     config = deep / "fails.yaml"
     config.write_text((tiny_dir / "const.yaml").read_text().replace(
         "  dropout: 0.2", "  dropout: 0.2\n  fail_at_batch: 0", 1))
-    code, text = _run_in_terminal(["e", "create", str(config), str(deep), "--local", "--test"],
-                                  columns=80, env={"DET_LOCAL_DIR": str(tmp_path / "local")})
-    lines = text.replace("\r\n", "\n").splitlines()
+    code, text = run_det_in_terminal(["e", "create", config, deep, "--local", "--test"],
+                                     columns=80, env={"DET_LOCAL_DIR": str(tmp_path / "local")},
+                                     timeout=120.0)
+    lines = text.splitlines()
     assert code == 1, text
     frame = next(line for line in lines if line.startswith('  File "'))
     assert len(frame) > 80 and frame.startswith(f'  File "{deep}/model_def.py", line '), text

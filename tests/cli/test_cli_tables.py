@@ -1,9 +1,16 @@
 """The table formatting of ``det`` (``cli/_table.py``): 80 columns, headers wrapped at
 ``._- `` boundaries, hyperparameters over several lines, id columns with one value
-left out, the searcher metric's column named after it."""
+left out, the searcher metric's column named after it, the columns left out named as
+their headers read."""
 
 import io
+import pathlib
 
+import pytest
+import yaml
+
+from det_cli_testing import (hidden_names, run_det, run_det_in_terminal, table_headers,
+                             table_rule)
 from determined.cli._experiment_show import WORKLOAD_COLUMNS, metric_labels
 from determined.cli._table import label_lines, print_rows, table_text, varying_columns
 from determined.cli._trial import TRIAL_COLUMNS
@@ -19,20 +26,6 @@ def workloads(n=3):
              "training.loss": 0.5 / (i + 1), "training.categorical_accuracy": 0.9,
              "validation.categorical_accuracy": 0.875, "validation.validation_loss": 0.25}
             for i in range(n)]
-
-
-def headers(text):
-    """The table's headers, each joined from its lines."""
-    lines = text.splitlines()
-    rule = next(i for i, line in enumerate(lines) if set(line) <= {"-", "+"})
-    cells = [[c.strip() for c in line.split("|")] for line in lines[:rule]]
-    joined = []
-    for i in range(len(cells[0])):
-        text = ""
-        for piece in (row[i] for row in cells if i < len(row) and row[i]):
-            text += piece if not text or text[-1] in "._-" else " " + piece
-        joined.append(text)
-    return joined
 
 
 METRIC_COLUMNS = ["training.loss", "training.categorical_accuracy",
@@ -60,8 +53,7 @@ def test_long_metric_headers_wrap_whole_words_and_lines_fit():
     lines = text.splitlines()
     assert all(len(line) <= 60 for line in lines), text
     assert "(hidden" not in text, text  # they fit, wrapped
-    rule = next(i for i, line in enumerate(lines) if set(line) <= {"-", "+"})
-    header = lines[:rule]
+    header = lines[:table_rule(lines)]
     assert len(header) > 1, text  # wrapped, not cut
     assert "\u2026" not in "".join(header), text
     # Header pieces are whole: "validation." or "categorical_", never "validati".
@@ -83,8 +75,10 @@ def test_one_trials_workloads_at_80_columns_keep_the_uuid_and_metric():
                       drop_first=WORKLOAD_DROP_FIRST)
     assert all(len(line) <= 80 for line in text.splitlines()), text
     assert UUID in text and "0.0833333" in text, text
-    assert headers(text)[:4] == ["trial", "batches", "checkpoint", "validation_loss"], text
-    assert text.splitlines()[-1].startswith("(hidden: end_time, checkpoint_state"), text
+    assert table_headers(text.splitlines())[:4] == [
+        "trial", "batches", "checkpoint", "validation_loss"], text
+    # Named as the headers read (not end_time, checkpoint_state).
+    assert text.splitlines()[-1].startswith("(hidden: ended, ckpt state, training."), text
 
 
 def test_searcher_metric_column_is_named_after_the_metric():
@@ -182,3 +176,47 @@ def test_wrap_words_keeps_pairs_whole_and_breaks_long_ones_at_boundaries():
         "a_rather_long_", "hyperparameter_name=", "0.0001235", "lr=0.1"]
     assert wrap_words("", 10) == [""]
     assert all(len(line) <= 5 for line in wrap_words("abcdefghijkl x", 5))
+
+
+@pytest.fixture(scope="module")
+def local_dir(tmp_path_factory):
+    """The records of a finished local experiment: one trial, two workloads."""
+    tiny = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "tiny_pytorch"
+    tmp = tmp_path_factory.mktemp("tables")
+    cfg = yaml.safe_load((tiny / "const.yaml").read_text())
+    cfg["searcher"]["max_length"] = {"batches": 20}
+    (tmp / "c.yaml").write_text(yaml.safe_dump(cfg))
+    out = run_det(["e", "create", tmp / "c.yaml", tiny, "--local-dir", tmp / "local",
+                   "--no-progress"])
+    assert out.returncode == 0, out.stderr
+    return tmp / "local"
+
+
+def tables(text):
+    """The tables in ``det``'s output, in order, each as its lines (without its title)."""
+    found = []
+    for block in text.split("\n\n"):
+        lines = [line for line in block.splitlines() if line.strip()]
+        if any(set(line) <= {"-", "+"} for line in lines):
+            found.append(lines if "|" in lines[0] else lines[1:])
+    return found
+
+
+@pytest.mark.parametrize("args", [["t", "describe", "1", "--metrics"], ["e", "describe", "1"],
+                                  ["e", "list-checkpoints", "1"]])
+def test_hidden_columns_are_named_as_their_headers_read(local_dir, args):
+    """On an 80-column terminal the ``(hidden: ...)`` line under a table names what it
+    left out as the headers read (``ended``, ``ckpt state``), the headers the same
+    table shows in full when piped, not the fields' names (``end_time``)."""
+    code, shown = run_det_in_terminal([*args, "--local-dir", local_dir], columns=80)
+    piped = run_det([*args, "--local-dir", local_dir])
+    assert code == 0 and piped.returncode == 0, (shown, piped.stderr)
+    narrow, full = tables(shown), tables(piped.stdout)
+    assert len(narrow) == len(full) and any(hidden_names(t) for t in narrow), shown
+    for table, whole in zip(narrow, full):
+        headers = table_headers(whole)  # piped: every column
+        assert not hidden_names(whole), piped.stdout
+        for name in hidden_names(table):
+            cut = name.endswith("\u2026") and any(h.startswith(name[:-1]) for h in headers)
+            assert name in headers or cut, (name, headers, shown)
+            assert name not in table_headers(table), (name, shown)

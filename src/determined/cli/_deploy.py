@@ -38,7 +38,6 @@ def add_parser(nouns: Any) -> None:
     down.add_argument("--port", type=int, default=None,
                       help="stop it only if it is the master on this port (as given to `up`)")
     down.set_defaults(func=_down)
-    deploy.set_defaults(func=lambda args: deploy.print_help() or 0)
 
 
 def _data_dir(args: argparse.Namespace) -> str:

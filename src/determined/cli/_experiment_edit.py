@@ -15,7 +15,7 @@ __all__ = ["add_experiment_verbs", "add_checkpoint_parser", "parse_bool", "print
 
 def add_experiment_verbs(verbs: Any) -> None:
     label = verbs.add_parser("label", help="add or remove an experiment label")
-    lverbs = label.add_subparsers(dest="label_action", metavar="ACTION", required=True)
+    lverbs = label.add_subparsers(dest="label_action", metavar="ACTION")
     for action in ("add", "remove"):
         p = lverbs.add_parser(action, help=f"{action} a label")
         p.add_argument("experiment_id", type=int)
@@ -23,9 +23,9 @@ def add_experiment_verbs(verbs: Any) -> None:
         p.set_defaults(func=_label, label_op=action)
 
     setp = verbs.add_parser("set", help="change an experiment's description, weight, priority or max slots")
-    sverbs = setp.add_subparsers(dest="set_field", metavar="FIELD", required=True)
+    sverbs = setp.add_subparsers(dest="set_field", metavar="FIELD")
     for field, kind, help_text in (
-        ("description", str, "free text"),
+        ("description", str, "description (free text)"),
         ("weight", float, "fair-share weight (> 0)"),
         ("priority", int, "priority 1..99 (lower runs first with the priority scheduler)"),
         ("max-slots", int, "most slots the experiment may use"),
@@ -49,7 +49,6 @@ def add_experiment_verbs(verbs: Any) -> None:
 def add_checkpoint_parser(nouns: Any) -> None:
     ckpt = nouns.add_parser("checkpoint", aliases=["c"], help="checkpoints")
     verbs = ckpt.add_subparsers(dest="verb", metavar="ACTION")
-    ckpt.set_defaults(func=lambda args: ckpt.print_help() or 0)  # no action: list them
     describe = verbs.add_parser("describe", help="show a checkpoint")
     describe.add_argument("uuid")
     describe.add_argument("--json", action="store_true")

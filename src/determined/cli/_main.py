@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     version = nouns.add_parser("version", help="print the client's and the master's versions")
     version.set_defaults(func=_cluster.version)
     _share_global_flags(parser)
+    from determined.cli._actions import list_actions_when_none
+
+    list_actions_when_none(parser)
     return parser
 
 

@@ -18,7 +18,6 @@ _SORT = ["name", "description", "creation_time", "last_updated_time"]
 def add_parser(nouns: Any) -> None:
     model = nouns.add_parser("model", help="the model registry")
     verbs = model.add_subparsers(dest="verb", metavar="ACTION")
-    model.set_defaults(func=lambda args: model.print_help() or 0)  # no action: list them
 
     lst = verbs.add_parser("list", help="list models")
     lst.add_argument("--sort-by", choices=_SORT, default="name", help="field to sort by")

@@ -289,8 +289,8 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
     for row in cells:
         out += lines([_cell_lines(row[i], widths[i], columns[i] in WRAPPED)
                       for i in range(len(columns))])
-    hidden = [columns[i] for i in range(len(columns))
-              if i not in shown and (values[i] or not rows)]  # (empty ones: nothing to see)
+    # Named as their headers read (``ended``, not ``end_time``); empty ones not at all.
+    hidden = [heads[i] for i in range(len(columns)) if i not in shown and (values[i] or not rows)]
     if hidden:
         tail = "; --csv/--json show all)"
         listed = _shorten(", ".join(hidden), max(10, width - len(tail) - 9))

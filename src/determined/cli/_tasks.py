@@ -40,7 +40,6 @@ def add_parser(nouns: Any) -> None:
     lst = verbs.add_parser("list", aliases=["ls"], help="list tasks of every user")
     add_format_flags(lst)
     lst.set_defaults(func=_task_list)
-    task.set_defaults(func=lambda args: task.print_help() or 0)
 
     command = nouns.add_parser("command", aliases=["cmd"], help="run commands on a slot")
     cverbs = command.add_subparsers(dest="verb", metavar="ACTION")
@@ -51,7 +50,6 @@ def add_parser(nouns: Any) -> None:
     _start_flags(run, browser=False)
     run.set_defaults(func=_command_run, kind="command")
     _common_verbs(cverbs, "command")
-    command.set_defaults(func=lambda args: command.print_help() or 0)
 
     notebook = nouns.add_parser("notebook", help="JupyterLab on a slot, behind the proxy")
     nverbs = notebook.add_subparsers(dest="verb", metavar="ACTION")
@@ -60,7 +58,6 @@ def add_parser(nouns: Any) -> None:
     start.set_defaults(func=_service_start, kind="notebook")
     _open_verb(nverbs, "notebook")
     _common_verbs(nverbs, "notebook")
-    notebook.set_defaults(func=lambda args: notebook.print_help() or 0)
 
     shell = nouns.add_parser("shell", help="interactive shells on a slot, over the master")
     sverbs = shell.add_subparsers(dest="verb", metavar="ACTION")
@@ -76,7 +73,6 @@ def add_parser(nouns: Any) -> None:
     _ssh_opts(sopen)
     sopen.set_defaults(func=_shell_open, kind="shell")
     _common_verbs(sverbs, "shell")
-    shell.set_defaults(func=lambda args: shell.print_help() or 0)
 
     tb = nouns.add_parser("tensorboard", help="TensorBoard over experiments' trials")
     tverbs = tb.add_subparsers(dest="verb", metavar="ACTION")
@@ -95,7 +91,6 @@ def add_parser(nouns: Any) -> None:
     tstart.set_defaults(func=_service_start, kind="tensorboard", context=None, template=None)
     _open_verb(tverbs, "tensorboard")
     _common_verbs(tverbs, "tensorboard")
-    tb.set_defaults(func=lambda args: tb.print_help() or 0)
 
 
 def _start_flags(p: argparse.ArgumentParser, browser: bool) -> None:

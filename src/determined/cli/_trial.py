@@ -67,7 +67,6 @@ def add_parser(nouns: Any) -> None:
     from determined.cli._gpu_metrics import add_gpu_metrics_verb
 
     add_gpu_metrics_verb(verbs)
-    trial.set_defaults(func=lambda args: trial.print_help() or 0)
 
 
 def _describe(args: argparse.Namespace) -> int:

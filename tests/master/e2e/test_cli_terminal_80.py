@@ -4,8 +4,8 @@ Trial and experiment tables fit (headers wrapped at ``._- ``, hyperparameters ov
 several lines, the trial id of one trial's workloads left out, the searcher metric's
 column named after it); a failed trial is counted in the follow status and its
 describe says how to see why; log lines and tracebacks are never folded; checkpoint
-metrics read ``name=value`` to 4 significant digits; ``det checkpoint`` and
-``det model`` alone list their actions."""
+metrics read ``name=value`` to 4 significant digits. (Groups given no action, such as
+``det checkpoint``, list their actions: tests/cli/test_cli_no_action.py.)"""
 
 import json
 import pathlib
@@ -14,7 +14,8 @@ import re
 import pytest
 import yaml
 
-from det_cli_testing import run_det, run_det_in_terminal
+from det_cli_testing import (hidden_names, run_det, run_det_in_terminal, table_headers,
+                             table_lines, table_rule)
 
 LONG_HPARAMS = {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2,
                 "a_rather_long_hyperparameter_name": 0.000123456789,
@@ -32,27 +33,6 @@ def det80(master, *args, code=0):
     rc, text = run_det_in_terminal(["-m", master.url, *args], columns=80)
     assert rc == code, f"{args}: {rc}\n{text}"
     return text
-
-
-def table_lines(text, title):
-    """The lines of the table under ``title`` (up to the next blank line)."""
-    lines = text.splitlines()
-    start = lines.index(title) + 1
-    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
-    return lines[start:end]
-
-
-def headers(lines):
-    """A table's headers, each joined from its (wrapped) header lines."""
-    rule = next(i for i, line in enumerate(lines) if line and set(line) <= {"-", "+"})
-    cells = [[c.strip() for c in line.split("|")] for line in lines[:rule]]
-    joined = []
-    for i in range(len(cells[0])):
-        text = ""
-        for piece in (row[i] for row in cells if i < len(row) and row[i]):
-            text += piece if not text or text[-1] in "._-" else " " + piece
-        joined.append(text)
-    return joined
 
 
 def write_config(tmp, tiny_dir, name, **changes):
@@ -94,25 +74,27 @@ def test_trial_describe_fits_80_columns_with_whole_headers(shared_master, runs):
     text = det80(shared_master, "t", "describe", trial["id"], "--metrics")
     assert all(len(line) <= 80 for line in text.splitlines()), text
     workloads = table_lines(text, f"Workloads (trial {trial['id']})")  # which, once
-    names = headers(workloads)
+    names = table_headers(workloads)
     # One trial's workloads: its id (in the table above) is no column of them; the
     # searcher metric's column is named after it, not a bare "validation".
     assert "trial" not in names and "exp" not in names, text
     assert names[:2] == ["batches", "checkpoint"] and "validation_loss" in names, text
     assert all("\u2026" not in line for line in workloads[:2]), text  # headers wrapped, not cut
+    # What it left out is named as the headers read (the time column is "ended").
+    assert hidden_names(workloads)[:2] == ["ended", "ckpt state"], text
     trial_table = table_lines(text, "Trial")
-    assert "best validation_loss" in headers(trial_table), text
+    assert "best validation_loss" in table_headers(trial_table), text
     # Piped (no terminal), every column stays, for scripts.
     piped = det(shared_master, "t", "describe", trial["id"]).stdout
-    assert headers(table_lines(piped, "Workloads"))[:2] == ["trial", "batches"], piped
+    assert table_headers(table_lines(piped, "Workloads"))[:2] == ["trial", "batches"], piped
 
 
 def column_cells(lines, header):
     """The cells of the column ``header`` of a table's lines, one per row, each
     joined from the lines it continues on (a row starts where the first column has
     text)."""
-    rule = next(i for i, line in enumerate(lines) if line and set(line) <= {"-", "+"})
-    col = headers(lines).index(header)
+    rule = table_rule(lines)
+    col = table_headers(lines).index(header)
     cells = []
     for line in lines[rule + 1:]:
         if line.startswith("("):  # (hidden: ...)
@@ -182,9 +164,3 @@ def test_checkpoint_metrics_read_name_value_to_4_digits(shared_master, runs):
     assert ckpt["uuid"] in described and "Path:" in described, described
     as_json = json.loads(det(shared_master, "c", "describe", ckpt["uuid"], "--json").stdout)
     assert full in as_json["validation"]["metrics"]["validationMetrics"].values()
-
-
-@pytest.mark.parametrize("noun", ["checkpoint", "c", "model"])
-def test_checkpoint_and_model_alone_list_their_actions(shared_master, noun):
-    out = det(shared_master, noun)
-    assert "describe" in out.stdout and "list" in out.stdout and out.stderr == "", out

@@ -11,7 +11,7 @@ import httpx
 import pytest
 import yaml
 
-from det_cli_testing import run_det
+from det_cli_testing import run_det, run_det_in_terminal
 from master_testing import wait_for_state, wait_until
 from determined.experimental import Determined, ModelOrderBy, ModelSortBy
 
@@ -344,41 +344,15 @@ def test_disabled_agent_and_slot_get_no_new_trials(shared_master, tiny_dir, tmp_
     wait_for_state(c, second, ["COMPLETED"], timeout=120)
 
 
-def _in_terminal(argv, columns=80, timeout=180.0):
-    """Run ``det argv`` on a pseudo-terminal ``columns`` wide; everything it showed."""
-    import fcntl
-    import pty
-    import struct
-    import sys
-    import termios
-
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.environ.pop("COLUMNS", None)
-        os.execv(sys.executable, [sys.executable, "-m", "determined.cli", *map(str, argv)])
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 24, columns, 0, 0))
-    output, deadline = b"", time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:
-            break
-        if not chunk:
-            break
-        output += chunk
-    _, status = os.waitpid(pid, 0)
-    return os.waitstatus_to_exitcode(status), output.decode(errors="replace")
-
-
 def test_follow_and_tables_in_an_80_column_terminal(shared_master, tiny_dir, tmp_path):
     import re
 
     cfg = config_file(tmp_path, tiny_dir, description="a description long enough to need "
                       "shortening in a table that has to fit eighty columns")
-    code, shown = _in_terminal(["-m", shared_master.url, "e", "create", cfg, tiny_dir, "-f"])
-    assert code == 0, shown
-    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown)
-    lines = [part for line in text.split("\n") for part in line.split("\r") if part.strip()]
+    code, text = run_det_in_terminal(["-m", shared_master.url, "e", "create", cfg, tiny_dir,
+                                      "-f"], timeout=180.0, every_drawing=True)
+    assert code == 0, text
+    lines = [line for line in text.split("\n") if line.strip()]  # each drawing of the bar
     # The trial's log lines are printed as written (never folded: paths stay whole);
     # everything else fits.
     logged = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ |\[determined\] |trial \d+ ")
@@ -390,7 +364,7 @@ def test_follow_and_tables_in_an_80_column_terminal(shared_master, tiny_dir, tmp
     assert any("COMPLETED" in line and "100%" in line for line in bars), lines[-10:]
     assert re.search(r"valid\w*\u2026? 0\.\d+", bars[-1]), bars[-1]  # the best so far
     assert not [line for line in lines if re.search(r"\.py:\d+\s*$", line)]  # no source links
-    code, shown = _in_terminal(["-m", shared_master.url, "e", "list"])
-    table = [line.rstrip() for line in re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown).splitlines()]
+    code, shown = run_det_in_terminal(["-m", shared_master.url, "e", "list"], timeout=180.0)
+    table = [line.rstrip() for line in shown.splitlines()]
     assert code == 0 and table[0].startswith("id") and all(len(line) <= 80 for line in table)
     assert any("a description" in line and "\u2026" in line for line in table), table
