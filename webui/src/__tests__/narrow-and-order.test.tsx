@@ -1,12 +1,13 @@
-/** Web UI polish: checkpoints newest first; the parallel-coordinates chart narrowed to its
- * box. (That the tables and the chart fit an 800-pixel window is layout:
- * tests/master/e2e/test_webui_asha_browser.py.) */
+/** Web UI polish: checkpoints newest first; the failure box's paths relative to the model
+ * directory; the parallel-coordinates chart narrowed to its box. (That the tables and the
+ * chart fit an 800-pixel window is layout: tests/master/e2e/test_webui_asha_browser.py.) */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fireEvent, render, screen, within } from "@testing-library/react";
 import { MemoryRouter } from "react-router";
 import type { Checkpoint } from "../api";
 import Checkpoints from "../components/Checkpoints";
 import { parcoordsWidth } from "../components/HparamViews";
+import { failureSummary, modelDirPaths } from "../failure";
 import { installFakeMaster, removeFakeMaster, routes } from "./fake-master";
 
 beforeEach(installFakeMaster);
@@ -40,6 +41,31 @@ describe("checkpoints", () => {
     const headers = within(table).getAllByRole("columnheader").map((h) => h.textContent);
     expect(headers).not.toContain("Trial");
     expect(within(table).getAllByRole("row")).toHaveLength(2); // trial 8's is not listed
+  });
+});
+
+describe("failure box paths", () => {
+  it("makes paths in a trial's working directory relative to the model directory", () => {
+    expect(modelDirPaths('File "/tmp/det-workdirs/exp1-trial2-pid9/model_def.py", line 3, in train_batch'))
+      .toBe('File "model_def.py", line 3, in train_batch');
+    expect(modelDirPaths("FileNotFoundError: [Errno 2] No such file or directory: '/scratch/w/exp12-trial345-pid6789-of6000/data/x.csv'"))
+      .toBe("FileNotFoundError: [Errno 2] No such file or directory: 'data/x.csv'");
+    expect(modelDirPaths("module 'm' not found in /tmp/det-workdirs/exp1-trial2-pid9 (expected m.py)"))
+      .toBe("module 'm' not found in the model directory (expected m.py)");
+    expect(modelDirPaths("C:\\Temp\\det-workdirs\\exp1-trial2-pid9\\model_def.py")).toBe("model_def.py");
+    // Other paths, and names that only look alike, stay.
+    expect(modelDirPaths("OSError: /data/exp1-trial2-pid9x/y and /home/me/exp1-trial2/z"))
+      .toBe("OSError: /data/exp1-trial2-pid9x/y and /home/me/exp1-trial2/z");
+  });
+
+  it("applies to the cause and the exit line the failure box shows", () => {
+    const lines = [
+      "Traceback (most recent call last):",
+      '  File "/tmp/det-workdirs/exp4-trial7-pid100/model_def.py", line 9, in build_training_data_loader',
+      "FileNotFoundError: [Errno 2] No such file or directory: '/tmp/det-workdirs/exp4-trial7-pid100/train.csv'",
+      "[determined] Trial failed (exit code 1); no restarts left (0 of 0 restarts used)",
+    ];
+    expect(failureSummary(lines).cause).toBe("FileNotFoundError: [Errno 2] No such file or directory: 'train.csv'");
   });
 });
 
