@@ -1,6 +1,7 @@
 /** Web UI polish: checkpoints newest first; the failure box's paths relative to the model
- * directory; the parallel-coordinates chart narrowed to its box. (That the tables and the
- * chart fit an 800-pixel window is layout: tests/master/e2e/test_webui_asha_browser.py.) */
+ * directory; a busy slot links to its task; the parallel-coordinates chart narrowed to its
+ * box. (That the tables and the chart fit an 800-pixel window is layout:
+ * tests/master/e2e/test_webui_asha_browser.py.) */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fireEvent, render, screen, within } from "@testing-library/react";
 import { MemoryRouter } from "react-router";
@@ -8,7 +9,8 @@ import type { Checkpoint } from "../api";
 import Checkpoints from "../components/Checkpoints";
 import { parcoordsWidth } from "../components/HparamViews";
 import { failureSummary, modelDirPaths } from "../failure";
-import { installFakeMaster, removeFakeMaster, routes } from "./fake-master";
+import { taskPath } from "../pages/ClusterPage";
+import { installFakeMaster, open, removeFakeMaster, routes } from "./fake-master";
 
 beforeEach(installFakeMaster);
 afterEach(removeFakeMaster);
@@ -66,6 +68,24 @@ describe("failure box paths", () => {
       "[determined] Trial failed (exit code 1); no restarts left (0 of 0 restarts used)",
     ];
     expect(failureSummary(lines).cause).toBe("FileNotFoundError: [Errno 2] No such file or directory: 'train.csv'");
+  });
+});
+
+describe("cluster page", () => {
+  it("links a slot to the trial or the task using it", async () => {
+    routes["GET /api/v1/ui/cluster"] = () => [200, { slots: 3, used_slots: 2, utilization: 2 / 3, agents: [{
+      id: "embedded", slots: 3, used_slots: 2, label: "", enabled: true, type: "embedded", address: "", last_seen_seconds_ago: 0,
+      slot_tasks: [
+        { slot_id: 0, task: "trial-5", trial_id: 5, experiment_id: 3 },
+        { slot_id: 1, task: "ab12cd34", trial_id: null, experiment_id: null },
+        { slot_id: 2, task: null, trial_id: null, experiment_id: null },
+      ] }] }];
+    open("/cluster");
+    const slots = await screen.findAllByTestId("slot");
+    expect(within(slots[0]).getByRole("link", { name: "trial 5" }).getAttribute("href")).toBe("/experiments/3/trials/5");
+    expect(within(slots[1]).getByRole("link", { name: "task ab12cd34" }).getAttribute("href")).toBe("/tasks?logs=ab12cd34");
+    expect(within(slots[2]).queryByRole("link")).toBeNull();
+    expect(taskPath("a b")).toBe("/tasks?logs=a%20b");
   });
 });
 

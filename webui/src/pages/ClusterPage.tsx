@@ -10,6 +10,10 @@ interface Slot { slot_id: number; task: string | null; trial_id: number | null; 
 interface Agent { id: string; slots: number; used_slots: number; label: string; enabled: boolean; type: string; address: string; last_seen_seconds_ago: number; slot_tasks: Slot[] }
 interface ClusterResponse { agents: Agent[]; slots: number; used_slots: number; utilization: number }
 
+/** Where a task other than a trial (a command, notebook, shell, TensorBoard) is shown: the
+ * task list, with its logs open. */
+export const taskPath = (taskId: string) => `/tasks?logs=${encodeURIComponent(taskId)}`;
+
 export default function ClusterPage() {
   usePageTitle("Cluster");
   const [data, setData] = useState<ClusterResponse | null>(null);
@@ -47,7 +51,9 @@ export default function ClusterPage() {
                 <div>
                   {s.trial_id != null ? (
                     <Link to={`/experiments/${s.experiment_id}/trials/${s.trial_id}`}>trial {s.trial_id}</Link>
-                  ) : s.task ? s.task : <span className="muted">free</span>}
+                  ) : s.task ? (
+                    <Link to={taskPath(s.task)} data-testid="slot-task">task {s.task}</Link>
+                  ) : <span className="muted">free</span>}
                   {s.experiment_id != null && <> · <Link to={`/experiments/${s.experiment_id}`}>experiment {s.experiment_id}</Link></>}
                 </div>
               </div>
