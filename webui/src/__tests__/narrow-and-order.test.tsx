@@ -1,16 +1,17 @@
 /** Web UI polish: checkpoints newest first; the failure box's paths relative to the model
- * directory; a busy slot links to its task; the parallel-coordinates chart narrowed to its
- * box. (That the tables and the chart fit an 800-pixel window is layout:
- * tests/master/e2e/test_webui_asha_browser.py.) */
+ * directory; a busy slot links to its task; a long workloads table collapsed to its newest
+ * rows; the parallel-coordinates chart narrowed to its box. (That the tables and the chart
+ * fit an 800-pixel window is layout: tests/master/e2e/test_webui_asha_browser.py.) */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { fireEvent, render, screen, within } from "@testing-library/react";
+import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
 import { MemoryRouter } from "react-router";
-import type { Checkpoint } from "../api";
+import type { Checkpoint, Trial } from "../api";
 import Checkpoints from "../components/Checkpoints";
 import { parcoordsWidth } from "../components/HparamViews";
 import { failureSummary, modelDirPaths } from "../failure";
 import { taskPath } from "../pages/ClusterPage";
-import { installFakeMaster, open, removeFakeMaster, routes } from "./fake-master";
+import { shownWorkloads, WORKLOADS_COLLAPSED } from "../pages/TrialPage";
+import { installFakeMaster, liveChannel, open, removeFakeMaster, routes } from "./fake-master";
 
 beforeEach(installFakeMaster);
 afterEach(removeFakeMaster);
@@ -86,6 +87,45 @@ describe("cluster page", () => {
     expect(within(slots[1]).getByRole("link", { name: "task ab12cd34" }).getAttribute("href")).toBe("/tasks?logs=ab12cd34");
     expect(within(slots[2]).queryByRole("link")).toBeNull();
     expect(taskPath("a b")).toBe("/tasks?logs=a%20b");
+  });
+});
+
+const TRIAL: Trial = {
+  id: 7, experiment_id: 3, request_id: "r7", state: "COMPLETED", hparams: {}, seed: 1, restarts: 0,
+  total_batches: 5000, best_validation: null, latest_checkpoint: null, start_time: "2026-11-01T10:00:00+00:00", end_time: null,
+} as unknown as Trial;
+
+describe("workloads table", () => {
+  it("keeps the newest rows unless expanded", () => {
+    const rows = Array.from({ length: 25 }, (_, i) => 25 - i);
+    expect(shownWorkloads(rows, false)).toEqual(rows.slice(0, WORKLOADS_COLLAPSED));
+    expect(shownWorkloads(rows, true)).toBe(rows);
+    expect(shownWorkloads(rows.slice(0, 4), false)).toHaveLength(4);
+  });
+
+  it("shows the newest 10 of 50 workloads, then all with 'show all 50', so the logs stay near the top", async () => {
+    const live = liveChannel();
+    const workloads = Array.from({ length: 50 }, (_, i) => ({
+      id: 100 - i, kind: "training", total_batches: 100 * (50 - i), end_time: "2026-11-01T10:00:00+00:00", metrics: { loss: 1 } }));
+    routes["GET /api/v1/ui/trials/7/workloads"] = () => [200, {
+      workloads, total: 50, trial: TRIAL, metric_names: { training: ["loss"], validation: [] }, last_metric_id: 100, last_log_id: 0 }];
+    routes["GET /api/v1/trials/7/logs"] = () => [200, { logs: [] }];
+    routes["GET /api/v1/ui/experiments/3"] = () => [200, { owner: "determined", metric: "validation_loss" }];
+    routes["GET /api/v1/ui/trials/7/metrics"] = () => [200, { batches: [], values: [] }];
+    routes["GET /api/v1/trials/7/gpu-metrics"] = () => [200, { gpu_metrics: [] }];
+    routes["GET /api/v1/experiments/3/checkpoints"] = () => [200, { checkpoints: [] }];
+    open("/experiments/3/trials/7");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    live.connect();
+    const table = await screen.findByTestId("workloads-table");
+    const batches = () => within(table).getAllByRole("row").slice(1).map((r) => r.querySelector("td")!.textContent);
+    expect(batches()).toEqual(["5000", "4900", "4800", "4700", "4600", "4500", "4400", "4300", "4200", "4100"]);
+    expect(screen.queryByTestId("workloads-pager")).toBeNull();
+    fireEvent.click(screen.getByRole("button", { name: "show all 50" }));
+    expect(batches()).toHaveLength(50);
+    expect(within(screen.getByTestId("workloads-pager")).getByText("50 workloads")).toBeTruthy();
+    fireEvent.click(screen.getByTestId("workloads-fewer"));
+    expect(batches()).toHaveLength(10);
   });
 });
 
