@@ -78,7 +78,7 @@ def test_task_list_live_logs_and_kill(master, page, tmp_path):
     assert "command" in row.inner_text() and "embedded" in row.inner_text()
     # The cluster page links the slot it holds to it: to its row, its logs open.
     page.goto(master.url + "/cluster")
-    page.locator("[data-testid=slot] a", has_text=f"task {ticker['id']}").click()
+    page.locator("[data-testid=slot] a", has_text=f"command {ticker['id']}").click()
     page.wait_for_url(f"**/tasks?logs={ticker['id']}")
     assert "selected" in row.get_attribute("class")
     # Its logs tail live (lines are text).

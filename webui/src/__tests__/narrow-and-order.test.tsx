@@ -74,18 +74,20 @@ describe("failure box paths", () => {
 
 describe("cluster page", () => {
   it("links a slot to the trial or the task using it", async () => {
-    routes["GET /api/v1/ui/cluster"] = () => [200, { slots: 3, used_slots: 2, utilization: 2 / 3, agents: [{
-      id: "embedded", slots: 3, used_slots: 2, label: "", enabled: true, type: "embedded", address: "", last_seen_seconds_ago: 0,
+    routes["GET /api/v1/ui/cluster"] = () => [200, { slots: 4, used_slots: 3, utilization: 3 / 4, agents: [{
+      id: "embedded", slots: 4, used_slots: 3, label: "", enabled: true, type: "embedded", address: "", last_seen_seconds_ago: 0,
       slot_tasks: [
         { slot_id: 0, task: "trial-5", trial_id: 5, experiment_id: 3 },
-        { slot_id: 1, task: "ab12cd34", trial_id: null, experiment_id: null },
-        { slot_id: 2, task: null, trial_id: null, experiment_id: null },
+        { slot_id: 1, task: "task-ab12cd34", trial_id: null, experiment_id: null, task_id: "ab12cd34", task_kind: "notebook" },
+        { slot_id: 2, task: null, trial_id: null, experiment_id: null, task_id: null, task_kind: null },
+        { slot_id: 3, task: "task-ef56", trial_id: null, experiment_id: null, task_id: "ef56", task_kind: null }, // just ended
       ] }] }];
     open("/cluster");
     const slots = await screen.findAllByTestId("slot");
     expect(within(slots[0]).getByRole("link", { name: "trial 5" }).getAttribute("href")).toBe("/experiments/3/trials/5");
-    expect(within(slots[1]).getByRole("link", { name: "task ab12cd34" }).getAttribute("href")).toBe("/tasks?logs=ab12cd34");
+    expect(within(slots[1]).getByRole("link", { name: "notebook ab12cd34" }).getAttribute("href")).toBe("/tasks?logs=ab12cd34");
     expect(within(slots[2]).queryByRole("link")).toBeNull();
+    expect(within(slots[3]).getByRole("link", { name: "task ef56" }).getAttribute("href")).toBe("/tasks?logs=ef56");
     expect(taskPath("a b")).toBe("/tasks?logs=a%20b");
   });
 });
