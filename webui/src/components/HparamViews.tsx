@@ -161,7 +161,7 @@ export function parcoordsWidth(axisCount: number, box: number): number {
   return Math.round(Math.min(ideal, Math.max(axisCount * 80, box - 2)));
 }
 
-/** The content width of the element ``ref`` is on, kept current as it resizes (0 until
+/** The inner width of the element given ``ref``, kept current as it resizes (0 until
  * measured, and where the browser cannot observe sizes). */
 function useBoxWidth<T extends HTMLElement>() {
   const [el, ref] = useState<T | null>(null); // a callback ref: the box may show later
