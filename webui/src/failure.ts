@@ -1,5 +1,18 @@
 /** Why a trial failed, read from the end of its log (the trial API has no error field). */
 
+/** A trial process's working directory (``<root>/exp<E>-trial<T>-pid<P>[-of<O>]``, a copy
+ * of the model directory removed when the process exits, on the agent's machine), with
+ * the separator after it when a path inside it goes on. */
+const WORKDIR = /(?:[A-Za-z]:)?[\\/](?:[^\s"'`()<>\\/]+[\\/])*exp\d+-trial\d+-pid\d+(?:-of\d+)?(?![\w-])([\\/])?/g;
+
+/** ``text`` with paths in a trial's working directory made relative to the model directory
+ * (whose files it copied): ``File "/tmp/det-workdirs/exp1-trial2-pid9/model_def.py"`` reads
+ * ``File "model_def.py"``; the directory itself reads "the model directory". (Local runs
+ * map them to the model directory's own path: ``harness._trial_setup.user_paths``.) */
+export function modelDirPaths(text: string): string {
+  return text.replace(WORKDIR, (_whole, sep: string | undefined) => (sep ? "" : "the model directory"));
+}
+
 export interface FailureSummary {
   /** What went wrong in the trial's process: the harness's "trial N failed: ..." line, else
    * the last line of the last Python traceback. */
@@ -44,5 +57,5 @@ export function failureSummary(lines: string[]): FailureSummary {
       }
     }
   }
-  return { cause, exit };
+  return { cause: cause && modelDirPaths(cause), exit: exit && modelDirPaths(exit) };
 }

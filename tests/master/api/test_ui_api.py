@@ -302,6 +302,27 @@ def test_logs_search_and_cluster(api, experiments, store):
     assert 0.0 <= c["utilization"] <= 1.0
 
 
+def test_cluster_names_the_task_on_a_slot(api):
+    """A slot held by a command names the task as the task list does (not the scheduler's
+    ``task-<id>``), and its kind: the cluster page links it."""
+    task = api.post("/tasks", json={"kind": "command", "config": {
+        "entrypoint": "sleep 120", "description": "holds a slot"}}).json()
+    try:
+        def held():
+            slots = [s for a in api.get("/ui/cluster").json()["agents"] for s in a["slot_tasks"]]
+            return [s for s in slots if s["task_id"] == task["id"]]
+
+        deadline = time.time() + 60
+        while not held() and time.time() < deadline:
+            time.sleep(0.2)
+        slot = held()
+        assert len(slot) == 1, api.get("/ui/cluster").json()
+        assert slot[0]["task"] == f"task-{task['id']}" and slot[0]["task_kind"] == "command"
+        assert slot[0]["trial_id"] is None
+    finally:
+        api.post(f"/tasks/{task['id']}/kill")
+
+
 def test_rungs_of_an_adaptive_search(api, tiny_dir_module):
     config = _config(tiny_dir_module, searcher={
         "name": "adaptive_asha", "metric": "validation_loss", "max_trials": 4,

@@ -4,7 +4,8 @@ stopped trials look different; the trial page opens on the searcher's metric; ki
 cancel ask first; a failed experiment does not read 100%; a signed-out visitor gets a hint;
 a TensorBoard starts from the experiment page and opens through the proxy; the
 hyperparameter views (ticks, log axes, brushing, hover, importance, slice, contour,
-intermediate values); tables scroll in their own box on a narrow window.
+intermediate values); tables scroll in their own box on a narrow window, and the experiment
+list, the checkpoint tables and the parallel-coordinates chart fit an 800-pixel one.
 
 Screenshots go to the test's output directory (``asha-*.png``; also to
 ``$DET_WEBUI_SHOTS`` when set); ``asha-readme.png`` is the README's picture of the web UI
@@ -238,9 +239,18 @@ def test_tables_scroll_in_their_own_box_on_a_narrow_window(cluster, page, out_di
         page.set_viewport_size({"width": 1400, "height": 900})
 
 
+def _fits(page, locator, what):
+    """``locator`` does not scroll sideways in its box, nor does the page."""
+    widths = locator.evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert widths[0] <= widths[1], f"{what} scrolls sideways: {widths[0]} > {widths[1]} pixels"
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), what
+
+
 def test_curves_and_trial_pages_fit_an_800_pixel_window(cluster, page, out_dir):
     """At 800 pixels the trial picker beside the chart left the chart half the column: the
-    picker goes under it. Neither page scrolls sideways."""
+    picker goes under it. Neither page scrolls sideways, and neither do the experiment
+    list, the checkpoint tables and the parallel-coordinates chart in their boxes (long
+    text wraps, the duration column goes, the chart takes its box's width)."""
     client, exp_id = cluster["client"], cluster["asha"]
     page.set_viewport_size({"width": 800, "height": 900})
     try:
@@ -259,7 +269,25 @@ def test_curves_and_trial_pages_fit_an_800_pixel_window(cluster, page, out_dir):
         page.get_by_test_id("trial-chart").locator("canvas").wait_for()
         page.get_by_test_id("trial-logs").locator(".log-line").first.wait_for()
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        page.get_by_test_id("checkpoints-table").locator("tbody tr").first.wait_for()
+        _fits(page, page.get_by_test_id("checkpoints-table-scroll"), "the trial's checkpoint table")
         shot(page, out_dir, "trial-800")
+        page.goto(cluster["master"].url + "/experiments")
+        page.locator("[data-testid=experiment-table] tbody tr", has_text="asha search").wait_for()
+        _fits(page, page.get_by_test_id("experiment-table-scroll"), "the experiment list")
+        shot(page, out_dir, "experiments-800")
+        page.goto(cluster["master"].url + f"/experiments/{exp_id}?tab=checkpoints")
+        page.get_by_test_id("checkpoints-table").locator("tbody tr").first.wait_for()
+        _fits(page, page.get_by_test_id("checkpoints-table-scroll"), "the experiment's checkpoint table")
+        shot(page, out_dir, "checkpoints-800")
+        page.goto(cluster["master"].url + f"/experiments/{exp_id}?tab=hyperparameters")
+        par = page.get_by_test_id("parallel-coordinates")
+        par.wait_for()
+        page.wait_for_timeout(300)  # the chart takes its box's width once measured
+        _fits(page, par.locator("xpath=.."), "the parallel-coordinates chart")
+        box = par.locator("xpath=..").evaluate("e => e.clientWidth")
+        assert par.bounding_box()["width"] <= box, (par.bounding_box(), box)
+        shot(page, out_dir, "hparams-800")
     finally:
         page.set_viewport_size({"width": 1400, "height": 900})
 

@@ -443,7 +443,8 @@ DESCRIPTION_WIDTHS = """() => [...document.querySelectorAll('[data-testid=experi
 
 def test_descriptions_wrap_between_words_on_a_narrow_window(cluster, browser, out_dir):
     """At 800 pixels the description column kept about 85 of them and broke words in two
-    ("hyperparam|eters"); it wraps between words, and the table scrolls in its box."""
+    ("hyperparam|eters"); it wraps between words (a table too wide for the window scrolls
+    in its own box)."""
     page, errors = browser
     client, exp_id = cluster["client"], cluster["search"]
     long = "digits MLP, ASHA search over five hyperparameters"

@@ -1,9 +1,9 @@
 """The web UI's task list in a real browser (Debian's Chromium, headless, through
 Playwright) against a real master (``allow_anonymous: false``, one slot): rows appear and
-change state live, a command's logs tail live, a queued task says why it waits, kill
-(after a confirmation) frees the slot,
-a notebook launched from the page opens through the proxy, and another user's tasks
-cannot be killed."""
+change state live, the cluster page links a busy slot to its task, a command's logs tail
+live, a queued task says why it waits, kill (after a confirmation) frees the slot, a
+notebook launched from the page opens through the proxy, and another user's tasks cannot
+be killed."""
 
 import os
 
@@ -76,6 +76,11 @@ def test_task_list_live_logs_and_kill(master, page, tmp_path):
     row = _row(page, ticker["id"])
     row.locator("[data-testid=state]", has_text="RUNNING").wait_for(timeout=30000)
     assert "command" in row.inner_text() and "embedded" in row.inner_text()
+    # The cluster page links the slot it holds to it: to its row, its logs open.
+    page.goto(master.url + "/cluster")
+    page.locator("[data-testid=slot] a", has_text=f"command {ticker['id']}").click()
+    page.wait_for_url(f"**/tasks?logs={ticker['id']}")
+    assert "selected" in row.get_attribute("class")
     # Its logs tail live (lines are text).
     page.get_by_test_id(f"logs-{ticker['id']}").click()
     page.wait_for_url(f"**/tasks?logs={ticker['id']}")

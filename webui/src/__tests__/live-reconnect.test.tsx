@@ -353,6 +353,7 @@ describe("trial page workloads", () => {
     open("/experiments/3/trials/7");
     await waitFor(() => expect(live.queries).toHaveLength(1));
     live.connect();
+    fireEvent.click(await screen.findByRole("button", { name: "show all 60" })); // the newest 10 until then
     await waitFor(() => expect(firstCells()).toHaveLength(50));
     fireEvent.click(screen.getByRole("button", { name: "older ›" }));
     await waitFor(() => expect(firstCells()).toHaveLength(10)); // the older page: batches 1000 to 100

@@ -1,6 +1,6 @@
-/** Small pieces: state badge, progress bar, confirm button, error and loading lines. */
+/** Small pieces: state badge, progress bar, confirm button, error and loading lines, times and ids. */
 import { useState, type ReactNode } from "react";
-import { progressLabel } from "../format";
+import { formatTime, progressLabel } from "../format";
 
 export function StateBadge({ state }: { state: string }) {
   return <span className={`state state-${state.toLowerCase()}`} data-testid="state">{state}</span>;
@@ -64,4 +64,25 @@ export function Labels({ labels }: { labels: string[] }) {
 /** User metadata (a checkpoint's, a model's) in one line of JSON. */
 export function Metadata({ value }: { value: Record<string, unknown> | null | undefined }) {
   return <code className="small">{JSON.stringify(value ?? {})}</code>;
+}
+
+/** A time as date and time of day, which a narrow column puts on two lines. */
+export function When({ iso }: { iso: string | null | undefined }) {
+  const d = iso ? new Date(iso) : null;
+  if (!d || isNaN(d.getTime())) return null;
+  return <span className="when" title={formatTime(iso)}><span>{d.toLocaleDateString()}</span> <span>{d.toLocaleTimeString()}</span></span>;
+}
+
+/** A name such as ``validation_loss`` that may break after its underscores, dots and
+ * slashes (never inside a word) where a column is narrow. */
+export function Breakable({ text }: { text: string }) {
+  const parts = text.split(/(?<=[_./])/);
+  return <>{parts.map((p, i) => <span key={i}>{i ? <wbr /> : null}{p}</span>)}</>;
+}
+
+/** An id such as a UUID, on one line where there is room, else broken after its hyphens
+ * (copying it copies the id whole). */
+export function BreakableId({ id }: { id: string }) {
+  const parts = id.split("-");
+  return <code className="id">{parts.map((p, i) => <span key={i}>{i ? <>-<wbr /></> : null}{p}</span>)}</code>;
 }

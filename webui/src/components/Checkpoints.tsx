@@ -2,9 +2,9 @@
 import { useEffect, useState } from "react";
 import { Link } from "react-router";
 import { api, authHeaders, type Checkpoint } from "../api";
-import { formatBytes, formatNumber, formatTime, validationMetrics } from "../format";
+import { formatBytes, formatNumber, validationMetrics } from "../format";
 import Table, { type Column } from "./Table";
-import { ErrorLine, Metadata } from "./Bits";
+import { Breakable, BreakableId, ErrorLine, Metadata, When } from "./Bits";
 
 /** Where a checkpoint's files are downloaded from (a tar, through the master). */
 export const downloadPath = (uuid: string) => `/api/v1/checkpoints/${uuid}/download`;
@@ -27,6 +27,9 @@ async function download(uuid: string): Promise<void> {
   a.click();
   setTimeout(() => URL.revokeObjectURL(url), 10000);
 }
+
+/** Newest first: the checkpoint a user wants is usually the latest. */
+export const NEWEST_FIRST = { key: "time", desc: true };
 
 /** ``version`` changes when the checkpoints may have (a trial's latest checkpoint or state,
  * from the page's live channel): the list reloads, showing the rows at hand meanwhile. */
@@ -57,17 +60,19 @@ export default function Checkpoints({ experimentId, trialId, metric, version = "
     return typeof v === "number" ? v : null;
   };
   const columns: Column<Checkpoint>[] = [
-    { key: "uuid", title: "UUID", value: (c) => c.uuid, render: (c) => <code>{c.uuid}</code> },
-    { key: "trial", title: "Trial", value: (c) => c.trial_id, render: (c) => <Link to={`/experiments/${c.experiment_id}/trials/${c.trial_id}`}>{c.trial_id}</Link> },
+    { key: "uuid", title: "UUID", value: (c) => c.uuid, className: "wrap", render: (c) => <BreakableId id={c.uuid} /> },
+    // A trial's page lists its own checkpoints: the column would repeat its id.
+    ...(trialId == null ? [{ key: "trial", title: "Trial", value: (c: Checkpoint) => c.trial_id,
+      render: (c: Checkpoint) => <Link to={`/experiments/${c.experiment_id}/trials/${c.trial_id}`}>{c.trial_id}</Link> }] : []),
     { key: "batches", title: "Batches", value: (c) => c.total_batches },
     { key: "state", title: "State", value: (c) => c.state },
     { key: "size", title: "Size", value: size, render: (c) => formatBytes(size(c)) },
-    { key: "metric", title: metric, value: value, render: (c) => formatNumber(value(c)) },
-    { key: "metadata", title: "Metadata", value: (c) => JSON.stringify(c.metadata ?? {}), sortable: false,
+    { key: "metric", title: <Breakable text={metric} />, value: value, className: "wrap", render: (c) => formatNumber(value(c)) },
+    { key: "metadata", title: "Metadata", value: (c) => JSON.stringify(c.metadata ?? {}), sortable: false, className: "wrap",
       render: (c) => <Metadata value={c.metadata} /> },
-    { key: "time", title: "Saved", value: (c) => c.end_time, render: (c) => formatTime(c.end_time) },
+    { key: "time", title: "Saved", value: (c) => c.end_time, className: "wrap", render: (c) => <When iso={c.end_time} /> },
     { key: "download", title: "", value: () => null, sortable: false,
       render: (c) => c.state === "COMPLETED" ? <a href={downloadPath(c.uuid)} onClick={(e) => { e.preventDefault(); download(c.uuid).catch((err) => setError(err)); }}>download</a> : null },
   ];
-  return <Table testId="checkpoints-table" columns={columns} rows={rows} rowKey={(c) => c.uuid} initialSort={{ key: "batches" }} />;
+  return <Table testId="checkpoints-table" columns={columns} rows={rows} rowKey={(c) => c.uuid} initialSort={NEWEST_FIRST} />;
 }

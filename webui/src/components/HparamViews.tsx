@@ -2,7 +2,7 @@
  * against each hyperparameter), a contour plot of two hyperparameters, and importance.
  * Every axis has ticks; hyperparameters of type ``log`` get log axes; hovering a line or
  * point shows the trial's hyperparameters and metric. */
-import { useMemo, useRef, useState, type MouseEvent as ReactMouseEvent, type ReactNode } from "react";
+import { useEffect, useMemo, useRef, useState, type MouseEvent as ReactMouseEvent, type ReactNode } from "react";
 import { formatNumber } from "../format";
 
 export interface HpPoint {
@@ -152,6 +152,31 @@ function AxisTicks({ axis, place }: { axis: Axis; place: (t: number) => { x: num
   });
 }
 
+/** The parallel-coordinates chart's width: 150 pixels an axis (at least 520), narrowed to
+ * ``box`` (the width of its box less the chart's border; 0: not measured yet) down to 80
+ * pixels an axis, where it scrolls in its box. */
+export function parcoordsWidth(axisCount: number, box: number): number {
+  const ideal = Math.max(520, axisCount * 150);
+  if (box <= 0) return ideal;
+  return Math.round(Math.min(ideal, Math.max(axisCount * 80, box - 2)));
+}
+
+/** The inner width of the element given ``ref``, kept current as it resizes (0 until
+ * measured, and where the browser cannot observe sizes). */
+function useBoxWidth<T extends HTMLElement>() {
+  const [el, ref] = useState<T | null>(null); // a callback ref: the box may show later
+  const [width, setWidth] = useState(0);
+  useEffect(() => {
+    if (!el || typeof ResizeObserver === "undefined") return;
+    const measure = () => setWidth(el.clientWidth);
+    measure();
+    const observer = new ResizeObserver(measure);
+    observer.observe(el);
+    return () => observer.disconnect();
+  }, [el]);
+  return { ref, width };
+}
+
 export function ParallelCoordinates({ points, names, logNames, metricName, smallerIsBetter, bestTrialId }: Props) {
   const [hover, setHover] = useState<Hover | null>(null);
   const [brushes, setBrushes] = useState<Brushes>({});
@@ -165,8 +190,9 @@ export function ParallelCoordinates({ points, names, logNames, metricName, small
   const withMetric = useMemo(() => points.filter((p) => p.metric != null && isFinite(p.metric)), [points]);
   const mAxis = useMemo(() => metricAxis(metricName, withMetric.map((p) => p.metric as number)), [withMetric, metricName]);
   const axes = useMemo(() => [...buildAxes(points, names, logNames), mAxis], [points, names, logNames, mAxis]);
+  const box = useBoxWidth<HTMLDivElement>();
   if (!withMetric.length) return <p className="muted">No trial has reported {metricName} yet.</p>;
-  const W = Math.max(520, axes.length * 150);
+  const W = parcoordsWidth(axes.length, box.width);
   const H = 320;
   const pad = { l: 50, r: 70, t: 30, b: 20 };
   const x = (i: number) => pad.l + (i * (W - pad.l - pad.r)) / Math.max(1, axes.length - 1);
@@ -182,7 +208,7 @@ export function ParallelCoordinates({ points, names, logNames, metricName, small
   const selected = withMetric.filter((p) => inBrushes(p, axes, brushes));
   const brushing = Object.keys(brushes).length > 0;
   return (
-    <div className="hp-box">
+    <div className="hp-box" ref={box.ref}>
       <p className="muted">
         Drag along an axis to keep only the trials inside the range (several axes combine); click an axis to clear its range.
         {brushing ? <> {selected.length} of {withMetric.length} trials selected · <button className="link" onClick={() => setBrushes({})}>clear all</button></> : null}

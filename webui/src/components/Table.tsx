@@ -1,5 +1,6 @@
 /** A sortable table: click a header to sort by it, again to reverse. A table wider than its
- * box scrolls sideways in its own box (narrow windows), not the whole page. */
+ * box scrolls sideways in its own box (narrow windows), not the whole page; a column's
+ * ``className`` lets it wrap (``wrap``) or go below 1000 pixels (``wide-only``). */
 import { useEffect, useMemo, useRef, useState, type ReactNode } from "react";
 import { compareValues } from "../format";
 
@@ -9,6 +10,9 @@ export interface Column<T> {
   value: (row: T) => unknown;
   render?: (row: T) => ReactNode;
   sortable?: boolean;
+  /** On the column's header and cells: ``wrap`` (its text may wrap), ``wide-only``
+   * (hidden on windows narrower than 1000 pixels). */
+  className?: string;
 }
 
 interface Props<T> {
@@ -55,7 +59,7 @@ export default function Table<T>({ columns, rows, rowKey, initialSort, testId, r
           {columns.map((c) => (
             <th
               key={c.key}
-              className={c.sortable === false ? "" : "sortable"}
+              className={[c.sortable === false ? "" : "sortable", c.className ?? ""].join(" ").trim() || undefined}
               aria-sort={active.key === c.key ? (active.desc ? "descending" : "ascending") : undefined}
               onClick={c.sortable === false ? undefined : () => click(c.key)}
             >
@@ -75,7 +79,7 @@ export default function Table<T>({ columns, rows, rowKey, initialSort, testId, r
           <tr key={rowKey(row)} className={rowClass?.(row)}>
             {leading && <td>{leading(row)}</td>}
             {columns.map((c) => (
-              <td key={c.key}>{c.render ? c.render(row) : formatCell(c.value(row))}</td>
+              <td key={c.key} className={c.className}>{c.render ? c.render(row) : formatCell(c.value(row))}</td>
             ))}
           </tr>
         ))}

@@ -6,9 +6,18 @@ import { api } from "../api";
 import { ErrorLine, Progress } from "../components/Bits";
 import { usePageTitle } from "../title";
 
-interface Slot { slot_id: number; task: string | null; trial_id: number | null; experiment_id: number | null }
+/** A slot; ``task`` is the scheduler's id of what holds it (``trial-7``, ``task-ab12cd34``), and
+ * ``task_id`` a task's id in the task list (``ab12cd34``). */
+interface Slot {
+  slot_id: number; task: string | null; trial_id: number | null; experiment_id: number | null;
+  task_id?: string | null; task_kind?: string | null;
+}
 interface Agent { id: string; slots: number; used_slots: number; label: string; enabled: boolean; type: string; address: string; last_seen_seconds_ago: number; slot_tasks: Slot[] }
 interface ClusterResponse { agents: Agent[]; slots: number; used_slots: number; utilization: number }
+
+/** Where a task other than a trial (a command, notebook, shell, TensorBoard) is shown: the
+ * task list, with its logs open. */
+export const taskPath = (taskId: string) => `/tasks?logs=${encodeURIComponent(taskId)}`;
 
 export default function ClusterPage() {
   usePageTitle("Cluster");
@@ -47,6 +56,8 @@ export default function ClusterPage() {
                 <div>
                   {s.trial_id != null ? (
                     <Link to={`/experiments/${s.experiment_id}/trials/${s.trial_id}`}>trial {s.trial_id}</Link>
+                  ) : s.task_id ? (
+                    <Link to={taskPath(s.task_id)} data-testid="slot-task">{s.task_kind ?? "task"} {s.task_id}</Link>
                   ) : s.task ? s.task : <span className="muted">free</span>}
                   {s.experiment_id != null && <> · <Link to={`/experiments/${s.experiment_id}`}>experiment {s.experiment_id}</Link></>}
                 </div>

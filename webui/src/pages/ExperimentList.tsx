@@ -4,10 +4,10 @@ import { Link, useSearchParams } from "react-router";
 import { api, canEdit, post, type ExperimentRow } from "../api";
 import { follow } from "../events";
 import { useLoadWhenChanged, useLoaded } from "../loaded";
-import { counted, formatDuration, formatNumber, formatTime } from "../format";
+import { counted, formatDuration, formatNumber } from "../format";
 import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
-import { ConfirmButton, ErrorLine, Labels, Progress, StateBadge } from "../components/Bits";
+import { Breakable, ConfirmButton, ErrorLine, Labels, Progress, StateBadge, When } from "../components/Bits";
 import { useWaits, WaitingNote } from "../components/Waiting";
 import { usePageTitle } from "../title";
 
@@ -121,15 +121,17 @@ export default function ExperimentList() {
     { key: "id", title: "ID", value: (e) => e.id, render: (e) => <Link to={`/experiments/${e.id}`}>{e.id}</Link> },
     { key: "description", title: "Description", value: (e) => e.description,
       render: (e) => <Link to={`/experiments/${e.id}`} className="desc">{e.description || <span className="muted">(none)</span>}</Link> },
-    { key: "labels", title: "Labels", value: (e) => e.labels.join(","), render: (e) => <Labels labels={e.labels} />, sortable: false },
+    { key: "labels", title: "Labels", value: (e) => e.labels.join(","), render: (e) => <Labels labels={e.labels} />, sortable: false, className: "wrap" },
     { key: "owner", title: "Owner", value: (e) => e.owner },
     { key: "state", title: "State", value: (e) => e.state, render: (e) => <><StateBadge state={e.state} />{e.state === "ACTIVE" ? <WaitingNote wait={waits.experiments[e.id]} /> : null}</> },
     { key: "progress", title: "Progress", value: (e) => e.progress, render: (e) => <Progress value={e.progress} state={e.state} /> },
     { key: "num_trials", title: "Trials", value: (e) => e.num_trials },
     { key: "best_metric", title: "Best metric", value: (e) => e.best_metric,
-      render: (e) => e.best_metric == null ? "" : <span title={e.metric}>{formatNumber(e.best_metric)} <small className="muted">{e.metric}</small></span> },
-    { key: "start_time", title: "Started", value: (e) => e.start_time, render: (e) => formatTime(e.start_time) },
-    { key: "duration", title: "Duration", value: (e) => e.duration, render: (e) => formatDuration(e.duration) },
+      className: "wrap",
+      render: (e) => e.best_metric == null ? "" : <span title={e.metric}><span className="nowrap">{formatNumber(e.best_metric)}</span> <small className="muted"><Breakable text={e.metric} /></small></span> },
+    { key: "start_time", title: "Started", value: (e) => e.start_time, className: "wrap", render: (e) => <When iso={e.start_time} /> },
+    // Below 1000 pixels the list fits its window without it (the start time and state say much).
+    { key: "duration", title: "Duration", value: (e) => e.duration, className: "wide-only", render: (e) => formatDuration(e.duration) },
   ];
   const editable = rows.filter((e) => selected.has(e.id) && canEdit(user, e.owner));
   const total = data?.total ?? 0;

@@ -68,6 +68,15 @@ export function addWorkloads(info: WorkloadsPage, rows: MetricRow[], pageSize: n
     metric_names: { training: names("training", info.metric_names.training), validation: names("validation", info.metric_names.validation) } };
 }
 
+/** Workload rows shown before "show all": the newest, so the logs stay near the top. */
+export const WORKLOADS_COLLAPSED = 10;
+
+/** The rows of the workloads table (newest first) that show: all when ``expanded``, else
+ * the newest ``keep``. */
+export function shownWorkloads<T>(rows: T[], expanded: boolean, keep = WORKLOADS_COLLAPSED): T[] {
+  return expanded || rows.length <= keep ? rows : rows.slice(0, keep);
+}
+
 /** Whether live rows store again a workload ``info`` shows (a new id for its kind and
  * batches): the trial went back to a checkpoint, and the rows after it, shown or counted
  * here, were deleted; the page then reloads. */
@@ -85,6 +94,7 @@ export default function TrialPage() {
   const [channelError, setChannelError] = useState<unknown>(null);
   const [actionError, setActionError] = useState<unknown>(null);
   const [page, setPage] = useState(0);
+  const [allWorkloads, setAllWorkloads] = useState(false);
   const [live, setLive] = useState<LogLine[]>([]);
   const [liveRows, setLiveRows] = useState<MetricRow[]>([]);
   const pageSize = 50;
@@ -222,13 +232,22 @@ export default function TrialPage() {
       {owner && <TrialCharts trial={t} names={info.metric_names} liveRows={liveRows} searcherMetric={owner.metric} />}
       <GpuMetrics trialId={t.id} running={!TERMINAL.has(t.state)} />
       <h2>Workloads</h2>
-      <Table testId="workloads-table" columns={columns} rows={info.workloads} rowKey={workloadKey}
+      <Table testId="workloads-table" columns={columns} rows={shownWorkloads(info.workloads, allWorkloads)} rowKey={workloadKey}
         empty={TERMINAL.has(t.state) ? "None: the trial ended before it reported any." : "None yet: training and validation results show here as the trial reports them."} />
-      <div className="pager">
-        <button disabled={page <= 0} onClick={() => setPage(page - 1)}>‹ newer</button>
-        <span>{info.total} workloads</span>
-        <button disabled={(page + 1) * pageSize >= info.total} onClick={() => setPage(page + 1)}>older ›</button>
-      </div>
+      {allWorkloads || info.total <= WORKLOADS_COLLAPSED ? (
+        <div className="pager" data-testid="workloads-pager">
+          <button disabled={page <= 0} onClick={() => setPage(page - 1)}>‹ newer</button>
+          <span>{info.total} workloads</span>
+          <button disabled={(page + 1) * pageSize >= info.total} onClick={() => setPage(page + 1)}>older ›</button>
+          {allWorkloads && <button className="link" data-testid="workloads-fewer"
+            onClick={() => { setAllWorkloads(false); setPage(0); }}>show the newest {WORKLOADS_COLLAPSED} only</button>}
+        </div>
+      ) : (
+        <div className="pager">
+          <span className="muted">The newest {WORKLOADS_COLLAPSED} of {info.total} workloads</span>
+          <button className="link" data-testid="workloads-all" onClick={() => setAllWorkloads(true)}>show all {info.total}</button>
+        </div>
+      )}
       <h2>Checkpoints</h2>
       <Checkpoints experimentId={t.experiment_id} trialId={t.id} metric={owner?.metric ?? ""}
         version={`${t.latest_checkpoint}:${t.state}`} />

@@ -46,6 +46,7 @@ from determined.master.api._experiments import waiting_json
 from determined.master.api._importance import hparam_importance
 from determined.master.api._registry import model_json, model_versions_json
 from determined.master.db import NotFoundError
+from determined.master.tasks import PREFIX as TASK_PREFIX
 from determined.master.views import checkpoint_json
 
 __all__ = ["ui_router"]
@@ -342,7 +343,9 @@ def ui_router(master: Master) -> fastapi.APIRouter:
 
     @api.get("/cluster")
     def cluster() -> Dict[str, Any]:
-        """Agents and slots with the trial and experiment on each busy slot."""
+        """Agents and slots with the trial and experiment on each busy slot, or the task
+        (command, notebook, shell, TensorBoard: ``task_id`` as the task list has it, and
+        ``task_kind`` while it lives)."""
         listing = agents_listing(master)
         total = used = 0
         for agent in listing["agents"]:
@@ -351,6 +354,12 @@ def ui_router(master: Master) -> fastapi.APIRouter:
             for slot in agent["slot_tasks"]:
                 task = slot.get("task") or ""
                 slot["trial_id"] = slot["experiment_id"] = None
+                slot["task_id"] = slot["task_kind"] = None
+                if task.startswith(TASK_PREFIX):  # the scheduler's id of a task: task-<id>
+                    slot["task_id"] = task[len(TASK_PREFIX):]
+                    with master.lock:
+                        live = master.tasks.live.get(slot["task_id"])
+                    slot["task_kind"] = live.kind if live is not None else None
                 trial_id = scheduler.trial_of_task(task)
                 if trial_id is not None:
                     try:
