@@ -19,11 +19,15 @@ def run_det(args, cwd=None, timeout=300, env=None):
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 
 
-def run_det_in_terminal(args, columns=80, env=None, timeout=300.0):
+def run_det_in_terminal(args, columns=80, env=None, timeout=300.0, respond=None):
     """Run ``det args`` on a pseudo-terminal ``columns`` wide (stdout and stderr both
     the terminal, as a person runs it): ``(exit code, output)``, the output with
     ``\\r\\n`` read as ``\\n``, terminal control codes removed and a line redrawn in
-    place (after ``\\r``) as last drawn."""
+    place (after ``\\r``) as last drawn.
+
+    ``respond``, when given, is called with the output so far (control codes removed,
+    every frame of a redrawn line kept) each time more comes; the bytes it returns, if
+    any, are typed into the terminal (``b"\\x03"``: Ctrl-C)."""
     import fcntl
     import pty
     import re
@@ -50,6 +54,10 @@ def run_det_in_terminal(args, columns=80, env=None, timeout=300.0):
         if not chunk:
             break
         output += chunk
+        if respond is not None:
+            typed = respond(re.sub(ANSI, "", output.decode(errors="replace")))
+            if typed:
+                os.write(fd, typed)
     else:
         os.kill(pid, 9)
     os.close(fd)

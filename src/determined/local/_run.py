@@ -341,7 +341,8 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
     """Run ``driver`` to its end (with a progress display when asked), close ``store``
     and print the summary table; returns the driver's result."""
     from determined._metric_order import MetricOrder
-    from determined.local._display import ProgressDisplay, print_summary, trial_counts
+    from determined.local._display import (ProgressDisplay, TrialFailures, print_summary,
+                                           trial_counts)
 
     try:
         if show_progress:
@@ -353,7 +354,8 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
             driver.on_event = display.event
             with display:
                 result = driver.run()
-        else:
+        else:  # no progress, but a failed trial's error as with it
+            driver.on_event = TrialFailures(console).event
             result = driver.run()
     except KeyboardInterrupt as interrupt:
         _print_interrupted(console, driver, store.local_dir)
