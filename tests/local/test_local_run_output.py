@@ -61,11 +61,26 @@ def test_missing_searcher_metric_is_said_once(tmp_path, tiny_dir):
     out = run_det(["e", "create", partial, model_dir, "--local", "--test"], env=COLUMNS_80)
     assert out.returncode == 0, out.stdout + out.stderr
     said = out.stdout + out.stderr
-    assert said.count("lack the searcher metric 'validation_loss'") == 1, said
-    assert re.search(r"^\d\d:\d\d:\d\d WARNING the validation metrics lack the searcher "
-                     r"metric 'validation_loss' \(received: accuracy, vloss\)$",
-                     out.stderr, re.M), out.stderr
+    # What the user wrote (a searcher without a metric) and the default assumed, once;
+    # the runner's own wording ("the searcher metric 'validation_loss'") is not said.
+    assert said.count("validation_loss") == 1 and "'validation_loss'" not in said, said
+    assert re.search(r"^\d\d:\d\d:\d\d WARNING the config's searcher section sets no "
+                     r"metric, so the searcher metric is assumed to be validation_loss \(the "
+                     r"default\); the validation metrics lack it \(received: accuracy, "
+                     r"vloss\)$", out.stderr, re.M), out.stderr
     assert "Model definition test succeeded" in said
+
+    # No searcher section at all: the warning says so.
+    cfg = yaml.safe_load(partial.read_text())
+    del cfg["searcher"]
+    partial.write_text(yaml.safe_dump(cfg))
+    out = run_det(["e", "create", partial, model_dir, "--local", "--test"], env=COLUMNS_80)
+    assert out.returncode == 0, out.stdout + out.stderr
+    said = out.stdout + out.stderr
+    assert said.count("validation_loss") == 1, said
+    assert re.search(r"^\d\d:\d\d:\d\d WARNING the config has no searcher section, so the "
+                     r"searcher metric is assumed to be validation_loss \(the default\); ",
+                     out.stderr, re.M), out.stderr
 
     # A config naming a metric the trial lacks: the test fails saying so, once.
     named = _config(tmp_path, model_dir, searcher={
