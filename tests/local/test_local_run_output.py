@@ -328,3 +328,32 @@ def test_no_progress_prints_a_failed_trials_error_as_with_progress(tmp_path, tin
     assert f'  File "{model_dir / "model_def.py"}", line ' in shown, shown
     assert "ValueError: planned failure at batch 3" in said[True], shown
     assert "trial 1: restart 1, from the beginning" in said[True], shown
+
+
+def test_a_scripts_traceback_in_its_trial_log_names_the_users_file(tmp_path):
+    """``det trial logs`` showed a script's own traceback naming the trial's working
+    copy (/tmp/det-workdirs/...), gone once the trial ended; the rest of what the
+    script wrote stays as written (here: where it ran, which is the copy)."""
+    model_dir = tmp_path / "script"
+    model_dir.mkdir()
+    (model_dir / "train.py").write_text(
+        "import os\nprint('running in', os.getcwd(), flush=True)\n\n\n"
+        "def main():\n    raise ValueError('oops in ' + os.getcwd())\n\n\nmain()\n")
+    config = tmp_path / "script.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "failing-script", "entrypoint": "python3 train.py", "max_restarts": 0,
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}}}))
+    local = tmp_path / "local"
+    out = run_det(["e", "create", config, model_dir, "--local-dir", local, "--no-progress"],
+                  env=COLUMNS_80)
+    assert out.returncode == 1, out.stdout + out.stderr
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout.splitlines()
+    assert "Traceback (most recent call last):" in logs, logs
+    frames = [l for l in logs if l.lstrip().startswith("File ")]
+    assert frames == [f'  File "{model_dir / "train.py"}", line 9, in <module>',
+                      f'  File "{model_dir / "train.py"}", line 6, in main'], logs
+    # The script's own lines: where it ran and its error's text, as it wrote them.
+    (ran,) = [l for l in logs if l.startswith("running in ")]
+    copy = ran[len("running in "):]
+    assert "det-workdirs" in copy and copy != str(model_dir), logs
+    assert f"ValueError: oops in {copy}" in logs, logs

@@ -88,6 +88,7 @@ class LocalDriver:
         self.concurrent = self.slots // per_trial  # trials running at once
         self.on_event = on_event or (lambda kind, trial, details: None)
         self.db = store.store
+        store.name_user_files(self.model_dir)  # a script's own tracebacks, as stored
         self.source_path = source_checkpoint[1] if source_checkpoint else None
         self.core = engine.ExperimentCore(
             config, source_checkpoint=source_checkpoint[0] if source_checkpoint else None,
