@@ -17,7 +17,8 @@ from determined.local._result import ExperimentResult
 from determined.util import format_metrics
 from determined.util import format_value as _fmt
 
-__all__ = ["print_path", "ProgressDisplay", "TrialFailures", "print_summary", "format_hparams", "trial_counts"]
+__all__ = ["print_path", "ProgressDisplay", "TrialFailures", "print_summary", "format_hparams",
+           "trial_counts"]
 
 _BAR_WIDTHS = (10, 40)  # the progress bar's narrowest and widest
 # The progress line beside its bar and status: "search", "100.0%", the elapsed time (up
