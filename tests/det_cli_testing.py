@@ -21,14 +21,18 @@ ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 
 
 def run_det_in_terminal(args, columns=80, env=None, timeout=300.0, answer=None,
-                        every_drawing=False):
+                        every_drawing=False, respond=None):
     """Run ``det args`` on a pseudo-terminal ``columns`` wide (stdout and stderr both
     the terminal, as a person runs it): ``(exit code, output)``, the output with
     ``\\r\\n`` read as ``\\n``, terminal control codes removed and a line redrawn in
     place (after ``\\r``) as last drawn (``every_drawing``: each drawing of it, in
     order, a line each). ``answer``: ``(prompt, text)``, ``text`` typed once, when the
     output first shows ``prompt`` (``("Password", "\\x04")``: Ctrl-D at a password
-    prompt)."""
+    prompt).
+
+    ``respond``, when given, is called with the output so far (control codes removed,
+    every frame of a redrawn line kept) each time more comes; the bytes it returns, if
+    any, are typed into the terminal (``b"\\x03"``: Ctrl-C)."""
     import fcntl
     import pty
     import re
@@ -59,6 +63,10 @@ def run_det_in_terminal(args, columns=80, env=None, timeout=300.0, answer=None,
         if prompt is not None and prompt in output:
             os.write(fd, typed)
             prompt = None
+        if respond is not None:
+            reply = respond(re.sub(ANSI, "", output.decode(errors="replace")))
+            if reply:
+                os.write(fd, reply)
     else:
         os.kill(pid, 9)
     os.close(fd)

@@ -3,6 +3,8 @@
 import json
 import os
 import pathlib
+import re
+import shutil
 
 import yaml
 
@@ -65,3 +67,43 @@ def test_too_few_slots_for_a_trial_is_a_clear_error(tmp_path):
     out, _ = create(tmp_path, 1)
     assert out.returncode != 0
     assert "resources.slots_per_trial" in out.stderr and "--slots 2" in out.stderr
+
+
+TALKING_TRIAL = """import logging
+
+from model_def import DistTrial
+
+
+class TalkingTrial(DistTrial):
+    def __init__(self, context):
+        super().__init__(context)
+        logging.getLogger("talk").info("rank %d is ready", self.rank)
+        logging.getLogger("talk").warning("rank %d warns", self.rank)
+"""
+
+
+def test_every_ranks_log_lines_read_time_level_rank_message(tmp_path):
+    """Rank 0's lines read ``12:04:31 INFO message``; rank 1's kept a long format
+    (``2026-11-29 06:40:36,123 [rank 1] INFO message``)."""
+    model_dir = tmp_path / "model"
+    shutil.copytree(MODEL, model_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    (model_dir / "talk_def.py").write_text(TALKING_TRIAL)
+    with open(MODEL / "const.yaml") as f:
+        cfg = yaml.safe_load(f)
+    cfg.update(entrypoint="talk_def:TalkingTrial", searcher={
+        "name": "single", "metric": "validation_loss", "max_length": {"batches": 10}})
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    local = tmp_path / "local"
+    out = run_det(["e", "create", config, model_dir, "--local-dir", local, "--slots", "2",
+                   "--no-progress"], timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+    for rank in (0, 1):
+        for level, text in (("INFO", "is ready"), ("WARNING", "warns")):
+            expected = rf"\d\d:\d\d:\d\d {level} \[rank {rank}\] rank {rank} {text}"
+            assert [l for l in logs.splitlines() if re.fullmatch(expected, l)], logs
+    # Every logged line, whichever rank wrote it, in the one short format.
+    logged = [l for l in logs.splitlines() if re.search(r"\b(INFO|WARNING|ERROR)\b", l)]
+    assert logged and all(re.match(r"\d\d:\d\d:\d\d (INFO|WARNING|ERROR) \S", l)
+                          for l in logged), logs

@@ -61,11 +61,26 @@ def test_missing_searcher_metric_is_said_once(tmp_path, tiny_dir):
     out = run_det(["e", "create", partial, model_dir, "--local", "--test"], env=COLUMNS_80)
     assert out.returncode == 0, out.stdout + out.stderr
     said = out.stdout + out.stderr
-    assert said.count("lack the searcher metric 'validation_loss'") == 1, said
-    assert re.search(r"^\d\d:\d\d:\d\d WARNING the validation metrics lack the searcher "
-                     r"metric 'validation_loss' \(received: accuracy, vloss\)$",
-                     out.stderr, re.M), out.stderr
+    # What the user wrote (a searcher without a metric) and the default assumed, once;
+    # the runner's own wording ("the searcher metric 'validation_loss'") is not said.
+    assert said.count("validation_loss") == 1 and "'validation_loss'" not in said, said
+    assert re.search(r"^\d\d:\d\d:\d\d WARNING the config's searcher section sets no "
+                     r"metric, so the searcher metric is assumed to be validation_loss \(the "
+                     r"default\); the validation metrics lack it \(received: accuracy, "
+                     r"vloss\)$", out.stderr, re.M), out.stderr
     assert "Model definition test succeeded" in said
+
+    # No searcher section at all: the warning says so.
+    cfg = yaml.safe_load(partial.read_text())
+    del cfg["searcher"]
+    partial.write_text(yaml.safe_dump(cfg))
+    out = run_det(["e", "create", partial, model_dir, "--local", "--test"], env=COLUMNS_80)
+    assert out.returncode == 0, out.stdout + out.stderr
+    said = out.stdout + out.stderr
+    assert said.count("validation_loss") == 1, said
+    assert re.search(r"^\d\d:\d\d:\d\d WARNING the config has no searcher section, so the "
+                     r"searcher metric is assumed to be validation_loss \(the default\); ",
+                     out.stderr, re.M), out.stderr
 
     # A config naming a metric the trial lacks: the test fails saying so, once.
     named = _config(tmp_path, model_dir, searcher={
@@ -257,3 +272,93 @@ def test_test_mode_script_output_names_the_users_file(tmp_path):
     assert re.fullmatch(r"det-test-mode-\d+\.[0-9a-f]+\.[0-9a-f]+-[a-z0-9_]+", copy.name), cwd
     assert not copy.exists(), cwd
     assert "exited with code 1" in out.stderr, out.stderr
+
+
+def test_ctrl_c_in_a_terminal_shows_the_trial_pausing_then_paused(tmp_path, tiny_dir):
+    """While a trial finished its workload and checkpointed after Ctrl-C, the progress
+    line read "1 running" and then, for good, "0 running"."""
+    model_dir = _model_dir(tiny_dir, tmp_path)
+    go = tmp_path / "go"  # the trial holds after 3 batches until it exists
+    config = _config(tmp_path, model_dir, entrypoint="slow_def:SlowTrial",
+                     hyperparameters={"global_batch_size": 16, "lr": 0.1, "dropout": 0.2,
+                                      "sleep": 0.02, "hold_after": 3, "hold_file": str(go)},
+                     searcher={"name": "single", "metric": "validation_loss",
+                               "max_length": {"batches": 400}})
+    seen = {"interrupted": False, "pausing": ""}
+
+    def respond(text):
+        if not seen["interrupted"] and "trial 1 started" in text:
+            seen["interrupted"] = True
+            time.sleep(1.0)  # into its training, which holds at batch 4
+            return b"\x03"
+        if not seen["pausing"]:
+            frames = [f for f in re.split(r"[\r\n]", text) if f.startswith("search ")]
+            pausing = [f for f in frames if "pausing" in f]
+            if pausing:  # the trial goes on to its checkpoint
+                seen["pausing"] = pausing[-1]
+                go.touch()
+        return None
+
+    code, text = run_det_in_terminal(["e", "create", config, model_dir, "--local-dir",
+                                      tmp_path / "local"], timeout=180.0, respond=respond)
+    assert code == 130, text
+    assert seen["pausing"].rstrip().endswith("1 pausing (checkpointing), 0 done"), text
+    lines = text.splitlines()
+    assert [l for l in lines if re.match(r"\d\d:\d\d:\d\d trial 1 pausing: it finishes its "
+                                         r"workload and checkpoints", l)], text
+    # The last progress line, left on the screen: the trial is paused, none runs.
+    (last,) = [l for l in lines if l.startswith("search ")][-1:]
+    assert last.rstrip().endswith("1 paused, 0 done") and "running" not in last, text
+    assert "Interrupted: experiment 1 is PAUSED" in text, text
+
+
+def test_no_progress_prints_a_failed_trials_error_as_with_progress(tmp_path, tiny_dir):
+    model_dir = _model_dir(tiny_dir, tmp_path)
+    config = _config(tmp_path, model_dir, max_restarts=1, hyperparameters={
+        "global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "fail_at_batch": 3})
+    said = {}
+    for flags in ([], ["--no-progress"]):
+        out = run_det(["e", "create", config, model_dir, "--local-dir",
+                       tmp_path / f"local{len(flags)}", *flags], env=COLUMNS_80)
+        assert out.returncode == 1, out.stdout + out.stderr
+        # The failure's lines, from "trial 1 failed:" to the last of them (the time
+        # of day each event line starts with aside).
+        lines = [re.sub(r"^\d\d:\d\d:\d\d ", "", l) for l in out.stdout.splitlines()]
+        start = lines.index("trial 1 failed:")
+        end = lines.index("trial 1 failed again, the same way; no restarts left")
+        said[bool(flags)] = [l for l in lines[start:end + 1] if not l.startswith("trial 1 started")]
+    assert said[True] == said[False], said
+    shown = "\n".join(said[True])
+    assert "Traceback (most recent call last):" in shown, shown
+    assert f'  File "{model_dir / "model_def.py"}", line ' in shown, shown
+    assert "ValueError: planned failure at batch 3" in said[True], shown
+    assert "trial 1: restart 1, from the beginning" in said[True], shown
+
+
+def test_a_scripts_traceback_in_its_trial_log_names_the_users_file(tmp_path):
+    """``det trial logs`` showed a script's own traceback naming the trial's working
+    copy (/tmp/det-workdirs/...), gone once the trial ended; the rest of what the
+    script wrote stays as written (here: where it ran, which is the copy)."""
+    model_dir = tmp_path / "script"
+    model_dir.mkdir()
+    (model_dir / "train.py").write_text(
+        "import os\nprint('running in', os.getcwd(), flush=True)\n\n\n"
+        "def main():\n    raise ValueError('oops in ' + os.getcwd())\n\n\nmain()\n")
+    config = tmp_path / "script.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "failing-script", "entrypoint": "python3 train.py", "max_restarts": 0,
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}}}))
+    local = tmp_path / "local"
+    out = run_det(["e", "create", config, model_dir, "--local-dir", local, "--no-progress"],
+                  env=COLUMNS_80)
+    assert out.returncode == 1, out.stdout + out.stderr
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout.splitlines()
+    assert "Traceback (most recent call last):" in logs, logs
+    frames = [l for l in logs if l.lstrip().startswith("File ")]
+    assert frames == [f'  File "{model_dir / "train.py"}", line 9, in <module>',
+                      f'  File "{model_dir / "train.py"}", line 6, in main'], logs
+    # The script's own lines: where it ran and its error's text, as it wrote them.
+    (ran,) = [l for l in logs if l.startswith("running in ")]
+    copy = ran[len("running in "):]
+    assert "det-workdirs" in copy and copy != str(model_dir), logs
+    assert f"ValueError: oops in {copy}" in logs, logs

@@ -108,7 +108,8 @@ def _create(args: argparse.Namespace) -> int:
         cfg = prepare_config(raw, args.model_def, local_dir)
         searcher = written.get("searcher")
         named = isinstance(searcher, dict) and bool(searcher.get("metric"))
-        summary = run_test_mode(cfg, args.model_def, console, metric_required=named)
+        summary = run_test_mode(cfg, args.model_def, console, metric_required=named,
+                                written_searcher=searcher)
         if args.json:
             print(json.dumps(summary, default=str))
         return 0

@@ -7,7 +7,6 @@ the trial with no host of its own (the chief broadcasts the operations)."""
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 import traceback
@@ -19,6 +18,7 @@ from determined.errors import InvalidModelDefError, InvalidTrialError
 from determined.harness._env import TrialEnv
 from determined.harness._group import disconnect
 from determined.harness._native_trial import native_trial_class
+from determined.harness._rank_logs import configure_rank_logging
 from determined.harness._ranks import FollowerHost, info_from_environ, with_info
 from determined.harness._runner import TrialRunner
 from determined.harness._trial_setup import prepare_trial_process
@@ -37,8 +37,8 @@ def worker_main() -> int:
         return 2
     with open(os.environ["DET_DIST_SPEC"], encoding="utf-8") as f:
         spec = json.load(f)
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
-                        format=f"%(asctime)s [rank {info.rank}] %(levelname)s %(message)s")
+    # As the chief's lines read (its format is in the spec of ranks it started).
+    configure_rank_logging(info.rank, spec.get("log"), sys.stdout)
     threads = int(spec.get("threads", 1))
     env = with_info(TrialEnv.from_dict(spec["env"]), info)
     if is_script_entrypoint(env.experiment_config.get("entrypoint")):

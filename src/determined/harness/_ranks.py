@@ -45,6 +45,7 @@ from determined.harness._collective import CollectiveError, dist_timeout
 from determined.harness._env import DistributedInfo, TrialEnv
 from determined.harness._group import disconnect
 from determined.harness._host import TrialHost, TrialOp
+from determined.harness._rank_logs import chief_log_format, ranks_named
 from determined.harness._trial_setup import prepare_trial_process
 
 __all__ = ["FollowerHost", "LocalRanks", "WORKER_MODULE", "distributed_trial",
@@ -134,8 +135,8 @@ class LocalRanks:
         self._dir = scratch.make("dist")
         spec_path = os.path.join(self._dir, "spec.json")
         with open(spec_path, "w", encoding="utf-8") as f:
-            json.dump({"env": env.to_dict(), "storage": storage_config, "threads": threads}, f,
-                      default=str)
+            json.dump({"env": env.to_dict(), "storage": storage_config, "threads": threads,
+                       "log": chief_log_format()}, f, default=str)
         self.processes: Dict[int, subprocess.Popen] = {}
         for rank in range(1, size):
             child_env = dict(os.environ)
@@ -236,7 +237,8 @@ def distributed_trial(
         env = with_info(env, ranks.chief_info)
     ok = False
     try:
-        yield env
+        with ranks_named(env.distributed.rank):  # as the other ranks' lines do
+            yield env
         ok = True
     except BaseException as e:
         if ranks is not None:

@@ -17,7 +17,8 @@ from determined.local._result import ExperimentResult
 from determined.util import format_metrics
 from determined.util import format_value as _fmt
 
-__all__ = ["print_path", "ProgressDisplay", "print_summary", "format_hparams", "trial_counts"]
+__all__ = ["print_path", "ProgressDisplay", "TrialFailures", "print_summary", "format_hparams",
+           "trial_counts"]
 
 _BAR_WIDTHS = (10, 40)  # the progress bar's narrowest and widest
 # The progress line beside its bar and status: "search", "100.0%", the elapsed time (up
@@ -39,14 +40,93 @@ def format_hparams(hparams: Dict[str, Any], prefix: str = "") -> str:
 
 def trial_counts(core: Any) -> Dict[str, int]:
     """The search's trials now, from its experiment core: ``running`` (a process runs or
-    is ending), ``done`` (completed or canceled, including trials a searcher closed
-    while they had no process) and ``errors``."""
+    is ending), ``pausing`` (the experiment is PAUSED and the trial's process finishes its
+    workload and checkpoints before it exits), ``paused`` (the experiment is PAUSED and
+    the trial, which ran, has no process now), ``done`` (completed or canceled, including
+    trials a searcher closed while they had no process) and ``errors``."""
+    from determined.engine import ExperimentState as E
     from determined.engine import TrialState as S
 
-    states = [t.state for t in core.trials.values()]
-    return {"running": sum(s in (S.RUNNING, S.WAITING, S.STOPPING, S.KILLING) for s in states),
-            "done": sum(s in (S.COMPLETED, S.CANCELED) for s in states),
-            "errors": sum(s is S.ERROR for s in states)}
+    paused = core.state is E.PAUSED
+    trials = list(core.trials.values())
+    return {"running": sum(t.state in (S.RUNNING, S.WAITING, S.KILLING)
+                           or (t.state is S.STOPPING and not paused) for t in trials),
+            "pausing": sum(paused and t.state is S.STOPPING for t in trials),
+            "paused": sum(paused and t.state in (S.PENDING, S.IDLE)
+                          and bool(t.starts or t.batches) for t in trials),
+            "done": sum(t.state in (S.COMPLETED, S.CANCELED) for t in trials),
+            "errors": sum(t.state is S.ERROR for t in trials)}
+
+
+def _counts_text(counts: Dict[str, int]) -> str:
+    """``1 running, 2 done``; while a pause is under way ``1 pausing (checkpointing)``
+    in place of the trials it stops, then ``1 paused``."""
+    pause = counts.get("pausing", 0) or counts.get("paused", 0)
+    parts = [f"{counts['running']} running"] if counts["running"] or not pause else []
+    if counts.get("pausing"):
+        parts.append(f"{counts['pausing']} pausing (checkpointing)")
+    if counts.get("paused"):
+        parts.append(f"{counts['paused']} paused")
+    parts.append(f"{counts['done']} done")
+    if counts["errors"]:
+        parts.append(f"{counts['errors']} failed")
+    return ", ".join(parts)
+
+
+def _log_line(console: Console, text: str) -> None:
+    """One event line, with the time of day (no source location: the reader is a user,
+    not a developer)."""
+    console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {text}")
+
+
+class TrialFailures:
+    """Prints what failed trials said as the driver's events come, with a progress
+    display or without one (``det e create --local --no-progress``).
+
+    An error is printed whole the first time only, as written (a traceback's lines are
+    not folded: its paths get copied); the same failure again (same text) is named, not
+    repeated."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        # Failures by trial (its latest) and by text (the trial that failed so first).
+        self._last_failure: Dict[int, str] = {}
+        self._first_failure: Dict[str, int] = {}
+
+    def event(self, kind: str, trial: Dict[str, Any], details: Dict[str, Any]) -> None:
+        """A driver event (``LocalDriver.on_event``): failures are printed, the rest
+        ignored."""
+        tid = trial["trial_id"]
+        if kind == "restart":
+            where = (f"checkpoint {trial['latest_checkpoint']} at "
+                     f"{counted(trial['checkpoint_batches'], 'batch')}"
+                     if trial["latest_checkpoint"] else "the beginning")
+            self.failed(tid, details.get("error"), f"restart {trial['restarts']}, from {where}")
+        elif kind == "error":
+            self.failed(tid, details.get("error"), "")
+
+    def failed(self, tid: int, error: Any, restart: str) -> None:
+        """A trial process failed; ``restart`` says how the trial goes on ("" when it
+        has no restart left)."""
+        text = str(error or "").strip()
+        key = _failure_key(text)
+        color = "yellow" if restart else "red"
+        if self._last_failure.get(tid) == key:
+            how = " again, the same way"
+        elif key in self._first_failure:
+            how = f" the same way as trial {self._first_failure[key]}"
+        else:
+            how = ""
+        self._last_failure[tid] = key
+        if how or not text:
+            _log_line(self.console, f"[{color}]trial {tid} failed{how}[/{color}]"
+                      + (f"; {escape(restart)}" if restart else "; no restarts left"))
+            return
+        self._first_failure.setdefault(key, tid)
+        _log_line(self.console, f"[{color}]trial {tid} failed:[/{color}]")
+        self.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        if restart:
+            _log_line(self.console, f"trial {tid}: {escape(restart)}")
 
 
 class ProgressDisplay:
@@ -76,9 +156,7 @@ class ProgressDisplay:
         )
         self.task = self.progress.add_task("search", total=1.0, status="")
         self.best = best
-        # Failures by trial (its latest) and by text (the trial that failed so first).
-        self._last_failure: Dict[int, str] = {}
-        self._first_failure: Dict[str, int] = {}
+        self.failures = TrialFailures(self.progress.console)
 
     def __enter__(self) -> "ProgressDisplay":
         self.progress.start()
@@ -91,9 +169,7 @@ class ProgressDisplay:
     def refresh(self) -> None:
         parts = []
         if self.counts_fn is not None:
-            counts = self.counts_fn()
-            parts.append(f"{counts['running']} running, {counts['done']} done"
-                         + (f", {counts['errors']} failed" if counts["errors"] else ""))
+            parts.append(_counts_text(self.counts_fn()))
         status = " | ".join(parts + ([self._best_text(self.metric)] if self.best is not None
                                      else []))
         # The line fits the terminal: a narrower bar first, then a shorter metric name
@@ -113,34 +189,8 @@ class ProgressDisplay:
         return f"best {metric} {_fmt(self.best)}"
 
     def _log(self, text: str) -> None:
-        """One event line above the progress bar, with the time of day (no source
-        location: the reader is a user, not a developer)."""
-        self.progress.console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {text}")
-
-    def _failed(self, tid: int, error: Any, restart: str) -> None:
-        """A trial process failed; ``restart`` says how the trial goes on ("" when it
-        has no restart left). An error is printed whole the first time only, as
-        written (a traceback's lines are not folded: its paths get copied); the same
-        failure again (same text) is named, not repeated."""
-        text = str(error or "").strip()
-        key = _failure_key(text)
-        color = "yellow" if restart else "red"
-        if self._last_failure.get(tid) == key:
-            how = " again, the same way"
-        elif key in self._first_failure:
-            how = f" the same way as trial {self._first_failure[key]}"
-        else:
-            how = ""
-        self._last_failure[tid] = key
-        if how or not text:
-            self._log(f"[{color}]trial {tid} failed{how}[/{color}]"
-                      + (f"; {escape(restart)}" if restart else "; no restarts left"))
-            return
-        self._first_failure.setdefault(key, tid)
-        self._log(f"[{color}]trial {tid} failed:[/{color}]")
-        self.progress.console.print(text, markup=False, highlight=False, soft_wrap=True)
-        if restart:
-            self._log(f"trial {tid}: {escape(restart)}")
+        """One event line above the progress bar (see :func:`_log_line`)."""
+        _log_line(self.progress.console, text)
 
     def event(self, kind: str, trial: Dict[str, Any], details: Dict[str, Any]) -> None:
         """One event of the driver (``LocalDriver.on_event``): ``trial`` is the
@@ -159,13 +209,11 @@ class ProgressDisplay:
             if value is not None:
                 log(f"trial {tid} validated at {counted(trial['batches'], 'batch')}: "
                     f"{self.metric}={_fmt(value)}")
-        elif kind == "restart":
-            where = (f"checkpoint {trial['latest_checkpoint']} at "
-                     f"{counted(trial['checkpoint_batches'], 'batch')}"
-                     if trial["latest_checkpoint"] else "the beginning")
-            self._failed(tid, details.get("error"), f"restart {trial['restarts']}, from {where}")
-        elif kind == "error":
-            self._failed(tid, details.get("error"), "")
+        elif kind == "pausing":
+            log(f"trial {tid} pausing: it finishes its workload and checkpoints "
+                "(Ctrl-C again stops it without a checkpoint)")
+        else:
+            self.failures.event(kind, trial, details)
         if self.order.better(trial["best_metric"], self.best):
             self.best = trial["best_metric"]
         self.refresh()

@@ -52,7 +52,9 @@ class LocalDriver:
         slots: slots of this machine; ``slots // resources.slots_per_trial`` trials
             run at once.
         on_event: called with (kind, trial, details) for progress displays: ``trial``
-            is :meth:`trial_view` of the trial the event is about.
+            is :meth:`trial_view` of the trial the event is about; kinds: created,
+            started, training, validation, checkpoint, restart, error, closed,
+            suspended and pausing (Ctrl-C: the trial checkpoints, then exits).
         source_checkpoint: (uuid, path) of the checkpoint every trial warm-starts from
             (``searcher.source_checkpoint_uuid`` / ``source_trial_id``,
             ``master.db.resolve_source_checkpoint``), or None.
@@ -86,6 +88,7 @@ class LocalDriver:
         self.concurrent = self.slots // per_trial  # trials running at once
         self.on_event = on_event or (lambda kind, trial, details: None)
         self.db = store.store
+        store.name_user_files(self.model_dir)  # a script's own tracebacks, as stored
         self.source_path = source_checkpoint[1] if source_checkpoint else None
         self.core = engine.ExperimentCore(
             config, source_checkpoint=source_checkpoint[0] if source_checkpoint else None,
@@ -364,6 +367,9 @@ class LocalDriver:
         ``det experiment resume --local ID`` continues it; a second Ctrl-C kills them."""
         try:
             self._do(self.core.pause())
+            for r, t in self.core.trials.items():
+                if t.state is engine.TrialState.STOPPING:
+                    self.on_event("pausing", self.trial_view(r), {})
             deadline = time.monotonic() + 120
             while self.processes and time.monotonic() < deadline:
                 self.processes.wait()

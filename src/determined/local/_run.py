@@ -55,21 +55,54 @@ def prepare_config(
 
 def run_test_mode(
     config: Dict[str, Any], model_dir: str, console: Optional[Console] = None,
-    *, metric_required: bool = False,
+    *, metric_required: bool = False, written_searcher: Any = None,
 ) -> Dict[str, Any]:
     """Train one batch, validate, checkpoint, in this process; raise on any failure. A
     Trial class runs in ``model_dir`` (tracebacks name the user's own files); a script,
     which writes outputs of its own, in a temporary copy of it. With
     ``metric_required`` (the user's config names the searcher metric), validation
-    metrics without it fail the test, as they fail a trial on a master."""
+    metrics without it fail the test, as they fail a trial on a master; without, one
+    warning says what the user's config has (``written_searcher``: its searcher
+    section as written, None if it has none) and which metric was assumed when the
+    validation metrics lack it."""
     console = console or TrimmedConsole()
     cfg = validate_config(test_mode_config(config))
-    with _test_mode_logging(drop_missing_metric=metric_required), _traceback_as_written():
+    check = _MetricCheck(cfg, metric_required, written_searcher)
+    with _test_mode_logging(), _traceback_as_written():
         if not is_script_entrypoint(cfg["entrypoint"]):
-            return _run_test_mode(cfg, model_dir, console, metric_required)
+            return _run_test_mode(cfg, model_dir, console, check)
         with _scratch_copy(model_dir, cfg["checkpoint_storage"]) as workdir:
-            return _run_test_mode(cfg, workdir, console, metric_required,
+            return _run_test_mode(cfg, workdir, console, check,
                                   user_dir=os.path.abspath(model_dir))
+
+
+class _MetricCheck:
+    """What test mode does when the validation metrics lack the searcher metric: fail
+    (the user named it) or warn that the default was assumed (the user named none)."""
+
+    def __init__(self, cfg: Dict[str, Any], required: bool, written_searcher: Any):
+        self.cfg = cfg
+        self.required = required
+        self.written = written_searcher
+
+    def __call__(self, validation: Dict[str, Any]) -> None:
+        if self.required:
+            _check_searcher_metric(self.cfg, validation)
+            return
+        name = self.cfg["searcher"]["metric"]
+        if name in validation:
+            return
+        if self.written is None:
+            wrote = "the config has no searcher section"
+        elif isinstance(self.written, dict) and self.written.get("metric") is None:
+            wrote = "the config's searcher section sets no metric"
+        else:
+            wrote = f"the config's searcher.metric is {self.written.get('metric')!r}" \
+                if isinstance(self.written, dict) else f"the config's searcher is {self.written!r}"
+        received = ", ".join(sorted(validation)) or "none"
+        logging.getLogger("determined.local").warning(
+            "%s, so the searcher metric is assumed to be %s (the default); the validation "
+            "metrics lack it (received: %s)", wrote, name, received)
 
 
 @contextlib.contextmanager
@@ -94,19 +127,17 @@ def _traceback_as_written() -> Iterator[None]:
 
 
 class _EachOnce(logging.Filter):
-    """Passes each distinct message once; with ``drop_missing_metric``, none of the
-    runner's warnings that the searcher metric is missing (the test's own error says
-    so: the user would read it twice)."""
+    """Passes each distinct message once, and none of the runner's warnings that the
+    searcher metric is missing (``_MetricCheck`` says so once, in the user's terms)."""
 
-    def __init__(self, drop_missing_metric: bool):
+    def __init__(self) -> None:
         super().__init__()
-        self.drop_missing_metric = drop_missing_metric
         self.seen: set = set()
 
     def filter(self, record: logging.LogRecord) -> bool:
         from determined.harness._runner import MISSING_METRIC
 
-        if self.drop_missing_metric and getattr(record, MISSING_METRIC, None):
+        if getattr(record, MISSING_METRIC, None):
             return False
         key = (record.levelno, record.getMessage())
         if key in self.seen:
@@ -116,14 +147,14 @@ class _EachOnce(logging.Filter):
 
 
 @contextlib.contextmanager
-def _test_mode_logging(drop_missing_metric: bool) -> Iterator[None]:
+def _test_mode_logging() -> Iterator[None]:
     """The platform's warnings while a test runs in this process, each once and as a
     local trial's log lines read (``12:04:31 WARNING message``) on stderr, unless the
     program configured logging of its own (then only the filter applies)."""
     from determined.local._trial_process import LOG_FORMAT, LOG_TIME_FORMAT
 
     logger = logging.getLogger("determined")
-    once = _EachOnce(drop_missing_metric)
+    once = _EachOnce()
     handler = None
     if not logger.hasHandlers():
         handler = logging.StreamHandler(sys.stderr)
@@ -176,7 +207,7 @@ def _scratch_copy(model_dir: str, storage: Dict[str, Any]) -> Iterator[str]:
 
 
 def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
-                   metric_required: bool, user_dir: str = "") -> Dict[str, Any]:
+                   check: _MetricCheck, user_dir: str = "") -> Dict[str, Any]:
     from determined import searcher as searchers
     from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 
@@ -185,7 +216,7 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
     env = TrialEnv(cfg, hparams, os.path.abspath(model_dir), trial_seed=rng.randrange(2**31),
                    test_mode=True)
     if is_script_entrypoint(cfg["entrypoint"]):
-        return _test_script(env, cfg, console, metric_required, user_dir or env.model_dir)
+        return _test_script(env, cfg, console, check, user_dir or env.model_dir)
     host = InProcessHost(
         [TrialOp(OpKind.TRAIN, Length.from_dict({"batches": 1})), TrialOp(OpKind.VALIDATE),
          TrialOp(OpKind.CHECKPOINT), TrialOp(OpKind.CLOSE)],
@@ -208,8 +239,8 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
         "checkpoints": len(host.checkpoints),
         "seconds": time.time() - start,
     }
-    if metric_required:
-        _check_searcher_metric(cfg, summary["validation"])
+    if host.validations:
+        check(summary["validation"])
     console.print(
         f"[green]Model definition test succeeded[/green] in {summary['seconds']:.1f}s: trained 1 batch "
         f"({format_metrics(summary['training'])}), validated "
@@ -221,7 +252,7 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
 
 
 def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console,
-                 metric_required: bool, user_dir: str) -> Dict[str, Any]:
+                 check: _MetricCheck, user_dir: str) -> Dict[str, Any]:
     """Test mode of a script: its command gets one short TRAIN and a VALIDATE. It runs
     in a copy of ``user_dir`` (``env.model_dir``); its output names ``user_dir``."""
     from determined.errors import InvalidModelDefError
@@ -252,8 +283,8 @@ def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console,
         "checkpoints": len(host.checkpoints),
         "seconds": time.time() - start,
     }
-    if metric_required and host.validations:
-        _check_searcher_metric(cfg, summary["validation"])
+    if host.validations:
+        check(summary["validation"])
     reports = [counted(len(v), k) for k, v in (("training report", host.training),
                                               ("validation report", host.validations),
                                               ("checkpoint", host.checkpoints))]
@@ -345,7 +376,8 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
     """Run ``driver`` to its end (with a progress display when asked), close ``store``
     and print the summary table; returns the driver's result."""
     from determined._metric_order import MetricOrder
-    from determined.local._display import ProgressDisplay, print_summary, trial_counts
+    from determined.local._display import (ProgressDisplay, TrialFailures, print_summary,
+                                           trial_counts)
 
     try:
         if show_progress:
@@ -357,7 +389,8 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
             driver.on_event = display.event
             with display:
                 result = driver.run()
-        else:
+        else:  # no progress, but a failed trial's error as with it
+            driver.on_event = TrialFailures(console).event
             result = driver.run()
     except KeyboardInterrupt as interrupt:
         _print_interrupted(console, driver, store.local_dir)

@@ -20,7 +20,7 @@ A directory written by an older version (``experiments/<id>/experiment.json`` an
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Dict, List
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional
 
 if TYPE_CHECKING:  # imported where used: the database costs a second to import
     from determined.master.db import Store
@@ -75,6 +75,22 @@ class LocalStore:
         self.dir = os.path.join(self.local_dir, "experiments", str(experiment_id))
         os.makedirs(os.path.join(self.dir, "trials"), exist_ok=True)
         self._offsets: Dict[int, int] = {}
+        self._model_dir: Optional[str] = None
+        self._tracebacks: Dict[int, Callable[[str], str]] = {}
+
+    def name_user_files(self, model_dir: str) -> None:
+        """From now on, the tracebacks of trial logs stored name ``model_dir``, the
+        user's, in place of a trial's working copy (removed once its process ends):
+        their frame lines only, the rest as written (``TracebackPaths``)."""
+        self._model_dir = model_dir
+
+    def _stored_lines(self, trial_id: int, lines: List[str]) -> List[str]:
+        if self._model_dir is None:
+            return lines
+        from determined.harness._trial_setup import TracebackPaths
+
+        names = self._tracebacks.setdefault(trial_id, TracebackPaths(self._model_dir))
+        return [names(line) for line in lines]
 
     def trial_log_path(self, trial_id: int) -> str:
         return os.path.join(self.dir, "trials", f"{trial_id}.log")
@@ -117,7 +133,7 @@ class LocalStore:
         lines: List[str] = data[:end].decode("utf-8", errors="replace").splitlines()
         self._offsets[trial_id] = offset + end
         if lines:
-            self.store.add_logs(trial_id, lines)
+            self.store.add_logs(trial_id, self._stored_lines(trial_id, lines))
         return len(lines)
 
     def pump_all(self, final: bool = False) -> None:
