@@ -28,6 +28,7 @@ from determined import engine
 from determined.common import scratch
 from determined.config import ExperimentConfig, is_script_entrypoint
 from determined.harness import TrialEnv
+from determined.local._interrupts import DeferredInterrupts
 from determined.local._pool import WarmPool, process_context, trial_frameworks
 from determined.local._processes import TrialProcesses
 from determined.local._result import ExperimentResult, experiment_result
@@ -105,6 +106,7 @@ class LocalDriver:
         self.records.on_created = self._created
         self._set_snapshot_extra()
         self._resumed = False
+        self._interrupts = DeferredInterrupts()  # Ctrl-C acts between events, not inside one
         frameworks = trial_frameworks(config, self.model_dir)
         self._threads = max(1, (os.cpu_count() or 1) // self.slots)
         self.processes = TrialProcesses(
@@ -116,7 +118,8 @@ class LocalDriver:
     def run(self) -> ExperimentResult:
         scratch.sweep_dead_owners()  # what trial processes of runs that were killed left
         try:
-            return self._run()
+            with self._interrupts:
+                return self._run()
         finally:
             self.processes.pool.close()
 
@@ -154,6 +157,7 @@ class LocalDriver:
             if not self._resumed:
                 self._do(self.core.start(activate=True))
             while not self.core.finished:
+                self._interrupts.raise_pending()
                 self._start_queued()
                 if self.core.finished:
                     break
@@ -161,7 +165,7 @@ class LocalDriver:
                     raise RuntimeError(f"experiment {self.experiment_id} is "
                                        f"{self.core.state.value} with no trial to run")
                 self._refill_pool()
-                self.processes.wait()
+                self.processes.wait(wake=self._interrupts.wake)
                 self.records.flush()
         except KeyboardInterrupt:
             self._stop_gracefully()
@@ -371,9 +375,11 @@ class LocalDriver:
                 if t.state is engine.TrialState.STOPPING:
                     self.on_event("pausing", self.trial_view(r), {})
             deadline = time.monotonic() + 120
-            while self.processes and time.monotonic() < deadline:
-                self.processes.wait()
-        except KeyboardInterrupt:
+            while self.processes and time.monotonic() < deadline and \
+                    self._interrupts.count < 2:
+                self.processes.wait(wake=self._interrupts.wake)
+                self._interrupts.drain()
+        except KeyboardInterrupt:  # a second Ctrl-C where SIGINT is not deferred
             pass
         self._kill_all("PAUSED" if not self.processes else "CANCELED")
 

@@ -105,6 +105,11 @@ def start_fork_server(frameworks: List[str]) -> None:
 
 def _worker_main(conn: Any, preload: List[str], threads: int) -> None:
     """A pooled process: import the frameworks, then wait to be given a trial."""
+    import signal
+
+    # Ctrl-C reaches the terminal's whole process group: the driver ends idle pooled
+    # processes (closing their pipes) and stops trials in order.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.dup2(devnull, 2)
@@ -125,7 +130,7 @@ def _worker_main(conn: Any, preload: List[str], threads: int) -> None:
             pass
     try:
         message = conn.recv()
-    except (EOFError, KeyboardInterrupt):
+    except EOFError:
         return
     if message[0] != "run":
         return

@@ -84,14 +84,16 @@ class TrialProcesses:
         if p is not None and p.process.is_alive():
             p.process.kill()
 
-    def wait(self, timeout: float = 1.0) -> None:
-        """Wait up to ``timeout`` seconds for messages and exits, and hand them on."""
+    def wait(self, timeout: float = 1.0, wake: Any = None) -> None:
+        """Wait up to ``timeout`` seconds for messages and exits, and hand them on;
+        ``wake`` (a socket or connection, or None) ends the wait early when readable."""
         waitables: Dict[Any, int] = {}
         for r, p in self._procs.items():
             waitables[p.conn] = r
             waitables[p.process.sentinel] = r
-        ready = multiprocessing.connection.wait(list(waitables), timeout=timeout)
-        for r in dict.fromkeys(waitables[obj] for obj in ready):
+        ready = multiprocessing.connection.wait(
+            list(waitables) + ([wake] if wake is not None else []), timeout=timeout)
+        for r in dict.fromkeys(waitables[obj] for obj in ready if obj in waitables):
             p = self._procs.get(r)
             if p is None:
                 continue
