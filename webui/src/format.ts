@@ -11,10 +11,20 @@ export function formatDuration(seconds: number | null | undefined): string {
   return `${sec}s`;
 }
 
-export function formatTime(iso: string | null | undefined): string {
-  if (!iso) return "";
+/** The UI's one way of showing a time: local date and time of day to the second, as
+ * ``[date, time]`` ("11/29/2026", "6:34:08 AM" in en-US); null for no time or a bad one.
+ * Every page formats times through this (a test greps the sources for other ways). */
+export function timeParts(iso: string | null | undefined): [string, string] | null {
+  if (!iso) return null;
   const d = new Date(iso);
-  return isNaN(d.getTime()) ? "" : d.toLocaleString();
+  if (isNaN(d.getTime())) return null;
+  return [d.toLocaleDateString(), d.toLocaleTimeString()];
+}
+
+/** A time on one line: "11/29/2026, 6:34:08 AM" (``timeParts`` joined). */
+export function formatTime(iso: string | null | undefined): string {
+  const parts = timeParts(iso);
+  return parts ? `${parts[0]}, ${parts[1]}` : "";
 }
 
 export function formatNumber(v: unknown, digits = 4): string {

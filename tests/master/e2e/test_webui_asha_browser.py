@@ -4,8 +4,9 @@ stopped trials look different; the trial page opens on the searcher's metric; ki
 cancel ask first; a failed experiment does not read 100%; a signed-out visitor gets a hint;
 a TensorBoard starts from the experiment page and opens through the proxy; the
 hyperparameter views (ticks, log axes, brushing, hover, importance, slice, contour,
-intermediate values); tables scroll in their own box on a narrow window, and the experiment
-list, the checkpoint tables and the parallel-coordinates chart fit an 800-pixel one.
+intermediate values); tables scroll in their own box on a narrow window, and the trials
+table, the experiment list, the checkpoint tables and the parallel-coordinates chart fit an
+800-pixel one.
 
 Screenshots go to the test's output directory (``asha-*.png``; also to
 ``$DET_WEBUI_SHOTS`` when set); ``asha-readme.png`` is the README's picture of the web UI
@@ -248,9 +249,10 @@ def _fits(page, locator, what):
 
 def test_curves_and_trial_pages_fit_an_800_pixel_window(cluster, page, out_dir):
     """At 800 pixels the trial picker beside the chart left the chart half the column: the
-    picker goes under it. Neither page scrolls sideways, and neither do the experiment
-    list, the checkpoint tables and the parallel-coordinates chart in their boxes (long
-    text wraps, the duration column goes, the chart takes its box's width)."""
+    picker goes under it. Neither page scrolls sideways, and neither do the experiment's
+    trials table, the experiment list, the checkpoint tables and the parallel-coordinates
+    chart in their boxes (long text and names wrap, the duration column goes, the chart
+    takes its box's width)."""
     client, exp_id = cluster["client"], cluster["asha"]
     page.set_viewport_size({"width": 800, "height": 900})
     try:
@@ -264,6 +266,10 @@ def test_curves_and_trial_pages_fit_an_800_pixel_window(cluster, page, out_dir):
         assert picker["y"] >= drawn["y"] + drawn["height"], (picker, drawn)
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
         shot(page, out_dir, "curves-800")
+        page.goto(cluster["master"].url + f"/experiments/{exp_id}?tab=trials")
+        page.get_by_test_id("trials-table").locator("tbody tr").first.wait_for()
+        _fits(page, page.get_by_test_id("trials-table-scroll"), "the trials table")
+        shot(page, out_dir, "trials-800")
         trial = client.get(f"/experiments/{exp_id}/trials").json()["trials"][0]["id"]
         page.goto(cluster["master"].url + f"/experiments/{exp_id}/trials/{trial}")
         page.get_by_test_id("trial-chart").locator("canvas").wait_for()

@@ -1,6 +1,6 @@
 /** Small pieces: state badge, progress bar, confirm button, error and loading lines, times and ids. */
 import { useState, type ReactNode } from "react";
-import { formatTime, progressLabel } from "../format";
+import { progressLabel, timeParts } from "../format";
 
 export function StateBadge({ state }: { state: string }) {
   return <span className={`state state-${state.toLowerCase()}`} data-testid="state">{state}</span>;
@@ -68,9 +68,10 @@ export function Metadata({ value }: { value: Record<string, unknown> | null | un
 
 /** A time as date and time of day, which a narrow column puts on two lines. */
 export function When({ iso }: { iso: string | null | undefined }) {
-  const d = iso ? new Date(iso) : null;
-  if (!d || isNaN(d.getTime())) return null;
-  return <span className="when" title={formatTime(iso)}><span>{d.toLocaleDateString()}</span> <span>{d.toLocaleTimeString()}</span></span>;
+  const parts = timeParts(iso);
+  if (!parts) return null;
+  // Reads as formatTime's text does ("date, time"), which it is the wrappable form of.
+  return <span className="when" title={iso ?? undefined}><span>{parts[0]},</span> <span>{parts[1]}</span></span>;
 }
 
 /** A name such as ``validation_loss`` that may break after its underscores, dots and

@@ -7,7 +7,7 @@ import { follow } from "../events";
 import { useLoaded } from "../loaded";
 import { counted, flattenHparams, formatDuration, formatNumber, formatTime, TERMINAL } from "../format";
 import { useSession } from "../session";
-import { ConfirmButton, ErrorLine, Progress, StateBadge } from "../components/Bits";
+import { Breakable, ConfirmButton, ErrorLine, Progress, StateBadge } from "../components/Bits";
 import { useWaits, WaitingNote, type Waits } from "../components/Waiting";
 import TaskLauncher from "../components/TaskLauncher";
 import Curves, { appendRows, useExperimentCurves } from "../components/Curves";
@@ -278,9 +278,13 @@ function TrialsTable({ exp, bestId, signedIn, waits }: { exp: ExperimentDetail; 
     { key: "state", title: "State", value: (t) => t.state,
       render: (t) => <><StateBadge state={t.state} /><WaitingNote wait={waits.trials[t.id]} /></> },
     { key: "batches", title: "Batches", value: (t) => t.total_batches },
-    { key: "best", title: `Best ${exp.metric}`, value: (t) => t.best_validation, render: (t) => formatNumber(t.best_validation) },
+    // Headers wrap (metric and hyperparameter names after their underscores and dots): the
+    // table fits an 800-pixel window, as the experiment list does.
+    { key: "best", title: <>Best <Breakable text={exp.metric} /></>, value: (t) => t.best_validation, className: "wrap",
+      render: (t) => formatNumber(t.best_validation) },
     { key: "restarts", title: "Restarts", value: (t) => t.restarts },
-    ...names.map((n) => ({ key: `hp:${n}`, title: n, value: (t: Trial) => flat.get(t.id)?.[n], render: (t: Trial) => formatNumber(flat.get(t.id)?.[n]) })),
+    ...names.map((n) => ({ key: `hp:${n}`, title: <Breakable text={n} />, value: (t: Trial) => flat.get(t.id)?.[n], className: "wrap",
+      render: (t: Trial) => formatNumber(flat.get(t.id)?.[n]) })),
   ];
   const ids = [...selected].sort((a, b) => a - b);
   return (

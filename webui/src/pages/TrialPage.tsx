@@ -93,8 +93,15 @@ export default function TrialPage() {
   const [ownerError, setOwnerError] = useState<unknown>(null);
   const [channelError, setChannelError] = useState<unknown>(null);
   const [actionError, setActionError] = useState<unknown>(null);
-  const [page, setPage] = useState(0);
-  const [allWorkloads, setAllWorkloads] = useState(false);
+  // The workloads' paging belongs to the trial shown: moving to another trial (the page is
+  // reused) opens it at its newest workloads, collapsed. ``moves`` counts page changes the
+  // user made, which load; the reset does not (the live channel loads the new trial).
+  const [paging, setPaging] = useState({ trialId, page: 0, all: false, moves: 0 });
+  if (paging.trialId !== trialId) setPaging({ trialId, page: 0, all: false, moves: paging.moves });
+  const page = paging.trialId === trialId ? paging.page : 0;
+  const allWorkloads = paging.trialId === trialId && paging.all;
+  const setPage = (p: number) => setPaging((s) => (s.page === p ? s : { ...s, page: p, moves: s.moves + 1 }));
+  const setAllWorkloads = (all: boolean) => setPaging((s) => ({ ...s, all }));
   const [live, setLive] = useState<LogLine[]>([]);
   const [liveRows, setLiveRows] = useState<MetricRow[]>([]);
   const pageSize = 50;
@@ -107,7 +114,7 @@ export default function TrialPage() {
   const { data: info, error: loadError, load, update } = useLoaded(fetcher);
   const { waits, onEvent: onWaitingEvent } = useWaits();
   const error = loadError ?? ownerError ?? channelError ?? actionError;
-  useLoadWhenChanged(load, page);
+  useLoadWhenChanged(load, paging.moves);
   const experimentId = info?.trial?.experiment_id;
   useEffect(() => {
     if (experimentId == null) return;
