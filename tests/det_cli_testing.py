@@ -21,7 +21,7 @@ ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 
 
 def run_det_in_terminal(args, columns=80, env=None, timeout=300.0, answer=None,
-                        every_drawing=False, respond=None):
+                        every_drawing=False, respond=None, module="determined.cli"):
     """Run ``det args`` on a pseudo-terminal ``columns`` wide (stdout and stderr both
     the terminal, as a person runs it): ``(exit code, output)``, the output with
     ``\\r\\n`` read as ``\\n``, terminal control codes removed and a line redrawn in
@@ -32,7 +32,8 @@ def run_det_in_terminal(args, columns=80, env=None, timeout=300.0, answer=None,
 
     ``respond``, when given, is called with the output so far (control codes removed,
     every frame of a redrawn line kept) each time more comes; the bytes it returns, if
-    any, are typed into the terminal (``b"\\x03"``: Ctrl-C)."""
+    any, are typed into the terminal (``b"\\x03"``: Ctrl-C). ``module``: the program
+    run as ``python -m`` (``determined.master``: the master's command line)."""
     import fcntl
     import pty
     import re
@@ -47,7 +48,7 @@ def run_det_in_terminal(args, columns=80, env=None, timeout=300.0, answer=None,
             os.environ.pop("COLUMNS", None)
             os.environ.pop("LINES", None)
             os.environ.update(env or {})
-            os.execv(sys.executable, [sys.executable, "-m", "determined.cli", *map(str, args)])
+            os.execv(sys.executable, [sys.executable, "-m", module, *map(str, args)])
         finally:
             os._exit(127)
     output, deadline = b"", time.monotonic() + timeout

@@ -1,12 +1,15 @@
 """``det`` as upstream 0.13.0 spells it: every command, alias and flag of
 ``cli-0.13.0.md`` (a copy of the upstream command tree) parses, for every feature that
 exists here; global flags after the command; 80-column output; completion; one-line
-errors (bad master URL, a config that is not UTF-8, Ctrl-D at a password prompt)."""
+errors (bad master URL, a config that is not UTF-8); Ctrl-D or Ctrl-C at a password
+prompt cancels the login, on a real master that then has no session."""
 
 import argparse
+import contextlib
 import os
 import pathlib
 import re
+import sqlite3
 import subprocess
 import sys
 
@@ -14,6 +17,9 @@ import pytest
 
 from det_cli_testing import run_det, run_det_in_terminal
 from determined.cli._main import build_parser
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"))
+from master_testing import MasterProcess  # noqa: E402
 
 CONTRACT = pathlib.Path(__file__).with_name("cli-0.13.0.md")
 
@@ -126,12 +132,42 @@ def test_config_that_is_not_utf8_is_one_line(tmp_path, tiny_dir):
         assert errors and "UTF-8" in errors[0] and "latin1.yaml" in out.stderr, out.stderr
 
 
-def test_ctrl_d_at_a_password_prompt_is_one_line(tmp_path):
-    code, text = run_det_in_terminal(["-m", "http://127.0.0.1:9", "user", "login", "alice"],
-                                     env={"DET_AUTH_DIR": str(tmp_path)}, timeout=120.0,
-                                     answer=("Password", "\x04"))
-    assert code == 1 and "Password for user 'alice': " in text, text  # Ctrl-D answered it
-    assert "det: error:" in text and "Traceback" not in text, text
+@pytest.fixture(scope="module")
+def master(tmp_path_factory):
+    m = MasterProcess(str(tmp_path_factory.mktemp("master")), slots=1).start()
+    yield m
+    m.stop()
+
+
+def _sessions(master) -> int:
+    """Logged-in sessions the master has recorded (its auth records, in its database)."""
+    with contextlib.closing(sqlite3.connect(os.path.join(master.data_dir, "master.db"))) as db:
+        return db.execute("SELECT COUNT(*) FROM auth_tokens WHERE kind = 'user'").fetchone()[0]
+
+
+@pytest.mark.parametrize("key,code", [("\x04", 1), ("\x03", 130)], ids=["ctrl-d", "ctrl-c"])
+def test_ctrl_d_or_ctrl_c_at_the_password_prompt_cancels_the_login(master, tmp_path, key, code):
+    # `determined` has the blank password: a blank answer read from Ctrl-D would log in.
+    auth = tmp_path / "auth"
+    before = _sessions(master)
+    got, text = run_det_in_terminal(["-m", master.url, "user", "login", "determined"],
+                                    env={"DET_AUTH_DIR": str(auth)}, timeout=120.0,
+                                    answer=("Password", key))
+    assert got == code, text
+    # The shell's prompt starts on a line of its own; one line says what stopped.
+    assert text == "Password for user 'determined': \ndet: login canceled\n", text
+    assert _sessions(master) == before and not (auth / "auth.json").exists(), text
+
+
+def test_a_blank_answer_at_the_password_prompt_logs_in(master, tmp_path):
+    """The check above can fail: Enter (a blank password) does log in and is recorded."""
+    auth = tmp_path / "auth"
+    before = _sessions(master)
+    got, text = run_det_in_terminal(["-m", master.url, "user", "login", "determined"],
+                                    env={"DET_AUTH_DIR": str(auth)}, timeout=120.0,
+                                    answer=("Password", "\r"))
+    assert got == 0 and "Logged in as user 'determined'" in text, text
+    assert _sessions(master) == before + 1 and (auth / "auth.json").exists(), text
 
 
 def test_an_error_in_a_terminal_fits_its_width(tmp_path, tiny_dir):

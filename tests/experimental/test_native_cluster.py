@@ -179,6 +179,37 @@ def test_create_test_mode_waits_for_a_one_batch_experiment(master, tiny_ctx, cap
     assert [b for b, _ in validations(trials[0])] == [1]
 
 
+RENAMED = """from model_def import TinyTrial
+
+
+class Renamed(TinyTrial):
+    def evaluate_batch(self, batch):
+        metrics = super().evaluate_batch(batch)
+        return {"vloss": metrics.pop("validation_loss"), **metrics}
+"""
+
+
+def test_a_default_metric_the_trial_lacks_is_said_in_the_users_terms(master, tiny_ctx):
+    """The config names no searcher metric (validation_loss, the default, is filled in)
+    and the trial reports none by that name: the trial's error says what the config set,
+    never the default as though the user had written it."""
+    (tiny_ctx / "renamed_def.py").write_text(RENAMED)
+    trial_class = load_trial_class("renamed_def:Renamed", str(tiny_ctx))
+    config = tiny_config(searcher={"name": "single", "max_length": {"batches": 1}})
+    with pytest.raises(MasterError, match=r"test experiment (\d+) ended ERROR") as failed:
+        create(trial_class, config, test=True, context_dir=str(tiny_ctx), master_url=master.url)
+    exp_id = int(re.search(r"experiment (\d+)", str(failed.value)).group(1))
+    with master.client() as c:
+        (trial,) = c.get(f"/experiments/{exp_id}").json()["trials"]
+        lines = c.get(f"/trials/{trial['id']}/logs").json()["logs"]
+    logs = "\n".join(line["line"] for line in lines)
+    assert ("the config's searcher section sets no metric, so the searcher metric is assumed "
+            "to be validation_loss (the default); the validation metrics of Renamed lack it "
+            "(received: accuracy, vloss); return it from evaluate_batch/evaluate_full_dataset "
+            "or set searcher.metric") in logs, logs
+    assert "'validation_loss'" not in logs and "change searcher.metric" not in logs, logs
+
+
 def test_script_failing_on_the_cluster_fails_the_trial_clearly(master, tiny_ctx):
     (tiny_ctx / "data.txt").write_text("0.1\n")
     (tiny_ctx / ".detignore").write_text("data.txt\n")

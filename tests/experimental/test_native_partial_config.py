@@ -60,3 +60,33 @@ def test_partial_sections_merge_over_the_native_defaults():
     pbt = native_raw_config({"searcher": {"name": "pbt", "length_per_round": {"batches": 5}}},
                             "loss")["searcher"]
     assert "max_length" not in pbt and pbt["length_per_round"] == {"batches": 5}
+
+
+class NoValidationLoss(ShapeMismatch):
+    """Trains; its validation metric is ``vloss``, not the default ``validation_loss``."""
+
+    def train_batch(self, batch, epoch_idx, batch_idx):
+        x, y = batch
+        loss = nn.functional.cross_entropy(self.model(x), y)
+        self.context.backward(loss)
+        self.context.step_optimizer(self.opt)
+        return {"loss": loss}
+
+    def evaluate_batch(self, batch):
+        return {"vloss": 0.5}
+
+
+def test_a_default_metric_the_trial_lacks_is_said_in_the_users_terms(tmp_path, caplog):
+    """No metric in the config: the local test warns, once, that validation_loss was
+    assumed, and never names it as though the config had."""
+    config = {"searcher": {"max_length": {"batches": 1}},
+              "hyperparameters": {"global_batch_size": 8}}
+    with caplog.at_level("WARNING", logger="determined"):
+        det.experimental.create(NoValidationLoss, config, local=True, test=True,
+                                context_dir=str(tmp_path))
+    said = [r.getMessage() for r in caplog.records if "searcher metric" in r.getMessage()]
+    assert said == ["the config's searcher section sets no metric, so the searcher metric is "
+                    "assumed to be validation_loss (the default); the validation metrics lack "
+                    "it (received: vloss)"], said
+    without = {"hyperparameters": {"global_batch_size": 8}}
+    assert native_raw_config(without, "loss")["internal"] == {"searcher_as_written": None}

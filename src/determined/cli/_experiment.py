@@ -97,7 +97,7 @@ def _create(args: argparse.Namespace) -> int:
     if args.test_mode:
         local_dir = os.path.abspath(args.local_dir or default_local_dir())
         from determined.config import (load_config, local_test_config, one_batch_lengths,
-                                       validate_as_written)
+                                       record_assumed_metric, validate_as_written)
 
         # As 0.13: a partial config (a searcher without a name) works in local test mode,
         # and one batch replaces the searcher's length whatever its unit.
@@ -105,11 +105,11 @@ def _create(args: argparse.Namespace) -> int:
         raw = local_test_config(written)
         validate_as_written(raw, f"experiment config {args.config_file}")
         raw = one_batch_lengths(raw)
-        cfg = prepare_config(raw, args.model_def, local_dir)
         searcher = written.get("searcher")
-        named = isinstance(searcher, dict) and bool(searcher.get("metric"))
-        summary = run_test_mode(cfg, args.model_def, console, metric_required=named,
-                                written_searcher=searcher)
+        if not (isinstance(searcher, dict) and searcher.get("metric")):
+            record_assumed_metric(raw, searcher)  # the default: warned about, not required
+        cfg = prepare_config(raw, args.model_def, local_dir)
+        summary = run_test_mode(cfg, args.model_def, console)
         if args.json:
             print(json.dumps(summary, default=str))
         return 0

@@ -15,6 +15,7 @@ import sys
 from typing import Any, Callable, List, Optional
 
 import determined
+from determined.common.password import PromptCanceled
 from determined.errors import DeterminedError
 
 __all__ = ["main", "build_parser", "NOUN_MODULES"]
@@ -171,6 +172,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         if not _stdout_reader_gone():
             raise
         return _reader_went_away()
+    except PromptCanceled as e:  # Ctrl-D (1) or Ctrl-C (130) at a password prompt
+        print(f"det: {e}", file=sys.stderr)
+        return 130 if e.interrupted else 1
     except DeterminedError as e:
         print(error_text(str(e), _error_width()), file=sys.stderr)
         return 1

@@ -82,13 +82,13 @@ def _password_flag(p: argparse.ArgumentParser, what: str = "the password") -> No
                    help=f"{what} (default: one line of piped stdin, else a prompt)")
 
 
-def _read_password(args: argparse.Namespace, prompt: str, outcome: str,
+def _read_password(args: argparse.Namespace, prompt: str, outcome: str, action: str,
                    new: bool = False) -> str:
     """``--password``, else what :func:`read_password` reads; a ``new`` one is asked
     twice on a terminal and may not be blank unless given by ``--password ''``."""
     if args.password is not None:
         return str(args.password)
-    return read_password(prompt, outcome=outcome, confirm=new,
+    return read_password(prompt, outcome=outcome, action=action, confirm=new,
                          blank_refused="to set a blank one on purpose: --password ''"
                          if new else "", eof_is_blank=not new)
 
@@ -135,7 +135,7 @@ def _link_with_agent_user(args: argparse.Namespace) -> int:
 def _login(args: argparse.Namespace) -> int:
     name = args.username or args.user or "determined"
     auth = Authenticator(args.master, user=name, activate=True)  # the default user from now
-    auth.login(_read_password(args, f"Password for user {name!r}: ", "not logged in"))
+    auth.login(_read_password(args, f"Password for user {name!r}: ", "not logged in", "login"))
     print(f"Logged in as user {name!r}")
     return 0
 
@@ -182,7 +182,8 @@ def _change_password(args: argparse.Namespace) -> int:
     with client(args) as c:
         name = args.username or c.username
         c.set_password(name, _read_password(args, f"New password for user {name!r}: ",
-                                            "nothing was changed", new=True))
+                                            "nothing was changed", "password change",
+                                            new=True))
     print(f"Changed the password of user {name!r}")
     return 0
 

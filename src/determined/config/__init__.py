@@ -37,6 +37,11 @@ from determined.config._load import (
     yaml_error_text,
 )
 from determined.config._schema import check_labels
+from determined.config._searcher_metric import (
+    metric_assumed,
+    missing_metric_text,
+    record_assumed_metric,
+)
 from determined.config._secrets import masked_config
 from determined.config._size import (
     ConfigLimitError,
@@ -73,8 +78,11 @@ __all__ = [
     "masked_config",
     "merge_configs",
     "merge_over_defaults",
+    "metric_assumed",
+    "missing_metric_text",
     "one_batch_lengths",
     "parse_yaml",
+    "record_assumed_metric",
     "yaml_error_text",
     "script_command",
     "script_file",

@@ -26,7 +26,7 @@ import numpy as np
 from determined import tensorboard
 from determined._version import __version__
 from determined.common.wording import counted
-from determined.config import ExperimentConfig
+from determined.config import ExperimentConfig, missing_metric_text
 from determined.errors import InvalidTrialError
 from determined.harness._controller import TrialController
 from determined.harness._collective import Collective
@@ -220,8 +220,7 @@ class TrialRunner:
             if name and self.is_chief and not self._warned_metric:
                 # Once per trial run, not per validation.
                 self._warned_metric = True
-                logger.warning("the validation metrics lack the searcher metric %r "
-                               "(received: %s)", name, ", ".join(sorted(values)) or "none",
+                logger.warning("%s", missing_metric_text(self.env.experiment_config, values),
                                extra={MISSING_METRIC: name})
             self.last_validation = values
             self.last_validation_batches = self.batches_trained
@@ -230,11 +229,10 @@ class TrialRunner:
             self.sequencer.validated(False)
             return
         if self.is_chief and name not in values:
-            raise InvalidTrialError(
-                f"the validation metrics of {self.trial_class.__qualname__} lack the searcher "
-                f"metric {name!r} (received: {', '.join(sorted(values)) or 'none'}); "
-                "return it from evaluate_batch/evaluate_full_dataset or change searcher.metric"
-            )
+            raise InvalidTrialError(missing_metric_text(
+                self.env.experiment_config, values,
+                where=f"the validation metrics of {self.trial_class.__qualname__}",
+                fix="return it from evaluate_batch/evaluate_full_dataset"))
         post_ckpt = False
         if self.is_chief:
             value = _as_float(values[name], name)

@@ -22,6 +22,8 @@ from determined.config import (
     Length,
     is_script_entrypoint,
     load_config,
+    metric_assumed,
+    missing_metric_text,
     test_mode_config,
     validate_config,
 )
@@ -55,19 +57,16 @@ def prepare_config(
 
 def run_test_mode(
     config: Dict[str, Any], model_dir: str, console: Optional[Console] = None,
-    *, metric_required: bool = False, written_searcher: Any = None,
 ) -> Dict[str, Any]:
     """Train one batch, validate, checkpoint, in this process; raise on any failure. A
     Trial class runs in ``model_dir`` (tracebacks name the user's own files); a script,
-    which writes outputs of its own, in a temporary copy of it. With
-    ``metric_required`` (the user's config names the searcher metric), validation
-    metrics without it fail the test, as they fail a trial on a master; without, one
-    warning says what the user's config has (``written_searcher``: its searcher
-    section as written, None if it has none) and which metric was assumed when the
-    validation metrics lack it."""
+    which writes outputs of its own, in a temporary copy of it. Validation metrics
+    without the searcher metric fail the test, as they fail a trial on a master,
+    unless the metric is a default the user's config did not name
+    (``determined.config.record_assumed_metric``): then one warning says so."""
     console = console or TrimmedConsole()
     cfg = validate_config(test_mode_config(config))
-    check = _MetricCheck(cfg, metric_required, written_searcher)
+    check = _MetricCheck(cfg)
     with _test_mode_logging(), _traceback_as_written():
         if not is_script_entrypoint(cfg["entrypoint"]):
             return _run_test_mode(cfg, model_dir, console, check)
@@ -78,31 +77,18 @@ def run_test_mode(
 
 class _MetricCheck:
     """What test mode does when the validation metrics lack the searcher metric: fail
-    (the user named it) or warn that the default was assumed (the user named none)."""
+    (the user named it) or warn that the default was assumed (the user named none);
+    ``determined.config.missing_metric_text`` words both."""
 
-    def __init__(self, cfg: Dict[str, Any], required: bool, written_searcher: Any):
+    def __init__(self, cfg: Dict[str, Any]):
         self.cfg = cfg
-        self.required = required
-        self.written = written_searcher
 
     def __call__(self, validation: Dict[str, Any]) -> None:
-        if self.required:
+        if not metric_assumed(self.cfg):
             _check_searcher_metric(self.cfg, validation)
-            return
-        name = self.cfg["searcher"]["metric"]
-        if name in validation:
-            return
-        if self.written is None:
-            wrote = "the config has no searcher section"
-        elif isinstance(self.written, dict) and self.written.get("metric") is None:
-            wrote = "the config's searcher section sets no metric"
-        else:
-            wrote = f"the config's searcher.metric is {self.written.get('metric')!r}" \
-                if isinstance(self.written, dict) else f"the config's searcher is {self.written!r}"
-        received = ", ".join(sorted(validation)) or "none"
-        logging.getLogger("determined.local").warning(
-            "%s, so the searcher metric is assumed to be %s (the default); the validation "
-            "metrics lack it (received: %s)", wrote, name, received)
+        elif self.cfg["searcher"]["metric"] not in validation:
+            logging.getLogger("determined.local").warning(
+                "%s", missing_metric_text(self.cfg, validation))
 
 
 @contextlib.contextmanager
@@ -174,18 +160,16 @@ def _check_searcher_metric(cfg: Dict[str, Any], validation: Dict[str, Any]) -> N
     """The test's validation metrics hold the searcher metric, else the master's error."""
     from determined.errors import InvalidTrialError
 
-    name = cfg["searcher"]["metric"]
-    if name in validation:
+    if cfg["searcher"]["metric"] in validation:
         return
-    received = ", ".join(sorted(validation)) or "none"
     if is_script_entrypoint(cfg["entrypoint"]):
         where = "the script's validation metrics"
         fix = "report it with core.train.report_validation_metrics"
     else:
         where = f"the validation metrics of {str(cfg['entrypoint']).rpartition(':')[2]}"
         fix = "return it from evaluate_batch/evaluate_full_dataset"
-    raise InvalidTrialError(f"Model definition test failed: {where} lack the searcher metric "
-                            f"{name!r} (received: {received}); {fix} or change searcher.metric")
+    raise InvalidTrialError("Model definition test failed: "
+                            + missing_metric_text(cfg, validation, where=where, fix=fix))
 
 
 @contextlib.contextmanager

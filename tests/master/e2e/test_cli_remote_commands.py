@@ -217,6 +217,22 @@ def test_create_test_mode_fails_when_the_trial_raises(shared_master, tiny_dir, t
     assert exp["archived"] and exp["trials"][0]["state"] == "ERROR"
 
 
+def test_create_test_mode_names_the_searcher_metric_the_trial_lacks(shared_master, tiny_dir,
+                                                                     tmp_path):
+    """The trial's error on the master is worded as a local test's (one function words
+    both): the metric the config names, what the trial reported, what to do."""
+    config = write_config(tmp_path, tiny_dir, searcher={
+        "name": "single", "metric": "nope", "max_length": {"batches": 40}})
+    out = det(shared_master, "e", "create", config, tiny_dir, "--test", code=1)
+    said = ("the validation metrics of TinyTrial lack the searcher metric 'nope' (received: "
+            "accuracy, validation_loss); return it from evaluate_batch/evaluate_full_dataset "
+            "or change searcher.metric")
+    assert said in out.stdout, out.stdout + out.stderr  # the trial's log, streamed
+    local = det(shared_master, "e", "create", config, tiny_dir, "--local", "--test",
+                "--local-dir", tmp_path / "local", code=1)
+    assert f"Model definition test failed: {said}" in local.stderr, local.stderr
+
+
 def test_bad_arguments_get_clear_errors(shared_master, tiny_dir, tmp_path):
     for args in (("e", "describe", "999"), ("e", "config", "999"), ("e", "lt", "999"),
                  ("e", "lc", "999"), ("e", "download-model-def", "999"),

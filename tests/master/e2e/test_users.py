@@ -13,6 +13,7 @@ import httpx
 import pytest
 import yaml
 
+from det_cli_testing import run_det_in_terminal
 from determined.common.api import pack_context
 from determined.errors import MasterError
 from determined.experimental import Determined
@@ -166,6 +167,29 @@ def test_login_of_a_default_user_from_stdin_that_ends(shared_master) -> None:
         assert (out.returncode, out.stdout.strip()) == (0, f"Logged in as user {name!r}"), \
             out.stderr
         assert f"logged in as user {name!r}" in det(m, "user", "whoami").stdout
+
+
+def test_ctrl_d_or_ctrl_c_at_set_password_changes_nothing(master_factory) -> None:
+    """``determined-master --set-password`` on a terminal: Ctrl-D (exit 1) or Ctrl-C
+    (130) at the prompt ends the prompt's line, says the change was canceled, and the
+    user keeps the blank password; a password typed there is set."""
+    m = master_factory(slots=1)
+    args = ["--data-dir", m.data_dir, "--set-password", "determined"]
+
+    def blank_login() -> int:
+        return httpx.post(m.url + "/api/v1/auth/login", json={
+            "username": "determined", "password": ""}).status_code
+
+    for key, want in (("\x04", 1), ("\x03", 130)):
+        code, text = run_det_in_terminal(args, module="determined.master", timeout=120.0,
+                                         answer=("New password", key))
+        assert (code, text) == (want, "New password: \ndetermined-master: password change "
+                                      "canceled\n"), text
+        assert blank_login() == 200
+    code, text = run_det_in_terminal(args, module="determined.master", timeout=120.0,
+                                     answer=("New password", "secret\r"))
+    assert code == 0 and "the password of 'determined' is set" in text, text
+    assert blank_login() == 401
 
 
 def test_ownership_and_list_filtering(shared_master, tiny_dir) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import getpass
 import json
 import os
 import sys
@@ -23,6 +22,7 @@ import tempfile
 from typing import Any, Dict, Iterator, Optional
 
 from determined.common.api._client import APIError, MasterClient, normalize_master_url
+from determined.common.password import ask_password
 from determined.errors import MasterError
 
 __all__ = ["AUTH_DIR_ENV", "DEFAULT_USER", "Authenticator", "TokenCache", "auth_dir"]
@@ -160,6 +160,7 @@ class Authenticator:
 
         Raises:
             MasterError: the master refused the login or is unreachable.
+            PromptCanceled: Ctrl-D or Ctrl-C at the password prompt (nothing sent).
         """
         password = password if password is not None else self.password
         with MasterClient(self.master) as c:
@@ -170,11 +171,7 @@ class Authenticator:
                     raise
                 if password is None and sys.stdin is not None and sys.stdin.isatty():
                     prompt = f"Password for user {self.username!r}: "
-                    try:
-                        typed = getpass.getpass(prompt)
-                    except EOFError:  # Ctrl-D
-                        raise APIError(f"No password given for user {self.username!r} "
-                                       "(end of input); not logged in", e.status) from None
+                    typed = ask_password(prompt, "login")  # Ctrl-D/Ctrl-C: PromptCanceled
                     answer = c.login(self.username, typed)
                 elif password is not None:  # a password given and refused: say what to check
                     raise APIError(

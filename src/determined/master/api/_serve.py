@@ -90,7 +90,8 @@ def set_password(config: "object", username: str, password: str) -> str:
 def _read_new_password() -> str:
     from determined.common.password import read_password
 
-    return read_password("New password: ", outcome="nothing was changed")
+    return read_password("New password: ", outcome="nothing was changed",
+                         action="password change")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -115,10 +116,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"determined-master: {e}", file=sys.stderr)
         return 2
     if args.set_password is not None:
+        from determined.common.password import PromptCanceled
         from determined.master.db import NotFoundError
 
         try:
             print(set_password(config, args.set_password, _read_new_password()))
+        except PromptCanceled as e:  # Ctrl-D (1) or Ctrl-C (130) at the prompt
+            print(f"determined-master: {e}", file=sys.stderr)
+            return 130 if e.interrupted else 1
         except (ValueError, NotFoundError) as e:
             print(f"determined-master: {e}", file=sys.stderr)
             return 2
