@@ -357,9 +357,7 @@ def ui_router(master: Master) -> fastapi.APIRouter:
                 slot["task_id"] = slot["task_kind"] = None
                 if task.startswith(TASK_PREFIX):  # the scheduler's id of a task: task-<id>
                     slot["task_id"] = task[len(TASK_PREFIX):]
-                    with master.lock:
-                        live = master.tasks.live.get(slot["task_id"])
-                    slot["task_kind"] = live.kind if live is not None else None
+                    slot["task_kind"] = master.tasks.kind_of(slot["task_id"])
                 trial_id = scheduler.trial_of_task(task)
                 if trial_id is not None:
                     try:

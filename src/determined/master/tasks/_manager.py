@@ -344,6 +344,12 @@ class TaskManager:
             return None
         return task
 
+    def kind_of(self, task_id: str) -> Optional[str]:
+        """The kind of live task ``task_id`` (command, notebook, ...), None once it ended."""
+        with self.master.lock:
+            task = self.live.get(task_id)
+        return task.kind if task is not None else None
+
     def touch(self, task_id: str) -> None:
         """The proxy forwarded something: the task is not idle."""
         task = self.live.get(task_id)
