@@ -147,6 +147,17 @@ def shot(page, out_dir, name):
     page.screenshot(path=str(out_dir / f"{name}.png"), full_page=True)
 
 
+def open_page(page, url):
+    """Go to ``url``, signing in first where the browser has no session yet (each test
+    runs alone too; only the first one tests the sign-in page)."""
+    page.goto(url)
+    page.locator("header.topbar").wait_for()  # drawn once the session is known
+    if "/login" in page.url:
+        page.fill("input[name=username]", "determined")
+        page.click("button[type=submit]")
+        page.wait_for_url(lambda now: "/login" not in now)
+
+
 def test_sign_in_and_the_list_shows_experiments(cluster, browser, out_dir, speed):
     page, errors = browser
     url = cluster["master"].url
@@ -186,7 +197,7 @@ def test_sign_in_and_the_list_shows_experiments(cluster, browser, out_dir, speed
 
 def test_script_injection_label_stays_text(cluster, browser, out_dir):
     page, errors = browser
-    page.goto(cluster["master"].url + "/experiments")
+    open_page(page, cluster["master"].url + "/experiments")
     cell = page.locator("[data-testid=experiment-table] .label", has_text="window.__pwned")
     cell.first.wait_for()
     assert cell.first.inner_text() == INJECTION
@@ -201,7 +212,7 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
     client, exp_id = cluster["client"], cluster["search"]
     trials = client.get(f"/experiments/{exp_id}/trials").json()["trials"]
     assert len(trials) == 3
-    page.goto(cluster["master"].url + f"/experiments/{exp_id}")
+    open_page(page, cluster["master"].url + f"/experiments/{exp_id}")
     chart = page.get_by_test_id("learning-curves")
     chart.locator("canvas").wait_for()
     assert chart.get_attribute("data-series") == "3"
@@ -282,7 +293,7 @@ def test_logs_page_tails_a_running_trial(cluster, browser, out_dir):
     trial_id = wait_until(lambda: (client.get(f"/experiments/{exp_id}/trials").json()["trials"]
                                    or [None])[0], 60, "the running trial")["id"]
     wait_until(lambda: client.get(f"/trials/{trial_id}/logs").json()["logs"], 60, "a log line")
-    page.goto(cluster["master"].url + f"/experiments/{exp_id}/trials/{trial_id}")
+    open_page(page, cluster["master"].url + f"/experiments/{exp_id}/trials/{trial_id}")
     logs = page.get_by_test_id("trial-logs")
     logs.locator(".log-line", has_text="tick").first.wait_for(timeout=60000)
     ticks = ("[...document.querySelectorAll('[data-testid=trial-logs] .log-line')]"
@@ -354,7 +365,7 @@ def _zoom_and_hover_survive_live_metrics(page, client, trial_id):
 def test_pause_from_the_experiment_page(cluster, browser, out_dir):
     page, errors = browser
     exp_id = cluster["running"]
-    page.goto(cluster["master"].url + f"/experiments/{exp_id}")
+    open_page(page, cluster["master"].url + f"/experiments/{exp_id}")
     badge = page.locator("h1 [data-testid=state]")
     badge.wait_for()
     assert badge.inner_text() == "ACTIVE"
@@ -366,7 +377,7 @@ def test_pause_from_the_experiment_page(cluster, browser, out_dir):
     page.wait_for_function(
         "document.querySelector('h1 [data-testid=state]')?.textContent === 'ACTIVE'")
     # The list follows state changes made elsewhere (here: the API) without a reload.
-    page.goto(cluster["master"].url + "/experiments")
+    open_page(page, cluster["master"].url + "/experiments")
     row = page.locator("[data-testid=experiment-table] tbody tr", has_text="tick run")
     row.locator("[data-testid=state]", has_text="ACTIVE").wait_for()
     assert cluster["client"].post(f"/experiments/{exp_id}/pause").status_code == 200
@@ -378,7 +389,7 @@ def test_pause_from_the_experiment_page(cluster, browser, out_dir):
 
 def test_cluster_and_master_logs_pages(cluster, browser, out_dir):
     page, errors = browser
-    page.goto(cluster["master"].url + "/cluster")
+    open_page(page, cluster["master"].url + "/cluster")
     page.get_by_test_id("utilization").wait_for()
     assert page.get_by_test_id("slot").count() == 2
     page.wait_for_function(  # the trial reactivated by the pause test restarts first
@@ -386,7 +397,7 @@ def test_cluster_and_master_logs_pages(cluster, browser, out_dir):
         ".textContent.startsWith('1 of 2')", timeout=180000)
     assert page.locator("[data-testid=slot] a", has_text="trial").count() == 1
     shot(page, out_dir, "cluster")
-    page.goto(cluster["master"].url + "/logs")
+    open_page(page, cluster["master"].url + "/logs")
     page.get_by_test_id("master-logs").locator(".log-line").first.wait_for()
     shot(page, out_dir, "master-logs")
     assert not errors, errors
@@ -395,7 +406,7 @@ def test_cluster_and_master_logs_pages(cluster, browser, out_dir):
 def test_a_user_who_owns_nothing_gets_a_read_only_ui(cluster, browser, out_dir):
     page, errors = browser
     url = cluster["master"].url
-    page.goto(url + "/experiments")
+    open_page(page, url + "/experiments")
     page.get_by_role("button", name="sign out").click()
     page.wait_for_url("**/login*")
     page.fill("input[name=username]", "viewer")
@@ -404,7 +415,7 @@ def test_a_user_who_owns_nothing_gets_a_read_only_ui(cluster, browser, out_dir):
     page.wait_for_url("**/experiments")
     page.get_by_label(f"select {cluster['search']}").check()
     assert page.get_by_test_id("batch-kill").is_disabled()
-    page.goto(url + f"/experiments/{cluster['running']}")
+    open_page(page, url + f"/experiments/{cluster['running']}")
     page.get_by_text("read-only: owned by determined").wait_for()
     assert page.get_by_role("button", name="pause", exact=True).is_disabled()
     assert page.get_by_label("new label").count() == 0
@@ -419,7 +430,7 @@ def test_a_user_who_owns_nothing_gets_a_read_only_ui(cluster, browser, out_dir):
 
 def test_learning_curve_chart_speed(cluster, browser, out_dir, speed):
     page, errors = browser
-    page.goto(cluster["master"].url + "/bench/chart?trials=100&points=10000")
+    open_page(page, cluster["master"].url + "/bench/chart?trials=100&points=10000")
     result = page.get_by_test_id("bench-result")
     page.wait_for_function(
         "document.querySelector('[data-testid=bench-result]')?.dataset.ms", timeout=60000)
@@ -451,7 +462,7 @@ def test_descriptions_wrap_between_words_on_a_narrow_window(cluster, browser, ou
     assert client.patch(f"/experiments/{exp_id}", json={"description": long}).status_code == 200
     try:
         page.set_viewport_size({"width": 800, "height": 900})
-        page.goto(cluster["master"].url + "/experiments")
+        open_page(page, cluster["master"].url + "/experiments")
         page.locator("[data-testid=experiment-table] .desc", has_text=long).wait_for()
         shot(page, out_dir, "experiments-narrow")
         widths = page.evaluate(DESCRIPTION_WIDTHS)
