@@ -17,6 +17,23 @@ def run_det(args, cwd=None, timeout=300, env=None):
     )
 
 
+def wait_while_running(proc, done, what, timeout=120.0, every=0.1):
+    """Poll ``done()`` until it is true while ``proc`` (a ``subprocess.Popen``) runs;
+    fail with its output if it ended first, or with ``what`` after ``timeout`` s."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, what
+        time.sleep(every)
+
+
+def trial_started(log):
+    """Whether the local trial log ``log`` (a ``pathlib.Path``) says where it runs."""
+    return log.exists() and "runs in" in log.read_text()
+
+
 ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 
 

@@ -23,16 +23,14 @@ def _make_local_execution_env(
     """``(env, rendezvous_info, hvd_config)`` for one trial of ``config`` (merged over the
     Native API defaults) in this process; ``hparams`` default to a random sample."""
     from determined import constants, horovod
-    from determined.config import merge_configs, record_assumed_metric, validate_config
+    from determined.config import assume_metric, merge_configs, validate_config
     from determined.searcher import sample_hparams
 
     raw = merge_configs(constants.DEFAULT_EXP_CFG, dict(config or {}))
     raw.setdefault("hyperparameters", {"global_batch_size": 32})
     if raw.get("entrypoint") is None and not (raw.get("internal") or {}).get("native"):
         raw["internal"] = {"native": {"command": ["python"]}}
-    if "metric" not in raw["searcher"]:  # said in the user's terms if the trial lacks it
-        raw["searcher"]["metric"] = "validation_loss"
-        record_assumed_metric(raw, (config or {}).get("searcher"))
+    assume_metric(raw, (config or {}).get("searcher"))  # said in the user's terms if lacking
     cfg = validate_config(raw, source="local execution config")
     rng = random.Random(cfg["reproducibility"]["experiment_seed"])
     if hparams is None:

@@ -13,7 +13,7 @@ import time
 
 import yaml
 
-from det_cli_testing import run_det
+from det_cli_testing import run_det, trial_started, wait_while_running
 
 
 def _busy_config(tmp_path, tiny_dir):
@@ -42,11 +42,8 @@ def test_ctrl_c_at_any_moment_pauses_the_experiment(tmp_path, tiny_dir):
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             start_new_session=True)
         log = local / "experiments" / "1" / "trials" / "1.log"
-        deadline = time.monotonic() + 120
-        while not (log.exists() and "runs in" in log.read_text()):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the trial never started"
-            time.sleep(0.05)
+        wait_while_running(proc, lambda: trial_started(log), "the trial never started",
+                           every=0.05)
         time.sleep(delay)
         os.killpg(proc.pid, signal.SIGINT)
         started = time.monotonic()
@@ -78,11 +75,8 @@ def test_a_second_ctrl_c_kills_a_trial_that_is_slow_to_pause(tmp_path, tiny_dir)
          "--local-dir", str(local), "--no-progress"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     log = local / "experiments" / "1" / "trials" / "1.log"
-    deadline = time.monotonic() + 120
-    while not (log.exists() and "runs in" in log.read_text()):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the trial never started"
-        time.sleep(0.05)
+    wait_while_running(proc, lambda: trial_started(log), "the trial never started",
+                       every=0.05)
     time.sleep(1.0)
     os.killpg(proc.pid, signal.SIGINT)
     time.sleep(1.0)

@@ -14,7 +14,7 @@ import time
 
 import yaml
 
-from det_cli_testing import run_det, run_det_in_terminal
+from det_cli_testing import run_det, run_det_in_terminal, trial_started, wait_while_running
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "master"))
 from master_testing import SLOW_TRIAL  # noqa: E402
@@ -119,11 +119,9 @@ def test_ctrl_c_pauses_and_says_how_to_resume(tmp_path, tiny_dir):
          "--local"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, env={**os.environ, **COLUMNS_80})
     ckpts = local / "checkpoints"
-    deadline = time.monotonic() + 120
-    while not (ckpts.exists() and any(not p.name.startswith(".") for p in ckpts.iterdir())):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "no checkpoint before Ctrl-C"
-        time.sleep(0.1)
+    wait_while_running(
+        proc, lambda: ckpts.exists() and any(not p.name.startswith(".") for p in ckpts.iterdir()),
+        "no checkpoint before Ctrl-C")
     os.killpg(proc.pid, signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=180)
     assert proc.returncode == 130, stdout + stderr
@@ -157,11 +155,7 @@ def test_ctrl_c_names_a_local_dir_that_is_not_the_default(tmp_path, tiny_dir):
         stderr=subprocess.PIPE, text=True, start_new_session=True,
         env={**os.environ, **COLUMNS_80})
     log = local / "experiments" / "1" / "trials" / "1.log"
-    deadline = time.monotonic() + 120
-    while not (log.exists() and "runs in" in log.read_text()):
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "the trial never started"
-        time.sleep(0.1)
+    wait_while_running(proc, lambda: trial_started(log), "the trial never started")
     os.killpg(proc.pid, signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=180)
     commands = [l for l in stdout.splitlines() if l.startswith("det experiment resume")]

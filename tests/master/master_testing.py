@@ -117,6 +117,20 @@ def wait_until(predicate: Any, timeout: float = 120.0, what: str = "condition") 
         time.sleep(0.1)
 
 
+def free_ray_agent_ports() -> Dict[str, int]:
+    """Free ports for a Ray node's agents (their defaults are fixed: another Ray node on
+    this machine would hold them), as ``ray.init``/``add_node`` keyword arguments."""
+    import socket
+
+    out = {}
+    for name in ("metrics_agent_port", "metrics_export_port", "runtime_env_agent_port",
+                 "dashboard_agent_listen_port"):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            out[name] = s.getsockname()[1]
+    return out
+
+
 class PtyReader:
     """Collects what a shell task's websocket sends; :meth:`until` waits for a text."""
 

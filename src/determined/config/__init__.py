@@ -38,6 +38,7 @@ from determined.config._load import (
 )
 from determined.config._schema import check_labels
 from determined.config._searcher_metric import (
+    assume_metric,
     metric_assumed,
     missing_metric_text,
     record_assumed_metric,
@@ -75,6 +76,7 @@ __all__ = [
     "is_trial_class_entrypoint",
     "load_config",
     "local_test_config",
+    "assume_metric",
     "masked_config",
     "merge_configs",
     "merge_over_defaults",

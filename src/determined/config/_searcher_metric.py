@@ -20,7 +20,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Dict, Iterable, Optional
 
-__all__ = ["WRITTEN_SEARCHER", "metric_assumed", "missing_metric_text", "record_assumed_metric"]
+__all__ = ["WRITTEN_SEARCHER", "assume_metric", "metric_assumed", "missing_metric_text",
+           "record_assumed_metric"]
 
 #: The ``internal`` key holding the searcher section as written, when the metric was assumed.
 WRITTEN_SEARCHER = "searcher_as_written"
@@ -33,6 +34,16 @@ def record_assumed_metric(raw: Dict[str, Any], written_searcher: Any) -> None:
     internal = dict(internal) if isinstance(internal, dict) else {}
     internal[WRITTEN_SEARCHER] = copy.deepcopy(written_searcher)
     raw["internal"] = internal
+
+
+def assume_metric(raw: Dict[str, Any], written_searcher: Any,
+                  default: str = "validation_loss") -> None:
+    """Give ``raw``'s searcher section (a dict) ``default`` where it names no metric, and
+    note that the user did not (:func:`record_assumed_metric`)."""
+    searcher = raw.get("searcher")
+    if isinstance(searcher, dict) and "metric" not in searcher:
+        searcher["metric"] = default
+        record_assumed_metric(raw, written_searcher)
 
 
 def metric_assumed(config: Dict[str, Any]) -> bool:

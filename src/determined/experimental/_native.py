@@ -18,7 +18,7 @@ import sys
 import tempfile
 from typing import Any, Callable, Dict, List, Optional
 
-from determined.config import Length, merge_over_defaults, record_assumed_metric, validate_config
+from determined.config import Length, assume_metric, merge_over_defaults, validate_config
 from determined.errors import InvalidConfigError
 from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 from determined.storage import SharedFSStorageManager, StorageManager, build_storage
@@ -58,11 +58,8 @@ def native_raw_config(config: Optional[Dict[str, Any]], default_metric: str) -> 
             [("", f"Expected config to be a dict. Received: {type(config).__name__}")]
         )
     merged = merge_over_defaults(_NATIVE_DEFAULTS, config or {})
-    searcher = merged.get("searcher")
-    if isinstance(searcher, dict) and "metric" not in searcher:
-        searcher["metric"] = default_metric
-        # Said in the user's terms if the trial lacks it (config.missing_metric_text).
-        record_assumed_metric(merged, (config or {}).get("searcher"))
+    # Said in the user's terms if the trial lacks it (config.missing_metric_text).
+    assume_metric(merged, (config or {}).get("searcher"), default_metric)
     hparams = merged.setdefault("hyperparameters", {})
     if isinstance(hparams, dict) and "global_batch_size" not in hparams:
         logger.warning("the config sets no hyperparameters.global_batch_size; using 32")

@@ -66,29 +66,11 @@ def run_test_mode(
     (``determined.config.record_assumed_metric``): then one warning says so."""
     console = console or TrimmedConsole()
     cfg = validate_config(test_mode_config(config))
-    check = _MetricCheck(cfg)
     with _test_mode_logging(), _traceback_as_written():
         if not is_script_entrypoint(cfg["entrypoint"]):
-            return _run_test_mode(cfg, model_dir, console, check)
+            return _run_test_mode(cfg, model_dir, console)
         with _scratch_copy(model_dir, cfg["checkpoint_storage"]) as workdir:
-            return _run_test_mode(cfg, workdir, console, check,
-                                  user_dir=os.path.abspath(model_dir))
-
-
-class _MetricCheck:
-    """What test mode does when the validation metrics lack the searcher metric: fail
-    (the user named it) or warn that the default was assumed (the user named none);
-    ``determined.config.missing_metric_text`` words both."""
-
-    def __init__(self, cfg: Dict[str, Any]):
-        self.cfg = cfg
-
-    def __call__(self, validation: Dict[str, Any]) -> None:
-        if not metric_assumed(self.cfg):
-            _check_searcher_metric(self.cfg, validation)
-        elif self.cfg["searcher"]["metric"] not in validation:
-            logging.getLogger("determined.local").warning(
-                "%s", missing_metric_text(self.cfg, validation))
+            return _run_test_mode(cfg, workdir, console, user_dir=os.path.abspath(model_dir))
 
 
 @contextlib.contextmanager
@@ -114,7 +96,8 @@ def _traceback_as_written() -> Iterator[None]:
 
 class _EachOnce(logging.Filter):
     """Passes each distinct message once, and none of the runner's warnings that the
-    searcher metric is missing (``_MetricCheck`` says so once, in the user's terms)."""
+    searcher metric is missing (``_check_searcher_metric`` says so once, in the user's
+    terms)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -157,10 +140,15 @@ def _test_mode_logging() -> Iterator[None]:
 
 
 def _check_searcher_metric(cfg: Dict[str, Any], validation: Dict[str, Any]) -> None:
-    """The test's validation metrics hold the searcher metric, else the master's error."""
+    """The test's validation metrics hold the searcher metric, else the master's error;
+    a metric the user's config did not name (a default: ``config.metric_assumed``) only
+    gets a warning, in the user's terms (``config.missing_metric_text``)."""
     from determined.errors import InvalidTrialError
 
     if cfg["searcher"]["metric"] in validation:
+        return
+    if metric_assumed(cfg):
+        logging.getLogger("determined.local").warning("%s", missing_metric_text(cfg, validation))
         return
     if is_script_entrypoint(cfg["entrypoint"]):
         where = "the script's validation metrics"
@@ -191,7 +179,7 @@ def _scratch_copy(model_dir: str, storage: Dict[str, Any]) -> Iterator[str]:
 
 
 def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
-                   check: _MetricCheck, user_dir: str = "") -> Dict[str, Any]:
+                   user_dir: str = "") -> Dict[str, Any]:
     from determined import searcher as searchers
     from determined.harness import InProcessHost, OpKind, TrialEnv, TrialOp, TrialRunner
 
@@ -200,7 +188,7 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
     env = TrialEnv(cfg, hparams, os.path.abspath(model_dir), trial_seed=rng.randrange(2**31),
                    test_mode=True)
     if is_script_entrypoint(cfg["entrypoint"]):
-        return _test_script(env, cfg, console, check, user_dir or env.model_dir)
+        return _test_script(env, cfg, console, user_dir or env.model_dir)
     host = InProcessHost(
         [TrialOp(OpKind.TRAIN, Length.from_dict({"batches": 1})), TrialOp(OpKind.VALIDATE),
          TrialOp(OpKind.CHECKPOINT), TrialOp(OpKind.CLOSE)],
@@ -224,7 +212,7 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
         "seconds": time.time() - start,
     }
     if host.validations:
-        check(summary["validation"])
+        _check_searcher_metric(cfg, summary["validation"])
     console.print(
         f"[green]Model definition test succeeded[/green] in {summary['seconds']:.1f}s: trained 1 batch "
         f"({format_metrics(summary['training'])}), validated "
@@ -236,7 +224,7 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
 
 
 def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console,
-                 check: _MetricCheck, user_dir: str) -> Dict[str, Any]:
+                 user_dir: str) -> Dict[str, Any]:
     """Test mode of a script: its command gets one short TRAIN and a VALIDATE. It runs
     in a copy of ``user_dir`` (``env.model_dir``); its output names ``user_dir``."""
     from determined.errors import InvalidModelDefError
@@ -268,7 +256,7 @@ def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console,
         "seconds": time.time() - start,
     }
     if host.validations:
-        check(summary["validation"])
+        _check_searcher_metric(cfg, summary["validation"])
     reports = [counted(len(v), k) for k, v in (("training report", host.training),
                                               ("validation report", host.validations),
                                               ("checkpoint", host.checkpoints))]

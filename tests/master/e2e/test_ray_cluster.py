@@ -5,13 +5,13 @@ checkpoint, a two-slot trial spanning both nodes trains as on one machine, and t
 run on the nodes."""
 
 import os
-import socket
 import time
 
 import pytest
 import yaml
 
 from master_testing import (
+    free_ray_agent_ports,
     ConfiguredMasterProcess,
     create_experiment,
     slow_model_dir,
@@ -21,17 +21,6 @@ from master_testing import (
 
 pytestmark = pytest.mark.e2e
 MB = 1024 * 1024
-
-
-def _ports():
-    """Fixed agent ports per node (no port files to wait for)."""
-    out = {}
-    for name in ("metrics_agent_port", "metrics_export_port", "runtime_env_agent_port",
-                 "dashboard_agent_listen_port"):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            out[name] = s.getsockname()[1]
-    return out
 
 
 def _started(start, attempts=5):
@@ -62,9 +51,9 @@ def ray_cluster():
 
     small = dict(object_store_memory=80 * MB, **{})
     cluster = _started(lambda: Cluster(initialize_head=True, head_node_args=dict(
-        num_cpus=0, include_dashboard=False, **small, **_ports())))
+        num_cpus=0, include_dashboard=False, **small, **free_ray_agent_ports())))
     try:
-        workers = [_started(lambda: cluster.add_node(num_cpus=1, **small, **_ports()))
+        workers = [_started(lambda: cluster.add_node(num_cpus=1, **small, **free_ray_agent_ports()))
                    for _ in range(2)]
         cluster.wait_for_nodes(timeout=180)
         yield cluster, workers

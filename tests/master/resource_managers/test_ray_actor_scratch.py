@@ -6,30 +6,17 @@ import os
 import pathlib
 import shutil
 import signal
-import socket
 import tempfile
-import time
 
 import pytest
 
 from determined.common import scratch
 from determined.master.resource_managers._ray_actors import TaskRunner
+from master_testing import free_ray_agent_ports, wait_until
 
 pytestmark = pytest.mark.timeout(300)
 
 MB = 1024 * 1024
-
-
-def _free_agent_ports():
-    """Ray's per-node agent ports, free ones (their defaults are fixed: another Ray here
-    would hold them)."""
-    out = {}
-    for name in ("metrics_agent_port", "metrics_export_port", "runtime_env_agent_port",
-                 "dashboard_agent_listen_port"):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            out[name] = s.getsockname()[1]
-    return out
 
 
 def _named(pid):
@@ -38,11 +25,6 @@ def _named(pid):
     return f"{pid}.{start:x}.{os.stat(f'/proc/{pid}/ns/pid').st_ino:x}"
 
 
-def _wait(what, check, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 @pytest.fixture
@@ -57,7 +39,7 @@ def ray_node(monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(root))
     cluster = Cluster(initialize_head=True, head_node_args=dict(
         num_cpus=2, include_dashboard=False, object_store_memory=80 * MB,
-        **_free_agent_ports()))
+        **free_ray_agent_ports()))
     try:
         cluster.connect(namespace="test-ray-actor-scratch")
         yield root
@@ -77,14 +59,15 @@ def test_killed_actors_task_directory_is_removed_by_the_next_actor(ray_node):
                    "entrypoint": ["echo actor $PPID; exec sleep 120"]}}
     ray.get(first.start.remote(command, {}), timeout=120)
     lines = []
-    _wait("the task's first line",
-          lambda: lines.extend(ray.get(first.read.remote(1.0))[0]) or lines, timeout=120)
+    wait_until(lambda: lines.extend(ray.get(first.read.remote(1.0))[0]) or lines,
+               timeout=120, what="the task's first line")
     actor = int(lines[0].split()[1])  # the task process's parent
     (left,) = [p.name for p in ray_node.iterdir() if p.name.startswith("det-ray-task-")]
     assert left.startswith(f"det-ray-task-ab12cd34-{_named(actor)}-"), left
 
     os.kill(actor, signal.SIGKILL)
-    _wait("the actor's process to be gone", lambda: not os.path.exists(f"/proc/{actor}"))
+    wait_until(lambda: not os.path.exists(f"/proc/{actor}"), timeout=60,
+               what="the actor's process to be gone")
     assert (ray_node / left).is_dir()  # nothing ran to remove it
     second = runner.remote()
     ray.get(second.read.remote(0.0), timeout=120)  # constructed: it swept
