@@ -67,8 +67,10 @@ class DeferredInterrupts:
             pass
 
     def raise_pending(self) -> None:
-        """Raise ``KeyboardInterrupt`` once a SIGINT came (once: later ones only count)."""
+        """Raise ``KeyboardInterrupt`` once a SIGINT came (once: later ones only count).
+        Without one, a check of the count only (the loop's every turn)."""
+        if not self.count or self._raised:
+            return
         self.drain()
-        if self.count and not self._raised:
-            self._raised = True
-            raise KeyboardInterrupt
+        self._raised = True
+        raise KeyboardInterrupt
