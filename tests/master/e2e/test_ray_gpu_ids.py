@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from master_testing import create_experiment, wait_for_state, wait_until
+from master_testing import create_experiment, free_ray_agent_ports, wait_for_state, wait_until
 from span_testing import (
     CORE_DIR,
     DIST_DIR,
@@ -18,7 +18,7 @@ from span_testing import (
     place_trial_config,
     places,
 )
-from test_ray_cluster import MB, _new_task, _ports, _started, _task_in, _task_lines
+from test_ray_cluster import MB, _new_task, _started, _task_in, _task_lines
 from test_ray_script_spanning import ENDED, _config, _free_slots, _logs, _master
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1200)]
@@ -30,10 +30,10 @@ def gpu_cluster():
 
     small = dict(object_store_memory=80 * MB)
     cluster = _started(lambda: Cluster(initialize_head=True, head_node_args=dict(
-        num_cpus=0, include_dashboard=False, **small, **_ports())))
+        num_cpus=0, include_dashboard=False, **small, **free_ray_agent_ports())))
     try:
         for _ in range(2):
-            _started(lambda: cluster.add_node(num_cpus=2, num_gpus=2, **small, **_ports()))
+            _started(lambda: cluster.add_node(num_cpus=2, num_gpus=2, **small, **free_ray_agent_ports()))
         cluster.wait_for_nodes(timeout=180)
         yield cluster
     finally:

@@ -15,6 +15,7 @@ import pytest
 from master_testing import (
     ConfiguredMasterProcess,
     create_experiment,
+    free_ray_agent_ports,
     metric_rows,
     wait_for_state,
     wait_until,
@@ -28,7 +29,7 @@ from span_testing import (
     place_trial_config,
     places,
 )
-from test_ray_cluster import MB, _ports, _ray_agents, _started
+from test_ray_cluster import MB, _ray_agents, _started
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 
@@ -42,10 +43,10 @@ def two_cpu_cluster():
 
     small = dict(object_store_memory=80 * MB)
     cluster = _started(lambda: Cluster(initialize_head=True, head_node_args=dict(
-        num_cpus=0, include_dashboard=False, **small, **_ports())))
+        num_cpus=0, include_dashboard=False, **small, **free_ray_agent_ports())))
     try:
         for _ in range(2):
-            _started(lambda: cluster.add_node(num_cpus=2, **small, **_ports()))
+            _started(lambda: cluster.add_node(num_cpus=2, **small, **free_ray_agent_ports()))
         cluster.wait_for_nodes(timeout=180)
         yield cluster
     finally:
