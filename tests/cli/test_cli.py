@@ -47,6 +47,9 @@ def test_preview_search_prints_the_searcher_as_yaml_that_fits_80_columns(example
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "Using search configuration:"
+    # the name first, then the fields as adaptive.yaml writes them, then the defaults
+    assert lines[1:4] == ["name: adaptive_asha", "metric: validation_error",
+                          "smaller_is_better: true"], lines
     assert "name: adaptive_asha" in lines and "max_trials: 16" in lines, lines
     assert "max_length:" in lines and "  epochs: 16" in lines, lines
     assert max(len(line) for line in lines) <= 80, lines

@@ -40,8 +40,12 @@ def _preview(args: argparse.Namespace) -> int:
     unit = (searcher.unit.value if searcher.unit is not None else
             searcher.time_metric.name if searcher.time_metric else "steps")
     console = TrimmedConsole()
-    # As 0.13 printed it: YAML, one field a line (unset fields left out).
-    searcher_yaml = yaml.safe_dump({k: v for k, v in cfg["searcher"].items() if v is not None},
+    # As 0.13 printed it: YAML, one field a line (unset fields left out); the searcher's
+    # name first, then the fields in the order the config wrote them, then the defaults.
+    written = raw.get("searcher") if isinstance(raw.get("searcher"), dict) else {}
+    fields = {k: v for k, v in cfg["searcher"].items() if v is not None}
+    order = ["name", *(k for k in written if k in fields), *fields]
+    searcher_yaml = yaml.safe_dump({k: fields[k] for k in dict.fromkeys(order) if k in fields},
                                    default_flow_style=False, sort_keys=False)
     console.print("Using search configuration:", markup=False, highlight=False)
     console.print(searcher_yaml.rstrip(), markup=False, highlight=False, soft_wrap=True)
