@@ -26,7 +26,14 @@ def _dead_pid() -> int:
 
 
 def _names(root):
-    return sorted(p.name for p in root.iterdir())
+    """The directories in ``root`` but the owners' liveness locks."""
+    return sorted(p.name for p in root.iterdir() if p.name != scratch.LIVE_DIR)
+
+
+def _live(root):
+    """The names of the liveness lock files in ``root`` (processes that hold or held one)."""
+    live = root / scratch.LIVE_DIR
+    return sorted(p.name for p in live.iterdir()) if live.is_dir() else []
 
 
 def _start_and_ns(pid):
@@ -268,10 +275,12 @@ def test_a_live_owners_directories_survive_sweeps_until_it_is_killed(scratch_roo
         assert [n.split("-")[1] for n in left] == ["core", "shard"], left
         assert all(n.split("-")[-2] == named for n in left), (named, left)
         assert scratch.sweep_dead_owners() == 0 and _names(scratch_root) == left
+        assert _live(scratch_root) == [named]  # the owner's lock; its child owns none
     finally:
         proc.kill()
         proc.wait()
     assert scratch.sweep_dead_owners() == 2 and _names(scratch_root) == []
+    assert _live(scratch_root) == []
 
 
 _OWN = textwrap.dedent("""
@@ -301,3 +310,45 @@ def test_own_directories_of_a_killed_process_go_with_it(scratch_root, monkeypatc
     (mine,) = _names(scratch_root)
     assert mine.startswith(f"det-test-{_named(os.getpid())}-")
     assert scratch.remove_owned(os.getpid()) == 0  # alive, with that very start time
+
+
+_IN_ANOTHER_NAMESPACE = textwrap.dedent("""
+    import os, time
+    from determined.common import scratch
+    scratch.claim()
+    scratch.make("core")
+    os.makedirs(scratch.workdir_path(1, 1))
+    print(os.getpid(), flush=True)
+    time.sleep(120)
+""")
+
+
+def test_another_pid_namespaces_directories_go_once_their_owner_ended(scratch_root):
+    """A trial process in a pid namespace of its own (as in a container sharing the
+    temporary directory; ``unshare`` with a /proc of its own): its pids mean nothing here,
+    so a sweep from here keeps its directories while its liveness lock is held and
+    removes them, and the lock file, once it was killed."""
+    import psutil
+
+    proc = subprocess.Popen(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c",
+                             _IN_ANOTHER_NAMESPACE], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    try:
+        assert proc.stdout.readline().strip() == "1"  # the first process of its namespace
+        made = [n for n in _names(scratch_root) if n != "det-workdirs"]
+        assert len(made) == 1, made
+        made = made[0]
+        owner = made.split("-")[-2]
+        assert owner.startswith("1.") and int(owner.split(".")[2], 16) != _start_and_ns(
+            os.getpid())[1], owner
+        assert _names(scratch_root / "det-workdirs") == [f"exp1-trial1-pid{owner}"]
+        assert _live(scratch_root) == [owner]
+        assert scratch.sweep_dead_owners() == 0
+        assert _names(scratch_root) == [made, "det-workdirs"] and _live(scratch_root) == [owner]
+    finally:
+        for child in psutil.Process(proc.pid).children(recursive=True):
+            child.kill()
+        proc.wait(timeout=30)
+    assert scratch.sweep_dead_owners() == 2
+    assert _names(scratch_root) == ["det-workdirs"] and _names(scratch_root / "det-workdirs") == []
+    assert _live(scratch_root) == []

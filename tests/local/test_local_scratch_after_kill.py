@@ -73,5 +73,7 @@ def test_sigkilled_trial_process_leaves_no_scratch_directory(tmp_path, request):
     assert kinds == ["script", "shard"], seen["dirs"]
     assert any(n.startswith(f"exp1-trial1-pid{owner}.") for n in seen["workdirs"])
     assert scratch.owned(owner, root=str(tmp)) == [], os.listdir(tmp)
-    assert [n for n in os.listdir(tmp) if n.startswith("det-")] == ["det-workdirs"]
+    assert sorted(n for n in os.listdir(tmp) if n.startswith("det-")) == ["det-live",
+                                                                          "det-workdirs"]
+    assert os.listdir(tmp / "det-live") == []  # nor the liveness lock of a process that ended
     assert os.listdir(tmp / "det-workdirs") == []  # the trial process's working directory

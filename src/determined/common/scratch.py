@@ -25,11 +25,16 @@ A process is named ``<pid>.<start>.<ns>``: its pid, its start time (clock ticks 
 boot, ``/proc/<pid>/stat`` field 22) and its pid namespace (the inode of
 ``/proc/self/ns/pid``), both in hex. A sweep removes a directory only when its owner
 surely no longer runs: in the sweeper's own pid namespace, no process has that pid, or
-the one that has it started at another time (the pid was reused). A directory of another
-pid namespace (a container sharing the temporary directory, whose pids mean other
-processes) is left alone, as is every named one when the sweeper cannot read its own
-namespace. Where ``/proc`` is missing (or is not this process's) a process is named
-by its pid alone, and such a directory goes once no process has that pid.
+the one that has it started at another time (the pid was reused). Pids of another pid
+namespace (a container sharing the temporary directory) mean other processes, so there
+the sweep asks the owner's liveness lock instead: every process that owns directories
+holds an exclusive ``flock`` on ``<tmp>/det-live/<its name>`` while it runs, which the
+kernel releases when it ends however it ends; a directory goes when that file exists
+and nobody holds its lock, and stays while it is held, or where the file is missing
+(an owner of an older version). The same goes for every named directory when the
+sweeper cannot read its own namespace. Where ``/proc`` is missing (or is not this
+process's) a process is named by its pid alone, and such a directory goes once no
+process has that pid.
 
 The owner is the process in ``DET_SCRATCH_OWNER`` (its pid) and ``DET_SCRATCH_OWNER_ID``
 (its full name), which the trial process sets to its own when it starts (:func:`claim`)
@@ -45,13 +50,15 @@ Example::
 
 from __future__ import annotations
 
+import atexit
+import fcntl
 import os
 import re
 import shutil
 import tempfile
-from typing import List, NamedTuple, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
-__all__ = ["OWNER_ENV", "OWNER_ID_ENV", "WORKDIR_NAME", "WORKDIR_ROOT_ENV", "claim", "make",
+__all__ = ["LIVE_DIR", "OWNER_ENV", "OWNER_ID_ENV", "WORKDIR_NAME", "WORKDIR_ROOT_ENV", "claim", "make",
            "owned", "owner", "remove_owned", "sweep_dead_owners", "workdir_path",
            "workdir_root"]
 
@@ -62,6 +69,8 @@ OWNER_ENV = "DET_SCRATCH_OWNER"
 OWNER_ID_ENV = "DET_SCRATCH_OWNER_ID"
 #: Where trial processes make their working directories (default ``<tmp>/det-workdirs``).
 WORKDIR_ROOT_ENV = "DET_WORKDIR_ROOT"
+#: The directory (in the temporary directory) of the owners' liveness locks.
+LIVE_DIR = "det-live"
 
 _KINDS = (r"core|script|dist|shard-\d+|ckpt|restore|estimator|export|ray-trial-\d+"
           r"|ray-task-[0-9A-Za-z_-]+|test|test-mode|test-home")
@@ -129,11 +138,100 @@ def _this_process() -> _Process:
     return _Process(os.getpid(), start, ns if start is not None else None)
 
 
+#: Liveness lock files this process holds (path -> open descriptor).
+_held: Dict[str, int] = {}
+
+
+def _live_path(proc: _Process) -> str:
+    return os.path.join(tempfile.gettempdir(), LIVE_DIR, str(proc))
+
+
+def _hold_liveness(proc: _Process) -> None:
+    """Hold ``proc``'s (this process's) liveness lock until this process ends: how a
+    sweep in another pid namespace learns that it ended. Best effort: where the file
+    cannot be made or locked, its directories are left alone there."""
+    if proc.start is None or proc.ns is None:
+        return  # named by the pid alone: a sweep goes by the pid
+    path = _live_path(proc)
+    if path in _held:
+        return
+    folder = os.path.dirname(path)
+    try:
+        os.mkdir(folder)
+        os.chmod(folder, 0o1777)  # shared by every user, as the temporary directory is
+    except FileExistsError:
+        pass
+    except OSError:
+        return
+    # Locked before it appears under its name: a sweep never sees it unlocked.
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".", dir=folder)
+    except OSError:
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.replace(tmp, path)
+    except OSError:
+        os.close(fd)
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return
+    _held[path] = fd
+
+
+def _forget_held() -> None:
+    """In a forked child: close the parent's lock descriptors (closing leaves the
+    parent's lock held; only the parent's end releases it)."""
+    for fd in _held.values():
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _held.clear()
+
+
+def _drop_held() -> None:
+    """At a clean exit: remove this process's liveness files (a sweep removes those of a
+    process that was killed)."""
+    for path, fd in list(_held.items()):
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+        os.close(fd)
+    _held.clear()
+
+
+os.register_at_fork(after_in_child=_forget_held)
+atexit.register(_drop_held)
+
+
+def _released(proc: _Process) -> bool:
+    """Whether ``proc``'s liveness lock exists and nobody holds it: it ended."""
+    if proc.start is None or proc.ns is None:
+        return False
+    try:
+        fd = os.open(_live_path(proc), os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # held (EWOULDBLOCK), or locks do not work here: it may run
+        return False
+    finally:
+        os.close(fd)  # releases the lock, if it was taken
+    return True
+
+
 def claim() -> None:
     """Make this process the owner of the scratch directories it and the processes it
     starts make (call first thing in a trial process)."""
+    me = _this_process()
     os.environ[OWNER_ENV] = str(os.getpid())
-    os.environ[OWNER_ID_ENV] = str(_this_process())
+    os.environ[OWNER_ID_ENV] = str(me)
+    _hold_liveness(me)
 
 
 def owner() -> int:
@@ -171,6 +269,8 @@ def make(kind: str, root: Optional[str] = None, own: bool = False) -> str:
                          "digits, _ and ->, test, test-mode or test-home. "
                          f"Received: kind={kind!r}")
     who = _this_process() if own else _owner_process()
+    if who.pid == os.getpid():
+        _hold_liveness(who)
     return tempfile.mkdtemp(prefix=f"det-{kind}-{who}-", dir=root)
 
 
@@ -184,6 +284,7 @@ def workdir_root(root: Optional[str] = None) -> str:
 def workdir_path(experiment_id: int, trial_id: int) -> str:
     """The path of this process's working directory for a trial (not created)."""
     me, own = _this_process(), _owner_process()
+    _hold_liveness(me)
     name = f"exp{experiment_id}-trial{trial_id}-pid{me}"
     if own.pid != me.pid:
         name += f"-of{own}"
@@ -234,7 +335,7 @@ def _alive(pid: int) -> bool:
 def _gone(proc: _Process, ns: Optional[int]) -> bool:
     """Whether ``proc`` surely no longer runs (``ns``: this process's pid namespace)."""
     if not _here(proc, ns):
-        return False
+        return _released(proc)
     if proc.pid <= 0 or not _alive(proc.pid):
         return True
     if proc.start is None:
@@ -262,7 +363,20 @@ def remove_owned(pid: int, root: Optional[str] = None) -> int:
         if last.pid == pid and _here(last, ns) and (last.start is None or _gone(last, ns)):
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
+    _drop_liveness(ns, pid)
     return removed
+
+
+def _drop_liveness(ns: Optional[int], pid: Optional[int] = None) -> None:
+    """Remove the liveness files of processes that ended (of pid ``pid`` only, if given)."""
+    live = os.path.join(tempfile.gettempdir(), LIVE_DIR)
+    for name in _listdir(live):
+        proc = _Process.parse(name)
+        if proc is not None and (pid is None or proc.pid == pid) and _gone(proc, ns):
+            try:
+                os.unlink(os.path.join(live, name))
+            except OSError:
+                pass
 
 
 def sweep_dead_owners(root: Optional[str] = None) -> int:
@@ -275,6 +389,7 @@ def sweep_dead_owners(root: Optional[str] = None) -> int:
         if any(_gone(proc, ns) for proc in procs):
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
+    _drop_liveness(ns)  # of the processes that ended (their directories went above)
     return removed
 
 
