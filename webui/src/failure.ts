@@ -2,8 +2,9 @@
 
 /** A trial process's working directory (``<root>/exp<E>-trial<T>-pid<P>[-of<O>]``, a copy
  * of the model directory removed when the process exits, on the agent's machine), with
- * the separator after it when a path inside it goes on. */
-const WORKDIR = /(?:[A-Za-z]:)?[\\/](?:[^\s"'`()<>\\/]+[\\/])*exp\d+-trial\d+-pid\d+(?:-of\d+)?(?![\w-])([\\/])?/g;
+ * the separator after it when a path inside it goes on. A process reads ``<pid>``, or
+ * ``<pid>.<start>.<namespace>`` in hex where ``/proc`` was readable (``common/scratch.py``). */
+const WORKDIR = /(?:[A-Za-z]:)?[\\/](?:[^\s"'`()<>\\/]+[\\/])*exp\d+-trial\d+-pid\d+(?:\.[0-9a-f]+\.[0-9a-f]+)?(?:-of\d+(?:\.[0-9a-f]+\.[0-9a-f]+)?)?(?![\w-])([\\/])?/g;
 
 /** ``text`` with paths in a trial's working directory made relative to the model directory
  * (whose files it copied): ``File "/tmp/det-workdirs/exp1-trial2-pid9/model_def.py"`` reads
@@ -25,6 +26,20 @@ const EXIT = /^\[determined\] (Trial failed.*)$/;
 const HARNESS = /^trial \d+ failed: (.+)$/;
 const TRACEBACK = /^Traceback \(most recent call last\):/;
 const EXCEPTION = /^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b(:.*)?$/;
+
+/** A traceback's frame line (exception groups draw "|" and "+" before theirs). */
+const FRAME = /^[ |+-]*File "/;
+
+/** A trial's log text as the log view shows it: of its lines, those the failure box reads
+ * (a traceback's frame and exception lines, the harness's "trial N failed: ...") with
+ * ``modelDirPaths``'s paths, so that both read alike; every other line as written (a line
+ * saying where the trial runs names where it runs). */
+export function logLinePaths(text: string): string {
+  return text.split("\n").map((line) => {
+    const bare = line.replace(/\s+$/, "");
+    return FRAME.test(bare) || EXCEPTION.test(bare) || HARNESS.test(bare) ? modelDirPaths(line) : line;
+  }).join("\n");
+}
 
 /** The newest failure in ``lines`` (oldest first): its exit line and, before it (after the
  * failure before), its cause. Nulls when the lines hold none. */

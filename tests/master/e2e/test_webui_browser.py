@@ -5,12 +5,16 @@ One master (``allow_anonymous: false``) and one browser serve every test of the 
 order: sign in, the list, an experiment (one series per trial), live metrics, the logs tail
 of a running trial, pause, the cluster and master-logs pages, a user who owns nothing, and
 the speed measurements (written to ``webui-speed.json`` under the test's output directory
-and printed). Screenshots of each page go to the output directory too.
+and printed); then, on two more experiments started last (the cluster page test counts the
+busy slots), a failed trial's log naming files in the model directory, and the trials table
+of eight long hyperparameters fitting an 800-pixel window. Screenshots of each page go to
+the output directory too.
 """
 
 import datetime
 import json
 import os
+import re
 import shutil
 import tarfile
 import time
@@ -47,6 +51,28 @@ class TickTrial(TinyTrial):
             print(f"tick {batch_idx}", flush=True)
         return super().train_batch(batch, epoch_idx, batch_idx)
 '''
+RAISE_TRIAL = '''import os
+
+from model_def import TinyTrial
+
+
+class RaiseTrial(TinyTrial):
+    """Fails at once, in a file of the model directory, naming another one."""
+
+    def __init__(self, context):
+        raise ValueError("no rows in " + os.path.join(os.path.dirname(__file__), "train.csv"))
+'''
+# Eight hyperparameters, long names and values (the model reads three of them).
+WIDE_HPARAMS = {
+    "global_batch_size": 16, "lr": {"type": "log", "minval": -3, "maxval": -1, "base": 10},
+    "dropout": {"type": "double", "minval": 0.1, "maxval": 0.3},
+    "learning_rate_warmup_schedule": {"type": "categorical", "vals": [
+        "linear-warmup-then-cosine-decay", "constant-after-linear-warmup"]},
+    "optimizer_momentum_coefficient": {"type": "double", "minval": 0.85, "maxval": 0.99},
+    "weight_decay_regularization": {"type": "log", "minval": -6, "maxval": -2, "base": 10},
+    "data_augmentation_policy": "random-resized-crop-and-horizontal-flip",
+    "gradient_clipping_max_norm": {"type": "double", "minval": 0.5, "maxval": 5.0},
+}
 FILLER_EXPERIMENTS = 1000
 
 
@@ -470,4 +496,101 @@ def test_descriptions_wrap_between_words_on_a_narrow_window(cluster, browser, ou
     finally:
         page.set_viewport_size({"width": 1400, "height": 900})
         client.patch(f"/experiments/{exp_id}", json={"description": "tiny search"})
+    assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def late(cluster, tmp_path_factory):
+    """Two experiments started after the tests above: a trial that fails in a file of its
+    model directory, and a search over eight long hyperparameters."""
+    client = cluster["client"]
+    tiny = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "tiny_pytorch")
+    model_dir = tmp_path_factory.mktemp("raise_model") / "model"
+    shutil.copytree(tiny, model_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    (model_dir / "raise_def.py").write_text(RAISE_TRIAL)
+    base = yaml.safe_load(open(os.path.join(tiny, "const.yaml")))
+    failing = create_experiment(client, dict(base, description="raises", max_restarts=0,
+                                             entrypoint="raise_def:RaiseTrial"), str(model_dir))
+    wide = dict(base, description="eight hyperparameters", hyperparameters=WIDE_HPARAMS,
+                searcher={"name": "random", "metric": "validation_loss", "max_trials": 3,
+                          "max_length": {"batches": 20}})
+    return {"failing": failing, "wide": create_experiment(client, wide, tiny)}
+
+
+# A trial's working directory (harness/_trial_setup.py): it is removed when the trial ends.
+WORKDIR = re.compile(r"exp\d+-trial\d+-pid\d")
+
+
+def test_a_failed_trials_log_names_files_in_the_model_directory(cluster, late, browser,
+                                                                out_dir):
+    """The log view showed the traceback's frames in the trial's working directory, a copy
+    of the model directory gone once the trial ended, where the failure box above it named
+    the model directory's files: both name them alike now."""
+    page, errors = browser
+    client, exp_id = cluster["client"], late["failing"]
+    wait_for_state(client, exp_id, ["ERROR"], timeout=300)
+    trial_id = client.get(f"/experiments/{exp_id}/trials").json()["trials"][0]["id"]
+    written = [entry["line"] for entry in client.get(f"/trials/{trial_id}/logs").json()["logs"]]
+    frames = [line for line in written if re.match(r'\s*File ".*raise_def\.py"', line)]
+    assert frames and WORKDIR.search(frames[0]), written  # the log as the trial wrote it
+    open_page(page, cluster["master"].url + f"/experiments/{exp_id}/trials/{trial_id}")
+    logs = page.get_by_test_id("trial-logs")
+    logs.locator(".log-line", has_text='File "raise_def.py"').first.wait_for()
+    shown = logs.locator(".log-line").all_inner_texts()
+    assert not [line for line in shown if WORKDIR.search(line)
+                and (line.lstrip().startswith("File ") or "Error" in line)], shown
+    assert any(line.rstrip() == "ValueError: no rows in train.csv" for line in shown), shown
+    failure = page.get_by_test_id("trial-failure")
+    assert "ValueError: no rows in train.csv" in failure.inner_text()
+    shot(page, out_dir, "failed-trial-log")
+    assert not errors, errors
+
+
+VISIBLE_HEADERS = """(t) => [...t.querySelectorAll('thead th')]
+  .filter((h) => getComputedStyle(h).display !== 'none').map((h) => h.textContent)"""
+
+
+def test_many_hyperparameters_fit_an_800_pixel_window(cluster, late, browser, out_dir):
+    """Eight hyperparameters, a column each, made the trials table scroll sideways at 800
+    pixels: there they share one cell that wraps, and the metric, state and batches columns
+    stay, sortable; on a wide window each keeps its column."""
+    page, errors = browser
+    client, exp_id = cluster["client"], late["wide"]
+    wait_for_state(client, exp_id, ["COMPLETED"], timeout=300)
+    try:
+        page.set_viewport_size({"width": 800, "height": 900})
+        open_page(page, cluster["master"].url + f"/experiments/{exp_id}?tab=trials")
+        table = page.get_by_test_id("trials-table")
+        table.locator("tbody tr").nth(2).wait_for()
+        box = page.get_by_test_id("trials-table-scroll")
+        widths = box.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert widths[0] <= widths[1], f"the trials table scrolls sideways: {widths}"
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        headers = table.evaluate(VISIBLE_HEADERS)
+        assert headers[1:] == ["Trial ▲", "State", "Batches", "Best validation_loss", "Restarts",
+                               "Hyperparameters"], headers
+        cell = table.locator("tbody tr").first.get_by_test_id("hparam-pairs")
+        text = cell.inner_text()
+        for name in WIDE_HPARAMS:
+            assert name in text, text
+        assert "random-resized-crop-and-horizontal-flip" in text
+        # Readable: the cell is not squeezed to a sliver, and its pairs stay inside it.
+        assert cell.bounding_box()["width"] >= 150, cell.bounding_box()
+        assert cell.evaluate("(c) => [...c.children].every((p) => p.scrollWidth <= c.clientWidth)")
+        shot(page, out_dir, "trials-many-hparams-800")
+        table.locator("th", has_text="Batches").click()
+        assert table.locator("th", has_text="Batches").get_attribute("aria-sort") == "ascending"
+        table.locator("th", has_text="Best validation_loss").click()
+        best = table.locator("tbody tr").evaluate_all(
+            "rs => rs.map((r) => r.querySelectorAll('td')[4].textContent)")
+        assert best == sorted(best, key=float), best
+        page.set_viewport_size({"width": 1400, "height": 900})
+        headers = table.evaluate(VISIBLE_HEADERS)
+        assert "Hyperparameters" not in headers and "gradient_clipping_max_norm" in headers
+        table.locator("th", has_text="gradient_clipping_max_norm").click()
+        assert table.locator("th", has_text="gradient_clipping_max_norm").get_attribute(
+            "aria-sort") == "ascending"
+        shot(page, out_dir, "trials-many-hparams-1400")
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 900})
     assert not errors, errors

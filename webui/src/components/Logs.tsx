@@ -1,6 +1,7 @@
 /** A trial's or a task's logs: live tail, search, download. Lines are text, never HTML. */
 import { useEffect, useRef, useState } from "react";
 import { api, type LogLine } from "../api";
+import { logLinePaths } from "../failure";
 import { ErrorLine } from "./Bits";
 
 const KEEP = 5000;
@@ -84,6 +85,9 @@ export default function Logs({ live, onTail, ...source }: LogSource & { live: Lo
 
   // While the server's search runs, the lines at hand are filtered already.
   const shown = search ? merge(found ?? [], filterLines(lines, search)) : lines;
+  // A trial's tracebacks name files in the model directory, as its failure box does, not in
+  // the copy the trial ran in (removed once it ended); a download has the lines as written.
+  const display = trialId !== undefined ? logLinePaths : (line: string) => line;
   return (
     <section className="logs">
       <div className="controls">
@@ -95,7 +99,7 @@ export default function Logs({ live, onTail, ...source }: LogSource & { live: Lo
       <ErrorLine error={error} />
       <pre ref={box} className="log" data-testid={taskId !== undefined ? "task-logs" : "trial-logs"}>
         {shown.map((l) => (
-          <div key={l.id} className="log-line">{l.line}</div>
+          <div key={l.id} className="log-line">{display(l.line)}</div>
         ))}
       </pre>
     </section>

@@ -260,6 +260,22 @@ export function FailedTrials({ experimentId, trials }: { experimentId: number; t
   );
 }
 
+/** More hyperparameters than this, a column each, made the trials table scroll sideways on
+ * an 800-pixel window: below 1280 pixels they fold into one cell (``HparamPairs``); wider,
+ * each keeps its sortable column. */
+export const FOLD_HPARAMS = 4;
+
+/** A trial's hyperparameters in one cell, ``name value`` pairs that wrap between pairs. */
+function HparamPairs({ names, values }: { names: string[]; values: Record<string, unknown> }) {
+  return (
+    <span className="hp-pairs" data-testid="hparam-pairs">
+      {names.filter((n) => n in values).map((n) => (
+        <span className="hp-pair" key={n}><span className="muted"><Breakable text={n} /></span> {formatNumber(values[n])}</span>
+      ))}
+    </span>
+  );
+}
+
 function TrialsTable({ exp, bestId, signedIn, waits }: { exp: ExperimentDetail; bestId: number | null; signedIn: boolean; waits: Waits }) {
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const toggle = (id: number, on: boolean) => {
@@ -273,6 +289,7 @@ function TrialsTable({ exp, bestId, signedIn, waits }: { exp: ExperimentDetail; 
     for (const h of flat.values()) for (const k of Object.keys(h)) s.add(k);
     return [...s];
   }, [flat]);
+  const folded = names.length > FOLD_HPARAMS;
   const columns: Column<Trial>[] = [
     { key: "id", title: "Trial", value: (t) => t.id, render: (t) => <Link to={`/experiments/${exp.id}/trials/${t.id}`}>{t.id}{t.id === bestId ? " ★" : ""}</Link> },
     { key: "state", title: "State", value: (t) => t.state,
@@ -283,8 +300,10 @@ function TrialsTable({ exp, bestId, signedIn, waits }: { exp: ExperimentDetail; 
     { key: "best", title: <>Best <Breakable text={exp.metric} /></>, value: (t) => t.best_validation, className: "wrap",
       render: (t) => formatNumber(t.best_validation) },
     { key: "restarts", title: "Restarts", value: (t) => t.restarts },
-    ...names.map((n) => ({ key: `hp:${n}`, title: <Breakable text={n} />, value: (t: Trial) => flat.get(t.id)?.[n], className: "wrap",
-      render: (t: Trial) => formatNumber(flat.get(t.id)?.[n]) })),
+    ...names.map((n) => ({ key: `hp:${n}`, title: <Breakable text={n} />, value: (t: Trial) => flat.get(t.id)?.[n],
+      className: folded ? "wrap hp-column" : "wrap", render: (t: Trial) => formatNumber(flat.get(t.id)?.[n]) })),
+    ...(folded ? [{ key: "hparams", title: "Hyperparameters", value: () => null, sortable: false, className: "hp-folded",
+      render: (t: Trial) => <HparamPairs names={names} values={flat.get(t.id) ?? {}} /> }] : []),
   ];
   const ids = [...selected].sort((a, b) => a - b);
   return (
