@@ -16,6 +16,8 @@ import math
 import time
 from typing import Any, Dict, Iterator, Optional
 
+from determined.config import missing_metric_text
+
 logger = logging.getLogger("determined.core")
 
 __all__ = ["SearcherFollower", "TrainingMetricsBuffer", "checkpoint_to_resume"]
@@ -34,6 +36,8 @@ class SearcherFollower:
         self._core = core_context
         info = core_context.info
         config: Dict[str, Any] = info.trial._config if info is not None else {}
+        self._config = config
+        self._framework = framework
         searcher = config.get("searcher") or {}
         self.metric: Optional[str] = searcher.get("metric")
         unit = core_context.searcher.get_configured_units()  # a core Unit or None
@@ -105,13 +109,15 @@ class SearcherFollower:
                 f"experiment's searcher.max_length is {{{unit}: {self.max_length:g}}}: "
                 f"make {what} at least searcher.max_length")
 
-    def searcher_value(self, metrics: Dict[str, Any]) -> Any:
-        """The searcher metric's value in ``metrics``; a clear error when it is missing."""
+    def searcher_value(self, metrics: Dict[str, Any], fix: Optional[str] = None) -> Any:
+        """The searcher metric's value in ``metrics``; else a ValueError in the shared
+        wording (``config.missing_metric_text``), with ``fix``: what the user's code can
+        do to report it."""
         if self.metric in metrics:
             return metrics[self.metric]
-        raise ValueError(
-            f"the experiment's searcher.metric {self.metric!r} is not among the validation "
-            f"metrics reported at this length: {sorted(metrics) or 'none'}")
+        raise ValueError(missing_metric_text(
+            self._config, map(str, metrics),
+            where=f"the validation metrics {self._framework} received", fix=fix))
 
 
 def checkpoint_to_resume(core_context: Any) -> Optional[str]:

@@ -72,3 +72,32 @@ def test_two_ranks_pause_resume_and_store_everything_once(tmp_path, framework):
             name = f"checkpoint-{batches}"
             assert {"metadata.json", f"{name}/model.safetensors", f"{name}/rng_state_0.pth",
                     f"{name}/rng_state_1.pth", f"{name}/trainer_state.json"} <= files, files
+
+
+@pytest.mark.parametrize("framework, fix", [
+    ("lightning", "; log it with self.log in validation_step or change searcher.metric"),
+    ("hf", "; have the Trainer's evaluation log it (compute_metrics; evaluation names start "
+           "with eval_) or change searcher.metric"),
+])
+def test_a_searcher_metric_the_callback_lacks_is_said_in_the_shared_wording(tmp_path, framework,
+                                                                            fix):
+    # One rank, the searcher's first validation: the trial fails saying, in the wording
+    # every path shares (config.missing_metric_text), which metrics the callback received.
+    cfg = yaml.safe_load((FIXTURES / f"{framework}.yaml").read_text())
+    cfg["searcher"]["metric"] = "nope"
+    cfg["searcher"]["max_length"]["batches"] = 2
+    cfg["resources"]["slots_per_trial"] = 1
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    local = tmp_path / "local"
+    out = run_det(["e", "create", config, FIXTURES, "--local", "--local-dir", local,
+                   "--no-progress"], timeout=240)
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+    assert local_rows(local, "SELECT state FROM trials") == [("ERROR",)], (
+        out.stdout[-3000:] + out.stderr[-3000:] + "\n--- trial logs:\n" + logs[-5000:])
+    callback = "DeterminedCallback" if framework == "lightning" else "DetCallback"
+    said = re.search(rf"the validation metrics {callback} received lack the searcher metric "
+                     r"'nope' \(received: ([^)]*)\)(.*)", logs)
+    assert said, logs[-5000:]
+    assert ("validation_loss" if framework == "lightning" else "eval_loss") in said[1]
+    assert said[2].startswith(fix), said[0]

@@ -9,7 +9,7 @@ import pkgutil
 import pytest
 
 import determined.searcher as searcher_pkg
-from determined.config import Length
+from determined.config import Length, assume_metric
 from determined.searcher import (
     Checkpoint,
     Close,
@@ -111,15 +111,30 @@ def test_bad_space_and_seed_raise_value_error_naming_the_field() -> None:
         make_searcher(config)
 
 
-def test_missing_metric_raises_searcher_error_naming_metric_and_keys() -> None:
+def test_missing_metric_raises_searcher_error_in_the_shared_wording() -> None:
     s = make_searcher(make_config("random", max_trials=2))
     s.start()
     s.on_trial_created(1)
     with pytest.raises(SearcherError) as info:
         s.on_validation_completed(1, {"loss": 0.3, "accuracy": 0.9})
-    assert METRIC in str(info.value)
-    assert "loss" in str(info.value) and "accuracy" in str(info.value)
-    assert isinstance(info.value, Exception)
+    assert str(info.value) == (f"the validation metrics of trial 1 lack the searcher metric "
+                               f"{METRIC!r} (received: accuracy, loss)")
+
+
+def test_missing_assumed_metric_says_the_config_named_none() -> None:
+    # A submitter that filled in the default metric (config.assume_metric): the error
+    # says what the user's config set, not the default as though the user had named it.
+    config = make_config("single")
+    del config["searcher"]["metric"]
+    assume_metric(config, {"name": "single"})
+    s = make_searcher(config)
+    s.start()
+    with pytest.raises(SearcherError) as info:
+        s.on_validation_completed(1, {"loss": 0.3})
+    assert str(info.value) == (
+        "the config's searcher section sets no metric, so the searcher metric is assumed "
+        "to be validation_loss (the default); the validation metrics of trial 1 lack it "
+        "(received: loss)")
 
 
 def test_non_numeric_metric_raises_searcher_error() -> None:

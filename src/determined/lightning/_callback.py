@@ -221,7 +221,9 @@ class DeterminedCallback(pl.Callback):
                 f"{follower.unit} but none ran: give the Trainer a val_dataloader (and "
                 "check_val_every_n_epoch that allows it) whose validation_step logs "
                 f"searcher.metric {follower.metric!r}")
-        value = follower.searcher_value(self._last_val[1]) if follower.is_chief else None
+        value = follower.searcher_value(
+            self._last_val[1], fix="log it with self.log in validation_step"
+        ) if follower.is_chief else None
         more = follower.complete(value)
         self._checkpoint(trainer)
         if more and self._stopped_by_us:

@@ -27,7 +27,7 @@ import random
 from typing import Any, Dict, List, Mapping, Optional, Type
 
 from determined.common.frozen_entries import FrozenEntries
-from determined.config import Length, MetricOrder, Unit
+from determined.config import Length, MetricOrder, Unit, missing_metric_text
 from determined.searcher._adaptive import AdaptiveSearch
 from determined.searcher._adaptive_simple import AdaptiveSimpleSearch
 from determined.searcher._asha import AdaptiveASHASearch
@@ -116,6 +116,9 @@ class Searcher:
         smaller_is_better: Whether smaller metric values are better.
         sampler: Where new trials' hyperparameters come from (default: random); it is
             told every result with the length it was measured at.
+        config: The experiment config ``metric`` came from, so that a validation
+            without it is worded in the user's terms (``config.missing_metric_text``:
+            an assumed default metric says so); default: a config naming just ``metric``.
 
     Example:
         >>> config = {
@@ -140,6 +143,7 @@ class Searcher:
         metric: str,
         smaller_is_better: bool = True,
         sampler: Optional[Sampler] = None,
+        config: Optional[Mapping[str, Any]] = None,
     ) -> None:
         if not isinstance(method, SearchMethod):
             raise ValueError(f"Expected a SearchMethod. Received: method={method!r}")
@@ -156,6 +160,10 @@ class Searcher:
             )
         self.method = method
         self.metric = metric
+        self._metric_config: Dict[str, Any] = {"searcher": {"metric": metric}}
+        internal = config.get("internal") if config is not None else None
+        if isinstance(internal, Mapping):
+            self._metric_config["internal"] = internal
         self.smaller_is_better = smaller_is_better
         self.experiment_seed = experiment_seed
         self._ctx = SearchContext(hyperparameters, random.Random(experiment_seed), sampler=sampler)
@@ -268,12 +276,15 @@ class Searcher:
     def _signed_metric(self, request_id: int, metrics: Mapping[str, Any]) -> float:
         """The searcher metric of a validation report, signed so that smaller is better
         (NaN ranks worst)."""
-        if not isinstance(metrics, Mapping) or self.metric not in metrics:
-            keys = sorted(map(str, metrics)) if isinstance(metrics, Mapping) else metrics
+        if not isinstance(metrics, Mapping):
             raise SearcherError(
-                f"Expected the searcher metric {self.metric!r} in the validation metrics of "
-                f"trial {request_id}. Received keys: {keys}"
+                f"Expected the validation metrics of trial {request_id} to be a mapping. "
+                f"Received: {metrics!r}"
             )
+        if self.metric not in metrics:
+            raise SearcherError(missing_metric_text(
+                self._metric_config, map(str, metrics),
+                where=f"the validation metrics of trial {request_id}"))
         value = metrics[self.metric]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise SearcherError(
@@ -511,4 +522,5 @@ def make_searcher(config: Mapping[str, Any]) -> Searcher:
         require(cfg, "metric"),
         cfg.get("smaller_is_better", True),
         sampler,
+        config,
     )

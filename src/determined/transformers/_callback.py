@@ -190,8 +190,9 @@ class DetCallback(transformers.TrainerCallback):  # type: ignore[misc]
         if self._last_eval is None or self._last_eval[0] != state.global_step:
             raise ValueError("the searcher asked for an evaluation but the Trainer logged "
                              "none: give it an eval_dataset")
-        value = self._follower.searcher_value(self._last_eval[1]) if state.is_world_process_zero \
-            else None
+        value = self._follower.searcher_value(
+            self._last_eval[1], fix="have the Trainer's evaluation log it (compute_metrics; "
+            "evaluation names start with eval_)") if state.is_world_process_zero else None
         more = self._follower.complete(value)
         control.should_save = True
         if not more:
