@@ -12,13 +12,7 @@ import httpx
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"))
 
-from master_testing import ConfiguredMasterProcess, wait_until  # noqa: E402
-
-
-def trial_logs(client: httpx.Client, trial_id: int) -> str:
-    """A trial's log lines (``GET /trials/{id}/logs`` on an ``/api/v1`` client), joined."""
-    rows = client.get(f"/trials/{trial_id}/logs", params={"limit": 100000}).json()["logs"]
-    return "\n".join(row["line"] for row in rows)
+from master_testing import ConfiguredMasterProcess, trial_logs, wait_until  # noqa: E402,F401
 
 
 class AgentProcess:

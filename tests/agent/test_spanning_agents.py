@@ -15,6 +15,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"
 
 from agent_testing import AgentCluster, trial_logs  # noqa: E402
 from master_testing import (  # noqa: E402
+    assert_trial_log_format,
     create_experiment,
     metric_rows,
     trial_processes,
@@ -89,13 +90,18 @@ def test_trial_across_two_agents_trains_as_on_one(cluster):
     assert f"trial {trial_id} exited: completed" in logs, logs
     # Rank 1 got a working directory of its own, as rank 0 (its line came from a2 or a1).
     assert f"[rank 1] " in logs and "runs in" in logs.split("[rank 1] ", 1)[1], logs
+    # Rank 0 (the trial process a1 started) and rank 1 (started by a2, with no chief's
+    # format to copy) log in the one short format.
+    assert_trial_log_format(logs)
     for agent in list(cluster.agents.values()):
         assert agent.stop() == 0, agent.log()
 
     cluster.agent("both", slots=2)  # the same trial on one two-slot agent
     exp_id = create_experiment(cluster.api, _dist_config(), DIST_MODEL)
     one_exp, one = cluster.weights(exp_id)
-    assert "det-agent both: starting trial" in cluster.logs(one_exp["trials"][0]["id"])
+    one_logs = cluster.logs(one_exp["trials"][0]["id"])
+    assert "det-agent both: starting trial" in one_logs
+    assert_trial_log_format(one_logs, ranks=(0,))  # the trial process an agent started
     assert spanned[0].keys() == one[0].keys()
     import torch
 

@@ -25,9 +25,10 @@ def test_a_script_runs_once_per_machine_and_a_trial_class_once_per_slot():
         _machines.PartProcess(0, 0, None, "")]
     assert _machines.part_processes(other, 2, script=True) == [
         _machines.PartProcess(2, 0, _machines.SCRIPT_PART_MODULE, "[machine 1] ")]
-    assert [(p.rank, p.local_rank, p.module) for p in
+    # A Trial class's ranks name themselves in their log lines: no prefix.
+    assert [(p.rank, p.local_rank, p.module, p.prefix) for p in
             _machines.part_processes(other, 2, script=False)] == [
-        (2, 0, _machines.RANK_MODULE), (3, 1, _machines.RANK_MODULE)]
+        (2, 0, _machines.RANK_MODULE, ""), (3, 1, _machines.RANK_MODULE, "")]
 
 
 def test_a_script_part_gets_the_port_offset_and_the_group_key_of_the_token():

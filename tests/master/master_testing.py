@@ -1,6 +1,7 @@
 """Helpers for tests against a real master (``python -m determined.master``) on a free loopback port."""
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -242,6 +243,24 @@ def metric_rows(client: httpx.Client, trial_id: int) -> List[Any]:
     """A trial's stored metric rows as (kind, total_batches, metrics) in stored order."""
     metrics = client.get(f"/trials/{trial_id}").json()["metrics"]
     return [(m["kind"], m["total_batches"], m["metrics"]) for m in metrics]
+
+
+def trial_logs(client: httpx.Client, trial_id: int) -> str:
+    """A trial's log lines (``GET /trials/{id}/logs`` on an ``/api/v1`` client), joined."""
+    rows = client.get(f"/trials/{trial_id}/logs", params={"limit": 100000}).json()["logs"]
+    return "\n".join(row["line"] for row in rows)
+
+
+def assert_trial_log_format(logs: str, ranks: Any = (0, 1)) -> None:
+    """Every logged line of a trial's ``logs`` reads ``12:04:31 INFO [rank N] message``
+    (``ranks`` each wrote some), as in a local run (``harness._rank_logs``): not
+    ``2026-11-29 06:40:36,123 INFO ...`` nor with a launcher's ``[rank N]`` before it."""
+    logged = [line for line in logs.splitlines() if re.search(r"\b(INFO|WARNING|ERROR)\b", line)]
+    for rank in ranks:
+        assert [line for line in logged
+                if re.match(rf"\d\d:\d\d:\d\d INFO \[rank {rank}\] \S", line)], logs
+    assert all(re.match(r"\d\d:\d\d:\d\d (INFO|WARNING|ERROR) \S", line)
+               for line in logged), logs
 
 
 ADMIN_PASSWORD = "admin-test-pw"

@@ -1,22 +1,33 @@
-"""How the log lines of a distributed trial's ranks read: as the chief's (the trial
-process's own format: ``12:04:31 INFO message`` in a local run), each naming its
-rank: ``12:04:31 INFO [rank 1] message``.
+"""How a trial's log lines read, in every process of it: ``12:04:31 INFO message``
+(:data:`LOG_FORMAT` with :data:`LOG_TIME_FORMAT`), whether a local run's trial
+process, a trial process an agent or Ray starts for the master, or one of its ranks;
+a distributed trial's lines each name their rank: ``12:04:31 INFO [rank 1] message``.
 
-The chief gives its format to the ranks it starts (:func:`chief_log_format`, in their
-spec); a rank started by a launcher without one uses :data:`DEFAULT_LOG_FORMAT`.
+A trial process logs so with :func:`configure_trial_logging`. The chief gives its
+format to the ranks it starts (:func:`chief_log_format`, in their spec); a rank started
+by a launcher (an agent, a Ray actor) without one uses the same format.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
 
-__all__ = ["DEFAULT_LOG_FORMAT", "chief_log_format", "configure_rank_logging",
-           "rank_format", "ranks_named"]
+__all__ = ["LOG_FORMAT", "LOG_TIME_FORMAT", "chief_log_format", "configure_rank_logging",
+           "configure_trial_logging", "rank_format", "ranks_named"]
 
-#: The format of a trial process that was given none.
-DEFAULT_LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+#: How a trial process's log lines read: ``time level message``. The reader knows the
+#: trial (``det t logs ID``), and a line read in an 80-column terminal keeps its room
+#: for the message: the time is short (:data:`LOG_TIME_FORMAT`).
+LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+LOG_TIME_FORMAT = "%H:%M:%S"
+
+
+def configure_trial_logging(stream: TextIO) -> None:
+    """Log INFO and above to ``stream`` in the trial format (``12:04:31 INFO message``)."""
+    logging.basicConfig(level=logging.INFO, stream=stream, format=LOG_FORMAT,
+                        datefmt=LOG_TIME_FORMAT)
 
 
 def rank_format(fmt: str, rank: int) -> str:
@@ -40,20 +51,22 @@ def _root_formatter() -> Optional[logging.Formatter]:
 
 def chief_log_format() -> Dict[str, Optional[str]]:
     """The format (``format``, ``datefmt``) of this process's root log handler, for the
-    ranks it starts; :data:`DEFAULT_LOG_FORMAT` when it has none."""
+    ranks it starts; the trial format when it has none."""
     formatter = _root_formatter()
     fmt = getattr(formatter, "_fmt", None) if formatter is not None else None
     if not fmt:
-        return {"format": DEFAULT_LOG_FORMAT, "datefmt": None}
+        return {"format": LOG_FORMAT, "datefmt": LOG_TIME_FORMAT}
     return {"format": fmt, "datefmt": formatter.datefmt if formatter is not None else None}
 
 
 def configure_rank_logging(rank: int, given: Optional[Dict[str, Any]], stream: Any) -> None:
     """Log INFO and above to ``stream`` as the chief does (``given``:
-    :func:`chief_log_format` of the chief, or None), naming ``rank``."""
+    :func:`chief_log_format` of the chief; None: the trial format), naming ``rank``."""
     given = given or {}
-    fmt = str(given.get("format") or DEFAULT_LOG_FORMAT)
-    datefmt = given.get("datefmt") or None
+    if given.get("format"):
+        fmt, datefmt = str(given["format"]), given.get("datefmt") or None
+    else:  # started by a launcher: the format every trial process logs in
+        fmt, datefmt = LOG_FORMAT, LOG_TIME_FORMAT
     logging.basicConfig(level=logging.INFO, stream=stream, format=rank_format(fmt, rank),
                         datefmt=datefmt)
 

@@ -24,6 +24,7 @@ from typing import AbstractSet, Any, Dict, List, Optional, Sequence, Tuple
 from determined.common.api import APIError, MasterClient
 from determined.trial_ops import EXIT_USER_ERROR
 from determined.harness._host import TrialHost, TrialOp
+from determined.harness._rank_logs import configure_trial_logging
 
 __all__ = ["RestTrialHost", "main", "EXIT_USER_ERROR", "SCRIPT_STOP_POLL_SECONDS"]
 
@@ -235,8 +236,7 @@ def _explain_gpu_oom(trial_id: int, error: BaseException) -> None:
 
 
 def main() -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
-                        format="%(asctime)s %(levelname)s %(message)s")
+    configure_trial_logging(sys.stdout)
     with open(os.environ["DET_TRIAL_SPEC"], encoding="utf-8") as f:
         spec = json.load(f)
     logging.getLogger("httpx").setLevel(logging.WARNING)

@@ -8,7 +8,6 @@ the trial's machines (:func:`determined.harness._script_trial.run_script_part`).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import sys
 import traceback
@@ -16,6 +15,7 @@ import traceback
 from determined._procs import die_with_parent
 from determined.errors import InvalidModelDefError
 from determined.harness._env import TrialEnv
+from determined.harness._rank_logs import configure_trial_logging
 from determined.harness._script_trial import run_script_part
 from determined.harness._trial_setup import prepare_trial_process
 from determined.trial_ops import EXIT_USER_ERROR
@@ -27,8 +27,7 @@ def main() -> int:
     """Run this machine's script; its exit code (``EXIT_USER_ERROR``: a bad setup)."""
     parent = os.environ.get("DET_PARENT_PID")
     die_with_parent(int(parent) if parent else None)
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
-                        format="%(asctime)s %(levelname)s %(message)s")
+    configure_trial_logging(sys.stdout)
     with open(os.environ["DET_TRIAL_SPEC"], encoding="utf-8") as f:
         spec = json.load(f)
     rendezvous = spec.get("rendezvous")

@@ -98,7 +98,9 @@ def part_env(ranks: Dict[str, Any], slot_ids: Sequence[int], token: str, addr: s
 @dataclasses.dataclass(frozen=True)
 class PartProcess:
     """One process of a part: its rank, local rank, module (None: the trial runner)
-    and the prefix of its output lines in the trial's log."""
+    and the prefix of its output lines in the trial's log: none for a Trial class's
+    rank, whose log lines name it as a local run's do (``12:04:31 INFO [rank 1] ...``,
+    :mod:`determined.harness._rank_logs`)."""
 
     rank: int
     local_rank: int
@@ -116,6 +118,6 @@ def part_processes(ranks: Dict[str, Any], slots: int, script: bool) -> List[Part
         elif script:
             module, prefix = SCRIPT_PART_MODULE, f"[machine {ranks.get('node_rank')}] "
         else:
-            module, prefix = RANK_MODULE, f"[rank {rank}] "
+            module, prefix = RANK_MODULE, ""
         out.append(PartProcess(rank, local_rank, module, prefix))
     return out

@@ -4,12 +4,12 @@ the trial's host through the script link; the others follow it."""
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import traceback
 from typing import List, Optional
 
+from determined.harness._rank_logs import configure_trial_logging
 from determined.trial_ops import EXIT_USER_ERROR
 
 
@@ -18,8 +18,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if len(args) != 1:
         print("usage: python3 -m determined.launch._trial_rank module:TrialClass", file=sys.stderr)
         return 2
-    logging.basicConfig(level=logging.INFO, stream=sys.stdout,
-                        format="%(asctime)s %(levelname)s %(message)s")
+    configure_trial_logging(sys.stdout)
     from determined import _info
     from determined.core._context import _script_link
     from determined.errors import InvalidModelDefError, InvalidTrialError

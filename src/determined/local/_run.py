@@ -120,7 +120,7 @@ def _test_mode_logging() -> Iterator[None]:
     """The platform's warnings while a test runs in this process, each once and as a
     local trial's log lines read (``12:04:31 WARNING message``) on stderr, unless the
     program configured logging of its own (then only the filter applies)."""
-    from determined.local._trial_process import LOG_FORMAT, LOG_TIME_FORMAT
+    from determined.harness._rank_logs import LOG_FORMAT, LOG_TIME_FORMAT
 
     logger = logging.getLogger("determined")
     once = _EachOnce()

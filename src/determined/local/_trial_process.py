@@ -5,7 +5,6 @@ Protocol: see :mod:`determined.harness._pipe_host` (the trial process's side).
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
@@ -15,12 +14,9 @@ from typing import Any, Dict
 from determined.common import scratch
 from determined.harness import TrialEnv
 from determined.harness._pipe_host import PipeHost
+from determined.harness._rank_logs import configure_trial_logging
 
-__all__ = ["LOG_FORMAT", "LOG_TIME_FORMAT", "PipeHost", "trial_main"]
-
-#: How a local trial process's log lines read: ``time level message``.
-LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
-LOG_TIME_FORMAT = "%H:%M:%S"
+__all__ = ["PipeHost", "trial_main"]
 
 
 def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_path: str,
@@ -32,10 +28,7 @@ def trial_main(conn: Any, env: TrialEnv, storage_config: Dict[str, Any], log_pat
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
     sys.stdout = sys.stderr = log
-    # "12:04:31 INFO message": the log's reader knows the trial (``det t logs ID``), and a
-    # line read in an 80-column terminal keeps its room for the message.
-    logging.basicConfig(level=logging.INFO, stream=log, datefmt=LOG_TIME_FORMAT,
-                        format=LOG_FORMAT)
+    configure_trial_logging(log)  # "12:04:31 INFO message", as every trial process
     os.environ.setdefault("OMP_NUM_THREADS", str(num_threads))
     # Per-trial TensorBoard files, beside the trial's log.
     from determined.tensorboard._paths import set_platform_dir

@@ -11,10 +11,12 @@ import pytest
 import yaml
 
 from master_testing import (
+    assert_trial_log_format,
     free_ray_agent_ports,
     ConfiguredMasterProcess,
     create_experiment,
     slow_model_dir,
+    trial_logs,
     wait_for_state,
     wait_until,
 )
@@ -168,6 +170,9 @@ def test_two_node_distributed_trial_matches_one_node(ray_master, master_factory)
         wait_until(lambda: all(a["slot_tasks"][0]["task"] for a in _ray_agents(api)),
                    timeout=120, what="the trial on both nodes")
         spanned = _final_weights(api, exp_id, master.data_dir)
+        # Both ranks (each started by a Ray actor) log as a local run's do.
+        trial_id = api.get(f"/experiments/{exp_id}").json()["trials"][0]["id"]
+        assert_trial_log_format(trial_logs(api, trial_id))
     one_machine = master_factory(slots=2)
     with one_machine.client() as api:
         exp_id = create_experiment(api, _dist_config(7), DIST_MODEL)

@@ -91,9 +91,10 @@ class TrialRank:
                                          preexec_fn=set_parent_death_signal)
             unsent: List[str] = []
             if gpus:
+                to_rank = f" (rank {rank})" if rank and not prefix else ""
                 _post_logs(client, [f"{prefix}det-ray: Ray gave GPU(s) "
                                     f"{gpus['CUDA_VISIBLE_DEVICES']} on node "
-                                    f"{env.get('DET_AGENT_ID')}"])
+                                    f"{env.get('DET_AGENT_ID')}{to_rank}"])
 
             def post(batch: List[str]) -> None:
                 nonlocal unsent
