@@ -38,7 +38,8 @@ ANSI = r"\x1b\[[0-9;?]*[A-Za-z]"
 
 
 def run_det_in_terminal(args, columns=80, env=None, timeout=300.0, answer=None,
-                        every_drawing=False, respond=None, module="determined.cli"):
+                        every_drawing=False, respond=None, module="determined.cli",
+                        rows=40, idle=None):
     """Run ``det args`` on a pseudo-terminal ``columns`` wide (stdout and stderr both
     the terminal, as a person runs it): ``(exit code, output)``, the output with
     ``\\r\\n`` read as ``\\n``, terminal control codes removed and a line redrawn in
@@ -49,11 +50,15 @@ def run_det_in_terminal(args, columns=80, env=None, timeout=300.0, answer=None,
 
     ``respond``, when given, is called with the output so far (control codes removed,
     every frame of a redrawn line kept) each time more comes; the bytes it returns, if
-    any, are typed into the terminal (``b"\\x03"``: Ctrl-C). ``module``: the program
-    run as ``python -m`` (``determined.master``: the master's command line)."""
+    any, are typed into the terminal (``b"\\x03"``: Ctrl-C). With ``idle`` (seconds) it
+    is also called when nothing came for that long, so that it can type again into a
+    program that waits (a remote shell not yet connected). ``module``: the program run
+    as ``python -m`` (``determined.master``: the master's command line). ``rows``: the
+    terminal's height."""
     import fcntl
     import pty
     import re
+    import select
     import struct
     import termios
     import time
@@ -61,7 +66,7 @@ def run_det_in_terminal(args, columns=80, env=None, timeout=300.0, answer=None,
     pid, fd = pty.fork()
     if pid == 0:  # the child: the terminal's size, then det
         try:
-            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", 40, columns, 0, 0))
+            fcntl.ioctl(0, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
             os.environ.pop("COLUMNS", None)
             os.environ.pop("LINES", None)
             os.environ.update(env or {})
@@ -71,16 +76,17 @@ def run_det_in_terminal(args, columns=80, env=None, timeout=300.0, answer=None,
     output, deadline = b"", time.monotonic() + timeout
     prompt, typed = (answer[0].encode(), answer[1].encode()) if answer else (None, b"")
     while time.monotonic() < deadline:
-        try:
-            chunk = os.read(fd, 65536)
-        except OSError:  # the child closed the terminal
-            break
-        if not chunk:
-            break
-        output += chunk
-        if prompt is not None and prompt in output:
-            os.write(fd, typed)
-            prompt = None
+        if idle is None or select.select([fd], [], [], idle)[0]:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            output += chunk
+            if prompt is not None and prompt in output:
+                os.write(fd, typed)
+                prompt = None
         if respond is not None:
             reply = respond(re.sub(ANSI, "", output.decode(errors="replace")))
             if reply:

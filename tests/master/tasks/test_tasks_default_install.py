@@ -4,21 +4,16 @@ Marked ``default_install``: CI runs these again in a venv made the README's way 
 default extras ``pytorch,examples``; scripts/test.sh), not only with every extra.
 """
 
-import fcntl
 import os
-import pty
-import select
-import struct
 import subprocess
 import sys
-import termios
 import time
 
 import httpx
 import pytest
 import yaml
 
-from det_cli_testing import run_det
+from det_cli_testing import run_det, run_det_in_terminal
 from master_testing import ConfiguredMasterProcess, create_experiment, wait_for_state, wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.default_install]
@@ -82,46 +77,27 @@ def test_shell_start_in_a_pipe_exits_with_the_scripts_exit_code(master):
 
 
 def test_shell_start_in_a_terminal(master):
-    leader, follower = pty.openpty()
-    # The terminal's size: the remote shell starts with it.
-    fcntl.ioctl(leader, termios.TIOCSWINSZ, struct.pack("HHHH", 27, 83, 0, 0))
-    proc = subprocess.Popen([sys.executable, "-m", "determined.cli", "shell", "start"],
-                            stdin=follower, stdout=follower, stderr=follower,
-                            env=dict(os.environ, **_env(master)), start_new_session=True)
-    os.close(follower)
-    output = b""
+    # The terminal opens once the shell answers: until a command ran in it, it is typed
+    # again every few seconds; then the shell is left. The remote shell starts with the
+    # terminal's size.
+    typed = {"at": None, "exit": False}
 
-    def read_until(needle: bytes, timeout: float) -> None:
-        nonlocal output
-        deadline = time.monotonic() + timeout
-        while needle not in output:
-            assert time.monotonic() < deadline and proc.poll() is None, \
-                output.decode(errors="replace")
-            ready, _, _ = select.select([leader], [], [], 0.5)
-            if ready:
-                try:
-                    output += os.read(leader, 65536)
-                except OSError:
-                    pass
+    def respond(text):
+        if "Launched shell" not in text or typed["exit"]:
+            return None
+        if "MARK42" in text:
+            typed["exit"] = True
+            return b"exit\r"
+        if typed["at"] is None or time.monotonic() - typed["at"] >= 5:
+            typed["at"] = time.monotonic()
+            return b"stty size; echo MARK$((6*7))\r"
+        return None
 
-    try:
-        read_until(b"Launched shell", 120)
-        # The terminal opens once the shell answers: then a command runs in it.
-        deadline = time.monotonic() + 150
-        while b"MARK42" not in output:
-            assert time.monotonic() < deadline, output.decode(errors="replace")
-            os.write(leader, b"stty size; echo MARK$((6*7))\r")
-            try:
-                read_until(b"MARK42", 5)
-            except AssertionError:
-                assert proc.poll() is None, output.decode(errors="replace")
-        assert b"27 83" in output, output.decode(errors="replace")
-        os.write(leader, b"exit\r")
-        assert proc.wait(60) == 0, output.decode(errors="replace")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        os.close(leader)
+    code, text = run_det_in_terminal(["shell", "start"], rows=27, columns=83,
+                                     env=_env(master), timeout=300.0, respond=respond,
+                                     idle=0.5)
+    assert code == 0 and typed["exit"], text
+    assert "27 83" in text, text
 
 
 def test_shell_start_that_dies_at_once_reports_the_exit(master, tmp_path):
