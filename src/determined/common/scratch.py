@@ -332,16 +332,21 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def _gone(proc: _Process, ns: Optional[int]) -> bool:
-    """Whether ``proc`` surely no longer runs (``ns``: this process's pid namespace)."""
-    if not _here(proc, ns):
-        return _released(proc)
+def _ended(proc: _Process) -> bool:
+    """Whether ``proc``, a process of this pid namespace (:func:`_here`), surely no
+    longer runs."""
     if proc.pid <= 0 or not _alive(proc.pid):
         return True
     if proc.start is None:
         return False
     start = _start_time(str(proc.pid))
     return start is not None and start != proc.start  # None: hidden, or just exited
+
+
+def _gone(proc: _Process, ns: Optional[int]) -> bool:
+    """Whether ``proc`` surely no longer runs (``ns``: this process's pid namespace): a
+    process of another namespace once its liveness lock is free."""
+    return _ended(proc) if _here(proc, ns) else _released(proc)
 
 
 def owned(pid: int, root: Optional[str] = None) -> List[str]:
@@ -360,7 +365,7 @@ def remove_owned(pid: int, root: Optional[str] = None) -> int:
     removed = 0
     for procs, path in _scan(root):
         last = procs[-1]
-        if last.pid == pid and _here(last, ns) and (last.start is None or _gone(last, ns)):
+        if last.pid == pid and _here(last, ns) and (last.start is None or _ended(last)):
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
     _drop_liveness(ns, pid)
