@@ -5,6 +5,7 @@ its wrapper through the raw link)."""
 import json
 import os
 import pathlib
+import re
 import signal
 import subprocess
 import sys
@@ -74,6 +75,22 @@ def test_crash_restarts_from_the_latest_checkpoint(tmp_path, script_dir):
     logs = _logs(tmp_path, trial["trial_id"])
     assert "crashing at step 5" in logs and "exit code 3" in logs
     assert "at step 4" in logs.split("resumed from checkpoint", 1)[1].splitlines()[0]
+
+
+def test_a_script_in_epochs_is_shown_in_epochs(tmp_path, script_dir):
+    """A script's steps are in the searcher's unit: with ``max_length: {epochs: 3}`` the
+    progress lines and the summary said "validated at 3 batches" and "batches"."""
+    config = _config(tmp_path, script_dir, hparams={"ckpt_every": 2, "crash_at": 3},
+                     searcher={"name": "single", "metric": "loss",
+                               "max_length": {"epochs": 3}})
+    out = run_det(["e", "create", config, script_dir, "--local-dir", tmp_path / "local"],
+                  env={"COLUMNS": "80"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout
+    assert re.search(r"restart 1, from checkpoint\s+\S+ at 2 epochs\n", text), text
+    assert re.search(r"trial 1 resumed from checkpoint \S+ at\s+2 epochs\n", text), text
+    assert "trial 1 validated at 3 epochs: loss=0.25\n" in text, text
+    assert "┃ epochs  ┃" in text and "batch" not in text, text
 
 
 def test_nonzero_exit_without_restarts_left_fails_the_trial(tmp_path, script_dir):

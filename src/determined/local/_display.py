@@ -18,7 +18,7 @@ from determined.util import format_metrics
 from determined.util import format_value as _fmt
 
 __all__ = ["print_path", "ProgressDisplay", "TrialFailures", "print_summary", "format_hparams",
-           "trial_counts"]
+           "trial_counts", "step_unit"]
 
 _BAR_WIDTHS = (10, 40)  # the progress bar's narrowest and widest
 # The progress line beside its bar and status: "search", "100.0%", the elapsed time (up
@@ -36,6 +36,36 @@ def format_hparams(hparams: Dict[str, Any], prefix: str = "") -> str:
         else:
             parts.append(f"batch={v}")
     return " ".join(parts)
+
+
+_PLURALS = {"batch": "batches", "epoch": "epochs", "record": "records", "step": "steps"}
+
+
+def _steps(n: int, unit: str) -> str:
+    """``n`` steps in ``unit`` (see :func:`step_unit`): ``1 epoch``, ``3 batches``."""
+    return counted(n, unit, _PLURALS[unit])
+
+
+def step_unit(cfg: Dict[str, Any]) -> str:
+    """What a trial's steps count, as a noun: ``batch`` for a Trial class; a script's
+    steps are in the searcher's length unit (``epoch`` for ``max_length: {epochs: 4}``),
+    else (a time metric, no length) its own ``step``.
+
+    Example:
+        >>> step_unit({"entrypoint": "python3 train.py",
+        ...            "searcher": {"max_length": {"epochs": 4}}})
+        'epoch'
+    """
+    from determined.config import is_script_entrypoint
+
+    if not is_script_entrypoint(cfg.get("entrypoint")):
+        return "batch"
+    length = (cfg.get("searcher") or {}).get("max_length")
+    if isinstance(length, dict) and len(length) == 1:
+        key = next(iter(length))
+        if key in ("batches", "records", "epochs"):
+            return key[:-2] if key == "batches" else key[:-1]
+    return "step"
 
 
 def trial_counts(core: Any) -> Dict[str, int]:
@@ -87,8 +117,9 @@ class TrialFailures:
     not folded: its paths get copied); the same failure again (same text) is named, not
     repeated."""
 
-    def __init__(self, console: Console):
+    def __init__(self, console: Console, unit: str = "batch"):
         self.console = console
+        self.unit = unit  # what a trial's steps count (see step_unit)
         # Failures by trial (its latest) and by text (the trial that failed so first).
         self._last_failure: Dict[int, str] = {}
         self._first_failure: Dict[str, int] = {}
@@ -99,7 +130,7 @@ class TrialFailures:
         tid = trial["trial_id"]
         if kind == "restart":
             where = (f"checkpoint {trial['latest_checkpoint']} at "
-                     f"{counted(trial['checkpoint_batches'], 'batch')}"
+                     f"{_steps(trial['checkpoint_batches'], self.unit)}"
                      if trial["latest_checkpoint"] else "the beginning")
             self.failed(tid, details.get("error"), f"restart {trial['restarts']}, from {where}")
         elif kind == "error":
@@ -138,9 +169,10 @@ class ProgressDisplay:
     def __init__(self, console: Console, metric: str, progress_fn: Callable[[], float],
                  order: MetricOrder = MetricOrder(),
                  counts_fn: Optional[Callable[[], Dict[str, int]]] = None,
-                 best: Optional[float] = None):
+                 best: Optional[float] = None, unit: str = "batch"):
         self.console = console
         self.metric = metric
+        self.unit = unit  # what a trial's steps count (see step_unit)
         self.order = order
         self.progress_fn = progress_fn
         self.counts_fn = counts_fn
@@ -156,7 +188,7 @@ class ProgressDisplay:
         )
         self.task = self.progress.add_task("search", total=1.0, status="")
         self.best = best
-        self.failures = TrialFailures(self.progress.console)
+        self.failures = TrialFailures(self.progress.console, unit)
 
     def __enter__(self) -> "ProgressDisplay":
         self.progress.start()
@@ -200,14 +232,14 @@ class ProgressDisplay:
         if kind == "started":
             if details.get("resumed"):
                 log(f"trial {tid} resumed from checkpoint {trial['latest_checkpoint']} "
-                    f"at {counted(trial['checkpoint_batches'], 'batch')}")
+                    f"at {_steps(trial['checkpoint_batches'], self.unit)}")
             else:
                 shown = format_hparams(trial["hparams"])
                 log(f"trial {tid} started: {shown}" if shown else f"trial {tid} started")
         elif kind == "validation":
             value = details.get(self.metric)
             if value is not None:
-                log(f"trial {tid} validated at {counted(trial['batches'], 'batch')}: "
+                log(f"trial {tid} validated at {_steps(trial['batches'], self.unit)}: "
                     f"{self.metric}={_fmt(value)}")
         elif kind == "pausing":
             log(f"trial {tid} pausing: it finishes its workload and checkpoints "
@@ -249,9 +281,11 @@ def _columns_that_fit(names: List[str], flat: List[Dict[str, Any]], room: int) -
     return shown
 
 
-def print_summary(console: Console, result: ExperimentResult, metric: str) -> None:
+def print_summary(console: Console, result: ExperimentResult, metric: str,
+                  unit: str = "batch") -> None:
     """The table of trials (a column per hyperparameter that varies, as many as the
-    terminal's width holds) and the best checkpoint."""
+    terminal's width holds; their length in ``unit``, see :func:`step_unit`) and the best
+    checkpoint."""
     flat = [_flatten(t["hparams"]) for t in result.trials]
     names = sorted({k for f in flat for k in f})
     varying = [n for n in names if len({repr(f.get(n)) for f in flat}) > 1]
@@ -263,7 +297,7 @@ def print_summary(console: Console, result: ExperimentResult, metric: str) -> No
                    "not shown: "
                    f"det e describe --local {result.experiment_id}")
     table = Table(title=f"Experiment {result.experiment_id}: {result.state}", caption=caption)
-    for col, width in (("trial", 5), ("state", 9), ("batches", 7)):
+    for col, width in (("trial", 5), ("state", 9), (_PLURALS[unit], 7)):
         table.add_column(col, no_wrap=True, min_width=width)
     table.add_column(metric, overflow="ellipsis", no_wrap=True)
     for col in shown:

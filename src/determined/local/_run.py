@@ -349,20 +349,21 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
     and print the summary table; returns the driver's result."""
     from determined._metric_order import MetricOrder
     from determined.local._display import (ProgressDisplay, TrialFailures, print_summary,
-                                           trial_counts)
+                                           step_unit, trial_counts)
 
+    unit = step_unit(cfg)  # a script's steps may be epochs
     try:
         if show_progress:
             # The core counts what trials trained so far (scripts: their reported progress).
             display = ProgressDisplay(console, cfg["searcher"]["metric"],
                                       lambda: driver.core.progress(), MetricOrder.of(cfg),
                                       lambda: trial_counts(driver.core),
-                                      best=driver.core.best_validation())
+                                      best=driver.core.best_validation(), unit=unit)
             driver.on_event = display.event
             with display:
                 result = driver.run()
         else:  # no progress, but a failed trial's error as with it
-            driver.on_event = TrialFailures(console).event
+            driver.on_event = TrialFailures(console, unit).event
             result = driver.run()
     except KeyboardInterrupt as interrupt:
         _print_interrupted(console, driver, store.local_dir)
@@ -370,7 +371,7 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
         raise
     finally:
         store.close()
-    print_summary(console, result, cfg["searcher"]["metric"])
+    print_summary(console, result, cfg["searcher"]["metric"], unit)
     return result
 
 
