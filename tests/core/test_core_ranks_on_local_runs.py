@@ -43,6 +43,27 @@ def test_two_rank_core_script_follows_the_chief(tmp_path):
     assert "validation_loss" in text
 
 
+def test_ranks_without_a_distributed_context_are_told_to_pass_one(tmp_path):
+    """A one-process script (``core.init()`` alone) started on two ranks by the launcher:
+    each rank acted as the chief ("running as one process"); on spanning machines the
+    other machine's rank failed with "the trial's link is not (DET_SCRIPT_LINK)"."""
+    config = yaml.safe_load((SCRIPT_DIR / "dist.yaml").read_text())
+    config["entrypoint"] = "python3 -m determined.launch.torch_distributed python3 train.py"
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    local = tmp_path / "local"
+    out = run_det(["e", "create", path, SCRIPT_DIR, "--local", "--slots", "2",
+                   "--local-dir", local, "--no-progress"], env={"COLUMNS": "80"})
+    assert out.returncode == 1, out.stdout + out.stderr
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+    for rank in (0, 1):
+        assert (f"[rank={rank}] ValueError: core.init() runs in rank {rank} of 2 (a launcher "
+                "such as determined.launch.torch_distributed started them) but got no "
+                "DistributedContext; pass distributed="
+                "det.core.DistributedContext.from_torch_distributed()") in logs, logs
+    assert "running as one process" not in logs and "DET_SCRIPT_LINK" not in logs, logs
+
+
 def test_trial_class_under_the_launcher_trains_as_the_platforms_two_slots(tmp_path):
     """``--trial`` runs the Trial class on torchrun's ranks: the same weights as the
     platform's own two-slot run of that class."""

@@ -159,6 +159,31 @@ def _tensorboard_for(session: Session, dist: DistributedContext) -> Optional[Any
         return None
 
 
+def _check_one_process(info: Any) -> None:
+    """Without a DistributedContext this process is the trial's only one: a rank of
+    several (a launcher set ``WORLD_SIZE``) would act as the chief too, so that is an
+    error naming the fix; a multi-slot trial run as one process gets a warning."""
+    world = os.environ.get("WORLD_SIZE", "1")
+    if world.isdigit() and int(world) > 1:
+        raise ValueError(
+            f"core.init() runs in rank {os.environ.get('RANK', '?')} of {world} (a launcher "
+            "such as determined.launch.torch_distributed started them) but got no "
+            "DistributedContext; pass distributed="
+            "det.core.DistributedContext.from_torch_distributed()")
+    machines = len(info.container_addrs)
+    if machines > 1 and info.container_rank > 0:
+        raise ValueError(
+            f"core.init() runs on machine {info.container_rank} of the trial's {machines} "
+            "but got no DistributedContext: only the chief machine's process talks to the "
+            "platform; start the ranks with determined.launch.torch_distributed and pass "
+            "distributed=det.core.DistributedContext.from_torch_distributed()")
+    if machines > 1 or len(info.slot_ids) > 1:
+        where = f" here, on one of {machines} machines" if machines > 1 else ""
+        logger.warning("core.init() got no DistributedContext: this one process uses the "
+                       "trial's %d slot%s%s", len(info.slot_ids),
+                       "" if len(info.slot_ids) == 1 else "s", where)
+
+
 def init(*, distributed: Optional[DistributedContext] = None,
          checkpoint_storage: Optional[Union[str, Dict[str, Any]]] = None,
          preempt_mode: PreemptMode = PreemptMode.WorkersAskChief,
@@ -185,10 +210,8 @@ def init(*, distributed: Optional[DistributedContext] = None,
     if info_path:
         info = _info.get_cluster_info()
         assert info is not None
-        if distributed is None and (len(info.container_addrs) > 1
-                                    or len(info.slot_ids) > 1):
-            logger.warning("this trial has %d slots but core.init() got no DistributedContext; "
-                           "running as one process", len(info.slot_ids))
+        if distributed is None:
+            _check_one_process(info)
         session = _platform_session(dist, info_path, checkpoint_storage)
         tb = _tensorboard_for(session, dist)
     else:
