@@ -84,9 +84,9 @@ def test_trial_across_two_agents_trains_as_on_one(cluster):
     trial_id = spanned_exp["trials"][0]["id"]
     logs = cluster.logs(trial_id)
     # One part per agent, rank 0's first.
-    starts = {a: r for a in ("a1", "a2") for r in ("0-0", "1-1")
-              if f"det-agent {a}: starting ranks {r} of 2 of trial {trial_id}" in logs}
-    assert sorted(starts.values()) == ["0-0", "1-1"], logs
+    starts = {a: r for a in ("a1", "a2") for r in ("0", "1")
+              if f"det-agent {a}: starting rank {r} of 2 of trial {trial_id}" in logs}
+    assert sorted(starts.values()) == ["0", "1"], logs
     assert f"trial {trial_id} exited: completed" in logs, logs
     # Rank 1 got a working directory of its own, as rank 0 (its line came from a2 or a1).
     assert f"[rank 1] " in logs and "runs in" in logs.split("[rank 1] ", 1)[1], logs
@@ -139,7 +139,7 @@ def test_sigkill_of_the_non_chief_agent_restarts_the_trial(cluster, tmp_path):
     trial_id = trial()["id"]
     logs = cluster.logs(trial_id)
     (follower,) = [a for a in ("a1", "a2")
-                   if f"det-agent {a}: starting ranks 1-1 of 2 of trial {trial_id}" in logs]
+                   if f"det-agent {a}: starting rank 1 of 2 of trial {trial_id}" in logs]
     chief = "a2" if follower == "a1" else "a1"
     chief_pid = cluster.agents[chief].proc.pid
     assert len(trial_processes(chief_pid)) == 1

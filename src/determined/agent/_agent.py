@@ -587,9 +587,11 @@ class Agent:
         started = 0
         failure: Optional[int] = None
         try:
-            self._log(t, f"det-agent {self.id}: starting ranks {first}-"
-                         f"{first + len(slot_ids) - 1} of {size} of trial {t.trial_id} on "
-                         f"slot(s) {','.join(map(str, slot_ids))} (launch {t.launch_id})")
+            last = first + len(slot_ids) - 1
+            which = f"rank {first}" if last == first else f"ranks {first}-{last}"
+            self._log(t, f"det-agent {self.id}: starting {which} of {size} of trial "
+                         f"{t.trial_id} on slot(s) {','.join(map(str, slot_ids))} "
+                         f"(launch {t.launch_id})")
             token = command["env"]["DET_TRIAL_TOKEN"]
             if ranks.get("chief"):
                 addr, port = self._rendezvous(t, chief_port(script))
