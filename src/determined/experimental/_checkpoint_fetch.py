@@ -68,6 +68,11 @@ def _from_storage(config: Mapping[str, Any], uuid: str, dest: str, source: str) 
         return True
     except (StorageError, CheckpointError, OSError) as e:
         if source == "storage":
+            if os.environ.get("DET_CHECKPOINT_SOURCE") == "storage":  # the user's choice
+                raise StorageError(
+                    f"checkpoint {uuid}: {e} (DET_CHECKPOINT_SOURCE=storage: this machine "
+                    "reads the store with its own credentials; unset it to download "
+                    "through the master)") from e
             raise
         logger.info("checkpoint %s: storage not readable here (%s); downloading via the master",
                     uuid, e)

@@ -186,6 +186,18 @@ def test_s3_secret_is_masked_and_checkpoints_report_their_sizes(master_factory, 
             str(tmp_path / "sdk"))
         assert sorted(os.listdir(local)) == sorted(
             {k.split("/")[0] for k in ckpt["resources"]})
+        # DET_CHECKPOINT_SOURCE forces a way: the store (no credentials here: an error
+        # saying so and the way out) or the master.
+        forced = run_det(["-m", master.url, "checkpoint", "download", ckpt["uuid"], "-o",
+                          tmp_path / "forced"], env={"DET_CHECKPOINT_SOURCE": "storage"})
+        assert forced.returncode == 1, forced
+        assert forced.stderr.startswith(f"det: error: checkpoint {ckpt['uuid']}: "), forced
+        assert ("Unable to locate credentials (DET_CHECKPOINT_SOURCE=storage: this machine "
+                "reads the store with its own credentials; unset it to download through "
+                "the master)\n") in forced.stderr, forced
+        via = run_det(["-m", master.url, "checkpoint", "download", ckpt["uuid"], "-o",
+                       tmp_path / "via"], env={"DET_CHECKPOINT_SOURCE": "master"})
+        assert via.returncode == 0 and os.listdir(tmp_path / "via" / ckpt["uuid"]), via
 
 
 def test_a_bucket_that_does_not_exist_is_refused_at_create(store, master_factory, tiny_dir,
