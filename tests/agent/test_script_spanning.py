@@ -200,6 +200,28 @@ def test_three_ranks_on_two_two_slot_agents_split_two_and_one(cluster, tmp_path)
     wait_until(lambda: _free_slots(cluster), timeout=60, what="the slots to be free")
 
 
+def test_a_one_process_script_on_two_machines_is_told_to_pass_a_context(cluster):
+    """``core.init()`` alone (tests/fixtures/core_api/train.py) on three slots of two
+    agents: the other machine's process failed with "DET_CLUSTER_INFO is set ... but the
+    trial's link is not (DET_SCRIPT_LINK)"."""
+    cluster.ensure_agents("a1", "a2", slots=2)
+    config = {"name": "one-process-script", "entrypoint": "python3 train.py",
+              "hyperparameters": {"lr": 0.05},
+              "searcher": {"name": "single", "metric": "validation_loss",
+                           "max_length": {"batches": 4}},
+              "resources": {"slots_per_trial": 3}, "max_restarts": 0}
+    exp_id = create_experiment(cluster.api, config, CORE_DIR)
+    exp = wait_for_state(cluster.api, exp_id, ENDED, timeout=600)
+    (trial,) = exp["trials"]
+    logs = trial_logs(cluster.api, trial["id"])
+    assert exp["state"] == "ERROR", (exp, logs)
+    assert ("[machine 1] ValueError: core.init() runs on machine 1 of the trial's 2 but got "
+            "no DistributedContext: only the chief machine's process talks to the platform; "
+            "start the ranks with determined.launch.torch_distributed and pass "
+            "distributed=det.core.DistributedContext.from_torch_distributed()") in logs, logs
+    assert "DET_SCRIPT_LINK" not in logs, logs
+
+
 def test_a_trial_class_on_three_slots_of_two_agents(cluster, tmp_path):
     """A Trial class split 2+1: each agent starts one process per slot of its part."""
     log_dir = tmp_path / "places"
