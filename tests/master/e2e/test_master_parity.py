@@ -143,6 +143,11 @@ def test_model_registry_sdk_and_cli(shared_master, done):
     assert all(len(line) <= 80 for line in shown.splitlines()), shown
     assert "Validation metrics: " in shown and "{" not in shown, shown
     assert " ".join(shown.split()).count("=") >= len(metrics), shown  # all, k=v
+    # Registering says which version it made, the checkpoint in the table: 80 columns.
+    made = det(shared_master, "model", "register-version", "cli-net", uuid,
+               env={"COLUMNS": "80"}).stdout
+    assert made.splitlines()[0] == "Registered version 2 of model 'cli-net':", made
+    assert uuid in made and all(len(line) <= 80 for line in made.splitlines()), made
     bad = det(shared_master, "model", "register-version", "cli-net", "nope", code=1)
     assert "Expected a checkpoint id in UUID form" in bad.stderr, bad.stderr  # malformed
     assert "Traceback" not in bad.stderr
