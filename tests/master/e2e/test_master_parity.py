@@ -293,7 +293,10 @@ def test_delete_experiment_is_for_its_owner_or_admins_and_removes_checkpoints(
     det(shared_master, "-u", "admin", "user", "create", "not-the-owner")
     refused = det(shared_master, "-u", "not-the-owner", "e", "delete", exp_id, "--yes", code=1)
     assert "may not delete experiment" in refused.stderr and "'determined'" in refused.stderr
-    # Its owner (`determined`, not an admin) deletes it, as with 0.13's DET_ADMIN=1 det.
+    # Its owner (`determined`, not an admin) deletes it, as with 0.13's DET_ADMIN=1 det;
+    # the help says so (it said "admins only").
+    helped = " ".join(det(shared_master, "e", "--help", env={"COLUMNS": "200"}).stdout.split())
+    assert "checkpoints and records (its owner or an admin)" in helped, helped
     deleted = det(shared_master, "experiment", "delete", exp_id, "--yes",
                   env={"DET_ADMIN": "1"}).stdout
     counted = r"(1 checkpoint|\d\d+ checkpoints|[02-9] checkpoints)"
