@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from det_cli_testing import run_det
+from det_cli_testing import run_det, run_det_in_terminal
 from master_testing import MasterProcess, free_port
 
 pytestmark = pytest.mark.timeout(300)
@@ -31,6 +31,19 @@ def test_port_held_by_another_program_is_one_line(tmp_path, listener):
     assert f"port {listener} is already in use by another program" in lines[0]
     assert out.stdout == ""
     assert not (tmp_path / "d" / "master.json").exists()
+
+
+def test_port_refusal_fits_an_80_column_terminal(tmp_path, listener):
+    """On a terminal the refusal is folded at 80 columns like every other error (it was
+    one line of 117 columns); in a pipe it stays one line (above)."""
+    code, out = run_det_in_terminal(["deploy", "local", "up", "--port", listener,
+                                     "--data-dir", tmp_path / "d"], timeout=120)
+    assert code == 1, out
+    lines = out.strip().splitlines()
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines), out
+    assert lines[0].startswith(f"det: error: port {listener} is already in use")
+    assert lines[-1].startswith("  ") and " ".join(out.split()).endswith(
+        "stop it or choose another --port")
 
 
 def test_port_held_by_another_master_is_refused(tmp_path):

@@ -16,6 +16,8 @@ import sys
 import time
 from typing import Any, Dict, Optional
 
+from determined.errors import DeterminedError
+
 __all__ = ["add_parser"]
 
 
@@ -100,9 +102,8 @@ def _up(args: argparse.Namespace) -> int:
         return 0
     url = f"http://127.0.0.1:{args.port}"
     refusal = _port_refusal(args.port, url)
-    if refusal:
-        print(f"det: error: {refusal}", file=sys.stderr)
-        return 1
+    if refusal:  # ``det: error: ...``, folded on a terminal as every error
+        raise DeterminedError(refusal)
     cmd = [sys.executable, "-m", "determined.master", "--port", str(args.port),
            "--data-dir", data_dir]
     if args.slots is not None:
@@ -130,9 +131,8 @@ def _up(args: argparse.Namespace) -> int:
             print(f"Use it with: export DET_MASTER={url}")
             return 0
         time.sleep(0.2)
-    print(f"det: error: the master did not answer at {url} within {args.timeout:.0f}s; "
-          f"see {log_path}", file=sys.stderr)
-    return 1
+    raise DeterminedError(f"the master did not answer at {url} within {args.timeout:.0f}s; "
+                          f"see {log_path}")
 
 
 def _down(args: argparse.Namespace) -> int:
@@ -146,10 +146,9 @@ def _down(args: argparse.Namespace) -> int:
     pid = state["pid"]
     url = str(state.get("url", ""))
     if args.port is not None and not url.endswith(f":{args.port}"):
-        print(f"det: error: the master started from {data_dir} runs at {url}, not on port "
-              f"{args.port}; a master started with another --data-dir is stopped with "
-              "`det deploy local down --data-dir DIR`", file=sys.stderr)
-        return 1
+        raise DeterminedError(f"the master started from {data_dir} runs at {url}, not on port "
+                              f"{args.port}; a master started with another --data-dir is "
+                              "stopped with `det deploy local down --data-dir DIR`")
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and _alive(pid):

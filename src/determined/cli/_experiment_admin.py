@@ -15,7 +15,7 @@ __all__ = ["add_admin_verbs"]
 def add_admin_verbs(verbs: Any) -> None:
     """Add ``delete`` to ``det experiment`` and ``gc-policy`` to ``det experiment set``."""
     delete = verbs.add_parser("delete", help="delete a finished experiment, its checkpoints "
-                                             "and records (admins only)")
+                                             "and records (its owner or an admin)")
     delete.add_argument("experiment_id", type=int)
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     delete.set_defaults(func=_delete)

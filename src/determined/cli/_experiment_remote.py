@@ -141,7 +141,7 @@ def _final_line(exp: Dict[str, Any], console: Console) -> None:
         best = min(scored, key=lambda t: order.key(t["best_validation"]))
         text += f": best {searcher['metric']} {best['best_validation']:.6g} (trial {best['id']})"
         if best.get("latest_checkpoint"):  # a line of its own: 80 columns, and easy to copy
-            text += f"\nIts latest checkpoint: {best['latest_checkpoint']}"
+            text += f"\nTrial {best['id']}'s latest checkpoint: {best['latest_checkpoint']}"
     failed = sorted(t["id"] for t in exp["trials"] if t["state"] == "ERROR")
     if failed:  # why it failed is in their logs
         text += (f"\n{counted(len(failed), 'trial')} failed: {', '.join(map(str, failed))}; "

@@ -149,8 +149,8 @@ def _register(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_version_json(ckpt)))
         return 0
-    print(f"Registered checkpoint {ckpt.uuid} as version {ckpt.model_version} of model "
-          f"{args.name!r}")
+    # The table below names the checkpoint; its uuid here made an 88-column line.
+    print(f"Registered version {ckpt.model_version} of model {args.name!r}:")
     _print_versions([ckpt], args)
     return 0
 

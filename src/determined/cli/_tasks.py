@@ -416,15 +416,20 @@ def _kill(args: argparse.Namespace) -> int:
     with client(args) as api:
         for task_id in args.ids:
             try:
-                api.request("POST", f"/tasks/{task_id}/kill")
-                task = _wait_ended(api, task_id, wait)
+                answer = api.request("POST", f"/tasks/{task_id}/kill")
+                task = answer if answer.get("state") == "TERMINATED" else \
+                    _wait_ended(api, task_id, wait)
             except Exception as e:
                 if not args.force:
                     raise
                 print(f"det: error: {task_id}: {e}", file=sys.stderr)
                 failed += 1
                 continue
-            if task["state"] == "TERMINATED":
+            if answer.get("state") == "TERMINATED" and answer.get("end_reason") != "killed":
+                code = answer.get("exit_code")
+                print(f"{args.kind} {task_id} had already ended ({answer.get('end_reason')}"
+                      + ("" if code is None else f", exit code {code}") + "); nothing to kill")
+            elif task["state"] == "TERMINATED":
                 print(f"killed {args.kind} {task_id}")
             else:
                 print(f"det: {args.kind} {task_id} is being killed but is still "

@@ -31,6 +31,13 @@ def test_health_config_and_openapi(api, shared_master):
     assert cfg["checkpoint_storage"]["type"] == "shared_fs"
     spec = api.get("/../../openapi.json").json()
     assert "/api/v1/experiments" in spec["paths"]
+    # Every operation id is unique (the proxy's seven methods shared one, and building the
+    # schema for /docs logged FastAPI's "Duplicate Operation ID" warning as an ERROR).
+    ids = [op["operationId"] for item in spec["paths"].values() for op in item.values()]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+    assert "Duplicate Operation ID" not in shared_master.log()
+    assert set(spec["paths"]["/proxy/{task_id}/{path}"]) == {
+        "get", "post", "put", "patch", "delete", "head", "options"}
     # The training routes parse their bodies themselves; their schemas are still documented,
     # nested models inlined (no reference that the document cannot resolve).
     body = spec["paths"]["/api/v1/trial-runner/training-batch"]["post"]["requestBody"]

@@ -75,6 +75,12 @@ def test_follow_shows_progress_logs_and_best_metric(shared_master, finished):
     assert "exited: completed" in out.stdout  # the first trial's logs, on stdout
     status = [line for line in out.stderr.splitlines() if line.startswith(f"Experiment {first}")]
     assert status[-1].startswith(f"Experiment {first} COMPLETED: best validation_loss")
+    # The checkpoint line names its trial (it read "Its latest checkpoint", after the
+    # experiment's line, as if the experiment's).
+    (trial,) = json.loads(det(shared_master, "e", "describe", first, "--json").stdout)[0][
+        "trials"]
+    assert (f"Trial {trial['id']}'s latest checkpoint: {trial['latest_checkpoint']}"
+            in out.stderr.splitlines()), out.stderr
     assert any("trials: 0 running, 1 completed | batches: 20" in line for line in status)
     assert finished["waited"].stdout.strip() == f"Experiment {second}: COMPLETED"
 

@@ -143,6 +143,11 @@ def test_model_registry_sdk_and_cli(shared_master, done):
     assert all(len(line) <= 80 for line in shown.splitlines()), shown
     assert "Validation metrics: " in shown and "{" not in shown, shown
     assert " ".join(shown.split()).count("=") >= len(metrics), shown  # all, k=v
+    # Registering says which version it made, the checkpoint in the table: 80 columns.
+    made = det(shared_master, "model", "register-version", "cli-net", uuid,
+               env={"COLUMNS": "80"}).stdout
+    assert made.splitlines()[0] == "Registered version 2 of model 'cli-net':", made
+    assert uuid in made and all(len(line) <= 80 for line in made.splitlines()), made
     bad = det(shared_master, "model", "register-version", "cli-net", "nope", code=1)
     assert "Expected a checkpoint id in UUID form" in bad.stderr, bad.stderr  # malformed
     assert "Traceback" not in bad.stderr
@@ -288,7 +293,10 @@ def test_delete_experiment_is_for_its_owner_or_admins_and_removes_checkpoints(
     det(shared_master, "-u", "admin", "user", "create", "not-the-owner")
     refused = det(shared_master, "-u", "not-the-owner", "e", "delete", exp_id, "--yes", code=1)
     assert "may not delete experiment" in refused.stderr and "'determined'" in refused.stderr
-    # Its owner (`determined`, not an admin) deletes it, as with 0.13's DET_ADMIN=1 det.
+    # Its owner (`determined`, not an admin) deletes it, as with 0.13's DET_ADMIN=1 det;
+    # the help says so (it said "admins only").
+    helped = " ".join(det(shared_master, "e", "--help", env={"COLUMNS": "200"}).stdout.split())
+    assert "checkpoints and records (its owner or an admin)" in helped, helped
     deleted = det(shared_master, "experiment", "delete", exp_id, "--yes",
                   env={"DET_ADMIN": "1"}).stdout
     counted = r"(1 checkpoint|\d\d+ checkpoints|[02-9] checkpoints)"

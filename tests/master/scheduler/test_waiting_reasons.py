@@ -67,6 +67,12 @@ def test_disabled_slots_are_named_in_the_detail():
     w = _why([Agent("a", 4, disabled_slots=[2, 3])], [Task("t", "exp-1", 3, arrival=0)])["t"]
     assert w.impossible and "needs 3 slots, cluster has 2" == w.reason
     assert "2 slots disabled" in w.detail
+    assert "until slots are enabled (det slot enable) or agents with more slots" in w.detail
+
+
+def test_too_few_slots_without_disabled_ones_only_waits_for_agents():
+    w = _why([Agent("a", 2)], [Task("t", "exp-1", 3, arrival=0)])["t"]
+    assert w.detail.endswith("It waits until agents with more slots join.")
 
 
 def test_waiting_for_slots_held_by_other_experiments():

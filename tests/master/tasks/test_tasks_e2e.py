@@ -470,6 +470,21 @@ def test_cmd_run_on_a_free_slot_does_not_say_it_waits(master):
         assert "waits" not in out.stderr, out.stderr
 
 
+def test_killing_an_ended_task_says_it_had_ended(master):
+    """`det cmd kill` of a command that had exited by itself said "killed command ID"."""
+    env = {"DET_MASTER": master.url}
+    out = run_det(["cmd", "run", "-d", "exit 4"], env=env)
+    assert out.returncode == 0, out.stderr
+    task_id = out.stdout.strip()
+    c = login(master)
+    wait_task(c, task_id, "TERMINATED")
+    killed = run_det(["cmd", "kill", task_id], env=env)
+    assert (killed.returncode, killed.stdout.strip()) == (
+        0, f"command {task_id} had already ended (exited, exit code 4); nothing to kill"), \
+        killed.stdout + killed.stderr
+    assert task(c, task_id)["end_reason"] == "exited"
+
+
 def test_kill_returns_once_the_task_has_ended(master):
     """`det cmd|notebook|shell|tensorboard kill` returned while the task still ran, so a
     `det task list` right after showed it RUNNING; now kill waits until it has ended.

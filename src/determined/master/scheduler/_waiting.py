@@ -140,9 +140,11 @@ def _why(task: Task, agents: Sequence[Agent], used: Mapping[str, int],
         bound = max(largest, spanned)
         short, where = f"cluster has {bound}", "the agents it may use together"
     if need > bound:
+        until = ("slots are enabled (det slot enable) or agents with more slots join"
+                 if disabled else "agents with more slots join")
         return Wait(f"{wants}, {short}",
                     f"{it.capitalize()} {wants} on {where}; at most {bound} usable slot(s) are there"
-                    f"{note}. It waits until agents with more slots join.", True)
+                    f"{note}. It waits until {until}.", True)
     if task.max_slots is not None and need > task.max_slots:
         return Wait(f"{wants}, max_slots is {task.max_slots}",
                     f"{it.capitalize()} {wants} but its experiment's max_slots is {task.max_slots}.",
