@@ -54,6 +54,8 @@ def test_live_bar_on_a_terminal():
     assert "\x1b[" in text  # drawn with terminal control codes
     assert "Experiment 4" in text and "ACTIVE" in text and "25%" in text
     assert "1 running, 1 completed" in text
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", text)
+    assert "Experiment 4  " not in plain, plain  # no frame before the state is known
 
 
 def test_plain_table_and_csv_keep_every_value():
@@ -77,7 +79,8 @@ def test_a_failed_or_canceled_experiment_never_reads_100_percent():
     with ExperimentProgress(4, Console(file=out, force_terminal=False)) as progress:
         # ASHA counts errored trials as closed: the stored progress of a failed search is 1.0.
         progress.update(experiment("ERROR", 1.0, [("ERROR", 0, None), ("ERROR", 0, None)]))
-    assert out.getvalue().startswith("Experiment 4: ERROR failed | ")
+    assert out.getvalue().startswith("Experiment 4: ERROR | trials: 0 running, 0 completed, "
+                                     "2 failed | "), out.getvalue()  # not "ERROR failed"
     assert "100%" not in out.getvalue()
     assert progress_text("CANCELED", 1.0) == "canceled"
     assert progress_text("COMPLETED", 1.0) == "100%" and progress_text("ACTIVE", 0.424) == "42%"

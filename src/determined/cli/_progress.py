@@ -125,8 +125,7 @@ class ExperimentProgress:
                 TimeElapsedColumn(), console=self.console, transient=False,
                 redirect_stdout=False,  # log lines: see log()
             )
-            self._progress.start()
-            self._task = self._progress.add_task("experiment", total=100, state="", status="")
+            self._progress.start()  # the bar appears with the first update, its state known
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -143,14 +142,18 @@ class ExperimentProgress:
             # Columns: prefix, bar, "100%", status, elapsed "0:00:00", one space between.
             used = len(f"Experiment {self.experiment_id} {exp['state']}") + self._bar + 16
             status = summarize(exp, max(10, width - used))
+            if self._task is None:
+                self._task = self._progress.add_task("experiment", total=100,
+                                                     state=exp["state"], status=status)
             if ended_early:  # the bar stays where the search really got to
                 self._progress.update(self._task, state=exp["state"], status=status)
             else:
                 self._progress.update(self._task, completed=percent, state=exp["state"],
                                       status=status)
             return
-        shown = progress_text(exp["state"], exp.get("progress"))
-        head = f"Experiment {self.experiment_id}: {exp['state']} {shown} | "
+        # An ERROR or CANCELED experiment's state says it (no fraction: see progress_text).
+        shown = "" if ended_early else " " + progress_text(exp["state"], exp.get("progress"))
+        head = f"Experiment {self.experiment_id}: {exp['state']}{shown} | "
         # Piped to a file: the whole line; on a terminal: one that fits it.
         fit = max(10, width - len(head)) if self.console.is_terminal else None
         line = head + summarize(exp, fit)
