@@ -4,8 +4,9 @@ PTY over a websocket through the master's proxy (see ``determined.tasks.shell``)
 In a terminal, the local tty is put in raw mode (keys such as Ctrl-C go to the remote
 shell); the window's size goes with the connection (the shell starts with it) and its
 changes are sent as ``{"resize": [rows, cols]}``. Without a
-terminal (a pipe), the task runs stdin as a script (no prompts or echo: ``?batch=1``),
-its output is copied to stdout and its exit code is returned.
+terminal (a pipe), the task runs stdin as a script (no prompts or echo: ``?batch=1``)
+and its output is copied to stdout. Either way the shell's exit code is returned (``det``
+exits with it, as ssh does).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ def open_shell(master_url: str, task_id: str, token: str) -> int:
     code = 0
     try:
         for message in ws:
-            if isinstance(message, str) and not interactive:  # the last one: {"exit": N}
+            if isinstance(message, str):  # the last one: {"exit": N}
                 code = int(json.loads(message).get("exit", 0))
                 code = 128 - code if code < 0 else code  # killed by a signal, as a shell says
                 continue

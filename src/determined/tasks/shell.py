@@ -5,8 +5,10 @@ messages from the client are keystrokes written to the PTY (Ctrl-C is byte 3; th
 terminal line discipline turns it into SIGINT for the foreground job); binary
 messages to the client are the PTY's output; a text message
 ``{"resize": [rows, cols]}`` sets the window size (the shell gets SIGWINCH);
-``?rows=R&cols=C`` in the URL gives the size the PTY has before the shell starts. The
-connection closes when the shell exits; the server keeps serving new connections.
+``?rows=R&cols=C`` in the URL gives the size the PTY has before the shell starts. When
+the shell exits, a last text message ``{"exit": CODE}`` carries its exit code (negative:
+the signal that ended it) and the connection closes (as ssh passes a remote shell's
+exit code on); the server keeps serving new connections.
 
 ``?batch=1`` (``det shell start`` in a pipe): no PTY and no interactive shell, so no
 prompts, echo or terminal escapes; the client's bytes are the shell's stdin (byte 4, the
@@ -138,6 +140,7 @@ def _serve_connection(ws: Any, workdir: str) -> None:
     pid, fd = _fork_shell(workdir, _initial_size(query))
     logger.info("shell %d started", pid)
     done = threading.Event()
+    reaped = threading.Lock()  # the shell is waited for once: here or at the end below
 
     def pump_output() -> None:
         try:
@@ -149,7 +152,10 @@ def _serve_connection(ws: Any, workdir: str) -> None:
                 if not data:
                     break
                 ws.send(data)
-        except Exception:  # the client went away
+            with reaped:
+                _, status = os.waitpid(pid, 0)
+            ws.send(json.dumps({"exit": os.waitstatus_to_exitcode(status)}))
+        except Exception:  # the client went away (or the shell was reaped already)
             pass
         finally:
             done.set()
@@ -178,10 +184,12 @@ def _serve_connection(ws: Any, workdir: str) -> None:
                 os.killpg(pid, signal.SIGHUP)
             except OSError:
                 pass
-        try:
-            os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
+        done.wait(30)  # the output's last bytes and the exit code go first
+        with reaped:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:  # reaped by pump_output
+                pass
         os.close(fd)
         logger.info("shell %d ended", pid)
 

@@ -78,8 +78,8 @@ def test_shell_start_in_a_pipe_exits_with_the_scripts_exit_code(master):
 
 def test_shell_start_in_a_terminal(master):
     # The terminal opens once the shell answers: until a command ran in it, it is typed
-    # again every few seconds; then the shell is left. The remote shell starts with the
-    # terminal's size.
+    # again every few seconds; then the shell is left with `exit 5`, which det exits with.
+    # The remote shell starts with the terminal's size.
     typed = {"at": None, "exit": False}
 
     def respond(text):
@@ -87,7 +87,7 @@ def test_shell_start_in_a_terminal(master):
             return None
         if "MARK42" in text:
             typed["exit"] = True
-            return b"exit\r"
+            return b"exit 5\r"
         if typed["at"] is None or time.monotonic() - typed["at"] >= 5:
             typed["at"] = time.monotonic()
             return b"stty size; echo MARK$((6*7))\r"
@@ -96,7 +96,7 @@ def test_shell_start_in_a_terminal(master):
     code, text = run_det_in_terminal(["shell", "start"], rows=27, columns=83,
                                      env=_env(master), timeout=300.0, respond=respond,
                                      idle=0.5)
-    assert code == 0 and typed["exit"], text
+    assert code == 5 and typed["exit"], text  # the remote shell's exit code, as ssh
     assert "27 83" in text, text
 
 

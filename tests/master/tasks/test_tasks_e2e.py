@@ -360,17 +360,20 @@ def test_shell_round_trips_through_a_pty(master):
     ws.send(b"\x03")  # Ctrl-C interrupts the foreground job, not the shell
     ws.send(b"echo AFTER$((1+1))\n")
     reader.until(b"AFTER2")
-    ws.send(b"exit\n")
+    ws.send(b"exit 3\n")
     deadline = time.monotonic() + 20
-    closed = False
+    closed, texts = False, []
     while time.monotonic() < deadline and not closed:
         try:
-            ws.recv(timeout=1)
+            message = ws.recv(timeout=1)
         except TimeoutError:
             continue
         except Exception:
             closed = True
-    assert closed
+            continue
+        if isinstance(message, str):
+            texts.append(message)
+    assert closed and [json.loads(t) for t in texts] == [{"exit": 3}], texts
     # `det shell open` without a terminal: stdin to the shell, its output to stdout.
     piped = subprocess.run([sys.executable, "-m", "determined.cli", "shell", "open", sh["id"]],
                            input="echo PIPED$((2+3))\nexit\n", capture_output=True, text=True,
