@@ -142,8 +142,10 @@ def _this_process() -> _Process:
 _held: Dict[str, int] = {}
 
 
-def _live_path(proc: _Process) -> str:
-    return os.path.join(tempfile.gettempdir(), LIVE_DIR, str(proc))
+def _live_path(proc: _Process, root: Optional[str] = None) -> str:
+    """Where ``proc`` keeps its liveness lock: in ``root`` (default: the temporary
+    directory, where an owner makes its directories and its lock)."""
+    return os.path.join(root or tempfile.gettempdir(), LIVE_DIR, str(proc))
 
 
 def _hold_liveness(proc: _Process) -> None:
@@ -208,12 +210,12 @@ os.register_at_fork(after_in_child=_forget_held)
 atexit.register(_drop_held)
 
 
-def _released(proc: _Process) -> bool:
+def _released(proc: _Process, root: Optional[str] = None) -> bool:
     """Whether ``proc``'s liveness lock exists and nobody holds it: it ended."""
     if proc.start is None or proc.ns is None:
         return False
     try:
-        fd = os.open(_live_path(proc), os.O_RDONLY)
+        fd = os.open(_live_path(proc, root), os.O_RDONLY)
     except OSError:
         return False
     try:
@@ -343,10 +345,10 @@ def _ended(proc: _Process) -> bool:
     return start is not None and start != proc.start  # None: hidden, or just exited
 
 
-def _gone(proc: _Process, ns: Optional[int]) -> bool:
+def _gone(proc: _Process, ns: Optional[int], root: Optional[str] = None) -> bool:
     """Whether ``proc`` surely no longer runs (``ns``: this process's pid namespace): a
-    process of another namespace once its liveness lock is free."""
-    return _ended(proc) if _here(proc, ns) else _released(proc)
+    process of another namespace once its liveness lock (in ``root``) is free."""
+    return _ended(proc) if _here(proc, ns) else _released(proc, root)
 
 
 def owned(pid: int, root: Optional[str] = None) -> List[str]:
@@ -368,16 +370,17 @@ def remove_owned(pid: int, root: Optional[str] = None) -> int:
         if last.pid == pid and _here(last, ns) and (last.start is None or _ended(last)):
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
-    _drop_liveness(ns, pid)
+    _drop_liveness(ns, root, pid)
     return removed
 
 
-def _drop_liveness(ns: Optional[int], pid: Optional[int] = None) -> None:
-    """Remove the liveness files of processes that ended (of pid ``pid`` only, if given)."""
-    live = os.path.join(tempfile.gettempdir(), LIVE_DIR)
+def _drop_liveness(ns: Optional[int], root: Optional[str], pid: Optional[int] = None) -> None:
+    """Remove the liveness files in ``root`` of processes that ended (of pid ``pid``
+    only, if given)."""
+    live = os.path.join(root or tempfile.gettempdir(), LIVE_DIR)
     for name in _listdir(live):
         proc = _Process.parse(name)
-        if proc is not None and (pid is None or proc.pid == pid) and _gone(proc, ns):
+        if proc is not None and (pid is None or proc.pid == pid) and _gone(proc, ns, root):
             try:
                 os.unlink(os.path.join(live, name))
             except OSError:
@@ -391,10 +394,10 @@ def sweep_dead_owners(root: Optional[str] = None) -> int:
     ns = _own_namespace()
     removed = 0
     for procs, path in _scan(root):
-        if any(_gone(proc, ns) for proc in procs):
+        if any(_gone(proc, ns, root) for proc in procs):
             shutil.rmtree(path, ignore_errors=True)
             removed += 1
-    _drop_liveness(ns)  # of the processes that ended (their directories went above)
+    _drop_liveness(ns, root)  # of the processes that ended (their directories went above)
     return removed
 
 
