@@ -17,11 +17,13 @@ Example:
     (100, True)
 """
 
-from determined.config._entrypoint import (
+from determined.common.entrypoint import (
     is_script_entrypoint,
     is_trial_class_entrypoint,
     script_command,
     script_file,
+    step_unit,
+    step_units,
 )
 from determined.config._hparams import Categorical, Constant, Double, Integer, Log
 from determined._metric_order import MetricOrder
@@ -74,6 +76,8 @@ __all__ = [
     "config_warnings",
     "is_script_entrypoint",
     "is_trial_class_entrypoint",
+    "step_unit",
+    "step_units",
     "load_config",
     "local_test_config",
     "assume_metric",

@@ -24,7 +24,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 
 from determined.config import _schema
-from determined.config._entrypoint import is_script_entrypoint
+from determined.common.entrypoint import is_script_entrypoint
 from determined.config._hparams import tag_space, untag_space
 from determined.config._legacy import apply_legacy_aliases
 from determined.config._secrets import MASK

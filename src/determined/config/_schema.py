@@ -13,7 +13,7 @@ from typing import Any, Dict, List, Literal, Optional, Union
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from typing_extensions import Annotated
 
-from determined.config._entrypoint import check_entrypoint
+from determined.common.entrypoint import check_entrypoint
 from determined.config._units import Length
 
 __all__ = ["ExperimentConfigModel", "check_labels", "SEARCHER_NAMES", "STORAGE_TYPES",

@@ -12,6 +12,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Column, Table
 
 from determined._metric_order import MetricOrder
+from determined.common.entrypoint import STEP_UNITS, step_unit
+from determined.common.entrypoint import steps_text as _steps
 from determined.common.wording import counted
 from determined.local._result import ExperimentResult
 from determined.util import format_metrics
@@ -36,36 +38,6 @@ def format_hparams(hparams: Dict[str, Any], prefix: str = "") -> str:
         else:
             parts.append(f"batch={v}")
     return " ".join(parts)
-
-
-_PLURALS = {"batch": "batches", "epoch": "epochs", "record": "records", "step": "steps"}
-
-
-def _steps(n: int, unit: str) -> str:
-    """``n`` steps in ``unit`` (see :func:`step_unit`): ``1 epoch``, ``3 batches``."""
-    return counted(n, unit, _PLURALS[unit])
-
-
-def step_unit(cfg: Dict[str, Any]) -> str:
-    """What a trial's steps count, as a noun: ``batch`` for a Trial class; a script's
-    steps are in the searcher's length unit (``epoch`` for ``max_length: {epochs: 4}``),
-    else (a time metric, no length) its own ``step``.
-
-    Example:
-        >>> step_unit({"entrypoint": "python3 train.py",
-        ...            "searcher": {"max_length": {"epochs": 4}}})
-        'epoch'
-    """
-    from determined.config import is_script_entrypoint
-
-    if not is_script_entrypoint(cfg.get("entrypoint")):
-        return "batch"
-    length = (cfg.get("searcher") or {}).get("max_length")
-    if isinstance(length, dict) and len(length) == 1:
-        key = next(iter(length))
-        if key in ("batches", "records", "epochs"):
-            return key[:-2] if key == "batches" else key[:-1]
-    return "step"
 
 
 def trial_counts(core: Any) -> Dict[str, int]:
@@ -297,7 +269,7 @@ def print_summary(console: Console, result: ExperimentResult, metric: str,
                    "not shown: "
                    f"det e describe --local {result.experiment_id}")
     table = Table(title=f"Experiment {result.experiment_id}: {result.state}", caption=caption)
-    for col, width in (("trial", 5), ("state", 9), (_PLURALS[unit], 7)):
+    for col, width in (("trial", 5), ("state", 9), (STEP_UNITS[unit], 7)):
         table.add_column(col, no_wrap=True, min_width=width)
     table.add_column(metric, overflow="ellipsis", no_wrap=True)
     for col in shown:

@@ -1,4 +1,5 @@
-"""The two kinds of ``entrypoint``: a Trial class or a command (a script).
+"""The two kinds of ``entrypoint``: a Trial class or a command (a script), and what
+each one's steps count (:func:`step_unit`).
 
 A Trial class is named ``module:Object`` (``model_def:MyTrial``, ``pkg.mod:Outer.Trial``).
 Anything else is a command: a string (split like a shell would, without running one)
@@ -12,10 +13,15 @@ from __future__ import annotations
 
 import shlex
 import sys
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional
 
-__all__ = ["check_entrypoint", "is_script_entrypoint", "is_trial_class_entrypoint",
-           "script_command", "script_file"]
+from determined.common.wording import counted
+
+__all__ = ["STEP_UNITS", "check_entrypoint", "is_script_entrypoint", "is_trial_class_entrypoint",
+           "script_command", "script_file", "step_unit", "step_units", "steps_text"]
+
+#: Each step unit (see :func:`step_unit`) and its plural, the word of table headers.
+STEP_UNITS = {"batch": "batches", "epoch": "epochs", "record": "records", "step": "steps"}
 
 _EXPECTED = ("Expected a Trial class '<module>:<object>' (such as 'model_def:MyTrial') or a "
              "command (a string such as 'python3 train.py --epochs 3', or a list of strings)")
@@ -119,3 +125,58 @@ def script_file(value: Any) -> Optional[str]:
             and not argv[1].startswith("-"):
         return argv[1]
     return None
+
+
+def step_unit(cfg: Dict[str, Any]) -> str:
+    """What a trial's steps (``total_batches``, ``steps_completed``) count, as a noun:
+    ``batch`` for a Trial class; a script reports its steps in the searcher's length
+    unit (``epoch`` for ``max_length: {epochs: 4}``, pbt's ``length_per_round``), else
+    (a time metric or custom searcher, no length) in its own ``step``.
+
+    Args:
+        cfg: an experiment config (as written or validated).
+
+    Returns:
+        A key of :data:`STEP_UNITS`.
+
+    Example:
+        >>> [step_unit(c) for c in (
+        ...     {"entrypoint": "model_def:MyTrial", "searcher": {"max_length": {"epochs": 4}}},
+        ...     {"entrypoint": "python3 train.py", "searcher": {"max_length": {"epochs": 4}}},
+        ...     {"entrypoint": ["python3", "t.py"], "searcher": {"max_length": {"records": 9}}},
+        ...     {"entrypoint": "python3 train.py", "searcher": {"name": "custom"}})]
+        ['batch', 'epoch', 'record', 'step']
+    """
+    if not isinstance(cfg, dict) or not is_script_entrypoint(cfg.get("entrypoint")):
+        return "batch"
+    searcher = cfg.get("searcher")
+    searcher = searcher if isinstance(searcher, dict) else {}
+    length = searcher.get("max_length", searcher.get("length_per_round"))  # pbt: per round
+    if isinstance(length, (int, float)) and not isinstance(length, bool):
+        return "batch"  # a bare number is batches
+    if isinstance(length, dict) and len(length) == 1:
+        unit = next(iter(length))[:-1]  # "epochs" -> "epoch"
+        unit = "batch" if unit == "batche" else unit
+        if unit in STEP_UNITS:
+            return unit
+    return "step"
+
+
+def step_units(cfg: Dict[str, Any]) -> str:
+    """The plural of :func:`step_unit` (a column's header): ``batches``, ``epochs``.
+
+    Example:
+        >>> step_units({"entrypoint": "python3 train.py", "searcher": {}})
+        'steps'
+    """
+    return STEP_UNITS[step_unit(cfg)]
+
+
+def steps_text(n: int, unit: str) -> str:
+    """``n`` steps in ``unit`` (a :func:`step_unit`), singular or plural.
+
+    Example:
+        >>> steps_text(1, "epoch"), steps_text(3, "batch"), steps_text(0, "record")
+        ('1 epoch', '3 batches', '0 records')
+    """
+    return counted(n, unit, STEP_UNITS[unit])
