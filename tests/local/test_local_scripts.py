@@ -206,8 +206,9 @@ def test_adaptive_search_over_a_core_api_script(tmp_path):
     logs = {t["trial_id"]: _logs(tmp_path, t["trial_id"]) for t in result["trials"]}
     assert "done at step" in logs[result["trials"][0]["trial_id"]]
     # The first trial at rung 0 has no peers to beat yet: its script exits and the log
-    # says it may resume (if promoted later), never that it surely will.
-    assert ("Trial stopped after a checkpoint at 10 steps; it resumes only if the searcher"
+    # says it may resume (if promoted later), never that it surely will; its steps are
+    # in the searcher's unit (batches here).
+    assert ("Trial stopped after a checkpoint at 10 batches; it resumes only if the searcher"
             in logs[result["trials"][0]["trial_id"]])
     assert not any("it resumes later" in log for log in logs.values()), logs
 

@@ -33,9 +33,9 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from determined import searcher as searchers
 from determined.common.frozen_entries import FrozenEntries
-from determined.common.wording import counted
+from determined.common.entrypoint import steps_text
 from determined.config import (ExperimentConfig, Length, global_batch_size,
-                               is_script_entrypoint)
+                               is_script_entrypoint, step_unit)
 from determined.engine import _checkpoints as ckpts
 from determined.engine import _effects as fx
 from determined.engine import _snapshot
@@ -94,6 +94,7 @@ class ExperimentCore(ScriptTrials):
         self.cfg = ExperimentConfig(self.config)
         self.searcher = searchers.make_searcher(self.config)
         self.scripted = is_script_entrypoint(self.config.get("entrypoint"))
+        self.step_unit = step_unit(self.config)  # what the trials' steps count
         if capacity is not None and capacity >= 1:
             # Before the search starts: no trial exists yet, so no operation follows.
             self.searcher.on_capacity_changed(capacity)
@@ -257,8 +258,8 @@ class ExperimentCore(ScriptTrials):
         if t.restarts:
             line += f" (restart {t.restarts} of {self.cfg.max_restarts})"
         if uuid and not warm:
-            unit = "step" if self.scripted else "batch"  # a script counts its own steps
-            line += f", restoring checkpoint {uuid} at {counted(t.checkpoint_batches, unit)}"
+            line += (f", restoring checkpoint {uuid} at "
+                     f"{steps_text(t.checkpoint_batches, self.step_unit)}")
         elif uuid:
             line += f", warm-started from checkpoint {uuid}"
         out.append(fx.TrialLog(request_id, line))
@@ -445,7 +446,7 @@ class ExperimentCore(ScriptTrials):
         elif code == 0 and not signal and not closed and not t.exit_reported:
             out = self._requeue(t)
             out.append(fx.TrialLog(request_id, stopped_after_checkpoint(
-                counted(t.checkpoint_batches, 'batch'), resumes=bool(t.ops))))
+                steps_text(t.checkpoint_batches, self.step_unit), resumes=bool(t.ops))))
             out += self._move(t, _S.PENDING if t.ops else _S.IDLE, "trial exited")
         elif code == 0 and not signal:
             out = self._complete(t, report_close=closed and not t.exit_reported)
@@ -470,7 +471,7 @@ class ExperimentCore(ScriptTrials):
             t.restarts += 1
             t.failed_last = True
             out = self._requeue(t)
-            where = (f"{t.latest_checkpoint} at {counted(t.checkpoint_batches, 'batch')}"
+            where = (f"{t.latest_checkpoint} at {steps_text(t.checkpoint_batches, self.step_unit)}"
                      if t.latest_checkpoint else "the beginning")
             out += [fx.TrialLog(t.request_id,
                                 f"{error}; restart {t.restarts} of {budget} from {where}"),
@@ -721,7 +722,8 @@ class ExperimentCore(ScriptTrials):
             # snapshot never heard of.
             out += [fx.RollbackMetrics(t.request_id, t.checkpoint_batches),
                     fx.TrialLog(t.request_id, "Trial process lost (driver or master restarted); "
-                                f"it resumes at {counted(t.checkpoint_batches, 'batch')}")]
+                                "it resumes at "
+                                f"{steps_text(t.checkpoint_batches, self.step_unit)}")]
             # From its live state straight to where it goes without a process.
             if t.ops and isinstance(t.ops[0], searchers.Close) and t.latest_checkpoint:
                 t.ops.clear()

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, List, Mapping, Optional
 
 from determined import searcher as searchers
-from determined.common.wording import counted
+from determined.common.entrypoint import steps_text
 from determined.engine import _effects as fx
 from determined.engine._assignment import Assignment
 from determined.engine._states import LIVE, ExperimentState, TrialState
@@ -42,6 +42,7 @@ class ScriptTrials:
 
     #: The experiment's entrypoint is a command: its trials are scripts.
     scripted: bool = False
+    step_unit: str = "step"
 
     # ------------------------------------------------------------------ events
 
@@ -133,13 +134,13 @@ class ScriptTrials:
             if isinstance(t.current_op, searchers.Checkpoint):  # (settled once written)
                 return self._failed(t, "exit code 0", (
                     f"the script exited without the checkpoint the searcher asked for "
-                    f"(at {counted(t.batches, 'step')})"))
+                    f"(at {steps_text(t.batches, self.step_unit)})"))
             out = self._requeue(t)
             if self._script_settle_checkpoints(t):
                 out += self._script_launch_children(t)
             resumes = bool(t.ops) or self.searcher.self_paced
             out.append(fx.TrialLog(t.request_id, stopped_after_checkpoint(
-                counted(t.checkpoint_batches, 'step'), resumes)))
+                steps_text(t.checkpoint_batches, self.step_unit), resumes)))
             return out + self._move(t, _S.PENDING if resumes else _S.IDLE, "script exited")
         out = self._end(t, _S.COMPLETED, "Trial completed: its script exited 0")
         if self.state in _EXPERIMENT_STOPPING:  # the search is over for it either way
@@ -156,5 +157,5 @@ class ScriptTrials:
             ops = self.searcher.on_validation_reported(t.request_id, metrics, steps)
         except searchers.SearcherError as e:
             return [fx.TrialLog(t.request_id, f"The searcher ignored the validation at "
-                                              f"{counted(steps, 'step')}: {e}")]
+                                              f"{steps_text(steps, self.step_unit)}: {e}")]
         return self._searcher_event(ops)
