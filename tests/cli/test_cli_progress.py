@@ -30,6 +30,25 @@ def test_summary_counts_trials_batches_and_best_metric():
     assert "best" not in summarize(experiment("ACTIVE", 0, []))
 
 
+def test_a_scripts_steps_are_counted_in_its_searchers_unit():
+    exp = experiment("ACTIVE", 0.5, [("ACTIVE", 1, 0.5), ("COMPLETED", 3, 0.25)])
+    exp["config"].update(entrypoint="python3 train.py")
+    exp["config"]["searcher"]["max_length"] = {"epochs": 3}
+    assert summarize(exp) == ("trials: 1 running, 1 completed | epochs: 4 | "
+                              "best validation_loss: 0.25")
+    assert summarize(exp, 45) == "1 run 1 done | 4 ep | validation_loss 0.25"  # narrow
+    out = io.StringIO()
+    with ExperimentProgress(4, Console(file=out, force_terminal=False)) as progress:
+        progress.update(exp)
+    assert "| epochs: 4 |" in out.getvalue() and "batch" not in out.getvalue()
+    exp["config"]["searcher"]["max_length"] = {"records": 64}
+    assert "| records: 4 |" in summarize(exp)
+    del exp["config"]["searcher"]["max_length"]  # runs until it exits: its own steps
+    assert "| steps: 4 |" in summarize(exp)
+    exp["config"]["entrypoint"] = "model_def:Trial"  # a Trial class: batches
+    assert "| batches: 4 |" in summarize(exp)
+
+
 def test_plain_lines_when_not_a_terminal():
     out = io.StringIO()
     with ExperimentProgress(4, Console(file=out, force_terminal=False)) as progress:

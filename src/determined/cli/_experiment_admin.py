@@ -67,9 +67,12 @@ def _gc_policy(args: argparse.Namespace) -> int:
         if doomed:
             print(f"This policy deletes {counted(len(doomed), 'checkpoint')} of experiment "
                   f"{args.experiment_id}:")
+            from determined.cli._experiment_show import step_labels
+
+            config = c.get_experiment(args.experiment_id)["config"]
             rows = [{**ck, "batches": ck["total_batches"]} for ck in doomed]
             print_rows(rows, ["trial_id", "batches", "uuid", "validation", "end_time"],
-                       argparse.Namespace())
+                       argparse.Namespace(), labels=step_labels([config]))
         else:
             print(f"This policy deletes no checkpoint of experiment {args.experiment_id}.")
         if not args.yes and not _confirm("Apply it?"):

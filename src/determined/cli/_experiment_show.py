@@ -15,11 +15,12 @@ from determined.cli._waiting import wait_details, with_waiting
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text, id_list,
                                    print_rows, usage_error)
 from determined.common.api import MasterClient
+from determined.common.entrypoint import STEP_UNITS, step_unit
 from determined.util import format_value
 
 __all__ = ["WORKLOAD_COLUMNS", "WORKLOAD_DROP_FIRST", "add_list_checkpoints_args",
-           "add_show_verbs", "list_checkpoints", "metric_columns", "metric_labels", "steps_json",
-           "workload_rows"]
+           "add_show_verbs", "list_checkpoints", "metric_columns", "metric_labels", "step_labels",
+           "steps_json", "workload_rows"]
 
 EXPERIMENT_COLUMNS = ["id", "owner", "state", "progress", "archived", "labels", "searcher",
                       "start_time", "end_time", "description"]
@@ -106,6 +107,24 @@ def metric_labels(metric: Any) -> Dict[str, str]:
     return {"validation": str(metric), "best_validation": f"best {metric}"}
 
 
+def step_labels(configs: Sequence[Dict[str, Any]]) -> Dict[str, str]:
+    """Table headers of the step columns (``total_batches``, ``batches``) of experiments
+    with these configs: none for Trial classes (the ``batches`` of ``LABELS``); a script's
+    steps are in its searcher's unit (``epochs``, see
+    :func:`~determined.common.entrypoint.step_unit`); ``steps`` where units differ.
+
+    Example:
+        >>> step_labels([{"entrypoint": "python3 train.py",
+        ...               "searcher": {"max_length": {"epochs": 3}}}])["total_batches"]
+        'epochs'
+    """
+    units = {step_unit(c) for c in configs}
+    if units <= {"batch"}:
+        return {}
+    plural = STEP_UNITS[units.pop()] if len(units) == 1 else "steps"
+    return {"total_batches": plural, "batches": plural}
+
+
 def _one_metric(exps: Sequence[Dict[str, Any]]) -> Any:
     """The searcher metric the experiments share; None if they differ."""
     names = {e["config"]["searcher"]["metric"] for e in exps}
@@ -183,6 +202,7 @@ def _describe(args: argparse.Namespace) -> int:
         for r in exp_rows:
             r["progress"] = progress_text(r["state"], r.get("progress"))
     metric = _one_metric(exps)
+    labels = {**metric_labels(metric), **step_labels([e["config"] for e in exps])}
     workload_columns = WORKLOAD_COLUMNS + [  # a table has the searcher metric once
         col for col in metric_columns(workloads)
         if args.csv or args.outdir or col != f"validation.{metric}"]
@@ -205,7 +225,7 @@ def _describe(args: argparse.Namespace) -> int:
         details = wait_details(name.capitalize()[:-1], rows) if name != "workloads" else []
         if details:
             rows, columns = with_waiting(rows, columns)
-        print_rows(rows, columns, args, title=name.capitalize(), labels=metric_labels(metric),
+        print_rows(rows, columns, args, title=name.capitalize(), labels=labels,
                    drop_first=WORKLOAD_DROP_FIRST if name == "workloads" else None)
         for line in details:
             print(line)
@@ -233,13 +253,14 @@ def _config(args: argparse.Namespace) -> int:
 def _list_trials(args: argparse.Namespace) -> int:
     with client(args) as c:
         trials = c.list_trials(args.experiment_id)
-        metric = None if args.json or args.csv else (
-            c.get_experiment(args.experiment_id)["config"]["searcher"]["metric"])
+        config = None if args.json or args.csv else c.get_experiment(args.experiment_id)["config"]
     rows = [{**t, "trial_id": t["id"]} for t in trials]
     columns = [col for col in TRIAL_COLUMNS if col != "experiment_id"]
     if not args.json:
         rows, columns = with_waiting(rows, columns)
-    print_rows(rows, columns, args, labels=metric_labels(metric))
+    labels = {} if config is None else {**metric_labels(config["searcher"]["metric"]),
+                                        **step_labels([config])}
+    print_rows(rows, columns, args, labels=labels)
     return 0
 
 
@@ -260,8 +281,9 @@ def list_checkpoints(args: argparse.Namespace) -> int:
     if args.best is not None and args.best < 1:
         usage_error(f"--best must be at least 1. Received: {args.best}")
     with client(args) as c:
-        searcher = c.get_experiment(args.experiment_id)["config"]["searcher"]
+        config = c.get_experiment(args.experiment_id)["config"]
         checkpoints = c.list_checkpoints(args.experiment_id)
+    searcher = config["searcher"]
     metric, smaller = searcher["metric"], searcher.get("smaller_is_better", True)
     for ck in checkpoints:
         value = (ck.get("validation") or {}).get(metric)
@@ -281,7 +303,7 @@ def list_checkpoints(args: argparse.Namespace) -> int:
     shown = (lambda v: v) if args.csv else (lambda v: None if v is None else format_value(v))
     rows = [{**ck, metric: shown(ck["validation_metric"])} for ck in checkpoints]
     columns = [metric if col == "validation" else col for col in CHECKPOINT_COLUMNS]
-    print_rows(rows, columns, args)
+    print_rows(rows, columns, args, labels=step_labels([config]))
     return 0
 
 

@@ -4,7 +4,8 @@ Progress goes to the given console (stderr in ``det``), trial logs to stdout. Wh
 console is a terminal: a rich progress bar with a status line (trials running/completed,
 batches trained, best validation metric) that log lines scroll above. Otherwise: one plain
 line per change, e.g. ``Experiment 3: ACTIVE 50% | trials: 2 running, 10 waiting, 1 completed |
-batches: 80 | best validation_loss: 0.2231`` (waiting: ACTIVE trials without slots yet).
+batches: 80 | best validation_loss: 0.2231`` (waiting: ACTIVE trials without slots yet). A
+script's steps are in its searcher's unit: ``epochs: 6`` (see ``step_unit``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from rich.console import Console
 
 from determined._metric_order import MetricOrder
+from determined.common.entrypoint import STEP_UNITS, step_unit
 
 __all__ = ["ExperimentProgress", "summarize"]
 
@@ -48,7 +50,8 @@ def summarize(exp: Dict[str, Any], width: Optional[int] = None) -> str:
     metric = searcher.get("metric", "metric")
     best = _best(trials, searcher.get("smaller_is_better", True))
     batches = sum(t.get("total_batches") or 0 for t in trials)
-    text = f"trials: {', '.join(parts)} | batches: {batches}"
+    unit = step_unit(exp.get("config") or {})
+    text = f"trials: {', '.join(parts)} | {STEP_UNITS[unit]}: {batches}"
     if best is not None:
         text += f" | best {metric}: {best:.4g}"
     if width is None or len(text) <= width:
@@ -57,7 +60,7 @@ def summarize(exp: Dict[str, Any], width: Optional[int] = None) -> str:
     wait = f" {waiting} wait" if waiting else ""
     failed = [f"{counts['ERROR']} failed"] if counts.get("ERROR") else []
     parts = [" ".join([f"{running} run{wait} {counts.get('COMPLETED', 0)} done", *failed]),
-             f"{batches} b"]
+             f"{batches} {_SHORT_UNITS[unit]}"]
     fallbacks = (parts, parts[:1], failed + parts[1:], failed)
     if best is None:
         return next((" | ".join(shown) for shown in fallbacks
@@ -83,6 +86,8 @@ def _best_text(metric: str, best: float, width: int) -> str:
     return f"{name} {value}"
 
 
+#: A narrow status line's step units: "80 b", "6 ep".
+_SHORT_UNITS = {"batch": "b", "epoch": "ep", "record": "rec", "step": "st"}
 #: How a status line names trials in a state ("1 failed", not "1 error").
 _STATE_WORD = {"ERROR": "failed"}
 ENDED_EARLY = {"ERROR": "failed", "CANCELED": "canceled"}

@@ -72,7 +72,7 @@ def add_parser(nouns: Any) -> None:
 def _describe(args: argparse.Namespace) -> int:
     from determined.cli._experiment_show import (WORKLOAD_COLUMNS, WORKLOAD_DROP_FIRST,
                                                  metric_columns, metric_labels,
-                                                 workload_rows)
+                                                 step_labels, workload_rows)
 
     with client(args) as c:
         t = c.get_trial(args.trial_id)
@@ -100,8 +100,9 @@ def _describe(args: argparse.Namespace) -> int:
     if args.csv:
         sys.stdout.write(csv_text(trial_row, TRIAL_COLUMNS) + "\n" + csv_text(t["workloads"], columns))
         return 0
+    labels = {**metric_labels(metric), **step_labels([exp["config"]])}
     rows, trial_columns = with_waiting(trial_row, TRIAL_COLUMNS)
-    print_rows(rows, trial_columns, args, title="Trial", labels=metric_labels(metric))
+    print_rows(rows, trial_columns, args, title="Trial", labels=labels)
     for line in wait_details("Trial", [t]):
         print(line)
     if t["state"] == "ERROR":  # the trial's traceback is in its log
@@ -110,7 +111,7 @@ def _describe(args: argparse.Namespace) -> int:
     if not t["workloads"]:
         print("Workloads: none (no metrics or checkpoints reported)")
         return 0
-    print_rows(t["workloads"], columns, args, title="Workloads", labels=metric_labels(metric),
+    print_rows(t["workloads"], columns, args, title="Workloads", labels=labels,
                drop_first=WORKLOAD_DROP_FIRST)
     return 0
 
