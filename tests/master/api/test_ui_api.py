@@ -98,6 +98,7 @@ def test_experiment_detail_and_series_match_stored_metrics(api, experiments):
     d = api.get(f"/ui/experiments/{exp_id}").json()
     assert yaml.safe_load(d["config_yaml"]) == d["config"]
     assert d["metric_names"]["validation"] == ["accuracy", "validation_loss"]
+    assert d["step_unit"] == "batch"  # a Trial class's steps are batches
     trial = d["trials"][0]
     stored = api.get(f"/trials/{trial['id']}").json()["metrics"]
     s = api.get(f"/ui/experiments/{exp_id}/metrics",
@@ -377,3 +378,15 @@ def test_the_app_is_served_with_deep_links_and_offline_docs(master):
         for name in ("swagger-ui-bundle.js", "swagger-ui.css"):
             assert c.get(f"/swagger/{name}").status_code == 200
         assert "/api/v1/ui/experiments" in c.get("/openapi.json").json()["paths"]
+
+
+def test_a_scripts_step_unit_is_its_searchers_unit(api, tiny_dir_module):
+    """The UI names a script's steps (table headers, chart axes) from ``step_unit``."""
+    script_dir = tiny_dir_module.parent / "script_trial"
+    config = yaml.safe_load((script_dir / "const.yaml").read_text())
+    config["searcher"]["max_length"] = {"epochs": 3}
+    exp_id = create_experiment(api, config, script_dir, activate=False)
+    assert api.get(f"/ui/experiments/{exp_id}").json()["step_unit"] == "epoch"
+    del config["searcher"]["max_length"]  # runs until it exits: its own steps
+    exp_id = create_experiment(api, config, script_dir, activate=False)
+    assert api.get(f"/ui/experiments/{exp_id}").json()["step_unit"] == "step"

@@ -2,7 +2,8 @@
 
 - ``GET /ui/experiments``: the experiment list with filters (state, owner, label,
   archived, text), sort and pagination, plus the owners and labels to filter by.
-- ``GET /ui/experiments/{id}``: summary, config (object and YAML), trials, metric names.
+- ``GET /ui/experiments/{id}``: summary, config (object and YAML), trials, metric names,
+  what the trials' steps count (``step_unit``).
 - ``GET /ui/experiments/{id}/metrics``: one metric's series for many trials, each
   downsampled on the server to at most ``max_points`` points that keep its shape.
 - ``GET /ui/experiments/{id}/rungs``: for adaptive searchers, which trials reached
@@ -36,7 +37,7 @@ from fastapi import Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from determined.config import MetricOrder, global_batch_size, masked_config
+from determined.config import MetricOrder, global_batch_size, masked_config, step_unit
 from determined.master import scheduler
 from determined.master._core import Master
 from determined.master.api import _ui_queries as q
@@ -194,7 +195,8 @@ def ui_router(master: Master) -> fastapi.APIRouter:
 
     @api.get("/experiments/{id}")
     def get_experiment(id: int) -> Dict[str, Any]:
-        """Summary, config (``config`` and ``config_yaml``), trials and metric names."""
+        """Summary, config (``config`` and ``config_yaml``), trials, metric names and what
+        the trials' steps count (``step_unit``: ``batch``, or a script's ``epoch``...)."""
         out = experiment(id)
         config = masked_config(store.get_experiment(id).config)
         trials = q.trial_rows(store, id)
@@ -202,7 +204,7 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         for t in trials:
             t["records_per_batch"] = global_batch_size(t["hparams"])
         out.update(config=config, config_yaml=yaml.safe_dump(config, sort_keys=False),
-                   trials=trials,
+                   trials=trials, step_unit=step_unit(config),
                    metric_names={"training": _metric_names(_rows_sample(master, ids, "training")),
                                  "validation": _metric_names(
                                      _rows_sample(master, ids, "validation"))})
