@@ -65,3 +65,15 @@ def test_local_display_uses_the_shared_function():
     from determined.local import _display
 
     assert _display.step_unit is step_unit
+
+
+def test_the_web_uis_units_are_pythons():
+    """The web UI names units from the master's ``step_unit`` with its own ``STEP_UNITS``
+    (webui/src/format.ts): the same words."""
+    import pathlib
+    import re
+
+    source = (pathlib.Path(__file__).resolve().parents[2] / "webui" / "src" / "format.ts"
+              ).read_text()
+    body = re.search(r"export const STEP_UNITS[^=]*= \{([^}]*)\}", source).group(1)
+    assert dict(re.findall(r'(\w+): "(\w+)"', body)) == STEP_UNITS

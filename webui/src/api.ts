@@ -106,6 +106,8 @@ export interface ExperimentDetail extends ExperimentRow {
   config_yaml: string;
   trials: Trial[];
   metric_names: { training: string[]; validation: string[] };
+  /** What the trials' steps count: "batch", or a script's "epoch", "record", "step". */
+  step_unit?: string;
   last_metric_id: number;
   last_log_id: number;
 }

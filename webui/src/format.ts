@@ -43,6 +43,35 @@ export function counted(n: number, singular: string, plural?: string): string {
   return `${n.toLocaleString("en-US")} ${n === 1 ? singular : many}`;
 }
 
+/** What a trial's steps (`total_batches`) count, as the master's `step_unit` says
+ * (determined/common/entrypoint.py): batches for a Trial class; a script's steps are in
+ * its searcher's unit (epochs for `max_length: {epochs: 3}`), else its own steps. */
+export type StepUnit = "batch" | "epoch" | "record" | "step";
+/** Each step unit and its plural (tests/common/test_step_unit.py checks it against Python's). */
+export const STEP_UNITS: Record<StepUnit, string> = { batch: "batches", epoch: "epochs", record: "records", step: "steps" };
+
+function knownUnit(unit: string | null | undefined): StepUnit {
+  return unit != null && Object.hasOwn(STEP_UNITS, unit) ? (unit as StepUnit) : "batch";
+}
+
+/** A step unit's plural (an axis, a column): stepUnits("epoch") is "epochs"; a master
+ * that does not say (older, or an unknown unit) counts batches. */
+export function stepUnits(unit?: string | null): string {
+  return STEP_UNITS[knownUnit(unit)];
+}
+
+/** A table header of steps: "Batches", "Epochs". */
+export function stepsTitle(unit?: string | null): string {
+  const plural = stepUnits(unit);
+  return plural[0].toUpperCase() + plural.slice(1);
+}
+
+/** `n` steps in `unit`: stepsText(1, "epoch") is "1 epoch", stepsText(3, "batch") "3 batches". */
+export function stepsText(n: number, unit?: string | null): string {
+  const u = knownUnit(unit);
+  return counted(n, u, STEP_UNITS[u]);
+}
+
 export function formatBytes(n: number): string {
   if (!isFinite(n)) return "";
   const units = ["B", "KB", "MB", "GB", "TB"];

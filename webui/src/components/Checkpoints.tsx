@@ -2,7 +2,7 @@
 import { useEffect, useState } from "react";
 import { Link } from "react-router";
 import { api, authHeaders, type Checkpoint } from "../api";
-import { formatBytes, formatNumber, validationMetrics } from "../format";
+import { formatBytes, formatNumber, stepsTitle, validationMetrics } from "../format";
 import Table, { type Column } from "./Table";
 import { Breakable, BreakableId, ErrorLine, Metadata, When } from "./Bits";
 
@@ -33,8 +33,8 @@ export const NEWEST_FIRST = { key: "time", desc: true };
 
 /** ``version`` changes when the checkpoints may have (a trial's latest checkpoint or state,
  * from the page's live channel): the list reloads, showing the rows at hand meanwhile. */
-export default function Checkpoints({ experimentId, trialId, metric, version = "" }: {
-  experimentId: number; trialId?: number; metric: string; version?: string;
+export default function Checkpoints({ experimentId, trialId, metric, version = "", unit }: {
+  experimentId: number; trialId?: number; metric: string; version?: string; unit?: string;
 }) {
   const [rows, setRows] = useState<Checkpoint[] | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -64,7 +64,7 @@ export default function Checkpoints({ experimentId, trialId, metric, version = "
     // A trial's page lists its own checkpoints: the column would repeat its id.
     ...(trialId == null ? [{ key: "trial", title: "Trial", value: (c: Checkpoint) => c.trial_id,
       render: (c: Checkpoint) => <Link to={`/experiments/${c.experiment_id}/trials/${c.trial_id}`}>{c.trial_id}</Link> }] : []),
-    { key: "batches", title: "Batches", value: (c) => c.total_batches },
+    { key: "batches", title: stepsTitle(unit), value: (c) => c.total_batches },
     { key: "state", title: "State", value: (c) => c.state },
     { key: "size", title: "Size", value: size, render: (c) => formatBytes(size(c)) },
     { key: "metric", title: <Breakable text={metric} />, value: value, className: "wrap", render: (c) => formatNumber(value(c)) },

@@ -1,7 +1,7 @@
 /** Learning curves of one metric for many trials: trial picker, log scale, smoothing, x axis. */
 import { useCallback, useEffect, useMemo, useState } from "react";
 import { api, type MetricRow, type Series, type Trial } from "../api";
-import { seriesColor, smooth, stoppedTrials, trialNote } from "../format";
+import { seriesColor, smooth, stepUnits, stoppedTrials, trialNote } from "../format";
 import LineChart, { MARK_EVERY_POINT_UP_TO, type ChartSeries } from "./LineChart";
 import { useLoaded } from "../loaded";
 
@@ -49,6 +49,8 @@ interface Props {
   bestTrialId: number | null;
   onDrawn?: (ms: number) => void;
   testId?: string;
+  /** What the trials' steps count (the experiment's `step_unit`): the x axis names it. */
+  unit?: string;
 }
 
 /** What the line styles mean. */
@@ -63,35 +65,39 @@ export function CurveLegend() {
   );
 }
 
-export default function Curves({ data, trials, bestTrialId, onDrawn, testId = "learning-curves" }: Props) {
+export default function Curves({ data, trials, bestTrialId, onDrawn, testId = "learning-curves", unit }: Props) {
   const [axis, setAxis] = useState<XAxis>("batches");
   const [logY, setLogY] = useState(false);
   const [smoothing, setSmoothing] = useState(0);
   const [hidden, setHidden] = useState<Set<number>>(new Set());
   const ids = useMemo(() => (data?.series ?? []).map((s) => s.trial_id), [data]);
   const stopped = useMemo(() => stoppedTrials(trials), [trials]);
+  const steps = stepUnits(unit);
+  // Records are batches times the batch size: a script's steps (epochs...) have no such axis.
+  const byRecords = steps === "batches";
+  const shown: XAxis = axis === "records" && !byRecords ? "batches" : axis;
   const series: ChartSeries[] = useMemo(() => {
     if (!data) return [];
     return data.series
       .filter((s) => !hidden.has(s.trial_id))
       .map((s) => ({
         label: `trial ${s.trial_id}`,
-        xs: xValues(s, axis),
+        xs: xValues(s, shown),
         ys: smooth(s.values, smoothing),
         color: s.trial_id === bestTrialId ? "#000" : seriesColor(ids.indexOf(s.trial_id)),
         highlight: s.trial_id === bestTrialId,
         stopped: stopped.has(s.trial_id),
       }));
-  }, [data, hidden, axis, smoothing, bestTrialId, ids, stopped]);
+  }, [data, hidden, shown, smoothing, bestTrialId, ids, stopped]);
   if (!data) return <p className="muted">Loading metrics…</p>;
   const stateOf = new Map(trials.map((t) => [t.id, t.state]));
   return (
     <div className="curves">
       <div className="controls">
         <label>x axis{" "}
-          <select aria-label="x axis" value={axis} onChange={(e) => setAxis(e.target.value as XAxis)}>
-            <option value="batches">batches</option>
-            <option value="records">records</option>
+          <select aria-label="x axis" value={shown} onChange={(e) => setAxis(e.target.value as XAxis)}>
+            <option value="batches">{steps}</option>
+            {byRecords && <option value="records">records</option>}
             <option value="time">time (s)</option>
           </select>
         </label>
@@ -103,7 +109,7 @@ export default function Curves({ data, trials, bestTrialId, onDrawn, testId = "l
       </div>
       <div className="chart-and-picker">
         <div className="chart-box">
-          <LineChart series={series} xLabel={axis} yLabel={data.metric} logY={logY} onDrawn={onDrawn} testId={testId}
+          <LineChart series={series} xLabel={shown === "batches" ? steps : shown} yLabel={data.metric} logY={logY} onDrawn={onDrawn} testId={testId}
             markers={data.kind === "validation" ? undefined : "last"} />
           <CurveLegend />
         </div>

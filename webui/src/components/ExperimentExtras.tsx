@@ -2,7 +2,7 @@
 import { useEffect, useState } from "react";
 import { Link, useNavigate } from "react-router";
 import { api, post, type ExperimentDetail } from "../api";
-import { counted, formatNumber } from "../format";
+import { counted, formatNumber, stepsText } from "../format";
 import { ErrorLine } from "./Bits";
 
 interface RungsResponse {
@@ -10,7 +10,7 @@ interface RungsResponse {
   rungs: { length: number; trials: { trial_id: number; batches: number; metric: number | null; promoted: boolean }[] }[];
 }
 
-export function Rungs({ experimentId }: { experimentId: number }) {
+export function Rungs({ experimentId, unit }: { experimentId: number; unit?: string }) {
   const [data, setData] = useState<RungsResponse | null>(null);
   const [error, setError] = useState<unknown>(null);
   useEffect(() => {
@@ -23,7 +23,7 @@ export function Rungs({ experimentId }: { experimentId: number }) {
     <div className="rungs" data-testid="rungs">
       {data.rungs.map((r, i) => (
         <div className="rung" key={r.length}>
-          <h3>Rung {i + 1}: {counted(r.length, "batch")} <small className="muted">{counted(r.trials.length, "trial")}, {r.trials.filter((t) => t.promoted).length} went on</small></h3>
+          <h3>Rung {i + 1}: {stepsText(r.length, unit)} <small className="muted">{counted(r.trials.length, "trial")}, {r.trials.filter((t) => t.promoted).length} went on</small></h3>
           <ol>
             {r.trials.map((t) => (
               <li key={t.trial_id} className={t.promoted ? "promoted" : ""}>

@@ -5,7 +5,7 @@ import { Link, useParams, useSearchParams } from "react-router";
 import { api, canEdit, getToken, post, type ExperimentDetail, type MetricRow, type Trial } from "../api";
 import { follow } from "../events";
 import { useLoaded } from "../loaded";
-import { counted, flattenHparams, formatDuration, formatNumber, formatTime, TERMINAL } from "../format";
+import { counted, flattenHparams, formatDuration, formatNumber, formatTime, stepsTitle, TERMINAL } from "../format";
 import { useSession } from "../session";
 import { Breakable, ConfirmButton, ErrorLine, Progress, StateBadge } from "../components/Bits";
 import { useWaits, WaitingNote, type Waits } from "../components/Waiting";
@@ -167,14 +167,14 @@ export default function ExperimentPage() {
       {tab === "curves" && (
         <section>
           <MetricPicker options={metricOptions} value={chosen} onChange={setMetricKey} />
-          {metricOptions.length > 0 && <Curves data={curves.data} trials={exp.trials} bestTrialId={best?.id ?? null} />}
+          {metricOptions.length > 0 && <Curves data={curves.data} trials={exp.trials} bestTrialId={best?.id ?? null} unit={exp.step_unit} />}
           <ErrorLine error={curves.error} />
         </section>
       )}
       {tab === "trials" && <TrialsTable exp={exp} bestId={best?.id ?? null} signedIn={signedIn} waits={waits} />}
       {tab === "hyperparameters" && <HparamTab exp={exp} bestId={best?.id ?? null} />}
-      {tab === "rungs" && <Rungs experimentId={id} />}
-      {tab === "checkpoints" && <Checkpoints experimentId={id} metric={exp.metric}
+      {tab === "rungs" && <Rungs experimentId={id} unit={exp.step_unit} />}
+      {tab === "checkpoints" && <Checkpoints experimentId={id} metric={exp.metric} unit={exp.step_unit}
         version={exp.trials.map((t) => `${t.id}:${t.latest_checkpoint}:${t.state}`).join(",")} />}
       {tab === "config" && <ConfigView yaml={exp.config_yaml} />}
       {tab === "fork" && <ForkForm exp={exp} />}
@@ -294,7 +294,7 @@ function TrialsTable({ exp, bestId, signedIn, waits }: { exp: ExperimentDetail; 
     { key: "id", title: "Trial", value: (t) => t.id, render: (t) => <Link to={`/experiments/${exp.id}/trials/${t.id}`}>{t.id}{t.id === bestId ? " ★" : ""}</Link> },
     { key: "state", title: "State", value: (t) => t.state,
       render: (t) => <><StateBadge state={t.state} /><WaitingNote wait={waits.trials[t.id]} /></> },
-    { key: "batches", title: "Batches", value: (t) => t.total_batches },
+    { key: "batches", title: stepsTitle(exp.step_unit), value: (t) => t.total_batches },
     // Headers wrap (metric and hyperparameter names after their underscores and dots): the
     // table fits an 800-pixel window, as the experiment list does.
     { key: "best", title: <>Best <Breakable text={exp.metric} /></>, value: (t) => t.best_validation, className: "wrap",
@@ -364,7 +364,7 @@ function HparamTab({ exp, bestId }: { exp: ExperimentDetail; bestId: number | nu
       <h2>Contour plot</h2>
       <ContourPlot {...common} />
       <h2>Intermediate values: {exp.metric} of every trial</h2>
-      <Curves data={curves.data} trials={exp.trials} bestTrialId={bestId} testId="intermediate-values" />
+      <Curves data={curves.data} trials={exp.trials} bestTrialId={bestId} testId="intermediate-values" unit={exp.step_unit} />
     </section>
   );
 }

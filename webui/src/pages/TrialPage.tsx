@@ -4,7 +4,7 @@ import { Link, useParams } from "react-router";
 import { api, canEdit, post, type LogLine, type MetricRow, type Series, type Trial } from "../api";
 import { follow } from "../events";
 import { useLoadWhenChanged, useLoaded } from "../loaded";
-import { counted, flattenHparams, formatDuration, formatNumber, formatTime, metricLabel, seriesColor, TERMINAL } from "../format";
+import { counted, flattenHparams, formatDuration, formatNumber, formatTime, metricLabel, seriesColor, stepsTitle, stepUnits, TERMINAL } from "../format";
 import { useSession } from "../session";
 import { ConfirmButton, ErrorLine, StateBadge } from "../components/Bits";
 import { useWaits, WaitingNote } from "../components/Waiting";
@@ -89,7 +89,7 @@ export function storedAgain(info: WorkloadsPage | null, rows: MetricRow[]): bool
 export default function TrialPage() {
   const trialId = Number(useParams().trialId);
   const { user } = useSession();
-  const [owner, setOwner] = useState<{ owner: string; metric: string } | null>(null);
+  const [owner, setOwner] = useState<{ owner: string; metric: string; unit?: string } | null>(null);
   const [ownerError, setOwnerError] = useState<unknown>(null);
   const [channelError, setChannelError] = useState<unknown>(null);
   const [actionError, setActionError] = useState<unknown>(null);
@@ -118,8 +118,8 @@ export default function TrialPage() {
   const experimentId = info?.trial?.experiment_id;
   useEffect(() => {
     if (experimentId == null) return;
-    api<{ owner: string; metric: string }>(`/ui/experiments/${experimentId}`)
-      .then((e) => setOwner({ owner: e.owner, metric: e.metric }), setOwnerError);
+    api<{ owner: string; metric: string; step_unit?: string }>(`/ui/experiments/${experimentId}`)
+      .then((e) => setOwner({ owner: e.owner, metric: e.metric, unit: e.step_unit }), setOwnerError);
   }, [experimentId]);
 
   // Live: the trial's state, metric rows and log lines. The workloads load when the
@@ -198,7 +198,7 @@ export default function TrialPage() {
   };
   const names = [...new Set(info.workloads.flatMap((w) => Object.keys(w.metrics)))];
   const columns: Column<Workload>[] = [
-    { key: "batches", title: "Batches", value: (w) => w.total_batches },
+    { key: "batches", title: stepsTitle(owner?.unit), value: (w) => w.total_batches },
     { key: "kind", title: "Kind", value: (w) => w.kind },
     ...names.map((n) => ({ key: n, title: n, value: (w: Workload) => w.metrics[n], render: (w: Workload) => formatNumber(w.metrics[n]) })),
     { key: "time", title: "Time", value: (w) => w.end_time, render: (w) => formatTime(w.end_time) },
@@ -222,7 +222,7 @@ export default function TrialPage() {
       <TrialFailure trial={t} />
       <div className="summary">
         <dl>
-          <dt>Batches</dt><dd>{t.total_batches.toLocaleString("en-US")}</dd>
+          <dt>{stepsTitle(owner?.unit)}</dt><dd>{t.total_batches.toLocaleString("en-US")}</dd>
           <dt>Best {owner?.metric}</dt><dd>{t.best_validation == null ? <span className="muted">no validation yet</span> : formatNumber(t.best_validation)}</dd>
           <dt>Restarts</dt><dd>{t.restarts}</dd>
           <dt>Seed</dt><dd>{t.seed}</dd>
@@ -236,7 +236,7 @@ export default function TrialPage() {
           <tbody>{Object.entries(hp).map(([k, v]) => <tr key={k}><td>{k}</td><td>{typeof v === "object" ? JSON.stringify(v) : String(v)}</td></tr>)}</tbody>
         </table>
       </div>
-      {owner && <TrialCharts trial={t} names={info.metric_names} liveRows={liveRows} searcherMetric={owner.metric} />}
+      {owner && <TrialCharts trial={t} names={info.metric_names} liveRows={liveRows} searcherMetric={owner.metric} unit={owner.unit} />}
       <GpuMetrics trialId={t.id} running={!TERMINAL.has(t.state)} />
       <h2>Workloads</h2>
       <Table testId="workloads-table" columns={columns} rows={shownWorkloads(info.workloads, allWorkloads)} rowKey={workloadKey}
@@ -256,7 +256,7 @@ export default function TrialPage() {
         </div>
       )}
       <h2>Checkpoints</h2>
-      <Checkpoints experimentId={t.experiment_id} trialId={t.id} metric={owner?.metric ?? ""}
+      <Checkpoints experimentId={t.experiment_id} trialId={t.id} metric={owner?.metric ?? ""} unit={owner?.unit}
         version={`${t.latest_checkpoint}:${t.state}`} />
       <h2 id="logs">Logs</h2>
       <Logs trialId={trialId} live={live} />
@@ -312,8 +312,8 @@ export function defaultMetricKey(options: string[], searcherMetric: string): str
   return options.includes(wanted) ? wanted : options[0] ?? null;
 }
 
-function TrialCharts({ trial, names, liveRows, searcherMetric }: {
-  trial: Trial; names: { training: string[]; validation: string[] }; liveRows: MetricRow[]; searcherMetric: string;
+function TrialCharts({ trial, names, liveRows, searcherMetric, unit }: {
+  trial: Trial; names: { training: string[]; validation: string[] }; liveRows: MetricRow[]; searcherMetric: string; unit?: string;
 }) {
   const options = useMemo(() => [...names.validation.map((m) => `validation:${m}`), ...names.training.map((m) => `training:${m}`)], [names]);
   const [choice, setChoice] = useState<string | null>(null);
@@ -347,7 +347,7 @@ function TrialCharts({ trial, names, liveRows, searcherMetric }: {
         </select>
       </label>{" "}
       <label><input type="checkbox" checked={perBatch} disabled={kind !== "training"} onChange={(e) => setPerBatch(e.target.checked)} /> per batch</label>
-      {s && <LineChart testId="trial-chart" series={[{ label: metricLabel(kind, metric), xs: s.batches, ys: s.values, color: seriesColor(0) }]} xLabel="batches" yLabel={metric} height={260}
+      {s && <LineChart testId="trial-chart" series={[{ label: metricLabel(kind, metric), xs: s.batches, ys: s.values, color: seriesColor(0) }]} xLabel={stepUnits(unit)} yLabel={metric} height={260}
         markers={kind === "validation" ? undefined : "last"} />}
       <ErrorLine error={error} />
     </section>
