@@ -95,8 +95,15 @@ def print_checkpoint(ckpt: Any, path: str, quiet: bool) -> None:
         return
     print(f"Local checkpoint path: {path}")
     print_rows([{"batch": ckpt.batch_number, "uuid": ckpt.uuid}], ["batch", "uuid"],
-               argparse.Namespace())
+               argparse.Namespace(), labels={"batch": _unit(ckpt)})
     print_validation(ckpt)
+
+
+def _unit(ckpt: Any) -> str:
+    """What the checkpoint's ``batch_number`` counts: ``batch``, or a script's ``epoch``..."""
+    from determined.common.entrypoint import step_unit
+
+    return step_unit(getattr(ckpt, "experiment_config", None) or {})
 
 
 def print_validation(ckpt: Any) -> None:
@@ -144,7 +151,7 @@ def _describe_checkpoint(args: argparse.Namespace) -> int:
         return 0
     # One checkpoint: a field a line, so the path fits (a one-row table left it out).
     fields = [("UUID", ckpt.uuid), ("Experiment", ckpt.experiment_id),
-              ("Trial", ckpt.trial_id), ("Batch", ckpt.batch_number),
+              ("Trial", ckpt.trial_id), (_unit(ckpt).capitalize(), ckpt.batch_number),
               ("Framework", ckpt.framework), ("Format", ckpt.format), ("Path", ckpt.path),
               ("Size", f"{row['size_bytes']} bytes")]
     for name, value in fields:

@@ -1,9 +1,10 @@
 """``det`` against a real master names a script's steps in its searcher's unit.
 
 A script entrypoint with ``max_length: {epochs: 3}`` reports its steps in epochs: the
-human-readable tables of ``det e describe``, ``det e lt``, ``det t describe`` and
-``det e list-checkpoints`` and the ``--follow`` status line say ``epochs``; a Trial
-class's are still ``batches``; ``--json`` and ``--csv`` keep the ``total_batches`` key."""
+human-readable tables of ``det e describe``, ``det e lt``, ``det t describe``,
+``det e list-checkpoints`` and ``det t download``, ``det checkpoint describe`` and the
+``--follow`` status line say epochs; a Trial class's are still batches; ``--json`` and
+``--csv`` keep the ``total_batches`` key."""
 
 import csv
 import io
@@ -61,7 +62,7 @@ def _trial_of(master, exp_id):
     return exp, trial
 
 
-def test_script_tables_say_epochs(shared_master, runs):
+def test_script_tables_say_epochs(shared_master, runs, tmp_path):
     exp_id = runs["script"]
     exp, trial = _trial_of(shared_master, exp_id)
     assert exp["state"] == "COMPLETED" and trial["total_batches"] == 3, exp
@@ -76,6 +77,12 @@ def test_script_tables_say_epochs(shared_master, runs):
     assert table_headers(table_lines(described, "Workloads"))[:2] == ["trial", "epochs"]
     listed = det(shared_master, "e", "list-checkpoints", exp_id).stdout
     assert table_headers(listed.splitlines())[:2] == ["trial", "epochs"], listed
+    uuid = trial["latest_checkpoint"]
+    assert re.search(r"^Epoch: +3$", det(shared_master, "checkpoint", "describe", uuid).stdout,
+                     re.M)
+    out = tmp_path / "ckpt"
+    downloaded = det(shared_master, "t", "download", trial["id"], "--latest", "-o", out).stdout
+    assert table_headers(downloaded.splitlines()[1:])[0] == "epoch", downloaded
     # The status line of --follow (piped: one line per change) counts epochs.
     assert re.search(r"COMPLETED 100% \| trials: 0 running, 1 completed \| epochs: 3 ",
                      runs["followed"].stderr), runs["followed"].stderr
@@ -103,3 +110,5 @@ def test_trial_class_tables_still_say_batches(shared_master, runs):
     assert "batches" in table_headers(lt.splitlines()), lt
     listed = det(shared_master, "e", "list-checkpoints", exp_id).stdout
     assert table_headers(listed.splitlines())[:2] == ["trial", "batches"], listed
+    assert re.search(r"^Batch: +20$", det(shared_master, "checkpoint", "describe",
+                                          trial["latest_checkpoint"]).stdout, re.M)
