@@ -11,8 +11,9 @@ import yaml
 
 from det_cli_testing import (hidden_names, run_det, run_det_in_terminal, table_headers,
                              table_rule)
-from determined.cli._experiment_show import WORKLOAD_COLUMNS, metric_labels
-from determined.cli._table import label_lines, print_rows, table_text, varying_columns
+from determined.cli._experiment_show import WORKLOAD_COLUMNS, metric_labels, step_labels
+from determined.cli._table import (csv_text, label_lines, print_rows, table_text,
+                                   varying_columns)
 from determined.cli._trial import TRIAL_COLUMNS
 
 UUID = "4f9a1c2e-1111-2222-3333-444455556666"
@@ -220,3 +221,16 @@ def test_hidden_columns_are_named_as_their_headers_read(local_dir, args):
             cut = name.endswith("\u2026") and any(h.startswith(name[:-1]) for h in headers)
             assert name in headers or cut, (name, headers, shown)
             assert name not in table_headers(table), (name, shown)
+
+
+def test_step_columns_are_headed_with_the_experiments_unit():
+    script = {"entrypoint": "python3 train.py", "searcher": {"max_length": {"epochs": 3}}}
+    trial_class = {"entrypoint": "model_def:T", "searcher": {"max_length": {"batches": 9}}}
+    assert step_labels([trial_class]) == {}  # LABELS' "batches", as in 0.13
+    assert step_labels([script, script]) == {"total_batches": "epochs", "batches": "epochs"}
+    assert step_labels([script, trial_class])["batches"] == "steps"  # units differ
+    # The table heads the step column so; CSV keeps the field's name.
+    rows = [{"trial_id": 1, "batches": 3}]
+    text = table_text(rows, ["trial_id", "batches"], width=80, labels=step_labels([script]))
+    assert text.splitlines()[0].split() == ["trial", "|", "epochs"], text
+    assert csv_text(rows, ["trial_id", "batches"]).splitlines()[0] == "trial_id,batches"

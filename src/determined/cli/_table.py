@@ -322,8 +322,7 @@ def print_rows(rows: List[Dict[str, Any]], columns: Sequence[str], args: argpars
     width = terminal_width()
     if _is_terminal(out):
         kept = varying_columns(rows, columns)
-        names = {**LABELS, **(labels or {})}
-        same = [f"{names.get(c, c)} {cell(rows[0].get(c))}" for c in columns if c not in kept]
+        same = [f"{LABELS.get(c, c)} {cell(rows[0].get(c))}" for c in columns if c not in kept]
         if title and same:  # the title says it: "Workloads (trial 9)"
             title = f"{title} ({', '.join(same)})"
         columns = kept
