@@ -5,6 +5,7 @@ weights, ``max_slots``, priorities, non-preemptible tasks and tasks already runn
 anywhere (including on disabled agents).
 """
 
+import dataclasses
 import os
 import time
 from collections import Counter
@@ -153,6 +154,58 @@ def test_asking_again_before_preempted_tasks_stop_changes_nothing(scenario, poli
     second = schedule(agents, pending, running, policy)
     assert second.start == []
     assert sorted(second.preempt) == sorted(first.preempt)
+
+
+def test_a_non_preemptible_task_gets_no_extra_slots_its_group_could_not_give_back():
+    """Hypothesis found this: the handout made the next call preempt t6 for g1."""
+    agents = [Agent("n0", 1), Agent("n1", 4), Agent("n2", 0), Agent("n3", 1)]
+
+    def task(task_id, group, slots, arrival, preemptible=True):
+        return Task(task_id, group, slots, arrival=arrival, weight=0.5, preemptible=preemptible)
+
+    pending = [task("t0", "g0", 1, 0), task("t7", "g0", 1, 1, preemptible=False), task("t4", "g1", 2, 4)]
+    running: Running = {
+        "t2": (task("t2", "g0", 1, 2), Allocation("t2", [("n0", [0])])),
+        "t6": (task("t6", "g0", 3, 6), Allocation("t6", [("n1", [0, 1, 2])])),
+    }
+    policy = SchedulerPolicy(type="fair_share", fit="best")
+    first = schedule(agents, pending, running, policy)
+    assert [a.task_id for a in first.start] == ["t0"] and first.preempt == []
+    pending, running = apply(first, pending, running)
+    assert schedule(agents, pending, running, policy).is_empty
+
+
+def test_a_started_non_preemptible_task_is_a_floor_of_the_shares_it_started_under():
+    """Hypothesis found this: t2's start moved the targets; the next call preempted t9."""
+    agents = [Agent("n0", 2), Agent("n1", 1)]
+    weights = {"g0": 1.0, "g1": 1.0, "g2": 3.0}
+    pending = [Task("t2", "g0", 1, arrival=0, preemptible=False)]
+    pending += [Task(f"t{i}", "g0", 1, arrival=i) for i in (0, 1, 3, 4, 5, 6, 10, 11, 12, 13, 14) if i]
+    pending += [Task("t8", "g1", 1, arrival=7), Task("t7", "g2", 1, arrival=8), Task("t9", "g2", 1, arrival=9)]
+    pending = [dataclasses.replace(t, weight=weights[t.group]) for t in pending]
+    policy = SchedulerPolicy(type="fair_share", fit="best")
+    first = schedule(agents, pending, {}, policy)
+    assert sorted(a.task_id for a in first.start) == ["t2", "t7", "t8"] and first.preempt == []
+    pending, running = apply(first, pending, {})
+    assert schedule(agents, pending, running, policy).is_empty
+
+
+def test_no_extra_slots_for_a_non_preemptible_task_whose_group_started_a_preemptible_one():
+    """Hypothesis found this: t13 got n1's free slots; the next call preempted t7 for t8."""
+    agents = [Agent("n0", 0), Agent("n1", 3), Agent("n2", 1), Agent("n3", 2, label="x")]
+
+    def task(task_id, group, slots, arrival, **kwargs):
+        return Task(task_id, group, slots, arrival=arrival, weight=0.5, **kwargs)
+
+    pending = [task("t0", "g0", 1, 0), task("t1", "g0", 1, 1), task("t8", "g0", 1, 2, agent_label="x")]
+    pending += [task(f"t{i}", "g0", 1, i) for i in (3, 4, 5, 6, 9, 10, 11, 12)]
+    pending += [task("t7", "g1", 1, 7), task("t2", "g1", 1, 8, preemptible=False),
+                task("t13", "g1", 2, 13, preemptible=False)]
+    policy = SchedulerPolicy(type="fair_share", fit="best")
+    first = schedule(agents, pending, {}, policy)
+    assert "t13" not in [a.task_id for a in first.start] and first.preempt == []
+    pending, running = apply(first, pending, {})
+    assert schedule(agents, pending, running, policy).is_empty
 
 
 @SETTINGS

@@ -16,6 +16,9 @@ the scheduler may not preempt are granted first. One call then:
 3. if nothing was preempted, gives the slots still free to any group with a task that
    fits (most under-served first, within ``max_slots``), so no slot idles; a group
    that got extra slots this way is above target and the first to give them back.
+   A non-preemptible task gets no extra slots while its group holds preemptible
+   ones: it could not give them back, so its group's older tasks would become the
+   excess and be preempted by the next call instead.
 
 Rounding to whole slots favours the earlier group; a group whose next task needs
 more slots than its target gets slots only through step 3.
@@ -31,6 +34,7 @@ more slots than its target gets slots only through step 3.
 
 from __future__ import annotations
 
+import copy
 import heapq
 from typing import Dict, List, Tuple
 
@@ -66,9 +70,40 @@ def _entry(group: Group, held: Dict[str, int]) -> _Entry:
 
 
 def schedule_fair_share(state: State, fit: str) -> Decision:
-    """One fair-share scheduling pass over ``state`` (consumed: its pool and queues change)."""
+    """Fair-share scheduling over ``state`` (consumed: its pool and queues change).
+
+    A non-preemptible task that starts becomes a floor of its group's share in the
+    next call, which can move every group's target (and so preempt a task this call
+    just started). So when a pass starts such tasks, the pass is made again with
+    their slots counted as floors, until the floors it assumed are those it started
+    (they only grow, so this ends).
+    """
+    if not any(not t.preemptible for g in state.groups.values() for t in g.queue):
+        return _schedule_pass(state, fit, {})[0]
+    assumed: Dict[str, int] = {}
+    for _ in range(len(state.groups) + 1):
+        attempt = copy.deepcopy(state)
+        decision, locked = _schedule_pass(attempt, fit, assumed)
+        if all(n <= assumed.get(name, 0) for name, n in locked.items()):
+            break
+        for name, n in locked.items():
+            assumed[name] = max(assumed.get(name, 0), n)
+    state.pool, state.groups, state.running = attempt.pool, attempt.groups, attempt.running
+    return decision
+
+
+def _schedule_pass(state: State, fit: str, assumed: Dict[str, int]) -> Tuple[Decision, Dict[str, int]]:
+    """One pass; ``assumed``: slots of non-preemptible starts counted as floors.
+
+    Returns the decision and the slots of non-preemptible tasks it starts, by group.
+    """
     pool, groups = state.pool, state.groups
+    for name, n in assumed.items():
+        groups[name].locked += n
     target = fair_share_targets(state)
+    locked: Dict[str, int] = {}
+    # Groups holding slots they could give back (see step 3).
+    yielding = {g.name for g in groups.values() if any(not r.locked and r.in_pool for r in g.running)}
     held = {name: g.in_pool for name, g in groups.items()}
     starts: List[Allocation] = []
 
@@ -77,6 +112,10 @@ def schedule_fair_share(state: State, fit: str) -> Decision:
         starts.append(Allocation(task.id, parts))
         held[group.name] += task.slots_needed
         group.queue.popleft()
+        if task.preemptible:
+            yielding.add(group.name)
+        else:
+            locked[group.name] = locked.get(group.name, 0) + task.slots_needed
 
     # 1. Start tasks within target.
     blocked: List[Group] = []
@@ -98,7 +137,7 @@ def schedule_fair_share(state: State, fit: str) -> Decision:
     # 2. Preempt over-target groups for blocked groups (pool becomes the future view).
     victims = _preempt_for(state, blocked, target, held, fit)
     if victims:
-        return Decision(start=starts, preempt=[v.task.id for v in victims])
+        return Decision(start=starts, preempt=[v.task.id for v in victims]), locked
 
     # 3. Hand out whatever is still free.
     stuck = {g.name for g in blocked}
@@ -109,13 +148,18 @@ def schedule_fair_share(state: State, fit: str) -> Decision:
         task = group.queue[0]
         if group.max_slots is not None and held[group.name] + group.outside + task.slots_needed > group.max_slots:
             continue
+        if not task.preemptible and group.name in yielding:
+            # Above target, a task that cannot give its slots back would make the
+            # group's older preemptible tasks its excess in the next call, which
+            # could then preempt them for a room this call could not make.
+            continue
         parts = pool.find(task, fit)
         if parts is None:
             continue
         start(group, task, parts)
         if group.queue:
             heapq.heappush(heap, _entry(group, held))
-    return Decision(start=starts, preempt=[])
+    return Decision(start=starts, preempt=[]), locked
 
 
 def _excess(state: State, target: Dict[str, int], held: Dict[str, int]) -> List[RunningTask]:
