@@ -256,6 +256,15 @@ def test_steps_are_the_searcher_unit_without_a_batch_size() -> None:
     assert core.trial(1).state is TrialState.COMPLETED
 
 
+def test_a_contradicting_checkpoint_report_counts_in_the_searcher_unit() -> None:
+    sim = new({"name": "single", "max_length": {"epochs": 3}}, style="ops")
+    sim.start(1)
+    uid = str(uuid.UUID(int=99))
+    sim.apply(sim.core.trial_checkpointed(1, 1, uid))
+    with pytest.raises(engine.EngineError, match="at 1 epoch; this report says .* at 2 epochs"):
+        sim.core.trial_checkpointed(1, 2, uid)
+
+
 def test_a_script_ending_its_own_way_completes_and_the_search_goes_on() -> None:
     searcher = {"name": "adaptive_asha", "max_trials": 4, "max_length": {"batches": 8},
                 "divisor": 2, "max_rungs": 2, "mode": "aggressive"}

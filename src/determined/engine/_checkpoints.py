@@ -10,7 +10,7 @@ import json
 import uuid as uuidlib
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
-from determined.common.wording import counted
+from determined.common.entrypoint import steps_text
 from determined.config import MetricOrder
 from determined.engine._states import EngineError
 from determined.storage._gc import CheckpointRecord, checkpoints_to_keep
@@ -39,19 +39,19 @@ def content_key(resources: Mapping[str, int], framework: str, format: str) -> st
 
 
 def is_repeat(uuid: str, known: Optional[Mapping[str, Any]], request_id: int, batches: int,
-              content: str) -> bool:
+              content: str, unit: str = "batch") -> bool:
     """True if the report of ``uuid`` repeats a known checkpoint (a retried request),
     False if ``uuid`` is new; EngineError if it contradicts the known one (another
-    trial, batch count, framework, format or files)."""
+    trial, step count, framework, format or files). ``unit``: what steps count."""
     if known is None:
         return False
     said = (known["request_id"], known["batches"], known.get("content", content))
     if said == (request_id, batches, content):
         return True
     raise EngineError(f"Checkpoint {uuid} was already reported with other content: by trial "
-                      f"request id {known['request_id']} at {counted(known['batches'], 'batch')}"
+                      f"request id {known['request_id']} at {steps_text(known['batches'], unit)}"
                       f"{'' if said[2] == content else ' with other files, framework or format'}"
-                      f"; this report says request id {request_id} at {counted(batches, 'batch')}")
+                      f"; this report says request id {request_id} at {steps_text(batches, unit)}")
 
 
 def _policy_int(policy: Mapping[str, Any], key: str, default: int) -> int:

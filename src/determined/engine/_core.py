@@ -381,7 +381,7 @@ class ExperimentCore(ScriptTrials):
         check_checkpoint_id(uuid)
         resources = dict(resources or {})
         content = ckpts.content_key(resources, framework, format)
-        if ckpts.is_repeat(uuid, self.checkpoints.get(uuid), request_id, batches, content):
+        if ckpts.is_repeat(uuid, self.checkpoints.get(uuid), request_id, batches, content, self.step_unit):
             return []
         if t.state in TERMINAL:
             raise EngineError(f"Trial (request id {request_id}) reported checkpoint {uuid} "
