@@ -308,3 +308,17 @@ def test_an_empty_list_at_80_columns_keeps_its_headers_whole():
     assert all(len(line) <= 80 for line in lines), text
     assert "…" not in lines[0] and "description" in lines[0], text
     assert lines[-1].startswith("(hidden: "), text
+
+
+def test_a_usage_error_folds_at_the_terminal_width_as_other_errors():
+    """``usage_error`` (a bad flag value, checked before any master is asked) folds its
+    message at a terminal's width, as ``det``'s other errors do; exit status 2 stays."""
+    code, text = run_det_in_terminal(
+        ["-m", "http://127.0.0.1:9", "cmd", "run", "-v",
+         "a/relative/directory/on/the/host:/data", "true"], columns=80, timeout=120.0)
+    lines = text.strip().splitlines()
+    assert code == 2 and lines[0].startswith("det: error: -v/--volume "), text
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines), text
+    assert all(line.startswith("  ") for line in lines[1:]), text  # hung under det: error:
+    assert "HOST must be an absolute path on the agent's machine" in " ".join(
+        line.strip() for line in lines), text

@@ -80,8 +80,11 @@ def unreachable_hint(e: APIError, local: str = "run the experiment on this machi
 
 
 def usage_error(message: str) -> NoReturn:
-    """A bad argument combination: ``det: error: ...`` on stderr and exit status 2 (as argparse)."""
-    print(f"det: error: {message}", file=sys.stderr)
+    """A bad argument combination: ``det: error: ...`` on stderr (folded at a terminal's
+    width, as every det error) and exit status 2 (as argparse)."""
+    from determined.cli._main import _error_width, error_text
+
+    print(error_text(message, _error_width()), file=sys.stderr)
     raise SystemExit(2)
 
 
