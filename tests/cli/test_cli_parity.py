@@ -6,12 +6,14 @@ prompt cancels the login, on a real master that then has no session."""
 
 import argparse
 import contextlib
+import json
 import os
 import pathlib
 import re
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -322,3 +324,42 @@ def test_a_usage_error_folds_at_the_terminal_width_as_other_errors():
     assert all(line.startswith("  ") for line in lines[1:]), text  # hung under det: error:
     assert "HOST must be an absolute path on the agent's machine" in " ".join(
         line.strip() for line in lines), text
+
+
+def test_delete_without_yes_is_refused_before_asking_when_the_master_would_refuse(
+        master, tmp_path, tiny_dir):
+    """``det e delete ID`` asks "are you sure" only for a deletion the master would make:
+    someone who may not delete it, or an experiment not finished, is told so first."""
+    env = {"DET_AUTH_DIR": str(tmp_path / "auth")}
+    created = run_det(["-m", master.url, "e", "create", tiny_dir / "const.yaml", tiny_dir,
+                       "--paused"], env=env)
+    assert created.returncode == 0, created.stderr
+    exp_id = created.stdout.split("Created experiment ")[1].split()[0]
+    made = run_det(["-m", master.url, "-u", "admin", "user", "create", "may-not-delete"],
+                   env=env)
+    assert made.returncode == 0, made.stderr
+
+    def delete(*user):
+        # "y" typed at the question, were it asked: the test sees whether it was.
+        return run_det_in_terminal(["-m", master.url, *user, "e", "delete", exp_id],
+                                   env=env, timeout=120.0, answer=("[y/N]", "y\n"))
+
+    code, text = delete("-u", "may-not-delete")
+    assert code == 1 and "[y/N]" not in text, text
+    assert "may not delete experiment" in text and "'determined'" in text, text
+    code, text = delete()  # its owner, but it is paused, not finished
+    assert code == 1 and "[y/N]" not in text and "kill it first" in text, text
+    killed = run_det(["-m", master.url, "e", "kill", exp_id], env=env)
+    assert killed.returncode == 0, killed.stderr
+    deadline = time.monotonic() + 60
+    while json.loads(run_det(["-m", master.url, "e", "list", "--json"], env=env).stdout)[0][
+            "state"] != "CANCELED":
+        assert time.monotonic() < deadline, "the killed experiment never ended"
+        time.sleep(0.2)
+    code, text = run_det_in_terminal(["-m", master.url, "e", "delete", exp_id], env=env,
+                                     timeout=120.0, answer=("[y/N]", "n\n"))
+    assert code == 1, text
+    assert f"Delete experiment {exp_id}, its 0 checkpoints and all its records?" in text, text
+    assert "Nothing deleted (confirm with --yes)" in text, text
+    listed = run_det(["-m", master.url, "e", "list", "--json"], env=env)
+    assert [e["id"] for e in json.loads(listed.stdout)] == [int(exp_id)], listed.stdout
