@@ -363,3 +363,28 @@ def test_delete_without_yes_is_refused_before_asking_when_the_master_would_refus
     assert "Nothing deleted (confirm with --yes)" in text, text
     listed = run_det(["-m", master.url, "e", "list", "--json"], env=env)
     assert [e["id"] for e in json.loads(listed.stdout)] == [int(exp_id)], listed.stdout
+
+
+def test_a_long_owner_wraps_in_task_lists_as_headers_do(master, tmp_path):
+    """``det cmd list -a`` (and the notebook, shell and TensorBoard lists, one table) at
+    80 columns: a long owner wraps at ``-`` onto the row's next lines, as long headers
+    do, never cut with an ellipsis; no line is wider than the terminal."""
+    from det_cli_testing import table_rule
+
+    env = {"DET_AUTH_DIR": str(tmp_path / "auth")}
+    owner = "a-rather-long-username-of-the-research-team"
+    made = run_det(["-m", master.url, "-u", "admin", "user", "create", owner], env=env)
+    assert made.returncode == 0, made.stderr
+    ran = run_det(["-m", master.url, "-u", owner, "cmd", "run", "-d",
+                   "--config", "resources.slots=0", "true"], env=env)
+    assert ran.returncode == 0, ran.stderr
+    code, text = run_det_in_terminal(["-m", master.url, "cmd", "list", "-a"], env=env,
+                                     timeout=120.0)
+    lines = text.strip().splitlines()
+    assert code == 0 and all(len(line) <= 80 for line in lines), text
+    heads = [c.strip() for c in lines[0].split("|")]
+    at = heads.index("owner")
+    rows = lines[table_rule(lines) + 1:]
+    cells = [row.split("|")[at].strip() for row in rows if "|" in row]
+    assert "\u2026" not in "".join(cells), text
+    assert owner in "".join(cells), text  # its pieces, in order, on the row's lines
