@@ -388,3 +388,16 @@ def test_a_long_owner_wraps_in_task_lists_as_headers_do(master, tmp_path):
     cells = [row.split("|")[at].strip() for row in rows if "|" in row]
     assert "\u2026" not in "".join(cells), text
     assert owner in "".join(cells), text  # its pieces, in order, on the row's lines
+
+
+@pytest.mark.parametrize("args", [["create", ""], ["create", "team/mnist"],
+                                  ["describe", "team/mnist"], ["list-versions", " "],
+                                  ["register-version", "a/b", "0"]])
+def test_a_model_name_no_route_can_carry_is_named_as_a_usage_error(master, tmp_path, args):
+    """An empty model name or one with '/' is refused by name, as a template's is (it was
+    "POST .../models/ was answered with a redirect" or "No API route POST ...")."""
+    out = run_det(["-m", master.url, "model", *args],
+                  env={"DET_AUTH_DIR": str(tmp_path / "auth")})
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == ("det: error: Expected a model name of 1-255 characters without "
+                          f"'/'. Received: {args[1]!r}\n"), out.stderr

@@ -25,6 +25,7 @@ __all__ = [
     "id_list",
     "is_local",
     "print_rows",
+    "route_name",
     "sdk",
     "human_time",
     "table_text",
@@ -86,6 +87,16 @@ def usage_error(message: str) -> NoReturn:
 
     print(error_text(message, _error_width()), file=sys.stderr)
     raise SystemExit(2)
+
+
+def route_name(kind: str, name: str) -> str:
+    """``name`` of a ``kind`` (a model, a template) if the master's routes can carry it
+    (1-255 characters, no '/'), else a usage error naming it (a '/' made a "no API
+    route" error, an empty name a redirect error)."""
+    if not name.strip() or "/" in name or len(name) > 255:
+        usage_error(f"Expected a {kind} name of 1-255 characters without '/'. "
+                    f"Received: {name!r}")
+    return name
 
 
 def id_list(text: str) -> List[int]:

@@ -94,13 +94,9 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _check_name(name: str) -> str:
-    """A template name the master's routes can carry: 1-255 characters, no '/'."""
-    from determined.cli._remote import usage_error
+    from determined.cli._remote import route_name
 
-    if not name.strip() or "/" in name or len(name) > 255:
-        usage_error(f"Expected a template name of 1-255 characters without '/'. "
-                    f"Received: {name!r}")
-    return name
+    return route_name("template", name)
 
 
 def _describe(args: argparse.Namespace) -> int:
