@@ -401,3 +401,30 @@ def test_a_model_name_no_route_can_carry_is_named_as_a_usage_error(master, tmp_p
     assert out.returncode == 2, out.stderr
     assert out.stderr == ("det: error: Expected a model name of 1-255 characters without "
                           f"'/'. Received: {args[1]!r}\n"), out.stderr
+
+
+def test_an_argparse_error_folds_at_the_terminal_width():
+    """argparse's own errors (a required flag missing) fold at the terminal's width as
+    det's other errors: it printed one 130-column line for link-with-agent-user."""
+    code, text = run_det_in_terminal(["-m", "http://127.0.0.1:9", "user",
+                                      "link-with-agent-user", "someone"], columns=80,
+                                     timeout=120.0)
+    lines = text.strip().splitlines()
+    assert code == 2 and all(len(line) <= 80 for line in lines), text
+    at = next(i for i, line in enumerate(lines) if ": error: " in line)
+    assert lines[at].startswith("det user link-with-agent-user: error: the following "), text
+    assert " ".join(line.strip() for line in lines[at:]).endswith(
+        "required: --agent-uid, --agent-gid, --agent-user, --agent-group"), text
+    assert all(line.startswith("  ") for line in lines[at + 1:]), text
+
+
+def test_a_field_check_reads_as_written_without_pydantic_s_prefix(master, tmp_path):
+    """A request field's own check says what it expected, not "Value error, Expected"."""
+    env = {"DET_AUTH_DIR": str(tmp_path / "auth")}
+    assert run_det(["-m", master.url, "model", "create", "checked"], env=env).returncode == 0
+    out = run_det(["-m", master.url, "model", "register-version", "checked", "not-a-uuid"],
+                  env=env)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.splitlines()[1] == (
+        "  - checkpoint_uuid: Expected a checkpoint id in UUID form "
+        "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). Received: 'not-a-uuid'"), out.stderr
