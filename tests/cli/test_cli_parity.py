@@ -428,3 +428,33 @@ def test_a_field_check_reads_as_written_without_pydantic_s_prefix(master, tmp_pa
     assert out.stderr.splitlines()[1] == (
         "  - checkpoint_uuid: Expected a checkpoint id in UUID form "
         "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). Received: 'not-a-uuid'"), out.stderr
+
+
+@pytest.mark.parametrize("user,target,said", [
+    ("admin", "nobody-by-that-name", "user 'nobody-by-that-name' not found"),
+    ("determined", "admin", "Only an admin can change the password of 'admin'")])
+def test_change_password_is_refused_before_asking_for_the_new_one(master, tmp_path, user,
+                                                                  target, said):
+    """A user not there, or not yours to change, is said before the two password prompts
+    (they were asked, then the master refused)."""
+    code, text = run_det_in_terminal(
+        ["-m", master.url, "-u", user, "user", "change-password", target],
+        env={"DET_AUTH_DIR": str(tmp_path / "auth")}, timeout=60.0,
+        answer=("New password", "a-new-one\n"), idle=5, respond=lambda out: None)
+    assert code == 1 and "New password" not in text, text
+    assert said in " ".join(text.split()), text
+
+
+def test_a_password_typed_at_a_prompt_and_refused_says_what_to_check(master, tmp_path):
+    """``det -u NAME ...`` asks for NAME's password; refused, it says which login failed
+    and what to check, as ``det user login`` does (it said only "Invalid username or
+    password")."""
+    code, text = run_det_in_terminal(
+        ["-m", master.url, "-u", "no-such-user", "e", "list"],
+        env={"DET_AUTH_DIR": str(tmp_path / "auth")}, timeout=60.0,
+        answer=("Password for user 'no-such-user'", "guess\n"), idle=5,
+        respond=lambda out: None)
+    said = " ".join(text.split())
+    assert code == 1, text
+    assert f"Could not log in to {master.url} as 'no-such-user'" in said, text
+    assert "`det user list` lists users" in said, text

@@ -181,6 +181,8 @@ def _set_active(args: argparse.Namespace) -> int:
 def _change_password(args: argparse.Namespace) -> int:
     with client(args) as c:
         name = args.username or c.username
+        if args.password is None:  # a user not there, or not to be changed by you: first
+            c.request("POST", f"/users/{name}/password", params={"dry_run": "true"})
         c.set_password(name, _read_password(args, f"New password for user {name!r}: ",
                                             "nothing was changed", "password change",
                                             new=True))
