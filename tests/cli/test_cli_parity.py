@@ -458,3 +458,20 @@ def test_a_password_typed_at_a_prompt_and_refused_says_what_to_check(master, tmp
     assert code == 1, text
     assert f"Could not log in to {master.url} as 'no-such-user'" in said, text
     assert "`det user list` lists users" in said, text
+
+
+@pytest.mark.parametrize("args", [
+    ["checkpoint", "download", "8e3ecb3f-bd15-4494-bcfe-20518d737f5f"],
+    ["experiment", "download", "2"], ["trial", "download", "2", "--latest"]])
+def test_a_download_into_a_file_is_a_usage_error_naming_it(tmp_path, args):
+    """``-o`` naming a file (or a path under one) is refused by name before anything is
+    fetched; ``det checkpoint download -o FILE`` printed "FileExistsError: [Errno 17]"."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine\n")
+    for target, said in ((a_file, "a file"), (a_file / "sub", f"{str(a_file)!r} is a file")):
+        out = run_det(["-m", "http://127.0.0.1:9", *args, "-o", target])
+        assert out.returncode == 2, out.stderr
+        assert out.stderr.splitlines()[-1].endswith(
+            f"error: argument -o/--output-dir: Expected a directory (or one to create). "
+            f"Received: {str(target)!r}, {said}"), out.stderr
+    assert a_file.read_text() == "mine\n"

@@ -24,6 +24,7 @@ __all__ = [
     "csv_text",
     "id_list",
     "is_local",
+    "output_dir",
     "print_rows",
     "route_name",
     "sdk",
@@ -97,6 +98,21 @@ def route_name(kind: str, name: str) -> str:
         usage_error(f"Expected a {kind} name of 1-255 characters without '/'. "
                     f"Received: {name!r}")
     return name
+
+
+def output_dir(text: str) -> str:
+    """argparse type of ``-o/--output-dir``: a directory, or a path where one can be made
+    (its nearest existing parent is a directory), not a file."""
+    import os
+
+    probe = os.path.abspath(text)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        where = "a file" if probe == os.path.abspath(text) else f"{probe!r} is a file"
+        raise argparse.ArgumentTypeError(
+            f"Expected a directory (or one to create). Received: {text!r}, {where}")
+    return text
 
 
 def id_list(text: str) -> List[int]:
