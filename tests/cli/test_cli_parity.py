@@ -475,3 +475,28 @@ def test_a_download_into_a_file_is_a_usage_error_naming_it(tmp_path, args):
             f"error: argument -o/--output-dir: Expected a directory (or one to create). "
             f"Received: {str(target)!r}, {said}"), out.stderr
     assert a_file.read_text() == "mine\n"
+
+
+def test_names_with_question_marks_reach_their_own_template_and_user(master, tmp_path):
+    """A '?' or '#' in a template's or user's name is part of the name: ``det template
+    set 'a?b'`` stored a template 'a' (the rest went as a query), and ``det user
+    deactivate 'q?x'`` looked for a user 'q'."""
+    env = {"DET_AUTH_DIR": str(tmp_path / "auth")}
+    config = tmp_path / "t.yaml"
+    config.write_text("description: from a template\n")
+
+    def det(*args, code=0):
+        out = run_det(["-m", master.url, *args], env=env)
+        assert out.returncode == code, (args, out.stdout, out.stderr)
+        return out.stdout
+
+    det("template", "set", "a?b#c", config)
+    assert "description: from a template" in det("template", "describe", "a?b#c")
+    assert "a?b#c" in [row["name"] for row in json.loads(det("template", "list", "--json"))]
+    det("template", "describe", "a", code=1)  # no template 'a' was made
+    det("template", "rm", "a?b#c")
+    det("-u", "admin", "user", "create", "q?x")
+    det("-u", "admin", "user", "deactivate", "q?x")
+    users = {u["username"]: u for u in json.loads(det("user", "list", "--json"))}
+    assert users["q?x"]["active"] is False, users
+    det("-u", "admin", "user", "change-password", "q?x", "--password", "pw")
