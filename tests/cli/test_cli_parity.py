@@ -6,12 +6,14 @@ prompt cancels the login, on a real master that then has no session."""
 
 import argparse
 import contextlib
+import json
 import os
 import pathlib
 import re
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -308,3 +310,193 @@ def test_an_empty_list_at_80_columns_keeps_its_headers_whole():
     assert all(len(line) <= 80 for line in lines), text
     assert "…" not in lines[0] and "description" in lines[0], text
     assert lines[-1].startswith("(hidden: "), text
+
+
+def test_a_usage_error_folds_at_the_terminal_width_as_other_errors():
+    """``usage_error`` (a bad flag value, checked before any master is asked) folds its
+    message at a terminal's width, as ``det``'s other errors do; exit status 2 stays."""
+    code, text = run_det_in_terminal(
+        ["-m", "http://127.0.0.1:9", "cmd", "run", "-v",
+         "a/relative/directory/on/the/host:/data", "true"], columns=80, timeout=120.0)
+    lines = text.strip().splitlines()
+    assert code == 2 and lines[0].startswith("det: error: -v/--volume "), text
+    assert len(lines) > 1 and all(len(line) <= 80 for line in lines), text
+    assert all(line.startswith("  ") for line in lines[1:]), text  # hung under det: error:
+    assert "HOST must be an absolute path on the agent's machine" in " ".join(
+        line.strip() for line in lines), text
+
+
+def test_delete_without_yes_is_refused_before_asking_when_the_master_would_refuse(
+        master, tmp_path, tiny_dir):
+    """``det e delete ID`` asks "are you sure" only for a deletion the master would make:
+    someone who may not delete it, or an experiment not finished, is told so first."""
+    env = {"DET_AUTH_DIR": str(tmp_path / "auth")}
+    created = run_det(["-m", master.url, "e", "create", tiny_dir / "const.yaml", tiny_dir,
+                       "--paused"], env=env)
+    assert created.returncode == 0, created.stderr
+    exp_id = created.stdout.split("Created experiment ")[1].split()[0]
+    made = run_det(["-m", master.url, "-u", "admin", "user", "create", "may-not-delete"],
+                   env=env)
+    assert made.returncode == 0, made.stderr
+
+    def delete(*user):
+        # "y" typed at the question, were it asked: the test sees whether it was.
+        return run_det_in_terminal(["-m", master.url, *user, "e", "delete", exp_id],
+                                   env=env, timeout=120.0, answer=("[y/N]", "y\n"))
+
+    code, text = delete("-u", "may-not-delete")
+    assert code == 1 and "[y/N]" not in text, text
+    assert "may not delete experiment" in text and "'determined'" in text, text
+    code, text = delete()  # its owner, but it is paused, not finished
+    assert code == 1 and "[y/N]" not in text and "kill it first" in text, text
+    killed = run_det(["-m", master.url, "e", "kill", exp_id], env=env)
+    assert killed.returncode == 0, killed.stderr
+    deadline = time.monotonic() + 60
+    while json.loads(run_det(["-m", master.url, "e", "list", "--json"], env=env).stdout)[0][
+            "state"] != "CANCELED":
+        assert time.monotonic() < deadline, "the killed experiment never ended"
+        time.sleep(0.2)
+    code, text = run_det_in_terminal(["-m", master.url, "e", "delete", exp_id], env=env,
+                                     timeout=120.0, answer=("[y/N]", "n\n"))
+    assert code == 1, text
+    assert f"Delete experiment {exp_id}, its 0 checkpoints and all its records?" in text, text
+    assert "Nothing deleted (confirm with --yes)" in text, text
+    listed = run_det(["-m", master.url, "e", "list", "--json"], env=env)
+    assert [e["id"] for e in json.loads(listed.stdout)] == [int(exp_id)], listed.stdout
+
+
+def test_a_long_owner_wraps_in_task_lists_as_headers_do(master, tmp_path):
+    """``det cmd list -a`` (and the notebook, shell and TensorBoard lists, one table) at
+    80 columns: a long owner wraps at ``-`` onto the row's next lines, as long headers
+    do, never cut with an ellipsis; no line is wider than the terminal."""
+    from det_cli_testing import table_rule
+
+    env = {"DET_AUTH_DIR": str(tmp_path / "auth")}
+    owner = "a-rather-long-username-of-the-research-team"
+    made = run_det(["-m", master.url, "-u", "admin", "user", "create", owner], env=env)
+    assert made.returncode == 0, made.stderr
+    ran = run_det(["-m", master.url, "-u", owner, "cmd", "run", "-d",
+                   "--config", "resources.slots=0", "true"], env=env)
+    assert ran.returncode == 0, ran.stderr
+    code, text = run_det_in_terminal(["-m", master.url, "cmd", "list", "-a"], env=env,
+                                     timeout=120.0)
+    lines = text.strip().splitlines()
+    assert code == 0 and all(len(line) <= 80 for line in lines), text
+    heads = [c.strip() for c in lines[0].split("|")]
+    at = heads.index("owner")
+    rows = lines[table_rule(lines) + 1:]
+    cells = [row.split("|")[at].strip() for row in rows if "|" in row]
+    assert "\u2026" not in "".join(cells), text
+    assert owner in "".join(cells), text  # its pieces, in order, on the row's lines
+
+
+@pytest.mark.parametrize("args", [["create", ""], ["create", "team/mnist"],
+                                  ["describe", "team/mnist"], ["list-versions", " "],
+                                  ["register-version", "a/b", "0"]])
+def test_a_model_name_no_route_can_carry_is_named_as_a_usage_error(master, tmp_path, args):
+    """An empty model name or one with '/' is refused by name, as a template's is (it was
+    "POST .../models/ was answered with a redirect" or "No API route POST ...")."""
+    out = run_det(["-m", master.url, "model", *args],
+                  env={"DET_AUTH_DIR": str(tmp_path / "auth")})
+    assert out.returncode == 2, out.stderr
+    assert out.stderr == ("det: error: Expected a model name of 1-255 characters without "
+                          f"'/'. Received: {args[1]!r}\n"), out.stderr
+
+
+def test_an_argparse_error_folds_at_the_terminal_width():
+    """argparse's own errors (a required flag missing) fold at the terminal's width as
+    det's other errors: it printed one 130-column line for link-with-agent-user."""
+    code, text = run_det_in_terminal(["-m", "http://127.0.0.1:9", "user",
+                                      "link-with-agent-user", "someone"], columns=80,
+                                     timeout=120.0)
+    lines = text.strip().splitlines()
+    assert code == 2 and all(len(line) <= 80 for line in lines), text
+    at = next(i for i, line in enumerate(lines) if ": error: " in line)
+    assert lines[at].startswith("det user link-with-agent-user: error: the following "), text
+    assert " ".join(line.strip() for line in lines[at:]).endswith(
+        "required: --agent-uid, --agent-gid, --agent-user, --agent-group"), text
+    assert all(line.startswith("  ") for line in lines[at + 1:]), text
+
+
+def test_a_field_check_reads_as_written_without_pydantic_s_prefix(master, tmp_path):
+    """A request field's own check says what it expected, not "Value error, Expected"."""
+    env = {"DET_AUTH_DIR": str(tmp_path / "auth")}
+    assert run_det(["-m", master.url, "model", "create", "checked"], env=env).returncode == 0
+    out = run_det(["-m", master.url, "model", "register-version", "checked", "not-a-uuid"],
+                  env=env)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.splitlines()[1] == (
+        "  - checkpoint_uuid: Expected a checkpoint id in UUID form "
+        "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). Received: 'not-a-uuid'"), out.stderr
+
+
+@pytest.mark.parametrize("user,target,said", [
+    ("admin", "nobody-by-that-name", "user 'nobody-by-that-name' not found"),
+    ("determined", "admin", "Only an admin can change the password of 'admin'")])
+def test_change_password_is_refused_before_asking_for_the_new_one(master, tmp_path, user,
+                                                                  target, said):
+    """A user not there, or not yours to change, is said before the two password prompts
+    (they were asked, then the master refused)."""
+    code, text = run_det_in_terminal(
+        ["-m", master.url, "-u", user, "user", "change-password", target],
+        env={"DET_AUTH_DIR": str(tmp_path / "auth")}, timeout=60.0,
+        answer=("New password", "a-new-one\n"), idle=5, respond=lambda out: None)
+    assert code == 1 and "New password" not in text, text
+    assert said in " ".join(text.split()), text
+
+
+def test_a_password_typed_at_a_prompt_and_refused_says_what_to_check(master, tmp_path):
+    """``det -u NAME ...`` asks for NAME's password; refused, it says which login failed
+    and what to check, as ``det user login`` does (it said only "Invalid username or
+    password")."""
+    code, text = run_det_in_terminal(
+        ["-m", master.url, "-u", "no-such-user", "e", "list"],
+        env={"DET_AUTH_DIR": str(tmp_path / "auth")}, timeout=60.0,
+        answer=("Password for user 'no-such-user'", "guess\n"), idle=5,
+        respond=lambda out: None)
+    said = " ".join(text.split())
+    assert code == 1, text
+    assert f"Could not log in to {master.url} as 'no-such-user'" in said, text
+    assert "`det user list` lists users" in said, text
+
+
+@pytest.mark.parametrize("args", [
+    ["checkpoint", "download", "8e3ecb3f-bd15-4494-bcfe-20518d737f5f"],
+    ["experiment", "download", "2"], ["trial", "download", "2", "--latest"]])
+def test_a_download_into_a_file_is_a_usage_error_naming_it(tmp_path, args):
+    """``-o`` naming a file (or a path under one) is refused by name before anything is
+    fetched; ``det checkpoint download -o FILE`` printed "FileExistsError: [Errno 17]"."""
+    a_file = tmp_path / "notes.txt"
+    a_file.write_text("mine\n")
+    for target, said in ((a_file, "a file"), (a_file / "sub", f"{str(a_file)!r} is a file")):
+        out = run_det(["-m", "http://127.0.0.1:9", *args, "-o", target])
+        assert out.returncode == 2, out.stderr
+        assert out.stderr.splitlines()[-1].endswith(
+            f"error: argument -o/--output-dir: Expected a directory (or one to create). "
+            f"Received: {str(target)!r}, {said}"), out.stderr
+    assert a_file.read_text() == "mine\n"
+
+
+def test_names_with_question_marks_reach_their_own_template_and_user(master, tmp_path):
+    """A '?' or '#' in a template's or user's name is part of the name: ``det template
+    set 'a?b'`` stored a template 'a' (the rest went as a query), and ``det user
+    deactivate 'q?x'`` looked for a user 'q'."""
+    env = {"DET_AUTH_DIR": str(tmp_path / "auth")}
+    config = tmp_path / "t.yaml"
+    config.write_text("description: from a template\n")
+
+    def det(*args, code=0):
+        out = run_det(["-m", master.url, *args], env=env)
+        assert out.returncode == code, (args, out.stdout, out.stderr)
+        return out.stdout
+
+    det("template", "set", "a?b#c", config)
+    assert "description: from a template" in det("template", "describe", "a?b#c")
+    assert "a?b#c" in [row["name"] for row in json.loads(det("template", "list", "--json"))]
+    det("template", "describe", "a", code=1)  # no template 'a' was made
+    det("template", "rm", "a?b#c")
+    det("-u", "admin", "user", "create", "q?x")
+    det("-u", "admin", "user", "deactivate", "q?x")
+    users = {u["username"]: u for u in json.loads(det("user", "list", "--json"))}
+    assert users["q?x"]["active"] is False, users
+    det("-u", "admin", "user", "change-password", "q?x", "--password", "pw")

@@ -43,12 +43,18 @@ def _confirm(question: str) -> bool:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    if not args.yes and not _confirm(f"Delete experiment {args.experiment_id}, its "
-                                     "checkpoints and all its records?"):
-        print("Nothing deleted (confirm with --yes)")
-        return 1
+    path = f"/experiments/{args.experiment_id}"
     with client(args) as c:
-        answer = c.request("DELETE", f"/experiments/{args.experiment_id}")
+        if not args.yes:
+            # The master's checks first (owner or admin, finished, no registered
+            # checkpoint): a deletion it would refuse is refused before asking.
+            found = c.request("DELETE", path, params={"dry_run": "true"})
+            if not _confirm(f"Delete experiment {args.experiment_id}, its "
+                            f"{counted(found['checkpoints'], 'checkpoint')} and all its "
+                            "records?"):
+                print("Nothing deleted (confirm with --yes)")
+                return 1
+        answer = c.request("DELETE", path)
     print(f"Deleted experiment {args.experiment_id} "
           f"({counted(len(answer['deleted_checkpoints']), 'checkpoint')} removed from storage)")
     return 0

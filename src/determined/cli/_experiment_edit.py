@@ -7,7 +7,8 @@ import json
 import os
 from typing import Any, Dict
 
-from determined.cli._remote import add_local_flags, client, print_rows, sdk, terminal_width
+from determined.cli._remote import (add_local_flags, client, output_dir, print_rows, sdk,
+                                   terminal_width)
 
 __all__ = ["add_experiment_verbs", "add_checkpoint_parser", "parse_bool", "print_checkpoint",
            "print_validation"]
@@ -37,7 +38,7 @@ def add_experiment_verbs(verbs: Any) -> None:
 
     dl = verbs.add_parser("download", help="download the experiment's best checkpoints")
     dl.add_argument("experiment_id", type=int)
-    dl.add_argument("-o", "--output-dir", default="checkpoints")
+    dl.add_argument("-o", "--output-dir", default="checkpoints", type=output_dir)
     dl.add_argument("--top-n", type=int, default=1)
     dl.add_argument("--sort-by", default=None, help="validation metric (default: the searcher's)")
     dl.add_argument("--smaller-is-better", type=parse_bool, default=None)
@@ -56,7 +57,7 @@ def add_checkpoint_parser(nouns: Any) -> None:
     describe.set_defaults(func=_describe_checkpoint)
     dl = verbs.add_parser("download", help="copy a checkpoint to a local directory")
     dl.add_argument("uuid")
-    dl.add_argument("-o", "--output-dir", default=None)
+    dl.add_argument("-o", "--output-dir", default=None, type=output_dir)
     dl.add_argument("-q", "--quiet", action="store_true")
     add_local_flags(dl)
     dl.set_defaults(func=_download_checkpoint)

@@ -12,7 +12,7 @@ import argparse
 import gc
 import os
 import sys
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, NoReturn, Optional
 
 import determined
 from determined.common.password import PromptCanceled
@@ -62,10 +62,19 @@ def _share_global_flags(parser: argparse.ArgumentParser) -> None:
                 _share_global_flags(sub)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, its errors folded at a terminal's width as det's other errors
+    (sub-commands' parsers are of this class too)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, fold_error(f"{self.prog}: error: {message}", _error_width()) + "\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     import importlib
 
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="det",
         description="Determined: run and track deep-learning experiments.",
     )
@@ -98,9 +107,14 @@ def error_text(message: str, width: Optional[int] = None) -> str:
     (a bullet's under its text), words such as paths and URLs never broken. A traceback
     in the message (user code's, as a failed local run quotes it) is left as written,
     from its ``Traceback`` line on: its lines are code and paths to read and copy."""
+    return fold_error(f"det: error: {message}", width)
+
+
+def fold_error(text: str, width: Optional[int]) -> str:
+    """An error's whole ``text`` (``PROG: error: ...``) folded at ``width`` as
+    :func:`error_text` says; as it is without a width."""
     import textwrap
 
-    text = f"det: error: {message}"
     if not width:
         return text
     lines = text.splitlines()

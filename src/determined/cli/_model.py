@@ -7,7 +7,7 @@ import json
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from determined.cli._experiment_edit import print_validation
-from determined.cli._remote import print_rows
+from determined.cli._remote import print_rows, route_name
 from determined.util import format_value
 
 __all__ = ["add_parser"]
@@ -55,6 +55,11 @@ def _sdk(args: argparse.Namespace) -> Any:
     from determined.experimental import Determined
 
     return Determined(args.master, user=args.user)
+
+
+def _model(args: argparse.Namespace) -> Any:
+    """The model ``args.name`` (a usage error for a name no route can carry)."""
+    return _sdk(args).get_model(route_name("model", args.name))
 
 
 def _model_row(model: Any) -> Dict[str, Any]:
@@ -121,7 +126,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _create(args: argparse.Namespace) -> int:
-    model = _sdk(args).create_model(args.name, args.description)
+    model = _sdk(args).create_model(route_name("model", args.name), args.description)
     if args.json:
         print(json.dumps(model.to_json()))
     else:
@@ -130,7 +135,7 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    model = _sdk(args).get_model(args.name)
+    model = _model(args)
     ckpt = model.get_version(args.version)
     if args.json:
         print(json.dumps({**model.to_json(),
@@ -145,7 +150,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _register(args: argparse.Namespace) -> int:
-    ckpt = _sdk(args).get_model(args.name).register_version(args.uuid)
+    ckpt = _model(args).register_version(args.uuid)
     if args.json:
         print(json.dumps(_version_json(ckpt)))
         return 0
@@ -156,7 +161,7 @@ def _register(args: argparse.Namespace) -> int:
 
 
 def _list_versions(args: argparse.Namespace) -> int:
-    model = _sdk(args).get_model(args.name)
+    model = _model(args)
     versions: List[Any] = model.get_versions()
     if args.json:
         print(json.dumps({"model": model.to_json(),

@@ -24,7 +24,9 @@ __all__ = [
     "csv_text",
     "id_list",
     "is_local",
+    "output_dir",
     "print_rows",
+    "route_name",
     "sdk",
     "human_time",
     "table_text",
@@ -80,9 +82,37 @@ def unreachable_hint(e: APIError, local: str = "run the experiment on this machi
 
 
 def usage_error(message: str) -> NoReturn:
-    """A bad argument combination: ``det: error: ...`` on stderr and exit status 2 (as argparse)."""
-    print(f"det: error: {message}", file=sys.stderr)
+    """A bad argument combination: ``det: error: ...`` on stderr (folded at a terminal's
+    width, as every det error) and exit status 2 (as argparse)."""
+    from determined.cli._main import _error_width, error_text
+
+    print(error_text(message, _error_width()), file=sys.stderr)
     raise SystemExit(2)
+
+
+def route_name(kind: str, name: str) -> str:
+    """``name`` of a ``kind`` (a model, a template) if the master's routes can carry it
+    (1-255 characters, no '/'), else a usage error naming it (a '/' made a "no API
+    route" error, an empty name a redirect error)."""
+    if not name.strip() or "/" in name or len(name) > 255:
+        usage_error(f"Expected a {kind} name of 1-255 characters without '/'. "
+                    f"Received: {name!r}")
+    return name
+
+
+def output_dir(text: str) -> str:
+    """argparse type of ``-o/--output-dir``: a directory, or a path where one can be made
+    (its nearest existing parent is a directory), not a file."""
+    import os
+
+    probe = os.path.abspath(text)
+    while not os.path.exists(probe):
+        probe = os.path.dirname(probe)
+    if not os.path.isdir(probe):
+        where = "a file" if probe == os.path.abspath(text) else f"{probe!r} is a file"
+        raise argparse.ArgumentTypeError(
+            f"Expected a directory (or one to create). Received: {text!r}, {where}")
+    return text
 
 
 def id_list(text: str) -> List[int]:

@@ -3,7 +3,8 @@
 A table is ``a | b`` with a ``---+---`` rule, at most the terminal's width (no limit
 when stdout is no terminal: scripts get every value). To fit, long headers wrap at
 ``._- `` boundaries (``validation.`` / ``accuracy``), hyperparameters wrap at their
-spaces onto following lines of the row, other long cells are cut with an ellipsis,
+spaces onto following lines of the row, names (an owner, a user, a model or template)
+wrap as headers do, never cut, other long cells are cut with an ellipsis,
 and columns that still do not fit are left out (named in a last line). On a terminal,
 id columns with one value in every row (the trial id of one trial's workloads) are
 left out too: the title or the table above says it.
@@ -26,7 +27,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
 from determined.util import format_value
 
 __all__ = ["LABELS", "cell", "compact", "csv_text", "human_time", "label_lines", "print_rows",
-           "table_text", "terminal_width", "varying_columns", "wrap_words"]
+           "NAMES", "table_text", "terminal_width", "varying_columns", "wrap_words"]
 
 #: Shorter headers for tables (CSV and JSON keep the field names).
 LABELS = {
@@ -47,6 +48,8 @@ _DROP_FIRST = ["archived", "labels", "end_time", "restarts", "size_bytes", "addr
                "latest_checkpoint", "owner"]
 #: Columns whose long values go on over the following lines of their row (at spaces).
 WRAPPED = ("hparams",)
+#: Columns of names to read whole (and copy): long ones wrap at ``._- `` as headers do.
+NAMES = ("owner", "username", "name")
 #: A wrapped column keeps its longest word whole up to this width.
 _LONGEST_WORD = 30
 #: Columns left out on a terminal where every row (two or more) has the same value.
@@ -186,10 +189,10 @@ def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[:max(0, width - 1)] + ELLIPSIS
 
 
-def _cell_lines(text: str, width: int, wrapped: bool) -> List[str]:
-    if not wrapped or len(text) <= width:
+def _cell_lines(text: str, width: int, column: str) -> List[str]:
+    if len(text) <= width or column not in WRAPPED + NAMES:
         return [_shorten(text, width)]
-    return wrap_words(text, width)
+    return wrap_words(text, width) if column in WRAPPED else label_lines(text, width)
 
 
 def varying_columns(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
@@ -231,9 +234,12 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
     # A column may narrow to its longest header piece, or to its
     # values where the header is longer (a metric's name over numbers), or to its header
     # where the values are longer (cut or wrapped; wrapped ones keep their longest word,
-    # a hyperparameter's name=value, up to _LONGEST_WORD): never below 8 or _KEEP_WIDTH.
+    # a hyperparameter's name=value, up to _LONGEST_WORD; names their longest piece):
+    # never below 8 or _KEEP_WIDTH.
     words = [max([len(word) for row in cells for word in row[i].split()], default=0)
-             if c in WRAPPED else 0 for i, c in enumerate(columns)]
+             if c in WRAPPED else
+             max([_longest_piece(row[i]) for row in cells], default=0) if c in NAMES else 0
+             for i, c in enumerate(columns)]
     floors = [min(w, max(8, _KEEP_WIDTH.get(c, 0), _longest_piece(head),
                          min(word, _LONGEST_WORD),
                          min(len(head), v) if rows else len(head)))
@@ -266,7 +272,7 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
             if sizes[i] < widths[i]:
                 sizes[i] = max([len(line) for line in label_lines(heads[i], sizes[i])]
                                + [len(line) for row in cells for line in
-                                  _cell_lines(row[i], sizes[i], columns[i] in WRAPPED)])
+                                  _cell_lines(row[i], sizes[i], columns[i])])
         return sizes
 
     sizes = fitted(shown)
@@ -287,7 +293,7 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
     out = lines([label_lines(heads[i], widths[i]) for i in range(len(columns))])
     out.append("-+-".join("-" * widths[i] for i in shown))
     for row in cells:
-        out += lines([_cell_lines(row[i], widths[i], columns[i] in WRAPPED)
+        out += lines([_cell_lines(row[i], widths[i], columns[i])
                       for i in range(len(columns))])
     # Named as their headers read (``ended``, not ``end_time``); empty ones not at all.
     hidden = [heads[i] for i in range(len(columns)) if i not in shown and (values[i] or not rows)]

@@ -50,7 +50,7 @@ def fetch_template(c: Any, name: str) -> Dict[str, Any]:
     from determined.errors import MasterError
 
     try:
-        return dict(c.request("GET", f"/templates/{name}")["config"] or {})
+        return dict(c.request("GET", _path(name))["config"] or {})
     except APIError as e:
         if e.status == 404:
             raise MasterError(f"--template {name}: the master has no template of that "
@@ -93,20 +93,23 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_name(name: str) -> str:
-    """A template name the master's routes can carry: 1-255 characters, no '/'."""
-    from determined.cli._remote import usage_error
+def _path(name: str) -> str:
+    """The template's route, its name quoted (a '?' or '#' in it is part of the name)."""
+    from urllib.parse import quote
 
-    if not name.strip() or "/" in name or len(name) > 255:
-        usage_error(f"Expected a template name of 1-255 characters without '/'. "
-                    f"Received: {name!r}")
-    return name
+    return f"/templates/{quote(name, safe='')}"
+
+
+def _check_name(name: str) -> str:
+    from determined.cli._remote import route_name
+
+    return route_name("template", name)
 
 
 def _describe(args: argparse.Namespace) -> int:
     _check_name(args.template_name)
     with client(args) as c:
-        config = c.request("GET", f"/templates/{args.template_name}")["config"]
+        config = c.request("GET", _path(args.template_name))["config"]
     if args.json:
         print(json.dumps(config))
     else:
@@ -124,7 +127,7 @@ def _set(args: argparse.Namespace) -> int:
         raise InvalidConfigError([("", "expected a mapping of config fields")],
                                  source=f"template file {args.template_file}")
     with client(args) as c:
-        c.request("PUT", f"/templates/{args.template_name}", json={"config": config})
+        c.request("PUT", _path(args.template_name), json={"config": config})
     print(f"Set template {args.template_name}")
     return 0
 
@@ -132,6 +135,6 @@ def _set(args: argparse.Namespace) -> int:
 def _remove(args: argparse.Namespace) -> int:
     _check_name(args.template_name)
     with client(args) as c:
-        c.request("DELETE", f"/templates/{args.template_name}")
+        c.request("DELETE", _path(args.template_name))
     print(f"Removed template {args.template_name}")
     return 0

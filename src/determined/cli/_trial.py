@@ -18,7 +18,7 @@ from determined.common.api._log_tail import (
 )
 from determined.cli._waiting import wait_details, with_waiting
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text,
-                                   print_rows, sdk, usage_error)
+                                   output_dir, print_rows, sdk, usage_error)
 
 __all__ = ["add_parser"]
 
@@ -52,7 +52,7 @@ def add_parser(nouns: Any) -> None:
     which.add_argument("--best", action="store_true", help="the best validated checkpoint")
     which.add_argument("--latest", action="store_true", help="the latest checkpoint")
     which.add_argument("--uuid", default=None, help="the checkpoint with this UUID")
-    dl.add_argument("-o", "--output-dir", default=None,
+    dl.add_argument("-o", "--output-dir", default=None, type=output_dir,
                     help="directory to copy it to (default checkpoints/<uuid>)")
     dl.add_argument("--sort-by", default=None, help="with --best: validation metric to rank by")
     dl.add_argument("--smaller-is-better", type=parse_bool, default=None, metavar="BOOL",

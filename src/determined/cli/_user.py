@@ -18,6 +18,7 @@ from typing import Any
 
 from determined.cli._remote import client, print_rows
 from determined.common.api import APIError, Authenticator, MasterClient, TokenCache
+from determined.common.api._client import user_path
 from determined.common.password import read_password
 from determined.errors import DeterminedError
 
@@ -181,6 +182,8 @@ def _set_active(args: argparse.Namespace) -> int:
 def _change_password(args: argparse.Namespace) -> int:
     with client(args) as c:
         name = args.username or c.username
+        if args.password is None:  # a user not there, or not to be changed by you: first
+            c.request("POST", user_path(name) + "/password", params={"dry_run": "true"})
         c.set_password(name, _read_password(args, f"New password for user {name!r}: ",
                                             "nothing was changed", "password change",
                                             new=True))

@@ -286,6 +286,30 @@ def test_live_channel_follows_the_model_registry(master, api, experiments, store
     assert names[0] == "other" and set(names) == {"other", "live one"}, events
 
 
+def test_logs_search_matches_the_lines_as_the_ui_shows_them(api, experiments, store):
+    """The log view shows a traceback's paths in the model directory (``File
+    "model_def.py"``, webui/src/failure.ts); its search finds what it shows, not the
+    trial's working directory it left out."""
+    exp_id = experiments["done"]
+    trial_id = api.get(f"/ui/experiments/{exp_id}").json()["trials"][0]["id"]
+    workdir = "/tmp/det-workdirs/exp4-trial7-pid3107.1f2a3.effffffc"
+    store.add_logs(trial_id, [f"[determined] Trial starts in {workdir}",
+                              f'  File "{workdir}/model_def.py", line 9, in train_batch',
+                              f"ValueError: no rows in {workdir}/train.csv"])
+
+    def found(search):
+        return [line["line"] for line in api.get(f"/ui/trials/{trial_id}/logs", params={
+            "search": search}).json()["logs"]]
+
+    assert found('File "model_def.py"') == [
+        f'  File "{workdir}/model_def.py", line 9, in train_batch']
+    assert found("ROWS IN TRAIN.CSV") == [f"ValueError: no rows in {workdir}/train.csv"]
+    # Shown as written where it says where the trial runs; left out of the traceback.
+    assert found("pid3107") == [f"[determined] Trial starts in {workdir}"]
+    assert len(api.get(f"/ui/trials/{trial_id}/logs", params={
+        "search": "exp4-trial7", "limit": 1}).json()["logs"]) == 1
+
+
 def test_logs_search_and_cluster(api, experiments, store):
     exp_id = experiments["done"]
     trial_id = api.get(f"/ui/experiments/{exp_id}").json()["trials"][0]["id"]

@@ -3,11 +3,11 @@
  * stay as written. (The same in a real browser on a real trial's traceback:
  * tests/master/e2e/test_webui_browser.py.) */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { render, screen, waitFor } from "@testing-library/react";
+import { fireEvent, render, screen, waitFor } from "@testing-library/react";
 import type { LogLine } from "../api";
 import Logs from "../components/Logs";
 import { failureSummary, logLinePaths, modelDirPaths } from "../failure";
-import { installFakeMaster, removeFakeMaster, routes } from "./fake-master";
+import { callsTo, installFakeMaster, removeFakeMaster, routes } from "./fake-master";
 
 beforeEach(installFakeMaster);
 afterEach(removeFakeMaster);
@@ -79,5 +79,24 @@ describe("log view", () => {
     routes["GET /api/v1/tasks/a1/logs"] = () => [200, { logs: [line(1, TRACEBACK[3])] }];
     render(<Logs taskId="a1" live={[]} />);
     await waitFor(() => expect(screen.getByTestId("task-logs").textContent).toBe(TRACEBACK[3]));
+  });
+
+  it("searches the lines as it shows them, not the working directory it leaves out", async () => {
+    routes["GET /api/v1/trials/7/logs"] = () => [200, { logs: TRACEBACK.map((t, i) => line(i + 1, t)) }];
+    // The master's search (it matches shown lines too) has nothing older to add.
+    routes["GET /api/v1/ui/trials/7/logs"] = () => [200, { logs: [] }];
+    render(<Logs trialId={7} live={[]} />);
+    const log = screen.getByTestId("trial-logs");
+    await waitFor(() => expect(log.querySelectorAll(".log-line")).toHaveLength(TRACEBACK.length));
+    const shownFor = async (search: string) => {
+      fireEvent.change(screen.getByLabelText("search logs"), { target: { value: search } });
+      await waitFor(() => expect(callsTo("/api/v1/ui/trials/7/logs").at(-1)?.url.searchParams.get("search")).toBe(search));
+      return [...log.querySelectorAll(".log-line")].map((e) => e.textContent);
+    };
+    // As shown: the frame's path is relative to the model directory.
+    expect(await shownFor('file "raise_def.py"')).toEqual(['  File "raise_def.py", line 9, in __init__']);
+    expect(await shownFor("rows in train.csv")).toEqual(["ValueError: no rows in train.csv", "trial 7 failed: ValueError: no rows in train.csv"]);
+    // The working directory shows only where the trial says it runs.
+    expect(await shownFor("det-workdirs")).toEqual(["[determined] Trial starts in " + WORKDIR]);
   });
 });

@@ -6,10 +6,12 @@ import { ErrorLine } from "./Bits";
 
 const KEEP = 5000;
 
-export function filterLines(lines: LogLine[], search: string): LogLine[] {
+/** The ``lines`` whose text as shown (``display``: a trial's lines with paths in the model
+ * directory) contains ``search``, case-insensitive: the search finds what the view shows. */
+export function filterLines(lines: LogLine[], search: string, display: (line: string) => string = (line) => line): LogLine[] {
   if (!search) return lines;
   const s = search.toLowerCase();
-  return lines.filter((l) => l.line.toLowerCase().includes(s));
+  return lines.filter((l) => display(l.line).toLowerCase().includes(s));
 }
 
 /** Whose logs: a trial's (searched on the server) or a task's (searched here). */
@@ -83,11 +85,12 @@ export default function Logs({ live, onTail, ...source }: LogSource & { live: Lo
     if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;
   }, [lines, follow, found]);
 
-  // While the server's search runs, the lines at hand are filtered already.
-  const shown = search ? merge(found ?? [], filterLines(lines, search)) : lines;
   // A trial's tracebacks name files in the model directory, as its failure box does, not in
   // the copy the trial ran in (removed once it ended); a download has the lines as written.
   const display = trialId !== undefined ? logLinePaths : (line: string) => line;
+  // While the server's search runs (it matches lines as shown too), the lines at hand are
+  // filtered already.
+  const shown = search ? merge(found ?? [], filterLines(lines, search, display)) : lines;
   return (
     <section className="logs">
       <div className="controls">

@@ -172,13 +172,14 @@ class Authenticator:
                 if password is None and sys.stdin is not None and sys.stdin.isatty():
                     prompt = f"Password for user {self.username!r}: "
                     typed = ask_password(prompt, "login")  # Ctrl-D/Ctrl-C: PromptCanceled
-                    answer = c.login(self.username, typed)
+                    try:
+                        answer = c.login(self.username, typed)
+                    except APIError as again:
+                        if again.status != 401:
+                            raise
+                        raise self._refused(again) from None
                 elif password is not None:  # a password given and refused: say what to check
-                    raise APIError(
-                        f"Could not log in to {self.master} as {self.username!r}: {e}. Check "
-                        f"the user name (`det user list` lists users) and the password (an "
-                        f"admin can set it: `det user change-password {self.username}`)",
-                        e.status) from None
+                    raise self._refused(e) from None
                 elif session_ended:  # e.g. past the master's session_ttl_hours
                     raise APIError(
                         f"The saved login of {self.username!r} at {self.master} is no longer "
@@ -194,6 +195,13 @@ class Authenticator:
         token = str(answer["token"])
         self.cache.put(self.master, self.username, token, activate=self.activate)
         return token
+
+    def _refused(self, e: APIError) -> APIError:
+        """A password refused: which login, and what to check."""
+        return APIError(
+            f"Could not log in to {self.master} as {self.username!r}: {e}. Check the user "
+            f"name (`det user list` lists users) and the password (an admin can set it: "
+            f"`det user change-password {self.username}`)", e.status)
 
     def forget(self) -> Optional[str]:
         """Drop the cached token of this user; returns it (None if there was none)."""

@@ -15,7 +15,14 @@ import httpx
 
 from determined.errors import MasterError
 
-__all__ = ["MasterClient", "normalize_master_url", "APIError", "TokenSource"]
+__all__ = ["MasterClient", "normalize_master_url", "APIError", "TokenSource", "user_path"]
+
+
+def user_path(name: str) -> str:
+    """A user's route, the name quoted (a '?' or '#' in it is part of the name)."""
+    from urllib.parse import quote
+
+    return f"/users/{quote(name, safe='')}"
 
 
 class TokenSource(Protocol):
@@ -210,10 +217,10 @@ class MasterClient:
     def patch_user(self, name: str, /, **changes: Any) -> Dict[str, Any]:
         """Change ``active``, ``admin``, ``username`` (rename) or ``agent_user_group`` of
         user ``name`` (admins)."""
-        return self.request("PATCH", f"/users/{name}", json=changes)
+        return self.request("PATCH", user_path(name), json=changes)
 
     def set_password(self, username: str, password: str) -> None:
-        self.request("POST", f"/users/{username}/password", json={"password": password})
+        self.request("POST", user_path(username) + "/password", json={"password": password})
 
     # -- experiments -------------------------------------------------------------------
     def create_experiment(self, config: Union[str, Dict[str, Any]], model_def: bytes,

@@ -116,8 +116,11 @@ def create_app(master: Master) -> fastapi.FastAPI:
 
     @app.exception_handler(RequestValidationError)
     def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # A validator's own message as it wrote it, without pydantic's "Value error, ".
         details = [
-            {"field": ".".join(str(p) for p in err["loc"] if p != "body"), "message": err["msg"]}
+            {"field": ".".join(str(p) for p in err["loc"] if p != "body"),
+             "message": err["msg"].removeprefix("Value error, ")
+             if err.get("type") == "value_error" else err["msg"]}
             for err in exc.errors()
         ]
         return _error(400, f"Invalid request ({counted(len(details), 'error')})", details)

@@ -19,7 +19,8 @@ Routes: ``POST /auth/login`` {username, password} -> {token, user};
 ``POST /auth/logout``; ``GET /me``; ``GET /users``; ``GET /users/{name}``;
 ``POST /users`` (admin); ``PATCH /users/{name}`` {active, admin, username,
 agent_user_group} (admin);
-``POST /users/{name}/password`` {password} (the user or an admin).
+``POST /users/{name}/password`` {password} (the user or an admin; ``?dry_run=true``: its
+checks alone, no body).
 Experiments may be paused, killed or edited only by their owner or an admin
 (:func:`check_owner`, 403 otherwise).
 """
@@ -278,10 +279,15 @@ class Auth:
             return user_json(updated)
 
         @api.post("/users/{username}/password")
-        def set_password(username: str, body: Password, user: User = Caller) -> Dict[str, Any]:
+        def set_password(username: str, body: Optional[Password] = None, dry_run: bool = False,
+                         user: User = Caller) -> Dict[str, Any]:
             if username != user.username:
                 require_admin(user, f"change the password of {username!r}")
             store.get_user(username)
+            if dry_run:  # the checks alone: `det user change-password` asks only then
+                return {}
+            if body is None:
+                raise fail(400, "Expected a JSON body {\"password\": ...}. Received: none")
             store.set_user_password(username, body.password)
             return {}
 

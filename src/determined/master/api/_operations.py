@@ -8,7 +8,9 @@ log, and draining agents and slots.
   ``DELETE /checkpoints/{uuid}/metadata?keys=a&keys=b`` drops keys; both answer
   ``{"metadata": ...}`` (the experiment's owner or an admin).
 - ``DELETE /experiments/{id}`` (its owner or an admin; finished experiments only): deletes its
-  checkpoints from storage, then its records and files on the master.
+  checkpoints from storage, then its records and files on the master. ``?dry_run=true``
+  makes the same checks (the same 403/404/409) and deletes nothing -> ``{"id",
+  "checkpoints": N}`` (what a deletion would remove): ``det e delete`` asks only then.
 - ``GET /experiments/{id}/gc-preview?save_experiment_best=&save_trial_best=&
   save_trial_latest=`` -> ``{"checkpoints": [...]}`` that policy would delete;
   ``PATCH /experiments/{id}/gc-policy`` ``{save_*}`` stores it and, for a finished
@@ -147,7 +149,8 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
         return gone
 
     @api.delete("/experiments/{id}")
-    def delete_experiment(id: int, user: User = Caller) -> Dict[str, Any]:
+    def delete_experiment(id: int, dry_run: bool = False,
+                          user: User = Caller) -> Dict[str, Any]:
         exp = store.get_experiment(id)
         check_owner(user, exp.owner, f"experiment {id}", "delete")  # as 0.13
         # A finished experiment never runs again: no lock keeps this true.
@@ -160,6 +163,8 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
             raise fail(409, f"Experiment {id} has checkpoints registered as model versions "
                             f"({', '.join(sorted(registered))}); delete those models first")
         live = [c.uuid for c in ckpts if c.state != "DELETED"]
+        if dry_run:
+            return {"id": id, "checkpoints": len(live)}
         gone = set(_delete_files(id, exp.config, live))
         if len(gone) < len(live):
             for uuid in gone:

@@ -16,6 +16,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import sqlalchemy as sa
 
+from determined.master.api._log_view import WORKDIR_LIKE, shows
 from determined.master.db import Store
 from determined.master.db import _models as m
 from determined.master.views import iso
@@ -220,16 +221,28 @@ def new_log_lines(store: Store, trial_id: int, after_id: int, limit: int = 2000)
 
 def log_lines(store: Store, trial_id: int, search: str, after_id: int,
               limit: int) -> List[Any]:
-    """Log lines containing ``search`` (case-insensitive), oldest first."""
+    """Log lines containing ``search`` (case-insensitive) as the web UI shows them
+    (a traceback's paths relative to the model directory: ``_log_view``), oldest first."""
     lt = m.TrialLog.__table__
-    query = sa.select(lt.c.id, lt.c.timestamp, lt.c.line).where(
-        lt.c.trial_id == trial_id, lt.c.id > after_id)
-    if search:
-        escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        query = query.where(lt.c.line.ilike(f"%{escaped}%", escape="\\"))
-    query = query.order_by(lt.c.id).limit(limit)
-    with store._read() as s:
-        return list(s.execute(query))
+    query = sa.select(lt.c.id, lt.c.timestamp, lt.c.line).where(lt.c.trial_id == trial_id)
+    if not search:
+        with store._read() as s:
+            return list(s.execute(query.where(lt.c.id > after_id).order_by(lt.c.id)
+                                  .limit(limit)))
+    escaped = search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    # The raw line has the text, or names a working directory that the view shortens
+    # (a frame's path): both are read, and matched as shown.
+    query = query.where(sa.or_(lt.c.line.ilike(f"%{escaped}%", escape="\\"),
+                               lt.c.line.like(WORKDIR_LIKE))).order_by(lt.c.id)
+    found: List[Any] = []
+    while len(found) < limit:
+        with store._read() as s:
+            page = list(s.execute(query.where(lt.c.id > after_id).limit(limit)))
+        found += [row for row in page if shows(row.line, search)]
+        if len(page) < limit:
+            break
+        after_id = page[-1].id
+    return found[:limit]
 
 
 def per_batch_values(batch_json: Optional[str], metric: str) -> List[float]:
