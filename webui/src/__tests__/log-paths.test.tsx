@@ -2,6 +2,9 @@
  * mapping, ``modelDirPaths``), for the lines the box reads; a task's log, and other lines,
  * stay as written. (The same in a real browser on a real trial's traceback:
  * tests/master/e2e/test_webui_browser.py.) */
+import { readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fireEvent, render, screen, waitFor } from "@testing-library/react";
 import type { LogLine } from "../api";
@@ -25,7 +28,17 @@ const TRACEBACK = [
 ];
 const line = (id: number, text: string): LogLine => ({ id, timestamp: "2026-11-29T10:00:00+00:00", line: text });
 
+// The same cases check the master's copy of this mapping (its log search):
+// tests/master/api/test_log_view_lines.py.
+const SHARED = resolve(dirname(fileURLToPath(import.meta.url)), "../../../tests/fixtures/log_view_lines.json");
+const CASES: { raw: string; shown: string }[] = JSON.parse(readFileSync(SHARED, "utf8")).cases;
+
 describe("logLinePaths", () => {
+  it.each(CASES)("shows $raw as the master's search reads it", ({ raw, shown }) => {
+    expect(logLinePaths(raw)).toBe(shown);
+  });
+
+
   it("maps a traceback's frame and exception lines and the harness's failure line", () => {
     expect(TRACEBACK.map(logLinePaths)).toEqual([
       "[determined] Trial starts in " + WORKDIR, // says where the trial runs: as written
