@@ -10,6 +10,7 @@ import time
 from typing import Any, Callable, Dict, List
 
 from determined.cli._remote import add_format_flags, client, print_rows, usage_error
+from determined.cli._argtypes import count, positive_int
 
 __all__ = ["add_parser", "version"]
 
@@ -29,7 +30,7 @@ def add_parser(nouns: Any) -> None:
     info.set_defaults(func=_info)
     logs = mverbs.add_parser("logs", help="print the master's own log")
     logs.add_argument("-f", "--follow", action="store_true", help="wait for new lines")
-    logs.add_argument("--tail", type=int, default=None, metavar="N",
+    logs.add_argument("--tail", type=count, default=None, metavar="N",
                       help="only the last N lines")
     logs.set_defaults(func=_logs)
     master.set_defaults(func=_config)
@@ -48,7 +49,7 @@ def add_parser(nouns: Any) -> None:
         p = sverbs.add_parser(verb, help=f"{verb} scheduling new trials on a slot"
                               + (" (a running trial goes on)" if verb == "disable" else ""))
         p.add_argument("agent_id")
-        p.add_argument("slot_id", type=int)
+        p.add_argument("slot_id", type=positive_int)
         p.set_defaults(func=_slot_toggle, enable=verb == "enable")
 
 

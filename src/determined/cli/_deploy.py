@@ -17,6 +17,7 @@ import time
 from typing import Any, Dict, Optional
 
 from determined.errors import DeterminedError
+from determined.cli._argtypes import port_number, positive_int
 
 __all__ = ["add_parser"]
 
@@ -27,8 +28,8 @@ def add_parser(nouns: Any) -> None:
     local = kinds.add_parser("local", help="a master and agent on this machine, no Docker")
     verbs = local.add_subparsers(dest="verb", metavar="ACTION")
     up = verbs.add_parser("up", help="start the master in the background")
-    up.add_argument("--slots", type=int, default=None, help="slots (default: one per GPU, else one per CPU)")
-    up.add_argument("--port", type=int, default=8080, help="the master's port (default: 8080)")
+    up.add_argument("--slots", type=positive_int, default=None, help="slots (default: one per GPU, else one per CPU)")
+    up.add_argument("--port", type=port_number, default=8080, help="the master's port (default: 8080)")
     up.add_argument("--data-dir", default=None,
                     help="database, logs and checkpoints (default: ~/.determined/master)")
     up.add_argument("--master-config", default=None, help="master config YAML")
@@ -37,7 +38,7 @@ def add_parser(nouns: Any) -> None:
     down = verbs.add_parser("down", help="stop the master")
     down.add_argument("--data-dir", default=None,
                       help="the one given to `up` (default: ~/.determined/master)")
-    down.add_argument("--port", type=int, default=None,
+    down.add_argument("--port", type=port_number, default=None,
                       help="stop it only if it is the master on this port (as given to `up`)")
     down.set_defaults(func=_down)
 

@@ -7,8 +7,9 @@ import json
 import os
 from typing import Any
 
-from determined.cli._remote import add_local_flags, usage_error
+from determined.cli._remote import add_local_flags
 from determined.errors import MasterError
+from determined.cli._argtypes import positive_int
 
 __all__ = ["add_parser"]
 
@@ -25,7 +26,7 @@ def add_parser(nouns: Any) -> None:
     create.add_argument("-t", "--test-mode", "--test", dest="test_mode", action="store_true",
                         help="train one batch, validate and checkpoint, to debug the model quickly "
                              "(on the master unless --local)")
-    create.add_argument("--slots", type=int, default=1,
+    create.add_argument("--slots", type=positive_int, default=1,
                         help="with --local: trials to run at once (default 1)")
     create.add_argument("--local-dir", default=None,
                         help="implies --local: where records and checkpoints go "
@@ -71,8 +72,6 @@ def _create(args: argparse.Namespace) -> int:
     _check_utf8(args.config_file)
     _print_config_warnings(args.config_file)
 
-    if args.slots < 1:
-        usage_error(f"--slots must be at least 1. Received: {args.slots}")
     if args.template is not None and (args.local or args.local_dir is not None):
         raise MasterError(f"--template {args.template}: templates live on a master; "
                           "--local runs cannot use them")

@@ -8,6 +8,7 @@ from typing import Any
 
 from determined.cli._remote import client, print_rows, usage_error
 from determined.common.wording import counted
+from determined.cli._argtypes import count, positive_int
 
 __all__ = ["add_admin_verbs"]
 
@@ -16,7 +17,7 @@ def add_admin_verbs(verbs: Any) -> None:
     """Add ``delete`` to ``det experiment`` and ``gc-policy`` to ``det experiment set``."""
     delete = verbs.add_parser("delete", help="delete a finished experiment, its checkpoints "
                                              "and records (its owner or an admin)")
-    delete.add_argument("experiment_id", type=int)
+    delete.add_argument("experiment_id", type=positive_int)
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     delete.set_defaults(func=_delete)
 
@@ -24,9 +25,9 @@ def add_admin_verbs(verbs: Any) -> None:
     fields = next(a for a in setp._actions if isinstance(a, argparse._SubParsersAction))
     gc = fields.add_parser("gc-policy", help="change which checkpoints are kept (shows what "
                                              "would be deleted; --yes applies it)")
-    gc.add_argument("experiment_id", type=int)
+    gc.add_argument("experiment_id", type=positive_int)
     for flag in ("--save-experiment-best", "--save-trial-best", "--save-trial-latest"):
-        gc.add_argument(flag, type=int, required=True, metavar="N")
+        gc.add_argument(flag, type=count, required=True, metavar="N")
     gc.add_argument("--yes", action="store_true",
                     help="apply the policy without asking (deletes the checkpoints listed)")
     gc.set_defaults(func=_gc_policy)

@@ -7,6 +7,7 @@ import json
 import os
 from typing import Any, Dict
 
+from determined.cli._argtypes import positive_int
 from determined.cli._remote import (add_local_flags, client, output_dir, print_rows, sdk,
                                    terminal_width)
 
@@ -19,7 +20,7 @@ def add_experiment_verbs(verbs: Any) -> None:
     lverbs = label.add_subparsers(dest="label_action", metavar="ACTION")
     for action in ("add", "remove"):
         p = lverbs.add_parser(action, help=f"{action} a label")
-        p.add_argument("experiment_id", type=int)
+        p.add_argument("experiment_id", type=positive_int)
         p.add_argument("label")
         p.set_defaults(func=_label, label_op=action)
 
@@ -32,14 +33,14 @@ def add_experiment_verbs(verbs: Any) -> None:
         ("max-slots", int, "most slots the experiment may use"),
     ):
         p = sverbs.add_parser(field, help=help_text)
-        p.add_argument("experiment_id", type=int)
+        p.add_argument("experiment_id", type=positive_int)
         p.add_argument("value", type=kind)
         p.set_defaults(func=_set, field=field.replace("-", "_"))
 
     dl = verbs.add_parser("download", help="download the experiment's best checkpoints")
-    dl.add_argument("experiment_id", type=int)
+    dl.add_argument("experiment_id", type=positive_int)
     dl.add_argument("-o", "--output-dir", default="checkpoints", type=output_dir)
-    dl.add_argument("--top-n", type=int, default=1)
+    dl.add_argument("--top-n", type=positive_int, default=1)
     dl.add_argument("--sort-by", default=None, help="validation metric (default: the searcher's)")
     dl.add_argument("--smaller-is-better", type=parse_bool, default=None)
     dl.add_argument("-q", "--quiet", action="store_true", help="print only the paths")

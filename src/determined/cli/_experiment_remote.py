@@ -25,6 +25,7 @@ from determined.common.api import APIError, MasterClient, pack_context
 from determined.common.api._log_tail import follow_experiment, trial_log_page
 from determined.common.console import TrimmedConsole
 from determined.errors import InvalidConfigError, InvalidModelDefError
+from determined.cli._argtypes import positive_int
 
 __all__ = ["add_verbs", "create_remote", "follow", "list_remote", "read_context", "templated"]
 
@@ -32,10 +33,10 @@ __all__ = ["add_verbs", "create_remote", "follow", "list_remote", "read_context"
 def add_verbs(verbs: Any) -> None:
     for verb in ("pause", "activate", "cancel", "kill", "archive", "unarchive"):
         p = verbs.add_parser(verb, help=f"{verb} an experiment")
-        p.add_argument("experiment_id", type=int)
+        p.add_argument("experiment_id", type=positive_int)
         p.set_defaults(func=_action, action=verb)
     wait = verbs.add_parser("wait", help="wait until the experiment ends (exit 0 iff COMPLETED)")
-    wait.add_argument("experiment_id", type=int)
+    wait.add_argument("experiment_id", type=positive_int)
     wait.add_argument("--polling-interval", type=float, default=5.0,
                       help="seconds between polls (default 5)")
     wait.set_defaults(func=_wait)

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from determined.errors import MasterError
+from determined.cli._argtypes import positive_int
 
 __all__ = ["add_resume_verb"]
 
@@ -13,11 +14,11 @@ __all__ = ["add_resume_verb"]
 def add_resume_verb(verbs: Any) -> None:
     resume = verbs.add_parser(
         "resume", help="continue a --local experiment whose driver was interrupted")
-    resume.add_argument("experiment_id", type=int)
+    resume.add_argument("experiment_id", type=positive_int)
     resume.add_argument("--local", action="store_true", help="a local experiment (required)")
     resume.add_argument("--local-dir", default=None,
                         help="implies --local (default $DET_LOCAL_DIR or ~/.determined/local)")
-    resume.add_argument("--slots", type=int, default=1, help="trials to run at once (default 1)")
+    resume.add_argument("--slots", type=positive_int, default=1, help="trials to run at once (default 1)")
     resume.add_argument("--no-progress", action="store_true", help="no progress bar")
     resume.add_argument("--json", action="store_true", help="print the result as JSON")
     resume.set_defaults(func=_resume)

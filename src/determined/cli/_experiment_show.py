@@ -17,6 +17,7 @@ from determined.cli._remote import (add_format_flags, add_local_flags, client, c
 from determined.common.api import MasterClient
 from determined.common.entrypoint import STEP_UNITS, step_unit
 from determined.util import format_value
+from determined.cli._argtypes import positive_int
 
 __all__ = ["WORKLOAD_COLUMNS", "WORKLOAD_DROP_FIRST", "add_list_checkpoints_args",
            "add_show_verbs", "list_checkpoints", "metric_columns", "metric_labels", "step_labels",
@@ -52,13 +53,13 @@ def add_show_verbs(verbs: Any) -> None:
     describe.set_defaults(func=_describe)
 
     config = verbs.add_parser("config", help="print an experiment's config (YAML)")
-    config.add_argument("experiment_id", type=int)
+    config.add_argument("experiment_id", type=positive_int)
     config.add_argument("--json", action="store_true", help="print JSON instead of YAML")
     add_local_flags(config)
     config.set_defaults(func=_config)
 
     lt = verbs.add_parser("list-trials", aliases=["lt"], help="list an experiment's trials")
-    lt.add_argument("experiment_id", type=int)
+    lt.add_argument("experiment_id", type=positive_int)
     add_format_flags(lt)
     add_local_flags(lt)
     lt.set_defaults(func=_list_trials)
@@ -68,7 +69,7 @@ def add_show_verbs(verbs: Any) -> None:
 
     dl = verbs.add_parser("download-model-def",
                           help="download the model definition (context directory) as a .tgz")
-    dl.add_argument("experiment_id", type=int)
+    dl.add_argument("experiment_id", type=positive_int)
     dl.add_argument("--output-dir", default=".", help="directory to write the .tgz to (default .)")
     add_local_flags(dl)
     dl.set_defaults(func=_download_model_def)
@@ -268,8 +269,8 @@ def add_list_checkpoints_args(parser: Any) -> None:
     """``EXPERIMENT_ID [--best N]`` and the output and local flags, run by
     :func:`list_checkpoints`: ``det experiment list-checkpoints`` and
     ``det checkpoint list`` are the same command."""
-    parser.add_argument("experiment_id", type=int)
-    parser.add_argument("--best", type=int, default=None, metavar="N",
+    parser.add_argument("experiment_id", type=positive_int)
+    parser.add_argument("--best", type=positive_int, default=None, metavar="N",
                         help="only the N best checkpoints by the searcher metric")
     add_format_flags(parser)
     add_local_flags(parser)
@@ -278,8 +279,6 @@ def add_list_checkpoints_args(parser: Any) -> None:
 
 def list_checkpoints(args: argparse.Namespace) -> int:
     """`det e list-checkpoints` and `det checkpoint list`."""
-    if args.best is not None and args.best < 1:
-        usage_error(f"--best must be at least 1. Received: {args.best}")
     with client(args) as c:
         config = c.get_experiment(args.experiment_id)["config"]
         checkpoints = c.list_checkpoints(args.experiment_id)

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from determined.cli._remote import add_format_flags, client, print_rows
+from determined.cli._argtypes import count, positive_int
 
 __all__ = ["add_gpu_metrics_verb"]
 
@@ -13,8 +14,8 @@ __all__ = ["add_gpu_metrics_verb"]
 def add_gpu_metrics_verb(verbs: Any) -> None:
     p = verbs.add_parser("gpu-metrics",
                          help="print the utilization and memory of the GPUs a trial ran on")
-    p.add_argument("trial_id", type=int)
-    p.add_argument("--tail", type=int, default=20, metavar="N",
+    p.add_argument("trial_id", type=positive_int)
+    p.add_argument("--tail", type=count, default=20, metavar="N",
                    help="only the newest N readings (default 20; 0: all)")
     add_format_flags(p)
     p.set_defaults(func=_gpu_metrics)

@@ -9,6 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from determined.cli._experiment_edit import print_validation
 from determined.cli._remote import print_rows, route_name
 from determined.util import format_value
+from determined.cli._argtypes import count
 
 __all__ = ["add_parser"]
 
@@ -33,7 +34,7 @@ def add_parser(nouns: Any) -> None:
 
     describe = verbs.add_parser("describe", help="show a model and one of its versions")
     describe.add_argument("name")
-    describe.add_argument("--version", type=int, default=0,
+    describe.add_argument("--version", type=count, default=0,
                           help="the version to show (default: the latest)")
     describe.add_argument("--json", action="store_true", help="print JSON")
     describe.set_defaults(func=_describe)

@@ -23,6 +23,7 @@ from determined.cli._remote import (
 )
 from determined.common.api._log_tail import PAGE, LogTail, follow_log
 from determined.cli._waiting import wait_details, with_waiting
+from determined.cli._argtypes import count, positive_int
 
 __all__ = ["add_parser"]
 
@@ -78,8 +79,8 @@ def add_parser(nouns: Any) -> None:
     tverbs = tb.add_subparsers(dest="verb", metavar="ACTION")
     tstart = tverbs.add_parser("start", help="start TensorBoard over the trials of "
                                              "experiments (or of single trials)")
-    tstart.add_argument("experiment_ids", nargs="*", type=int, metavar="EXP_ID")
-    tstart.add_argument("-t", "--trial-ids", nargs="+", type=int, default=[], metavar="ID",
+    tstart.add_argument("experiment_ids", nargs="*", type=positive_int, metavar="EXP_ID")
+    tstart.add_argument("-t", "--trial-ids", nargs="+", type=positive_int, default=[], metavar="ID",
                         help="trials to show (besides every trial of EXP_IDs)")
     tstart.add_argument("--config-file", default=None, help="a task config (YAML)")
     tstart.add_argument("--config", action="append", default=[], metavar="KEY=VALUE",
@@ -161,7 +162,7 @@ def _common_verbs(verbs: Any, kind: str) -> None:
     logs = verbs.add_parser("logs", help="print a task's output")
     logs.add_argument("id")
     logs.add_argument("-f", "--follow", action="store_true", help="wait for new lines")
-    logs.add_argument("--tail", type=int, default=None, metavar="N", help="only the last N lines")
+    logs.add_argument("--tail", type=count, default=None, metavar="N", help="only the last N lines")
     logs.set_defaults(func=_logs, kind=kind)
     kill = verbs.add_parser("kill", help="kill tasks (frees their slots)")
     kill.add_argument("ids", nargs="+", metavar="ID")

@@ -17,6 +17,7 @@ from determined.common.api._log_tail import (
     trial_log_page,
 )
 from determined.cli._waiting import wait_details, with_waiting
+from determined.cli._argtypes import count, positive_int
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text,
                                    output_dir, print_rows, sdk, usage_error)
 
@@ -30,7 +31,7 @@ def add_parser(nouns: Any) -> None:
     trial = nouns.add_parser("trial", aliases=["t"], help="inspect trials")
     verbs = trial.add_subparsers(dest="verb", metavar="ACTION")
     describe = verbs.add_parser("describe", help="show a trial and its workloads")
-    describe.add_argument("trial_id", type=int)
+    describe.add_argument("trial_id", type=positive_int)
     describe.add_argument("--metrics", action="store_true",
                           help="add a column per training and validation metric")
     add_format_flags(describe)
@@ -38,16 +39,16 @@ def add_parser(nouns: Any) -> None:
     describe.set_defaults(func=_describe)
 
     logs = verbs.add_parser("logs", help="print a trial's logs")
-    logs.add_argument("trial_id", type=int)
+    logs.add_argument("trial_id", type=positive_int)
     logs.add_argument("-f", "--follow", action="store_true", help="wait for new lines")
     group = logs.add_mutually_exclusive_group()
-    group.add_argument("--head", type=int, default=None, metavar="N", help="only the first N lines")
-    group.add_argument("--tail", type=int, default=None, metavar="N", help="only the last N lines")
+    group.add_argument("--head", type=count, default=None, metavar="N", help="only the first N lines")
+    group.add_argument("--tail", type=count, default=None, metavar="N", help="only the last N lines")
     add_local_flags(logs)
     logs.set_defaults(func=_logs)
 
     dl = verbs.add_parser("download", help="download one of a trial's checkpoints")
-    dl.add_argument("trial_id", type=int)
+    dl.add_argument("trial_id", type=positive_int)
     which = dl.add_mutually_exclusive_group(required=True)
     which.add_argument("--best", action="store_true", help="the best validated checkpoint")
     which.add_argument("--latest", action="store_true", help="the latest checkpoint")
@@ -62,7 +63,7 @@ def add_parser(nouns: Any) -> None:
     dl.set_defaults(func=_download)
 
     kill = verbs.add_parser("kill", help="kill a trial")
-    kill.add_argument("trial_id", type=int)
+    kill.add_argument("trial_id", type=positive_int)
     kill.set_defaults(func=_kill)
     from determined.cli._gpu_metrics import add_gpu_metrics_verb
 

@@ -21,6 +21,7 @@ from determined.common.api import APIError, Authenticator, MasterClient, TokenCa
 from determined.common.api._client import user_path
 from determined.common.password import read_password
 from determined.errors import DeterminedError
+from determined.cli._argtypes import count
 
 __all__ = ["add_parser"]
 
@@ -71,8 +72,8 @@ def add_parser(nouns: Any) -> None:
              "only; recorded and shown by `det user list`: trials and tasks here run as "
              "the agent process's own user)")
     link.add_argument("det_username")
-    link.add_argument("--agent-uid", type=int, required=True, help="the POSIX user id")
-    link.add_argument("--agent-gid", type=int, required=True, help="the POSIX group id")
+    link.add_argument("--agent-uid", type=count, required=True, help="the POSIX user id")
+    link.add_argument("--agent-gid", type=count, required=True, help="the POSIX group id")
     link.add_argument("--agent-user", required=True, help="the POSIX user name")
     link.add_argument("--agent-group", required=True, help="the POSIX group name")
     link.set_defaults(func=_link_with_agent_user)

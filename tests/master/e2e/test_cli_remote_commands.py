@@ -249,7 +249,12 @@ def test_bad_arguments_get_clear_errors(shared_master, tiny_dir, tmp_path):
     for args, text in (
             (("e", "describe", "1,x"), "Expected comma-separated experiment ids"),
             (("e", "describe", "1", "--csv", "--json"), "not allowed with"),
-            (("e", "lc", "1", "--best", "0"), "--best must be at least 1"),
+            (("e", "lc", "1", "--best", "0"), "argument --best: Expected a whole number of at least 1"),
+            (("e", "lt", "-1"), "argument experiment_id: Expected a whole number of at least 1"),
+            (("checkpoint", "list", "0"), "argument experiment_id: Expected a whole number of at least 1"),
+            (("t", "logs", "1", "--tail", "-3"), "argument --tail: Expected a whole number of at least 0"),
+            (("e", "create", tiny_dir / "const.yaml", tiny_dir, "--slots", "0"),
+             "argument --slots: Expected a whole number of at least 1"),
             (("t", "download", "1"), "one of the arguments --best --latest --uuid is required"),
             (("t", "download", "1", "--latest", "--sort-by", "x"), "apply only with --best"),
             (("t", "download", "1", "--best", "--smaller-is-better", "maybe"), "Expected true or false"),

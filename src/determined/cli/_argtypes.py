@@ -1,0 +1,37 @@
+"""argparse types for whole-number arguments, so that ``-1`` as an id or a count is a
+usage error naming the argument instead of a request the master answers with "not found".
+
+    >>> positive_int("3"), count("0"), port_number("8080")
+    (3, 0, 8080)
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["count", "port_number", "positive_int"]
+
+
+def _whole(text: str, low: int, high: int, expected: str) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = None
+    if value is None or not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"Expected {expected}. Received: {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An id or a number of things that must be at least 1."""
+    return _whole(text, 1, 2**63 - 1, "a whole number of at least 1")
+
+
+def count(text: str) -> int:
+    """A number of lines or items; 0 allowed."""
+    return _whole(text, 0, 2**63 - 1, "a whole number of at least 0")
+
+
+def port_number(text: str) -> int:
+    """A TCP port."""
+    return _whole(text, 1, 65535, "a port number from 1 to 65535")

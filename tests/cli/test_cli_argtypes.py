@@ -1,0 +1,25 @@
+"""Whole-number arguments: ids and counts below their least value are usage errors."""
+
+import argparse
+import doctest
+
+import pytest
+
+from determined.cli import _argtypes
+from determined.cli._argtypes import count, port_number, positive_int
+
+
+def test_doctests():
+    assert doctest.testmod(_argtypes).failed == 0
+
+
+@pytest.mark.parametrize("kind, text", [(positive_int, "0"), (positive_int, "-1"), (positive_int, "1.5"),
+                                        (count, "-1"), (count, "x"), (port_number, "0"),
+                                        (port_number, "65536")])
+def test_out_of_range_or_not_whole_is_refused(kind, text):
+    with pytest.raises(argparse.ArgumentTypeError, match=f"Expected .*Received: '{text}'"):
+        kind(text)
+
+
+def test_edges_are_accepted():
+    assert (positive_int(" 1"), count("0"), port_number("65535")) == (1, 0, 65535)
