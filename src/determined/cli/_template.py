@@ -15,7 +15,6 @@ from typing import Any, Dict
 import yaml
 
 from determined.cli._remote import client, print_rows
-from determined.errors import InvalidConfigError
 
 __all__ = ["add_parser", "fetch_template", "merge_template"]
 
@@ -122,10 +121,7 @@ def _set(args: argparse.Namespace) -> int:
     from determined.config import parse_yaml
 
     _check_name(args.template_name)
-    config = parse_yaml(read_config_text(args.template_file))
-    if not isinstance(config, dict):
-        raise InvalidConfigError([("", "expected a mapping of config fields")],
-                                 source=f"template file {args.template_file}")
+    config = parse_yaml(read_config_text(args.template_file), source=f"template file {args.template_file}")
     with client(args) as c:
         c.request("PUT", _path(args.template_name), json={"config": config})
     print(f"Set template {args.template_name}")

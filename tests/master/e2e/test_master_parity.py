@@ -203,6 +203,10 @@ def test_set_refuses_a_template_with_unknown_or_wrongly_typed_fields(shared_mast
                                "integer") for line in lines), out.stderr
     assert "Traceback" not in out.stderr
     det(shared_master, "template", "describe", "typo", code=1)  # nothing stored
+    tpl.write_text("- a list\n")
+    out = det(shared_master, "template", "set", "typo", tpl, code=1)
+    assert out.stderr.startswith(f"det: error: Invalid template file {tpl} (1 error):\n"
+                                 "  - Expected a mapping at the top level. Received: list"), out.stderr
 
     r = httpx.put(shared_master.url + "/api/v1/templates/t2",
                   json={"config": {"idle_timeout": -5, "searcher": {"name": "nope"}}})
