@@ -348,7 +348,7 @@ function TrialCharts({ trial, names, liveRows, searcherMetric, unit }: {
       </label>{" "}
       <label><input type="checkbox" checked={perBatch} disabled={kind !== "training"} onChange={(e) => setPerBatch(e.target.checked)} /> per batch</label>
       {s && <LineChart testId="trial-chart" series={[{ label: metricLabel(kind, metric), xs: s.batches, ys: s.values, color: seriesColor(0) }]} xLabel={stepUnits(unit)} yLabel={metric} height={260}
-        markers={kind === "validation" ? undefined : "last"} />}
+        markers={kind === "validation" ? undefined : "last"} wholeX />}
       <ErrorLine error={error} />
     </section>
   );
