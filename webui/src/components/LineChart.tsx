@@ -56,9 +56,17 @@ export function legendValue(v: number | null | undefined, hovering: boolean): st
  * ``max`` span the data: at creation, new data, a double click), else the range the user
  * dragged to zoom in (the range function used to ignore it: dragging drew a box and did
  * nothing). */
-export function xScaleRange(min: number | null, max: number | null, first: number | null, last: number | null): [number, number] {
-  if (min == null || max == null || first == null || last == null || (min <= first && max >= last)) return fitRange(first, last);
+export function xScaleRange(min: number | null, max: number | null, first: number | null, last: number | null, whole = false): [number, number] {
+  if (min == null || max == null || first == null || last == null || (min <= first && max >= last)) return fitX(first, last, whole);
   return [min, max];
+}
+
+/** The x range that shows all the data. One step on a whole-number axis gets half a step
+ * either side, so that its own tick is the only one (10% either side of epoch 12 had ticks
+ * at 11 and 13: a 12-epoch trial looked as if it reached 13). */
+export function fitX(first: number | null, last: number | null, whole = false): [number, number] {
+  if (whole && first != null && first === last && isFinite(first)) return [first - 0.5, first + 0.5];
+  return fitRange(first, last);
 }
 
 /** Tick increments for a whole-number axis: 1, 2, 5, 10, 20, 50, ... */
@@ -107,7 +115,7 @@ export default function LineChart({ series, xLabel, yLabel, logY = false, height
       // Same chart, new values: a zoomed-in x range stays; otherwise it grows with the data.
       const { plot } = current;
       const old = current.allX;
-      const fitted = fitRange(old.length ? old[0] : null, old.length ? old[old.length - 1] : null);
+      const fitted = fitX(old.length ? old[0] : null, old.length ? old[old.length - 1] : null, wholeX);
       const { min, max } = plot.scales.x;
       const zoomed = min != null && max != null && (min > fitted[0] + 1e-9 || max < fitted[1] - 1e-9);
       current.allX = allX;
@@ -127,7 +135,7 @@ export default function LineChart({ series, xLabel, yLabel, logY = false, height
         legend: { show: series.length <= 10 },
         cursor: { points: { show: false } },
         scales: {
-          x: { time: false, range: (_u, min, max) => xScaleRange(min, max, state.allX.length ? state.allX[0] : null, state.allX.length ? state.allX[state.allX.length - 1] : null) },
+          x: { time: false, range: (_u, min, max) => xScaleRange(min, max, state.allX.length ? state.allX[0] : null, state.allX.length ? state.allX[state.allX.length - 1] : null, wholeX) },
           y: logY ? { distr: 3 } : {},
         },
         axes: [wholeX ? {
