@@ -5,6 +5,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { cleanup, render, screen, waitFor, within } from "@testing-library/react";
 import type { Trial } from "../api";
 import Curves from "../components/Curves";
+import { fitX, WHOLE_INCRS, wholeTicks, xScaleRange } from "../components/LineChart";
 import { STEP_UNITS, stepsText, stepsTitle, stepUnits } from "../format";
 import { installFakeMaster, liveChannel, open, removeFakeMaster, routes } from "./fake-master";
 
@@ -48,6 +49,30 @@ describe("learning curves' x axis", () => {
     // The chart's x axis (its legend's first column) names them too.
     expect(screen.getByTestId("learning-curves").textContent).toContain("epochs");
     expect(screen.getByTestId("learning-curves").textContent).not.toContain("batches");
+  });
+  it("ticks steps at whole numbers only: no 4.5 epochs, no 0.92 batches", async () => {
+    const one = { ...data, series: [{ ...data.series[0], batches: [1], values: [0.5], time: [1], count: 1 }] };
+    const four = { ...data, series: [{ ...data.series[0], batches: [4, 8], values: [0.5, 0.4], time: [1, 2], count: 2 }] };
+    for (const [d, want] of [[one, "1"], [four, "4,5,6,7,8"]] as const) {
+      const { unmount } = render(<Curves data={d} trials={[]} bestTrialId={null} unit="epoch" />);
+      const chart = screen.getByTestId("learning-curves");
+      await waitFor(() => expect(chart.dataset.xTicks).toBe(want));
+      unmount();
+    }
+    expect(WHOLE_INCRS.slice(0, 4)).toEqual([1, 2, 5, 10]);
+    expect(wholeTicks(0.9, 1.1, 0.02)).toEqual([1]);
+    expect(wholeTicks(3.84, 8.16, 0.5)).toEqual([4, 5, 6, 7, 8]);
+    expect(wholeTicks(-8, 2008, 500)).toEqual([0, 500, 1000, 1500, 2000]);
+  });
+  it("shows one step with its own tick alone (epoch 12 had ticks at 11 and 13)", async () => {
+    expect(fitX(12, 12, true)).toEqual([11.5, 12.5]);
+    expect(xScaleRange(null, null, 1200, 1200, true)).toEqual([1199.5, 1200.5]);
+    expect(fitX(12, 12)).toEqual([10.8, 13.2]); // time: as before
+    expect(fitX(4, 8, true)).toEqual(fitX(4, 8));
+    const twelve = { ...data, series: [{ ...data.series[0], batches: [12], values: [0.07], time: [1], count: 1 }] };
+    render(<Curves data={twelve} trials={[]} bestTrialId={null} unit="epoch" />);
+    const chart = screen.getByTestId("learning-curves");
+    await waitFor(() => expect(chart.dataset.xTicks).toBe("12"));
   });
   it("keeps batches and records for a Trial class", () => {
     render(<Curves data={data} trials={[]} bestTrialId={null} unit="batch" />);

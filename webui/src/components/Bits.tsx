@@ -61,9 +61,11 @@ export function Labels({ labels }: { labels: string[] }) {
   );
 }
 
-/** User metadata (a checkpoint's, a model's) in one line of JSON. */
+/** User metadata (a checkpoint's, a model's) in one line of JSON; nothing when there is none. */
 export function Metadata({ value }: { value: Record<string, unknown> | null | undefined }) {
-  return <code className="small">{JSON.stringify(value ?? {})}</code>;
+  // None: an empty cell ("{}" on every row was noise).
+  if (value == null || Object.keys(value).length === 0) return null;
+  return <code className="small">{JSON.stringify(value)}</code>;
 }
 
 /** A time as date and time of day, which a narrow column puts on two lines. */

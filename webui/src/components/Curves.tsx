@@ -110,7 +110,7 @@ export default function Curves({ data, trials, bestTrialId, onDrawn, testId = "l
       <div className="chart-and-picker">
         <div className="chart-box">
           <LineChart series={series} xLabel={shown === "batches" ? steps : shown} yLabel={data.metric} logY={logY} onDrawn={onDrawn} testId={testId}
-            markers={data.kind === "validation" ? undefined : "last"} />
+            markers={data.kind === "validation" ? undefined : "last"} wholeX={shown !== "time"} />
           <CurveLegend />
         </div>
         <div className="picker" data-testid="trial-picker">

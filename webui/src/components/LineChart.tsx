@@ -40,6 +40,9 @@ interface Props {
   /** Which points get a marker (default: every point when series are short, else the last:
    * a trial with one validation still shows). */
   markers?: "all" | "last";
+  /** The x values are whole numbers (steps: batches, epochs, records): ticks only at whole
+   * numbers (uPlot's own put "4.5 epochs" and "0.92 batches" between them). */
+  wholeX?: boolean;
 }
 
 /** A value in the hover legend, to 4 significant digits as the tables show it (uPlot's own
@@ -53,18 +56,38 @@ export function legendValue(v: number | null | undefined, hovering: boolean): st
  * ``max`` span the data: at creation, new data, a double click), else the range the user
  * dragged to zoom in (the range function used to ignore it: dragging drew a box and did
  * nothing). */
-export function xScaleRange(min: number | null, max: number | null, first: number | null, last: number | null): [number, number] {
-  if (min == null || max == null || first == null || last == null || (min <= first && max >= last)) return fitRange(first, last);
+export function xScaleRange(min: number | null, max: number | null, first: number | null, last: number | null, whole = false): [number, number] {
+  if (min == null || max == null || first == null || last == null || (min <= first && max >= last)) return fitX(first, last, whole);
   return [min, max];
+}
+
+/** The x range that shows all the data. One step on a whole-number axis gets half a step
+ * either side, so that its own tick is the only one (10% either side of epoch 12 had ticks
+ * at 11 and 13: a 12-epoch trial looked as if it reached 13). */
+export function fitX(first: number | null, last: number | null, whole = false): [number, number] {
+  if (whole && first != null && first === last && isFinite(first)) return [first - 0.5, first + 0.5];
+  return fitRange(first, last);
+}
+
+/** Tick increments for a whole-number axis: 1, 2, 5, 10, 20, 50, ... */
+export const WHOLE_INCRS: number[] = Array.from({ length: 16 }, (_, k) => [1, 2, 5].map((m) => m * 10 ** k)).flat();
+
+/** Ticks of a whole-number axis between ``min`` and ``max``: the multiples of ``incr``
+ * (rounded up to a whole number, at least 1) in that range. */
+export function wholeTicks(min: number, max: number, incr: number): number[] {
+  const step = Math.max(1, Math.round(incr));
+  const ticks: number[] = [];
+  for (let v = Math.ceil(min / step) * step + 0; v <= max + 1e-9; v += step) ticks.push(v);  // + 0: not -0
+  return ticks;
 }
 
 /** What a chart must be built anew for (series, their look, axes); a change in values
  * alone keeps the chart and updates its data, so hovering and zoom survive live metrics. */
-export function chartShape(series: ChartSeries[], xLabel: string, yLabel: string, logY: boolean, height: number, mode: "all" | "last"): string {
-  return JSON.stringify([series.map((s) => [s.label, s.color, !!s.highlight, !!s.stopped]), xLabel, yLabel, logY, height, mode]);
+export function chartShape(series: ChartSeries[], xLabel: string, yLabel: string, logY: boolean, height: number, mode: "all" | "last", wholeX = false): string {
+  return JSON.stringify([series.map((s) => [s.label, s.color, !!s.highlight, !!s.stopped]), xLabel, yLabel, logY, height, mode, wholeX]);
 }
 
-export default function LineChart({ series, xLabel, yLabel, logY = false, height = 320, onDrawn, testId, markers }: Props) {
+export default function LineChart({ series, xLabel, yLabel, logY = false, height = 320, onDrawn, testId, markers, wholeX = false }: Props) {
   const box = useRef<HTMLDivElement>(null);
   const drawnRef = useRef(onDrawn);
   drawnRef.current = onDrawn;
@@ -86,13 +109,13 @@ export default function LineChart({ series, xLabel, yLabel, logY = false, height
     const mode = markers ?? (longest <= MARK_EVERY_POINT_UP_TO ? "all" : "last");
     const marks = series.map((_, i) => markerIndices(data[i + 1] as (number | null)[], mode));
     const allX = data[0] as ArrayLike<number>;
-    const shape = chartShape(series, xLabel, yLabel, logY, height, mode);
+    const shape = chartShape(series, xLabel, yLabel, logY, height, mode, wholeX);
     const current = plotRef.current;
     if (current && current.shape === shape) {
       // Same chart, new values: a zoomed-in x range stays; otherwise it grows with the data.
       const { plot } = current;
       const old = current.allX;
-      const fitted = fitRange(old.length ? old[0] : null, old.length ? old[old.length - 1] : null);
+      const fitted = fitX(old.length ? old[0] : null, old.length ? old[old.length - 1] : null, wholeX);
       const { min, max } = plot.scales.x;
       const zoomed = min != null && max != null && (min > fitted[0] + 1e-9 || max < fitted[1] - 1e-9);
       current.allX = allX;
@@ -112,10 +135,19 @@ export default function LineChart({ series, xLabel, yLabel, logY = false, height
         legend: { show: series.length <= 10 },
         cursor: { points: { show: false } },
         scales: {
-          x: { time: false, range: (_u, min, max) => xScaleRange(min, max, state.allX.length ? state.allX[0] : null, state.allX.length ? state.allX[state.allX.length - 1] : null) },
+          x: { time: false, range: (_u, min, max) => xScaleRange(min, max, state.allX.length ? state.allX[0] : null, state.allX.length ? state.allX[state.allX.length - 1] : null, wholeX) },
           y: logY ? { distr: 3 } : {},
         },
-        axes: [{ label: xLabel }, { label: yLabel, size: 70 }],
+        axes: [wholeX ? {
+          label: xLabel,
+          incrs: WHOLE_INCRS,
+          // The ticks drawn, for the tests.
+          splits: (_u: uPlot, _i: number, min: number, max: number, incr: number) => {
+            const ticks = wholeTicks(min, max, incr);
+            el.dataset.xTicks = ticks.join(",");
+            return ticks;
+          },
+        } : { label: xLabel }, { label: yLabel, size: 70 }],
         // The x range shown, for the browser tests (zoom, live data).
         hooks: { setScale: [(u, key) => {
           if (key === "x") el.dataset.xRange = `${u.scales.x.min},${u.scales.x.max}`;
@@ -150,7 +182,7 @@ export default function LineChart({ series, xLabel, yLabel, logY = false, height
     el.dataset.markers = String(marks.reduce((n, m) => n + m.length, 0));
     el.dataset.stopped = String(series.filter((s) => s.stopped).length);
     drawnRef.current?.(performance.now() - t0);
-  }, [series, xLabel, yLabel, logY, height, markers]);
+  }, [series, xLabel, yLabel, logY, height, markers, wholeX]);
   useEffect(() => {
     const el = box.current;
     if (!el) return;

@@ -229,7 +229,9 @@ function Summary({ exp, bestId, mayEdit, onChanged }: { exp: ExperimentDetail; b
         </dd>
         <dt>Owner</dt><dd>{exp.owner}</dd>
         <dt>Searcher</dt><dd>{exp.searcher} · {exp.metric} ({exp.smaller_is_better ? "smaller" : "larger"} is better)</dd>
-        <dt>Best</dt><dd data-testid="best-metric">{formatNumber(exp.best_metric)}
+        <dt>Best</dt><dd data-testid="best-metric">{exp.best_metric == null
+          ? <span className="muted">{TERMINAL.has(exp.state) ? "none: no trial validated" : "no validation yet"}</span>
+          : formatNumber(exp.best_metric)}
           {bestId != null && <> · <Link to={`/experiments/${exp.id}/trials/${bestId}`}>trial {bestId}</Link></>}</dd>
         <dt>Progress</dt><dd><Progress value={exp.progress} state={exp.state} /></dd>
         <dt>Trials</dt><dd>{exp.trials.length}</dd>

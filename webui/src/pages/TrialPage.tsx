@@ -231,10 +231,12 @@ export default function TrialPage() {
             <><dt>Ended</dt><dd data-testid="trial-ended">{formatTime(t.end_time)}{t.start_time ? ` · ${formatDuration((Date.parse(t.end_time) - Date.parse(t.start_time)) / 1000)}` : ""}</dd></>
           )}
         </dl>
-        <table className="table hparams" data-testid="hparams">
-          <thead><tr><th>Hyperparameter</th><th>Value</th></tr></thead>
-          <tbody>{Object.entries(hp).map(([k, v]) => <tr key={k}><td>{k}</td><td>{typeof v === "object" ? JSON.stringify(v) : String(v)}</td></tr>)}</tbody>
-        </table>
+        {Object.keys(hp).length === 0 ? <p className="muted hparams" data-testid="hparams">No hyperparameters.</p> : (
+          <table className="table hparams" data-testid="hparams">
+            <thead><tr><th>Hyperparameter</th><th>Value</th></tr></thead>
+            <tbody>{Object.entries(hp).map(([k, v]) => <tr key={k}><td>{k}</td><td>{typeof v === "object" ? JSON.stringify(v) : String(v)}</td></tr>)}</tbody>
+          </table>
+        )}
       </div>
       {owner && <TrialCharts trial={t} names={info.metric_names} liveRows={liveRows} searcherMetric={owner.metric} unit={owner.unit} />}
       <GpuMetrics trialId={t.id} running={!TERMINAL.has(t.state)} />
@@ -348,7 +350,7 @@ function TrialCharts({ trial, names, liveRows, searcherMetric, unit }: {
       </label>{" "}
       <label><input type="checkbox" checked={perBatch} disabled={kind !== "training"} onChange={(e) => setPerBatch(e.target.checked)} /> per batch</label>
       {s && <LineChart testId="trial-chart" series={[{ label: metricLabel(kind, metric), xs: s.batches, ys: s.values, color: seriesColor(0) }]} xLabel={stepUnits(unit)} yLabel={metric} height={260}
-        markers={kind === "validation" ? undefined : "last"} />}
+        markers={kind === "validation" ? undefined : "last"} wholeX />}
       <ErrorLine error={error} />
     </section>
   );
