@@ -118,7 +118,7 @@ def test_cli_cmd_run_and_task_list(master, tmp_path):
     assert row["kind"] == "command" and row["state"] == "TERMINATED"
     assert row["description"] == "python prep.py"  # was empty: the command line says which
     table = run_det(["task", "list"], env=dict(env, COLUMNS="80")).stdout
-    assert any(line.startswith(row["id"]) and "| python prep" in line
+    assert any(line.startswith(row["id"]) and "| python pre" in line
                for line in table.splitlines()), table
     # At 80 columns the owner stays (it was left out first); slots and agent go.
     header = [h.strip() for h in table.splitlines()[0].split("|")]
