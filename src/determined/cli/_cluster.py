@@ -10,7 +10,7 @@ import time
 from typing import Any, Callable, Dict, List
 
 from determined.cli._remote import add_format_flags, client, print_rows, usage_error
-from determined.cli._argtypes import count, positive_int
+from determined.cli._argtypes import count
 
 __all__ = ["add_parser", "version"]
 
@@ -49,7 +49,7 @@ def add_parser(nouns: Any) -> None:
         p = sverbs.add_parser(verb, help=f"{verb} scheduling new trials on a slot"
                               + (" (a running trial goes on)" if verb == "disable" else ""))
         p.add_argument("agent_id")
-        p.add_argument("slot_id", type=positive_int)
+        p.add_argument("slot_id", type=count)
         p.set_defaults(func=_slot_toggle, enable=verb == "enable")
 
 

@@ -17,7 +17,7 @@ import time
 from typing import Any, Dict, Optional
 
 from determined.errors import DeterminedError
-from determined.cli._argtypes import port_number, positive_int
+from determined.cli._argtypes import count, port_number
 
 __all__ = ["add_parser"]
 
@@ -28,7 +28,7 @@ def add_parser(nouns: Any) -> None:
     local = kinds.add_parser("local", help="a master and agent on this machine, no Docker")
     verbs = local.add_subparsers(dest="verb", metavar="ACTION")
     up = verbs.add_parser("up", help="start the master in the background")
-    up.add_argument("--slots", type=positive_int, default=None, help="slots (default: one per GPU, else one per CPU)")
+    up.add_argument("--slots", type=count, default=None, help="slots (default: one per GPU, else one per CPU)")
     up.add_argument("--port", type=port_number, default=8080, help="the master's port (default: 8080)")
     up.add_argument("--data-dir", default=None,
                     help="database, logs and checkpoints (default: ~/.determined/master)")

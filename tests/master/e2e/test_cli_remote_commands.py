@@ -253,6 +253,7 @@ def test_bad_arguments_get_clear_errors(shared_master, tiny_dir, tmp_path):
             (("e", "lt", "-1"), "argument experiment_id: Expected a whole number of at least 1"),
             (("checkpoint", "list", "0"), "argument experiment_id: Expected a whole number of at least 1"),
             (("t", "logs", "1", "--tail", "-3"), "argument --tail: Expected a whole number of at least 0"),
+            (("slot", "disable", "embedded", "-1"), "argument slot_id: Expected a whole number of at least 0"),
             (("e", "create", tiny_dir / "const.yaml", tiny_dir, "--slots", "0"),
              "argument --slots: Expected a whole number of at least 1"),
             (("t", "download", "1"), "one of the arguments --best --latest --uuid is required"),
