@@ -126,3 +126,21 @@ def test_searches_without_rungs_have_no_table() -> None:
         fields = {"max_trials": 2} if name == "random" else {}
         searcher = make_searcher(make_config(name, **fields))
         assert searcher.rung_table() is None
+
+
+def test_time_metric_brackets_report_rungs_at_time_values() -> None:
+    config = make_config("adaptive_asha", max_trials=8, divisor=2.0, max_rungs=3,
+                         mode="aggressive", max_concurrent_trials=2, time_metric="batches",
+                         max_time=64)
+    del config["searcher"]["max_length"]
+    s = make_searcher(config)
+    s.start()
+    for rid in (1, 2):
+        s.on_trial_created(rid)
+    s.on_validation_reported(1, {METRIC: 0.5, "batches": 16})  # continues at rung 0
+    s.on_validation_reported(2, {METRIC: 0.9, "batches": 40})  # stopped at rung 0
+    (bracket,) = s.rung_table()
+    assert bracket.lengths == (16, 32, 64)
+    assert [(r.request_id, r.metric, r.promoted) for r in bracket.results[0]] == [
+        (1, 0.5, True), (2, 0.9, False)]
+    assert bracket.results[1:] == ((), ())
