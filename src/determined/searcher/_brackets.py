@@ -16,8 +16,9 @@ class BracketSearch(SearchMethod):
     """Remembers which bracket created each trial, and saves that with the brackets.
 
     A subclass sets ``brackets`` (objects with ``initial_operations(ctx)``, ``fill(ctx)``,
-    ``rung_lengths()``, ``rung_results()``, ``state_dict()`` and ``load_state_dict(state)``), calls ``super().__init__()``, and
-    passes what a bracket answers through :meth:`_claim` with that bracket's index.
+    ``rung_lengths()``, ``rung_results()``, ``state_dict()`` and ``load_state_dict(state)``),
+    calls ``super().__init__()``, and passes what a bracket answers through :meth:`_claim`
+    with that bracket's index.
     """
 
     brackets: List[Any]

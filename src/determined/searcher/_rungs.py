@@ -8,7 +8,8 @@ from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from determined.searcher._checks import check_choice, check_float, check_int
 
-__all__ = ["MODES", "BracketRungs", "Rung", "RungResult", "bracket_rungs", "check_halving_options", "floor_log", "halving_options",
+__all__ = ["MODES", "BracketRungs", "Rung", "RungResult", "bracket_rungs",
+           "check_halving_options", "floor_log", "halving_options",
            "rung_lengths"]
 
 MODES = ("aggressive", "standard", "conservative")
