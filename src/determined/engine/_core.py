@@ -356,6 +356,11 @@ class ExperimentCore(ScriptTrials):
             for r, t in self.trials.items()}
         return round(min(1.0, self.searcher.progress(trained)), 4)
 
+    def rung_table(self) -> Optional[List[searchers.BracketRungs]]:
+        """The searcher's brackets and rungs, keyed by request id (see
+        ``Searcher.rung_table``); None when the searcher has no rungs."""
+        return self.searcher.rung_table()
+
     def best_validation(self) -> Optional[float]:
         """The experiment's best searcher-metric value so far (None before any)."""
         if self.best_value is None:

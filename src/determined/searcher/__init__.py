@@ -31,6 +31,7 @@ from determined.searcher._operations import (
 )
 from determined.searcher._pbt import PBTSearch, explore
 from determined.searcher._random import RandomSearch
+from determined.searcher._rungs import BracketRungs, RungResult
 from determined.searcher._sampler import RandomSampler, Sampler
 from determined.searcher._searcher import SEARCH_METHODS, Searcher, make_searcher
 from determined.searcher._sha import SyncHalvingSearch
@@ -42,6 +43,7 @@ __all__ = [
     "AdaptiveASHASearch",
     "AdaptiveSearch",
     "AdaptiveSimpleSearch",
+    "BracketRungs",
     "Checkpoint",
     "Close",
     "Create",
@@ -51,6 +53,7 @@ __all__ = [
     "PBTSearch",
     "RandomSampler",
     "RandomSearch",
+    "RungResult",
     "SEARCH_METHODS",
     "Sampler",
     "SearchContext",

@@ -208,6 +208,12 @@ class _AsyncBracket:
             return self.handle(ctx, request_id, WORST_METRIC)
         return self.handle(ctx, request_id, None)
 
+    def rung_lengths(self) -> List[int]:
+        return self.lengths
+
+    def rung_results(self) -> List[List[List[Any]]]:
+        return [rung.results for rung in self.rungs]
+
     def state_dict(self) -> Dict[str, Any]:
         return {
             "rungs": [

@@ -88,6 +88,12 @@ class TimeBracket:
             self.rungs[i].insert(request_id, WORST_METRIC)
         return self.fill(ctx)
 
+    def rung_lengths(self) -> List[int]:
+        return self.thresholds
+
+    def rung_results(self) -> List[List[List[Any]]]:
+        return [rung.results for rung in self.rungs]
+
     def state_dict(self) -> Dict[str, Any]:
         return {
             "rungs": [[[r, encode_metric(m), p] for r, m, p in rung.results]

@@ -158,6 +158,11 @@ class SearchMethod(abc.ABC):
     ) -> List[Operation]:
         """The trial stopped for good without a ``Close`` (see :class:`ExitedReason`)."""
 
+    def rung_table(self) -> Optional[List[Any]]:
+        """The method's brackets and rungs (``BracketRungs``, see ``_rungs``) with the
+        results it recorded at each; None for a method without rungs."""
+        return None
+
     @abc.abstractmethod
     def progress(self, units_done: int) -> float:
         """Fraction of the search done; ``units_done`` sums validated training lengths."""

@@ -3,10 +3,11 @@ bracket owns the trials it creates, and every event of a trial goes to its brack
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Optional
 
 from determined.searcher._base import SearchContext, SearchMethod
 from determined.searcher._operations import Create, Operation
+from determined.searcher._rungs import BracketRungs
 
 __all__ = ["BracketSearch"]
 
@@ -15,8 +16,9 @@ class BracketSearch(SearchMethod):
     """Remembers which bracket created each trial, and saves that with the brackets.
 
     A subclass sets ``brackets`` (objects with ``initial_operations(ctx)``, ``fill(ctx)``,
-    ``state_dict()`` and ``load_state_dict(state)``), calls ``super().__init__()``, and
-    passes what a bracket answers through :meth:`_claim` with that bracket's index.
+    ``rung_lengths()``, ``rung_results()``, ``state_dict()`` and ``load_state_dict(state)``),
+    calls ``super().__init__()``, and passes what a bracket answers through :meth:`_claim`
+    with that bracket's index.
     """
 
     brackets: List[Any]
@@ -46,6 +48,11 @@ class BracketSearch(SearchMethod):
         for i, bracket in enumerate(self.brackets):
             ops += self._claim(i, bracket.initial_operations(ctx))
         return ops
+
+    def rung_table(self) -> Optional[List[BracketRungs]]:
+        """Every bracket's rung lengths and recorded results (a copy of the state)."""
+        return [BracketRungs.of(i, b.rung_lengths(), b.rung_results())
+                for i, b in enumerate(self.brackets)]
 
     def state_dict(self) -> Dict[str, Any]:
         return {

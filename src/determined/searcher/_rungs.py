@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import bisect
-from typing import Any, Dict, List, Mapping, Tuple
+import dataclasses
+from typing import Any, Dict, List, Mapping, Sequence, Tuple
 
 from determined.searcher._checks import check_choice, check_float, check_int
 
-__all__ = ["MODES", "Rung", "bracket_rungs", "check_halving_options", "floor_log", "halving_options",
+__all__ = ["MODES", "BracketRungs", "Rung", "RungResult", "bracket_rungs",
+           "check_halving_options", "floor_log", "halving_options",
            "rung_lengths"]
 
 MODES = ("aggressive", "standard", "conservative")
@@ -26,6 +28,37 @@ class Rung:
         index = bisect.bisect_right([r[1] for r in self.results], metric)
         self.results.insert(index, [request_id, metric, False])
         return index
+
+
+@dataclasses.dataclass(frozen=True)
+class RungResult:
+    """A result a bracket recorded at a rung: the trial's request id, its metric as the
+    searcher ranked it (signed: smaller is better; infinite for a trial that exited), and
+    whether the bracket promoted the trial from this rung (continued it, for a
+    time-metric bracket)."""
+
+    request_id: int
+    metric: float
+    promoted: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class BracketRungs:
+    """One bracket's rungs: ``lengths[i]`` is rung ``i``'s training length in the
+    searcher's unit (a time-metric value for a time-metric search) and ``results[i]``
+    its results, best first."""
+
+    bracket: int
+    lengths: Tuple[int, ...]
+    results: Tuple[Tuple[RungResult, ...], ...]
+
+    @classmethod
+    def of(cls, bracket: int, lengths: Sequence[int],
+           results: Sequence[Sequence[Sequence[Any]]]) -> "BracketRungs":
+        """From per-rung ``[request_id, metric, promoted]`` lists (copied)."""
+        return cls(bracket, tuple(int(n) for n in lengths), tuple(
+            tuple(RungResult(int(r), float(m), bool(p)) for r, m, p in rung)
+            for rung in results))
 
 
 def halving_options(cfg: Mapping[str, Any]) -> Dict[str, Any]:

@@ -48,6 +48,7 @@ from determined.searcher._operations import (
 )
 from determined.searcher._pbt import PBTSearch
 from determined.searcher._random import RandomSearch
+from determined.searcher._rungs import BracketRungs
 from determined.searcher._sampler import Sampler, make_sampler
 from determined.searcher._single import SingleSearch
 from determined.searcher._time_metric import TimeMetric, time_value
@@ -205,6 +206,22 @@ class Searcher:
     @property
     def request_ids(self) -> List[int]:
         return sorted(self._trials)
+
+    def rung_table(self) -> Optional[List[BracketRungs]]:
+        """The search method's brackets and rungs with the results it recorded at each,
+        best first, metrics as validated (NaN for a trial ranked worst because it
+        exited); None when the method has no rungs."""
+        table = self.method.rung_table()
+        if table is None:
+            return None
+        order = MetricOrder(self.smaller_is_better)
+
+        def shown(metric: float) -> float:
+            return order.signed(metric) if math.isfinite(metric) else math.nan
+
+        return [dataclasses.replace(b, results=tuple(
+            tuple(dataclasses.replace(r, metric=shown(r.metric)) for r in rung)
+            for rung in b.results)) for b in table]
 
     def trial_hparams(self, request_id: int) -> Dict[str, Any]:
         return copy.deepcopy(self._trial(request_id).hparams)

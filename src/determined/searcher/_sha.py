@@ -129,6 +129,12 @@ class _SyncBracket:
             return self.report(request_id, WORST_METRIC)
         return []
 
+    def rung_lengths(self) -> List[int]:
+        return self.lengths
+
+    def rung_results(self) -> List[List[List[Any]]]:
+        return self.results
+
     def state_dict(self) -> Dict[str, Any]:
         return {
             "results": [[[r, encode_metric(m), p] for r, m, p in rung] for rung in self.results],

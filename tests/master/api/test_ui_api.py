@@ -348,24 +348,92 @@ def test_cluster_names_the_task_on_a_slot(api):
         api.post(f"/tasks/{task['id']}/kill")
 
 
-def test_rungs_of_an_adaptive_search(api, tiny_dir_module):
-    config = _config(tiny_dir_module, searcher={
+def _validations(api, trial_id):
+    """A trial's searcher-metric validations: ``{total_batches: validation_loss}``."""
+    rows = api.get(f"/ui/trials/{trial_id}/workloads", params={"limit": 1000}).json()
+    return {w["total_batches"]: w["metrics"]["validation_loss"]
+            for w in rows["workloads"] if w["kind"] == "validation"}
+
+
+def _asha_config(tiny_dir, **changes):
+    # standard mode, max_rungs 2: bracket 0 has rungs at 20 and 40 batches, bracket 1
+    # starts its trials at 40 (2 trials each).
+    config = _config(tiny_dir, searcher={
         "name": "adaptive_asha", "metric": "validation_loss", "max_trials": 4,
-        "max_length": {"batches": 40}, "divisor": 2, "max_rungs": 2})
+        "max_length": {"batches": 40}, "divisor": 2, "max_rungs": 2, "mode": "standard"})
     config["hyperparameters"]["lr"] = {"type": "double", "minval": 0.01, "maxval": 0.3}
-    config["min_validation_period"] = {"batches": 10}
-    exp_id = create_experiment(api, config, tiny_dir_module)
-    wait_for_state(api, exp_id, ["COMPLETED"], timeout=120)
+    del config["min_validation_period"]  # validations only where the searcher asks
+    config.update(changes)
+    return config
+
+
+def _rung(r, bracket, rung):
+    return next(x for x in r["rungs"] if x["bracket"] == bracket and x["rung"] == rung)
+
+
+def test_rungs_are_the_searchers_brackets_and_rungs(api, tiny_dir_module):
+    exp_id = create_experiment(api, _asha_config(tiny_dir_module), tiny_dir_module)
+    wait_for_state(api, exp_id, ["COMPLETED"], timeout=180)
     r = api.get(f"/ui/experiments/{exp_id}/rungs").json()
-    assert r["searcher"] == "adaptive_asha"
-    lengths = [rung["length"] for rung in r["rungs"]]
-    assert lengths == [20, 40], r
-    first = r["rungs"][0]["trials"]
-    assert len(first) == 4
+    assert r["searcher"] == "adaptive_asha" and r["unit"] == "batch"
+    assert r["brackets"] == [{"bracket": 0, "lengths": [20, 40]},
+                             {"bracket": 1, "lengths": [40]}], r
+    assert [(x["bracket"], x["rung"], x["length"]) for x in r["rungs"]] == [
+        (0, 0, 20), (0, 1, 40), (1, 0, 40)]
+    trials = {t["id"] for t in api.get(f"/ui/experiments/{exp_id}").json()["trials"]}
+    first, second = _rung(r, 0, 0)["trials"], _rung(r, 1, 0)["trials"]
+    firsts = {t["trial_id"] for t in first}
+    seconds = {t["trial_id"] for t in second}
+    # Each trial started in one bracket; bracket 1's trials first trained to 40 batches
+    # and were never judged at 20.
+    assert len(firsts) == len(seconds) == 2 and firsts | seconds == trials
+    for t in first:
+        assert min(_validations(api, t["trial_id"])) == 20
+    for t in second:
+        assert min(_validations(api, t["trial_id"])) == 40
+    # Each metric is the one validated at the rung's length; best first; the promoted
+    # trials of the 20-batch rung are exactly those at bracket 0's 40-batch rung.
+    for x in r["rungs"]:
+        for t in x["trials"]:
+            assert t["metric"] == _validations(api, t["trial_id"])[x["length"]]
+        metrics = [t["metric"] for t in x["trials"]]
+        assert metrics == sorted(metrics)
     promoted = {t["trial_id"] for t in first if t["promoted"]}
-    assert promoted == {t["trial_id"] for t in r["rungs"][1]["trials"]} and promoted
-    metrics = [t["metric"] for t in first]
-    assert metrics == sorted(metrics)
+    assert promoted == {t["trial_id"] for t in _rung(r, 0, 1)["trials"]} and promoted
+    assert not any(t["promoted"] for t in second + _rung(r, 0, 1)["trials"])
+
+
+def test_rungs_ignore_periodic_validations(api, tiny_dir_module):
+    config = _asha_config(tiny_dir_module, min_validation_period={"batches": 10})
+    exp_id = create_experiment(api, config, tiny_dir_module)
+    wait_for_state(api, exp_id, ["COMPLETED"], timeout=180)
+    r = api.get(f"/ui/experiments/{exp_id}/rungs").json()
+    assert [x["length"] for x in r["rungs"]] == [20, 40, 40]
+    assert len(_rung(r, 0, 0)["trials"]) == len(_rung(r, 1, 0)["trials"]) == 2
+    for x in r["rungs"]:
+        for t in x["trials"]:
+            got = _validations(api, t["trial_id"])
+            assert 10 in got  # periodic validations ran, and none of them is a rung
+            assert t["metric"] == got[x["length"]]
+
+
+def test_rungs_of_a_live_search_and_of_searches_without_rungs(api, tiny_dir_module):
+    # A paused experiment's run is live: its core answers, before any result.
+    exp_id = create_experiment(api, _asha_config(tiny_dir_module), tiny_dir_module,
+                               activate=False)
+    r = api.get(f"/ui/experiments/{exp_id}/rungs").json()
+    assert [b["lengths"] for b in r["brackets"]] == [[20, 40], [40]]
+    assert all(x["trials"] == [] for x in r["rungs"]) and len(r["rungs"]) == 3
+    # A searcher without rungs, live and (no snapshot yet or ended) stored: empty lists.
+    exp_id = create_experiment(api, _config(tiny_dir_module), tiny_dir_module,
+                               activate=False)
+    r = api.get(f"/ui/experiments/{exp_id}/rungs")
+    assert r.status_code == 200
+    assert (r.json()["brackets"], r.json()["rungs"]) == ([], [])
+    assert api.post(f"/experiments/{exp_id}/kill").status_code == 200
+    wait_for_state(api, exp_id, ["CANCELED"], timeout=60)
+    assert api.get(f"/ui/experiments/{exp_id}/rungs").json()["rungs"] == []
+    assert api.get("/ui/experiments/999999/rungs").status_code == 404
 
 
 def test_hparam_importance_of_a_search(api, tiny_dir_module):

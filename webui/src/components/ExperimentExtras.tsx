@@ -5,9 +5,27 @@ import { api, post, type ExperimentDetail } from "../api";
 import { counted, formatNumber, stepsText } from "../format";
 import { ErrorLine } from "./Bits";
 
-interface RungsResponse {
+interface RungTrial { trial_id: number; metric: number | null; promoted: boolean }
+interface Rung { bracket?: number; rung?: number; length: number; trials: RungTrial[] }
+
+/** The searcher's own rungs: `rungs` bracket by bracket, each with its `length` in the
+ * searcher's `unit` (a `time_metric` value for a time-metric search). */
+export interface RungsResponse {
   metric: string;
-  rungs: { length: number; trials: { trial_id: number; batches: number; metric: number | null; promoted: boolean }[] }[];
+  unit?: string | null;
+  time_metric?: string | null;
+  brackets?: { bracket: number; lengths: number[] }[];
+  rungs: Rung[];
+}
+
+/** The rungs grouped by bracket, in the order the master gives them. */
+export function rungsByBracket(rungs: Rung[]): [number, Rung[]][] {
+  const groups = new Map<number, Rung[]>();
+  for (const r of rungs) {
+    const b = r.bracket ?? 0;
+    groups.set(b, [...(groups.get(b) ?? []), r]);
+  }
+  return [...groups];
 }
 
 export function Rungs({ experimentId, unit }: { experimentId: number; unit?: string }) {
@@ -18,20 +36,31 @@ export function Rungs({ experimentId, unit }: { experimentId: number; unit?: str
   }, [experimentId]);
   if (error) return <ErrorLine error={error} />;
   if (!data) return <p className="muted">Loading…</p>;
-  if (!data.rungs.length) return <p className="muted">No trial has finished a rung yet.</p>;
+  if (!data.rungs.some((r) => r.trials.length)) return <p className="muted">No trial has finished a rung yet.</p>;
+  const groups = rungsByBracket(data.rungs);
+  const many = groups.length > 1;
+  const lengthText = (n: number) =>
+    data.time_metric ? `${data.time_metric} ${formatNumber(n)}` : stepsText(n, data.unit ?? unit);
   return (
     <div className="rungs" data-testid="rungs">
-      {data.rungs.map((r, i) => (
-        <div className="rung" key={r.length}>
-          <h3>Rung {i + 1}: {stepsText(r.length, unit)} <small className="muted">{counted(r.trials.length, "trial")}, {r.trials.filter((t) => t.promoted).length} went on</small></h3>
-          <ol>
-            {r.trials.map((t) => (
-              <li key={t.trial_id} className={t.promoted ? "promoted" : ""}>
-                <Link to={`/experiments/${experimentId}/trials/${t.trial_id}`}>trial {t.trial_id}</Link>{" "}
-                {data.metric} {formatNumber(t.metric)} {t.promoted ? "→ promoted" : ""}
-              </li>
-            ))}
-          </ol>
+      {groups.map(([b, rungs]) => (
+        <div className="bracket" key={b} data-testid={`bracket-${b + 1}`}>
+          {rungs.map((r, i) => (
+            <div className="rung" key={`${b}-${r.rung ?? i}`}>
+              <h3>
+                {many ? `Bracket ${b + 1} · ` : ""}Rung {(r.rung ?? i) + 1}: {lengthText(r.length)}{" "}
+                <small className="muted">{counted(r.trials.length, "trial")}, {r.trials.filter((t) => t.promoted).length} went on</small>
+              </h3>
+              <ol>
+                {r.trials.map((t) => (
+                  <li key={t.trial_id} className={t.promoted ? "promoted" : ""}>
+                    <Link to={`/experiments/${experimentId}/trials/${t.trial_id}`}>trial {t.trial_id}</Link>{" "}
+                    {data.metric} {formatNumber(t.metric)} {t.promoted ? "→ promoted" : ""}
+                  </li>
+                ))}
+              </ol>
+            </div>
+          ))}
         </div>
       ))}
     </div>

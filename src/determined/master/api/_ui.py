@@ -6,8 +6,8 @@
   what the trials' steps count (``step_unit``).
 - ``GET /ui/experiments/{id}/metrics``: one metric's series for many trials, each
   downsampled on the server to at most ``max_points`` points that keep its shape.
-- ``GET /ui/experiments/{id}/rungs``: for adaptive searchers, which trials reached
-  (were promoted to) which training length.
+- ``GET /ui/experiments/{id}/rungs``: for adaptive searchers, the searcher's brackets
+  and rungs, the trials it judged at each and which it promoted (``_rungs.py``).
 - ``GET /ui/experiments/{id}/hparam-importance``: how much of the searcher metric's
   spread each hyperparameter explains (``_importance.py`` says how).
 - ``GET /ui/trials/{id}/metrics``: a trial's series, per workload or per batch.
@@ -38,7 +38,7 @@ from fastapi import Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from determined.config import MetricOrder, global_batch_size, masked_config, step_unit
+from determined.config import global_batch_size, masked_config, step_unit
 from determined.master import scheduler
 from determined.master._core import Master
 from determined.master.api import _ui_queries as q
@@ -47,6 +47,7 @@ from determined.master.api._downsample import minmax_buckets
 from determined.master.api._experiments import waiting_json
 from determined.master.api._importance import hparam_importance
 from determined.master.api._registry import model_json, model_versions_json
+from determined.master.api._rungs import experiment_rungs as rungs_json
 from determined.master.db import NotFoundError
 from determined.master.tasks import PREFIX as TASK_PREFIX
 from determined.master.views import checkpoint_json
@@ -261,35 +262,11 @@ def ui_router(master: Master) -> fastapi.APIRouter:
 
     @api.get("/experiments/{id}/rungs")
     def experiment_rungs(id: int) -> Dict[str, Any]:
-        """For each training length at which some trial stopped (a rung of an adaptive
-        searcher), the trials that validated there, their metric, and whether they went
-        on (were promoted)."""
-        exp = store.get_experiment(id)
-        metric, smaller = q.searcher_metric(exp.config)
-        order = MetricOrder(smaller)
-        trials = store.list_trials(id)
-        validations: Dict[int, Dict[int, float]] = {}
-        for r in q.metric_rows(store, [t.id for t in trials], "validation"):
-            validations.setdefault(r.trial_id, {})[r.total_batches] = _number(
-                (r.metrics or {}).get(metric))
-        finished = {t.id: t.total_batches for t in trials}
-        stops = sorted({b for b in finished.values() if b > 0})
-        rungs = []
-        for length in stops:
-            entries = []
-            for t in trials:
-                got = validations.get(t.id, {})
-                at = [b for b in got if b >= length]
-                if not at:
-                    continue
-                b = min(at)
-                entries.append({"trial_id": t.id, "batches": b, "metric": got[b],
-                                "promoted": finished[t.id] > length})
-            entries.sort(key=lambda e: order.key(e["metric"]))
-            rungs.append({"length": length, "trials": entries})
-        searcher = exp.config.get("searcher", {})
-        return clean({"searcher": searcher.get("name"), "metric": metric,
-                      "smaller_is_better": smaller, "rungs": rungs})
+        """The searcher's own rungs (adaptive searchers): its brackets with their rung
+        lengths, and per rung the trials it judged there, best first, with the metric
+        it recorded and whether it promoted them (``_rungs`` says more); empty lists
+        for a searcher without rungs."""
+        return clean(rungs_json(master, id))
 
     @api.get("/trials/{id}/metrics")
     def trial_metrics(

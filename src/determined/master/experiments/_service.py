@@ -193,6 +193,15 @@ class Experiments:
         with self.lock:
             return experiment_id in self._runs
 
+    def rung_table(self, experiment_id: int) -> Tuple[bool, Optional[List[Any]]]:
+        """``(live, table)``: whether the experiment has a run, and then its searcher's
+        brackets and rungs (``ExperimentCore.rung_table``: None without rungs)."""
+        with self.lock:
+            run = self._runs.get(experiment_id)
+            if run is None:
+                return False, None
+            return True, run.core.rung_table()
+
     def trial(self, trial_id: int) -> Optional[LiveTrial]:
         """The live trial with this id; None once its experiment ended."""
         return self._trials.get(trial_id)  # one dict read: atomic, no lock needed
