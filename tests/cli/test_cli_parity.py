@@ -195,7 +195,7 @@ def test_an_error_in_a_terminal_fits_its_width(tmp_path, tiny_dir):
 
 
 def test_error_text_folds_the_message_but_never_a_traceback():
-    from determined.cli._main import error_text
+    from determined.cli._errors import error_text
 
     frame = '  File "/a/rather/long/path/to/a/model/directory/of/the/user/model_def.py", line 84'
     message = ("the trial raised an error while training, at batch 3 of the first epoch of "

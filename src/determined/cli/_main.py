@@ -16,6 +16,7 @@ from typing import Any, Callable, List, NoReturn, Optional
 
 import determined
 from determined.common.password import PromptCanceled
+from determined.cli._errors import error_text, error_width, fold_error
 from determined.errors import DeterminedError
 
 __all__ = ["main", "build_parser", "NOUN_MODULES"]
@@ -68,7 +69,7 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        self.exit(2, fold_error(f"{self.prog}: error: {message}", _error_width()) + "\n")
+        self.exit(2, fold_error(f"{self.prog}: error: {message}", error_width()) + "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -99,43 +100,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     list_actions_when_none(parser)
     return parser
-
-
-def error_text(message: str, width: Optional[int] = None) -> str:
-    """``det: error: <message>``; with a ``width`` (stderr is a terminal) each line is
-    folded at spaces to fit, continuation lines indented under their own line's text
-    (a bullet's under its text), words such as paths and URLs never broken. A traceback
-    in the message (user code's, as a failed local run quotes it) is left as written,
-    from its ``Traceback`` line on: its lines are code and paths to read and copy."""
-    return fold_error(f"det: error: {message}", width)
-
-
-def fold_error(text: str, width: Optional[int]) -> str:
-    """An error's whole ``text`` (``PROG: error: ...``) folded at ``width`` as
-    :func:`error_text` says; as it is without a width."""
-    import textwrap
-
-    if not width:
-        return text
-    lines = text.splitlines()
-    end = next((i for i, line in enumerate(lines)
-                if line.lstrip().startswith("Traceback (most recent call last)")), len(lines))
-    out = []
-    for line in lines[:end]:
-        stripped = line.lstrip(" ")
-        indent = len(line) - len(stripped)
-        hang = indent + (2 if stripped.startswith("- ") else 0) + (2 if indent == 0 else 0)
-        out.append(textwrap.fill(line, width=max(width, 40), subsequent_indent=" " * hang,
-                                 break_long_words=False, break_on_hyphens=False,
-                                 drop_whitespace=True) if len(line) > width else line)
-    return "\n".join(out + lines[end:])
-
-
-def _error_width() -> Optional[int]:
-    try:
-        return os.get_terminal_size(sys.stderr.fileno()).columns if sys.stderr.isatty() else None
-    except (OSError, ValueError, AttributeError):
-        return None
 
 
 def _one_line(e: BaseException) -> str:
@@ -190,7 +154,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"det: {e}", file=sys.stderr)
         return 130 if e.interrupted else 1
     except DeterminedError as e:
-        print(error_text(str(e), _error_width()), file=sys.stderr)
+        print(error_text(str(e), error_width()), file=sys.stderr)
         return 1
     except KeyboardInterrupt as interrupt:
         if not getattr(interrupt, "reported", False):  # a local run said what it left

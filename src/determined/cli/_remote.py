@@ -84,9 +84,9 @@ def unreachable_hint(e: APIError, local: str = "run the experiment on this machi
 def usage_error(message: str) -> NoReturn:
     """A bad argument combination: ``det: error: ...`` on stderr (folded at a terminal's
     width, as every det error) and exit status 2 (as argparse)."""
-    from determined.cli._main import _error_width, error_text
+    from determined.cli._errors import error_text, error_width
 
-    print(error_text(message, _error_width()), file=sys.stderr)
+    print(error_text(message, error_width()), file=sys.stderr)
     raise SystemExit(2)
 
 
