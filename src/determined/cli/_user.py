@@ -120,9 +120,6 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _link_with_agent_user(args: argparse.Namespace) -> int:
-    for flag, value in (("--agent-uid", args.agent_uid), ("--agent-gid", args.agent_gid)):
-        if value < 0:
-            raise DeterminedError(f"{flag} must be a non-negative id. Received: {value}")
     for flag, value in (("--agent-user", args.agent_user), ("--agent-group", args.agent_group)):
         if not value:
             raise DeterminedError(f"{flag} must not be empty")

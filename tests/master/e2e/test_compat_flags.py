@@ -90,8 +90,8 @@ def test_link_with_agent_user_is_admin_only_and_shown(shared_master, tmp_path):
 
     negative = det(shared_master, "-u", "admin", "user", "link-with-agent-user", "alice",
                    "--agent-uid", "-1", "--agent-gid", "0", "--agent-user", "a",
-                   "--agent-group", "b", code=1, env=env)
-    assert "--agent-uid must be a non-negative id" in negative.stderr
+                   "--agent-group", "b", code=2, env=env)
+    assert "argument --agent-uid: Expected a whole number of at least 0" in negative.stderr
     missing = det(shared_master, "-u", "admin", "user", "link-with-agent-user", "nobody",
                   "--agent-uid", "1", "--agent-gid", "1", "--agent-user", "a",
                   "--agent-group", "b", code=1, env=env)
