@@ -129,8 +129,6 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
-    if args.tail is not None and args.tail < 0:
-        usage_error(f"--tail must be 0 or more. Received: {args.tail}")
     with client(args) as c:
         params: Any = {"tail": args.tail} if args.tail is not None else {}
         after = 0

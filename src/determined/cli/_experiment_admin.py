@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from determined.cli._remote import client, print_rows, usage_error
+from determined.cli._remote import client, print_rows
 from determined.common.wording import counted
 from determined.cli._argtypes import count, positive_int
 
@@ -65,9 +65,6 @@ def _gc_policy(args: argparse.Namespace) -> int:
     policy = {"save_experiment_best": args.save_experiment_best,
               "save_trial_best": args.save_trial_best,
               "save_trial_latest": args.save_trial_latest}
-    for name, value in policy.items():
-        if value < 0:
-            usage_error(f"--{name.replace('_', '-')} must be 0 or more. Received: {value}")
     with client(args) as c:
         doomed = c.request("GET", f"/experiments/{args.experiment_id}/gc-preview",
                            params=policy)["checkpoints"]

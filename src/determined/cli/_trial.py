@@ -118,9 +118,6 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def _logs(args: argparse.Namespace) -> int:
-    for flag, n in (("--head", args.head), ("--tail", args.tail)):
-        if n is not None and n < 0:
-            usage_error(f"{flag} must be 0 or more. Received: {n}")
     with client(args) as c:
         tail = LogTail(lambda after: trial_log_page(c, args.trial_id, after),
                        lambda line: print(line["line"], flush=True))
