@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Optional
 from determined.common.wording import counted
 
 __all__ = ["STEP_UNITS", "check_entrypoint", "is_script_entrypoint", "is_trial_class_entrypoint",
-           "script_command", "script_file", "step_unit", "step_units", "steps_text"]
+           "length_unit", "script_command", "script_file", "step_unit", "step_units", "steps_text"]
 
 #: Each step unit (see :func:`step_unit`) and its plural, the word of table headers.
 STEP_UNITS = {"batch": "batches", "epoch": "epochs", "record": "records", "step": "steps"}
@@ -152,6 +152,17 @@ def step_unit(cfg: Dict[str, Any]) -> str:
     searcher = cfg.get("searcher")
     searcher = searcher if isinstance(searcher, dict) else {}
     length = searcher.get("max_length", searcher.get("length_per_round"))  # pbt: per round
+    return length_unit(length) or "step"
+
+
+def length_unit(length: Any) -> Optional[str]:
+    """The unit of a searcher length as a :data:`STEP_UNITS` noun (``{epochs: 4}`` ->
+    ``epoch``, a bare number -> ``batch``); None if it names none.
+
+    Example:
+        >>> length_unit({"records": 9}), length_unit(100), length_unit({"minutes": 3})
+        ('record', 'batch', None)
+    """
     if isinstance(length, (int, float)) and not isinstance(length, bool):
         return "batch"  # a bare number is batches
     if isinstance(length, dict) and len(length) == 1:
@@ -159,7 +170,7 @@ def step_unit(cfg: Dict[str, Any]) -> str:
         unit = "batch" if unit == "batche" else unit
         if unit in STEP_UNITS:
             return unit
-    return "step"
+    return None
 
 
 def step_units(cfg: Dict[str, Any]) -> str:

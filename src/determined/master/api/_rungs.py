@@ -13,16 +13,13 @@ import logging
 from typing import Any, Dict, List, Optional
 
 from determined import engine
-from determined.common.entrypoint import STEP_UNITS
+from determined.common.entrypoint import length_unit
 from determined.master._core import Master
 from determined.master.api import _ui_queries as q
 
 __all__ = ["experiment_rungs"]
 
 logger = logging.getLogger("determined.master")
-
-#: A searcher length unit (``epochs``) -> the step-unit noun the UI counts with.
-_UNIT_NOUNS = {plural: noun for noun, plural in STEP_UNITS.items()}
 
 
 def _table(master: Master, exp: Any) -> Optional[List[Any]]:
@@ -54,8 +51,8 @@ def experiment_rungs(master: Master, id: int) -> Dict[str, Any]:
     unit = None
     if not time_metric:
         lengths = [searcher.get(k) for k in ("max_length", "budget")]
-        unit = next((_UNIT_NOUNS.get(next(iter(v))) for v in lengths
-                     if isinstance(v, dict) and len(v) == 1), None)
+        unit = next((length_unit(v) for v in lengths if isinstance(v, dict) and len(v) == 1),
+                    None)
     out: Dict[str, Any] = {"searcher": searcher.get("name"), "metric": metric,
                            "smaller_is_better": smaller, "unit": unit,
                            "time_metric": time_metric or None, "brackets": [], "rungs": []}
