@@ -175,6 +175,8 @@ def _bind_mount(mount: Mapping[str, Any], workdir: str, index: int) -> None:
             return  # already there (another trial process of this machine made it)
         if not os.path.isabs(target):
             os.remove(path)
+    if os.path.isabs(target) and os.path.exists(path) and os.path.samefile(path, host):
+        return  # the host directory is already at container_path (e.g. /data -> /data)
     if os.path.lexists(path):
         raise InvalidModelDefError(
             f"{label}: {path} already exists and is not a link to host_path; choose another "
