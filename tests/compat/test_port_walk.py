@@ -33,6 +33,13 @@ def _create(tmp_path, config, local_dir, *flags):
                    env={"DET_WORKDIR_ROOT": str(tmp_path / "workdirs")})
 
 
+def _storage(tmp_path):
+    (tmp_path / "ckpts").mkdir(exist_ok=True)
+    return {"type": "shared_fs", "host_path": str(tmp_path / "ckpts"),
+            "storage_path": "determined-checkpoint", "save_trial_best": 1,
+            "save_trial_latest": 1, "save_experiment_best": 0}
+
+
 def test_a_mount_already_at_its_container_path_is_accepted(tmp_path):
     """0.13 configs often mount a shared directory at the same path (``/data`` on
     ``/data``); without a container it is already there."""
@@ -44,3 +51,19 @@ def test_a_mount_already_at_its_container_path_is_accepted(tmp_path):
     assert out.returncode == 0, out.stdout + out.stderr
     assert "COMPLETED" in out.stdout, out.stdout
 
+
+def test_two_local_directories_sharing_storage_keep_each_others_checkpoints(tmp_path):
+    """Each local directory numbers its experiments from 1: the second run's trial 1
+    must not take the first run's checkpoints for leftovers of its own."""
+    config = dict(CONFIG, checkpoint_storage=_storage(tmp_path))
+    store = tmp_path / "ckpts" / "determined-checkpoint"
+    out = _create(tmp_path, config, "first")
+    assert out.returncode == 0, out.stdout + out.stderr
+    first = {p.name for p in store.iterdir() if p.name != "tensorboard"}
+    assert first
+    out = _create(tmp_path, config, "second")
+    assert out.returncode == 0, out.stdout + out.stderr
+    after = {p.name for p in store.iterdir() if p.name != "tensorboard"}
+    assert first < after, (first, after)
+    log = next((tmp_path / "second" / "experiments").glob("*/trials/1.log")).read_text()
+    assert "removed an unfinished checkpoint write" not in log, log

@@ -1,7 +1,8 @@
 """A trial's unfinished checkpoint writes are removed when it starts (not only when a
 master starts): its tagged ``.partial-*`` scratch directories, and complete checkpoints
 of more batches than the one it resumes from that no record names. Other trials' files
-and every recorded checkpoint stay."""
+and every recorded checkpoint stay; so do those of another local directory's (or
+master's) experiment 1, trial 1."""
 
 import json
 import os
@@ -10,16 +11,18 @@ import uuid
 
 import yaml
 
+from determined.common.identity import directory_id
+from determined.storage import scratch_tag
 from det_cli_testing import run_det
 
 
-def _complete(root, experiment_id, trial_id, when):
+def _complete(root, experiment_id, trial_id, when, owner):
     path = root / str(uuid.uuid4())
     path.mkdir()
     (path / "state_dict.pth").write_bytes(b"x" * 10)
     (path / "metadata.json").write_text(json.dumps(
         {"experiment_id": experiment_id, "trial_id": trial_id, "end_time": when,
-         "batch_number": 30}))
+         "batch_number": 30, "owner": owner}))
     os.utime(path, (when, when))
     return path
 
@@ -29,13 +32,18 @@ def test_trial_start_removes_its_leftovers_only(tmp_path, tiny_dir):
     root = local / "checkpoints"
     root.mkdir(parents=True)
     later = time.time() + 3600  # "written after the checkpoint the restart resumes from"
-    mine_partial = root / f".partial-e1t1-{uuid.uuid4()}-0badf00d"
-    other_partial = root / f".partial-e9t9-{uuid.uuid4()}-0badf00d"
-    for p in (mine_partial, other_partial):
+    owner, stranger = directory_id(str(local)), str(uuid.uuid4())
+    assert owner != stranger
+    mine_partial = root / f".partial-{scratch_tag(1, 1, owner)}{uuid.uuid4()}-0badf00d"
+    others_partial = [root / f".partial-{scratch_tag(9, 9, owner)}{uuid.uuid4()}-0badf00d",
+                      root / f".partial-{scratch_tag(1, 1, stranger)}{uuid.uuid4()}-0badf00d"]
+    for p in (mine_partial, *others_partial):
         p.mkdir()
         (p / "state_dict.pth").write_bytes(b"half")
-    mine_unregistered = _complete(root, 1, 1, later)
-    other_unregistered = _complete(root, 9, 9, later)
+    mine_unregistered = _complete(root, 1, 1, later, owner)
+    others_unregistered = [_complete(root, 9, 9, later, owner),
+                           _complete(root, 1, 1, later, stranger),
+                           _complete(root, 1, 1, later, None)]  # written before owners
 
     cfg = yaml.safe_load((tiny_dir / "const.yaml").read_text())
     cfg["hyperparameters"]["crash_once_at_batch"] = 25  # restart from the checkpoint at 20
@@ -50,8 +58,9 @@ def test_trial_start_removes_its_leftovers_only(tmp_path, tiny_dir):
     assert run["trials"][0]["restarts"] == 1
 
     assert not mine_partial.exists() and not mine_unregistered.exists()
-    assert other_partial.exists() and other_unregistered.exists()
-    assert not [p for p in root.iterdir() if p.name.startswith(".partial-e1t1-")]
+    assert all(p.exists() for p in others_partial + others_unregistered)
+    assert not [p for p in root.iterdir()
+                if p.name.startswith(".partial-" + scratch_tag(1, 1, owner))]
     # Every checkpoint the run registered and kept is complete and still there.
     listed = json.loads(run_det(["e", "lc", "1", "--local-dir", local, "--json"]).stdout)
     for c in listed:

@@ -177,13 +177,26 @@ def test_unreachable_store_is_a_storage_error():
         s.list_checkpoints()
 
 
-def _trial_checkpoint(s, trial_id, batches):
+def _trial_checkpoint(s, trial_id, batches, **extra):
     uuid = str(uuidlib.uuid4())
     with s.store_path(uuid) as path:
         _write(path, {"state_dict.pth": b"w"})
         write_metadata(path, {"uuid": uuid, "experiment_id": 1, "trial_id": trial_id,
-                              "batch_number": batches})
+                              "batch_number": batches, **extra})
     return uuid
+
+
+def test_leftovers_of_another_masters_trial_with_the_same_ids_stay(backend):
+    """Two masters (or local directories) sharing a store both have experiment 1,
+    trial 1: a trial with an owner takes only checkpoints naming that owner."""
+    section, _ = backend
+    s = build_storage(section)
+    mine = _trial_checkpoint(s, 1, 30, owner="cluster-a")
+    theirs = _trial_checkpoint(s, 1, 30, owner="cluster-b")
+    unowned = _trial_checkpoint(s, 1, 30)
+    assert s.trial_checkpoints(1, 1, owner="cluster-a") == {mine: 30}
+    assert s.remove_leftovers(1, 1, set(), None, 0, owner="cluster-a") == [s.describe(mine)]
+    assert set(s.list_checkpoints()) == {theirs, unowned}
 
 
 def test_leftovers_are_unrecorded_checkpoints_past_the_restored_one(backend):

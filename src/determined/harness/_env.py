@@ -48,6 +48,9 @@ class TrialEnv:
         warm_start: True when ``latest_checkpoint`` is another trial's (a warm start:
             its state is restored but training starts at batch 0) rather than this one's.
         distributed: this process's place among the trial's processes.
+        owner: the identity of the records that number this trial (a master's
+            cluster ID, a local records directory's); its checkpoints carry it, so
+            another store's experiment with the same IDs never takes them for its own.
     """
 
     experiment_config: Dict[str, Any]
@@ -61,6 +64,7 @@ class TrialEnv:
     distributed: DistributedInfo = dataclasses.field(default_factory=DistributedInfo)
     test_mode: bool = False
     managed: bool = True  # False for the Native API's in-process trials
+    owner: str = ""
 
     @property
     def slots_per_trial(self) -> int:

@@ -37,7 +37,8 @@ from determined.harness._host import OpKind, TrialHost, TrialOp
 from determined.harness._sequencer import Sequencer
 from determined.harness._usercode import load_trial_class
 from determined.harness._workload import Kind
-from determined.storage import StorageManager, copy_code, read_metadata, write_metadata
+from determined.storage import (StorageManager, copy_code, read_metadata, scratch_tag,
+                                write_metadata)
 from determined.util import format_metrics, plain_values
 
 __all__ = ["TrialRunner", "ExitReason", "MISSING_METRIC"]
@@ -304,6 +305,7 @@ class TrialRunner:
             "start_time": start,
             "end_time": time.time(),
             "entrypoint": self.env.experiment_config.get("entrypoint"),
+            **({"owner": self.env.owner} if self.env.owner else {}),
         }
 
     def _finish(self) -> None:
@@ -326,12 +328,13 @@ class TrialRunner:
         from that its host has no record of (killed before reporting them)."""
         if not self.env.experiment_id or not self.env.trial_id:
             return  # not a trial of a driver or master (test mode, tests' own runners)
-        self.storage.scratch_tag = f"e{self.env.experiment_id}t{self.env.trial_id}-"
+        self.storage.scratch_tag = scratch_tag(self.env.experiment_id, self.env.trial_id,
+                                               self.env.owner)
         try:
             recorded = self.host.recorded_checkpoints()
             for path in self.storage.remove_leftovers(
                     self.env.experiment_id, self.env.trial_id, recorded,
-                    self.latest_checkpoint, self.batches_trained):
+                    self.latest_checkpoint, self.batches_trained, owner=self.env.owner):
                 logger.info("removed an unfinished checkpoint write of this trial: %s", path)
         except Exception as e:  # noqa: BLE001 - leftovers cost space, never the trial
             logger.warning("could not look for unfinished checkpoint writes: %s", e)

@@ -37,7 +37,7 @@ from typing import Any, Dict, Mapping, Optional
 
 from determined.harness._env import TrialEnv
 from determined.harness._pipe_host import PipeHost
-from determined.storage import StorageManager, build_storage
+from determined.storage import StorageManager, build_storage, scratch_tag
 
 __all__ = ["ScriptLink", "LinkHost", "connect", "load_cluster_info", "write_cluster_info",
            "LINK_ENV", "AUTHKEY_ENV", "CLUSTER_INFO_ENV", "LATEST_CHECKPOINT_ENV"]
@@ -126,7 +126,7 @@ def connect(environ: Optional[Mapping[str, str]] = None) -> Optional[ScriptLink]
     storage = build_storage(info["checkpoint_storage"])
     if env.experiment_id and env.trial_id and hasattr(storage, "scratch_tag"):
         # Unfinished writes carry the trial, so its next process can remove them.
-        storage.scratch_tag = f"e{env.experiment_id}t{env.trial_id}-"
+        storage.scratch_tag = scratch_tag(env.experiment_id, env.trial_id, env.owner)
     return ScriptLink(env=env, host=LinkHost(conn), storage=storage,
                       master_url=info.get("master_url"),
                       latest_checkpoint=info.get("latest_checkpoint"))

@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from determined import engine
 from determined.common import scratch
+from determined.common.identity import directory_id
 from determined.config import ExperimentConfig, is_script_entrypoint
 from determined.harness import TrialEnv
 from determined.local._interrupts import DeferredInterrupts
@@ -89,6 +90,8 @@ class LocalDriver:
         self.concurrent = self.slots // per_trial  # trials running at once
         self.on_event = on_event or (lambda kind, trial, details: None)
         self.db = store.store
+        # Other local directories (and masters) number experiments from 1 too.
+        self.owner = directory_id(store.local_dir)
         store.name_user_files(self.model_dir)  # a script's own tracebacks, as stored
         self.source_path = source_checkpoint[1] if source_checkpoint else None
         self.core = engine.ExperimentCore(
@@ -267,7 +270,7 @@ class LocalDriver:
         env = TrialEnv(experiment_config=self.config, hparams=t.hparams,
                        model_dir=self.model_dir, experiment_id=self.experiment_id,
                        trial_id=trial_id, trial_seed=t.seed, latest_checkpoint=restore,
-                       warm_start=warm)
+                       warm_start=warm, owner=self.owner)
         log_path = self.store.trial_log_path(trial_id)
         self._log_starts[r] = os.path.getsize(log_path) if os.path.exists(log_path) else 0
         self.processes.start(r, (env, self.storage_config, log_path, self._threads))

@@ -15,11 +15,11 @@ import os
 import signal
 import threading
 import time
-import uuid as uuidlib
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import determined
 from determined import engine
+from determined.common.identity import directory_id
 from determined.master import scheduler
 from determined.master._config import MasterConfig
 from determined.master._lifecycle import event
@@ -125,12 +125,7 @@ class Master:
             ray_nodes.task_events = self.tasks  # and tasks on Ray nodes
 
     def _cluster_id(self) -> str:
-        path = os.path.join(self.config.data_dir, "cluster_id")
-        if not os.path.exists(path):
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(str(uuidlib.uuid4()))
-        with open(path, encoding="utf-8") as f:
-            return f.read().strip()
+        return directory_id(self.config.data_dir)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -272,6 +267,7 @@ class Master:
                 "experiment_config": run.config, "hparams": t.hparams,
                 "model_dir": run.model_dir, "experiment_id": run.id, "trial_id": t.trial_id,
                 "trial_seed": t.seed, "latest_checkpoint": restore, "warm_start": warm,
+                "owner": self.cluster_id,
             },
             "storage": run.storage_config,
             # Leave a core to the master: torch threads spinning on every core stall it.

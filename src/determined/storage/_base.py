@@ -74,17 +74,20 @@ class StorageManager(abc.ABC):
         return meta if isinstance(meta, dict) else None
 
     def trial_checkpoints(self, experiment_id: int, trial_id: int,
-                          skip: AbstractSet[str] = frozenset()) -> Dict[str, int]:
+                          skip: AbstractSet[str] = frozenset(), owner: str = ""
+                          ) -> Dict[str, int]:
         """The complete checkpoints whose metadata names this trial: UUID -> batches
         (those without a readable batch count, and those in ``skip``, are left out:
-        reading metadata costs a request per checkpoint in an object store)."""
+        reading metadata costs a request per checkpoint in an object store). With
+        ``owner`` (``TrialEnv.owner``), only those whose metadata names that owner too:
+        another master or local records directory numbers its trials from 1 as well."""
         out: Dict[str, int] = {}
         for uuid in self.list_checkpoints():
             if uuid in skip:
                 continue
             meta = self.checkpoint_metadata(uuid)
             if meta is None or (meta.get("experiment_id"), meta.get("trial_id")) != (
-                    experiment_id, trial_id):
+                    experiment_id, trial_id) or (owner and meta.get("owner") != owner):
                 continue
             batches = meta.get("batch_number")
             if isinstance(batches, int) and not isinstance(batches, bool):
@@ -93,7 +96,7 @@ class StorageManager(abc.ABC):
 
     def remove_leftovers(self, experiment_id: int, trial_id: int,
                          recorded: Optional[AbstractSet[str]], restored: Optional[str],
-                         restored_batches: int) -> List[str]:
+                         restored_batches: int, owner: str = "") -> List[str]:
         """At a trial's start, when none of its earlier processes can still write:
         delete the complete checkpoints it wrote that no record names (``recorded``:
         the UUIDs its host has a record of; None when the host cannot tell, then
@@ -102,8 +105,8 @@ class StorageManager(abc.ABC):
         if recorded is None:
             return []
         doomed = unrecorded_later_checkpoints(
-            self.trial_checkpoints(experiment_id, trial_id, skip=recorded), recorded, restored,
-            restored_batches)
+            self.trial_checkpoints(experiment_id, trial_id, skip=recorded, owner=owner),
+            recorded, restored, restored_batches)
         for uuid in doomed:
             self.delete(uuid)
         return [self.describe(uuid) for uuid in doomed]

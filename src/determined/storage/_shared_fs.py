@@ -12,7 +12,18 @@ from typing import AbstractSet, Any, Iterator, List, Mapping, Optional
 from determined.errors import CheckpointError, StorageError
 from determined.storage._base import Selector, StorageManager
 
-__all__ = ["SharedFSStorageManager", "missing_host_path"]
+__all__ = ["SharedFSStorageManager", "missing_host_path", "scratch_tag"]
+
+
+def scratch_tag(experiment_id: int, trial_id: int, owner: str = "") -> str:
+    """The tag of a trial's unfinished writes: ``e<experiment>t<trial>-``, then the
+    first part of ``owner`` (``TrialEnv.owner``) where there is one, so that trials
+    of two masters (or local records directories) with the same IDs stay apart.
+
+    >>> scratch_tag(3, 7, "5b0e8c2e-1111-2222-3333-444455556666")
+    'e3t7-5b0e8c2e-'
+    """
+    return f"e{experiment_id}t{trial_id}-" + (f"{owner[:8]}-" if owner else "")
 
 _SCRATCH_PREFIX = ".partial-"
 
@@ -44,7 +55,7 @@ class SharedFSStorageManager(StorageManager):
 
     Writes go to ``.partial-<tag><uuid>-<random>`` in the same directory, are fsynced,
     then renamed to ``<uuid>`` (rename is atomic on POSIX file systems). A trial sets
-    ``scratch_tag`` (``e<experiment>t<trial>-``) so that its next process can tell its
+    ``scratch_tag`` (:func:`scratch_tag`) so that its next process can tell its
     own unfinished writes from other trials' (:meth:`remove_leftovers`).
     """
 
@@ -116,9 +127,9 @@ class SharedFSStorageManager(StorageManager):
 
     def remove_leftovers(self, experiment_id: int, trial_id: int,
                          recorded: Optional[AbstractSet[str]], restored: Optional[str],
-                         restored_batches: int) -> List[str]:
+                         restored_batches: int, owner: str = "") -> List[str]:
         """Also this trial's unfinished writes (scratch directories tagged with it)."""
-        tag = f"{_SCRATCH_PREFIX}e{experiment_id}t{trial_id}-"
+        tag = _SCRATCH_PREFIX + scratch_tag(experiment_id, trial_id, owner)
         removed: List[str] = []
         for name in self._names():
             if name.startswith(tag):
@@ -126,7 +137,7 @@ class SharedFSStorageManager(StorageManager):
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(path)
         return removed + super().remove_leftovers(experiment_id, trial_id, recorded, restored,
-                                                  restored_batches)
+                                                  restored_batches, owner)
 
     def delete(self, uuid: str) -> None:
         shutil.rmtree(self._final(uuid), ignore_errors=True)
