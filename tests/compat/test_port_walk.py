@@ -67,3 +67,15 @@ def test_two_local_directories_sharing_storage_keep_each_others_checkpoints(tmp_
     assert first < after, (first, after)
     log = next((tmp_path / "second" / "experiments").glob("*/trials/1.log")).read_text()
     assert "removed an unfinished checkpoint write" not in log, log
+
+
+@pytest.mark.parametrize("entrypoint", ["model_def:FullTrial", "model_def:LegacyTrial"])
+def test_full_dataset_and_legacy_trials_pass_local_test_mode(tmp_path, entrypoint):
+    """``evaluate_full_dataset``; legacy ``build_model``/``optimizer`` with a
+    ``MANUAL_STEP`` scheduler and ``train_batch(batch, model, ...)``."""
+    metric = "validation_error" if "Full" in entrypoint else "validation_loss"
+    config = dict(CONFIG, entrypoint=entrypoint,
+                  searcher=dict(CONFIG["searcher"], metric=metric))
+    out = _create(tmp_path, config, "local", "--test")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "Model definition test succeeded" in out.stdout, out.stdout
