@@ -99,7 +99,7 @@ def test_fields_without_effect_each_warned_once_by_name():
     raw = parse_yaml(BASE)
     raw.update({
         "environment": {"image": "determinedai/environments:py-3.6", "environment_variables": ["A=1"]},
-        "resources": {"shm_size": 4096, "native_parallel": False},
+        "resources": {"shm_size": 4096, "native_parallel": True},
         "optimizations": {"tensor_fusion_threshold": 32, "tensor_fusion_cycle_time": 4},
         "bind_mounts": [{"host_path": "/tmp", "container_path": "data", "propagation": "shared"}],
     })
@@ -112,6 +112,26 @@ def test_fields_without_effect_each_warned_once_by_name():
     ]
     assert all("no effect" in w for w in warnings)
     assert config_warnings(parse_yaml(BASE)) == []  # environment_variables works: no warning
+
+
+def test_0_13_defaults_spelled_out_are_not_warned():
+    """Example configs often write 0.13's defaults out; those ask for nothing that
+    does not happen here."""
+    raw = parse_yaml(BASE)
+    raw.update(parse_yaml("""
+environment: {force_pull_image: false, ports: {}, registry_auth: null}
+resources: {slots_per_trial: 1, native_parallel: false, agent_label: ""}
+optimizations: {tensor_fusion_threshold: 64, tensor_fusion_cycle_time: 5,
+                auto_tune_tensor_fusion: false, gradient_compression: false}
+bind_mounts: [{host_path: /tmp, container_path: data, read_only: false,
+               propagation: rprivate}]
+checkpoint_storage: {type: shared_fs, host_path: /tmp, propagation: rprivate}
+"""))
+    assert config_warnings(raw) == []
+    raw["bind_mounts"][0]["read_only"] = True
+    raw["optimizations"]["tensor_fusion_threshold"] = 32
+    assert [w.split(" ")[0] for w in config_warnings(raw)] == [
+        "optimizations.tensor_fusion_threshold", "bind_mounts[*].read_only"]
 
 
 def test_partial_config_in_local_test_mode_merged_over_defaults():

@@ -293,23 +293,48 @@ _WITHOUT_EFFECT = {
     "searcher.bracket_rungs": "brackets follow mode and max_rungs",
 }
 
+# 0.13's defaults of those fields: a config that spells one out (as many examples do)
+# asks for what happens here anyway, so it gets no warning.
+_DEFAULTS_WITHOUT_EFFECT: Dict[str, Any] = {
+    "environment.force_pull_image": False,
+    "environment.registry_auth": None,
+    "environment.ports": {},
+    "environment.pod_spec": None,
+    "resources.shm_size": None,
+    "resources.native_parallel": False,
+    "resources.agent_label": "",
+    "optimizations.tensor_fusion_threshold": 64,
+    "optimizations.tensor_fusion_cycle_time": 5,
+    "optimizations.auto_tune_tensor_fusion": False,
+    "optimizations.gradient_compression": False,
+    "bind_mounts[].propagation": "rprivate",
+    "bind_mounts[].read_only": False,
+    "checkpoint_storage.propagation": "rprivate",
+}
+_ABSENT = object()
 
-def _present(config: Any, parts: List[str]) -> bool:
+
+def _present(config: Any, parts: List[str], default: Any = _ABSENT) -> bool:
+    """Whether the field at ``parts`` is set (to other than ``default``, where given)."""
     if not parts:
-        return True
+        return default is _ABSENT or config != default or type(config) is not type(default)
     head, rest = parts[0], parts[1:]
     if head.endswith("[]"):
         items = config.get(head[:-2]) if isinstance(config, Mapping) else None
-        return isinstance(items, list) and any(_present(i, rest) for i in items)
-    return isinstance(config, Mapping) and head in config and _present(config[head], rest)
+        return isinstance(items, list) and any(_present(i, rest, default) for i in items)
+    return (isinstance(config, Mapping) and head in config
+            and _present(config[head], rest, default))
 
 
 def config_warnings(raw: Mapping[str, Any]) -> List[str]:
-    """One warning per field of ``raw`` that is accepted but has no effect here.
+    """One warning per field of ``raw`` that is accepted but has no effect here (set
+    to its 0.13 default, none).
 
     Example:
         >>> config_warnings({"resources": {"shm_size": 1024}})
         ['resources.shm_size is accepted but has no effect here: trials share /dev/shm of this machine']
+        >>> config_warnings({"resources": {"native_parallel": False}})
+        []
     """
     if not isinstance(raw, Mapping):
         return []
@@ -317,7 +342,7 @@ def config_warnings(raw: Mapping[str, Any]) -> List[str]:
     return [
         f"{path.replace('[]', '[*]')} is accepted but has no effect here: {why}"
         for path, why in _WITHOUT_EFFECT.items()
-        if _present(config, path.split("."))
+        if _present(config, path.split("."), _DEFAULTS_WITHOUT_EFFECT.get(path, _ABSENT))
     ]
 
 
