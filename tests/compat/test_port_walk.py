@@ -69,11 +69,13 @@ def test_two_local_directories_sharing_storage_keep_each_others_checkpoints(tmp_
     assert "removed an unfinished checkpoint write" not in log, log
 
 
-@pytest.mark.parametrize("entrypoint", ["model_def:FullTrial", "model_def:LegacyTrial"])
-def test_full_dataset_and_legacy_trials_pass_local_test_mode(tmp_path, entrypoint):
+@pytest.mark.parametrize("entrypoint,metric", [
+    ("model_def:FullTrial", "validation_error"), ("model_def:LegacyTrial", "validation_loss"),
+    ("model_def:DetectionTrial", "val_box_error")])
+def test_other_trial_shapes_pass_local_test_mode(tmp_path, entrypoint, metric):
     """``evaluate_full_dataset``; legacy ``build_model``/``optimizer`` with a
-    ``MANUAL_STEP`` scheduler and ``train_batch(batch, model, ...)``."""
-    metric = "validation_error" if "Full" in entrypoint else "validation_loss"
+    ``MANUAL_STEP`` scheduler and ``train_batch(batch, model, ...)``; detection-style
+    batches (a ``collate_fn`` giving tuples of images and dict targets)."""
     config = dict(CONFIG, entrypoint=entrypoint,
                   searcher=dict(CONFIG["searcher"], metric=metric))
     out = _create(tmp_path, config, "local", "--test")
