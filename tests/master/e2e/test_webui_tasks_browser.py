@@ -100,6 +100,16 @@ def test_task_list_live_logs_and_kill(master, page, tmp_path):
     note.wait_for(timeout=30000)
     assert f"task {ticker['id']}" in note.get_attribute("title")
     page.screenshot(path=str(tmp_path / "tasks.png"), full_page=True)
+    # At 800 pixels the table fits its box (it scrolled its kill buttons out of sight).
+    page.set_viewport_size({"width": 800, "height": 900})
+    try:
+        box = page.get_by_test_id("task-table-scroll")
+        widths = box.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        page.screenshot(path=str(tmp_path / "tasks-800.png"), full_page=True)
+        assert widths[0] <= widths[1], f"the task list scrolls sideways: {widths}"
+        assert page.get_by_test_id(f"kill-{ticker['id']}").is_visible()
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 900})
     page.get_by_test_id(f"kill-{ticker['id']}").click()
     row.get_by_role("button", name="yes, kill it").click()  # kill asks first
     row.locator("[data-testid=state]", has_text="TERMINATED").wait_for(timeout=30000)
