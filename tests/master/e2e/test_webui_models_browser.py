@@ -2,7 +2,8 @@
 Playwright) against a real master: the empty registry says how to register a model; a
 model registered from a real checkpoint of a tiny experiment shows in the Models page, its
 page lists the version, and the version's checkpoint links to the trial that wrote it;
-open pages show versions and models registered meanwhile through the REST API.
+open pages show versions and models registered meanwhile through the REST API; at 800
+pixels a model's versions and the experiment list fit their boxes.
 
 Screenshots go to the test's output directory (``models-*.png``; also to
 ``$DET_WEBUI_SHOTS`` when set).

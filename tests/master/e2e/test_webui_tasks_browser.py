@@ -1,9 +1,9 @@
 """The web UI's task list in a real browser (Debian's Chromium, headless, through
 Playwright) against a real master (``allow_anonymous: false``, one slot): rows appear and
 change state live, the cluster page links a busy slot to its task, a command's logs tail
-live, a queued task says why it waits, kill (after a confirmation) frees the slot, a
-notebook launched from the page opens through the proxy, and another user's tasks cannot
-be killed."""
+live, a queued task says why it waits, the list fits an 800-pixel window, kill (after a
+confirmation) frees the slot, a notebook launched from the page opens through the proxy,
+and another user's tasks cannot be killed."""
 
 import os
 
