@@ -53,7 +53,8 @@ X_TICK_OVERLAPS = """(svg) => {
     .map((t) => [t.textContent, t.getBBox()]).sort((a, b) => a[1].x - b[1].x);
   const out = [];
   for (let i = 1; i < boxes.length; i++) {
-    if (boxes[i - 1][1].x + boxes[i - 1][1].width > boxes[i][1].x) out.push([boxes[i - 1][0], boxes[i][0]]);
+    const [[a, left], [b, right]] = [boxes[i - 1], boxes[i]];
+    if (left.x + left.width > right.x) out.push([a, b]);
   }
   return out;
 }"""
