@@ -44,6 +44,20 @@ COLOURED_PIXELS = """(sel) => {
   }
   return n;
 }"""
+# Pairs of tick labels on an SVG chart's x axis (the lowest row of tick labels) whose
+# boxes overlap.
+X_TICK_OVERLAPS = """(svg) => {
+  const ticks = [...svg.querySelectorAll('text.tick')];
+  const bottom = Math.max(...ticks.map((t) => Number(t.getAttribute('y'))));
+  const boxes = ticks.filter((t) => Number(t.getAttribute('y')) === bottom)
+    .map((t) => [t.textContent, t.getBBox()]).sort((a, b) => a[1].x - b[1].x);
+  const out = [];
+  for (let i = 1; i < boxes.length; i++) {
+    const [[a, left], [b, right]] = [boxes[i - 1], boxes[i]];
+    if (left.x + left.width > right.x) out.push([a, b]);
+  }
+  return out;
+}"""
 
 
 def _asha_config():
@@ -217,6 +231,11 @@ def test_hyperparameter_views(cluster, page, out_dir):
     slices = page.get_by_test_id("slice-plots").locator("svg[data-hparam]")
     assert slices.count() == 3
     assert page.get_by_test_id("slice-plots").locator("svg[data-hparam='lr'] text.tick").count() >= 4
+    # The x-axis labels (side by side) do not run into each other: a log axis's round
+    # 0.05 overlapped its end label 0.0646.
+    for svg in [*slices.all(), page.get_by_test_id("contour-plot").locator("svg")]:
+        overlaps = svg.evaluate(X_TICK_OVERLAPS)
+        assert not overlaps, (svg.get_attribute("data-hparam"), overlaps)
     contour = page.get_by_test_id("contour-plot")
     assert contour.locator("rect").count() > 24 * 24 and contour.locator("circle").count() == N_TRIALS
     page.wait_for_function("document.querySelector('[data-testid=intermediate-values]')"

@@ -2,7 +2,8 @@
 Playwright) against a real master: the empty registry says how to register a model; a
 model registered from a real checkpoint of a tiny experiment shows in the Models page, its
 page lists the version, and the version's checkpoint links to the trial that wrote it;
-open pages show versions and models registered meanwhile through the REST API.
+open pages show versions and models registered meanwhile through the REST API; at 800
+pixels a model's versions and the experiment list fit their boxes.
 
 Screenshots go to the test's output directory (``models-*.png``; also to
 ``$DET_WEBUI_SHOTS`` when set).
@@ -187,3 +188,43 @@ def test_open_pages_show_versions_registered_elsewhere(cluster, page, out_dir):
     expect(page.get_by_test_id("model-table").locator("tbody tr", has_text="made elsewhere")
            ).to_be_visible(timeout=30000)
     shot(page, out_dir, "list-live")
+
+
+@pytest.mark.timeout(600)
+def test_a_model_and_the_experiment_list_fit_an_800_pixel_window(cluster, page, out_dir):
+    """At 800 pixels a model's versions (time, UUID) and the experiment list (a long
+    label, the Owner column) scrolled sideways in their boxes: they fit, and the list
+    shows each experiment's owner under its description instead of in a column."""
+    client, exp_id = cluster["client"], cluster["experiment"]
+    checkpoints = client.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]
+    assert client.post(f"/models/{MODEL}", json={}).status_code in (201, 409)
+    assert client.post(f"/models/{MODEL}/versions", json={
+        "checkpoint_uuid": max(checkpoints, key=lambda c: c["total_batches"])["uuid"]}
+    ).status_code == 201
+    assert client.patch(f"/experiments/{exp_id}", json={
+        "labels": ["baseline", "long-label-for-the-narrow-window"]}).status_code == 200
+    page.set_viewport_size({"width": 800, "height": 900})
+    try:
+        page.goto(cluster["master"].url + "/models/tiny%20digits")
+        page.get_by_test_id("version-table").locator("tbody tr").first.wait_for()
+        shot(page, out_dir, "model-800")
+        _fits(page, "version-table-scroll", "a model's versions")
+        page.goto(cluster["master"].url + "/experiments")
+        row = page.locator("[data-testid=experiment-table] tbody tr", has_text="long-label")
+        row.wait_for()
+        shot(page, out_dir, "experiments-800")
+        _fits(page, "experiment-table-scroll", "the experiment list")
+        assert row.get_by_test_id("row-owner").inner_text() == "determined"
+        assert not page.get_by_role("columnheader", name="Owner").is_visible()
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 900})
+    # A wide window has the Owner column back, and the owner once per row.
+    assert page.get_by_role("columnheader", name="Owner").is_visible()
+    assert not row.get_by_test_id("row-owner").is_visible()
+
+
+def _fits(page, test_id, what):
+    """The box ``test_id`` does not scroll sideways, nor does the page."""
+    widths = page.get_by_test_id(test_id).evaluate("e => [e.scrollWidth, e.clientWidth]")
+    assert widths[0] <= widths[1], f"{what} scrolls sideways: {widths[0]} > {widths[1]} pixels"
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), what

@@ -1,9 +1,9 @@
 """The web UI's task list in a real browser (Debian's Chromium, headless, through
 Playwright) against a real master (``allow_anonymous: false``, one slot): rows appear and
 change state live, the cluster page links a busy slot to its task, a command's logs tail
-live, a queued task says why it waits, kill (after a confirmation) frees the slot, a
-notebook launched from the page opens through the proxy, and another user's tasks cannot
-be killed."""
+live, a queued task says why it waits, the list fits an 800-pixel window, kill (after a
+confirmation) frees the slot, a notebook launched from the page opens through the proxy,
+and another user's tasks cannot be killed."""
 
 import os
 
@@ -100,6 +100,16 @@ def test_task_list_live_logs_and_kill(master, page, tmp_path):
     note.wait_for(timeout=30000)
     assert f"task {ticker['id']}" in note.get_attribute("title")
     page.screenshot(path=str(tmp_path / "tasks.png"), full_page=True)
+    # At 800 pixels the table fits its box (it scrolled its kill buttons out of sight).
+    page.set_viewport_size({"width": 800, "height": 900})
+    try:
+        box = page.get_by_test_id("task-table-scroll")
+        widths = box.evaluate("e => [e.scrollWidth, e.clientWidth]")
+        page.screenshot(path=str(tmp_path / "tasks-800.png"), full_page=True)
+        assert widths[0] <= widths[1], f"the task list scrolls sideways: {widths}"
+        assert page.get_by_test_id(f"kill-{ticker['id']}").is_visible()
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 900})
     page.get_by_test_id(f"kill-{ticker['id']}").click()
     row.get_by_role("button", name="yes, kill it").click()  # kill asks first
     row.locator("[data-testid=state]", has_text="TERMINATED").wait_for(timeout=30000)

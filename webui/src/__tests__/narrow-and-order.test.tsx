@@ -1,6 +1,7 @@
-/** Web UI polish: checkpoints newest first; the failure box's paths relative to the model
- * directory; a busy slot links to its task; a long workloads table collapsed to its newest
- * rows; the parallel-coordinates chart narrowed to its box. (That the tables and the chart
+/** Web UI polish: checkpoints newest first (on a trial's page, the newest five until "show
+ * all"); the failure box's paths relative to the model directory; a busy slot links to its
+ * task; a long workloads table collapsed to its newest rows; the parallel-coordinates chart
+ * narrowed to its box. (That the tables and the chart
  * fit an 800-pixel window is layout: tests/master/e2e/test_webui_asha_browser.py.) */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fireEvent, render, screen, waitFor, within } from "@testing-library/react";
@@ -34,6 +35,24 @@ describe("checkpoints", () => {
     expect(within(table).getByText(/^Saved/).closest("th")!.getAttribute("aria-sort")).toBe("descending");
     fireEvent.click(within(table).getByText(/^Saved/));
     expect(uuids()[0]).toBe("00000001-aaaa-bbbb-cccc-dddddddddddd");
+  });
+
+  it("collapsed: shows the first rows in the table's order, newest first, with a 'show all' toggle", async () => {
+    const hour = (n: number) => `2026-11-01T${String(n).padStart(2, "0")}:00:00+00:00`;
+    routes["GET /api/v1/experiments/3/checkpoints"] = () => [200, { checkpoints:
+      Array.from({ length: 8 }, (_, i) => checkpoint(i + 1, hour(i + 1))) }];
+    render(<MemoryRouter><Checkpoints experimentId={3} trialId={7} metric="validation_loss" collapsed={5} /></MemoryRouter>);
+    const table = await screen.findByTestId("checkpoints-table");
+    const batches = () => within(table).getAllByRole("row").slice(1).map((r) => r.querySelectorAll("td")[1].textContent);
+    expect(batches()).toEqual(["800", "700", "600", "500", "400"]);
+    expect(screen.getByTestId("checkpoints-pager").textContent).toContain("5 of 8 checkpoints");
+    // Sorting sorts them all: the oldest five, oldest first.
+    fireEvent.click(within(table).getByText(/^Saved/));
+    expect(batches()).toEqual(["100", "200", "300", "400", "500"]);
+    fireEvent.click(screen.getByRole("button", { name: "show all 8" }));
+    expect(batches()).toHaveLength(8);
+    fireEvent.click(screen.getByTestId("checkpoints-fewer"));
+    expect(batches()).toHaveLength(5);
   });
 
   it("has no Trial column on a trial's page", async () => {

@@ -2,10 +2,10 @@
  * with several brackets, each rung's heading names its bracket, and a trial of a later
  * bracket is listed only under its own bracket's rungs. */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { render, screen, within } from "@testing-library/react";
+import { render, screen, waitFor, within } from "@testing-library/react";
 import { MemoryRouter } from "react-router";
 import { Rungs, rungsByBracket, type RungsResponse } from "../components/ExperimentExtras";
-import { installFakeMaster, removeFakeMaster, routes } from "./fake-master";
+import { callsTo, installFakeMaster, liveChannel, open, removeFakeMaster, routes } from "./fake-master";
 
 const TWO_BRACKETS: RungsResponse = {
   metric: "validation_loss",
@@ -64,5 +64,27 @@ describe("rungs", () => {
   it("keep the master's order within each bracket", () => {
     expect(rungsByBracket(TWO_BRACKETS.rungs).map(([b, rs]) => [b, rs.map((r) => r.length)])).toEqual([[0, [4, 16]], [1, [16]]]);
     expect(rungsByBracket([{ length: 3, trials: [] }]).map(([b]) => b)).toEqual([0]);
+  });
+});
+
+describe("a link to the rungs of a search without rungs", () => {
+  beforeEach(installFakeMaster);
+  afterEach(removeFakeMaster);
+
+  it("opens the curves: a random search has no Rungs tab, and no page of 'no trial has finished a rung yet'", async () => {
+    routes["GET /api/v1/ui/experiments/7"] = () => [200, {
+      id: 7, state: "COMPLETED", description: "random", labels: [], archived: false, progress: 1, owner: "determined",
+      parent_id: null, start_time: "2026-11-01T10:00:00+00:00", end_time: null, duration: 1, searcher: "random",
+      metric: "validation_loss", smaller_is_better: true, best_metric: null, num_trials: 0, config: {}, config_yaml: "",
+      trials: [], metric_names: { training: [], validation: [] }, last_metric_id: 0, last_log_id: 0, step_unit: "batch",
+    }];
+    const live = liveChannel();
+    open("/experiments/7?tab=rungs");
+    await waitFor(() => expect(live.queries).toHaveLength(1));
+    live.connect();
+    await waitFor(() => expect(document.querySelector("nav.tabs button.active")?.textContent).toBe("curves"));
+    expect([...document.querySelectorAll("nav.tabs button")].map((b) => b.textContent)).not.toContain("rungs");
+    expect(screen.queryByText("No trial has finished a rung yet.")).toBeNull();
+    expect(callsTo("/api/v1/ui/experiments/7/rungs")).toHaveLength(0);
   });
 });

@@ -32,12 +32,18 @@ async function download(uuid: string): Promise<void> {
 export const NEWEST_FIRST = { key: "time", desc: true };
 
 /** ``version`` changes when the checkpoints may have (a trial's latest checkpoint or state,
- * from the page's live channel): the list reloads, showing the rows at hand meanwhile. */
-export default function Checkpoints({ experimentId, trialId, metric, version = "", unit }: {
-  experimentId: number; trialId?: number; metric: string; version?: string; unit?: string;
+ * from the page's live channel): the list reloads, showing the rows at hand meanwhile.
+ * With ``collapsed``, more checkpoints than that show the first ``collapsed`` (the newest,
+ * unless the user sorts) and a "show all" toggle, so a long list does not push what
+ * follows (a trial's logs) far down. */
+export default function Checkpoints({ experimentId, trialId, metric, version = "", unit, collapsed }: {
+  experimentId: number; trialId?: number; metric: string; version?: string; unit?: string; collapsed?: number;
 }) {
   const [rows, setRows] = useState<Checkpoint[] | null>(null);
   const [error, setError] = useState<unknown>(null);
+  // Expanded for one trial: another trial shown on the same page opens collapsed.
+  const [expandedFor, setExpandedFor] = useState<string | null>(null);
+  const expanded = expandedFor === `${experimentId}:${trialId}`;
   useEffect(() => {
     let current = true; // an older answer arriving late does not replace a newer one
     api<{ checkpoints: Checkpoint[] }>(`/experiments/${experimentId}/checkpoints`)
@@ -74,5 +80,23 @@ export default function Checkpoints({ experimentId, trialId, metric, version = "
     { key: "download", title: "", value: () => null, sortable: false,
       render: (c) => c.state === "COMPLETED" ? <a href={downloadPath(c.uuid)} onClick={(e) => { e.preventDefault(); download(c.uuid).catch((err) => setError(err)); }}>download</a> : null },
   ];
-  return <Table testId="checkpoints-table" columns={columns} rows={rows} rowKey={(c) => c.uuid} initialSort={NEWEST_FIRST} />;
+  const long = collapsed != null && rows.length > collapsed;
+  return (
+    <>
+      <Table testId="checkpoints-table" columns={columns} rows={rows} rowKey={(c) => c.uuid} initialSort={NEWEST_FIRST}
+        limit={long && !expanded ? collapsed : undefined} />
+      {long && (
+        <div className="pager" data-testid="checkpoints-pager">
+          {expanded ? (
+            <button className="link" data-testid="checkpoints-fewer" onClick={() => setExpandedFor(null)}>show {collapsed} only</button>
+          ) : (
+            <>
+              <span className="muted">{collapsed} of {rows.length} checkpoints</span>
+              <button className="link" data-testid="checkpoints-all" onClick={() => setExpandedFor(`${experimentId}:${trialId}`)}>show all {rows.length}</button>
+            </>
+          )}
+        </div>
+      )}
+    </>
+  );
 }

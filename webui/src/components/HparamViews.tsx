@@ -97,6 +97,21 @@ export function axisTicks(axis: Axis, count = 5): Tick[] {
   return out.sort((a, b) => a.pos - b.pos);
 }
 
+/** The ticks of a horizontal numeric axis ``length`` pixels long whose labels do not
+ * overlap: the ends stay, and a round tick whose label would touch a kept one's gives way
+ * (a label is about ``charPx`` pixels a character, centred on its tick). The fixed
+ * distance axisTicks keeps from the ends suits the tall parallel-coordinates axes, not
+ * labels side by side (a slice plot's 0.05 ran into its end label 0.0646). */
+export function spacedTicks(ticks: Tick[], length: number, charPx = 6.4, gapPx = 6): Tick[] {
+  const half = (t: Tick) => (t.label.length * charPx) / 2;
+  const isEnd = (t: Tick) => t.pos <= 1e-6 || t.pos >= 1 - 1e-6;
+  const kept = ticks.filter(isEnd);
+  for (const t of ticks) {
+    if (!isEnd(t) && kept.every((k) => Math.abs(k.pos - t.pos) * length >= half(k) + half(t) + gapPx)) kept.push(t);
+  }
+  return kept.sort((a, b) => a.pos - b.pos);
+}
+
 function metricColor(t: number): string {
   // good (t=0) green -> bad (t=1) red
   const hue = 120 - 120 * Math.min(1, Math.max(0, t));
@@ -145,8 +160,11 @@ function hoverAt(e: ReactMouseEvent, point: HpPoint): Hover {
   return { x: e.clientX - box.left, y: e.clientY - box.top, point };
 }
 
-function AxisTicks({ axis, place }: { axis: Axis; place: (t: number) => { x: number; y: number; anchor: "start" | "end" | "middle" } }): ReactNode {
-  return axisTicks(axis).map((t) => {
+/** An axis's tick labels; ``length`` (pixels) for a horizontal axis, whose labels sit side
+ * by side and must not overlap (a category is always labelled). */
+function AxisTicks({ axis, place, length }: { axis: Axis; place: (t: number) => { x: number; y: number; anchor: "start" | "end" | "middle" }; length?: number }): ReactNode {
+  const ticks = axisTicks(axis);
+  return (length == null || axis.categorical ? ticks : spacedTicks(ticks, length)).map((t) => {
     const p = place(t.pos);
     return <text key={`${t.label}-${t.pos}`} x={p.x} y={p.y} textAnchor={p.anchor} className="tick">{t.label}</text>;
   });
@@ -286,7 +304,7 @@ export function SlicePlots({ points, names, logNames, metricName, smallerIsBette
           <text x={4} y={12} className="axis-title">{metricName}</text>
           <rect x={pad.l} y={pad.t} width={W - pad.l - pad.r} height={H - pad.t - pad.b} fill="none" stroke="#ccc" />
           <AxisTicks axis={mAxis} place={(t) => ({ x: pad.l - 4, y: py(t) + 3, anchor: "end" })} />
-          <AxisTicks axis={a} place={(t) => ({ x: px(t), y: H - pad.b + 13, anchor: "middle" })} />
+          <AxisTicks axis={a} place={(t) => ({ x: px(t), y: H - pad.b + 13, anchor: "middle" })} length={W - pad.l - pad.r - 12} />
           {withMetric.map((p) => {
             const t = axisPosition(mAxis, p.metric);
             return (
@@ -362,7 +380,7 @@ export function ContourPlot({ points, names, logNames, metricName, smallerIsBett
           <rect key={`${i}-${j}`} x={px(i / n)} y={py((j + 1) / n)} width={side / n + 0.5} height={side / n + 0.5} fill={colorOf(v)} fillOpacity={0.55} />
         )))}
         <rect x={pad.l} y={pad.t} width={side} height={side} fill="none" stroke="#888" />
-        <AxisTicks axis={ax} place={(t) => ({ x: px(t), y: pad.t + side + 13, anchor: "middle" })} />
+        <AxisTicks axis={ax} place={(t) => ({ x: px(t), y: pad.t + side + 13, anchor: "middle" })} length={side} />
         <AxisTicks axis={ay} place={(t) => ({ x: pad.l - 4, y: py(t) + 3, anchor: "end" })} />
         <text x={pad.l + side / 2} y={pad.t + side + 32} textAnchor="middle" className="axis-title">{xName}{ax.log ? " (log)" : ""}</text>
         <text x={10} y={pad.t + side / 2} className="axis-title" transform={`rotate(-90 10 ${pad.t + side / 2})`} textAnchor="middle">{yName}{ay.log ? " (log)" : ""}</text>

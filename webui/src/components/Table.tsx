@@ -29,21 +29,25 @@ interface Props<T> {
   leadingHeader?: ReactNode;
   /** Shown in the body when there are no rows (a table of headers alone says nothing). */
   empty?: ReactNode;
+  /** Only the first ``limit`` rows in the table's order show (the parent offers the rest). */
+  limit?: number;
 }
 
-export default function Table<T>({ columns, rows, rowKey, initialSort, testId, rowClass, sort, onSort, leading, leadingHeader, empty }: Props<T>) {
+export default function Table<T>({ columns, rows, rowKey, initialSort, testId, rowClass, sort, onSort, leading, leadingHeader, empty, limit }: Props<T>) {
   const [local, setLocal] = useState<{ key: string; desc: boolean }>({
     key: initialSort?.key ?? "",
     desc: initialSort?.desc ?? false,
   });
   const active = sort ?? local;
   const sorted = useMemo(() => {
-    if (sort || !active.key) return rows;
-    const col = columns.find((c) => c.key === active.key);
-    if (!col) return rows;
-    const out = [...rows].sort((a, b) => compareValues(col.value(a), col.value(b)));
-    return active.desc ? out.reverse() : out;
-  }, [rows, columns, active.key, active.desc, sort]);
+    const col = sort || !active.key ? undefined : columns.find((c) => c.key === active.key);
+    let out = rows;
+    if (col) {
+      out = [...rows].sort((a, b) => compareValues(col.value(a), col.value(b)));
+      if (active.desc) out.reverse();
+    }
+    return limit != null && out.length > limit ? out.slice(0, limit) : out;
+  }, [rows, columns, active.key, active.desc, sort, limit]);
   const window_ = useWindow(sorted.length);
   const click = (key: string) => {
     const desc = active.key === key ? !active.desc : false;

@@ -120,10 +120,14 @@ export default function ExperimentList() {
   const columns: Column<ExperimentRow>[] = [
     { key: "id", title: "ID", value: (e) => e.id, render: (e) => <Link to={`/experiments/${e.id}`}>{e.id}</Link> },
     { key: "description", title: "Description", value: (e) => e.description,
-      render: (e) => <Link to={`/experiments/${e.id}`} className="desc">{e.description || <span className="muted">(none)</span>}</Link> },
+      render: (e) => <>
+        <Link to={`/experiments/${e.id}`} className="desc">{e.description || <span className="muted">(none)</span>}</Link>
+        {/* Below 1000 pixels the Owner column goes: its owner shows under the description. */}
+        <div className="muted narrow-only" data-testid="row-owner"><small>{e.owner}</small></div>
+      </> },
     { key: "labels", title: "Labels", value: (e) => e.labels.join(","), render: (e) => <Labels labels={e.labels} />, sortable: false, className: "wrap" },
-    { key: "owner", title: "Owner", value: (e) => e.owner },
-    { key: "state", title: "State", value: (e) => e.state, render: (e) => <><StateBadge state={e.state} />{e.state === "ACTIVE" ? <WaitingNote wait={waits.experiments[e.id]} /> : null}</> },
+    { key: "owner", title: "Owner", value: (e) => e.owner, className: "wide-only" },
+    { key: "state", title: "State", value: (e) => e.state, className: "wrap", render: (e) => <><StateBadge state={e.state} />{e.state === "ACTIVE" ? <WaitingNote wait={waits.experiments[e.id]} /> : null}</> },
     { key: "progress", title: "Progress", value: (e) => e.progress, render: (e) => <Progress value={e.progress} state={e.state} /> },
     { key: "num_trials", title: "Trials", value: (e) => e.num_trials },
     { key: "best_metric", title: "Best metric", value: (e) => e.best_metric,

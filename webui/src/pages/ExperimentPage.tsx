@@ -44,7 +44,7 @@ export default function ExperimentPage() {
   const id = Number(useParams().id);
   const { user } = useSession();
   const [params, setParams] = useSearchParams();
-  const tab = (params.get("tab") ?? "curves") as (typeof TABS)[number];
+  const asked = (params.get("tab") ?? "curves") as (typeof TABS)[number];
   const fetcher = useCallback(() => api<ExperimentDetail>(`/ui/experiments/${id}`), [id]);
   const { data: exp, error: loadError, load, update } = useLoaded(fetcher);
   const { waits, onEvent: onWaitingEvent } = useWaits();
@@ -129,6 +129,10 @@ export default function ExperimentPage() {
     }
   };
   const adaptive = String(exp.searcher ?? "").startsWith("adaptive");
+  const tabs = TABS.filter((t) => t !== "rungs" || adaptive);
+  // A link to a tab this experiment lacks (rungs of a random search, a misspelling) opens
+  // the curves, not a page with no tab selected ("No trial has finished a rung yet").
+  const tab = tabs.includes(asked) ? asked : "curves";
   const signedIn = !!user && !!getToken(); // the proxy opens TensorBoards only for a signed-in user
   return (
     <div>
@@ -160,7 +164,7 @@ export default function ExperimentPage() {
       </div>
       <ErrorLine error={actionError} />
       <nav className="tabs">
-        {TABS.filter((t) => t !== "rungs" || adaptive).map((t) => (
+        {tabs.map((t) => (
           <button key={t} className={t === tab ? "active" : ""} onClick={() => setParams({ tab: t })}>{t}</button>
         ))}
       </nav>

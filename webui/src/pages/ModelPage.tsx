@@ -8,7 +8,7 @@ import { follow } from "../events";
 import { useLoaded } from "../loaded";
 import { formatNumber, formatTime, validationMetrics } from "../format";
 import Table, { type Column } from "../components/Table";
-import { ErrorLine } from "../components/Bits";
+import { Breakable, BreakableId, ErrorLine, When } from "../components/Bits";
 import { modelPath, SignedOutHint, useSignedIn } from "../components/Registry";
 import { usePageTitle } from "../title";
 
@@ -171,17 +171,18 @@ function Versions({ versions }: { versions: ModelVersion[] }) {
   const metric = (v: ModelVersion, name: string) => validationMetrics(v.checkpoint.validation)[name];
   const columns: Column<ModelVersion>[] = [
     { key: "version", title: "Version", value: (v) => v.version },
-    { key: "creation_time", title: "Registered", value: (v) => v.creation_time, render: (v) => formatTime(v.creation_time) },
-    { key: "checkpoint", title: "Checkpoint", value: (v) => v.checkpoint.uuid,
-      render: (v) => <Link to={trialPath(v)} title={`trial ${v.checkpoint.trial_id}, which wrote it`}><code>{v.checkpoint.uuid}</code></Link> },
+    { key: "creation_time", title: "Registered", value: (v) => v.creation_time, className: "wrap", render: (v) => <When iso={v.creation_time} /> },
+    { key: "checkpoint", title: "Checkpoint", value: (v) => v.checkpoint.uuid, className: "wrap",
+      render: (v) => <Link to={trialPath(v)} title={`trial ${v.checkpoint.trial_id}, which wrote it`}
+        aria-label={v.checkpoint.uuid /* the id, not its pieces between the line breaks */}><BreakableId id={v.checkpoint.uuid} /></Link> },
     { key: "experiment", title: "Experiment", value: (v) => v.checkpoint.experiment_id,
       render: (v) => <Link to={`/experiments/${v.checkpoint.experiment_id}`}>{v.checkpoint.experiment_id}</Link> },
     { key: "trial", title: "Trial", value: (v) => v.checkpoint.trial_id, render: (v) => <Link to={trialPath(v)}>{v.checkpoint.trial_id}</Link> },
     { key: "batches", title: "Batches", value: (v) => v.checkpoint.total_batches },
-    { key: "searcher_metric", title: "Searcher metric", value: (v) => v.searcher_metric.value,
+    { key: "searcher_metric", title: "Searcher metric", value: (v) => v.searcher_metric.value, className: "wrap",
       render: (v) => v.searcher_metric.value == null ? <span className="muted">{v.searcher_metric.name}: no validation</span> : (
         <span title={`${v.searcher_metric.name} (${v.searcher_metric.smaller_is_better ? "smaller" : "larger"} is better)`}>
-          {formatNumber(v.searcher_metric.value)} <small className="muted">{v.searcher_metric.name}</small>
+          <span className="nowrap">{formatNumber(v.searcher_metric.value)}</span> <small className="muted"><Breakable text={v.searcher_metric.name} /></small>
         </span>
       ) },
     ...otherMetricNames(versions).map((n) => ({

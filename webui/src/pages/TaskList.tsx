@@ -5,11 +5,10 @@ import { api, canEdit, getToken, post, type LogLine, type TaskRow } from "../api
 import TaskLauncher, { openUrl } from "../components/TaskLauncher";
 import { follow } from "../events";
 import { useLoaded } from "../loaded";
-import { formatTime } from "../format";
 import { useSession } from "../session";
 import Table, { type Column } from "../components/Table";
 import Logs, { merge } from "../components/Logs";
-import { ConfirmButton, ErrorLine, StateBadge } from "../components/Bits";
+import { ConfirmButton, ErrorLine, StateBadge, When } from "../components/Bits";
 import { useWaits, WaitingNote } from "../components/Waiting";
 import { usePageTitle } from "../title";
 
@@ -89,9 +88,10 @@ export default function TaskList() {
     { key: "id", title: "ID", value: (t) => t.id },
     { key: "kind", title: "Kind", value: (t) => t.kind },
     { key: "description", title: "Description", value: (t) => t.description,
-      render: (t) => t.description || <span className="muted">(none)</span> },
+      className: "wrap",
+      render: (t) => t.description ? <span className="desc">{t.description}</span> : <span className="muted">(none)</span> },
     { key: "owner", title: "Owner", value: (t) => t.owner },
-    { key: "state", title: "State", value: (t) => t.state,
+    { key: "state", title: "State", value: (t) => t.state, className: "wrap", // a waiting note wraps
       render: (t) => (
         <>
           <StateBadge state={t.state} />
@@ -101,9 +101,10 @@ export default function TaskList() {
           ) : null}
         </>
       ) },
-    { key: "start_time", title: "Started", value: (t) => t.start_time, render: (t) => formatTime(t.start_time) },
-    { key: "slots", title: "Slots", value: (t) => t.slots },
-    { key: "agent_id", title: "Agent", value: (t) => t.agent_id ?? "",
+    { key: "start_time", title: "Started", value: (t) => t.start_time, className: "wrap", render: (t) => <When iso={t.start_time} /> },
+    // Below 1000 pixels the list fits without it (Agent names a running task's slots).
+    { key: "slots", title: "Slots", value: (t) => t.slots, className: "wide-only" },
+    { key: "agent_id", title: "Agent", value: (t) => t.agent_id ?? "", className: "wrap",
       render: (t) => (t.agent_id ? `${t.agent_id}${t.slot_ids?.length ? ` · slot ${t.slot_ids.join(",")}` : ""}` : "") },
     { key: "actions", title: "", value: () => null, sortable: false,
       render: (t) => {

@@ -70,6 +70,8 @@ export function addWorkloads(info: WorkloadsPage, rows: MetricRow[], pageSize: n
 
 /** Workload rows shown before "show all": the newest, so the logs stay near the top. */
 export const WORKLOADS_COLLAPSED = 10;
+/** Checkpoint rows shown before "show all" (a long trial keeps dozens, most deleted). */
+export const CHECKPOINTS_COLLAPSED = 5;
 
 /** The rows of the workloads table (newest first) that show: all when ``expanded``, else
  * the newest ``keep``. */
@@ -259,7 +261,7 @@ export default function TrialPage() {
       )}
       <h2>Checkpoints</h2>
       <Checkpoints experimentId={t.experiment_id} trialId={t.id} metric={owner?.metric ?? ""} unit={owner?.unit}
-        version={`${t.latest_checkpoint}:${t.state}`} />
+        version={`${t.latest_checkpoint}:${t.state}`} collapsed={CHECKPOINTS_COLLAPSED} />
       <h2 id="logs">Logs</h2>
       <Logs trialId={trialId} live={live} />
     </div>
