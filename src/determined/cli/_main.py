@@ -16,7 +16,7 @@ from typing import Any, Callable, List, NoReturn, Optional
 
 import determined
 from determined.common.password import PromptCanceled
-from determined.cli._errors import error_text, error_width, fold_error
+from determined.cli._errors import error_text, error_width, fold_error, with_list_hint
 from determined.errors import DeterminedError
 
 __all__ = ["main", "build_parser", "NOUN_MODULES"]
@@ -154,7 +154,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"det: {e}", file=sys.stderr)
         return 130 if e.interrupted else 1
     except DeterminedError as e:
-        print(error_text(str(e), error_width()), file=sys.stderr)
+        message = str(e)
+        if getattr(e, "status", None) == 404:
+            message = with_list_hint(message)
+        print(error_text(message, error_width()), file=sys.stderr)
         return 1
     except KeyboardInterrupt as interrupt:
         if not getattr(interrupt, "reported", False):  # a local run said what it left
