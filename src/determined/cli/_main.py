@@ -67,6 +67,16 @@ class _Parser(argparse.ArgumentParser):
     """argparse's parser, its errors folded at a terminal's width as det's other errors
     (sub-commands' parsers are of this class too)."""
 
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """A sub-command group (not ``det`` itself) given none of its actions lists
+        them (cli/_actions.py), as it does when given no action."""
+        if (isinstance(action, argparse._SubParsersAction) and self.prog != "det"
+                and value not in action.choices):
+            from determined.cli._actions import not_an_action_text
+
+            self.exit(2, not_an_action_text(self, action, str(value)) + "\n")
+        super()._check_value(action, value)
+
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(2, fold_error(f"{self.prog}: error: {message}", error_width()) + "\n")
