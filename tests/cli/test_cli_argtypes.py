@@ -6,7 +6,7 @@ import doctest
 import pytest
 
 from determined.cli import _argtypes
-from determined.cli._argtypes import count, port_number, positive_int
+from determined.cli._argtypes import count, port_number, positive_float, positive_int, priority
 
 
 def test_doctests():
@@ -15,7 +15,10 @@ def test_doctests():
 
 @pytest.mark.parametrize("kind, text", [(positive_int, "0"), (positive_int, "-1"), (positive_int, "1.5"),
                                         (count, "-1"), (count, "x"), (port_number, "0"),
-                                        (port_number, "65536")])
+                                        (port_number, "65536"), (priority, "0"),
+                                        (priority, "100"), (positive_float, "0"),
+                                        (positive_float, "-1.5"), (positive_float, "nan"),
+                                        (positive_float, "inf"), (positive_float, "x")])
 def test_out_of_range_or_not_whole_is_refused(kind, text):
     with pytest.raises(argparse.ArgumentTypeError, match=f"Expected .*Received: '{text}'"):
         kind(text)

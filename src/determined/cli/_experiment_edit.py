@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any, Dict
 
-from determined.cli._argtypes import positive_int
+from determined.cli._argtypes import positive_float, positive_int, priority
 from determined.cli._remote import (add_local_flags, client, output_dir, print_rows, sdk,
                                    terminal_width)
 
@@ -28,13 +28,14 @@ def add_experiment_verbs(verbs: Any) -> None:
     sverbs = setp.add_subparsers(dest="set_field", metavar="FIELD")
     for field, kind, help_text in (
         ("description", str, "description (free text)"),
-        ("weight", float, "fair-share weight (> 0)"),
-        ("priority", int, "priority 1..99 (lower runs first with the priority scheduler)"),
-        ("max-slots", int, "most slots the experiment may use"),
+        ("weight", positive_float, "fair-share weight (> 0)"),
+        ("priority", priority, "priority 1..99 (lower runs first with the priority scheduler)"),
+        ("max-slots", positive_int, "most slots the experiment may use"),
     ):
         p = sverbs.add_parser(field, help=help_text)
         p.add_argument("experiment_id", type=positive_int)
-        p.add_argument("value", type=kind)
+        # Checked here, named as 0.13 named it (weight, max_slots), not "value".
+        p.add_argument("value", type=kind, metavar=field.replace("-", "_"))
         p.set_defaults(func=_set, field=field.replace("-", "_"))
 
     dl = verbs.add_parser("download", help="download the experiment's best checkpoints")
@@ -87,7 +88,8 @@ def _label(args: argparse.Namespace) -> int:
 def _set(args: argparse.Namespace) -> int:
     with client(args) as c:
         c.patch_experiment(args.experiment_id, **{args.field: args.value})
-    print(f"Experiment {args.experiment_id}: {args.field} set to {args.value}")
+    field = args.field.replace("_", "-")  # as typed: max-slots
+    print(f"Experiment {args.experiment_id}: {field} set to {args.value}")
     return 0
 
 

@@ -47,5 +47,16 @@ def test_edit_download_and_slots(master_factory, tiny_dir, tmp_path):
     path = det(master, "checkpoint", "download", uuid, "-o", tmp_path / "dl2", "-q").strip()
     assert os.path.exists(os.path.join(path, "metadata.json"))
 
-    bad = run_det(["-m", master.url, "e", "set", "weight", exp_id, "0"])
-    assert bad.returncode == 1 and "weight" in bad.stderr
+    # Out of range: refused while parsing (a usage error, 2), naming the argument, before
+    # any request (was the master's 400 "Invalid request (1 error)", exit status 1).
+    for field, value, expected in (("weight", "0", "a number greater than 0"),
+                                   ("priority", "100", "a priority from 1 to 99"),
+                                   ("max-slots", "0", "a whole number of at least 1")):
+        bad = run_det(["-m", master.url, "e", "set", field, exp_id, value])
+        assert bad.returncode == 2, bad
+        assert (f"error: argument {field.replace('-', '_')}: Expected {expected}. "
+                f"Received: '{value}'") in bad.stderr, bad.stderr
+    out = det(master, "e", "set", "max-slots", exp_id, "2")
+    assert out == f"Experiment {exp_id}: max-slots set to 2\n", out
+    (exp,) = json.loads(det(master, "e", "describe", exp_id, "--json"))
+    assert exp["max_slots"] == 2, exp
