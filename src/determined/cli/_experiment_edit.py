@@ -137,7 +137,7 @@ def _download(args: argparse.Namespace) -> int:
     if not best:  # it printed nothing and exited 0
         from determined.errors import CheckpointError
 
-        raise CheckpointError(f"experiment {exp.id} has no validated checkpoint")
+        raise CheckpointError(exp.no_checkpoint_reason(args.sort_by))
     for ckpt in best:
         path = ckpt.download(os.path.join(args.output_dir, ckpt.uuid))
         print_checkpoint(ckpt, path, args.quiet)

@@ -42,6 +42,13 @@ def test_edit_download_and_slots(master_factory, tiny_dir, tmp_path):
     paths = det(master, "e", "download", exp_id, "-o", tmp_path / "dl", "-q").split()
     assert len(paths) == 1 and os.path.exists(os.path.join(paths[0], "state_dict.pth"))
     uuid = os.path.basename(paths[0])
+    # A metric no checkpoint was validated on: said so, with the metrics there are (was
+    # "has no validated checkpoint", wrong: it has one).
+    none = run_det(["-m", master.url, "e", "download", exp_id, "--sort-by", "nosuch"])
+    assert none.returncode == 1, none
+    assert none.stderr == (f"det: error: experiment {exp_id} has no checkpoint validated on "
+                           "'nosuch' (its checkpoints' metrics: accuracy, "
+                           "validation_loss)\n"), none.stderr
     info = json.loads(det(master, "c", "describe", uuid, "--json"))
     assert info["uuid"] == uuid and info["batch"] == 20 and info["size_bytes"] > 0
     path = det(master, "checkpoint", "download", uuid, "-o", tmp_path / "dl2", "-q").strip()
