@@ -52,6 +52,12 @@ def test_edit_download_and_slots(master_factory, tiny_dir, tmp_path):
     info = json.loads(det(master, "c", "describe", uuid, "--json"))
     assert info["uuid"] == uuid and info["batch"] == 20 and info["size_bytes"] > 0
     path = det(master, "checkpoint", "download", uuid, "-o", tmp_path / "dl2", "-q").strip()
+    # A place it cannot write (nothing can be made in /proc): named as given, not by
+    # its scratch directory (was "FileNotFoundError: ... '/proc/.partial-x-1a2b3c4d'").
+    bad = run_det(["-m", master.url, "checkpoint", "download", uuid, "-o", "/proc/x"])
+    assert bad.returncode == 1 and bad.stderr == (
+        f"det: error: cannot write checkpoint {uuid} to /proc/x/{uuid}: No such file or "
+        "directory\n"), bad.stderr
     assert os.path.exists(os.path.join(path, "metadata.json"))
 
     # Out of range: refused while parsing (a usage error, 2), naming the argument, before
