@@ -74,13 +74,19 @@ def parse_bool(text: str) -> bool:
 
 
 def _label(args: argparse.Namespace) -> int:
+    import sys
+
     with client(args) as c:
-        labels = list(c.get_experiment(args.experiment_id).get("labels") or [])
-        if args.label_op == "add" and args.label not in labels:
-            labels.append(args.label)
-        elif args.label_op == "remove":
-            labels = [label for label in labels if label != args.label]
-        exp = c.patch_experiment(args.experiment_id, labels=labels)
+        exp = c.get_experiment(args.experiment_id)
+        labels = list(exp.get("labels") or [])
+        adding = args.label_op == "add"
+        if adding == (args.label in labels):  # nothing to change: said, not an error
+            had = "already had" if adding else "had no"
+            print(f"det: experiment {exp['id']} {had} label {args.label!r}", file=sys.stderr)
+        else:
+            labels = labels + [args.label] if adding else [
+                label for label in labels if label != args.label]
+            exp = c.patch_experiment(args.experiment_id, labels=labels)
     print(f"Experiment {exp['id']} labels: {', '.join(exp.get('labels') or []) or '(none)'}")
     return 0
 

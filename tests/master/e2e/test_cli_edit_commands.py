@@ -26,6 +26,12 @@ def test_edit_download_and_slots(master_factory, tiny_dir, tmp_path):
     det(master, "e", "label", "add", exp_id, "baseline")
     det(master, "e", "label", "add", exp_id, "digits")
     det(master, "e", "label", "remove", exp_id, "baseline")
+    # Nothing to change: the labels as they are, and a note saying so (was silent).
+    for action, label, note in (("remove", "baseline", "had no"),
+                                ("add", "digits", "already had")):
+        same = run_det(["-m", master.url, "e", "label", action, exp_id, label])
+        assert (same.returncode, same.stdout) == (0, f"Experiment {exp_id} labels: digits\n")
+        assert same.stderr == f"det: experiment {exp_id} {note} label '{label}'\n", same
     det(master, "e", "set", "description", exp_id, "renamed")
     det(master, "e", "set", "weight", exp_id, "2.5")
     det(master, "e", "set", "priority", exp_id, "10")
