@@ -25,6 +25,7 @@ _LIST_HINTS = {
     "template": "run `det template list` to see templates",
     "task": "run `det task list` to see tasks",
     "user": "run `det user list` to see users",
+    "agent": "run `det agent list` to see agents",
 }
 _NOT_FOUND = re.compile(r"^(?P<kind>[a-z]+) \S.* not found \(HTTP 404\)$")
 

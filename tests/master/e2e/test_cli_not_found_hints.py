@@ -24,6 +24,8 @@ CASES = {
     ("cmd", "logs", "nope"): ("task 'nope' not found (HTTP 404)", "det task list"),
     ("-u", "admin", "user", "deactivate", "nope"): ("user 'nope' not found (HTTP 404)",
                                                     "det user list"),
+    ("-u", "admin", "agent", "disable", "nope"): ("agent 'nope' not found (HTTP 404)",
+                                                  "det agent list"),
 }
 
 
