@@ -26,3 +26,12 @@ def test_out_of_range_or_not_whole_is_refused(kind, text):
 
 def test_edges_are_accepted():
     assert (positive_int(" 1"), count("0"), port_number("65535")) == (1, 0, 65535)
+
+
+def test_a_file_to_read_must_be_there(tmp_path):
+    (tmp_path / "m.yaml").write_text("port: 1\n")
+    assert _argtypes.existing_file(str(tmp_path / "m.yaml")) == str(tmp_path / "m.yaml")
+    for path, why in ((tmp_path / "nope.yaml", "no such file"), (tmp_path, "a directory")):
+        with pytest.raises(argparse.ArgumentTypeError,
+                           match=f"Expected a file to read. Received: '{path}' \\({why}\\)"):
+            _argtypes.existing_file(str(path))

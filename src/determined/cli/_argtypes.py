@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["count", "port_number", "positive_float", "positive_int", "priority"]
+__all__ = ["count", "existing_file", "port_number", "positive_float", "positive_int",
+           "priority"]
 
 
 def _whole(text: str, low: int, high: int, expected: str) -> int:
@@ -56,3 +57,13 @@ def positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"Expected a number greater than 0. Received: {text!r}")
     return value
+
+
+def existing_file(text: str) -> str:
+    """A file to read (a config): one that is there, checked before anything starts."""
+    import os
+
+    if not os.path.isfile(text):
+        why = "a directory" if os.path.isdir(text) else "no such file"
+        raise argparse.ArgumentTypeError(f"Expected a file to read. Received: {text!r} ({why})")
+    return text
