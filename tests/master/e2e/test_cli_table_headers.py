@@ -32,3 +32,15 @@ def test_headers_and_hidden_columns_in_words(shared_master, args, words, machine
     out = run_det([*args, machine], env=env, timeout=60)
     assert out.returncode == 0, out
     assert any(f in out.stdout for f in FIELDS), out.stdout  # field names
+
+
+def test_an_empty_experiment_list_says_what_all_shows(shared_master):
+    env = {"DET_MASTER": shared_master.url}
+    code, text = run_det_in_terminal(["e", "list"], columns=80, env=env, timeout=60)
+    assert code == 0, text
+    lines = text.strip("\n").splitlines()
+    assert lines[-1] == ("(no unarchived experiments of yours; `det experiment list --all` "
+                         "shows all)"), text
+    assert all(len(line) <= 80 for line in lines), text
+    piped = run_det(["e", "list"], env=env, timeout=60)  # a script's: the table alone
+    assert piped.returncode == 0 and "--all" not in piped.stdout + piped.stderr, piped
