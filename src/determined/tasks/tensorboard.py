@@ -120,6 +120,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     from determined.common.log_format import configure_logging
 
     configure_logging()
+    # TensorBoard's own INFO lines are its start-up steps, and with them its data server
+    # logs each reload (every few seconds, forever, in a format of its own): warnings only.
+    logging.getLogger("tensorboard").setLevel(logging.WARNING)
     with open(args.spec, encoding="utf-8") as f:
         runs = json.load(f)["runs"]
     downloads = prepare_logdir(runs, args.logdir)
