@@ -6,7 +6,7 @@ import doctest
 import pytest
 
 from determined.cli import _argtypes
-from determined.cli._argtypes import count, port_number, positive_int
+from determined.cli._argtypes import count, port_number, positive_float, positive_int, priority
 
 
 def test_doctests():
@@ -15,7 +15,10 @@ def test_doctests():
 
 @pytest.mark.parametrize("kind, text", [(positive_int, "0"), (positive_int, "-1"), (positive_int, "1.5"),
                                         (count, "-1"), (count, "x"), (port_number, "0"),
-                                        (port_number, "65536")])
+                                        (port_number, "65536"), (priority, "0"),
+                                        (priority, "100"), (positive_float, "0"),
+                                        (positive_float, "-1.5"), (positive_float, "nan"),
+                                        (positive_float, "inf"), (positive_float, "x")])
 def test_out_of_range_or_not_whole_is_refused(kind, text):
     with pytest.raises(argparse.ArgumentTypeError, match=f"Expected .*Received: '{text}'"):
         kind(text)
@@ -23,3 +26,12 @@ def test_out_of_range_or_not_whole_is_refused(kind, text):
 
 def test_edges_are_accepted():
     assert (positive_int(" 1"), count("0"), port_number("65535")) == (1, 0, 65535)
+
+
+def test_a_file_to_read_must_be_there(tmp_path):
+    (tmp_path / "m.yaml").write_text("port: 1\n")
+    assert _argtypes.existing_file(str(tmp_path / "m.yaml")) == str(tmp_path / "m.yaml")
+    for path, why in ((tmp_path / "nope.yaml", "no such file"), (tmp_path, "a directory")):
+        with pytest.raises(argparse.ArgumentTypeError,
+                           match=f"Expected a file to read. Received: '{path}' \\({why}\\)"):
+            _argtypes.existing_file(str(path))

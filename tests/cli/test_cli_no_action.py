@@ -106,3 +106,39 @@ def test_every_group_lists_its_actions_or_acts():
     found = set(groups(build_parser(), []))
     assert found and found <= (set(LISTING) | ACTING), found - set(LISTING) - ACTING
     assert found >= ACTING, ACTING - found
+
+
+#: Something that is not an action, as typed -> (heading, the error's last line).
+NOT_AN_ACTION = {
+    ("e", "label", "1"): ("actions", "det experiment label: error: '1' is not an action; "
+                          "the action comes before the id (`det experiment label add 1 "
+                          "...`)"),
+    ("e", "set", "1"): ("fields", "det experiment set: error: '1' is not a field; the "
+                        "field comes before the id (`det experiment set description 1 "
+                        "...`)"),
+    ("t", "5"): ("actions", "det trial: error: '5' is not an action; the action comes "
+                 "before the id (`det trial describe 5 ...`)"),
+    ("e", "1"): ("actions", "det experiment: error: '1' is not an action; the action "
+                 "comes before the id (`det experiment describe 1 ...`)"),
+    ("deploy", "local", "foo"): ("actions", "det deploy local: error: 'foo' is not an "
+                                 "action"),
+}
+
+
+@pytest.mark.parametrize("args", sorted(NOT_AN_ACTION), ids=" ".join)
+def test_a_group_given_no_action_of_its_own_lists_them(args):
+    heading, error = NOT_AN_ACTION[args]
+    out = run_det([*NO_MASTER, *args], timeout=60)
+    assert out.returncode == 2 and out.stdout == "", out
+    lines = out.stderr.splitlines()
+    assert lines[0].startswith("usage: det ") and f"{heading}:" in lines, out.stderr
+    assert "invalid choice" not in out.stderr and "choose from" not in out.stderr
+    assert all(len(line) <= 80 for line in lines), out.stderr
+    # The error's last line(s), folded at 80 columns under its text.
+    tail = lines[lines.index("", lines.index(f"{heading}:")) + 1:]
+    assert " ".join(line.strip() for line in tail) == error, out.stderr
+
+
+def test_det_itself_given_no_command_of_its_own_names_them():
+    out = run_det([*NO_MASTER, "experimnt"], timeout=60)
+    assert out.returncode == 2 and "invalid choice: 'experimnt'" in out.stderr, out

@@ -104,3 +104,16 @@ def test_deploy_up_help_explains_every_option():
     assert out.returncode == 0, out.stderr
     assert "the master's port (default: 8080)" in out.stdout
     assert "database, logs and checkpoints" in out.stdout
+
+
+def test_a_missing_master_config_is_a_usage_error_before_anything_starts(tmp_path):
+    """It was the master's own failure after it was started: "the master exited with
+    code 2: determined-master: [Errno 2] No such file or directory: ..."."""
+    missing = tmp_path / "nope.yaml"
+    out = run_det(["deploy", "local", "up", "--port", free_port(), "--data-dir",
+                   tmp_path / "d", "--master-config", missing], timeout=120)
+    assert out.returncode == 2 and out.stdout == "", out
+    assert out.stderr.splitlines()[-1] == (
+        "det deploy local up: error: argument --master-config: Expected a file to read. "
+        f"Received: '{missing}' (no such file)"), out.stderr
+    assert not (tmp_path / "d").exists()

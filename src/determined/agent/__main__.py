@@ -51,6 +51,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     import signal
 
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 PID` prints every thread's stack
+    from determined.common.log_format import configure_logging
+
+    configure_logging(sys.stdout, errors=sys.stderr)
     from determined.agent._agent import Agent
 
     try:

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import compileall
 import json
+import logging
 import os
 import queue
 import shutil
 import signal
 import socket
-import sys
 import tempfile
 import threading
 import time
@@ -50,15 +50,18 @@ from determined.tasks._launch import TaskProcess, task_from_command
 
 __all__ = ["Agent", "detect_gpus", "default_work_dir"]
 
+logger = logging.getLogger("determined.agent")
+
 #: Most lines kept while the master is unreachable (older ones are dropped).
 MAX_PENDING_LINES = 100_000
 _MAX_BACKOFF = 10.0
 
 
-def _say(message: str, err: bool = False) -> None:
-    """Print one line of the agent's own log, with the local time."""
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    print(f"{stamp} {message}", file=sys.stderr if err else sys.stdout, flush=True)
+def _say(message: str, level: int = logging.INFO) -> None:
+    """One line of the agent's own log (``12:04:31 INFO det-agent: ...``: the format of
+    every process serving the cluster, common/log_format.py; ``python -m
+    determined.agent`` sends warnings and errors to stderr, the rest to stdout)."""
+    logger.log(level, message)
 
 
 def default_work_dir(agent_id: str) -> str:
@@ -206,7 +209,7 @@ class Agent:
             for client in (self._poller, self._shipper_client, self._fetcher):
                 client.close()
         if self._fatal:
-            _say(f"det-agent: {self._fatal}", err=True)
+            _say(f"det-agent: {self._fatal}", logging.ERROR)
             return 2
         return 0
 
@@ -218,7 +221,7 @@ class Agent:
         try:
             self._spawner.start()
         except Exception as e:  # the first launch retries and reports
-            _say(f"det-agent: could not start the trial zygote: {e}", err=True)
+            _say(f"det-agent: could not start the trial zygote: {e}", logging.WARNING)
 
     def _shutdown(self) -> None:
         with self._lock:
@@ -232,7 +235,7 @@ class Agent:
                     )["commands"]:
                         self._handle(command)
             except APIError as e:
-                _say(f"det-agent: could not tell the master it drains: {e}", err=True)
+                _say(f"det-agent: could not tell the master it drains: {e}", logging.WARNING)
         with self._lock:
             trials = list(self._trials.values())
             tasks = list(self._tasks.values())
@@ -260,7 +263,7 @@ class Agent:
                                    json={"session": session})
                 _say(f"det-agent: {self.id} deregistered")
             except APIError as e:
-                _say(f"det-agent: could not deregister: {e}", err=True)
+                _say(f"det-agent: could not deregister: {e}", logging.WARNING)
         elif session is None:
             _say(f"det-agent: {self.id} is not registered (master unreachable?); "
                   "not deregistering")
@@ -335,14 +338,14 @@ class Agent:
                     self._done.wait(0.2)
                     continue
                 if not outage:
-                    _say(f"det-agent: {e}; retrying (trials keep running)", err=True)
+                    _say(f"det-agent: {e}; retrying (trials keep running)", logging.WARNING)
                 outage = True
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF)
             except Exception as e:  # never let the heartbeat die
                 if self._done.is_set():
                     return
-                _say(f"det-agent: poll failed: {type(e).__name__}: {e}", err=True)
+                _say(f"det-agent: poll failed: {type(e).__name__}: {e}", logging.WARNING)
                 self._stop.wait(backoff)
                 backoff = min(backoff * 2, _MAX_BACKOFF)
 
@@ -386,7 +389,7 @@ class Agent:
             if task is not None:
                 self._kill_task(task, signal.SIGTERM)
         else:
-            _say(f"det-agent: ignoring unknown command {kind!r}", err=True)
+            _say(f"det-agent: ignoring unknown command {kind!r}", logging.WARNING)
 
     def _ship(self) -> None:
         """Send output lines and exits in batches, in order; retry until the master has them."""
@@ -445,7 +448,7 @@ class Agent:
                                              timeout=30.0)
             except APIError as e:
                 if e.status in (400, 401, 403):  # retrying would not help: drop them
-                    _say(f"det-agent: the master refused trial output: {e}", err=True)
+                    _say(f"det-agent: the master refused trial output: {e}", logging.WARNING)
                     with self._lock:
                         for launch_id in exits:
                             self._trials.pop(launch_id, None)

@@ -2,7 +2,11 @@
 its usage and its actions, one line each, on stderr, and exit status 2 (a usage error,
 as upstream 0.13's argparse gave, which printed only "the following arguments are
 required"). Groups with an action of their own when given none (``det e`` lists
-experiments, ``det master`` prints the config, as in 0.13) keep it."""
+experiments, ``det master`` prints the config, as in 0.13) keep it.
+
+A group given something that is not one of its actions (``det e label 1``: the id
+before the action) lists them the same way, its last line naming what was given
+(argparse's "invalid choice: '1' (choose from ...)" was one line, however long)."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ import os
 import sys
 from typing import Any, Callable, Iterator, List, Optional, Tuple
 
-__all__ = ["list_actions_when_none", "actions_text"]
+__all__ = ["list_actions_when_none", "actions_text", "not_an_action_text"]
 
 #: The listing is never wider than this, even on a wider terminal.
 MAX_WIDTH = 80
@@ -77,10 +81,33 @@ def _fit(text: str, room: int) -> str:
     return cut.rstrip(" ,;:") + "\u2026"
 
 
+def not_an_action_text(group: argparse.ArgumentParser,
+                       sub: "argparse._SubParsersAction[Any]", given: str,
+                       width: Optional[int] = None) -> str:
+    """As :func:`actions_text`, the last line saying that ``given`` is none of them (an
+    id given first: where the id goes, after the first action)."""
+    metavar = sub.metavar or "ACTION"
+    error = f"{group.prog}: error: {given!r} is not a{_n(metavar)} {metavar.lower()}"
+    names = [str(a.metavar or a.dest).split(" (")[0] for a in sub._choices_actions]
+    if given.isdigit() and names:
+        example = "describe" if "describe" in names else names[0]
+        error += (f"; the {metavar.lower()} comes before the id "
+                  f"(`{group.prog} {example} {given} ...`)")
+    from determined.cli._errors import fold_error
+
+    width = _stderr_width() if width is None else width
+    return actions_text(group, sub, width, error=fold_error(error, width))
+
+
+def _n(word: str) -> str:
+    return "n" if word[:1].lower() in "aeiou" else ""
+
+
 def actions_text(group: argparse.ArgumentParser, sub: "argparse._SubParsersAction[Any]",
-                 width: int = MAX_WIDTH) -> str:
+                 width: int = MAX_WIDTH, error: Optional[str] = None) -> str:
     """The usage of ``group``, its actions with their help (a line each, aliases in
-    brackets as ``-h`` shows them) and what was missing, no line wider than ``width``."""
+    brackets as ``-h`` shows them) and what was missing (or ``error``), no line wider
+    than ``width``."""
     width = min(width, MAX_WIDTH)
     metavar = sub.metavar or "ACTION"
     rows: List[Tuple[str, Optional[str]]] = [
@@ -92,7 +119,7 @@ def actions_text(group: argparse.ArgumentParser, sub: "argparse._SubParsersActio
         if help_text and help_text != argparse.SUPPRESS:
             line += "  " + _fit(help_text, width - len(line) - 2)
         lines.append(line.rstrip())
-    lines += ["", f"{group.prog}: error: {metavar} is required"]
+    lines += ["", error or f"{group.prog}: error: {metavar} is required"]
     return "\n".join(lines)
 
 

@@ -1,15 +1,18 @@
 """argparse types for whole-number arguments, so that ``-1`` as an id or a count is a
 usage error naming the argument instead of a request the master answers with "not found".
 
-    >>> positive_int("3"), count("0"), port_number("8080")
-    (3, 0, 8080)
+    >>> positive_int("3"), count("0"), port_number("8080"), priority("99")
+    (3, 0, 8080, 99)
+    >>> positive_float("0.5")
+    0.5
 """
 
 from __future__ import annotations
 
 import argparse
 
-__all__ = ["count", "port_number", "positive_int"]
+__all__ = ["count", "existing_file", "port_number", "positive_float", "positive_int",
+           "priority"]
 
 
 def _whole(text: str, low: int, high: int, expected: str) -> int:
@@ -35,3 +38,32 @@ def count(text: str) -> int:
 def port_number(text: str) -> int:
     """A TCP port."""
     return _whole(text, 1, 65535, "a port number from 1 to 65535")
+
+
+def priority(text: str) -> int:
+    """A priority for the priority scheduler (lower runs first)."""
+    return _whole(text, 1, 99, "a priority from 1 to 99")
+
+
+def positive_float(text: str) -> float:
+    """A number greater than 0 (a fair-share weight)."""
+    import math
+
+    try:
+        value = float(text.strip())
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(
+            f"Expected a number greater than 0. Received: {text!r}")
+    return value
+
+
+def existing_file(text: str) -> str:
+    """A file to read (a config): one that is there, checked before anything starts."""
+    import os
+
+    if not os.path.isfile(text):
+        why = "a directory" if os.path.isdir(text) else "no such file"
+        raise argparse.ArgumentTypeError(f"Expected a file to read. Received: {text!r} ({why})")
+    return text

@@ -190,5 +190,7 @@ def version(args: argparse.Namespace) -> int:
         except APIError as e:
             print(f"master: not reachable at {c.url} ({e})")
             return 0
-    print(f"master: {info.get('version')} at {c.url} (cluster {info.get('cluster_id')})")
+    # The cluster id on a line of its own: with a URL and a version the line passed 80
+    # columns.
+    print(f"master: {info.get('version')} at {c.url}\ncluster: {info.get('cluster_id')}")
     return 0

@@ -17,7 +17,7 @@ import time
 from typing import Any, Dict, Optional
 
 from determined.errors import DeterminedError
-from determined.cli._argtypes import count, port_number
+from determined.cli._argtypes import count, existing_file, port_number
 
 __all__ = ["add_parser"]
 
@@ -32,7 +32,8 @@ def add_parser(nouns: Any) -> None:
     up.add_argument("--port", type=port_number, default=8080, help="the master's port (default: 8080)")
     up.add_argument("--data-dir", default=None,
                     help="database, logs and checkpoints (default: ~/.determined/master)")
-    up.add_argument("--master-config", default=None, help="master config YAML")
+    up.add_argument("--master-config", default=None, type=existing_file,
+                    help="master config YAML")
     up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for health")
     up.set_defaults(func=_up)
     down = verbs.add_parser("down", help="stop the master")

@@ -7,10 +7,27 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import Optional
 
-__all__ = ["error_text", "error_width", "fold_error"]
+__all__ = ["error_text", "error_width", "fold_error", "with_list_hint"]
+
+#: Where to see what exists, for a master's "KIND KEY not found" (HTTP 404) by kind.
+#: Only the CLI adds these: the master's message (which the web UI shows, and tests
+#: match) stays as it is.
+_LIST_HINTS = {
+    "experiment": "run `det experiment list --all` to see experiments",
+    "trial": "run `det experiment list-trials EXPERIMENT_ID` to see an experiment's trials",
+    "checkpoint": ("run `det experiment list-checkpoints EXPERIMENT_ID` to see an "
+                   "experiment's checkpoints"),
+    "model": "run `det model list` to see models",
+    "template": "run `det template list` to see templates",
+    "task": "run `det task list` to see tasks",
+    "user": "run `det user list` to see users",
+    "agent": "run `det agent list` to see agents",
+}
+_NOT_FOUND = re.compile(r"^(?P<kind>[a-z]+) \S.* not found \(HTTP 404\)$")
 
 
 def error_text(message: str, width: Optional[int] = None) -> str:
@@ -20,6 +37,19 @@ def error_text(message: str, width: Optional[int] = None) -> str:
     in the message (user code's, as a failed local run quotes it) is left as written,
     from its ``Traceback`` line on: its lines are code and paths to read and copy."""
     return fold_error(f"det: error: {message}", width)
+
+
+def with_list_hint(message: str) -> str:
+    """``message`` with where to see what exists after a master's "not found" whose
+    kind has a list command; any other message as it is.
+
+        >>> with_list_hint("model 'nope' not found (HTTP 404)")
+        "model 'nope' not found (HTTP 404); run `det model list` to see models"
+    """
+    first, sep, rest = message.partition("\n")
+    match = _NOT_FOUND.match(first)
+    hint = match and _LIST_HINTS.get(match["kind"])
+    return f"{first}; {hint}{sep}{rest}" if hint else message
 
 
 def fold_error(text: str, width: Optional[int]) -> str:

@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any, Dict
 
-from determined.cli._argtypes import positive_int
+from determined.cli._argtypes import positive_float, positive_int, priority
 from determined.cli._remote import (add_local_flags, client, output_dir, print_rows, sdk,
                                    terminal_width)
 
@@ -28,13 +28,14 @@ def add_experiment_verbs(verbs: Any) -> None:
     sverbs = setp.add_subparsers(dest="set_field", metavar="FIELD")
     for field, kind, help_text in (
         ("description", str, "description (free text)"),
-        ("weight", float, "fair-share weight (> 0)"),
-        ("priority", int, "priority 1..99 (lower runs first with the priority scheduler)"),
-        ("max-slots", int, "most slots the experiment may use"),
+        ("weight", positive_float, "fair-share weight (> 0)"),
+        ("priority", priority, "priority 1..99 (lower runs first with the priority scheduler)"),
+        ("max-slots", positive_int, "most slots the experiment may use"),
     ):
         p = sverbs.add_parser(field, help=help_text)
         p.add_argument("experiment_id", type=positive_int)
-        p.add_argument("value", type=kind)
+        # Checked here, named as 0.13 named it (weight, max_slots), not "value".
+        p.add_argument("value", type=kind, metavar=field.replace("-", "_"))
         p.set_defaults(func=_set, field=field.replace("-", "_"))
 
     dl = verbs.add_parser("download", help="download the experiment's best checkpoints")
@@ -73,13 +74,19 @@ def parse_bool(text: str) -> bool:
 
 
 def _label(args: argparse.Namespace) -> int:
+    import sys
+
     with client(args) as c:
-        labels = list(c.get_experiment(args.experiment_id).get("labels") or [])
-        if args.label_op == "add" and args.label not in labels:
-            labels.append(args.label)
-        elif args.label_op == "remove":
-            labels = [label for label in labels if label != args.label]
-        exp = c.patch_experiment(args.experiment_id, labels=labels)
+        exp = c.get_experiment(args.experiment_id)
+        labels = list(exp.get("labels") or [])
+        adding = args.label_op == "add"
+        if adding == (args.label in labels):  # nothing to change: said, not an error
+            had = "already had" if adding else "had no"
+            print(f"det: experiment {exp['id']} {had} label {args.label!r}", file=sys.stderr)
+        else:
+            labels = labels + [args.label] if adding else [
+                label for label in labels if label != args.label]
+            exp = c.patch_experiment(args.experiment_id, labels=labels)
     print(f"Experiment {exp['id']} labels: {', '.join(exp.get('labels') or []) or '(none)'}")
     return 0
 
@@ -87,7 +94,8 @@ def _label(args: argparse.Namespace) -> int:
 def _set(args: argparse.Namespace) -> int:
     with client(args) as c:
         c.patch_experiment(args.experiment_id, **{args.field: args.value})
-    print(f"Experiment {args.experiment_id}: {args.field} set to {args.value}")
+    field = args.field.replace("_", "-")  # as typed: max-slots
+    print(f"Experiment {args.experiment_id}: {field} set to {args.value}")
     return 0
 
 
@@ -135,7 +143,7 @@ def _download(args: argparse.Namespace) -> int:
     if not best:  # it printed nothing and exited 0
         from determined.errors import CheckpointError
 
-        raise CheckpointError(f"experiment {exp.id} has no validated checkpoint")
+        raise CheckpointError(exp.no_checkpoint_reason(args.sort_by))
     for ckpt in best:
         path = ckpt.download(os.path.join(args.output_dir, ckpt.uuid))
         print_checkpoint(ckpt, path, args.quiet)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from typing import Any, Dict
 
 from rich.console import Console
@@ -172,6 +173,10 @@ def list_remote(args: argparse.Namespace) -> int:
                                                     "num_trials"])
         return 0
     print_rows(rows, columns, args)
+    if not rows and not (args.json or getattr(args, "csv", False)) and sys.stdout.isatty():
+        # An empty table alone read as "no experiments"; -a/--all shows other users' and
+        # archived ones.
+        print("(no unarchived experiments of yours; `det experiment list --all` shows all)")
     return 0
 
 

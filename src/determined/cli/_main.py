@@ -16,7 +16,7 @@ from typing import Any, Callable, List, NoReturn, Optional
 
 import determined
 from determined.common.password import PromptCanceled
-from determined.cli._errors import error_text, error_width, fold_error
+from determined.cli._errors import error_text, error_width, fold_error, with_list_hint
 from determined.errors import DeterminedError
 
 __all__ = ["main", "build_parser", "NOUN_MODULES"]
@@ -66,6 +66,16 @@ def _share_global_flags(parser: argparse.ArgumentParser) -> None:
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, its errors folded at a terminal's width as det's other errors
     (sub-commands' parsers are of this class too)."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """A sub-command group (not ``det`` itself) given none of its actions lists
+        them (cli/_actions.py), as it does when given no action."""
+        if (isinstance(action, argparse._SubParsersAction) and self.prog != "det"
+                and value not in action.choices):
+            from determined.cli._actions import not_an_action_text
+
+            self.exit(2, not_an_action_text(self, action, str(value)) + "\n")
+        super()._check_value(action, value)
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -154,7 +164,10 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"det: {e}", file=sys.stderr)
         return 130 if e.interrupted else 1
     except DeterminedError as e:
-        print(error_text(str(e), error_width()), file=sys.stderr)
+        message = str(e)
+        if getattr(e, "status", None) == 404:
+            message = with_list_hint(message)
+        print(error_text(message, error_width()), file=sys.stderr)
         return 1
     except KeyboardInterrupt as interrupt:
         if not getattr(interrupt, "reported", False):  # a local run said what it left

@@ -36,6 +36,8 @@ LABELS = {
     "checkpoint_uuid": "checkpoint", "checkpoint_state": "ckpt state", "num_trials": "trials",
     "start_time": "started", "end_time": "ended", "used_slots": "used", "size_bytes": "bytes",
     "description": "description", "hparams": "hyperparameters", "searcher": "searcher",
+    "agent_id": "agent", "slot_id": "slot", "exit_code": "exit code",
+    "end_reason": "end reason", "creation_time": "created", "last_updated_time": "updated",
 }
 ELLIPSIS = "\u2026"
 #: Columns never shortened below this width (times to the second, states, UUIDs to copy).

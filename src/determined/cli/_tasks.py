@@ -426,14 +426,15 @@ def _kill(args: argparse.Namespace) -> int:
                 print(f"det: error: {task_id}: {e}", file=sys.stderr)
                 failed += 1
                 continue
+            kind = task.get("kind") or args.kind  # the task's own (det shell kill CMD_ID)
             if answer.get("state") == "TERMINATED" and answer.get("end_reason") != "killed":
                 code = answer.get("exit_code")
-                print(f"{args.kind} {task_id} had already ended ({answer.get('end_reason')}"
+                print(f"{kind} {task_id} had already ended ({answer.get('end_reason')}"
                       + ("" if code is None else f", exit code {code}") + "); nothing to kill")
             elif task["state"] == "TERMINATED":
-                print(f"killed {args.kind} {task_id}")
+                print(f"killed {kind} {task_id}")
             else:
-                print(f"det: {args.kind} {task_id} is being killed but is still "
+                print(f"det: {kind} {task_id} is being killed but is still "
                       f"{task['state']} after {wait:g} s (the master kills it by force "
                       "if it ignores the stop); `det task list` shows when it has ended",
                       file=sys.stderr)

@@ -37,14 +37,21 @@ def fetch_checkpoint(client: Any, storage_config: Mapping[str, Any], uuid: str, 
         source = "storage"
     dest = os.path.abspath(dest)
     parent = os.path.dirname(dest)
-    os.makedirs(parent, exist_ok=True)
     scratch = os.path.join(parent, f".partial-{os.path.basename(dest)}-{uuidlib.uuid4().hex[:8]}")
     try:
+        os.makedirs(parent, exist_ok=True)
         if source == "master" or not _from_storage(storage_config, uuid, scratch, source):
             _from_master(client, uuid, scratch)
         if os.path.exists(dest):
             shutil.rmtree(dest)
         os.rename(scratch, dest)
+    except OSError as e:
+        # Writing here failed (a directory not writable, or a full disk): named by where
+        # it was asked to go, not by the scratch directory beside it.
+        if not str(getattr(e, "filename", "") or "").startswith(parent):
+            raise
+        raise CheckpointError(f"cannot write checkpoint {uuid} to {dest}: "
+                              f"{e.strerror or e}") from e
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return dest

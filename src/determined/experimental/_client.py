@@ -210,8 +210,19 @@ class ExperimentReference:
         """The best validated checkpoint of the experiment."""
         best = self.top_n_checkpoints(1, sort_by, smaller_is_better)
         if not best:
-            raise CheckpointError(f"experiment {self.id} has no validated checkpoint")
+            raise CheckpointError(self.no_checkpoint_reason(sort_by))
         return best[0]
+
+    def no_checkpoint_reason(self, sort_by: Optional[str] = None) -> str:
+        """Why :meth:`top_n_checkpoints` found none: no validated checkpoint, or none
+        validated on ``sort_by`` (the metrics its checkpoints have named)."""
+        metrics = sorted({name for c in self._det._client.list_checkpoints(self.id)
+                          if c["state"] == "COMPLETED"
+                          for name in (c.get("validation") or {})})
+        if sort_by and metrics and sort_by not in metrics:
+            return (f"experiment {self.id} has no checkpoint validated on {sort_by!r} "
+                    f"(its checkpoints' metrics: {', '.join(metrics)})")
+        return f"experiment {self.id} has no validated checkpoint"
 
     def top_n_checkpoints(self, limit: int, sort_by: Optional[str] = None,
                           smaller_is_better: Optional[bool] = None) -> List[Checkpoint]:

@@ -14,14 +14,13 @@ import contextlib
 import logging
 from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
 
+# A trial process's lines read as every process serving the cluster but the master's:
+# ``time level message``, the time short (common/log_format.py says why).
+from determined.common.log_format import LOG_FORMAT, LOG_TIME_FORMAT
+
 __all__ = ["LOG_FORMAT", "LOG_TIME_FORMAT", "chief_log_format", "configure_rank_logging",
            "configure_trial_logging", "rank_format", "ranks_named"]
 
-#: How a trial process's log lines read: ``time level message``. The reader knows the
-#: trial (``det t logs ID``), and a line read in an 80-column terminal keeps its room
-#: for the message: the time is short (:data:`LOG_TIME_FORMAT`).
-LOG_FORMAT = "%(asctime)s %(levelname)s %(message)s"
-LOG_TIME_FORMAT = "%H:%M:%S"
 
 
 def configure_trial_logging(stream: TextIO) -> None:

@@ -1,5 +1,7 @@
 """A notebook task: JupyterLab with the arguments given, or a one-line reason when this
-Python lacks it (the default install has no ``notebook`` extra).
+Python lacks it (the default install has no ``notebook`` extra). Jupyter's own lines read
+as the other task processes' (``12:04:31 INFO message``, common/log_format.py) unless
+the arguments set its log format.
 
     python -m determined.tasks.notebook --no-browser --port 8888 ...
 """
@@ -20,6 +22,12 @@ def main() -> None:
             "install determined's notebook extra there (pip install 'determined[notebook]', "
             "or -e '.[notebook]' in a checkout)\n")
         sys.exit(1)
+    from determined.common.log_format import LOG_FORMAT, LOG_TIME_FORMAT
+
+    given = " ".join(sys.argv[1:])
+    if "log_format" not in given and "log_datefmt" not in given:
+        sys.argv[1:1] = [f"--ServerApp.log_format={LOG_FORMAT}",
+                         f"--ServerApp.log_datefmt={LOG_TIME_FORMAT}"]
     sys.argv[0] = "jupyterlab"
     runpy.run_module("jupyterlab", run_name="__main__", alter_sys=True)
 

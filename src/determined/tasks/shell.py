@@ -219,7 +219,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--workdir", default=os.getcwd())
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    from determined.common.log_format import configure_logging
+
+    configure_logging()
     with serve(lambda ws: _serve_connection(ws, args.workdir), args.host, args.port,
                max_size=None, process_request=_check_token) as server:
         logger.info("shell server listening on %s:%d", args.host, args.port)

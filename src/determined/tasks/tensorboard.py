@@ -117,7 +117,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--logdir", required=True)
     parser.add_argument("--refresh", type=float, default=30.0)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    from determined.common.log_format import configure_logging
+
+    configure_logging()
+    # TensorBoard's own INFO lines are its start-up steps, and with them its data server
+    # logs each reload (every few seconds, forever, in a format of its own): warnings only.
+    logging.getLogger("tensorboard").setLevel(logging.WARNING)
     with open(args.spec, encoding="utf-8") as f:
         runs = json.load(f)["runs"]
     downloads = prepare_logdir(runs, args.logdir)

@@ -9,6 +9,7 @@ import os
 import pathlib
 import tarfile
 
+import httpx
 import pytest
 import yaml
 
@@ -190,6 +191,9 @@ def test_list_archive_and_cluster_views(shared_master, finished):
     assert [s["slot_id"] for s in slots] == [0, 1]
     version = det(shared_master, "version").stdout
     assert "client: det 0.13.0" in version and f"master: 0.13.0 at {shared_master.url}" in version
+    cluster_id = httpx.get(shared_master.url + "/api/v1/master").json()["cluster_id"]
+    assert f"\ncluster: {cluster_id}\n" in version, version  # its own line: within 80 columns
+    assert all(len(line) <= 80 for line in version.splitlines()), version
 
 
 def test_create_test_mode_passes_and_is_archived(shared_master, tiny_dir):

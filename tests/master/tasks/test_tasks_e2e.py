@@ -486,6 +486,9 @@ def test_killing_an_ended_task_says_it_had_ended(master):
         0, f"command {task_id} had already ended (exited, exit code 4); nothing to kill"), \
         killed.stdout + killed.stderr
     assert task(c, task_id)["end_reason"] == "exited"
+    # Through another kind's kill it is still named a command (was "shell ID had ...").
+    killed = run_det(["shell", "kill", task_id], env=env)
+    assert killed.stdout.startswith(f"command {task_id} had already ended"), killed
 
 
 def test_kill_returns_once_the_task_has_ended(master):
