@@ -208,6 +208,32 @@ def test_no_extra_slots_for_a_non_preemptible_task_whose_group_started_a_preempt
     assert schedule(agents, pending, running, policy).is_empty
 
 
+def test_a_redone_pass_never_assumes_a_floor_it_did_not_start():
+    """Hypothesis found this: a pass redone with t0's floor (g0 at 2) did not start t0,
+    so t3 and t9 preempted each other in turn, forever."""
+    agents = [Agent("n0", 2), Agent("n1", 2), Agent("n2", 0)]
+    g0 = [Task("t0", "g0", 1, arrival=0, weight=3.0, preemptible=False)]
+    g0 += [Task(f"t{i}", "g0", 1, arrival=i, weight=3.0) for i in (1, 2, 4, 5, 6, 7, 8)]
+    pending = g0 + [Task("t9", "g1", 2, arrival=9, weight=3.0)]
+    running: Running = {
+        "t10": (Task("t10", "g0", 1, arrival=10, weight=3.0, preemptible=False),
+                Allocation("t10", [("n0", [0])])),
+        "t3": (Task("t3", "g2", 1, arrival=3, weight=1.0), Allocation("t3", [("n0", [1])])),
+    }
+    policy = SchedulerPolicy(type="fair_share", fit="best")
+    seen = []
+    for _ in range(10):
+        decision = schedule(agents, pending, running, policy)
+        if decision.is_empty:
+            break
+        seen.append(sorted(running))
+        assert seen.count(sorted(running)) == 1, f"the cluster came back to {sorted(running)}"
+        pending, running = apply(decision, pending, running)
+    else:
+        raise AssertionError("no fixed point after 10 rounds")
+    assert "t0" in running
+
+
 @SETTINGS
 @given(scenarios(), POLICIES)
 def test_applied_decision_without_preemption_is_a_fixed_point(scenario, policy):

@@ -74,34 +74,45 @@ def schedule_fair_share(state: State, fit: str) -> Decision:
 
     A non-preemptible task that starts becomes a floor of its group's share in the
     next call, which can move every group's target (and so preempt a task this call
-    just started). So when a pass starts such tasks, the pass is made again with
-    their slots counted as floors, until the floors it assumed are those it started
-    (they only grow, so this ends).
+    just started). So the non-preemptible tasks a pass starts are committed (taken
+    as running, their slots as floors) and the pass is made again for the rest,
+    until a pass starts no new one; the decision starts the committed tasks and does
+    what that last pass decided, which the next call sees as settled.
     """
     if not any(not t.preemptible for g in state.groups.values() for t in g.queue):
-        return _schedule_pass(state, fit, {})[0]
-    assumed: Dict[str, int] = {}
-    for _ in range(len(state.groups) + 1):
+        return _schedule_pass(state, fit)
+    committed: List[Allocation] = []
+    while True:
         attempt = copy.deepcopy(state)
-        decision, locked = _schedule_pass(attempt, fit, assumed)
-        if all(n <= assumed.get(name, 0) for name, n in locked.items()):
+        decision = _schedule_pass(attempt, fit)
+        tasks = {t.id: t for g in state.groups.values() for t in g.queue}
+        new = [a for a in decision.start if not tasks[a.task_id].preemptible]
+        if not new:
             break
-        for name, n in locked.items():
-            assumed[name] = max(assumed.get(name, 0), n)
+        for allocation in new:
+            _commit(state, tasks[allocation.task_id], allocation)
+        committed.extend(new)
     state.pool, state.groups, state.running = attempt.pool, attempt.groups, attempt.running
-    return decision
+    return Decision(start=committed + list(decision.start), preempt=list(decision.preempt))
 
 
-def _schedule_pass(state: State, fit: str, assumed: Dict[str, int]) -> Tuple[Decision, Dict[str, int]]:
-    """One pass; ``assumed``: slots of non-preemptible starts counted as floors.
+def _commit(state: State, task: Task, allocation: Allocation) -> None:
+    """Take ``task`` (pending, not preemptible) as running on ``allocation``."""
+    group = state.groups[task.group]
+    group.queue.remove(task)
+    state.pool.take(allocation.parts)
+    info = RunningTask(task, allocation, len(state.running), tuple(allocation.parts),
+                       task.slots_needed, 0)
+    state.running.append(info)
+    group.running.append(info)
+    group.in_pool += task.slots_needed
+    group.locked += task.slots_needed
 
-    Returns the decision and the slots of non-preemptible tasks it starts, by group.
-    """
+
+def _schedule_pass(state: State, fit: str) -> Decision:
+    """One pass of steps 1-3 (see the module docstring)."""
     pool, groups = state.pool, state.groups
-    for name, n in assumed.items():
-        groups[name].locked += n
     target = fair_share_targets(state)
-    locked: Dict[str, int] = {}
     # Groups holding slots they could give back (see step 3).
     yielding = {g.name for g in groups.values() if any(not r.locked and r.in_pool for r in g.running)}
     held = {name: g.in_pool for name, g in groups.items()}
@@ -114,8 +125,6 @@ def _schedule_pass(state: State, fit: str, assumed: Dict[str, int]) -> Tuple[Dec
         group.queue.popleft()
         if task.preemptible:
             yielding.add(group.name)
-        else:
-            locked[group.name] = locked.get(group.name, 0) + task.slots_needed
 
     # 1. Start tasks within target.
     blocked: List[Group] = []
@@ -137,7 +146,7 @@ def _schedule_pass(state: State, fit: str, assumed: Dict[str, int]) -> Tuple[Dec
     # 2. Preempt over-target groups for blocked groups (pool becomes the future view).
     victims = _preempt_for(state, blocked, target, held, fit)
     if victims:
-        return Decision(start=starts, preempt=[v.task.id for v in victims]), locked
+        return Decision(start=starts, preempt=[v.task.id for v in victims])
 
     # 3. Hand out whatever is still free.
     stuck = {g.name for g in blocked}
@@ -159,7 +168,7 @@ def _schedule_pass(state: State, fit: str, assumed: Dict[str, int]) -> Tuple[Dec
         start(group, task, parts)
         if group.queue:
             heapq.heappush(heap, _entry(group, held))
-    return Decision(start=starts, preempt=[]), locked
+    return Decision(start=starts, preempt=[])
 
 
 def _excess(state: State, target: Dict[str, int], held: Dict[str, int]) -> List[RunningTask]:
