@@ -48,3 +48,16 @@ def test_too_few_trials_give_no_ranking():
     assert hparam_importance([{"hparams": {"a": 1}, "best_validation": 1.0},
                               {"hparams": {"a": 2}, "best_validation": 2.0}]) == {
         "importance": [], "trials": 2}
+
+
+def test_each_row_says_how_many_trials_an_estimate_takes():
+    # Four trials, four values of lr: one trial per group, no estimate (ω² 0); two values
+    # of opt: two groups of two, an estimate.
+    trials = [{"hparams": {"lr": lr, "opt": opt}, "best_validation": y}
+              for lr, opt, y in [(0.1, "a", 1.0), (0.2, "a", 1.1), (0.3, "b", 3.0), (0.4, "b", 3.2)]]
+    rows = {x["name"]: x for x in hparam_importance(trials)["importance"]}
+    assert rows["lr"]["needs"] == 5 and rows["lr"]["importance"] == 0.0
+    assert rows["opt"]["needs"] == 3 and rows["opt"]["importance"] > 0.5
+    # Many distinct numbers are binned: the estimate takes one more trial than the bins.
+    many = [{"hparams": {"lr": i / 10}, "best_validation": float(i)} for i in range(12)]
+    assert hparam_importance(many)["importance"][0]["needs"] == 6

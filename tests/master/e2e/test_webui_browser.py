@@ -7,7 +7,8 @@ of a running trial, pause, the cluster and master-logs pages, a user who owns no
 the speed measurements (written to ``webui-speed.json`` under the test's output directory
 and printed); then, on two more experiments started last (the cluster page test counts the
 busy slots), a failed trial's log naming files in the model directory, and the trials table
-of eight long hyperparameters fitting an 800-pixel window. Screenshots of each page go to
+of eight long hyperparameters (two the same in every trial, said above it) fitting an
+800-pixel window. Screenshots of each page go to
 the output directory too.
 """
 
@@ -193,6 +194,12 @@ def test_sign_in_and_the_list_shows_experiments(cluster, browser, out_dir, speed
     page.fill("input[name=username]", "determined")
     page.click("button[type=submit]")
     page.wait_for_url(f"**/experiments/{cluster['search']}")  # back where the deep link led
+    # /login while signed in says who is, with a way back (it showed the bare form).
+    page.goto(url + f"/login?next=/experiments/{cluster['search']}")
+    who = page.get_by_test_id("signed-in-as")
+    assert who.inner_text().startswith("Signed in as determined."), who.inner_text()
+    who.get_by_role("link", name="Go back").click()
+    page.wait_for_url(f"**/experiments/{cluster['search']}")
     page.goto(url + "/experiments")
     rows = page.locator("[data-testid=experiment-table] tbody tr")
     rows.first.wait_for()
@@ -283,6 +290,9 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
     # One point per trial in the slice plots (drawn once the trials have loaded).
     page.get_by_test_id("slice-plots").locator("circle").nth(2).wait_for()
     assert page.get_by_test_id("slice-plots").locator("circle").count() == 3
+    # Three trials, three values of lr: no estimate of its importance (it read 0%).
+    assert page.get_by_test_id("importance-needs").inner_text().startswith(
+        "needs at least 4 trials (3 so far")
     page.get_by_role("button", name="checkpoints", exact=True).click()
     with page.expect_download() as download:
         page.get_by_test_id("checkpoints-table").get_by_text("download").first.click()
@@ -292,6 +302,10 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
     header = page.get_by_test_id("trials-table").locator("th", has_text="lr")
     header.first.wait_for()  # the tab switch renders after the click returns
     assert header.count() == 1
+    # The constant hyperparameters are said once, above the table, not a column each.
+    assert page.get_by_test_id("constant-hparams").inner_text() == (
+        "same in every trial: dropout=0.2, global_batch_size=16")  # the trials' order
+    assert page.get_by_test_id("trials-table").locator("th", has_text="dropout").count() == 0
     # Fork: a new experiment from this one's config, edited in the page.
     page.get_by_role("button", name="fork", exact=True).click()
     area = page.get_by_label("fork config")
@@ -571,9 +585,13 @@ def test_many_hyperparameters_fit_an_800_pixel_window(cluster, late, browser, ou
                                "Hyperparameters"], headers
         cell = table.locator("tbody tr").first.get_by_test_id("hparam-pairs")
         text = cell.inner_text()
+        constant = ["global_batch_size", "data_augmentation_policy"]  # one line above
         for name in WIDE_HPARAMS:
-            assert name in text, text
-        assert "random-resized-crop-and-horizontal-flip" in text
+            assert (name in text) == (name not in constant), text
+        same = page.get_by_test_id("constant-hparams")
+        assert same.inner_text() == ("same in every trial: data_augmentation_policy=random-"
+                                     "resized-crop-and-horizontal-flip, global_batch_size=16"
+                                     ), same.inner_text()
         # Readable: the cell is not squeezed to a sliver, and its pairs stay inside it.
         assert cell.bounding_box()["width"] >= 150, cell.bounding_box()
         assert cell.evaluate("(c) => [...c.children].every((p) => p.scrollWidth <= c.clientWidth)")

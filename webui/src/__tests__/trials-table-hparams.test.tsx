@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { fireEvent, screen, waitFor, within } from "@testing-library/react";
 import type { Trial } from "../api";
-import { FOLD_HPARAMS } from "../pages/ExperimentPage";
+import { FOLD_HPARAMS, splitConstantHparams } from "../pages/ExperimentPage";
 import { installFakeMaster, liveChannel, open, removeFakeMaster, routes } from "./fake-master";
 
 beforeEach(installFakeMaster);
@@ -39,9 +39,15 @@ const MANY = {
   data_augmentation_policy: "random-resized-crop-and-horizontal-flip",
 };
 
+// MANY with every value changed: each of the eight varies.
+const OTHER = {
+  global_batch_size: 32, lr: 0.01, dropout: 0.3, optimizer: { name: "adam", momentum_coefficient: 0.8 },
+  learning_rate_warmup_schedule: "constant", weight_decay_regularization: 0.001, data_augmentation_policy: "none",
+};
+
 describe("trials table hyperparameters", () => {
   it("folds more than a few into one cell of pairs, and keeps a sortable column each", async () => {
-    serve([trial(1, MANY), trial(2, { ...MANY, lr: 0.01 })]);
+    serve([trial(1, MANY), trial(2, OTHER)]);
     await openTrials();
     const table = await screen.findByTestId("trials-table");
     const header = (name: string) => within(table).getAllByRole("columnheader").find((h) => h.textContent?.replace(/ [▲▼]$/, "") === name)!;
@@ -67,5 +73,24 @@ describe("trials table hyperparameters", () => {
     expect(within(table).queryByText("Hyperparameters")).toBeNull();
     expect(within(table).queryByTestId("hparam-pairs")).toBeNull();
     expect(within(table).getByText("dropout").closest("th")!.className).toBe("sortable wrap");
+  });
+
+  it("says the ones with one value in every trial once above the table, as det drops constant ids", async () => {
+    serve([trial(1, MANY), trial(2, { ...MANY, lr: 0.01 }), trial(3, { ...MANY, lr: 0.001, optimizer: { name: "adam", momentum_coefficient: 0.9 } })]);
+    await openTrials();
+    const table = await screen.findByTestId("trials-table");
+    expect(screen.getByTestId("constant-hparams").textContent).toBe(
+      "same in every trial: global_batch_size=16, dropout=0.2, optimizer.momentum_coefficient=0.9, "
+      + "learning_rate_warmup_schedule=linear-warmup-then-cosine-decay, weight_decay_regularization=1.000e-4, "
+      + "data_augmentation_policy=random-resized-crop-and-horizontal-flip");
+    const headers = within(table).getAllByRole("columnheader").map((h) => h.textContent?.replace(/ [▲▼]$/, ""));
+    expect(headers.slice(-2)).toEqual(["lr", "optimizer.name"]);  // two vary: a column each, not folded
+    expect(within(table).queryByTestId("hparam-pairs")).toBeNull();
+  });
+
+  it("keeps every column for one trial, and a name some trial lacks varies", () => {
+    expect(splitConstantHparams([{ a: 1, b: 2 }])).toEqual({ varying: ["a", "b"], constant: [] });
+    expect(splitConstantHparams([{ a: 1, b: 2 }, { a: 1 }, { a: 1, b: 2 }])).toEqual({ varying: ["b"], constant: [["a", 1]] });
+    expect(splitConstantHparams([{ a: [1, 2] }, { a: [1, 2] }])).toEqual({ varying: [], constant: [["a", [1, 2]]] });
   });
 });

@@ -411,6 +411,14 @@ export interface Importance {
   name: string;
   importance: number;
   share: number;
+  /** Trials (with a validation) an estimate takes: one more than the groups of values. */
+  needs?: number;
+}
+
+/** Whether ``row`` has an estimate from ``trials`` trials: with no more trials than groups
+ * of values its ω² reads 0 for want of data, not for want of effect. */
+export function estimable(row: Importance, trials: number): boolean {
+  return row.needs == null || trials >= row.needs;
 }
 
 /** Importance bars (from ``GET /ui/experiments/{id}/hparam-importance``). */
@@ -424,8 +432,17 @@ export function ImportanceBars({ rows, metricName, trials }: { rows: Importance[
           {rows.map((r) => (
             <tr key={r.name}>
               <td>{r.name}</td>
-              <td><span className="bar" style={{ width: `${Math.round(r.share * 200)}px` }} /> {Math.round(r.share * 100)}%</td>
-              <td>{formatNumber(r.importance, 3)}</td>
+              {estimable(r, trials) ? (
+                <>
+                  <td><span className="bar" style={{ width: `${Math.round(r.share * 200)}px` }} /> {Math.round(r.share * 100)}%</td>
+                  <td>{formatNumber(r.importance, 3)}</td>
+                </>
+              ) : (
+                <>
+                  <td className="muted" data-testid="importance-needs">needs at least {r.needs} trials ({trials} so far: more than its {(r.needs ?? 1) - 1} values)</td>
+                  <td className="muted">–</td>
+                </>
+              )}
             </tr>
           ))}
         </tbody>

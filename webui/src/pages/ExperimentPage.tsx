@@ -282,6 +282,25 @@ function HparamPairs({ names, values }: { names: string[]; values: Record<string
   );
 }
 
+/** Hyperparameter names in first-seen order, split into those that differ between trials
+ * (a column each) and those with one value in every trial (``[name, value]``, said once
+ * above the table). As ``det`` drops id columns with one value, it takes two trials or
+ * more to call one constant; a name some trial lacks varies. */
+export function splitConstantHparams(trials: Record<string, unknown>[]): { varying: string[]; constant: [string, unknown][] } {
+  const names: string[] = [];
+  const seen = new Set<string>();
+  for (const h of trials) for (const k of Object.keys(h)) if (!seen.has(k)) { seen.add(k); names.push(k); }
+  if (trials.length < 2) return { varying: names, constant: [] };
+  const varying: string[] = [];
+  const constant: [string, unknown][] = [];
+  for (const n of names) {
+    const first = JSON.stringify(trials[0][n]);
+    if (trials.every((h) => n in h && JSON.stringify(h[n]) === first)) constant.push([n, trials[0][n]]);
+    else varying.push(n);
+  }
+  return { varying, constant };
+}
+
 function TrialsTable({ exp, bestId, signedIn, waits }: { exp: ExperimentDetail; bestId: number | null; signedIn: boolean; waits: Waits }) {
   const [selected, setSelected] = useState<Set<number>>(new Set());
   const toggle = (id: number, on: boolean) => {
@@ -290,11 +309,7 @@ function TrialsTable({ exp, bestId, signedIn, waits }: { exp: ExperimentDetail; 
     setSelected(s);
   };
   const flat = useMemo(() => new Map(exp.trials.map((t) => [t.id, flattenHparams(t.hparams)])), [exp.trials]);
-  const names = useMemo(() => {
-    const s = new Set<string>();
-    for (const h of flat.values()) for (const k of Object.keys(h)) s.add(k);
-    return [...s];
-  }, [flat]);
+  const { varying: names, constant } = useMemo(() => splitConstantHparams([...flat.values()]), [flat]);
   const folded = names.length > FOLD_HPARAMS;
   const columns: Column<Trial>[] = [
     { key: "id", title: "Trial", value: (t) => t.id, render: (t) => <Link to={`/experiments/${exp.id}/trials/${t.id}`}>{t.id}{t.id === bestId ? " ★" : ""}</Link> },
@@ -319,6 +334,11 @@ function TrialsTable({ exp, bestId, signedIn, waits }: { exp: ExperimentDetail; 
           request={{ kind: "tensorboard", trial_ids: ids }} disabled={!signedIn || ids.length === 0}
           title={signedIn ? "select trials first" : "sign in to start a TensorBoard"} />
       </div>
+      {constant.length > 0 && (
+        <p className="muted" data-testid="constant-hparams">
+          same in every trial: {constant.map(([n, v]) => `${n}=${formatNumber(v)}`).join(", ")}
+        </p>
+      )}
       <Table testId="trials-table" columns={columns} rows={exp.trials} rowKey={(t) => t.id} initialSort={{ key: "id" }}
         rowClass={(t) => (t.id === bestId ? "best" : undefined)}
         leadingHeader={<input type="checkbox" aria-label="select all trials" checked={selected.size === exp.trials.length && selected.size > 0}

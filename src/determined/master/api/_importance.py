@@ -64,8 +64,9 @@ def _omega_squared(y: np.ndarray, groups: np.ndarray) -> float:
 
 def hparam_importance(trials: Sequence[Mapping[str, Any]],
                       metric: str = "best_validation") -> Dict[str, Any]:
-    """``{"importance": [{"name", "importance", "share"}...] (most important first),
-    "trials": n}`` for trials (``{"hparams": {...}, metric: number|None}``); only
+    """``{"importance": [{"name", "importance", "share", "needs"}...] (most important
+    first), "trials": n}`` (``needs``: the trials an estimate takes, one more than the
+    hyperparameter's groups) for trials (``{"hparams": {...}, metric: number|None}``); only
     hyperparameters that vary and trials with a finite metric count."""
     rows = [(flatten(t.get("hparams") or {}), t.get(metric)) for t in trials]
     rows = [(h, float(y)) for h, y in rows
@@ -79,7 +80,10 @@ def hparam_importance(trials: Sequence[Mapping[str, Any]],
         values = [h.get(name) for h, _ in rows]
         if len({repr(v) for v in values}) < 2:
             continue
-        result.append({"name": name, "importance": round(_omega_squared(y, _groups(values)), 4)})
+        groups = _groups(values)
+        # An estimate takes more trials than groups (``needs``); with fewer it reads 0.
+        result.append({"name": name, "importance": round(_omega_squared(y, groups), 4),
+                       "needs": len(np.unique(groups)) + 1})
     total = sum(r["importance"] for r in result)
     for r in result:
         r["share"] = round(r["importance"] / total, 4) if total > 0 else 0.0
