@@ -351,8 +351,52 @@ def test_a_scripts_traceback_in_its_trial_log_names_the_users_file(tmp_path):
     frames = [l for l in logs if l.lstrip().startswith("File ")]
     assert frames == [f'  File "{model_dir / "train.py"}", line 9, in <module>',
                       f'  File "{model_dir / "train.py"}", line 6, in main'], logs
-    # The script's own lines: where it ran and its error's text, as it wrote them.
+    # The script's own line saying where it ran stays as written; its exception's line
+    # names the user's directory, as the web UI's log view and the run's output show it.
     (ran,) = [l for l in logs if l.startswith("running in ")]
     copy = ran[len("running in "):]
     assert "det-workdirs" in copy and copy != str(model_dir), logs
-    assert f"ValueError: oops in {copy}" in logs, logs
+    assert f"ValueError: oops in {model_dir}" in logs, logs
+    assert f"ValueError: oops in {model_dir}" in out.stdout.splitlines(), out.stdout
+
+
+TWO_RANKS = """import os
+import time
+
+
+def load(rank):
+    if rank == 1:
+        raise ValueError("no shard at " + os.path.join(os.path.dirname(__file__), "s.csv"))
+    time.sleep(30)
+
+
+load(int(os.environ["RANK"]))
+"""
+
+
+def test_a_distributed_scripts_failure_shows_the_rank_that_failed(tmp_path):
+    """A script under torchrun whose rank 1 failed: the run said only torchrun's own
+    ``ChildFailedError`` traceback, and the trial log named the working copy in the
+    rank's traceback (its lines start ``[rank=1] ``)."""
+    model_dir = tmp_path / "script"
+    model_dir.mkdir()
+    (model_dir / "train.py").write_text(TWO_RANKS)
+    config = tmp_path / "script.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "two-ranks", "max_restarts": 0, "resources": {"slots_per_trial": 2},
+        "entrypoint": "python3 -m determined.launch.torch_distributed -- python3 train.py",
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}}}))
+    local = tmp_path / "local"
+    out = run_det(["e", "create", config, model_dir, "--local-dir", local, "--slots", "2",
+                   "--no-progress"], env=COLUMNS_80)
+    assert out.returncode == 1, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    error = f"ValueError: no shard at {model_dir / 's.csv'}"
+    assert "the script failed (exit code 1); its rank 1 failed first:" in lines, out.stdout
+    assert f'  File "{model_dir / "train.py"}", line 11, in <module>' in lines, out.stdout
+    assert error in lines and "ChildFailedError" not in out.stdout, out.stdout
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout.splitlines()
+    assert f'[rank=1]   File "{model_dir / "train.py"}", line 7, in load' in logs, logs
+    assert f"[rank=1] {error}" in logs, logs
+    assert f"[determined] Trial failed (exit code 1): {error}; no restarts left " \
+           "(0 of 0 restarts used)" in logs, logs
