@@ -400,3 +400,28 @@ def test_a_distributed_scripts_failure_shows_the_rank_that_failed(tmp_path):
     assert f"[rank=1] {error}" in logs, logs
     assert f"[determined] Trial failed (exit code 1): {error}; no restarts left " \
            "(0 of 0 restarts used)" in logs, logs
+
+
+def test_the_hidden_hyperparameters_command_names_the_local_dir_it_ran_in(tmp_path, tiny_dir):
+    """The summary's "2 more varying hyperparameters not shown: det e describe --local 1"
+    named the default local directory after a run with ``--local-dir``: that command
+    read another directory (or found no experiment 1)."""
+    model_dir = _model_dir(tiny_dir, tmp_path)
+    knob = {"type": "double", "minval": 0.0, "maxval": 1.0}
+    config = _config(tmp_path, model_dir, hyperparameters={
+        "global_batch_size": 16, "lr": {"type": "double", "minval": 0.05, "maxval": 0.1},
+        "dropout": knob, "first_unused_knob": knob, "second_unused_knob": knob},
+        searcher={"name": "random", "metric": "validation_loss", "max_trials": 2,
+                  "max_length": {"batches": 1}}, min_validation_period={"batches": 1})
+    local = tmp_path / "elsewhere"
+    out = run_det(["e", "create", config, model_dir, "--local-dir", local, "--no-progress",
+                   "--slots", "2"], env=COLUMNS_80)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    command = f"det e describe --local-dir {local} 1"
+    assert "more varying hyperparameters not shown; see them with:" in \
+        " ".join(l.strip() for l in lines), out.stdout
+    assert command in lines, out.stdout  # whole, on a line of its own: it gets copied
+    described = run_det(command.split()[1:])
+    assert described.returncode == 0 and "second_unused_knob" in described.stdout, \
+        described.stdout + described.stderr

@@ -254,20 +254,22 @@ def _columns_that_fit(names: List[str], flat: List[Dict[str, Any]], room: int) -
 
 
 def print_summary(console: Console, result: ExperimentResult, metric: str,
-                  unit: str = "batch") -> None:
+                  unit: str = "batch", where: str = "--local") -> None:
     """The table of trials (a column per hyperparameter that varies, as many as the
     terminal's width holds; their length in ``unit``, see :func:`step_unit`) and the best
-    checkpoint."""
+    checkpoint. ``where``: the option that names the run's local directory
+    (``--local-dir DIR`` where it is not the default), for the command shown."""
     flat = [_flatten(t["hparams"]) for t in result.trials]
     names = sorted({k for f in flat for k in f})
     varying = [n for n in names if len({repr(f.get(n)) for f in flat}) > 1]
     fixed = 1 + (5 + 3) + (9 + 3) + (7 + 3) + (max(len(metric), 7) + 3)
     shown = _columns_that_fit(varying, flat, console.width - fixed)
-    caption = None
+    caption, left_out = None, ""
     if len(shown) < len(varying):
-        caption = (f"{counted(len(varying) - len(shown), 'more varying hyperparameter')} "
-                   "not shown: "
-                   f"det e describe --local {result.experiment_id}")
+        left_out = f"{counted(len(varying) - len(shown), 'more varying hyperparameter')} " \
+            f"not shown: det e describe {where} {result.experiment_id}"
+        if len(left_out) <= console.width:
+            caption, left_out = left_out, ""
     table = Table(title=f"Experiment {result.experiment_id}: {result.state}", caption=caption)
     for col, width in (("trial", 5), ("state", 9), (STEP_UNITS[unit], 7)):
         table.add_column(col, no_wrap=True, min_width=width)
@@ -284,6 +286,10 @@ def print_summary(console: Console, result: ExperimentResult, metric: str,
         table.add_row(f"{t['trial_id']}{mark}", state, str(t["batches"]), best,
                       *(_fmt(f.get(n, "")) for n in shown))
     console.print(table)
+    if left_out:  # too long for a caption, which would break the command over two lines
+        text, _, command = left_out.partition(": ")
+        console.print(f"{text}; see them with:", markup=False, highlight=False)
+        console.print(command, markup=False, highlight=False, soft_wrap=True)
     if result.reason:
         console.print(f"[red]{escape(result.reason)}")
     bt = result.best_trial

@@ -371,8 +371,16 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
         raise
     finally:
         store.close()
-    print_summary(console, result, cfg["searcher"]["metric"], unit)
+    print_summary(console, result, cfg["searcher"]["metric"], unit,
+                  where=_local_dir_option(store.local_dir))
     return result
+
+
+def _local_dir_option(local_dir: str) -> str:
+    """The option of ``det`` that names ``local_dir``: ``--local`` for the default one."""
+    if os.path.abspath(default_local_dir()) == os.path.abspath(local_dir):
+        return "--local"
+    return f"--local-dir {shlex.quote(local_dir)}"
 
 
 def _print_interrupted(console: Console, driver: Any, local_dir: str) -> None:
@@ -385,8 +393,7 @@ def _print_interrupted(console: Console, driver: Any, local_dir: str) -> None:
                       "killed before they could checkpoint); it cannot be resumed",
                       markup=False, highlight=False)
         return
-    where = "--local" if os.path.abspath(default_local_dir()) == os.path.abspath(local_dir) \
-        else f"--local-dir {shlex.quote(local_dir)}"
+    where = _local_dir_option(local_dir)
     slots = f" --slots {driver.slots}" if driver.slots != 1 else ""
     said = (" is PAUSED (its running trials checkpointed)" if state else "")
     console.print(f"Interrupted: experiment {exp_id}{said}; continue it with:",
