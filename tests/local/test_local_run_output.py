@@ -425,3 +425,40 @@ def test_the_hidden_hyperparameters_command_names_the_local_dir_it_ran_in(tmp_pa
     described = run_det(command.split()[1:])
     assert described.returncode == 0 and "second_unused_knob" in described.stdout, \
         described.stdout + described.stderr
+
+
+def test_ctrl_c_with_no_progress_says_the_trial_is_pausing(tmp_path, tiny_dir):
+    """With ``--no-progress`` nothing was said between Ctrl-C and "Interrupted: ...",
+    however long the trials took to checkpoint: it looked hung (a second Ctrl-C then
+    loses their work)."""
+    model_dir = _model_dir(tiny_dir, tmp_path)
+    go = tmp_path / "go"  # the trial holds after 3 batches until it exists
+    config = _config(tmp_path, model_dir, entrypoint="slow_def:SlowTrial",
+                     hyperparameters={"global_batch_size": 16, "lr": 0.1, "dropout": 0.2,
+                                      "sleep": 0.02, "hold_after": 3, "hold_file": str(go)},
+                     searcher={"name": "single", "metric": "validation_loss",
+                               "max_length": {"batches": 400}})
+    local = tmp_path / "local"
+    log = local / "experiments" / "1" / "trials" / "1.log"
+    seen = {"interrupted": 0.0}
+
+    def respond(text):
+        if not seen["interrupted"] and trial_started(log):
+            seen["interrupted"] = time.monotonic()
+            time.sleep(1.0)  # into its training, which holds at batch 4
+            return b"\x03"
+        # The trial goes on to its checkpoint once the pause is said (or it never is).
+        if seen["interrupted"] and ("pausing" in text
+                                    or time.monotonic() - seen["interrupted"] > 5):
+            go.touch()
+        return None
+
+    code, text = run_det_in_terminal(["e", "create", config, model_dir, "--local-dir", local,
+                                      "--no-progress"], timeout=180.0, respond=respond,
+                                     idle=0.5)
+    assert code == 130, text
+    lines = text.splitlines()
+    pausing = [i for i, l in enumerate(lines) if re.search(
+        r"\d\d:\d\d:\d\d trial 1 pausing: it finishes its workload and checkpoints", l)]
+    interrupted = [i for i, l in enumerate(lines) if "Interrupted: experiment 1 is PAUSED" in l]
+    assert pausing and interrupted and pausing[0] < interrupted[0], text

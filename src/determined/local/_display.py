@@ -83,7 +83,8 @@ def _log_line(console: Console, text: str) -> None:
 
 class TrialFailures:
     """Prints what failed trials said as the driver's events come, with a progress
-    display or without one (``det e create --local --no-progress``).
+    display or without one (``det e create --local --no-progress``), and, after Ctrl-C,
+    which trials are pausing (the wait for their checkpoints is not silence).
 
     An error is printed whole the first time only, as written (a traceback's lines are
     not folded: its paths get copied); the same failure again (same text) is named, not
@@ -97,10 +98,13 @@ class TrialFailures:
         self._first_failure: Dict[str, int] = {}
 
     def event(self, kind: str, trial: Dict[str, Any], details: Dict[str, Any]) -> None:
-        """A driver event (``LocalDriver.on_event``): failures are printed, the rest
-        ignored."""
+        """A driver event (``LocalDriver.on_event``): failures and pausing trials are
+        printed, the rest ignored."""
         tid = trial["trial_id"]
-        if kind == "restart":
+        if kind == "pausing":
+            _log_line(self.console, f"trial {tid} pausing: it finishes its workload and "
+                      "checkpoints (Ctrl-C again stops it without a checkpoint)")
+        elif kind == "restart":
             where = (f"checkpoint {trial['latest_checkpoint']} at "
                      f"{_steps(trial['checkpoint_batches'], self.unit)}"
                      if trial["latest_checkpoint"] else "the beginning")
@@ -213,10 +217,7 @@ class ProgressDisplay:
             if value is not None:
                 log(f"trial {tid} validated at {_steps(trial['batches'], self.unit)}: "
                     f"{self.metric}={_fmt(value)}")
-        elif kind == "pausing":
-            log(f"trial {tid} pausing: it finishes its workload and checkpoints "
-                "(Ctrl-C again stops it without a checkpoint)")
-        else:
+        else:  # failures, pausing trials
             self.failures.event(kind, trial, details)
         if self.order.better(trial["best_metric"], self.best):
             self.best = trial["best_metric"]
