@@ -462,3 +462,20 @@ def test_ctrl_c_with_no_progress_says_the_trial_is_pausing(tmp_path, tiny_dir):
         r"\d\d:\d\d:\d\d trial 1 pausing: it finishes its workload and checkpoints", l)]
     interrupted = [i for i, l in enumerate(lines) if "Interrupted: experiment 1 is PAUSED" in l]
     assert pausing and interrupted and pausing[0] < interrupted[0], text
+
+
+def test_a_folded_event_line_goes_on_under_its_text(tmp_path, tiny_dir):
+    """At 80 columns a long "trial 1 started: ..." line went on at the left edge, where
+    the next event's time is: its end read as a line of its own."""
+    model_dir = _model_dir(tiny_dir, tmp_path)
+    config = _config(tmp_path, model_dir, hyperparameters={
+        "global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "first_unused_knob": 0.25,
+        "second_unused_knob": 0.5}, searcher={"name": "single", "metric": "validation_loss",
+                                              "max_length": {"batches": 1}})
+    out = run_det(["e", "create", config, model_dir, "--local-dir", tmp_path / "local"],
+                  env=COLUMNS_80)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    (at,) = [i for i, l in enumerate(lines) if re.match(r"\d\d:\d\d:\d\d trial 1 started: ", l)]
+    assert len(lines[at]) <= 80 and lines[at + 1].startswith(" " * 9 + "second_unused_knob="), \
+        out.stdout

@@ -77,8 +77,13 @@ def _counts_text(counts: Dict[str, int]) -> str:
 
 def _log_line(console: Console, text: str) -> None:
     """One event line, with the time of day (no source location: the reader is a user,
-    not a developer)."""
-    console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {text}")
+    not a developer); folded at the terminal's width, it goes on under its text, not
+    under the time (a line that starts without one is not an event of its own)."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style="dim")
+    grid.add_column(overflow="fold")
+    grid.add_row(time.strftime("%H:%M:%S"), text)
+    console.print(grid)
 
 
 class TrialFailures:
