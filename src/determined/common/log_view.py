@@ -83,8 +83,8 @@ def written_traceback(text: str, model_dir: str) -> Optional[Tuple[Optional[int]
 
     Example:
         >>> written_traceback("Traceback (most recent call last):\\n  File \\"x.py\\", "
-        ...                   "line 1, in <module>\\nValueError: no\\n", "/me/m")
-        (None, 'Traceback (most recent call last):\\n  File "x.py", line 1, in <module>\\nValueError: no')
+        ...                   "line 1\\nOSError: no\\n", "/me/m")
+        (None, 'Traceback (most recent call last):\\n  File "x.py", line 1\\nOSError: no')
     """
     streams: Dict[Optional[int], List[Tuple[int, str]]] = {}  # (line number, text)
     for number, line in enumerate(text.splitlines()):
