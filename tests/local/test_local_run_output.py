@@ -462,6 +462,8 @@ def test_ctrl_c_with_no_progress_says_the_trial_is_pausing(tmp_path, tiny_dir):
         r"\d\d:\d\d:\d\d trial 1 pausing: it finishes its workload and checkpoints", l)]
     interrupted = [i for i, l in enumerate(lines) if "Interrupted: experiment 1 is PAUSED" in l]
     assert pausing and interrupted and pausing[0] < interrupted[0], text
+    # The terminal's echo of Ctrl-C ("^C") stays on a line of its own.
+    assert not re.search(r"\^C\S", text), text
 
 
 def test_a_folded_event_line_goes_on_under_its_text(tmp_path, tiny_dir):

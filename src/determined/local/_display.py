@@ -95,9 +95,12 @@ class TrialFailures:
     not folded: its paths get copied); the same failure again (same text) is named, not
     repeated."""
 
-    def __init__(self, console: Console, unit: str = "batch"):
+    def __init__(self, console: Console, unit: str = "batch", alone: bool = False):
         self.console = console
         self.unit = unit  # what a trial's steps count (see step_unit)
+        # Without a progress display, on a terminal, whose echo of Ctrl-C ("^C") would
+        # begin the first line said after it: that line starts a new one.
+        self.ctrl_c_echoed = alone and console.is_terminal
         # Failures by trial (its latest) and by text (the trial that failed so first).
         self._last_failure: Dict[int, str] = {}
         self._first_failure: Dict[str, int] = {}
@@ -107,6 +110,7 @@ class TrialFailures:
         printed, the rest ignored."""
         tid = trial["trial_id"]
         if kind == "pausing":
+            self.after_ctrl_c()
             _log_line(self.console, f"trial {tid} pausing: it finishes its workload and "
                       "checkpoints (Ctrl-C again stops it without a checkpoint)")
         elif kind == "restart":
@@ -116,6 +120,12 @@ class TrialFailures:
             self.failed(tid, details.get("error"), f"restart {trial['restarts']}, from {where}")
         elif kind == "error":
             self.failed(tid, details.get("error"), "")
+
+    def after_ctrl_c(self) -> None:
+        """Before the first line said after Ctrl-C: end the line its echo is on."""
+        if self.ctrl_c_echoed:
+            self.ctrl_c_echoed = False
+            self.console.print()
 
     def failed(self, tid: int, error: Any, restart: str) -> None:
         """A trial process failed; ``restart`` says how the trial goes on ("" when it

@@ -352,6 +352,7 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
                                            step_unit, trial_counts)
 
     unit = step_unit(cfg)  # a script's steps may be epochs
+    failures = TrialFailures(console, unit, alone=True)
     try:
         if show_progress:
             # The core counts what trials trained so far (scripts: their reported progress).
@@ -363,9 +364,11 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
             with display:
                 result = driver.run()
         else:  # no progress, but a failed trial's error as with it
-            driver.on_event = TrialFailures(console, unit).event
+            driver.on_event = failures.event
             result = driver.run()
     except KeyboardInterrupt as interrupt:
+        if not show_progress:
+            failures.after_ctrl_c()
         _print_interrupted(console, driver, store.local_dir)
         interrupt.reported = True  # type: ignore[attr-defined]  # det says no more
         raise
