@@ -107,3 +107,31 @@ def test_every_ranks_log_lines_read_time_level_rank_message(tmp_path):
     logged = [l for l in logs.splitlines() if re.search(r"\b(INFO|WARNING|ERROR)\b", l)]
     assert logged and all(re.match(r"\d\d:\d\d:\d\d (INFO|WARNING|ERROR) \S", l)
                           for l in logged), logs
+
+
+def test_ranks_under_the_torch_launcher_name_their_rank_once(tmp_path):
+    """A Trial class under ``determined.launch.torch_distributed --trial``: each rank's
+    lines read ``[rank=1] 12:04:31 INFO message`` (``wrap_rank``'s prefix); they named
+    the rank twice (``[rank=0] 12:04:31 INFO [rank 0] checkpoint ...``)."""
+    model_dir = tmp_path / "model"
+    shutil.copytree(MODEL, model_dir, ignore=shutil.ignore_patterns("__pycache__"))
+    (model_dir / "talk_def.py").write_text(TALKING_TRIAL)
+    with open(MODEL / "const.yaml") as f:
+        cfg = yaml.safe_load(f)
+    cfg.update(entrypoint="python3 -m determined.launch.torch_distributed --trial "
+                          "talk_def:TalkingTrial",
+               searcher={"name": "single", "metric": "validation_loss",
+                         "max_length": {"batches": 10}})
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump(cfg))
+    local = tmp_path / "local"
+    out = run_det(["e", "create", config, model_dir, "--local-dir", local, "--slots", "2",
+                   "--no-progress"], timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+    for rank in (0, 1):
+        for level, text in (("INFO", "is ready"), ("WARNING", "warns")):
+            expected = rf"\[rank={rank}\] \d\d:\d\d:\d\d {level} rank {rank} {text}"
+            assert [l for l in logs.splitlines() if re.fullmatch(expected, l)], logs
+    assert re.search(r"^\[rank=0\] \d\d:\d\d:\d\d INFO checkpoint ", logs, re.M), logs
+    assert "[rank 0]" not in logs and "[rank 1]" not in logs, logs

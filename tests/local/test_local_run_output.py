@@ -351,8 +351,133 @@ def test_a_scripts_traceback_in_its_trial_log_names_the_users_file(tmp_path):
     frames = [l for l in logs if l.lstrip().startswith("File ")]
     assert frames == [f'  File "{model_dir / "train.py"}", line 9, in <module>',
                       f'  File "{model_dir / "train.py"}", line 6, in main'], logs
-    # The script's own lines: where it ran and its error's text, as it wrote them.
+    # The script's own line saying where it ran stays as written; its exception's line
+    # names the user's directory, as the web UI's log view and the run's output show it.
     (ran,) = [l for l in logs if l.startswith("running in ")]
     copy = ran[len("running in "):]
     assert "det-workdirs" in copy and copy != str(model_dir), logs
-    assert f"ValueError: oops in {copy}" in logs, logs
+    assert f"ValueError: oops in {model_dir}" in logs, logs
+    assert f"ValueError: oops in {model_dir}" in out.stdout.splitlines(), out.stdout
+
+
+TWO_RANKS = """import os
+import time
+
+
+def load(rank):
+    if rank == 1:
+        raise ValueError("no shard at " + os.path.join(os.path.dirname(__file__), "s.csv"))
+    time.sleep(30)
+
+
+load(int(os.environ["RANK"]))
+"""
+
+
+def test_a_distributed_scripts_failure_shows_the_rank_that_failed(tmp_path):
+    """A script under torchrun whose rank 1 failed: the run said only torchrun's own
+    ``ChildFailedError`` traceback, and the trial log named the working copy in the
+    rank's traceback (its lines start ``[rank=1] ``)."""
+    model_dir = tmp_path / "script"
+    model_dir.mkdir()
+    (model_dir / "train.py").write_text(TWO_RANKS)
+    config = tmp_path / "script.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "two-ranks", "max_restarts": 0, "resources": {"slots_per_trial": 2},
+        "entrypoint": "python3 -m determined.launch.torch_distributed -- python3 train.py",
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}}}))
+    local = tmp_path / "local"
+    out = run_det(["e", "create", config, model_dir, "--local-dir", local, "--slots", "2",
+                   "--no-progress"], env=COLUMNS_80)
+    assert out.returncode == 1, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    error = f"ValueError: no shard at {model_dir / 's.csv'}"
+    assert "the script failed (exit code 1); its rank 1 failed first:" in lines, out.stdout
+    assert f'  File "{model_dir / "train.py"}", line 11, in <module>' in lines, out.stdout
+    assert error in lines and "ChildFailedError" not in out.stdout, out.stdout
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout.splitlines()
+    assert f'[rank=1]   File "{model_dir / "train.py"}", line 7, in load' in logs, logs
+    assert f"[rank=1] {error}" in logs, logs
+    assert f"[determined] Trial failed (exit code 1): {error}; no restarts left " \
+           "(0 of 0 restarts used)" in logs, logs
+
+
+def test_the_hidden_hyperparameters_command_names_the_local_dir_it_ran_in(tmp_path, tiny_dir):
+    """The summary's "2 more varying hyperparameters not shown: det e describe --local 1"
+    named the default local directory after a run with ``--local-dir``: that command
+    read another directory (or found no experiment 1)."""
+    model_dir = _model_dir(tiny_dir, tmp_path)
+    knob = {"type": "double", "minval": 0.0, "maxval": 1.0}
+    config = _config(tmp_path, model_dir, hyperparameters={
+        "global_batch_size": 16, "lr": {"type": "double", "minval": 0.05, "maxval": 0.1},
+        "dropout": knob, "first_unused_knob": knob, "second_unused_knob": knob},
+        searcher={"name": "random", "metric": "validation_loss", "max_trials": 2,
+                  "max_length": {"batches": 1}}, min_validation_period={"batches": 1})
+    local = tmp_path / "elsewhere"
+    out = run_det(["e", "create", config, model_dir, "--local-dir", local, "--no-progress",
+                   "--slots", "2"], env=COLUMNS_80)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    command = f"det e describe --local-dir {local} 1"
+    assert "more varying hyperparameters not shown; see them with:" in \
+        " ".join(l.strip() for l in lines), out.stdout
+    assert command in lines, out.stdout  # whole, on a line of its own: it gets copied
+    described = run_det(command.split()[1:])
+    assert described.returncode == 0 and "second_unused_knob" in described.stdout, \
+        described.stdout + described.stderr
+
+
+def test_ctrl_c_with_no_progress_says_the_trial_is_pausing(tmp_path, tiny_dir):
+    """With ``--no-progress`` nothing was said between Ctrl-C and "Interrupted: ...",
+    however long the trials took to checkpoint: it looked hung (a second Ctrl-C then
+    loses their work)."""
+    model_dir = _model_dir(tiny_dir, tmp_path)
+    go = tmp_path / "go"  # the trial holds after 3 batches until it exists
+    config = _config(tmp_path, model_dir, entrypoint="slow_def:SlowTrial",
+                     hyperparameters={"global_batch_size": 16, "lr": 0.1, "dropout": 0.2,
+                                      "sleep": 0.02, "hold_after": 3, "hold_file": str(go)},
+                     searcher={"name": "single", "metric": "validation_loss",
+                               "max_length": {"batches": 400}})
+    local = tmp_path / "local"
+    log = local / "experiments" / "1" / "trials" / "1.log"
+    seen = {"interrupted": 0.0}
+
+    def respond(text):
+        if not seen["interrupted"] and trial_started(log):
+            seen["interrupted"] = time.monotonic()
+            time.sleep(1.0)  # into its training, which holds at batch 4
+            return b"\x03"
+        # The trial goes on to its checkpoint once the pause is said (or it never is).
+        if seen["interrupted"] and ("pausing" in text
+                                    or time.monotonic() - seen["interrupted"] > 5):
+            go.touch()
+        return None
+
+    code, text = run_det_in_terminal(["e", "create", config, model_dir, "--local-dir", local,
+                                      "--no-progress"], timeout=180.0, respond=respond,
+                                     idle=0.5)
+    assert code == 130, text
+    lines = text.splitlines()
+    pausing = [i for i, l in enumerate(lines) if re.search(
+        r"\d\d:\d\d:\d\d trial 1 pausing: it finishes its workload and checkpoints", l)]
+    interrupted = [i for i, l in enumerate(lines) if "Interrupted: experiment 1 is PAUSED" in l]
+    assert pausing and interrupted and pausing[0] < interrupted[0], text
+    # The terminal's echo of Ctrl-C ("^C") stays on a line of its own.
+    assert not re.search(r"\^C\S", text), text
+
+
+def test_a_folded_event_line_goes_on_under_its_text(tmp_path, tiny_dir):
+    """At 80 columns a long "trial 1 started: ..." line went on at the left edge, where
+    the next event's time is: its end read as a line of its own."""
+    model_dir = _model_dir(tiny_dir, tmp_path)
+    config = _config(tmp_path, model_dir, hyperparameters={
+        "global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "first_unused_knob": 0.25,
+        "second_unused_knob": 0.5}, searcher={"name": "single", "metric": "validation_loss",
+                                              "max_length": {"batches": 1}})
+    out = run_det(["e", "create", config, model_dir, "--local-dir", tmp_path / "local"],
+                  env=COLUMNS_80)
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    (at,) = [i for i, l in enumerate(lines) if re.match(r"\d\d:\d\d:\d\d trial 1 started: ", l)]
+    assert len(lines[at]) <= 80 and lines[at + 1].startswith(" " * 9 + "second_unused_knob="), \
+        out.stdout

@@ -5,13 +5,16 @@ a distributed trial's lines each name their rank: ``12:04:31 INFO [rank 1] messa
 
 A trial process logs so with :func:`configure_trial_logging`. The chief gives its
 format to the ranks it starts (:func:`chief_log_format`, in their spec); a rank started
-by a launcher (an agent, a Ray actor) without one uses the same format.
+by a launcher (an agent, a Ray actor) without one uses the same format. A process whose
+every output line ``determined.launch.wrap_rank`` prefixes (``[rank=1] ``; it sets
+``DET_RANK_PREFIXED``) does not name its rank again.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
 
 # A trial process's lines read as every process serving the cluster but the master's:
@@ -73,8 +76,14 @@ def configure_rank_logging(rank: int, given: Optional[Dict[str, Any]], stream: A
 @contextlib.contextmanager
 def ranks_named(rank: int) -> Iterator[None]:
     """While it lasts, this process's root log handlers name ``rank`` (the chief of a
-    distributed trial, whose other ranks name theirs)."""
+    distributed trial, whose other ranks name theirs); unless ``wrap_rank`` prefixes
+    each line of its output with the rank already."""
+    from determined.launch.wrap_rank import RANK_PREFIXED
+
     changed: List[Tuple[logging.Handler, logging.Formatter]] = []
+    if os.environ.get(RANK_PREFIXED):
+        yield
+        return
     for handler in logging.getLogger().handlers:
         formatter = handler.formatter
         fmt = getattr(formatter, "_fmt", None)

@@ -38,7 +38,7 @@ from determined.common import scratch
 from determined.errors import InvalidModelDefError
 from determined.harness._env import TrialEnv
 
-__all__ = ["prepare_trial_process", "STARTUP_HOOK", "TracebackPaths", "user_paths"]
+__all__ = ["prepare_trial_process", "STARTUP_HOOK", "user_paths"]
 
 logger = logging.getLogger("determined")
 
@@ -75,40 +75,6 @@ def user_paths(text: str, model_dir: str) -> str:
     roots = sorted({root, os.path.realpath(root)}, key=len, reverse=True)
     pattern = "(?:" + "|".join(re.escape(r) for r in roots) + ")/" + scratch.WORKDIR_NAME
     return re.sub(pattern, lambda _: model_dir.rstrip(os.sep) or os.sep, text)
-
-
-#: A traceback's frame line (exception groups draw "|" and "+" before theirs).
-_FRAME_LINE = re.compile(r'[ |+\-]*File "')
-_TRACEBACK_STARTS = ("Traceback (most recent call last):",
-                     "Exception Group Traceback (most recent call last):")
-
-
-class TracebackPaths:
-    """Maps a trial's output a line at a time: the frame lines (``File "..."``) of its
-    Python tracebacks name ``model_dir`` in place of the trial's working directory
-    (:func:`user_paths`); every other line stays as written (a line saying where the
-    trial runs names where it runs).
-
-    Example:
-        >>> names = TracebackPaths("/home/me/mnist")
-        >>> [names(l) for l in ["Traceback (most recent call last):",
-        ...  '  File "/tmp/det-workdirs/exp1-trial2-pid9/train.py", line 3, in <module>',
-        ...  "ValueError: x"]][1]  # doctest: +SKIP
-        '  File "/home/me/mnist/train.py", line 3, in <module>'
-    """
-
-    def __init__(self, model_dir: str):
-        self.model_dir = model_dir
-        self._inside = False  # between a traceback's first line and its exception's
-
-    def __call__(self, line: str) -> str:
-        if line.lstrip(" |+-").startswith(_TRACEBACK_STARTS):
-            self._inside = True
-        elif self._inside and not line[:1].isspace():
-            self._inside = False  # the exception's line ends it
-        elif self._inside and _FRAME_LINE.match(line):
-            return user_paths(line, self.model_dir)
-        return line
 
 
 def _uses_gpu() -> bool:

@@ -3,7 +3,8 @@ its output prefixed ``[rank=N] `` (the trial's log shows which rank wrote what).
 
 RANK is a number or a comma-separated list of environment variable names tried in
 order (e.g. ``RANK`` under torchrun). A ``--`` before CMD is optional. Lines end at
-``\\n`` or ``\\r`` (progress bars); stdout and stderr keep their streams. The exit
+``\\n`` or ``\\r`` (progress bars); stdout and stderr keep their streams. CMD has
+``DET_RANK_PREFIXED`` set to the rank (:data:`RANK_PREFIXED`). The exit
 code is CMD's; SIGTERM/SIGINT are passed on to it.
 """
 
@@ -22,6 +23,9 @@ from determined._procs import die_with_parent, set_parent_death_signal
 from determined.launch._command import forward_signals, resolve_command
 
 _LINE_END = re.compile(rb"[\r\n]")
+#: Set (to the rank) in CMD's environment: its log lines need not name the rank again
+#: (``harness._rank_logs.ranks_named``).
+RANK_PREFIXED = "DET_RANK_PREFIXED"
 
 
 def split_lines(stream: BinaryIO, limit: int = io.DEFAULT_BUFFER_SIZE) -> Iterator[bytes]:
@@ -87,6 +91,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     die_with_parent(os.getppid())
     proc = subprocess.Popen(resolve_command(command), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, bufsize=0,
+                            env={**os.environ, RANK_PREFIXED: str(rank)},
                             preexec_fn=set_parent_death_signal)
     prefix = f"[rank={rank}] ".encode()
     with forward_signals(proc):

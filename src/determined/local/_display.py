@@ -77,36 +77,55 @@ def _counts_text(counts: Dict[str, int]) -> str:
 
 def _log_line(console: Console, text: str) -> None:
     """One event line, with the time of day (no source location: the reader is a user,
-    not a developer)."""
-    console.print(f"[dim]{time.strftime('%H:%M:%S')}[/dim] {text}")
+    not a developer); folded at the terminal's width, it goes on under its text, not
+    under the time (a line that starts without one is not an event of its own)."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, style="dim")
+    grid.add_column(overflow="fold")
+    grid.add_row(time.strftime("%H:%M:%S"), text)
+    console.print(grid)
 
 
 class TrialFailures:
     """Prints what failed trials said as the driver's events come, with a progress
-    display or without one (``det e create --local --no-progress``).
+    display or without one (``det e create --local --no-progress``), and, after Ctrl-C,
+    which trials are pausing (the wait for their checkpoints is not silence).
 
     An error is printed whole the first time only, as written (a traceback's lines are
     not folded: its paths get copied); the same failure again (same text) is named, not
     repeated."""
 
-    def __init__(self, console: Console, unit: str = "batch"):
+    def __init__(self, console: Console, unit: str = "batch", alone: bool = False):
         self.console = console
         self.unit = unit  # what a trial's steps count (see step_unit)
+        # Without a progress display, on a terminal, whose echo of Ctrl-C ("^C") would
+        # begin the first line said after it: that line starts a new one.
+        self.ctrl_c_echoed = alone and console.is_terminal
         # Failures by trial (its latest) and by text (the trial that failed so first).
         self._last_failure: Dict[int, str] = {}
         self._first_failure: Dict[str, int] = {}
 
     def event(self, kind: str, trial: Dict[str, Any], details: Dict[str, Any]) -> None:
-        """A driver event (``LocalDriver.on_event``): failures are printed, the rest
-        ignored."""
+        """A driver event (``LocalDriver.on_event``): failures and pausing trials are
+        printed, the rest ignored."""
         tid = trial["trial_id"]
-        if kind == "restart":
+        if kind == "pausing":
+            self.after_ctrl_c()
+            _log_line(self.console, f"trial {tid} pausing: it finishes its workload and "
+                      "checkpoints (Ctrl-C again stops it without a checkpoint)")
+        elif kind == "restart":
             where = (f"checkpoint {trial['latest_checkpoint']} at "
                      f"{_steps(trial['checkpoint_batches'], self.unit)}"
                      if trial["latest_checkpoint"] else "the beginning")
             self.failed(tid, details.get("error"), f"restart {trial['restarts']}, from {where}")
         elif kind == "error":
             self.failed(tid, details.get("error"), "")
+
+    def after_ctrl_c(self) -> None:
+        """Before the first line said after Ctrl-C: end the line its echo is on."""
+        if self.ctrl_c_echoed:
+            self.ctrl_c_echoed = False
+            self.console.print()
 
     def failed(self, tid: int, error: Any, restart: str) -> None:
         """A trial process failed; ``restart`` says how the trial goes on ("" when it
@@ -213,10 +232,7 @@ class ProgressDisplay:
             if value is not None:
                 log(f"trial {tid} validated at {_steps(trial['batches'], self.unit)}: "
                     f"{self.metric}={_fmt(value)}")
-        elif kind == "pausing":
-            log(f"trial {tid} pausing: it finishes its workload and checkpoints "
-                "(Ctrl-C again stops it without a checkpoint)")
-        else:
+        else:  # failures, pausing trials
             self.failures.event(kind, trial, details)
         if self.order.better(trial["best_metric"], self.best):
             self.best = trial["best_metric"]
@@ -254,20 +270,22 @@ def _columns_that_fit(names: List[str], flat: List[Dict[str, Any]], room: int) -
 
 
 def print_summary(console: Console, result: ExperimentResult, metric: str,
-                  unit: str = "batch") -> None:
+                  unit: str = "batch", where: str = "--local") -> None:
     """The table of trials (a column per hyperparameter that varies, as many as the
     terminal's width holds; their length in ``unit``, see :func:`step_unit`) and the best
-    checkpoint."""
+    checkpoint. ``where``: the option that names the run's local directory
+    (``--local-dir DIR`` where it is not the default), for the command shown."""
     flat = [_flatten(t["hparams"]) for t in result.trials]
     names = sorted({k for f in flat for k in f})
     varying = [n for n in names if len({repr(f.get(n)) for f in flat}) > 1]
     fixed = 1 + (5 + 3) + (9 + 3) + (7 + 3) + (max(len(metric), 7) + 3)
     shown = _columns_that_fit(varying, flat, console.width - fixed)
-    caption = None
+    caption, left_out = None, ""
     if len(shown) < len(varying):
-        caption = (f"{counted(len(varying) - len(shown), 'more varying hyperparameter')} "
-                   "not shown: "
-                   f"det e describe --local {result.experiment_id}")
+        left_out = f"{counted(len(varying) - len(shown), 'more varying hyperparameter')} " \
+            f"not shown: det e describe {where} {result.experiment_id}"
+        if len(left_out) <= console.width:
+            caption, left_out = left_out, ""
     table = Table(title=f"Experiment {result.experiment_id}: {result.state}", caption=caption)
     for col, width in (("trial", 5), ("state", 9), (STEP_UNITS[unit], 7)):
         table.add_column(col, no_wrap=True, min_width=width)
@@ -284,6 +302,10 @@ def print_summary(console: Console, result: ExperimentResult, metric: str,
         table.add_row(f"{t['trial_id']}{mark}", state, str(t["batches"]), best,
                       *(_fmt(f.get(n, "")) for n in shown))
     console.print(table)
+    if left_out:  # too long for a caption, which would break the command over two lines
+        text, _, command = left_out.partition(": ")
+        console.print(f"{text}; see them with:", markup=False, highlight=False)
+        console.print(command, markup=False, highlight=False, soft_wrap=True)
     if result.reason:
         console.print(f"[red]{escape(result.reason)}")
     bt = result.best_trial

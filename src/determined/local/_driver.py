@@ -329,7 +329,7 @@ class LocalDriver:
         signal = -code if code is not None and code < 0 else None
         if not error and code is not None and code > 0 and self._script:  # if it wrote one
             trace = self._written_traceback(r)
-            error = f"the script failed (exit code {code}):\n{trace}" if trace else None
+            error = f"the script failed (exit code {code}){trace}" if trace else None
         message = error.strip().splitlines()[-1] if error else ""
         self._do(self.core.trial_exited(r, code=None if signal else code, signal=signal,
                                         message=message))
@@ -347,9 +347,11 @@ class LocalDriver:
             self.on_event("suspended", view, {})
 
     def _written_traceback(self, r: int) -> Optional[str]:
-        """The last Python traceback trial ``r``'s process wrote to its log (a script
-        trial's own output), its paths in the model directory; None if it wrote none."""
-        from determined.harness._trial_setup import user_paths
+        """``:`` and the last Python traceback trial ``r``'s process wrote to its log (a
+        script trial's own output), its paths in the model directory; of a distributed
+        script, the rank that failed first and its traceback
+        (``common.log_view.written_traceback``). None if it wrote none."""
+        from determined.common.log_view import written_traceback
 
         try:
             with open(self.store.trial_log_path(self.records.tid(r)), "rb") as f:
@@ -357,17 +359,11 @@ class LocalDriver:
                 text = f.read(1 << 20).decode("utf-8", errors="replace")
         except OSError:
             return None
-        lines = text.splitlines()
-        starts = [i for i, line in enumerate(lines)
-                  if line.startswith("Traceback (most recent call last):")]
-        if not starts:
+        found = written_traceback(text, self.model_dir)
+        if found is None:
             return None
-        block = [lines[starts[-1]]]
-        for line in lines[starts[-1] + 1:]:
-            block.append(line)
-            if not line.startswith(" "):  # the exception's line ends it
-                break
-        return user_paths("\n".join(block), self.model_dir)
+        rank, trace = found
+        return f":\n{trace}" if rank is None else f"; its rank {rank} failed first:\n{trace}"
 
     def _stop_gracefully(self) -> None:
         """Ctrl-C: running trials checkpoint and exit, the experiment is PAUSED and

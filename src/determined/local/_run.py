@@ -352,6 +352,7 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
                                            step_unit, trial_counts)
 
     unit = step_unit(cfg)  # a script's steps may be epochs
+    failures = TrialFailures(console, unit, alone=True)
     try:
         if show_progress:
             # The core counts what trials trained so far (scripts: their reported progress).
@@ -363,16 +364,26 @@ def drive(console: Console, driver: Any, cfg: Dict[str, Any], store: Any,
             with display:
                 result = driver.run()
         else:  # no progress, but a failed trial's error as with it
-            driver.on_event = TrialFailures(console, unit).event
+            driver.on_event = failures.event
             result = driver.run()
     except KeyboardInterrupt as interrupt:
+        if not show_progress:
+            failures.after_ctrl_c()
         _print_interrupted(console, driver, store.local_dir)
         interrupt.reported = True  # type: ignore[attr-defined]  # det says no more
         raise
     finally:
         store.close()
-    print_summary(console, result, cfg["searcher"]["metric"], unit)
+    print_summary(console, result, cfg["searcher"]["metric"], unit,
+                  where=_local_dir_option(store.local_dir))
     return result
+
+
+def _local_dir_option(local_dir: str) -> str:
+    """The option of ``det`` that names ``local_dir``: ``--local`` for the default one."""
+    if os.path.abspath(default_local_dir()) == os.path.abspath(local_dir):
+        return "--local"
+    return f"--local-dir {shlex.quote(local_dir)}"
 
 
 def _print_interrupted(console: Console, driver: Any, local_dir: str) -> None:
@@ -385,8 +396,7 @@ def _print_interrupted(console: Console, driver: Any, local_dir: str) -> None:
                       "killed before they could checkpoint); it cannot be resumed",
                       markup=False, highlight=False)
         return
-    where = "--local" if os.path.abspath(default_local_dir()) == os.path.abspath(local_dir) \
-        else f"--local-dir {shlex.quote(local_dir)}"
+    where = _local_dir_option(local_dir)
     slots = f" --slots {driver.slots}" if driver.slots != 1 else ""
     said = (" is PAUSED (its running trials checkpointed)" if state else "")
     console.print(f"Interrupted: experiment {exp_id}{said}; continue it with:",

@@ -20,7 +20,7 @@ A directory written by an older version (``experiments/<id>/experiment.json`` an
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional
 
 if TYPE_CHECKING:  # imported where used: the database costs a second to import
     from determined.master.db import Store
@@ -76,21 +76,20 @@ class LocalStore:
         os.makedirs(os.path.join(self.dir, "trials"), exist_ok=True)
         self._offsets: Dict[int, int] = {}
         self._model_dir: Optional[str] = None
-        self._tracebacks: Dict[int, Callable[[str], str]] = {}
 
     def name_user_files(self, model_dir: str) -> None:
-        """From now on, the tracebacks of trial logs stored name ``model_dir``, the
-        user's, in place of a trial's working copy (removed once its process ends):
-        their frame lines only, the rest as written (``TracebackPaths``)."""
+        """From now on, trial log lines stored name ``model_dir``, the user's, in place
+        of a trial's working copy (removed once its process ends) where the log view
+        maps paths (a traceback's frame and exception lines: ``common.log_view``); the
+        rest stay as written."""
         self._model_dir = model_dir
 
     def _stored_lines(self, trial_id: int, lines: List[str]) -> List[str]:
         if self._model_dir is None:
             return lines
-        from determined.harness._trial_setup import TracebackPaths
+        from determined.common.log_view import user_line
 
-        names = self._tracebacks.setdefault(trial_id, TracebackPaths(self._model_dir))
-        return [names(line) for line in lines]
+        return [user_line(line, self._model_dir) for line in lines]
 
     def trial_log_path(self, trial_id: int) -> str:
         return os.path.join(self.dir, "trials", f"{trial_id}.log")

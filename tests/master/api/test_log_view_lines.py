@@ -1,4 +1,4 @@
-"""The master's copy of the log view's path mapping (its search) shows lines as the web UI
+"""The Python copy of the log view's path mapping (its search) shows lines as the web UI
 does: both are checked on the same cases (the vitest reads the same file)."""
 
 import json
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from determined.master.api._log_view import shown_line
+from determined.common.log_view import shown_line
 
 CASES = json.loads((Path(__file__).parents[2] / "fixtures" / "log_view_lines.json").read_text())["cases"]
 

@@ -13,7 +13,7 @@
 - ``GET /ui/trials/{id}/metrics``: a trial's series, per workload or per batch.
 - ``GET /ui/trials/{id}/workloads``: a trial's workloads, paginated.
 - ``GET /ui/trials/{id}/logs``: log lines, with a case-insensitive text search of the
-  lines as the UI shows them (``_log_view``: a traceback's paths in the model directory).
+  lines as the UI shows them (``common.log_view``: a traceback's paths in the model directory).
 - ``GET /ui/cluster``: agents, slots, the trial and experiment on each slot.
 - ``GET /ui/events``: a live channel (server-sent events) for experiment, trial and
   task state changes, new metrics and new log lines (of a trial or a task), the

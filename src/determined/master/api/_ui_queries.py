@@ -16,7 +16,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 import sqlalchemy as sa
 
-from determined.master.api._log_view import WORKDIR_LIKE, shows
+from determined.common.log_view import WORKDIR_LIKE, shows
 from determined.master.db import Store
 from determined.master.db import _models as m
 from determined.master.views import iso
@@ -222,7 +222,7 @@ def new_log_lines(store: Store, trial_id: int, after_id: int, limit: int = 2000)
 def log_lines(store: Store, trial_id: int, search: str, after_id: int,
               limit: int) -> List[Any]:
     """Log lines containing ``search`` (case-insensitive) as the web UI shows them
-    (a traceback's paths relative to the model directory: ``_log_view``), oldest first."""
+    (a traceback's paths relative to the model directory: ``common.log_view``), oldest first."""
     lt = m.TrialLog.__table__
     query = sa.select(lt.c.id, lt.c.timestamp, lt.c.line).where(lt.c.trial_id == trial_id)
     if not search:

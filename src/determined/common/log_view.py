@@ -1,0 +1,108 @@
+"""A trial's log lines as the web UI's log view shows them, so that its search finds
+what it shows (``webui/src/failure.ts``: ``modelDirPaths`` and ``logLinePaths``, which
+this mirrors; keep both alike).
+
+A trial process runs in a copy of the model directory (``<root>/exp<E>-trial<T>-pid<P>``,
+removed when it exits). In a traceback's frame and exception lines, and in the harness's
+``trial N failed: ...`` line, a path inside that copy reads relative to the model
+directory (``File "model_def.py"``) and the copy itself reads "the model directory";
+every other line is shown as written.
+
+A local run (``det experiment create --local``) stores its trials' lines mapped the same
+way, with the user's directory in place of the copy (``user_line``): the directory
+then exists for the reader, and the path stays whole.
+
+Example:
+    >>> shown_line('  File "/tmp/w/exp1-trial2-pid9/model_def.py", line 3, in f')
+    '  File "model_def.py", line 3, in f'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Optional, Tuple
+
+__all__ = ["WORKDIR_LIKE", "model_dir_paths", "shown_line", "shows", "user_line",
+           "written_traceback"]
+
+_WORKDIR = re.compile(
+    r"(?:[A-Za-z]:)?[\\/](?:[^\s\"'`()<>\\/]+[\\/])*exp\d+-trial\d+-pid\d+"
+    r"(?:\.[0-9a-f]+\.[0-9a-f]+)?(?:-of\d+(?:\.[0-9a-f]+\.[0-9a-f]+)?)?(?![\w-])([\\/])?",
+    re.ASCII)
+_FRAME = re.compile(r"^[ |+-]*File \"")
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b(:.*)?$",
+                        re.ASCII)
+_HARNESS = re.compile(r"^trial \d+ failed: (.+)$")
+# What ``determined.launch.wrap_rank`` writes before each line of a rank's output.
+_RANK_PREFIX = re.compile(r"^\[rank=\d+\] ")
+_TRACEBACK_START = "Traceback (most recent call last):"
+#: A SQL ``LIKE`` pattern every line naming a trial's working directory matches.
+WORKDIR_LIKE = "%-trial%-pid%"
+
+
+def model_dir_paths(text: str, model_dir: Optional[str] = None) -> str:
+    """``text`` with paths in a trial's working directory relative to the model directory,
+    or, given ``model_dir`` (the user's directory the copy was made from), in it."""
+    if model_dir is None:
+        return _WORKDIR.sub(lambda m: "" if m.group(1) else "the model directory", text)
+    base = model_dir.rstrip("\\/") or model_dir[:1]
+    return _WORKDIR.sub(lambda m: base + (m.group(1) or ""), text)
+
+
+def shown_line(line: str, model_dir: Optional[str] = None) -> str:
+    """``line`` as the trial's log view shows it (``model_dir``: see model_dir_paths)."""
+    bare = line.rstrip()
+    mapped = _FRAME.match(bare) or _EXCEPTION.match(bare) or _HARNESS.match(bare)
+    return model_dir_paths(line, model_dir) if mapped else line
+
+
+def user_line(line: str, model_dir: str) -> str:
+    """``line`` of a local trial's output as stored: mapped as the log view maps it, with
+    paths in the copy under ``model_dir``; a rank's line (``[rank=1] ...``) as its text.
+
+    Example:
+        >>> user_line('[rank=1]   File "/tmp/w/exp1-trial2-pid9/train.py", line 3', "/me/m")
+        '[rank=1]   File "/me/m/train.py", line 3'
+    """
+    prefix = _RANK_PREFIX.match(line)
+    cut = prefix.end() if prefix else 0
+    return line[:cut] + shown_line(line[cut:], model_dir)
+
+
+def shows(line: str, search: str) -> bool:
+    """Whether the view's ``line`` contains ``search`` (case-insensitive), as shown."""
+    return search.lower() in shown_line(line).lower()
+
+
+def written_traceback(text: str, model_dir: str) -> Optional[Tuple[Optional[int], str]]:
+    """The Python traceback a trial's output ``text`` ends with, its lines mapped as
+    :func:`user_line` maps them: ``(None, traceback)``; when ranks wrote tracebacks
+    (``[rank=N] ...`` lines, interleaved), the one of the rank that failed first,
+    without the prefix: ``(N, traceback)`` (a launcher's own traceback, written after
+    its ranks', only says that a rank failed). None if ``text`` holds no traceback.
+
+    Example:
+        >>> written_traceback("Traceback (most recent call last):\\n  File \\"x.py\\", "
+        ...                   "line 1\\nOSError: no\\n", "/me/m")
+        (None, 'Traceback (most recent call last):\\n  File "x.py", line 1\\nOSError: no')
+    """
+    streams: Dict[Optional[int], List[Tuple[int, str]]] = {}  # (line number, text)
+    for number, line in enumerate(text.splitlines()):
+        prefix = _RANK_PREFIX.match(line)
+        rank = int(line[len("[rank="):prefix.end() - 2]) if prefix else None
+        streams.setdefault(rank, []).append((number, line[prefix.end():] if prefix else line))
+    found: Dict[Optional[int], Tuple[int, str]] = {}  # (line it starts at, traceback)
+    for rank, lines in streams.items():
+        starts = [i for i, (_, line) in enumerate(lines) if line.startswith(_TRACEBACK_START)]
+        if not starts:
+            continue
+        block = [lines[starts[-1]][1]]
+        for _, line in lines[starts[-1] + 1:]:
+            block.append(line)
+            if not line.startswith(" "):  # the exception's line ends it
+                break
+        found[rank] = (lines[starts[-1]][0],
+                       "\n".join(shown_line(line, model_dir) for line in block))
+    ranks = sorted((found[rank][0], rank) for rank in found if rank is not None)
+    rank = ranks[0][1] if ranks else None
+    return (rank, found[rank][1]) if rank in found else None
