@@ -360,6 +360,30 @@ def test_a_scripts_traceback_in_its_trial_log_names_the_users_file(tmp_path):
     assert f"ValueError: oops in {model_dir}" in out.stdout.splitlines(), out.stdout
 
 
+def test_a_script_that_exits_with_a_message_shows_the_message(tmp_path):
+    """A script that failed without a traceback (``sys.exit("...")``, as the Lightning
+    example does without its extra) showed only "Trial failed (exit code 1)": what it
+    said was in ``det t logs`` alone."""
+    model_dir = tmp_path / "script"
+    model_dir.mkdir()
+    (model_dir / "train.py").write_text(
+        "import sys\nprint('loading data', flush=True)\n"
+        "sys.exit('no data in ' + __file__ + ': run prepare.py first')\n")
+    config = tmp_path / "script.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "exits-with-a-message", "entrypoint": "python3 train.py", "max_restarts": 1,
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 1}}}))
+    out = run_det(["e", "create", config, model_dir, "--local-dir", tmp_path / "local"],
+                  env=COLUMNS_80)
+    assert out.returncode == 1, out.stdout + out.stderr
+    lines = out.stdout.splitlines()
+    said = f"no data in {model_dir / 'train.py'}: run prepare.py first"
+    assert "the script failed (exit code 1); its last output:" in lines, out.stdout
+    assert lines.count("loading data") == 1 and lines.count(said) == 1, out.stdout
+    assert "trial 1 failed again, the same way; no restarts left" in out.stdout, out.stdout
+    assert "INFO" not in out.stdout, out.stdout
+
+
 TWO_RANKS = """import os
 import time
 

@@ -23,7 +23,7 @@ import re
 from typing import Dict, List, Optional, Tuple
 
 __all__ = ["WORKDIR_LIKE", "model_dir_paths", "shown_line", "shows", "user_line",
-           "written_traceback"]
+           "written_tail", "written_traceback"]
 
 _WORKDIR = re.compile(
     r"(?:[A-Za-z]:)?[\\/](?:[^\s\"'`()<>\\/]+[\\/])*exp\d+-trial\d+-pid\d+"
@@ -36,6 +36,9 @@ _HARNESS = re.compile(r"^trial \d+ failed: (.+)$")
 # What ``determined.launch.wrap_rank`` writes before each line of a rank's output.
 _RANK_PREFIX = re.compile(r"^\[rank=\d+\] ")
 _TRACEBACK_START = "Traceback (most recent call last):"
+# The platform's own lines in a trial's output (``common.log_format``, the engine's).
+_PLATFORM_LINE = re.compile(
+    r"^(?:\[rank=\d+\] )?(?:\d\d:\d\d:\d\d (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) |\[determined\] )")
 #: A SQL ``LIKE`` pattern every line naming a trial's working directory matches.
 WORKDIR_LIKE = "%-trial%-pid%"
 
@@ -106,3 +109,20 @@ def written_traceback(text: str, model_dir: str) -> Optional[Tuple[Optional[int]
     ranks = sorted((found[rank][0], rank) for rank in found if rank is not None)
     rank = ranks[0][1] if ranks else None
     return (rank, found[rank][1]) if rank in found else None
+
+
+def written_tail(text: str, model_dir: str, lines: int = 5) -> str:
+    """The last ``lines`` lines of a trial's output ``text`` that its own code wrote (the
+    platform's log lines left out), every path in the trial's copy of the model
+    directory in ``model_dir``; "" if none. For a script that failed without a
+    traceback (``sys.exit("...")``, a message and ``exit 1``), what it said last is why.
+
+    Example:
+        >>> written_tail("12:00:01 INFO trial 1 runs its script: python train.py\\n"
+        ...              "no GPU found\\n12:00:02 INFO trial 1: script exited with code 1\\n",
+        ...              "/me/m")
+        'no GPU found'
+    """
+    own = [line for line in text.splitlines()
+           if line.strip() and not _PLATFORM_LINE.match(line)]
+    return "\n".join(model_dir_paths(line, model_dir) for line in own[-lines:])
