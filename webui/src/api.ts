@@ -104,6 +104,9 @@ export interface Trial {
 export interface ExperimentDetail extends ExperimentRow {
   config: Record<string, any>;
   config_yaml: string;
+  /** The config as submitted, before the master's defaults (the fork tab starts from it);
+   * the expanded config for experiments made before the master kept it. */
+  original_config_yaml: string;
   trials: Trial[];
   metric_names: { training: string[]; validation: string[] };
   /** What the trials' steps count: "batch", or a script's "epoch", "record", "step". */

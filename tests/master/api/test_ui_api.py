@@ -8,6 +8,7 @@ import time
 
 import httpx
 import pytest
+import sqlalchemy as sa
 import yaml
 
 from determined.master import webui
@@ -110,6 +111,27 @@ def test_experiment_detail_and_series_match_stored_metrics(api, experiments):
     assert api.get(f"/ui/experiments/{exp_id}/metrics",
                    params={"metric": "loss", "trial_ids": "x"}).status_code == 400
     assert api.get("/ui/experiments/99999").status_code == 404
+
+
+def test_detail_has_the_config_as_submitted_for_the_fork(api, store, tiny_dir_module):
+    """The fork tab starts from the config as POSTed (YAML text, as the CLI sends it),
+    without the defaults the master fills in; an experiment stored without one (made
+    before it was kept) falls back to the expanded config."""
+    text = (tiny_dir_module / "const.yaml").read_text() + "description: as submitted\n"
+    exp_id = create_experiment(api, text, tiny_dir_module, activate=False)
+    d = api.get(f"/ui/experiments/{exp_id}").json()
+    assert d["original_config"] == yaml.safe_load(text)
+    assert yaml.safe_load(d["original_config_yaml"]) == yaml.safe_load(text)
+    assert list(d["original_config"]) == list(yaml.safe_load(text))  # the user's order
+    for default in ("records_per_epoch:", "source_trial_id:", "experiment_seed:", "data:"):
+        assert default in d["config_yaml"] and default not in d["original_config_yaml"]
+    with store._engines.write.begin() as conn:
+        conn.execute(sa.text("UPDATE experiments SET original_config = NULL WHERE id = :id"),
+                     {"id": exp_id})
+    old = api.get(f"/ui/experiments/{exp_id}").json()
+    assert old["original_config"] == old["config"] == d["config"]
+    assert old["original_config_yaml"] == old["config_yaml"]
+    api.post(f"/experiments/{exp_id}/kill")
 
 
 def test_a_million_batch_trial_is_downsampled_keeping_its_shape(api, experiments, store):

@@ -16,7 +16,7 @@ def test_upgrade_twice_is_a_no_op(db_url: str) -> None:
     try:
         assert store.schema_revision() is None
         head = store.upgrade()
-        assert head == "0011"
+        assert head == "0012"
         exp = store.create_experiment({"a": 1}, b"x", "admin")
         assert store.upgrade() == head
         assert store.schema_revision() == head
@@ -47,7 +47,7 @@ def test_concurrent_upgrades(db_url: str) -> None:
         t.join()
     try:
         assert errors == []
-        assert results == ["0011"] * 4
+        assert results == ["0012"] * 4
         assert len(stores[0].list_users()) == 2
     finally:
         for s in stores:
@@ -85,3 +85,34 @@ def test_seeded_users(store: Store) -> None:
 def test_bad_urls(url: str) -> None:
     with pytest.raises(ValueError, match="Expected"):
         Store(url)
+
+
+def test_experiments_before_0012_have_no_original_config(db_url: str) -> None:
+    """An experiment stored before 0012 keeps working (no submitted config: readers fall
+    back to the expanded one); one created after keeps its config as submitted."""
+    from determined.master.db import _engine
+    from determined.master.db._types import JSONText, UTCDateTime, utcnow
+
+    with Store(db_url) as store:
+        assert _engine.run_upgrade(store._engines, "0011")[1] == "0011"
+        table = sa.table("experiments", *(sa.column(n) for n in (
+            "state", "model_def", "owner_id", "description", "archived", "weight")),
+            sa.column("config", JSONText()), sa.column("labels", JSONText()),
+            sa.column("start_time", UTCDateTime()))
+        with store._engines.write.begin() as conn:
+            owner = conn.execute(sa.text("SELECT id FROM users WHERE username = 'admin'")).scalar()
+            conn.execute(table.insert().values(
+                state="COMPLETED", config={"searcher": {"name": "single"}}, model_def=b"x",
+                owner_id=owner, description="old", labels=[], archived=False, weight=1.0,
+                start_time=utcnow()))
+        assert store.upgrade() == "0012"
+        [old] = store.list_experiments()
+        assert (old.description, old.config) == ("old", {"searcher": {"name": "single"}})
+        assert store.get_experiment_original_config(old.id) is None
+        submitted = {"searcher": {"name": "single", "metric": "loss"}, "description": "new"}
+        new = store.create_experiment({**submitted, "records_per_epoch": 0}, b"y", "admin",
+                                      original_config=submitted)
+        assert store.get_experiment_original_config(new) == submitted
+        assert store.get_experiment(new).config["records_per_epoch"] == 0
+        with pytest.raises(NotFoundError):
+            store.get_experiment_original_config(new + 1)

@@ -309,6 +309,9 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
     # Fork: a new experiment from this one's config, edited in the page.
     page.get_by_role("button", name="fork", exact=True).click()
     area = page.get_by_label("fork config")
+    # It starts from the config as submitted, not the expanded one's defaults.
+    assert "description: tiny search" in area.input_value()
+    assert "records_per_epoch" not in area.input_value(), area.input_value()
     # The config box stays inside the page's column (100% wide plus its padding, it
     # stuck out past the tables' right edge).
     right = page.locator("nav.tabs").bounding_box()

@@ -19,7 +19,7 @@ function serveExperiment(state: string): void {
   routes["GET /api/v1/ui/experiments/3"] = () => [200, {
     id: 3, state, description: "failing", labels: [], archived: false, progress: 0, owner: "determined",
     parent_id: null, start_time: "2026-11-01T10:00:00+00:00", end_time: null, duration: 1, searcher: "single",
-    metric: "validation_error", smaller_is_better: true, best_metric: null, num_trials: 1, config: {}, config_yaml: "",
+    metric: "validation_error", smaller_is_better: true, best_metric: null, num_trials: 1, config: {}, config_yaml: "", original_config_yaml: "",
     trials: [{ ...trial, state: state === "ERROR" ? "ERROR" : "ACTIVE" }], metric_names: { training: [], validation: [] },
     last_metric_id: 0, last_log_id: 0, step_unit: "batch",
   }];

@@ -201,7 +201,7 @@ describe("refusals", () => {
     const live = liveChannel();
     let state = "ACTIVE";
     routes["GET /api/v1/ui/experiments/5"] = () => [200, {
-      ...experiment(5, { state }), config: {}, config_yaml: "", trials: [], metric_names: { training: [], validation: [] },
+      ...experiment(5, { state }), config: {}, config_yaml: "", original_config_yaml: "", trials: [], metric_names: { training: [], validation: [] },
       last_metric_id: 7, last_log_id: 0,
     }];
     const loads = () => callsTo("/api/v1/ui/experiments/5").length;

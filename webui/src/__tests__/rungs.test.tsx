@@ -75,7 +75,7 @@ describe("a link to the rungs of a search without rungs", () => {
     routes["GET /api/v1/ui/experiments/7"] = () => [200, {
       id: 7, state: "COMPLETED", description: "random", labels: [], archived: false, progress: 1, owner: "determined",
       parent_id: null, start_time: "2026-11-01T10:00:00+00:00", end_time: null, duration: 1, searcher: "random",
-      metric: "validation_loss", smaller_is_better: true, best_metric: null, num_trials: 0, config: {}, config_yaml: "",
+      metric: "validation_loss", smaller_is_better: true, best_metric: null, num_trials: 0, config: {}, config_yaml: "", original_config_yaml: "",
       trials: [], metric_names: { training: [], validation: [] }, last_metric_id: 0, last_log_id: 0, step_unit: "batch",
     }];
     const live = liveChannel();

@@ -93,7 +93,7 @@ describe("an experiment page's trials table", () => {
     routes["GET /api/v1/ui/experiments/3"] = () => [200, {
       id: 3, state: "COMPLETED", description: "exp 3", labels: [], archived: false, progress: 1, owner: "determined",
       parent_id: null, start_time: "2026-11-01T10:00:00+00:00", end_time: null, duration: 60, searcher: "single",
-      metric: "loss", smaller_is_better: true, best_metric: 0.25, num_trials: 1, config: {}, config_yaml: "",
+      metric: "loss", smaller_is_better: true, best_metric: 0.25, num_trials: 1, config: {}, config_yaml: "", original_config_yaml: "",
       trials: [trial], metric_names: { training: [], validation: [] }, last_metric_id: 0, last_log_id: 0,
       ...(stepUnit ? { step_unit: stepUnit } : {}),
     }];

@@ -21,7 +21,7 @@ function serve(trials: Trial[]): void {
     id: 3, state: "COMPLETED", description: "exp 3", labels: [], archived: false, progress: 1, owner: "determined",
     parent_id: null, start_time: "2026-11-01T10:00:00+00:00", end_time: null, duration: 60, searcher: "random",
     metric: "validation_loss", smaller_is_better: true, best_metric: null, num_trials: trials.length,
-    config: {}, config_yaml: "", trials, metric_names: { training: [], validation: [] }, last_metric_id: 0, last_log_id: 0,
+    config: {}, config_yaml: "", original_config_yaml: "", trials, metric_names: { training: [], validation: [] }, last_metric_id: 0, last_log_id: 0,
   }];
 }
 

@@ -67,8 +67,10 @@ export function Rungs({ experimentId, unit }: { experimentId: number; unit?: str
   );
 }
 
+/** A new experiment with ``exp``'s model definition and a config edited from the one
+ * ``exp`` was submitted with (not the expanded one: no defaults the user never wrote). */
 export function ForkForm({ exp }: { exp: ExperimentDetail }) {
-  const [yaml, setYaml] = useState(exp.config_yaml);
+  const [yaml, setYaml] = useState(exp.original_config_yaml);
   const [error, setError] = useState<unknown>(null);
   const [busy, setBusy] = useState(false);
   const navigate = useNavigate();

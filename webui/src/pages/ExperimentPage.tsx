@@ -88,7 +88,7 @@ export default function ExperimentPage() {
         });
       } else if (name === "experiments") {
         const mine = (payload.changed as ExperimentDetail[]).find((e) => e.id === id);
-        if (mine) update((e) => ({ ...e, ...mine, config: e.config, config_yaml: e.config_yaml, trials: e.trials, metric_names: e.metric_names }));
+        if (mine) update((e) => ({ ...e, ...mine, config: e.config, config_yaml: e.config_yaml, original_config_yaml: e.original_config_yaml, trials: e.trials, metric_names: e.metric_names }));
       } else if (name === "metrics") {
         const rows = payload as MetricRow[];
         metricsAfter = Math.max(metricsAfter ?? 0, ...rows.map((r) => r.id));
@@ -412,6 +412,7 @@ function ConfigView({ yaml }: { yaml: string }) {
   };
   return (
     <section>
+      <p className="muted">The config with every default the master filled in; the fork tab starts from the config as submitted.</p>
       <button onClick={() => void copy()}>{copied ? "copied" : "copy"}</button>
       <pre className="config" data-testid="config-yaml">{yaml}</pre>
     </section>

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from typing import Any, Callable, Dict, Optional
 
 import fastapi
@@ -80,6 +81,18 @@ def waiting_json(master: Master) -> Dict[str, Dict[str, Any]]:
     return out
 
 
+def _submitted(raw: Any) -> Optional[Dict[str, Any]]:
+    """The config as submitted, kept for the UI's fork (a copy: validation may change
+    ``raw``); None where JSON cannot hold it (YAML dates, binary, sets...): the fork
+    then starts from the expanded config, as for experiments made before it was kept."""
+    if not isinstance(raw, dict):
+        return None
+    try:
+        return json.loads(json.dumps(raw))
+    except (TypeError, ValueError):
+        return None
+
+
 def trial_with_wait(master: Master, trial: Dict[str, Any]) -> Dict[str, Any]:
     trial["waiting"] = _trial_wait(master, trial["id"])
     return trial
@@ -124,6 +137,7 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
                 raise  # a 400 like any invalid config: "not valid YAML", "Expected a mapping"
             except Exception as e:
                 raise APIError(400, f"The config is not valid YAML: {e}") from None
+        original = _submitted(raw)
         # Everything that could fail later is checked before the experiment is stored.
         rm = master.config.resource_manager
         valid = validate_experiment(raw, default_storage=master.config.checkpoint_storage,
@@ -140,7 +154,8 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
         exp_id = experiments.create(
             config, packed, body.activate, owner=user.username,
             git=body.git.model_dump() if body.git else None,
-            context_bytes=valid.context.unpacked_bytes if valid.context else len(packed))
+            context_bytes=valid.context.unpacked_bytes if valid.context else len(packed),
+            original_config=original)
         # Fields accepted without effect here (container-only), one line each.
         return {"id": exp_id, "warnings": config_warnings(raw) if isinstance(raw, dict) else []}
 

@@ -2,8 +2,9 @@
 
 - ``GET /ui/experiments``: the experiment list with filters (state, owner, label,
   archived, text), sort and pagination, plus the owners and labels to filter by.
-- ``GET /ui/experiments/{id}``: summary, config (object and YAML), trials, metric names,
-  what the trials' steps count (``step_unit``).
+- ``GET /ui/experiments/{id}``: summary, config (object and YAML), the config as
+  submitted (``original_config``, object and YAML: the fork tab's start), trials, metric
+  names, what the trials' steps count (``step_unit``).
 - ``GET /ui/experiments/{id}/metrics``: one metric's series for many trials, each
   downsampled on the server to at most ``max_points`` points that keep its shape.
 - ``GET /ui/experiments/{id}/rungs``: for adaptive searchers, the searcher's brackets
@@ -197,15 +198,21 @@ def ui_router(master: Master) -> fastapi.APIRouter:
 
     @api.get("/experiments/{id}")
     def get_experiment(id: int) -> Dict[str, Any]:
-        """Summary, config (``config`` and ``config_yaml``), trials, metric names and what
-        the trials' steps count (``step_unit``: ``batch``, or a script's ``epoch``...)."""
+        """Summary, config (``config`` and ``config_yaml``), the config as submitted
+        (``original_config`` and ``original_config_yaml``; the expanded config for
+        experiments made before it was kept), trials, metric names and what the trials'
+        steps count (``step_unit``: ``batch``, or a script's ``epoch``...)."""
         out = experiment(id)
         config = masked_config(store.get_experiment(id).config)
+        original = store.get_experiment_original_config(id)
+        original = config if original is None else masked_config(original)
         trials = q.trial_rows(store, id)
         ids = [t["id"] for t in trials]
         for t in trials:
             t["records_per_batch"] = global_batch_size(t["hparams"])
         out.update(config=config, config_yaml=yaml.safe_dump(config, sort_keys=False),
+                   original_config=original,
+                   original_config_yaml=yaml.safe_dump(original, sort_keys=False),
                    trials=trials, step_unit=step_unit(config),
                    metric_names={"training": _metric_names(_rows_sample(master, ids, "training")),
                                  "validation": _metric_names(

@@ -77,6 +77,7 @@ class ExperimentsMixin(StoreBase):
         state: str = "PAUSED",
         git: Optional[Dict[str, str]] = None,
         context_bytes: Optional[int] = None,
+        original_config: Optional[Dict[str, Any]] = None,
     ) -> int:
         """Store a new experiment and return its id.
 
@@ -91,6 +92,8 @@ class ExperimentsMixin(StoreBase):
             state: ``PAUSED`` (default; SPEC 1.4: stored paused, then activated) or ``ACTIVE``.
             git: where the model definition came from: every key of ``GIT_FIELDS``.
             context_bytes: the context's files' size unpacked (for the quotas).
+            original_config: the config as the user submitted it, before defaults
+                (:meth:`get_experiment_original_config`).
 
         Raises:
             NotFoundError: unknown owner or parent.
@@ -106,6 +109,8 @@ class ExperimentsMixin(StoreBase):
         check_str("owner", owner, nonempty=True)
         check_int("parent_id", parent_id, optional=True)
         check_int("context_bytes", context_bytes, minimum=0, optional=True)
+        if original_config is not None:
+            original_config = check_dict("original_config", original_config)
         if git is not None:
             git = check_dict("git", git)
             if sorted(git) != sorted(GIT_FIELDS):
@@ -133,6 +138,7 @@ class ExperimentsMixin(StoreBase):
                 **_defaults_from_config(config),
                 **(git or {}),
                 context_bytes=context_bytes,
+                original_config=original_config,
             )
             s.add(row)
             s.flush()
@@ -154,6 +160,17 @@ class ExperimentsMixin(StoreBase):
         """The experiment ``id``; raises NotFoundError."""
         with self._read() as s:
             return _experiment_record(self._get(s, m.Experiment, id, "experiment"))
+
+    def get_experiment_original_config(self, id: int) -> Optional[Dict[str, Any]]:
+        """The config of experiment ``id`` as submitted, before defaults were filled in;
+        None for experiments stored before it was kept (their ``config`` is all there
+        is). Raises NotFoundError."""
+        with self._read() as s:
+            row = s.execute(sa.select(m.Experiment.id, m.Experiment.original_config)
+                            .where(m.Experiment.id == id)).one_or_none()
+        if row is None:
+            raise NotFoundError("experiment", id)
+        return row[1]
 
     def list_experiments(
         self, include_archived: bool = False, owner: Optional[str] = None

@@ -91,6 +91,9 @@ class Experiment(Base):
     git_commit_date: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(1024))
     # Bytes of the context's files unpacked (the context quotas); None: not recorded.
     context_bytes: orm.Mapped[Optional[int]] = orm.mapped_column(sa.BigInteger)
+    # The config as submitted, before defaults (the UI's fork starts from it); None for
+    # experiments made before it was kept. Read alone, so never selected in lists.
+    original_config: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText, deferred=True)
 
     owner: orm.Mapped[User] = orm.relationship(lazy="joined", innerjoin=True)
 
