@@ -77,7 +77,7 @@ def test_a_tensorboard_task_logs_in_the_format(tmp_path):
     spec.write_text(json.dumps({"runs": []}))
     line = _first_line([sys.executable, "-m", "determined.tasks.tensorboard", "--port",
                         str(free_port()), "--spec", str(spec), "--logdir",
-                        str(tmp_path / "logs")], tmp_path, "TensorBoard over 0 trial(s)")
+                        str(tmp_path / "logs")], tmp_path, "TensorBoard over no trials")
     assert LINE.match(line), line
     # TensorBoard's start-up steps and its data server's reloads (every few seconds, in a
     # format of their own) are left out: the log is ours and TensorBoard's banner.

@@ -126,8 +126,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     with open(args.spec, encoding="utf-8") as f:
         runs = json.load(f)["runs"]
     downloads = prepare_logdir(runs, args.logdir)
-    logger.info("TensorBoard over %d trial(s): %s", len(runs),
-                ", ".join(r["name"] for r in runs))
+    if runs:
+        logger.info("TensorBoard over %d trial%s: %s", len(runs), "s" * (len(runs) != 1),
+                    ", ".join(r["name"] for r in runs))
+    else:
+        logger.info("TensorBoard over no trials")
     if downloads:
         def refresh() -> None:
             while True:
