@@ -35,3 +35,15 @@ def test_a_file_to_read_must_be_there(tmp_path):
         with pytest.raises(argparse.ArgumentTypeError,
                            match=f"Expected a file to read. Received: '{path}' \\({why}\\)"):
             _argtypes.existing_file(str(path))
+
+
+def test_deploy_timeout_must_be_a_positive_number(tmp_path):
+    """``det deploy local up --timeout abc`` gave argparse's bare "invalid float value"."""
+    from det_cli_testing import run_det
+
+    for text in ("abc", "0"):
+        out = run_det(["deploy", "local", "up", "--data-dir", tmp_path, "--timeout", text])
+        assert out.returncode == 2, out
+        assert (f"argument --timeout: Expected a number greater than 0. Received: '{text}'"
+                in out.stderr), out.stderr
+    assert not (tmp_path / "master.log").exists()

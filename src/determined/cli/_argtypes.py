@@ -46,7 +46,7 @@ def priority(text: str) -> int:
 
 
 def positive_float(text: str) -> float:
-    """A number greater than 0 (a fair-share weight)."""
+    """A number greater than 0 (a fair-share weight, a timeout in seconds)."""
     import math
 
     try:

@@ -17,7 +17,7 @@ import time
 from typing import Any, Dict, Optional
 
 from determined.errors import DeterminedError
-from determined.cli._argtypes import count, existing_file, port_number
+from determined.cli._argtypes import count, existing_file, port_number, positive_float
 
 __all__ = ["add_parser"]
 
@@ -34,7 +34,8 @@ def add_parser(nouns: Any) -> None:
                     help="database, logs and checkpoints (default: ~/.determined/master)")
     up.add_argument("--master-config", default=None, type=existing_file,
                     help="master config YAML")
-    up.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for health")
+    up.add_argument("--timeout", type=positive_float, default=60.0,
+                    help="seconds to wait for health")
     up.set_defaults(func=_up)
     down = verbs.add_parser("down", help="stop the master")
     down.add_argument("--data-dir", default=None,
