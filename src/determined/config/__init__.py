@@ -45,7 +45,7 @@ from determined.config._searcher_metric import (
     missing_metric_text,
     record_assumed_metric,
 )
-from determined.config._secrets import masked_config
+from determined.config._secrets import masked_config, masked_fields, unmasked_config
 from determined.config._size import (
     ConfigLimitError,
     check_config_json,
@@ -82,6 +82,8 @@ __all__ = [
     "local_test_config",
     "assume_metric",
     "masked_config",
+    "masked_fields",
+    "unmasked_config",
     "merge_configs",
     "merge_over_defaults",
     "metric_assumed",

@@ -7,9 +7,9 @@ everything that returns a config to a client passes it through :func:`masked_con
 from __future__ import annotations
 
 import copy
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, List, Mapping
 
-__all__ = ["MASK", "masked_config", "masked_section"]
+__all__ = ["MASK", "masked_config", "masked_fields", "masked_section", "unmasked_config"]
 
 MASK = "***"
 #: Sections that may carry credentials, and the keys that hold them.
@@ -40,4 +40,38 @@ def masked_config(config: Mapping[str, Any]) -> Dict[str, Any]:
     for section, keys in _SECRETS.items():
         if section in out:
             out[section] = masked_section(out[section], keys)
+    return out
+
+
+def masked_fields(config: Any) -> List[str]:
+    """The credential fields of ``config`` that hold the mask (``***``) rather than a
+    credential, as dotted names: a config a client got back from the API (a fork's).
+
+    Example:
+        >>> masked_fields({"checkpoint_storage": {"type": "s3", "secret_key": "***"}})
+        ['checkpoint_storage.secret_key']
+    """
+    if not isinstance(config, Mapping):
+        return []
+    return [f"{section}.{key}" for section, keys in _SECRETS.items()
+            if isinstance(config.get(section), Mapping)
+            for key in keys if config[section].get(key) == MASK]
+
+
+def unmasked_config(config: Mapping[str, Any], source: Mapping[str, Any]) -> Dict[str, Any]:
+    """A copy of ``config`` whose masked credentials (:func:`masked_fields`) are those
+    of ``source`` (the stored config of the experiment it was forked from); a field
+    ``source`` has no credential for keeps the mask.
+
+    Example:
+        >>> unmasked_config({"checkpoint_storage": {"secret_key": "***"}},
+        ...                 {"checkpoint_storage": {"secret_key": "s3cr3t"}})
+        {'checkpoint_storage': {'secret_key': 's3cr3t'}}
+    """
+    out = copy.deepcopy(dict(config))
+    for name in masked_fields(config):
+        section, key = name.split(".")
+        real = (source.get(section) or {}).get(key) if isinstance(source, Mapping) else None
+        if real and real != MASK:
+            out[section] = {**out[section], key: real}
     return out

@@ -166,6 +166,25 @@ def test_s3_secret_is_masked_and_checkpoints_report_their_sizes(master_factory, 
                 "config": exp["config"], "activate": False,
                 "model_def": base64.b64encode(pack_context(str(tiny_dir))).decode()})
             assert r.status_code == 400 and "checkpoint_storage.secret_key" in r.text, r.text
+            # A fork (parent_id, as the web UI's fork tab sends) reuses its parent's
+            # credential: its trial reaches the store; someone else's fork may not.
+            fork = {"config": dict(exp["config"], description="forked"), "activate": True,
+                    "parent_id": exp_id, "model_def": base64.b64encode(
+                        pack_context(str(tiny_dir))).decode()}
+            r = api.post("/experiments", json=fork)
+            assert r.status_code == 201, r.text
+            child = wait_for_state(api, r.json()["id"], ["COMPLETED", "ERROR", "CANCELED"],
+                                   timeout=120)
+            assert child["state"] == "COMPLETED", child
+            assert api.get(f"/ui/experiments/{child['id']}").json()["parent_id"] == exp_id
+            assert api.post("/experiments", json=dict(fork, parent_id=99999)).status_code == 404
+            admin = {"Authorization": "Bearer " + api.post(
+                "/auth/login", json={"username": "admin", "password": ""}).json()["token"]}
+            assert api.post("/users", json={"username": "eve"}, headers=admin).status_code == 201
+            eve = {"Authorization": "Bearer " + api.post(
+                "/auth/login", json={"username": "eve", "password": ""}).json()["token"]}
+            r = api.post("/experiments", json=fork, headers=eve)
+            assert r.status_code == 403 and "reuse the credentials of" in r.text, r.text
         out = run_det(["-m", master.url, "e", "config", str(exp_id)])
         assert out.returncode == 0 and "secret_key: '***'" in out.stdout, out
         assert secret not in out.stdout

@@ -30,7 +30,7 @@ describe("the fork tab", () => {
   beforeEach(installFakeMaster);
   afterEach(removeFakeMaster);
 
-  it("starts from the config as submitted and posts the edited text", async () => {
+  it("starts from the config as submitted and posts the edited text with its parent", async () => {
     routes["GET /api/v1/experiments/7/model_def"] = () => [200, { b64_tgz: "dGd6" }];
     routes["POST /api/v1/experiments"] = () => [201, { id: 8, warnings: [] }];
     await openTab("fork");
@@ -41,7 +41,7 @@ describe("the fork tab", () => {
     fireEvent.click(screen.getByRole("button", { name: "create experiment" }));
     await waitFor(() => expect(callsTo("/api/v1/experiments")).toHaveLength(1));
     expect(callsTo("/api/v1/experiments")[0].body).toEqual(
-      { config: SUBMITTED.replace("mine", "forked"), model_def: "dGd6", activate: true });
+      { config: SUBMITTED.replace("mine", "forked"), model_def: "dGd6", activate: true, parent_id: 7 });
   });
 
   it("leaves the config tab showing the expanded config", async () => {

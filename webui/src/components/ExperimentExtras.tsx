@@ -79,7 +79,7 @@ export function ForkForm({ exp }: { exp: ExperimentDetail }) {
     setError(null);
     try {
       const { b64_tgz } = await api<{ b64_tgz: string }>(`/experiments/${exp.id}/model_def`);
-      const created = await post<{ id: number }>("/experiments", { config: yaml, model_def: b64_tgz, activate: true });
+      const created = await post<{ id: number }>("/experiments", { config: yaml, model_def: b64_tgz, activate: true, parent_id: exp.id });
       navigate(`/experiments/${created.id}`);
     } catch (e) {
       setError(e);

@@ -30,7 +30,8 @@ from starlette.concurrency import run_in_threadpool
 
 from determined.common.api import MAX_CONTEXT_BYTES
 from determined.experiment_validation import validate_experiment
-from determined.config import check_config_json, check_config_text, config_warnings, parse_yaml
+from determined.config import (check_config_json, check_config_text, config_warnings,
+                               masked_fields, parse_yaml, unmasked_config)
 from determined.errors import InvalidConfigError
 from determined.master import scheduler, views
 from determined.master._core import Master
@@ -116,6 +117,24 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
         body = await json_body(request, models.CreateExperiment)
         return await run_in_threadpool(_create_experiment, body, user)
 
+    def _fill_masked(raw: Any, parent_id: Optional[int], user: User) -> Any:
+        """``raw`` with the credentials a fork got back masked (``***``) taken from its
+        parent's stored config; only the parent's owner (or an admin) may reuse them."""
+        masked = masked_fields(raw)
+        if parent_id is not None:
+            parent = store.get_experiment(parent_id)  # 404 for an unknown parent
+            if masked:
+                check_owner(user, parent.owner, f"experiment {parent_id}",
+                            "reuse the credentials of")
+                raw = unmasked_config(raw, parent.config)
+                masked = masked_fields(raw)
+        if masked:
+            where = (f"experiment {parent_id} has none to reuse" if parent_id is not None
+                     else "give the credential itself, or fork with parent_id")
+            raise APIError(400, f"{masked[0]} is '***', a masked credential: {where}",
+                           [{"field": name, "message": "masked credential"} for name in masked])
+        return raw
+
     def _create_experiment(body: models.CreateExperiment, user: User) -> Dict[str, Any]:
         limits = master.config.limits
         try:
@@ -137,6 +156,7 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
                 raise  # a 400 like any invalid config: "not valid YAML", "Expected a mapping"
             except Exception as e:
                 raise APIError(400, f"The config is not valid YAML: {e}") from None
+        raw = _fill_masked(raw, body.parent_id, user)
         original = _submitted(raw)
         # Everything that could fail later is checked before the experiment is stored.
         rm = master.config.resource_manager
@@ -155,7 +175,7 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
             config, packed, body.activate, owner=user.username,
             git=body.git.model_dump() if body.git else None,
             context_bytes=valid.context.unpacked_bytes if valid.context else len(packed),
-            original_config=original)
+            original_config=original, parent_id=body.parent_id)
         # Fields accepted without effect here (container-only), one line each.
         return {"id": exp_id, "warnings": config_warnings(raw) if isinstance(raw, dict) else []}
 

@@ -25,6 +25,10 @@ class CreateExperiment(_Body):
     activate: bool = True
     git: Optional["GitInfo"] = pydantic.Field(
         default=None, description="where the model definition came from (`det e create --git`)")
+    parent_id: Optional[int] = pydantic.Field(
+        default=None, ge=1, le=INT64_MAX,
+        description="the experiment this one is forked from: its credentials fill the "
+                    "config's masked ones (`***`, as the API shows them) for its owner")
 
 
 class GitInfo(_Body):
