@@ -31,13 +31,14 @@ const EXCEPTION = /^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt|Warning)\b(:.
 const FRAME = /^[ |+-]*File "/;
 
 /** A trial's log text as the log view shows it: of its lines, those the failure box reads
- * (a traceback's frame and exception lines, the harness's "trial N failed: ...") with
+ * (a traceback's frame and exception lines, the harness's "trial N failed: ...", also
+ * after a rank's "[rank=N] ") with
  * ``modelDirPaths``'s paths, so that both read alike; every other line as written (a line
  * saying where the trial runs names where it runs). The master's log search reads lines the
  * same way (``master/api/_log_view.py``): keep both alike. */
 export function logLinePaths(text: string): string {
   return text.split("\n").map((line) => {
-    const bare = line.replace(/\s+$/, "");
+    const bare = line.replace(/^\[rank=\d+\] /, "").replace(/\s+$/, "");
     return FRAME.test(bare) || EXCEPTION.test(bare) || HARNESS.test(bare) ? modelDirPaths(line) : line;
   }).join("\n");
 }

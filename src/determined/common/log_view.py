@@ -53,8 +53,10 @@ def model_dir_paths(text: str, model_dir: Optional[str] = None) -> str:
 
 
 def shown_line(line: str, model_dir: Optional[str] = None) -> str:
-    """``line`` as the trial's log view shows it (``model_dir``: see model_dir_paths)."""
-    bare = line.rstrip()
+    """``line`` as the trial's log view shows it (``model_dir``: see model_dir_paths); a
+    rank's line (``[rank=1] ...``) as its text."""
+    prefix = _RANK_PREFIX.match(line)
+    bare = line[prefix.end() if prefix else 0:].rstrip()
     mapped = _FRAME.match(bare) or _EXCEPTION.match(bare) or _HARNESS.match(bare)
     return model_dir_paths(line, model_dir) if mapped else line
 
@@ -67,9 +69,7 @@ def user_line(line: str, model_dir: str) -> str:
         >>> user_line('[rank=1]   File "/tmp/w/exp1-trial2-pid9/train.py", line 3', "/me/m")
         '[rank=1]   File "/me/m/train.py", line 3'
     """
-    prefix = _RANK_PREFIX.match(line)
-    cut = prefix.end() if prefix else 0
-    return line[:cut] + shown_line(line[cut:], model_dir)
+    return shown_line(line, model_dir)
 
 
 def shows(line: str, search: str) -> bool:
