@@ -119,21 +119,15 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
 
     def _fill_masked(raw: Any, parent_id: Optional[int], user: User) -> Any:
         """``raw`` with the credentials a fork got back masked (``***``) taken from its
-        parent's stored config; only the parent's owner (or an admin) may reuse them."""
-        masked = masked_fields(raw)
-        if parent_id is not None:
-            parent = store.get_experiment(parent_id)  # 404 for an unknown parent
-            if masked:
-                check_owner(user, parent.owner, f"experiment {parent_id}",
-                            "reuse the credentials of")
-                raw = unmasked_config(raw, parent.config)
-                masked = masked_fields(raw)
-        if masked:
-            where = (f"experiment {parent_id} has none to reuse" if parent_id is not None
-                     else "give the credential itself, or fork with parent_id")
-            raise APIError(400, f"{masked[0]} is '***', a masked credential: {where}",
-                           [{"field": name, "message": "masked credential"} for name in masked])
-        return raw
+        parent's stored config; only the parent's owner (or an admin) may reuse them.
+        A mask left (no parent, or none to reuse) is refused by the config's checks."""
+        if parent_id is None:
+            return raw
+        parent = store.get_experiment(parent_id)  # 404 for an unknown parent
+        if not masked_fields(raw):
+            return raw
+        check_owner(user, parent.owner, f"experiment {parent_id}", "reuse the credentials of")
+        return unmasked_config(raw, parent.config)
 
     def _create_experiment(body: models.CreateExperiment, user: User) -> Dict[str, Any]:
         limits = master.config.limits
