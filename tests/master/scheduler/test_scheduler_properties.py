@@ -234,6 +234,21 @@ def test_a_redone_pass_never_assumes_a_floor_it_did_not_start():
     assert "t0" in running
 
 
+def test_a_redone_pass_keeps_the_places_of_the_pass_before():
+    """Hypothesis found this: redone around the committed t4, the pass placed t0 and t1
+    anew (worst fit) so that the older t7 (2 slots) no longer fitted; t4 started ahead."""
+    agents = [Agent("n0", 0), Agent("n1", 2), Agent("n2", 3)]
+
+    def task(task_id, slots, arrival, **kwargs):
+        return Task(task_id, "g0", slots, arrival=arrival, weight=0.5, **kwargs)
+
+    pending = [task("t0", 1, 0), task("t1", 1, 1), task("t2", 1, 2, agent_label="x"),
+               task("t3", 1, 5), task("t4", 1, 4, preemptible=False), task("t5", 1, 6),
+               task("t6", 1, 7), task("t7", 2, 3)]
+    decision = schedule(agents, pending, {}, SchedulerPolicy(type="fair_share", fit="worst"))
+    assert sorted(a.task_id for a in decision.start) == ["t0", "t1", "t4", "t7"], decision
+
+
 @SETTINGS
 @given(scenarios(), POLICIES)
 def test_applied_decision_without_preemption_is_a_fixed_point(scenario, policy):

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import copy
 import heapq
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from determined.master.scheduler._max_min import integer_shares
 from determined.master.scheduler._preempt import make_room
@@ -82,9 +82,13 @@ def schedule_fair_share(state: State, fit: str) -> Decision:
     if not any(not t.preemptible for g in state.groups.values() for t in g.queue):
         return _schedule_pass(state, fit)
     committed: List[Allocation] = []
+    hints: Dict[str, Tuple[Part, ...]] = {}
     while True:
         attempt = copy.deepcopy(state)
-        decision = _schedule_pass(attempt, fit)
+        decision = _schedule_pass(attempt, fit, hints)
+        # A redone pass places a task where the pass before did if it can: placing the
+        # rest anew around the committed tasks could leave a larger, older task no room.
+        hints.update((a.task_id, tuple(a.parts)) for a in decision.start)
         tasks = {t.id: t for g in state.groups.values() for t in g.queue}
         new = [a for a in decision.start if not tasks[a.task_id].preemptible]
         if not new:
@@ -109,9 +113,16 @@ def _commit(state: State, task: Task, allocation: Allocation) -> None:
     group.locked += task.slots_needed
 
 
-def _schedule_pass(state: State, fit: str) -> Decision:
-    """One pass of steps 1-3 (see the module docstring)."""
+def _schedule_pass(state: State, fit: str,
+                   hints: Optional[Dict[str, Tuple[Part, ...]]] = None) -> Decision:
+    """One pass of steps 1-3 (see the module docstring); ``hints``: where to place a task
+    whose slots there are still free (a redone pass's)."""
     pool, groups = state.pool, state.groups
+
+    def place(task: Task) -> Optional[Tuple[Part, ...]]:
+        hint = hints.get(task.id) if hints else None
+        return hint if hint is not None and pool.is_free(hint) else pool.find(task, fit)
+
     target = fair_share_targets(state)
     # Groups holding slots they could give back (see step 3).
     yielding = {g.name for g in groups.values() if any(not r.locked and r.in_pool for r in g.running)}
@@ -135,7 +146,7 @@ def _schedule_pass(state: State, fit: str) -> Decision:
         task = group.queue[0]
         if held[group.name] + task.slots_needed > target[group.name]:
             continue
-        parts = pool.find(task, fit)
+        parts = place(task)
         if parts is None:
             blocked.append(group)
             continue
@@ -162,7 +173,7 @@ def _schedule_pass(state: State, fit: str) -> Decision:
             # group's older preemptible tasks its excess in the next call, which
             # could then preempt them for a room this call could not make.
             continue
-        parts = pool.find(task, fit)
+        parts = place(task)
         if parts is None:
             continue
         start(group, task, parts)

@@ -125,6 +125,10 @@ class SlotPool:
             )
         return ((agent_id, tuple(slots)),)
 
+    def is_free(self, parts: Iterable[Part]) -> bool:
+        """Whether every slot of ``parts`` is usable and free."""
+        return all(set(slots) <= self._free.get(agent_id, set()) for agent_id, slots in parts)
+
     def take(self, parts: Iterable[Part]) -> None:
         """Mark usable slots as used; slots that are not usable are ignored."""
         for agent_id, slots in parts:
