@@ -64,23 +64,31 @@ def test_trial_sigkill_restarts_from_checkpoint_without_double_counting(
     config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
     config["hyperparameters"]["crash_once_at_batch"] = 25
     config["data"] = {"crash_marker": str(tmp_path / "crashed")}
-    # Leftovers of earlier processes of trial 1 (removed when it starts and restarts)
-    # and of another trial (kept): real files in the experiment's storage.
+    # Leftovers of earlier processes of trial 1 of this master (removed when it starts
+    # and restarts), of another trial, and of a trial 1 of experiment 1 of another master
+    # or of none recorded (all kept): real files in the experiment's storage.
     root = tmp_path / "ckpts"
     root.mkdir()
     config["checkpoint_storage"] = {"type": "shared_fs", "host_path": str(root)}
+    with open(os.path.join(master.data_dir, "cluster_id"), encoding="utf-8") as f:
+        mine = f.read().strip()
+    other = str(uuid.uuid4())
     later = time.time() + 3600
     leftovers = {}
-    for name, trial_id in ((f".partial-e1t1-{uuid.uuid4()}-0badf00d", 1),
-                           (f".partial-e7t9-{uuid.uuid4()}-0badf00d", 9),
-                           (str(uuid.uuid4()), 1), (str(uuid.uuid4()), 9)):
+    for name, trial_id, owner in (
+            (f".partial-e1t1-{mine[:8]}-{uuid.uuid4()}-0badf00d", 1, mine),
+            (f".partial-e7t9-{mine[:8]}-{uuid.uuid4()}-0badf00d", 9, mine),
+            (f".partial-e1t1-{other[:8]}-{uuid.uuid4()}-0badf00d", 1, other),
+            (str(uuid.uuid4()), 1, mine), (str(uuid.uuid4()), 9, mine),
+            (str(uuid.uuid4()), 1, other), (str(uuid.uuid4()), 1, None)):
         path = root / name
         path.mkdir()
         (path / "metadata.json").write_text(json.dumps(
             {"experiment_id": 1 if trial_id == 1 else 7, "trial_id": trial_id,
-             "end_time": later, "batch_number": 30}))
+             "end_time": later, "batch_number": 30,
+             **({"owner": owner} if owner else {})}))
         os.utime(path, (later, later))
-        leftovers[path] = trial_id == 1
+        leftovers[path] = trial_id == 1 and owner == mine
     cfg_path = tmp_path / "crash.yaml"
     cfg_path.write_text(yaml.safe_dump(config))
     env = dict(os.environ, DET_MASTER=master.url)
@@ -99,8 +107,8 @@ def test_trial_sigkill_restarts_from_checkpoint_without_double_counting(
         logs = [l["line"] for l in api.get(f"/trials/{trial['id']}/logs").json()["logs"]]
         assert sum("exited: completed" in l for l in logs) == 1
     assert trial["id"] == 1
-    for path, mine in leftovers.items():
-        assert path.exists() != mine, path
+    for path, removed in leftovers.items():
+        assert path.exists() != removed, path
 
 
 def test_master_sigkill_resumes_experiment_from_database(master_factory, tmp_path, tiny_dir):
