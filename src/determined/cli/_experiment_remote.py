@@ -20,13 +20,12 @@ from determined.cli._remote import (
     print_rows,
     read_config_text,
     unreachable_hint,
-    usage_error,
 )
 from determined.common.api import APIError, MasterClient, pack_context
 from determined.common.api._log_tail import follow_experiment, trial_log_page
 from determined.common.console import TrimmedConsole
 from determined.errors import InvalidConfigError, InvalidModelDefError
-from determined.cli._argtypes import positive_int
+from determined.cli._argtypes import positive_float, positive_int
 
 __all__ = ["add_verbs", "create_remote", "follow", "list_remote", "read_context", "templated"]
 
@@ -38,7 +37,7 @@ def add_verbs(verbs: Any) -> None:
         p.set_defaults(func=_action, action=verb)
     wait = verbs.add_parser("wait", help="wait until the experiment ends (exit 0 iff COMPLETED)")
     wait.add_argument("experiment_id", type=positive_int)
-    wait.add_argument("--polling-interval", type=float, default=5.0,
+    wait.add_argument("--polling-interval", type=positive_float, default=5.0,
                       help="seconds between polls (default 5)")
     wait.set_defaults(func=_wait)
     from determined.cli._experiment_show import add_show_verbs
@@ -189,8 +188,6 @@ def _action(args: argparse.Namespace) -> int:
 
 
 def _wait(args: argparse.Namespace) -> int:
-    if args.polling_interval <= 0:
-        usage_error(f"--polling-interval must be positive. Received: {args.polling_interval}")
     with client(args) as c:
         exp = follow(c, args.experiment_id, TrimmedConsole(stderr=True),
                      interval=args.polling_interval, logs=False)

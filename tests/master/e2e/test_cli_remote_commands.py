@@ -264,7 +264,8 @@ def test_bad_arguments_get_clear_errors(shared_master, tiny_dir, tmp_path):
             (("t", "download", "1", "--latest", "--sort-by", "x"), "apply only with --best"),
             (("t", "download", "1", "--best", "--smaller-is-better", "maybe"), "Expected true or false"),
             (("t", "logs", "1", "--head", "1", "--tail", "1"), "not allowed with"),
-            (("e", "wait", "1", "--polling-interval", "0"), "--polling-interval must be positive"),
+            (("e", "wait", "1", "--polling-interval", "0"),
+             "argument --polling-interval: Expected a number greater than 0"),
             (("e", "create", tiny_dir / "const.yaml", tiny_dir, "--test", "--paused"),
              "--paused cannot be combined with --test-mode")):
         out = run_det(["-m", shared_master.url, *args])
