@@ -9,7 +9,7 @@ directory (``File "model_def.py"``) and the copy itself reads "the model directo
 every other line is shown as written.
 
 A local run (``det experiment create --local``) stores its trials' lines mapped the same
-way, with the user's directory in place of the copy (``user_line``): the directory
+way, with the user's directory in place of the copy (``shown_line`` given it): the directory
 then exists for the reader, and the path stays whole.
 
 Example:
@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 from typing import Dict, List, Optional, Tuple
 
-__all__ = ["WORKDIR_LIKE", "model_dir_paths", "shown_line", "shows", "user_line",
-           "written_tail", "written_traceback"]
+__all__ = ["WORKDIR_LIKE", "model_dir_paths", "shown_line", "shows", "written_tail",
+           "written_traceback"]
 
 _WORKDIR = re.compile(
     r"(?:[A-Za-z]:)?[\\/](?:[^\s\"'`()<>\\/]+[\\/])*exp\d+-trial\d+-pid\d+"
@@ -54,22 +54,17 @@ def model_dir_paths(text: str, model_dir: Optional[str] = None) -> str:
 
 def shown_line(line: str, model_dir: Optional[str] = None) -> str:
     """``line`` as the trial's log view shows it (``model_dir``: see model_dir_paths); a
-    rank's line (``[rank=1] ...``) as its text."""
+    rank's line (``[rank=1] ...``) as its text. A local run stores its lines so, with
+    its user's directory as ``model_dir``.
+
+    Example:
+        >>> shown_line('[rank=1]   File "/tmp/w/exp1-trial2-pid9/train.py", line 3', "/me/m")
+        '[rank=1]   File "/me/m/train.py", line 3'
+    """
     prefix = _RANK_PREFIX.match(line)
     bare = line[prefix.end() if prefix else 0:].rstrip()
     mapped = _FRAME.match(bare) or _EXCEPTION.match(bare) or _HARNESS.match(bare)
     return model_dir_paths(line, model_dir) if mapped else line
-
-
-def user_line(line: str, model_dir: str) -> str:
-    """``line`` of a local trial's output as stored: mapped as the log view maps it, with
-    paths in the copy under ``model_dir``; a rank's line (``[rank=1] ...``) as its text.
-
-    Example:
-        >>> user_line('[rank=1]   File "/tmp/w/exp1-trial2-pid9/train.py", line 3', "/me/m")
-        '[rank=1]   File "/me/m/train.py", line 3'
-    """
-    return shown_line(line, model_dir)
 
 
 def shows(line: str, search: str) -> bool:
@@ -79,7 +74,7 @@ def shows(line: str, search: str) -> bool:
 
 def written_traceback(text: str, model_dir: str) -> Optional[Tuple[Optional[int], str]]:
     """The Python traceback a trial's output ``text`` ends with, its lines mapped as
-    :func:`user_line` maps them: ``(None, traceback)``; when ranks wrote tracebacks
+    :func:`shown_line` maps them: ``(None, traceback)``; when ranks wrote tracebacks
     (``[rank=N] ...`` lines, interleaved), the one of the rank that failed first,
     without the prefix: ``(N, traceback)`` (a launcher's own traceback, written after
     its ranks', only says that a rank failed). None if ``text`` holds no traceback.

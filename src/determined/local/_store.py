@@ -87,9 +87,9 @@ class LocalStore:
     def _stored_lines(self, trial_id: int, lines: List[str]) -> List[str]:
         if self._model_dir is None:
             return lines
-        from determined.common.log_view import user_line
+        from determined.common.log_view import shown_line
 
-        return [user_line(line, self._model_dir) for line in lines]
+        return [shown_line(line, self._model_dir) for line in lines]
 
     def trial_log_path(self, trial_id: int) -> str:
         return os.path.join(self.dir, "trials", f"{trial_id}.log")

@@ -25,6 +25,7 @@ def scratch_tag(experiment_id: int, trial_id: int, owner: str = "") -> str:
     """
     return f"e{experiment_id}t{trial_id}-" + (f"{owner[:8]}-" if owner else "")
 
+
 _SCRATCH_PREFIX = ".partial-"
 
 

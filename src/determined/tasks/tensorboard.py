@@ -25,6 +25,8 @@ import threading
 import time
 from typing import Any, Dict, List, Optional
 
+from determined.common.wording import counted
+
 __all__ = ["main", "prepare_logdir"]
 
 logger = logging.getLogger("determined.tasks.tensorboard")
@@ -127,7 +129,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         runs = json.load(f)["runs"]
     downloads = prepare_logdir(runs, args.logdir)
     if runs:
-        logger.info("TensorBoard over %d trial%s: %s", len(runs), "s" * (len(runs) != 1),
+        logger.info("TensorBoard over %s: %s", counted(len(runs), "trial"),
                     ", ".join(r["name"] for r in runs))
     else:
         logger.info("TensorBoard over no trials")
