@@ -3,6 +3,7 @@ odd path and query values (huge and negative integers, long or odd strings) and 
 bodies of the wrong shapes must get a 2xx-4xx answer, never a 500."""
 
 import json
+import os
 from urllib.parse import quote
 from typing import Any, Dict, List, Tuple
 
@@ -67,7 +68,13 @@ def spec(fuzz_master):
     return httpx.get(fuzz_master.url + "/openapi.json", timeout=30).json()
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
+# API_FUZZ_EXAMPLES=5000 runs a longer search with fresh random draws (the default run
+# draws the same 150 cases every time).
+_EXAMPLES = int(os.environ.get("API_FUZZ_EXAMPLES", "150"))
+
+
+@settings(max_examples=_EXAMPLES, deadline=None,
+          derandomize="API_FUZZ_EXAMPLES" not in os.environ,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
 def test_no_route_answers_500(fuzz_master, spec, data):
