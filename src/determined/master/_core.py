@@ -178,10 +178,11 @@ class Master:
         registered checkpoints) from every shared_fs root this master uses."""
         try:
             # Only the embedded agent ever ran trials: all of them died with the old
-            # master (orphans are killed), so no writer can be alive.
+            # master (orphans are killed), so no writer of its own can be alive (another
+            # master's, sharing the storage, may be: its files are never this one's).
             others = [a for a in self.store.list_agents() if a.id != AGENT_ID]
             clean_checkpoint_roots(self.store, self.config.checkpoint_storage or {},
-                                   grace=GRACE_SECONDS if others else 0.0)
+                                   self.cluster_id, grace=GRACE_SECONDS if others else 0.0)
         except Exception as e:  # noqa: BLE001 - housekeeping must not stop the master
             logger.warning("checkpoint cleanup failed: %s", e)
 
