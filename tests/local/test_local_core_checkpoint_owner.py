@@ -4,7 +4,6 @@ script trial's start removes what earlier processes of it left (its owner's unfi
 writes, its unrecorded later checkpoints), never another owner's or owner-less ones."""
 
 import json
-import os
 import time
 import uuid
 
@@ -16,7 +15,6 @@ from det_cli_testing import run_det
 
 SCRIPT = '''\
 import json
-import os
 
 import determined as det
 

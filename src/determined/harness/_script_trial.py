@@ -56,7 +56,6 @@ from determined.config import script_command
 from determined.errors import InvalidModelDefError
 from determined.harness._env import TrialEnv
 from determined.harness._host import OpKind, TrialHost
-from determined.storage import build_storage
 from determined.harness._script_link import (
     AUTHKEY_ENV,
     CLUSTER_INFO_ENV,
@@ -64,6 +63,7 @@ from determined.harness._script_link import (
     LINK_ENV,
     write_cluster_info,
 )
+from determined.storage import build_storage
 
 __all__ = ["run_script", "run_script_part", "STOP_GRACE_ENV", "KILL_GRACE"]
 
