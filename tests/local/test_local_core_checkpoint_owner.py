@@ -15,6 +15,7 @@ from det_cli_testing import run_det
 
 SCRIPT = '''\
 import json
+import os
 
 import determined as det
 
