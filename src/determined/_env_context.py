@@ -189,7 +189,7 @@ class EnvContext:
             workload_manager_type="TRIAL_WORKLOAD_MANAGER",
             det_rendezvous_ports=str(info.master_port),
             det_trial_runner_network_interface="", det_trial_id=str(env.trial_id),
-            det_experiment_id=str(env.experiment_id), det_cluster_id="",
+            det_experiment_id=str(env.experiment_id), det_cluster_id=env.owner,
             trial_seed=env.trial_seed, training=not env.test_mode,
         )
         out._trial_env = env

@@ -6,6 +6,7 @@ import sys
 
 import pytest
 
+from determined.common.identity import directory_id
 from determined.tensorboard import SharedFSTensorboardManager, trial_sync_path
 from determined.tensorboard.metric_writers import BatchMetricWriter
 from determined.tensorboard.metric_writers._event_file import EventFileWriter
@@ -65,7 +66,11 @@ def test_local_pytorch_trial_syncs_event_files_to_checkpoint_storage(tmp_path, t
     out = run_det(["experiment", "create", tiny_dir / "const.yaml", tiny_dir, "--local",
                    "--local-dir", tmp_path / "local"], timeout=300)
     assert out.returncode == 0, out.stderr
-    root = tmp_path / "local" / "checkpoints" / "tensorboard" / "experiment"
+    # Under the local directory's owner id: another local directory (or a master)
+    # sharing the storage has an experiment 1, trial 1 too.
+    tensorboard = tmp_path / "local" / "checkpoints" / "tensorboard"
+    assert os.listdir(tensorboard) == [directory_id(str(tmp_path / "local"))]
+    root = tensorboard / directory_id(str(tmp_path / "local")) / "experiment"
     (exp_dir,) = os.listdir(root)
     (trial_dir,) = os.listdir(root / exp_dir / "trial")
     got = scalars(str(root / exp_dir / "trial" / trial_dir))

@@ -36,6 +36,30 @@ def test_paths_have_upstreams_parameters(tmp_path, monkeypatch):
         tensorboard.get_sync_path(object())
 
 
+def test_sync_paths_keep_owners_apart():
+    """Two masters (or local directories) sharing a storage both have an experiment 3,
+    trial 7: their event files go under their owners (the cluster ids); a path the
+    master chose (an experiment from before owners) is kept as it is."""
+    from determined import EnvContext
+    from determined.harness import TrialEnv
+
+    owner = "5b0e8c2e-1111-2222-3333-444455556666"
+    env = types.SimpleNamespace(det_experiment_id="3", det_trial_id="7", det_cluster_id=owner)
+    assert tensorboard.get_sync_path(env) == pathlib.Path(
+        f"tensorboard/{owner}/experiment/3/trial/7")
+    trial = TrialEnv({}, {}, "/m", experiment_id=3, trial_id=7, owner=owner)
+    assert tensorboard.env_sync_path(trial) == f"tensorboard/{owner}/experiment/3/trial/7"
+    assert tensorboard.get_sync_path(EnvContext.from_trial_env(trial)) == pathlib.Path(
+        f"tensorboard/{owner}/experiment/3/trial/7")
+    old = TrialEnv({}, {}, "/m", experiment_id=3, trial_id=7, owner=owner,
+                   tensorboard_path="tensorboard/experiment/3/trial/7")
+    assert tensorboard.env_sync_path(old) == "tensorboard/experiment/3/trial/7"
+    assert tensorboard.get_sync_path(EnvContext.from_trial_env(old)) == pathlib.Path(
+        "tensorboard/experiment/3/trial/7")
+    with pytest.raises(ValueError, match="path separators"):
+        tensorboard.trial_sync_path(3, 7, "../x")
+
+
 def test_build_shared_fs_syncs_into_container_path(tmp_path, monkeypatch):
     base = tmp_path / "events"
     monkeypatch.setenv("DET_TENSORBOARD_DIR", str(base))

@@ -5,7 +5,7 @@ A checkpoint is published atomically by the trial's storage (``StorageManager``)
 then registered with the host at the metadata's ``steps_completed``, so the master
 counts it like a Trial's (resume, GC, ``det checkpoint``). Its ``metadata.json``
 holds the script's metadata plus the platform's keys (``batch_number``,
-``experiment_id``, ``trial_id``, ...) that storage housekeeping reads.
+``experiment_id``, ``trial_id``, ``owner``, ...) that storage housekeeping reads.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ __all__ = ["CheckpointContext", "DummyCheckpointContext", "DownloadMode", "merge
 logger = logging.getLogger("determined.core")
 
 #: Keys of metadata.json that the platform owns (the script's own are kept beside them).
-_PLATFORM_KEYS = ("uuid", "batch_number", "experiment_id", "trial_id")
+_PLATFORM_KEYS = ("uuid", "batch_number", "experiment_id", "trial_id", "owner")
 
 
 class DownloadMode(enum.Enum):
@@ -207,6 +207,8 @@ class CheckpointContext:
         full.update({"uuid": storage_id, "batch_number": steps,
                      "experiment_id": env.experiment_id if env else 0,
                      "trial_id": env.trial_id if env else 0})
+        if env is not None and env.owner:  # whose trial: see determined.storage.owns
+            full["owner"] = env.owner
         return full
 
     def _report(self, storage_id: str, metadata: Dict[str, Any]) -> None:

@@ -28,7 +28,7 @@ from determined.core._session import Session
 from determined.core._train import EarlyExitReason, TensorboardMode, TrainContext
 from determined.errors import InvalidHP
 from determined.harness._env import TrialEnv
-from determined.storage import StorageManager, build_storage
+from determined.storage import StorageManager, build_storage, scratch_tag
 
 __all__ = ["Context", "context_for", "init"]
 
@@ -141,7 +141,8 @@ def _platform_session(dist: DistributedContext, info_path: str,
     if checkpoint_storage is not None:
         storage = _storage_from_arg(checkpoint_storage)
     if env.experiment_id and env.trial_id and hasattr(storage, "scratch_tag"):
-        storage.scratch_tag = f"e{env.experiment_id}t{env.trial_id}-"
+        # Tagged as a Trial's writes are: the trial's next process removes them.
+        storage.scratch_tag = scratch_tag(env.experiment_id, env.trial_id, env.owner)
     return Session(host=host, storage=storage, env=env, on_close=on_close)
 
 

@@ -51,6 +51,9 @@ class TrialEnv:
         owner: the identity of the records that number this trial (a master's
             cluster ID, a local records directory's); its checkpoints carry it, so
             another store's experiment with the same IDs never takes them for its own.
+        tensorboard_path: where its TensorBoard event files go, relative to the
+            checkpoint storage root, as its master chose it; empty: under ``owner``
+            (``determined.tensorboard.env_sync_path``).
     """
 
     experiment_config: Dict[str, Any]
@@ -65,6 +68,7 @@ class TrialEnv:
     test_mode: bool = False
     managed: bool = True  # False for the Native API's in-process trials
     owner: str = ""
+    tensorboard_path: str = ""
 
     @property
     def slots_per_trial(self) -> int:

@@ -63,6 +63,7 @@ from determined.harness._script_link import (
     LINK_ENV,
     write_cluster_info,
 )
+from determined.storage import build_storage
 
 __all__ = ["run_script", "run_script_part", "STOP_GRACE_ENV", "KILL_GRACE"]
 
@@ -426,6 +427,7 @@ def run_script(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any]
     argv = script_command(env.experiment_config["entrypoint"])
     grace = _stop_grace()
     workdir, info_path, latest = _prepare(env, storage_config, master_url, rendezvous)
+    _remove_leftovers(env, host, storage_config, latest)
     address = os.path.join(workdir, "link")
     authkey = secrets.token_bytes(32)
     listener = Listener(address, family="AF_UNIX", authkey=authkey)
@@ -542,6 +544,34 @@ def _prepare(env: TrialEnv, storage_config: Mapping[str, Any], master_url: Optio
     latest = _checkpoint_uuid(env.latest_checkpoint)
     write_cluster_info(info_path, env, storage_config, master_url, latest, rendezvous)
     return workdir, info_path, latest
+
+
+def _remove_leftovers(env: TrialEnv, host: TrialHost, storage_config: Mapping[str, Any],
+                      latest: Optional[str]) -> None:
+    """Before the script starts (no earlier process of the trial is left): what earlier
+    processes of this trial left in its storage goes, as for a Trial (its owner's
+    unfinished writes; complete checkpoints later than the one it resumes from that the
+    host has no record of). When the resumed checkpoint's batch count cannot be read,
+    only unfinished writes go."""
+    if not env.experiment_id or not env.trial_id:
+        return
+    try:
+        storage = build_storage(storage_config)
+        recorded = host.recorded_checkpoints()
+        batches = 0
+        if latest and not env.warm_start:
+            meta = storage.checkpoint_metadata(latest) or {}
+            found = meta.get("batch_number")
+            if isinstance(found, int) and not isinstance(found, bool):
+                batches = found
+            else:
+                recorded = None
+        for path in storage.remove_leftovers(env.experiment_id, env.trial_id, recorded,
+                                             None if env.warm_start else latest, batches,
+                                             owner=env.owner):
+            logger.info("removed an unfinished checkpoint write of this trial: %s", path)
+    except Exception as e:  # noqa: BLE001 - leftovers cost space, never the trial
+        logger.warning("could not look for unfinished checkpoint writes: %s", e)
 
 
 def _exit_status(code: int, terminated: threading.Event) -> int:

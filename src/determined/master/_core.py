@@ -28,6 +28,7 @@ from determined.master.db import TERMINAL_STATES, Store
 from determined.master.tasks import TaskManager
 from determined.master.experiments import Experiments, ExperimentRun, TrialHandle
 from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_roots
+from determined.master._tensorboard_paths import TensorboardPaths
 from determined.master.resource_managers import (
     AGENT_ID,
     CompositeResourceManager,
@@ -92,6 +93,7 @@ class Master:
         self.allocations: Dict[str, Tuple[scheduler.Task, scheduler.Allocation]] = {}
         self.url = f"http://{config.host}:{config.port}"
         self.cluster_id = self._cluster_id()
+        self.tensorboard_paths = TensorboardPaths(config.data_dir, self.store, self.cluster_id)
         rm = config.resource_manager
         self.policy = scheduler.SchedulerPolicy(type=rm.scheduler.type, fit=rm.scheduler.fit)
         self._wake = threading.Event()
@@ -178,10 +180,11 @@ class Master:
         registered checkpoints) from every shared_fs root this master uses."""
         try:
             # Only the embedded agent ever ran trials: all of them died with the old
-            # master (orphans are killed), so no writer can be alive.
+            # master (orphans are killed), so no writer of its own can be alive (another
+            # master's, sharing the storage, may be: its files are never this one's).
             others = [a for a in self.store.list_agents() if a.id != AGENT_ID]
             clean_checkpoint_roots(self.store, self.config.checkpoint_storage or {},
-                                   grace=GRACE_SECONDS if others else 0.0)
+                                   self.cluster_id, grace=GRACE_SECONDS if others else 0.0)
         except Exception as e:  # noqa: BLE001 - housekeeping must not stop the master
             logger.warning("checkpoint cleanup failed: %s", e)
 
@@ -268,6 +271,7 @@ class Master:
                 "model_dir": run.model_dir, "experiment_id": run.id, "trial_id": t.trial_id,
                 "trial_seed": t.seed, "latest_checkpoint": restore, "warm_start": warm,
                 "owner": self.cluster_id,
+                "tensorboard_path": self.tensorboard_paths.sync_path(run.id, t.trial_id),
             },
             "storage": run.storage_config,
             # Leave a core to the master: torch threads spinning on every core stall it.

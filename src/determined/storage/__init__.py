@@ -7,7 +7,8 @@ from determined.storage._base import Selector, StorageManager, checkpoint_ref_uu
 from determined.storage._gc import CheckpointRecord, checkpoints_to_keep
 from determined.storage._metadata import METADATA_FILE, copy_code, read_metadata, write_metadata
 from determined.storage._object_store import ObjectStore, ObjectStoreStorageManager
-from determined.storage._shared_fs import SharedFSStorageManager, missing_host_path, scratch_tag
+from determined.storage._owners import owns_checkpoint, owns_scratch, scratch_tag
+from determined.storage._shared_fs import SharedFSStorageManager, missing_host_path
 
 __all__ = [
     "CheckpointRecord",
@@ -21,6 +22,8 @@ __all__ = [
     "build_storage",
     "checkpoint_ref_uuid",
     "missing_host_path",
+    "owns_checkpoint",
+    "owns_scratch",
     "scratch_tag",
     "copy_code",
     "read_metadata",

@@ -21,6 +21,7 @@ import os
 from typing import AbstractSet, Any, Callable, Dict, Iterator, List, Mapping, Optional
 
 from determined.errors import CheckpointError
+from determined.storage._owners import owns_checkpoint
 
 __all__ = ["Selector", "StorageManager", "checkpoint_ref_uuid", "unrecorded_later_checkpoints"]
 
@@ -87,7 +88,7 @@ class StorageManager(abc.ABC):
                 continue
             meta = self.checkpoint_metadata(uuid)
             if meta is None or (meta.get("experiment_id"), meta.get("trial_id")) != (
-                    experiment_id, trial_id) or (owner and meta.get("owner") != owner):
+                    experiment_id, trial_id) or not owns_checkpoint(owner, meta):
                 continue
             batches = meta.get("batch_number")
             if isinstance(batches, int) and not isinstance(batches, bool):

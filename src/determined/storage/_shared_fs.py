@@ -11,22 +11,9 @@ from typing import AbstractSet, Any, Iterator, List, Mapping, Optional
 
 from determined.errors import CheckpointError, StorageError
 from determined.storage._base import Selector, StorageManager
+from determined.storage._owners import SCRATCH_PREFIX, owns_scratch
 
-__all__ = ["SharedFSStorageManager", "missing_host_path", "scratch_tag"]
-
-
-def scratch_tag(experiment_id: int, trial_id: int, owner: str = "") -> str:
-    """The tag of a trial's unfinished writes: ``e<experiment>t<trial>-``, then the
-    first part of ``owner`` (``TrialEnv.owner``) where there is one, so that trials
-    of two masters (or local records directories) with the same IDs stay apart.
-
-    >>> scratch_tag(3, 7, "5b0e8c2e-1111-2222-3333-444455556666")
-    'e3t7-5b0e8c2e-'
-    """
-    return f"e{experiment_id}t{trial_id}-" + (f"{owner[:8]}-" if owner else "")
-
-
-_SCRATCH_PREFIX = ".partial-"
+__all__ = ["SharedFSStorageManager", "missing_host_path"]
 
 
 def missing_host_path(section: Any) -> Optional[str]:
@@ -56,8 +43,9 @@ class SharedFSStorageManager(StorageManager):
 
     Writes go to ``.partial-<tag><uuid>-<random>`` in the same directory, are fsynced,
     then renamed to ``<uuid>`` (rename is atomic on POSIX file systems). A trial sets
-    ``scratch_tag`` (:func:`scratch_tag`) so that its next process can tell its
-    own unfinished writes from other trials' (:meth:`remove_leftovers`).
+    ``scratch_tag`` (:func:`~determined.storage.scratch_tag`) so that its next process
+    can tell its own unfinished writes from other trials' and other owners'
+    (:meth:`remove_leftovers`, :func:`~determined.storage.owns_scratch`).
     """
 
     scratch_tag = ""
@@ -106,7 +94,7 @@ class SharedFSStorageManager(StorageManager):
             raise CheckpointError(f"checkpoint {uuid} already exists at {final}")
         self._make_root()
         scratch = os.path.join(
-            self.root, f"{_SCRATCH_PREFIX}{self.scratch_tag}{uuid}-{uuidlib.uuid4().hex[:8]}")
+            self.root, f"{SCRATCH_PREFIX}{self.scratch_tag}{uuid}-{uuidlib.uuid4().hex[:8]}")
         os.makedirs(scratch)
         try:
             yield scratch
@@ -130,10 +118,9 @@ class SharedFSStorageManager(StorageManager):
                          recorded: Optional[AbstractSet[str]], restored: Optional[str],
                          restored_batches: int, owner: str = "") -> List[str]:
         """Also this trial's unfinished writes (scratch directories tagged with it)."""
-        tag = _SCRATCH_PREFIX + scratch_tag(experiment_id, trial_id, owner)
         removed: List[str] = []
         for name in self._names():
-            if name.startswith(tag):
+            if owns_scratch(owner, name, experiment_id, trial_id):
                 path = os.path.join(self.root, name)
                 shutil.rmtree(path, ignore_errors=True)
                 removed.append(path)

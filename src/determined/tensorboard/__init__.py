@@ -6,8 +6,10 @@ the platform's training and validation metrics (tags ``Determined/<name>`` and
 ``Determined/val_<name>``, see :mod:`~determined.tensorboard.metric_writers`), plus what
 ``TorchWriter``, ``TFKerasTensorBoard`` and Estimator summaries write there. After
 every workload the chief copies new or grown files to checkpoint storage under
-``tensorboard/experiment/<exp_id>/trial/<trial_id>/`` (:func:`get_sync_path`), where
-``det tensorboard start`` reads them, after the trial or experiment ended too.
+``tensorboard/<owner>/experiment/<exp_id>/trial/<trial_id>/`` (:func:`get_sync_path`;
+the owner is the master's cluster id, and older experiments keep
+``tensorboard/experiment/...``), where ``det tensorboard start`` reads them, after the
+trial or experiment ended too.
 
 Upstream's names keep their 0.13 parameters: ``build(env, checkpoint_config,
 container_path=None)`` returns a :class:`TensorboardManager` for a ``checkpoint_storage``
@@ -22,6 +24,7 @@ from determined.tensorboard._manager import (
 from determined.tensorboard._paths import (
     ENV_VAR,
     STORAGE_DIR,
+    env_sync_path,
     get_base_path,
     get_sync_path,
     local_event_dir,
@@ -42,6 +45,7 @@ __all__ = [
     "TrialTensorboard",
     "build",
     "build_trial_tensorboard",
+    "env_sync_path",
     "get_base_path",
     "get_sync_path",
     "local_event_dir",

@@ -2,7 +2,12 @@
 
 Locally: ``$DET_TENSORBOARD_DIR`` (set per trial by the platform), with ``-<rank>``
 appended for non-chief ranks. In checkpoint storage:
-``<storage root>/tensorboard/experiment/<exp_id>/trial/<trial_id>/``.
+``<storage root>/tensorboard/<owner>/experiment/<exp_id>/trial/<trial_id>/``, where the
+owner (``TrialEnv.owner``: the master's cluster id, a local records directory's id)
+keeps apart the trials of two masters sharing one storage, which both number
+experiments from 1. Trials without an owner, and those of a master's experiments
+created before owners were added to the path (the master says so in
+``TrialEnv.tensorboard_path``), use ``<storage root>/tensorboard/experiment/...``.
 
 :func:`get_base_path` and :func:`get_sync_path` have upstream 0.13's parameters; the
 platform itself uses :func:`local_event_dir` and :func:`trial_sync_path`.
@@ -15,8 +20,8 @@ import pathlib
 import tempfile
 from typing import Any, Dict, Optional
 
-__all__ = ["ENV_VAR", "STORAGE_DIR", "get_base_path", "get_sync_path", "local_event_dir",
-           "set_platform_dir",
+__all__ = ["ENV_VAR", "STORAGE_DIR", "env_sync_path", "get_base_path", "get_sync_path",
+           "local_event_dir", "set_platform_dir",
            "prepare_base_path", "trial_sync_path"]
 
 #: The environment variable naming the local event-file directory of a trial process.
@@ -94,22 +99,49 @@ def prepare_base_path(env: Any) -> str:
     return local_event_dir(getattr(getattr(env, "distributed", None), "rank", 0))
 
 
-def trial_sync_path(experiment_id: Any, trial_id: Any) -> str:
-    """The trial's event directory relative to the checkpoint storage root."""
-    return os.path.join(STORAGE_DIR, "experiment", str(experiment_id), "trial", str(trial_id))
+def trial_sync_path(experiment_id: Any, trial_id: Any, owner: str = "") -> str:
+    """The trial's event directory relative to the checkpoint storage root, under its
+    ``owner`` where it has one.
+
+    >>> trial_sync_path(3, 7, "5b0e8c2e-1111-2222-3333-444455556666")
+    'tensorboard/5b0e8c2e-1111-2222-3333-444455556666/experiment/3/trial/7'
+    >>> trial_sync_path(3, 7)
+    'tensorboard/experiment/3/trial/7'
+    """
+    if owner and (owner in (".", "..") or "/" in owner or "\\" in owner):
+        raise ValueError(f"Expected an owner id without path separators. Received: {owner!r}")
+    return os.path.join(STORAGE_DIR, *([owner] if owner else []), "experiment",
+                        str(experiment_id), "trial", str(trial_id))
+
+
+def env_sync_path(env: Any) -> str:
+    """A platform trial environment's (``TrialEnv``'s) event directory relative to the
+    checkpoint storage root: the one its master chose (``tensorboard_path``), else
+    :func:`trial_sync_path` under its owner."""
+    chosen = getattr(env, "tensorboard_path", "")
+    if chosen:
+        return str(chosen)
+    return trial_sync_path(env.experiment_id, env.trial_id, getattr(env, "owner", "") or "")
 
 
 def get_sync_path(env: Any) -> pathlib.Path:
     """The trial's event directory relative to the checkpoint storage root, for ``env``
     (a :class:`determined.EnvContext`, or the platform's trial environment).
 
-    Upstream prefixed it with the cluster id; here one storage root serves one master,
-    so the path is ``tensorboard/experiment/<exp>/trial/<trial>`` without it.
+    Upstream prefixed it with the cluster id; here the cluster id (a trial's owner) goes
+    under ``tensorboard/``: ``tensorboard/<owner>/experiment/<exp>/trial/<trial>``, or
+    ``tensorboard/experiment/<exp>/trial/<trial>`` without one (see the module's notes).
     """
+    trial_env = getattr(env, "_trial_env", None)  # an EnvContext made from a TrialEnv
+    if trial_env is not None:
+        env = trial_env
+    if getattr(env, "tensorboard_path", ""):
+        return pathlib.Path(env.tensorboard_path)
+    owner = getattr(env, "owner", "") or getattr(env, "det_cluster_id", "") or ""
     exp = getattr(env, "det_experiment_id", None) or getattr(env, "experiment_id", None)
     trial = getattr(env, "det_trial_id", None) or getattr(env, "trial_id", None)
     if exp in (None, "") or trial in (None, ""):
         raise ValueError("Expected env to carry the experiment and trial ids "
                          "(det_experiment_id/det_trial_id or experiment_id/trial_id). "
                          f"Received: {env!r}")
-    return pathlib.Path(trial_sync_path(exp, trial))
+    return pathlib.Path(trial_sync_path(exp, trial, str(owner)))

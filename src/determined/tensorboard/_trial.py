@@ -18,10 +18,10 @@ from determined.tensorboard._manager import (
 )
 from determined.tensorboard import _paths
 from determined.tensorboard._paths import (
+    env_sync_path,
     get_base_path,
     get_sync_path,
     local_event_dir,
-    trial_sync_path,
 )
 from determined.tensorboard.metric_writers import BatchMetricWriter
 from determined.tensorboard.metric_writers._event_file import EventFileWriter
@@ -91,7 +91,7 @@ def build_trial_tensorboard(env: Any, storage: Any) -> TrialTensorboard:
     storage (a StorageManager; shared-file-system storage has a ``root``)."""
     base = local_event_dir()
     root = getattr(storage, "root", None)
-    sync_path = trial_sync_path(env.experiment_id, env.trial_id)
+    sync_path = env_sync_path(env)
     manager: Optional[TensorboardManager] = None
     if isinstance(root, str) and root:
         manager = SharedFSTensorboardManager(root, base, sync_path)

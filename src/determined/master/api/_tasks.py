@@ -86,8 +86,6 @@ def _run_name(trial: Any) -> str:
 def tensorboard_runs(master: Master, experiment_ids: List[int],
                      trial_ids: List[int]) -> List[Dict[str, Any]]:
     """One run per chosen trial: its name and where its event files are synced."""
-    from determined.tensorboard import trial_sync_path
-
     trials = []
     for exp_id in experiment_ids:
         master.store.get_experiment(exp_id)  # 404
@@ -103,7 +101,8 @@ def tensorboard_runs(master: Master, experiment_ids: List[int],
         storage = exp.config.get("checkpoint_storage") or master.config.checkpoint_storage
         runs.append({"name": _run_name(trial), "trial_id": trial.id,
                      "experiment_id": trial.experiment_id, "storage": storage,
-                     "sync_path": trial_sync_path(trial.experiment_id, trial.id)})
+                     "sync_path": master.tensorboard_paths.sync_path(trial.experiment_id,
+                                                                      trial.id)})
     return runs
 
 

@@ -3,7 +3,11 @@
 A trial killed while writing a checkpoint leaves a ``.partial-*`` scratch directory
 (shared_fs writes there, then renames); one killed between the rename and its report
 leaves a complete checkpoint no record names. Both are removed once they are older
-than a grace period, since a trial on a remote agent may still be writing.
+than a grace period, since a trial on a remote agent may still be writing, and only
+when they are this master's own: another master sharing the storage numbers its
+experiments from 1 too, so both kinds follow the trials' rule of owners
+(:func:`determined.storage.owns_scratch`, :func:`determined.storage.owns_checkpoint`:
+another owner's, and those written before owners were recorded, are kept).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import time
 from typing import Any, Dict, Iterable, List, Optional, Set
 
 from determined.engine import EngineError, check_checkpoint_id
+from determined.storage import owns_checkpoint, owns_scratch
+from determined.storage._owners import SCRATCH_PREFIX
 
 __all__ = ["clean_checkpoint_root", "clean_checkpoint_roots", "GRACE_SECONDS"]
 
@@ -23,22 +29,31 @@ logger = logging.getLogger("determined.master")
 
 #: Entries younger than this may belong to a writer that is still alive.
 GRACE_SECONDS = 600.0
-_SCRATCH_PREFIX = ".partial-"
 
 
-def _experiment_of(path: str) -> Optional[int]:
+def _metadata(path: str) -> Dict[str, Any]:
     try:
         with open(os.path.join(path, "metadata.json"), encoding="utf-8") as f:
-            return int(json.load(f).get("experiment_id"))
-    except (OSError, ValueError, TypeError, AttributeError):
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _experiment_of(meta: Dict[str, Any]) -> Optional[int]:
+    try:
+        return int(meta.get("experiment_id"))  # type: ignore[arg-type]
+    except (ValueError, TypeError):
         return None
 
 
 def clean_checkpoint_root(root: str, registered: Iterable[str], experiment_ids: Set[int],
-                          grace: float = GRACE_SECONDS, now: Optional[float] = None) -> List[str]:
-    """Remove from the shared_fs checkpoint directory ``root``: scratch directories, and
-    complete checkpoints that no record in ``registered`` names but whose metadata.json
-    names one of ``experiment_ids`` (this master's), both older than ``grace`` seconds.
+                          owner: str, grace: float = GRACE_SECONDS,
+                          now: Optional[float] = None) -> List[str]:
+    """Remove from the shared_fs checkpoint directory ``root`` what ``owner`` (this
+    master's cluster id) owns and is older than ``grace`` seconds: scratch directories,
+    and complete checkpoints that no record in ``registered`` names but whose
+    metadata.json names one of ``experiment_ids`` (this master's).
 
     Returns:
         The paths removed.
@@ -57,14 +72,15 @@ def clean_checkpoint_root(root: str, registered: Iterable[str], experiment_ids: 
                 continue
         except OSError:
             continue
-        if name.startswith(_SCRATCH_PREFIX):
-            doomed = True
+        if name.startswith(SCRATCH_PREFIX):
+            doomed = owns_scratch(owner, name)
         else:
             try:
                 check_checkpoint_id(name)
             except EngineError:
                 continue  # not a checkpoint (e.g. tensorboard/)
-            doomed = name not in known and _experiment_of(path) in experiment_ids
+            meta = _metadata(path) if name not in known else {}
+            doomed = _experiment_of(meta) in experiment_ids and owns_checkpoint(owner, meta)
         if doomed:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
@@ -72,10 +88,11 @@ def clean_checkpoint_root(root: str, registered: Iterable[str], experiment_ids: 
     return removed
 
 
-def clean_checkpoint_roots(store: Any, default_storage: Dict[str, Any],
+def clean_checkpoint_roots(store: Any, default_storage: Dict[str, Any], owner: str,
                            grace: float = GRACE_SECONDS) -> None:
     """:func:`clean_checkpoint_root` for every shared_fs root a master's experiments
-    (or its ``default_storage``) use, with the master's ``store`` naming what counts."""
+    (or its ``default_storage``) use, with the master's ``store`` naming what counts
+    and ``owner`` (its cluster id) whose leftovers are its own."""
     exps = store.list_experiments(include_archived=True)
     roots = set()
     for storage in [default_storage] + [e.config.get("checkpoint_storage") or {} for e in exps]:
@@ -84,4 +101,4 @@ def clean_checkpoint_roots(store: Any, default_storage: Dict[str, Any],
                                                     storage.get("storage_path") or "")))
     registered = {c.uuid for c in store.list_checkpoints()}
     for root in sorted(roots):
-        clean_checkpoint_root(root, registered, {e.id for e in exps}, grace=grace)
+        clean_checkpoint_root(root, registered, {e.id for e in exps}, owner, grace=grace)
