@@ -236,7 +236,7 @@ export default function TrialPage() {
         {Object.keys(hp).length === 0 ? <p className="muted hparams" data-testid="hparams">No hyperparameters.</p> : (
           <table className="table hparams" data-testid="hparams">
             <thead><tr><th>Hyperparameter</th><th>Value</th></tr></thead>
-            <tbody>{Object.entries(hp).map(([k, v]) => <tr key={k}><td>{k}</td><td>{typeof v === "object" ? JSON.stringify(v) : String(v)}</td></tr>)}</tbody>
+            <tbody>{Object.entries(hp).map(([k, v]) => <tr key={k}><td>{k}</td><td><HparamValue value={v} /></td></tr>)}</tbody>
           </table>
         )}
       </div>
@@ -356,4 +356,14 @@ function TrialCharts({ trial, names, liveRows, searcherMetric, unit }: {
       <ErrorLine error={error} />
     </section>
   );
+}
+
+/** A hyperparameter's value as the other tables show it (0.01124, not 0.011244503053070964),
+ * the exact value on hover. */
+function HparamValue({ value }: { value: unknown }) {
+  if (typeof value === "number") {
+    const shown = formatNumber(value);
+    return shown === String(value) ? <>{shown}</> : <span title={String(value)}>{shown}</span>;
+  }
+  return <>{typeof value === "object" ? JSON.stringify(value) : String(value)}</>;
 }
