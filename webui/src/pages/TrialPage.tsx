@@ -341,7 +341,11 @@ function TrialCharts({ trial, names, liveRows, searcherMetric, unit }: {
   useEffect(() => {
     if (liveRows.length && !batches) update((d) => appendRows(d, liveRows, [trialRef.current]));
   }, [liveRows, batches, update]);
-  if (!options.length) return <p className="muted">No metrics yet.</p>;
+  if (!options.length) {
+    return <p className="muted" data-testid="trial-chart-empty">{TERMINAL.has(trial.state)
+      ? "No metrics: the trial ended before it reported any."
+      : "No metrics yet: the chart shows them as the trial reports them."}</p>;
+  }
   const s = data?.series[0];
   return (
     <section>
