@@ -10,7 +10,7 @@ import type { Checkpoint, Trial } from "../api";
 import Checkpoints from "../components/Checkpoints";
 import { parcoordsWidth } from "../components/HparamViews";
 import { failureSummary, modelDirPaths } from "../failure";
-import { taskPath } from "../pages/ClusterPage";
+import { agentDetails, taskPath } from "../pages/ClusterPage";
 import { shownWorkloads, WORKLOADS_COLLAPSED } from "../pages/TrialPage";
 import { installFakeMaster, liveChannel, open, removeFakeMaster, routes } from "./fake-master";
 
@@ -108,6 +108,13 @@ describe("cluster page", () => {
     expect(within(slots[2]).queryByRole("link")).toBeNull();
     expect(within(slots[3]).getByRole("link", { name: "task ef56" }).getAttribute("href")).toBe("/tasks?logs=ef56");
     expect(taskPath("a b")).toBe("/tasks?logs=a%20b");
+    // The master's own slots: named once (the heading read "embedded embedded").
+    expect(screen.getByTestId("agent").querySelector("h2")!.textContent!.trim()).toBe("embedded");
+  });
+  it("names a remote agent's type, label, address and whether it is disabled", () => {
+    const agent = { id: "box-1", type: "remote", label: "gpu", address: "10.0.0.2", enabled: false };
+    expect(agentDetails(agent)).toBe("remote · label gpu · 10.0.0.2 · disabled");
+    expect(agentDetails({ ...agent, label: "", address: "", enabled: true })).toBe("remote");
   });
 });
 
