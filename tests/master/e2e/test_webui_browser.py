@@ -495,24 +495,45 @@ DESCRIPTION_WIDTHS = """() => [...document.querySelectorAll('[data-testid=experi
   })"""
 
 
+# Each label's text and how many lines it takes.
+LABEL_LINES = """() => [...document.querySelectorAll('[data-testid=experiment-table] .label')]
+  .map((el) => {
+    const r = document.createRange();
+    r.selectNodeContents(el);
+    return [el.textContent, new Set([...r.getClientRects()].filter((b) => b.width > 0)
+      .map((b) => Math.round(b.top))).size];
+  })"""
+
+
 def test_descriptions_wrap_between_words_on_a_narrow_window(cluster, browser, out_dir):
     """At 800 pixels the description column kept about 85 of them and broke words in two
     ("hyperparam|eters"); it wraps between words (a table too wide for the window scrolls
-    in its own box)."""
+    in its own box). Labels too: the column shrank to a few letters and broke "team:research"
+    in two; a label breaks after its hyphens, and inside a word only when longer than 10em."""
     page, errors = browser
     client, exp_id = cluster["client"], cluster["search"]
-    long = "digits MLP, ASHA search over five hyperparameters"
-    assert client.patch(f"/experiments/{exp_id}", json={"description": long}).status_code == 200
+    long = ("digits MLP, ASHA search over five hyperparameters, the learning rate, dropout,"
+            " momentum, weight decay and the batch size, against validation loss")
+    labels = [INJECTION, "team:research", "hyperparameter-sweep-with-a-long-label"]
+    assert client.patch(f"/experiments/{exp_id}",
+                        json={"description": long, "labels": labels}).status_code == 200
     try:
         page.set_viewport_size({"width": 800, "height": 900})
         open_page(page, cluster["master"].url + "/experiments")
-        page.locator("[data-testid=experiment-table] .desc", has_text=long).wait_for()
+        page.locator("[data-testid=experiment-table] .desc", has_text=long[:40]).wait_for()
+        page.locator("[data-testid=experiment-table] .label", has_text="team:research").wait_for()
         shot(page, out_dir, "experiments-narrow")
         widths = page.evaluate(DESCRIPTION_WIDTHS)
         assert widths and all(box + 0.5 >= word for _, box, word in widths), widths
+        lines = dict(page.evaluate(LABEL_LINES))
+        assert lines["team:research"] == 1 and lines["filler"] == 1, lines
+        assert lines["hyperparameter-sweep-with-a-long-label"] <= 3, lines
+        box = page.get_by_test_id("experiment-table-scroll")
+        assert box.evaluate("e => e.scrollWidth <= e.clientWidth"), "the list scrolls sideways"
     finally:
         page.set_viewport_size({"width": 1400, "height": 900})
-        client.patch(f"/experiments/{exp_id}", json={"description": "tiny search"})
+        client.patch(f"/experiments/{exp_id}",
+                     json={"description": "tiny search", "labels": [INJECTION, "ok"]})
     assert not errors, errors
 
 
