@@ -35,6 +35,9 @@ describe("checkpoints", () => {
     expect(within(table).getByText(/^Saved/).closest("th")!.getAttribute("aria-sort")).toBe("descending");
     fireEvent.click(within(table).getByText(/^Saved/));
     expect(uuids()[0]).toBe("00000001-aaaa-bbbb-cccc-dddddddddddd");
+    // Each state a badge, as the trials table shows trials' states.
+    expect(within(table).getAllByTestId("state").map((b) => [b.textContent, b.className])).toEqual(
+      Array(3).fill(["COMPLETED", "state state-completed"]));
   });
 
   it("collapsed: shows the first rows in the table's order, newest first, with a 'show all' toggle", async () => {
