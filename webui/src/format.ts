@@ -27,13 +27,16 @@ export function formatTime(iso: string | null | undefined): string {
   return parts ? `${parts[0]}, ${parts[1]}` : "";
 }
 
+/** A number to ``digits`` significant digits without trailing zeros: 0.01124, 5.025e-6,
+ * 1e-4 (not 1.000e-4: the zeros said nothing and a round log-axis tick stood out among
+ * its neighbours); integers whole, with thousands separators. */
 export function formatNumber(v: unknown, digits = 4): string {
   if (v == null) return "";
   if (typeof v !== "number") return String(v);
   if (!isFinite(v)) return String(v);
   if (Number.isInteger(v)) return v.toLocaleString("en-US");
   const abs = Math.abs(v);
-  if (abs !== 0 && (abs < 1e-3 || abs >= 1e6)) return v.toExponential(digits - 1);
+  if (abs !== 0 && (abs < 1e-3 || abs >= 1e6)) return v.toExponential(digits - 1).replace(/\.?0+e/, "e");
   return Number(v.toPrecision(digits)).toString();
 }
 

@@ -495,21 +495,86 @@ DESCRIPTION_WIDTHS = """() => [...document.querySelectorAll('[data-testid=experi
   })"""
 
 
+# Each label's text and how many lines it takes.
+LABEL_LINES = """() => [...document.querySelectorAll('[data-testid=experiment-table] .label')]
+  .map((el) => {
+    const r = document.createRange();
+    r.selectNodeContents(el);
+    return [el.textContent, new Set([...r.getClientRects()].filter((b) => b.width > 0)
+      .map((b) => Math.round(b.top))).size];
+  })"""
+
+
 def test_descriptions_wrap_between_words_on_a_narrow_window(cluster, browser, out_dir):
     """At 800 pixels the description column kept about 85 of them and broke words in two
     ("hyperparam|eters"); it wraps between words (a table too wide for the window scrolls
-    in its own box)."""
+    in its own box). Labels too: the column shrank to a few letters and broke "team:research"
+    in two; a label breaks after its hyphens, and inside a word only when longer than 10em."""
     page, errors = browser
     client, exp_id = cluster["client"], cluster["search"]
-    long = "digits MLP, ASHA search over five hyperparameters"
-    assert client.patch(f"/experiments/{exp_id}", json={"description": long}).status_code == 200
+    long = ("digits MLP, ASHA search over five hyperparameters, the learning rate, dropout,"
+            " momentum, weight decay and the batch size, against validation loss")
+    labels = [INJECTION, "team:research", "hyperparameter-sweep-with-a-long-label"]
+    assert client.patch(f"/experiments/{exp_id}",
+                        json={"description": long, "labels": labels}).status_code == 200
     try:
         page.set_viewport_size({"width": 800, "height": 900})
         open_page(page, cluster["master"].url + "/experiments")
-        page.locator("[data-testid=experiment-table] .desc", has_text=long).wait_for()
+        page.locator("[data-testid=experiment-table] .desc", has_text=long[:40]).wait_for()
+        page.locator("[data-testid=experiment-table] .label", has_text="team:research").wait_for()
         shot(page, out_dir, "experiments-narrow")
         widths = page.evaluate(DESCRIPTION_WIDTHS)
         assert widths and all(box + 0.5 >= word for _, box, word in widths), widths
+        lines = dict(page.evaluate(LABEL_LINES))
+        assert lines["team:research"] == 1 and lines["filler"] == 1, lines
+        assert lines["hyperparameter-sweep-with-a-long-label"] <= 3, lines
+        box = page.get_by_test_id("experiment-table-scroll")
+        assert box.evaluate("e => e.scrollWidth <= e.clientWidth"), "the list scrolls sideways"
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 900})
+        client.patch(f"/experiments/{exp_id}",
+                     json={"description": "tiny search", "labels": [INJECTION, "ok"]})
+    assert not errors, errors
+
+
+# Per row: whether its start time's date and time share a line, its best metric's name is
+# on one line, and its description's title, height in lines and whether it is cut.
+LIST_ROWS = """() => [...document.querySelectorAll('[data-testid=experiment-table] tbody tr')]
+  .filter((r) => r.querySelector('.when')).map((r) => {
+    const [date, time] = r.querySelectorAll('.when > span');
+    const desc = r.querySelector('.desc');
+    const name = r.querySelector('.metric-name');
+    const range = (e) => { const r = document.createRange(); r.selectNodeContents(e); return r; };
+    const tops = (e) => new Set([...range(e).getClientRects()].filter((b) => b.width > 0)
+      .map((b) => Math.round(b.top))).size;
+    return {
+      when: date.getBoundingClientRect().top === time.getBoundingClientRect().top,
+      metric: !name || tops(name) === 1,
+      title: desc.title,
+      lines: Math.round(desc.clientHeight / range(desc).getClientRects()[0].height),
+      cut: desc.scrollHeight > desc.clientHeight + 1,
+    };
+  })"""
+
+
+def test_a_long_description_leaves_the_start_time_on_one_line_at_1280(cluster, browser,
+                                                                      out_dir):
+    """At 1280 pixels a long description wrapped the Started column (date above time) and
+    the best metric's name: they keep one line, and the description takes at most three
+    lines, its whole text in its title."""
+    page, errors = browser
+    client, exp_id = cluster["client"], cluster["search"]
+    long = " ".join(["a search over learning rates and dropout, described at length"] * 6)
+    assert client.patch(f"/experiments/{exp_id}", json={"description": long}).status_code == 200
+    try:
+        page.set_viewport_size({"width": 1280, "height": 900})
+        open_page(page, cluster["master"].url + "/experiments")
+        page.locator("[data-testid=experiment-table] .desc", has_text=long[:80]).wait_for()
+        shot(page, out_dir, "experiments-1280-long-description")
+        rows = page.evaluate(LIST_ROWS)
+        assert rows and all(r["when"] and r["metric"] for r in rows), rows
+        described = [r for r in rows if r["title"] == long]
+        assert len(described) == 1 and described[0]["lines"] == 3 and described[0]["cut"], rows
     finally:
         page.set_viewport_size({"width": 1400, "height": 900})
         client.patch(f"/experiments/{exp_id}", json={"description": "tiny search"})
@@ -615,6 +680,54 @@ def test_many_hyperparameters_fit_an_800_pixel_window(cluster, late, browser, ou
         assert table.locator("th", has_text="gradient_clipping_max_norm").get_attribute(
             "aria-sort") == "ascending"
         shot(page, out_dir, "trials-many-hparams-1400")
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 900})
+    assert not errors, errors
+
+
+# Pairs of parallel-coordinates axis titles whose boxes overlap, and titles that leave the
+# chart; then category names left of an axis that reach the axis before it.
+PARCOORDS_CLASHES = """(svg) => {
+  const width = svg.getBoundingClientRect().width;
+  const titles = [...svg.querySelectorAll('text.axis-title')].map((t) => [t.textContent, t.getBBox()]);
+  const out = [];
+  titles.forEach(([a, p], i) => {
+    if (p.x < 0 || p.x + p.width > width) out.push(a + ' leaves the chart');
+    titles.slice(i + 1).forEach(([b, q]) => {
+      if (p.x < q.x + q.width && q.x < p.x + p.width && p.y < q.y + q.height && q.y < p.y + p.height)
+        out.push(a + ' / ' + b);
+    });
+  });
+  const axes = [...svg.querySelectorAll('g[data-axis]')];
+  axes.forEach((g, i) => {
+    if (!i) return;
+    const before = Number(axes[i - 1].querySelector('line').getAttribute('x1'));
+    for (const t of g.querySelectorAll('text.tick'))
+      if (t.getBBox().x < before) out.push(t.textContent + ' reaches ' + axes[i - 1].dataset.axis);
+  });
+  return out;
+}"""
+
+
+def test_long_hyperparameter_names_do_not_overlap_in_parallel_coordinates(cluster, late, browser,
+                                                                           out_dir):
+    """The parallel-coordinates titles of long hyperparameter names ran into each other (at
+    1280 pixels too): they take two rows when they must, cut to their room (the whole name
+    on hover); category names keep clear of the axis before theirs."""
+    page, errors = browser
+    client, exp_id = cluster["client"], late["wide"]
+    wait_for_state(client, exp_id, ["COMPLETED"], timeout=300)
+    try:
+        for width in (1280, 800):
+            page.set_viewport_size({"width": width, "height": 900})
+            open_page(page, cluster["master"].url + f"/experiments/{exp_id}?tab=hyperparameters")
+            chart = page.get_by_test_id("parallel-coordinates")
+            chart.locator("path.line").first.wait_for()
+            shot(page, out_dir, f"parallel-coordinates-{width}")
+            clashes = chart.evaluate(PARCOORDS_CLASHES)
+            assert not clashes, (width, clashes)
+            for cut in chart.locator("text.axis-title[data-full]").all():
+                assert cut.locator("title").text_content() == cut.get_attribute("data-full")
     finally:
         page.set_viewport_size({"width": 1400, "height": 900})
     assert not errors, errors

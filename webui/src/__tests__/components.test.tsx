@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { installFakeMaster, removeFakeMaster, routes } from "./fake-master";
 import Table from "../components/Table";
 import { Labels } from "../components/Bits";
 import Logs from "../components/Logs";
@@ -27,10 +28,17 @@ describe("user text is text", () => {
     expect(container.textContent).toContain("<script>window.__pwned=1</script>");
     expect((window as any).__pwned).toBeUndefined();
   });
-  it("renders log lines as text", () => {
-    const live = [{ id: 1, timestamp: "", line: "<b>bold</b> & <script>x()</script>" }];
-    const { container } = render(<Logs trialId={1} live={live} />);
-    expect(container.querySelector("b")).toBeNull();
-    expect(screen.getByTestId("trial-logs").textContent).toContain("<b>bold</b> & <script>x()</script>");
+  it("renders log lines as text, the tail's and the live ones", async () => {
+    installFakeMaster();
+    try {
+      routes["GET /api/v1/trials/1/logs"] = () => [200, { logs: [{ id: 1, timestamp: "", line: "<i>tail</i>" }] }];
+      const live = [{ id: 2, timestamp: "", line: "<b>bold</b> & <script>x()</script>" }];
+      const { container } = render(<Logs trialId={1} live={live} />);
+      await screen.findByText("<i>tail</i>"); // the tail merged with the live line
+      expect(container.querySelector("b, i, script")).toBeNull();
+      expect(screen.getByTestId("trial-logs").textContent).toBe("<i>tail</i><b>bold</b> & <script>x()</script>");
+    } finally {
+      removeFakeMaster();
+    }
   });
 });

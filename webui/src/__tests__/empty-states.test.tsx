@@ -45,6 +45,23 @@ describe("an experiment with no validation", () => {
   });
 });
 
+describe("an experiment's curves tab without metrics", () => {
+  it("says there are no learning curves and why, not only a disabled menu", async () => {
+    serveExperiment("ERROR");
+    await shown("/experiments/3");
+    expect((await screen.findByTestId("curves-empty")).textContent).toBe(
+      "No learning curves: no trial reported a metric before the experiment ended.");
+    expect((screen.getByLabelText("metric") as HTMLSelectElement).options[0].textContent).toBe("no metrics");
+  });
+  it("says they come while it runs", async () => {
+    serveExperiment("ACTIVE");
+    await shown("/experiments/3");
+    expect((await screen.findByTestId("curves-empty")).textContent).toBe(
+      "No learning curves yet: they show here as trials report training and validation metrics.");
+    expect((screen.getByLabelText("metric") as HTMLSelectElement).options[0].textContent).toBe("no metrics yet");
+  });
+});
+
 describe("a trial with no hyperparameters", () => {
   it("says so instead of an empty table", async () => {
     serveExperiment("ERROR");
@@ -58,6 +75,8 @@ describe("a trial with no hyperparameters", () => {
     const hp = await screen.findByTestId("hparams");
     expect(hp.textContent).toBe("No hyperparameters.");
     expect(hp.tagName).toBe("P");
+    // Nor metrics: it ended before it reported any (it said "No metrics yet.").
+    expect((await screen.findByTestId("trial-chart-empty")).textContent).toBe("No metrics: the trial ended before it reported any.");
   });
 });
 

@@ -10,7 +10,7 @@ import type { Checkpoint, Trial } from "../api";
 import Checkpoints from "../components/Checkpoints";
 import { parcoordsWidth } from "../components/HparamViews";
 import { failureSummary, modelDirPaths } from "../failure";
-import { taskPath } from "../pages/ClusterPage";
+import { agentDetails, taskPath } from "../pages/ClusterPage";
 import { shownWorkloads, WORKLOADS_COLLAPSED } from "../pages/TrialPage";
 import { installFakeMaster, liveChannel, open, removeFakeMaster, routes } from "./fake-master";
 
@@ -35,6 +35,9 @@ describe("checkpoints", () => {
     expect(within(table).getByText(/^Saved/).closest("th")!.getAttribute("aria-sort")).toBe("descending");
     fireEvent.click(within(table).getByText(/^Saved/));
     expect(uuids()[0]).toBe("00000001-aaaa-bbbb-cccc-dddddddddddd");
+    // Each state a badge, as the trials table shows trials' states.
+    expect(within(table).getAllByTestId("state").map((b) => [b.textContent, b.className])).toEqual(
+      Array(3).fill(["COMPLETED", "state state-completed"]));
   });
 
   it("collapsed: shows the first rows in the table's order, newest first, with a 'show all' toggle", async () => {
@@ -108,6 +111,13 @@ describe("cluster page", () => {
     expect(within(slots[2]).queryByRole("link")).toBeNull();
     expect(within(slots[3]).getByRole("link", { name: "task ef56" }).getAttribute("href")).toBe("/tasks?logs=ef56");
     expect(taskPath("a b")).toBe("/tasks?logs=a%20b");
+    // The master's own slots: named once (the heading read "embedded embedded").
+    expect(screen.getByTestId("agent").querySelector("h2")!.textContent!.trim()).toBe("embedded");
+  });
+  it("names a remote agent's type, label, address and whether it is disabled", () => {
+    const agent = { id: "box-1", type: "remote", label: "gpu", address: "10.0.0.2", enabled: false };
+    expect(agentDetails(agent)).toBe("remote · label gpu · 10.0.0.2 · disabled");
+    expect(agentDetails({ ...agent, label: "", address: "", enabled: true })).toBe("remote");
   });
 });
 

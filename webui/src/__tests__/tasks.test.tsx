@@ -38,11 +38,17 @@ describe("applyTaskEvent", () => {
 });
 
 describe("task logs", () => {
-  it("renders a task's lines as text", () => {
-    const live = [{ id: 1, timestamp: "", line: "<img src=x onerror=alert(1)> done" }];
+  beforeEach(installFakeMaster);
+  afterEach(removeFakeMaster);
+
+  it("renders a task's lines as text, the tail's and the live ones", async () => {
+    routes["GET /api/v1/tasks/a1/logs"] = () => [200, { logs: [{ id: 1, timestamp: "", line: "<u>started</u>" }] }];
+    const live = [{ id: 2, timestamp: "", line: "<img src=x onerror=alert(1)> done" }];
     const { container } = render(<Logs taskId="a1" live={live} />);
-    expect(container.querySelector("img")).toBeNull();
-    expect(screen.getByTestId("task-logs").textContent).toContain("<img src=x onerror=alert(1)> done");
+    await screen.findByText("<u>started</u>");
+    expect(container.querySelector("img, u")).toBeNull();
+    expect(screen.getByTestId("task-logs").textContent).toBe("<u>started</u><img src=x onerror=alert(1)> done");
+    expect(callsTo("/api/v1/tasks/a1/logs")[0].url.searchParams.get("tail")).toBe("1000");
   });
 });
 

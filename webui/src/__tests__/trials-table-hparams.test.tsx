@@ -56,7 +56,7 @@ describe("trials table hyperparameters", () => {
     expect(pairs).toHaveLength(2);
     expect([...pairs[0].querySelectorAll(".hp-pair")].map((p) => p.textContent)).toEqual([
       "global_batch_size 16", "lr 0.1", "dropout 0.2", "optimizer.name sgd", "optimizer.momentum_coefficient 0.9",
-      "learning_rate_warmup_schedule linear-warmup-then-cosine-decay", "weight_decay_regularization 1.000e-4",
+      "learning_rate_warmup_schedule linear-warmup-then-cosine-decay", "weight_decay_regularization 1e-4",
       "data_augmentation_policy random-resized-crop-and-horizontal-flip"]);
     // Each one's own column stays (wide windows), sortable, as do the metric, state and batches.
     expect(header("optimizer.momentum_coefficient").className).toBe("sortable wrap hp-column");
@@ -81,7 +81,7 @@ describe("trials table hyperparameters", () => {
     const table = await screen.findByTestId("trials-table");
     expect(screen.getByTestId("constant-hparams").textContent).toBe(
       "same in every trial: global_batch_size=16, dropout=0.2, optimizer.momentum_coefficient=0.9, "
-      + "learning_rate_warmup_schedule=linear-warmup-then-cosine-decay, weight_decay_regularization=1.000e-4, "
+      + "learning_rate_warmup_schedule=linear-warmup-then-cosine-decay, weight_decay_regularization=1e-4, "
       + "data_augmentation_policy=random-resized-crop-and-horizontal-flip");
     const headers = within(table).getAllByRole("columnheader").map((h) => h.textContent?.replace(/ [▲▼]$/, ""));
     expect(headers.slice(-2)).toEqual(["lr", "optimizer.name"]);  // two vary: a column each, not folded

@@ -4,7 +4,7 @@ import { Link } from "react-router";
 import { api, authHeaders, type Checkpoint } from "../api";
 import { formatBytes, formatNumber, stepsTitle, validationMetrics } from "../format";
 import Table, { type Column } from "./Table";
-import { Breakable, BreakableId, ErrorLine, Metadata, When } from "./Bits";
+import { Breakable, BreakableId, ErrorLine, Metadata, StateBadge, When } from "./Bits";
 
 /** Where a checkpoint's files are downloaded from (a tar, through the master). */
 export const downloadPath = (uuid: string) => `/api/v1/checkpoints/${uuid}/download`;
@@ -71,7 +71,8 @@ export default function Checkpoints({ experimentId, trialId, metric, version = "
     ...(trialId == null ? [{ key: "trial", title: "Trial", value: (c: Checkpoint) => c.trial_id,
       render: (c: Checkpoint) => <Link to={`/experiments/${c.experiment_id}/trials/${c.trial_id}`}>{c.trial_id}</Link> }] : []),
     { key: "batches", title: stepsTitle(unit), value: (c) => c.total_batches },
-    { key: "state", title: "State", value: (c) => c.state },
+    // A badge, as trials and experiments show their states (it was bare text).
+    { key: "state", title: "State", value: (c) => c.state, render: (c) => <StateBadge state={c.state} /> },
     { key: "size", title: "Size", value: size, render: (c) => formatBytes(size(c)) },
     { key: "metric", title: <Breakable text={metric} />, value: value, className: "wrap", render: (c) => formatNumber(value(c)) },
     { key: "metadata", title: "Metadata", value: (c) => JSON.stringify(c.metadata ?? {}), sortable: false, className: "wrap",

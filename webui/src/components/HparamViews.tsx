@@ -2,7 +2,7 @@
  * against each hyperparameter), a contour plot of two hyperparameters, and importance.
  * Every axis has ticks; hyperparameters of type ``log`` get log axes; hovering a line or
  * point shows the trial's hyperparameters and metric. */
-import { useEffect, useMemo, useRef, useState, type MouseEvent as ReactMouseEvent, type ReactNode } from "react";
+import { useEffect, useMemo, useRef, useState, type MouseEvent as ReactMouseEvent, type ReactNode, type SVGProps } from "react";
 import { formatNumber } from "../format";
 
 export interface HpPoint {
@@ -160,14 +160,89 @@ function hoverAt(e: ReactMouseEvent, point: HpPoint): Hover {
   return { x: e.clientX - box.left, y: e.clientY - box.top, point };
 }
 
-/** An axis's tick labels; ``length`` (pixels) for a horizontal axis, whose labels sit side
- * by side and must not overlap (a category is always labelled). */
-function AxisTicks({ axis, place, length }: { axis: Axis; place: (t: number) => { x: number; y: number; anchor: "start" | "end" | "middle" }; length?: number }): ReactNode {
+/** About how many pixels a character of a tick label (10 px) and of an axis title (11 px,
+ * bold) takes: a little more than most do, so that estimated room is real room. */
+export const TICK_CHAR_PX = 6.2;
+export const TITLE_CHAR_PX = 7;
+
+/** ``text`` cut to about ``maxPx`` pixels with an ellipsis (keeping at least its first
+ * character); whole when it fits. */
+export function fitText(text: string, maxPx: number, charPx: number): string {
+  const room = Math.floor(maxPx / charPx);
+  if (text.length <= room) return text;
+  return `${text.slice(0, Math.max(1, room - 1))}…`;
+}
+
+/** SVG text cut to ``maxPx`` pixels; a cut one shows its whole text on hover (its
+ * ``<title>``) and keeps it in ``data-full``. */
+function SvgLabel({ text, maxPx, charPx, ...attrs }: { text: string; maxPx: number; charPx: number } & SVGProps<SVGTextElement>) {
+  const shown = fitText(text, maxPx, charPx);
+  if (shown === text) return <text {...attrs}>{text}</text>;
+  return <text {...attrs} data-full={text}><title>{text}</title>{shown}</text>;
+}
+
+/** The room of labels side by side at ``xs`` (ascending) inside ``[lo, hi]``: each one's
+ * span reaches halfway to its neighbours, less ``gap`` between them. */
+export function labelRooms(xs: number[], lo: number, hi: number, gap = 6): [number, number][] {
+  return xs.map((x, i) => [
+    i > 0 ? (xs[i - 1] + x) / 2 + gap / 2 : lo,
+    i + 1 < xs.length ? (x + xs[i + 1]) / 2 - gap / 2 : hi,
+  ]);
+}
+
+/** Where a label about ``width`` pixels wide, centred at ``x`` where it can be, goes to stay
+ * inside ``[lo, hi]``. */
+function centreWithin(x: number, width: number, lo: number, hi: number): number {
+  return Math.min(Math.max(x, lo + width / 2), Math.max(lo + width / 2, hi - width / 2));
+}
+
+/** An axis's tick labels. A vertical axis's category names are cut to ``maxPx`` (labels
+ * left of an axis ran into the axis before it). A horizontal axis ``length`` pixels long
+ * has its labels side by side, inside ``bounds`` (its picture's edges cut them): round
+ * numbers that would overlap give way, and each category name is cut to its share. */
+function AxisTicks({ axis, place, length, bounds, maxPx = Infinity }: {
+  axis: Axis;
+  place: (t: number) => { x: number; y: number; anchor: "start" | "end" | "middle" };
+  length?: number;
+  bounds?: [number, number];
+  maxPx?: number;
+}): ReactNode {
   const ticks = axisTicks(axis);
-  return (length == null || axis.categorical ? ticks : spacedTicks(ticks, length)).map((t) => {
-    const p = place(t.pos);
-    return <text key={`${t.label}-${t.pos}`} x={p.x} y={p.y} textAnchor={p.anchor} className="tick">{t.label}</text>;
+  const shown = length == null || axis.categorical ? ticks : spacedTicks(ticks, length);
+  const [lo, hi] = bounds ?? [-Infinity, Infinity];
+  const places = shown.map((t) => place(t.pos));
+  const horizontal = length != null && places.every((p) => p.anchor === "middle");
+  // Side by side, a category name keeps to its share of the axis; a number (spaced
+  // already) only to the picture.
+  const rooms = horizontal && axis.categorical ? labelRooms(places.map((p) => p.x), lo, hi) : shown.map((): [number, number] => [lo, hi]);
+  return shown.map((t, i) => {
+    const p = places[i];
+    const [from, to] = rooms[i];
+    const room = axis.categorical ? Math.min(maxPx, to - from) : Infinity;
+    const text = fitText(t.label, room, TICK_CHAR_PX);
+    const x = horizontal ? centreWithin(p.x, text.length * TICK_CHAR_PX, from, to) : p.x;
+    return <SvgLabel key={`${t.label}-${t.pos}`} text={t.label} maxPx={room} charPx={TICK_CHAR_PX} x={x} y={p.y} textAnchor={p.anchor} className="tick" />;
   });
+}
+
+/** The axis titles of a parallel-coordinates chart: where each title goes (``x``, centre)
+ * and how many pixels it may take (``maxPx``), on one row when every title fits between its
+ * neighbours (``xs``: the axes' positions; ``width``: the chart's), else on two (alternate
+ * axes), each title taking up to the room its two neighbours on its row leave, cut to it.
+ * With many long names the titles ran into each other. */
+export function axisTitleLayout(titles: string[], xs: number[], width: number, charPx = TITLE_CHAR_PX): { rows: 1 | 2; row: number[]; x: number[]; maxPx: number[] } {
+  const place = (step: number) => titles.map((t, i) => {
+    // The room between this title's neighbours on its row (every ``step``-th axis).
+    const row = xs.filter((_, j) => j % step === i % step);
+    const [left, right] = labelRooms(row, 2, width - 2)[Math.floor(i / step)];
+    const maxPx = Math.max(charPx, right - left);
+    const shown = fitText(t, maxPx, charPx).length * charPx;
+    return { x: centreWithin(xs[i], shown, left, right), maxPx, fits: t.length * charPx <= maxPx };
+  });
+  const one = place(1);
+  const layout = one.every((p) => p.fits) ? one : place(2);
+  const rows = layout === one ? 1 : 2;
+  return { rows, row: titles.map((_, i) => (rows === 2 ? i % 2 : 0)), x: layout.map((p) => p.x), maxPx: layout.map((p) => p.maxPx) };
 }
 
 /** The parallel-coordinates chart's width: 150 pixels an axis (at least 520), narrowed to
@@ -212,8 +287,12 @@ export function ParallelCoordinates({ points, names, logNames, metricName, small
   if (!withMetric.length) return <p className="muted">No trial has reported {metricName} yet.</p>;
   const W = parcoordsWidth(axes.length, box.width);
   const H = 320;
-  const pad = { l: 50, r: 70, t: 30, b: 20 };
-  const x = (i: number) => pad.l + (i * (W - pad.l - pad.r)) / Math.max(1, axes.length - 1);
+  const titles = axes.map((a) => `${a.name}${a.log ? " (log)" : ""}`);
+  const spread = (l: number, r: number) => axes.map((_, i) => l + (i * (W - l - r)) / Math.max(1, axes.length - 1));
+  const titleAt = axisTitleLayout(titles, spread(50, 70), W);
+  const pad = { l: 50, r: 70, t: titleAt.rows === 2 ? 44 : 30, b: 20 };
+  const xs = spread(pad.l, pad.r);
+  const x = (i: number) => xs[i];
   const y = (t: number) => pad.t + (1 - t) * (H - pad.t - pad.b);
   const tOf = (clientY: number, svg: SVGSVGElement) => {
     const r = svg.getBoundingClientRect();
@@ -268,8 +347,9 @@ export function ParallelCoordinates({ points, names, logNames, metricName, small
           return (
             <g key={a.name} data-axis={a.name}>
               <line x1={x(i)} x2={x(i)} y1={y(0)} y2={y(1)} stroke="#555" />
-              <text x={x(i)} y={16} textAnchor="middle" className="axis-title">{a.name}{a.log ? " (log)" : ""}</text>
-              <AxisTicks axis={a} place={(t) => ({ x: x(i) - 5, y: y(t) + 3, anchor: "end" })} />
+              <SvgLabel text={titles[i]} maxPx={titleAt.maxPx[i]} charPx={TITLE_CHAR_PX} x={titleAt.x[i]} y={16 + 14 * titleAt.row[i]}
+                textAnchor="middle" className="axis-title" />
+              <AxisTicks axis={a} place={(t) => ({ x: x(i) - 5, y: y(t) + 3, anchor: "end" })} maxPx={i ? x(i) - x(i - 1) - 10 : x(i) - 7} />
               {axisTicks(a).map((t) => <line key={t.pos} x1={x(i) - 3} x2={x(i)} y1={y(t.pos)} y2={y(t.pos)} stroke="#555" />)}
               {b && <rect className="brush" x={x(i) - 7} width={14} y={y(b[1])} height={Math.max(1, y(b[0]) - y(b[1]))} />}
               <rect className="brush-handle" data-testid={`brush-${a.name}`} x={x(i) - 10} width={20} y={y(1)} height={y(0) - y(1)} fill="transparent"
@@ -304,7 +384,7 @@ export function SlicePlots({ points, names, logNames, metricName, smallerIsBette
           <text x={4} y={12} className="axis-title">{metricName}</text>
           <rect x={pad.l} y={pad.t} width={W - pad.l - pad.r} height={H - pad.t - pad.b} fill="none" stroke="#ccc" />
           <AxisTicks axis={mAxis} place={(t) => ({ x: pad.l - 4, y: py(t) + 3, anchor: "end" })} />
-          <AxisTicks axis={a} place={(t) => ({ x: px(t), y: H - pad.b + 13, anchor: "middle" })} length={W - pad.l - pad.r - 12} />
+          <AxisTicks axis={a} place={(t) => ({ x: px(t), y: H - pad.b + 13, anchor: "middle" })} length={W - pad.l - pad.r - 12} bounds={[2, W - 2]} />
           {withMetric.map((p) => {
             const t = axisPosition(mAxis, p.metric);
             return (
@@ -380,8 +460,8 @@ export function ContourPlot({ points, names, logNames, metricName, smallerIsBett
           <rect key={`${i}-${j}`} x={px(i / n)} y={py((j + 1) / n)} width={side / n + 0.5} height={side / n + 0.5} fill={colorOf(v)} fillOpacity={0.55} />
         )))}
         <rect x={pad.l} y={pad.t} width={side} height={side} fill="none" stroke="#888" />
-        <AxisTicks axis={ax} place={(t) => ({ x: px(t), y: pad.t + side + 13, anchor: "middle" })} length={side} />
-        <AxisTicks axis={ay} place={(t) => ({ x: pad.l - 4, y: py(t) + 3, anchor: "end" })} />
+        <AxisTicks axis={ax} place={(t) => ({ x: px(t), y: pad.t + side + 13, anchor: "middle" })} length={side} bounds={[2, S + 88]} />
+        <AxisTicks axis={ay} place={(t) => ({ x: pad.l - 4, y: py(t) + 3, anchor: "end" })} maxPx={pad.l - 22} />
         <text x={pad.l + side / 2} y={pad.t + side + 32} textAnchor="middle" className="axis-title">{xName}{ax.log ? " (log)" : ""}</text>
         <text x={10} y={pad.t + side / 2} className="axis-title" transform={`rotate(-90 10 ${pad.t + side / 2})`} textAnchor="middle">{yName}{ay.log ? " (log)" : ""}</text>
         {withMetric.map((p) => (

@@ -48,7 +48,7 @@ export default function ClusterPage() {
       </p>
       {data.agents.map((a) => (
         <section key={a.id} className="agent" data-testid="agent">
-          <h2>{a.id} <small className="muted">{a.type}{a.label ? ` · label ${a.label}` : ""}{a.address ? ` · ${a.address}` : ""}{a.enabled ? "" : " · disabled"}</small></h2>
+          <h2>{a.id} <small className="muted">{agentDetails(a)}</small></h2>
           <div className="slots">
             {a.slot_tasks.map((s) => (
               <div key={s.slot_id} className={`slot ${s.task ? "busy" : "free"}`} data-testid="slot">
@@ -68,4 +68,11 @@ export default function ClusterPage() {
       ))}
     </div>
   );
+}
+
+/** What the heading says of an agent after its id: its type (unless the id says it: the
+ * master's own slots read "embedded embedded"), label, address, and whether it is disabled. */
+export function agentDetails(a: { id: string; type: string; label: string; address: string; enabled: boolean }): string {
+  return [a.type !== a.id ? a.type : "", a.label ? `label ${a.label}` : "", a.address, a.enabled ? "" : "disabled"]
+    .filter(Boolean).join(" · ");
 }

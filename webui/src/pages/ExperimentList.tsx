@@ -121,7 +121,7 @@ export default function ExperimentList() {
     { key: "id", title: "ID", value: (e) => e.id, render: (e) => <Link to={`/experiments/${e.id}`}>{e.id}</Link> },
     { key: "description", title: "Description", value: (e) => e.description,
       render: (e) => <>
-        <Link to={`/experiments/${e.id}`} className="desc">{e.description || <span className="muted">(none)</span>}</Link>
+        <Link to={`/experiments/${e.id}`} className="desc" title={e.description || undefined}>{e.description || <span className="muted">(none)</span>}</Link>
         {/* Below 1000 pixels the Owner column goes: its owner shows under the description. */}
         <div className="muted narrow-only" data-testid="row-owner"><small>{e.owner}</small></div>
       </> },
@@ -132,7 +132,7 @@ export default function ExperimentList() {
     { key: "num_trials", title: "Trials", value: (e) => e.num_trials },
     { key: "best_metric", title: "Best metric", value: (e) => e.best_metric,
       className: "wrap",
-      render: (e) => e.best_metric == null ? "" : <span title={e.metric}><span className="nowrap">{formatNumber(e.best_metric)}</span> <small className="muted"><Breakable text={e.metric} /></small></span> },
+      render: (e) => e.best_metric == null ? "" : <span title={e.metric}><span className="nowrap">{formatNumber(e.best_metric)}</span> <small className="muted metric-name"><Breakable text={e.metric} /></small></span> },
     { key: "start_time", title: "Started", value: (e) => e.start_time, className: "wrap", render: (e) => <When iso={e.start_time} /> },
     // Below 1000 pixels the list fits its window without it (the start time and state say much).
     { key: "duration", title: "Duration", value: (e) => e.duration, className: "wide-only", render: (e) => formatDuration(e.duration) },

@@ -28,12 +28,13 @@ export function bestTrial(trials: Trial[], smallerIsBetter: boolean): Trial | nu
   return best;
 }
 
-/** The curves' metric ("validation:loss"); a disabled "no metrics yet" before any. */
-export function MetricPicker({ options, value, onChange }: { options: string[]; value: string | null; onChange: (key: string) => void }) {
+/** The curves' metric ("validation:loss"); a disabled "no metrics yet" before any ("no
+ * metrics" once the experiment ``ended``). */
+export function MetricPicker({ options, value, onChange, ended = false }: { options: string[]; value: string | null; onChange: (key: string) => void; ended?: boolean }) {
   return (
     <label>metric{" "}
       <select aria-label="metric" value={value ?? ""} disabled={options.length === 0} onChange={(e) => onChange(e.target.value)}>
-        {options.length === 0 && <option value="">no metrics yet</option>}
+        {options.length === 0 && <option value="">{ended ? "no metrics" : "no metrics yet"}</option>}
         {options.map((m) => <option key={m} value={m}>{m.replace(":", ": ")}</option>)}
       </select>
     </label>
@@ -170,8 +171,13 @@ export default function ExperimentPage() {
       </nav>
       {tab === "curves" && (
         <section>
-          <MetricPicker options={metricOptions} value={chosen} onChange={setMetricKey} />
-          {metricOptions.length > 0 && <Curves data={curves.data} trials={exp.trials} bestTrialId={best?.id ?? null} unit={exp.step_unit} />}
+          <MetricPicker options={metricOptions} value={chosen} onChange={setMetricKey} ended={TERMINAL.has(exp.state)} />
+          {metricOptions.length > 0 ? <Curves data={curves.data} trials={exp.trials} bestTrialId={best?.id ?? null} unit={exp.step_unit} /> : (
+            // The tab showed a disabled menu and nothing else.
+            <p className="muted" data-testid="curves-empty">{TERMINAL.has(exp.state)
+              ? "No learning curves: no trial reported a metric before the experiment ended."
+              : "No learning curves yet: they show here as trials report training and validation metrics."}</p>
+          )}
           <ErrorLine error={curves.error} />
         </section>
       )}

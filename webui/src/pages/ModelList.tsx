@@ -53,7 +53,7 @@ export default function ModelList() {
   const columns: Column<RegistryModel>[] = [
     { key: "name", title: "Name", value: (m) => m.name, render: (m) => <Link to={modelPath(m.name)}>{m.name}</Link> },
     { key: "description", title: "Description", value: (m) => m.description,
-      render: (m) => <span className="desc">{m.description || <span className="muted">(none)</span>}</span> },
+      render: (m) => <span className="desc" title={m.description || undefined}>{m.description || <span className="muted">(none)</span>}</span> },
     { key: "num_versions", title: "Versions", value: (m) => m.num_versions, sortable: false },
     { key: "last_updated_time", title: "Last updated", value: (m) => m.last_updated_time, render: (m) => formatTime(m.last_updated_time) },
     { key: "creation_time", title: "Created", value: (m) => m.creation_time, render: (m) => formatTime(m.creation_time) },

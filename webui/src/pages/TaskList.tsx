@@ -89,7 +89,7 @@ export default function TaskList() {
     { key: "kind", title: "Kind", value: (t) => t.kind },
     { key: "description", title: "Description", value: (t) => t.description,
       className: "wrap",
-      render: (t) => t.description ? <span className="desc">{t.description}</span> : <span className="muted">(none)</span> },
+      render: (t) => t.description ? <span className="desc" title={t.description}>{t.description}</span> : <span className="muted">(none)</span> },
     { key: "owner", title: "Owner", value: (t) => t.owner },
     { key: "state", title: "State", value: (t) => t.state, className: "wrap", // a waiting note wraps
       render: (t) => (

@@ -236,7 +236,7 @@ export default function TrialPage() {
         {Object.keys(hp).length === 0 ? <p className="muted hparams" data-testid="hparams">No hyperparameters.</p> : (
           <table className="table hparams" data-testid="hparams">
             <thead><tr><th>Hyperparameter</th><th>Value</th></tr></thead>
-            <tbody>{Object.entries(hp).map(([k, v]) => <tr key={k}><td>{k}</td><td>{typeof v === "object" ? JSON.stringify(v) : String(v)}</td></tr>)}</tbody>
+            <tbody>{Object.entries(hp).map(([k, v]) => <tr key={k}><td>{k}</td><td><HparamValue value={v} /></td></tr>)}</tbody>
           </table>
         )}
       </div>
@@ -341,7 +341,11 @@ function TrialCharts({ trial, names, liveRows, searcherMetric, unit }: {
   useEffect(() => {
     if (liveRows.length && !batches) update((d) => appendRows(d, liveRows, [trialRef.current]));
   }, [liveRows, batches, update]);
-  if (!options.length) return <p className="muted">No metrics yet.</p>;
+  if (!options.length) {
+    return <p className="muted" data-testid="trial-chart-empty">{TERMINAL.has(trial.state)
+      ? "No metrics: the trial ended before it reported any."
+      : "No metrics yet: the chart shows them as the trial reports them."}</p>;
+  }
   const s = data?.series[0];
   return (
     <section>
@@ -356,4 +360,14 @@ function TrialCharts({ trial, names, liveRows, searcherMetric, unit }: {
       <ErrorLine error={error} />
     </section>
   );
+}
+
+/** A hyperparameter's value as the other tables show it (0.01124, not 0.011244503053070964),
+ * the exact value on hover. */
+function HparamValue({ value }: { value: unknown }) {
+  if (typeof value === "number") {
+    const shown = formatNumber(value);
+    return shown === String(value) ? <>{shown}</> : <span title={String(value)}>{shown}</span>;
+  }
+  return <>{typeof value === "object" ? JSON.stringify(value) : String(value)}</>;
 }
