@@ -289,6 +289,19 @@ def test_pause_shows_paused_and_stops_running_trials() -> None:
     assert sim.finished == "COMPLETED"
 
 
+def test_trials_of_an_experiment_created_paused_show_paused() -> None:
+    core = ExperimentCore(make_config("random", max_trials=2))
+    effects = core.start(activate=False)
+    for rid in (1, 2):
+        created = effects.index(next(e for e in effects if isinstance(e, engine.CreateTrial)
+                                     and e.request_id == rid))
+        assert engine.UpdateTrial(rid, {"state": "PAUSED"}) in effects[created + 1:]
+    sim = Sim(core)
+    sim.apply(effects)
+    assert core.schedulable() == []
+    assert engine.UpdateTrial(1, {"state": "ACTIVE"}) in core.activate()
+
+
 def test_killed_trial_log_says_killed() -> None:
     core, sim = new(make_config("random", max_trials=2))
     sim.start(1)

@@ -193,10 +193,11 @@ class ExperimentCore(ScriptTrials):
         t = CoreTrial(op.request_id, copy.deepcopy(op.hparams), op.trial_seed,
                       op.checkpoint_of, warm_start=warm, arrival=len(self.trials) + 1)
         self.trials[op.request_id] = t
-        t.shown_state = recorded_trial_state(t.state, self.state)
+        # The record starts ACTIVE (t.shown_state's default); a paused experiment's new
+        # trial is then shown PAUSED.
         out: List[fx.Effect] = [
             fx.CreateTrial(t.request_id, t.hparams, t.seed, t.checkpoint_of, warm),
-            fx.LaunchTrial(t.request_id)]
+            *self._show(t), fx.LaunchTrial(t.request_id)]
         return out + self._apply(self.searcher.on_trial_created(op.request_id))
 
     # ------------------------------------------------------------------ scheduling view

@@ -116,7 +116,7 @@ def test_paused_experiment_lifecycle_and_409s(api, tiny_dir):
     exp_id = r.json()["id"]
     exp = api.get(f"/experiments/{exp_id}").json()
     assert exp["state"] == "PAUSED" and len(exp["trials"]) == 1
-    assert exp["trials"][0]["state"] == "ACTIVE" and exp["trials"][0]["total_batches"] == 0
+    assert exp["trials"][0]["state"] == "PAUSED" and exp["trials"][0]["total_batches"] == 0
     assert api.post(f"/experiments/{exp_id}/archive").status_code == 409
     assert api.post(f"/experiments/{exp_id}/cancel").json()["state"] == "CANCELED"
     r = api.post(f"/experiments/{exp_id}/activate")
