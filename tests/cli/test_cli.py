@@ -1,5 +1,7 @@
 """The ``det`` command line, run as a real process."""
 
+import pytest
+
 from det_cli_testing import run_det
 
 
@@ -79,3 +81,23 @@ def test_yaml_errors_give_the_position_not_the_parsers_echo(tiny_dir, tmp_path):
         assert ("line 4, column 1: expected ',' or ']', but got '<stream end>' (while "
                 "parsing a flow sequence from line 3, column 11)") in out.stderr, out.stderr
         assert "<unicode string>" not in out.stderr
+
+
+@pytest.mark.parametrize("args, prog, option", [
+    (["e", "list", "--bogus"], "det experiment list", "--bogus"),
+    (["e", "create", "--nope", "x.yaml", "."], "det experiment create", "--nope"),
+    (["t", "describe", "1", "--best"], "det trial describe", "--best"),
+    (["model", "list", "extra"], "det model list", "extra"),
+])
+def test_an_unknown_option_shows_the_usage_of_the_command_given(args, prog, option):
+    """``det e list --bogus`` printed ``det``'s own usage (``usage: det [-h] ...
+    COMMAND ...``): it shows ``det experiment list``'s, then the error naming it."""
+    out = run_det(["-m", "http://127.0.0.1:9", *args])
+    assert out.returncode == 2, out
+    assert out.stderr.startswith(f"usage: {prog} "), out.stderr
+    assert out.stderr.rstrip().endswith(f"{prog}: error: unrecognized arguments: {option}"), \
+        out.stderr
+    assert "COMMAND ..." not in out.stderr, out.stderr
+    top = run_det(["--bogus"])  # det's own: its usage
+    assert top.returncode == 2 and top.stderr.startswith("usage: det [-h]"), top.stderr
+
