@@ -101,3 +101,23 @@ def test_an_unknown_option_shows_the_usage_of_the_command_given(args, prog, opti
     top = run_det(["--bogus"])  # det's own: its usage
     assert top.returncode == 2 and top.stderr.startswith("usage: det [-h]"), top.stderr
 
+
+@pytest.mark.parametrize("args, name", [
+    (["checkpoint", "describe", "notauuid"], "uuid"),
+    (["c", "download", "1234"], "uuid"),
+    (["t", "download", "1", "--uuid", "4f9a1c2e-1111-2222-3333-44445555666"], "--uuid"),
+    (["model", "register-version", "net", "latest"], "uuid"),
+])
+def test_a_checkpoint_uuid_is_checked_while_parsing(args, name):
+    """A malformed checkpoint id is a usage error naming the argument; no master is
+    asked (none listens at the address given: asking it fails otherwise)."""
+    out = run_det(["-m", "http://127.0.0.1:9", *args])
+    assert out.returncode == 2, out
+    assert out.stderr.startswith("usage: "), out.stderr
+    assert (f"error: argument {name}: Expected a checkpoint id in UUID form "
+            f"(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). Received: {args[-1]!r}") in out.stderr
+    assert "no master is reachable" not in out.stderr, out.stderr
+    # A well-formed one (upper case too) is sent on: here, to the master that is not there.
+    good = run_det(["-m", "http://127.0.0.1:9", *args[:-1],
+                    "4F9A1C2E-1111-2222-3333-444455556666"])
+    assert good.returncode == 1 and "no master is reachable" in good.stderr, good.stderr

@@ -392,7 +392,8 @@ def test_a_long_owner_wraps_in_task_lists_as_headers_do(master, tmp_path):
 
 @pytest.mark.parametrize("args", [["create", ""], ["create", "team/mnist"],
                                   ["describe", "team/mnist"], ["list-versions", " "],
-                                  ["register-version", "a/b", "0"]])
+                                  ["register-version", "a/b",
+                                   "4f9a1c2e-1111-2222-3333-444455556666"]])
 def test_a_model_name_no_route_can_carry_is_named_as_a_usage_error(master, tmp_path, args):
     """An empty model name or one with '/' is refused by name, as a template's is (it was
     "POST .../models/ was answered with a redirect" or "No API route POST ...")."""
@@ -419,15 +420,18 @@ def test_an_argparse_error_folds_at_the_terminal_width():
 
 
 def test_a_field_check_reads_as_written_without_pydantic_s_prefix(master, tmp_path):
-    """A request field's own check says what it expected, not "Value error, Expected"."""
+    """A request field's own check says what it expected, not "Value error, Expected"
+    (asked directly: ``det`` checks a checkpoint's UUID itself before asking)."""
+    from determined.common.api import MasterClient
+    from determined.errors import DeterminedError
+
     env = {"DET_AUTH_DIR": str(tmp_path / "auth")}
     assert run_det(["-m", master.url, "model", "create", "checked"], env=env).returncode == 0
-    out = run_det(["-m", master.url, "model", "register-version", "checked", "not-a-uuid"],
-                  env=env)
-    assert out.returncode == 1, out.stderr
-    assert out.stderr.splitlines()[1] == (
+    with MasterClient(master.url) as c, pytest.raises(DeterminedError) as refused:
+        c.request("POST", "/models/checked/versions", json={"checkpoint_uuid": "not-a-uuid"})
+    assert str(refused.value).splitlines()[1] == (
         "  - checkpoint_uuid: Expected a checkpoint id in UUID form "
-        "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). Received: 'not-a-uuid'"), out.stderr
+        "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). Received: 'not-a-uuid'"), refused.value
 
 
 @pytest.mark.parametrize("user,target,said", [

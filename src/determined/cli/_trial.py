@@ -17,7 +17,7 @@ from determined.common.api._log_tail import (
     trial_log_page,
 )
 from determined.cli._waiting import wait_details, with_waiting
-from determined.cli._argtypes import count, positive_int
+from determined.cli._argtypes import checkpoint_uuid, count, positive_int
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text,
                                    output_dir, print_rows, sdk, usage_error)
 
@@ -52,7 +52,7 @@ def add_parser(nouns: Any) -> None:
     which = dl.add_mutually_exclusive_group(required=True)
     which.add_argument("--best", action="store_true", help="the best validated checkpoint")
     which.add_argument("--latest", action="store_true", help="the latest checkpoint")
-    which.add_argument("--uuid", default=None, help="the checkpoint with this UUID")
+    which.add_argument("--uuid", default=None, type=checkpoint_uuid, help="the checkpoint with this UUID")
     dl.add_argument("-o", "--output-dir", default=None, type=output_dir,
                     help="directory to copy it to (default checkpoints/<uuid>)")
     dl.add_argument("--sort-by", default=None, help="with --best: validation metric to rank by")
