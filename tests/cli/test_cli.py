@@ -121,3 +121,23 @@ def test_a_checkpoint_uuid_is_checked_while_parsing(args, name):
     good = run_det(["-m", "http://127.0.0.1:9", *args[:-1],
                     "4F9A1C2E-1111-2222-3333-444455556666"])
     assert good.returncode == 1 and "no master is reachable" in good.stderr, good.stderr
+
+
+def test_preview_search_draws_the_plain_table_of_det_s_other_listings(examples_dir):
+    """It drew a box (``┏━━┳━━┓``) while every other listing is ``a | b`` over a
+    ``---+---`` rule; piped and on an 80-column terminal alike."""
+    from det_cli_testing import run_det_in_terminal, table_headers, table_rule
+
+    config = examples_dir / "digits_pytorch" / "adaptive.yaml"
+    piped = run_det(["preview-search", config]).stdout
+    code, shown = run_det_in_terminal(["preview-search", config], columns=80)
+    assert code == 0, shown
+    for text in (piped, shown):
+        assert not set(text) & set("┏┳┓┃┡╇┩│└┴┘━─"), text
+        lines = text.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("trials"))
+        table = lines[start:lines.index("Total: 16 trials, 49 epochs of training")]
+        assert table_headers(table) == ["trials", "training (epochs)"], text
+        assert table[table_rule(table)] == "-------+------------------", text
+        rows = [[c.strip() for c in line.split("|")] for line in table[2:]]
+        assert rows == [["9", "1"], ["6", "4"], ["1", "16"]], text
