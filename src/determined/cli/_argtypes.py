@@ -14,8 +14,8 @@ from __future__ import annotations
 import argparse
 import re
 
-__all__ = ["checkpoint_uuid", "count", "existing_file", "port_number", "positive_float", "positive_int",
-           "priority"]
+__all__ = ["checkpoint_uuid", "count", "existing_file", "port_number", "positive_float",
+           "positive_int", "priority"]
 
 
 def _whole(text: str, low: int, high: int, expected: str) -> int:
