@@ -27,6 +27,8 @@ CONTRACT = pathlib.Path(__file__).with_name("cli-0.13.0.md")
 
 #: Upstream commands and flags without the feature here, and why (README: compatibility).
 NOT_HERE: dict = {}
+#: A value of the shape a positional is checked for while parsing ("1" for the others).
+PLACEHOLDERS = {"uuid": "4f9a1c2e-1111-2222-3333-444455556666"}
 #: Nouns another part of the project adds (checked as soon as they are registered).
 LATER_NOUNS = {"notebook", "command", "shell", "tensorboard", "task"}
 
@@ -86,7 +88,8 @@ def test_every_upstream_command_and_flag_parses():
             if group.required:
                 first = group._group_actions[0]
                 required += [first.option_strings[0]] + (["1"] if first.nargs != 0 else [])
-        args = parser.parse_args([*words, *["1"] * len(positionals), *required])
+        args = parser.parse_args([*words, *(PLACEHOLDERS.get(p, "1") for p in positionals),
+                                  *required])
         assert callable(getattr(args, "func", None)), f"det {' '.join(words)} does nothing"
         checked += 1
     assert checked >= 45
