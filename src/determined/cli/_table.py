@@ -215,10 +215,11 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
     """A plain table (``a | b`` with a ``---+---`` rule) at most ``width`` columns wide
     (default: the terminal's; no limit when stdout is no terminal). To fit: headers
     wrap at ``._- ``, hyperparameters wrap at spaces, other long cells are cut with an
-    ellipsis, widest first; columns that still do not fit are left out (named, whole, in a
-    last line folded at ``width``; ``--csv`` and ``--json`` show every value): columns empty in every row (not
-    named), ``drop_first`` (default: the usual ones), then the rightmost. ``labels``:
-    headers for some columns (else :data:`LABELS`, else the column's name).
+    ellipsis, widest first; columns that still do not fit are left out (named, whole, in
+    a last line folded at ``width``; ``--csv`` and ``--json`` show every value): columns
+    empty in every row (not named), ``drop_first`` (default: the usual ones), then the
+    rightmost. ``labels``: headers for some columns (else :data:`LABELS`, else the
+    column's name).
 
     Example:
         >>> print(table_text([{"trial_id": 1, "validation": 0.25}], ["trial_id", "validation"],

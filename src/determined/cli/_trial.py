@@ -59,7 +59,8 @@ def add_parser(nouns: Any) -> None:
     which = dl.add_mutually_exclusive_group(required=True)
     which.add_argument("--best", action="store_true", help="the best validated checkpoint")
     which.add_argument("--latest", action="store_true", help="the latest checkpoint")
-    which.add_argument("--uuid", default=None, type=checkpoint_uuid, help="the checkpoint with this UUID")
+    which.add_argument("--uuid", default=None, type=checkpoint_uuid,
+                       help="the checkpoint with this UUID")
     dl.add_argument("-o", "--output-dir", default=None, type=output_dir,
                     help="directory to copy it to (default checkpoints/<uuid>)")
     dl.add_argument("--sort-by", default=None, help="with --best: validation metric to rank by")
