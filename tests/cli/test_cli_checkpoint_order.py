@@ -134,3 +134,28 @@ def test_workloads_are_listed_newest_first(run):
     # --json --metrics: the trial's steps keep 0.13's order, oldest first.
     steps = json.loads(det(local, "t", "describe", trial_id, "--metrics", "--json"))["steps"]
     assert [s["total_batches"] for s in steps] == sorted(batches), steps
+
+
+def test_checkpoint_lines_say_which_and_what_is_missing():
+    from determined.cli._experiment_show import ranked_checkpoints
+    from determined.cli._trial import checkpoint_lines
+
+    uuids = [f"4f9a1c2e-1111-2222-3333-44445555666{i}" for i in range(4)]
+    cks = [{"uuid": uuids[0], "state": "COMPLETED", "total_batches": 10,
+            "validation": {"acc": 0.9}},
+           {"uuid": uuids[1], "state": "COMPLETED", "total_batches": 20,
+            "validation": {"acc": float("nan")}},
+           {"uuid": uuids[2], "state": "DELETED", "total_batches": 30,
+            "validation": {"acc": 0.99}},
+           {"uuid": uuids[3], "state": "COMPLETED", "total_batches": 40, "validation": None}]
+    best = ranked_checkpoints(cks, "acc", smaller_is_better=False)[0]
+    assert checkpoint_lines(cks, best, "acc", False, "epochs") == [
+        f"Best checkpoint (highest acc): {uuids[0]}, 10 epochs, acc 0.9",
+        f"Latest checkpoint: {uuids[3]}, 40 epochs"]
+    # Smaller is better: the same ranking turned round (NaN never best, DELETED left out).
+    assert ranked_checkpoints(cks, "acc", smaller_is_better=True)[0] is cks[0]
+    assert checkpoint_lines(cks[3:], None, "acc", True, "batches") == [
+        "Best checkpoint (lowest acc): none (no completed checkpoint has a validation of acc)",
+        f"Latest checkpoint: {uuids[3]}, 40 batches"]
+    assert checkpoint_lines(cks[2:3], None, "acc", True, "batches") == [
+        "Checkpoints: none completed yet"]

@@ -137,7 +137,8 @@ def _describe(args: argparse.Namespace) -> int:
 def checkpoint_lines(checkpoints: List[Dict[str, Any]], best: Optional[Dict[str, Any]],
                      metric: str, smaller_is_better: bool, unit: str) -> List[str]:
     """A trial's best checkpoint (by ``metric``) and its latest, each on a labelled line:
-    the two may differ, and ``det t download --best`` / ``--latest`` fetch them.
+    the two may differ, and ``det t download --best`` / ``--latest`` fetch them. One
+    line says when there is no completed checkpoint yet.
 
     Example:
         >>> ck = {"uuid": "4f9a1c2e-1111-2222-3333-444455556666", "state": "COMPLETED",
@@ -149,15 +150,15 @@ def checkpoint_lines(checkpoints: List[Dict[str, Any]], best: Optional[Dict[str,
     """
     from determined.util import format_value
 
+    completed = [ck for ck in checkpoints if ck["state"] == "COMPLETED"]
+    if not completed:
+        return ["Checkpoints: none completed yet"]
     which = f"Best checkpoint ({'lowest' if smaller_is_better else 'highest'} {metric}):"
     if best is None:
         best_line = f"{which} none (no completed checkpoint has a validation of {metric})"
     else:
         best_line = (f"{which} {best['uuid']}, {best['total_batches']} {unit}, "
                      f"{metric} {format_value(best['validation'][metric])}")
-    completed = [ck for ck in checkpoints if ck["state"] == "COMPLETED"]
-    if not completed:
-        return [f"{which} none", "Latest checkpoint: none"]
     latest = max(enumerate(completed), key=lambda ick: (ick[1]["total_batches"], ick[0]))[1]
     return [best_line, f"Latest checkpoint: {latest['uuid']}, {latest['total_batches']} {unit}"]
 
