@@ -133,9 +133,13 @@ def table_headers(lines):
 
 
 def hidden_names(lines):
-    """The columns a table's last line says it left out (``(hidden: a, b; --csv/--json
-    show all)``), [] without one; a name cut at the terminal's width ends in an ellipsis."""
-    last = lines[-1] if lines else ""
-    if not last.startswith("(hidden: "):
+    """The columns a table says it left out in its last line (``(hidden: a, b; --csv/--json
+    show all)``, folded over several lines, the later ones indented), [] without one.
+    Lines after the note (not indented) are no part of it."""
+    start = next((i for i, line in enumerate(lines) if line.startswith("(hidden:")), None)
+    if start is None:
         return []
-    return last[len("(hidden: "):].split("; --csv")[0].rstrip(")").split(", ")
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")),
+               len(lines))
+    note = " ".join(line.strip() for line in lines[start:end])
+    return note[len("(hidden: "):].split("; --csv")[0].split(", ")

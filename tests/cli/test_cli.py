@@ -1,5 +1,7 @@
 """The ``det`` command line, run as a real process."""
 
+import pytest
+
 from det_cli_testing import run_det
 
 
@@ -79,3 +81,63 @@ def test_yaml_errors_give_the_position_not_the_parsers_echo(tiny_dir, tmp_path):
         assert ("line 4, column 1: expected ',' or ']', but got '<stream end>' (while "
                 "parsing a flow sequence from line 3, column 11)") in out.stderr, out.stderr
         assert "<unicode string>" not in out.stderr
+
+
+@pytest.mark.parametrize("args, prog, option", [
+    (["e", "list", "--bogus"], "det experiment list", "--bogus"),
+    (["e", "create", "--nope", "x.yaml", "."], "det experiment create", "--nope"),
+    (["t", "describe", "1", "--best"], "det trial describe", "--best"),
+    (["model", "list", "extra"], "det model list", "extra"),
+])
+def test_an_unknown_option_shows_the_usage_of_the_command_given(args, prog, option):
+    """``det e list --bogus`` printed ``det``'s own usage (``usage: det [-h] ...
+    COMMAND ...``): it shows ``det experiment list``'s, then the error naming it."""
+    out = run_det(["-m", "http://127.0.0.1:9", *args])
+    assert out.returncode == 2, out
+    assert out.stderr.startswith(f"usage: {prog} "), out.stderr
+    assert out.stderr.rstrip().endswith(f"{prog}: error: unrecognized arguments: {option}"), \
+        out.stderr
+    assert "COMMAND ..." not in out.stderr, out.stderr
+    top = run_det(["--bogus"])  # det's own: its usage
+    assert top.returncode == 2 and top.stderr.startswith("usage: det [-h]"), top.stderr
+
+
+@pytest.mark.parametrize("args, name", [
+    (["checkpoint", "describe", "notauuid"], "uuid"),
+    (["c", "download", "1234"], "uuid"),
+    (["t", "download", "1", "--uuid", "4f9a1c2e-1111-2222-3333-44445555666"], "--uuid"),
+    (["model", "register-version", "net", "latest"], "uuid"),
+])
+def test_a_checkpoint_uuid_is_checked_while_parsing(args, name):
+    """A malformed checkpoint id is a usage error naming the argument; no master is
+    asked (none listens at the address given: asking it fails otherwise)."""
+    out = run_det(["-m", "http://127.0.0.1:9", *args])
+    assert out.returncode == 2, out
+    assert out.stderr.startswith("usage: "), out.stderr
+    assert (f"error: argument {name}: Expected a checkpoint id in UUID form "
+            f"(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). Received: {args[-1]!r}") in out.stderr
+    assert "no master is reachable" not in out.stderr, out.stderr
+    # A well-formed one (upper case too) is sent on: here, to the master that is not there.
+    good = run_det(["-m", "http://127.0.0.1:9", *args[:-1],
+                    "4F9A1C2E-1111-2222-3333-444455556666"])
+    assert good.returncode == 1 and "no master is reachable" in good.stderr, good.stderr
+
+
+def test_preview_search_draws_the_plain_table_of_det_s_other_listings(examples_dir):
+    """It drew a box (``┏━━┳━━┓``) while every other listing is ``a | b`` over a
+    ``---+---`` rule; piped and on an 80-column terminal alike."""
+    from det_cli_testing import run_det_in_terminal, table_headers, table_rule
+
+    config = examples_dir / "digits_pytorch" / "adaptive.yaml"
+    piped = run_det(["preview-search", config]).stdout
+    code, shown = run_det_in_terminal(["preview-search", config], columns=80)
+    assert code == 0, shown
+    for text in (piped, shown):
+        assert not set(text) & set("┏┳┓┃┡╇┩│└┴┘━─"), text
+        lines = text.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("trials"))
+        table = lines[start:lines.index("Total: 16 trials, 49 epochs of training")]
+        assert table_headers(table) == ["trials", "training (epochs)"], text
+        assert table[table_rule(table)] == "-------+------------------", text
+        rows = [[c.strip() for c in line.split("|")] for line in table[2:]]
+        assert rows == [["9", "1"], ["6", "4"], ["1", "16"]], text

@@ -6,7 +6,8 @@ import doctest
 import pytest
 
 from determined.cli import _argtypes
-from determined.cli._argtypes import count, port_number, positive_float, positive_int, priority
+from determined.cli._argtypes import (checkpoint_uuid, count, port_number, positive_float,
+                                      positive_int, priority)
 
 
 def test_doctests():
@@ -18,7 +19,11 @@ def test_doctests():
                                         (port_number, "65536"), (priority, "0"),
                                         (priority, "100"), (positive_float, "0"),
                                         (positive_float, "-1.5"), (positive_float, "nan"),
-                                        (positive_float, "inf"), (positive_float, "x")])
+                                        (positive_float, "inf"), (positive_float, "x"),
+                                        (checkpoint_uuid, "notauuid"),
+                                        (checkpoint_uuid, "4f9a1c2e11112222333344445555666"),
+                                        (checkpoint_uuid, "4f9a1c2e-1111-2222-3333-44445555666g"),
+                                        (checkpoint_uuid, "../4f9a1c2e-1111-2222-3333-444455556666")])
 def test_out_of_range_or_not_whole_is_refused(kind, text):
     with pytest.raises(argparse.ArgumentTypeError, match=f"Expected .*Received: '{text}'"):
         kind(text)
@@ -26,6 +31,9 @@ def test_out_of_range_or_not_whole_is_refused(kind, text):
 
 def test_edges_are_accepted():
     assert (positive_int(" 1"), count("0"), port_number("65535")) == (1, 0, 65535)
+    # A checkpoint id as the master stores it: lower case.
+    assert checkpoint_uuid("4F9A1C2E-1111-2222-3333-444455556666 ") == (
+        "4f9a1c2e-1111-2222-3333-444455556666")
 
 
 def test_a_file_to_read_must_be_there(tmp_path):

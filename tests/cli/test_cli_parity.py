@@ -27,6 +27,8 @@ CONTRACT = pathlib.Path(__file__).with_name("cli-0.13.0.md")
 
 #: Upstream commands and flags without the feature here, and why (README: compatibility).
 NOT_HERE: dict = {}
+#: A value of the shape a positional is checked for while parsing ("1" for the others).
+PLACEHOLDERS = {"uuid": "4f9a1c2e-1111-2222-3333-444455556666"}
 #: Nouns another part of the project adds (checked as soon as they are registered).
 LATER_NOUNS = {"notebook", "command", "shell", "tensorboard", "task"}
 
@@ -86,7 +88,8 @@ def test_every_upstream_command_and_flag_parses():
             if group.required:
                 first = group._group_actions[0]
                 required += [first.option_strings[0]] + (["1"] if first.nargs != 0 else [])
-        args = parser.parse_args([*words, *["1"] * len(positionals), *required])
+        args = parser.parse_args([*words, *(PLACEHOLDERS.get(p, "1") for p in positionals),
+                                  *required])
         assert callable(getattr(args, "func", None)), f"det {' '.join(words)} does nothing"
         checked += 1
     assert checked >= 45
@@ -392,7 +395,8 @@ def test_a_long_owner_wraps_in_task_lists_as_headers_do(master, tmp_path):
 
 @pytest.mark.parametrize("args", [["create", ""], ["create", "team/mnist"],
                                   ["describe", "team/mnist"], ["list-versions", " "],
-                                  ["register-version", "a/b", "0"]])
+                                  ["register-version", "a/b",
+                                   "4f9a1c2e-1111-2222-3333-444455556666"]])
 def test_a_model_name_no_route_can_carry_is_named_as_a_usage_error(master, tmp_path, args):
     """An empty model name or one with '/' is refused by name, as a template's is (it was
     "POST .../models/ was answered with a redirect" or "No API route POST ...")."""
@@ -419,15 +423,18 @@ def test_an_argparse_error_folds_at_the_terminal_width():
 
 
 def test_a_field_check_reads_as_written_without_pydantic_s_prefix(master, tmp_path):
-    """A request field's own check says what it expected, not "Value error, Expected"."""
+    """A request field's own check says what it expected, not "Value error, Expected"
+    (asked directly: ``det`` checks a checkpoint's UUID itself before asking)."""
+    from determined.common.api import MasterClient
+    from determined.errors import DeterminedError
+
     env = {"DET_AUTH_DIR": str(tmp_path / "auth")}
     assert run_det(["-m", master.url, "model", "create", "checked"], env=env).returncode == 0
-    out = run_det(["-m", master.url, "model", "register-version", "checked", "not-a-uuid"],
-                  env=env)
-    assert out.returncode == 1, out.stderr
-    assert out.stderr.splitlines()[1] == (
+    with MasterClient(master.url) as c, pytest.raises(DeterminedError) as refused:
+        c.request("POST", "/models/checked/versions", json={"checkpoint_uuid": "not-a-uuid"})
+    assert str(refused.value).splitlines()[1] == (
         "  - checkpoint_uuid: Expected a checkpoint id in UUID form "
-        "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). Received: 'not-a-uuid'"), out.stderr
+        "(xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). Received: 'not-a-uuid'"), refused.value
 
 
 @pytest.mark.parametrize("user,target,said", [

@@ -78,8 +78,30 @@ def test_one_trials_workloads_at_80_columns_keep_the_uuid_and_metric():
     assert UUID in text and "0.0833333" in text, text
     assert table_headers(text.splitlines())[:4] == [
         "trial", "batches", "checkpoint", "validation_loss"], text
-    # Named as the headers read (not end_time, checkpoint_state).
-    assert text.splitlines()[-1].startswith("(hidden: ended, ckpt state, training."), text
+    # Named as the headers read (not end_time, checkpoint_state), each whole: the note
+    # is folded at the width, not cut.
+    assert hidden_names(text.splitlines()) == [
+        "ended", "ckpt state", "training.categorical_accuracy",
+        "validation.categorical_accuracy"], text
+    assert "\u2026" not in text, text
+
+
+def test_a_long_hidden_note_folds_at_the_width_with_every_name_whole():
+    """The ``(hidden: ...)`` note was cut at 80 columns (``validation.categ…``): it
+    folds as det's other long lines do, later lines indented, no word broken."""
+    names = [f"validation.a_rather_long_metric_name_{i}" for i in range(12)]
+    rows = [{"trial_id": 1, "batches": 100, **{n: 0.123456 for n in names}}]
+    for width in (60, 80):
+        text = table_text(rows, ["trial_id", "batches", *names], width=width)
+        lines = text.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.startswith("(hidden:"))
+        note = lines[start:]
+        assert len(note) > 1 and all(len(line) <= width for line in lines), text
+        assert all(line.startswith("  ") for line in note[1:]), text  # hung under it
+        assert " ".join(line.strip() for line in note).endswith("; --csv/--json show all)"), text
+        assert "\u2026" not in text, text
+        shown = set(table_headers(lines[:start]))
+        assert set(hidden_names(lines)) == {n for n in names if n not in shown}, text
 
 
 def test_searcher_metric_column_is_named_after_the_metric():
@@ -218,8 +240,7 @@ def test_hidden_columns_are_named_as_their_headers_read(local_dir, args):
         headers = table_headers(whole)  # piped: every column
         assert not hidden_names(whole), piped.stdout
         for name in hidden_names(table):
-            cut = name.endswith("\u2026") and any(h.startswith(name[:-1]) for h in headers)
-            assert name in headers or cut, (name, headers, shown)
+            assert name in headers, (name, headers, shown)  # whole, never cut
             assert name not in table_headers(table), (name, shown)
 
 

@@ -63,7 +63,7 @@ def test_every_read_command_shows_what_a_run_with_a_restart_did(tmp_path, tiny_d
     (best,) = _read(local, "e", "lc", str(exp_id), "--best", "1")
     assert best["uuid"] == run["best_checkpoint"] and best["size_bytes"] > 0
     described = _read(local, "t", "describe", str(trial_id))
-    assert [w["batches"] for w in described["workloads"]] == [10, 20, 30, 40]
+    assert [w["batches"] for w in described["workloads"]] == [40, 30, 20, 10]  # newest first
 
     # det t logs: the trial's output and the platform's lifecycle lines, each line once,
     # as the trial's log file has them.

@@ -5,14 +5,17 @@ usage error naming the argument instead of a request the master answers with "no
     (3, 0, 8080, 99)
     >>> positive_float("0.5")
     0.5
+    >>> checkpoint_uuid("4F9A1C2E-1111-2222-3333-444455556666")
+    '4f9a1c2e-1111-2222-3333-444455556666'
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 
-__all__ = ["count", "existing_file", "port_number", "positive_float", "positive_int",
-           "priority"]
+__all__ = ["checkpoint_uuid", "count", "existing_file", "port_number", "positive_float",
+           "positive_int", "priority"]
 
 
 def _whole(text: str, low: int, high: int, expected: str) -> int:
@@ -67,3 +70,17 @@ def existing_file(text: str) -> str:
         why = "a directory" if os.path.isdir(text) else "no such file"
         raise argparse.ArgumentTypeError(f"Expected a file to read. Received: {text!r} ({why})")
     return text
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def checkpoint_uuid(text: str) -> str:
+    """A checkpoint's id as ``det e lc`` lists it (a UUID, upper case read as lower),
+    checked before any master is asked; worded as the master words its own check."""
+    value = text.strip().lower()
+    if not _UUID.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            "Expected a checkpoint id in UUID form (xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx). "
+            f"Received: {text!r}")
+    return value

@@ -53,8 +53,9 @@ def with_list_hint(message: str) -> str:
 
 
 def fold_error(text: str, width: Optional[int]) -> str:
-    """An error's whole ``text`` (``PROG: error: ...``) folded at ``width`` as
-    :func:`error_text` says; as it is without a width."""
+    """An error's whole ``text`` (``PROG: error: ...``), or another long line of det's
+    (a table's ``(hidden: ...)`` note), folded at ``width`` as :func:`error_text` says;
+    as it is without a width."""
     import textwrap
 
     if not width:

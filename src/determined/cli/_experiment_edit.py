@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any, Dict
 
-from determined.cli._argtypes import positive_float, positive_int, priority
+from determined.cli._argtypes import checkpoint_uuid, positive_float, positive_int, priority
 from determined.cli._remote import (add_local_flags, client, output_dir, print_rows, sdk,
                                    terminal_width)
 
@@ -53,12 +53,12 @@ def add_checkpoint_parser(nouns: Any) -> None:
     ckpt = nouns.add_parser("checkpoint", aliases=["c"], help="checkpoints")
     verbs = ckpt.add_subparsers(dest="verb", metavar="ACTION")
     describe = verbs.add_parser("describe", help="show a checkpoint")
-    describe.add_argument("uuid")
+    describe.add_argument("uuid", type=checkpoint_uuid)
     describe.add_argument("--json", action="store_true")
     add_local_flags(describe)
     describe.set_defaults(func=_describe_checkpoint)
     dl = verbs.add_parser("download", help="copy a checkpoint to a local directory")
-    dl.add_argument("uuid")
+    dl.add_argument("uuid", type=checkpoint_uuid)
     dl.add_argument("-o", "--output-dir", default=None, type=output_dir)
     dl.add_argument("-q", "--quiet", action="store_true")
     add_local_flags(dl)

@@ -1,4 +1,9 @@
-"""``det experiment describe|config|list-trials|list-checkpoints|download-model-def``."""
+"""``det experiment describe|config|list-trials|list-checkpoints|download-model-def``.
+
+Order: listings of checkpoints and of workloads are newest first, as the web UI shows
+them (``--best N``: best first by the searcher metric, as 0.13 ranked them); a trial's
+``steps`` in ``--json --metrics`` keep 0.13's order, oldest first.
+"""
 
 from __future__ import annotations
 
@@ -19,9 +24,12 @@ from determined.common.entrypoint import STEP_UNITS, step_unit
 from determined.util import format_value
 from determined.cli._argtypes import positive_int
 
-__all__ = ["WORKLOAD_COLUMNS", "WORKLOAD_DROP_FIRST", "add_list_checkpoints_args",
-           "add_show_verbs", "list_checkpoints", "metric_columns", "metric_labels", "step_labels",
-           "steps_json", "workload_rows"]
+__all__ = ["NEWEST_FIRST", "WORKLOAD_COLUMNS", "WORKLOAD_DROP_FIRST",
+           "add_list_checkpoints_args", "add_show_verbs", "list_checkpoints", "metric_columns",
+           "metric_labels", "ranked_checkpoints", "step_labels", "steps_json", "workload_rows"]
+
+#: What ``--help`` says of the order of these listings.
+NEWEST_FIRST = "newest first, as the web UI lists them"
 
 EXPERIMENT_COLUMNS = ["id", "owner", "state", "progress", "archived", "labels", "searcher",
                       "start_time", "end_time", "description"]
@@ -36,7 +44,9 @@ CHECKPOINT_COLUMNS = ["trial_id", "batches", "state", "validation", "uuid", "siz
 
 
 def add_show_verbs(verbs: Any) -> None:
-    describe = verbs.add_parser("describe", help="show experiments, their trials and workloads")
+    describe = verbs.add_parser(
+        "describe", help="show experiments, their trials and workloads",
+        description=f"Show experiments, their trials and each trial's workloads ({NEWEST_FIRST}).")
     describe.add_argument("experiment_ids", type=id_list, metavar="IDS",
                           help="experiment ids, comma-separated (1,2,3)")
     describe.add_argument("--metrics", action="store_true",
@@ -77,8 +87,9 @@ def add_show_verbs(verbs: Any) -> None:
 
 def workload_rows(trial: Dict[str, Any], checkpoints: Sequence[Dict[str, Any]], metric: str,
                   all_metrics: bool) -> List[Dict[str, Any]]:
-    """One row per batch count a trial reported at: when, its checkpoint, the searcher metric
-    and (``all_metrics``) a ``training.NAME`` / ``validation.NAME`` column per metric."""
+    """One row per batch count a trial reported at, newest (most batches) first: when, its
+    checkpoint, the searcher metric and (``all_metrics``) a ``training.NAME`` /
+    ``validation.NAME`` column per metric."""
     rows: Dict[int, Dict[str, Any]] = {}
 
     def row(batches: int) -> Dict[str, Any]:
@@ -96,7 +107,28 @@ def workload_rows(trial: Dict[str, Any], checkpoints: Sequence[Dict[str, Any]], 
         if ck["trial_id"] == trial["id"]:
             r = row(ck["total_batches"])
             r["checkpoint_state"], r["checkpoint_uuid"] = ck["state"], ck["uuid"]
-    return [rows[b] for b in sorted(rows)]
+    return [rows[b] for b in sorted(rows, reverse=True)]
+
+
+def ranked_checkpoints(checkpoints: Sequence[Dict[str, Any]], metric: str,
+                       smaller_is_better: bool) -> List[Dict[str, Any]]:
+    """The COMPLETED checkpoints validated on ``metric`` (a number, not NaN), best first;
+    of equal values the one with more batches first (as ``det t download --best``).
+
+    Example:
+        >>> cks = [{"uuid": "a", "state": "COMPLETED", "total_batches": 100,
+        ...         "validation": {"loss": 0.5}},
+        ...        {"uuid": "b", "state": "COMPLETED", "total_batches": 200,
+        ...         "validation": {"loss": 0.25}},
+        ...        {"uuid": "c", "state": "COMPLETED", "total_batches": 300, "validation": None}]
+        >>> [ck["uuid"] for ck in ranked_checkpoints(cks, "loss", smaller_is_better=True)]
+        ['b', 'a']
+    """
+    order = MetricOrder(smaller_is_better)
+    scored = [ck for ck in checkpoints if ck["state"] == "COMPLETED"
+              and order.comparable((ck.get("validation") or {}).get(metric))]
+    return sorted(scored, key=lambda ck: (order.key(ck["validation"][metric]),
+                                          -ck["total_batches"]))
 
 
 def metric_labels(metric: Any) -> Dict[str, str]:
@@ -269,16 +301,21 @@ def add_list_checkpoints_args(parser: Any) -> None:
     """``EXPERIMENT_ID [--best N]`` and the output and local flags, run by
     :func:`list_checkpoints`: ``det experiment list-checkpoints`` and
     ``det checkpoint list`` are the same command."""
+    parser.description = (f"List an experiment's checkpoints, {NEWEST_FIRST}; with --best N, "
+                          "the N best by the searcher metric, best first.")
     parser.add_argument("experiment_id", type=positive_int)
     parser.add_argument("--best", type=positive_int, default=None, metavar="N",
-                        help="only the N best checkpoints by the searcher metric")
+                        help="only the N best checkpoints by the searcher metric (its "
+                             "smaller_is_better), best first; only completed checkpoints "
+                             "with a validation of it count")
     add_format_flags(parser)
     add_local_flags(parser)
     parser.set_defaults(func=list_checkpoints)
 
 
 def list_checkpoints(args: argparse.Namespace) -> int:
-    """`det e list-checkpoints` and `det checkpoint list`."""
+    """`det e list-checkpoints` and `det checkpoint list`: newest first (the master
+    lists them in the order they were made), or the ``--best`` N, best first."""
     with client(args) as c:
         config = c.get_experiment(args.experiment_id)["config"]
         checkpoints = c.list_checkpoints(args.experiment_id)
@@ -289,11 +326,9 @@ def list_checkpoints(args: argparse.Namespace) -> int:
         ck["batches"], ck["validation_metric"] = ck["total_batches"], value
         ck["size_bytes"] = sum((ck.get("resources") or {}).values())
     if args.best is not None:
-        order = MetricOrder(smaller)
-        scored = [ck for ck in checkpoints if ck["state"] == "COMPLETED"
-                  and order.comparable(ck["validation_metric"])]
-        scored.sort(key=lambda ck: (order.key(ck["validation_metric"]), -ck["batches"]))
-        checkpoints = scored[:args.best]
+        checkpoints = ranked_checkpoints(checkpoints, metric, smaller)[:args.best]
+    else:
+        checkpoints = checkpoints[::-1]
     if args.json:
         print(json.dumps(checkpoints, default=str))
         return 0

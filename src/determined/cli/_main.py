@@ -77,6 +77,16 @@ class _Parser(argparse.ArgumentParser):
             self.exit(2, not_an_action_text(self, action, str(value)) + "\n")
         super()._check_value(action, value)
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        """A sub-command's parser refuses what it does not know itself, so that the
+        error shows that sub-command's usage (``det experiment list: error:
+        unrecognized arguments: --bogus``), not ``det``'s. (Its parents would only
+        refuse them later: every option a parent knows, a sub-command knows too.)"""
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and self.prog != "det" and not os.environ.get("_ARGCOMPLETE"):
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(2, fold_error(f"{self.prog}: error: {message}", error_width()) + "\n")

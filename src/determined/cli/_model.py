@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from determined.cli._experiment_edit import print_validation
 from determined.cli._remote import print_rows, route_name
 from determined.util import format_value
-from determined.cli._argtypes import count
+from determined.cli._argtypes import checkpoint_uuid, count
 
 __all__ = ["add_parser"]
 
@@ -42,7 +42,7 @@ def add_parser(nouns: Any) -> None:
     register = verbs.add_parser("register-version",
                                 help="register a checkpoint as the model's next version")
     register.add_argument("name")
-    register.add_argument("uuid", help="the checkpoint's UUID")
+    register.add_argument("uuid", type=checkpoint_uuid, help="the checkpoint's UUID")
     register.add_argument("--json", action="store_true", help="print JSON")
     register.set_defaults(func=_register)
 

@@ -18,9 +18,9 @@ def _preview(args: argparse.Namespace) -> int:
     from collections import Counter
 
     import yaml
-    from rich.table import Table
 
     from determined import searcher as searchers
+    from determined.cli._table import table_text
     from determined.common.console import TrimmedConsole
     from determined.common.wording import counted
     from determined.config import load_config, validate_config
@@ -49,12 +49,11 @@ def _preview(args: argparse.Namespace) -> int:
                                    default_flow_style=False, sort_keys=False)
     console.print("Using search configuration:", markup=False, highlight=False)
     console.print(searcher_yaml.rstrip(), markup=False, highlight=False, soft_wrap=True)
-    table = Table()
-    table.add_column("trials")
-    table.add_column(f"training ({unit})")
-    for length, count in sorted(lengths.items()):
-        table.add_row(str(count), str(length))
-    console.print(table)
+    # The plain table of det's other listings (``a | b`` over a ``---+---`` rule).
+    rows = [{"trials": count, "training": length} for length, count in sorted(lengths.items())]
+    console.print(table_text(rows, ["trials", "training"], labels={
+        "training": f"training ({unit})"}), markup=False, highlight=False, soft_wrap=True,
+        end="")
     console.print(f"Total: {counted(len(result.trials), 'trial')}, {result.total_units} {unit} "
                   "of training")
     if cfg["searcher"]["name"] not in _EXACT_PLANS:

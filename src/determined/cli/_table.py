@@ -5,9 +5,10 @@ when stdout is no terminal: scripts get every value). To fit, long headers wrap 
 ``._- `` boundaries (``validation.`` / ``accuracy``), hyperparameters wrap at their
 spaces onto following lines of the row, names (an owner, a user, a model or template)
 wrap as headers do, never cut, other long cells are cut with an ellipsis,
-and columns that still do not fit are left out (named in a last line). On a terminal,
-id columns with one value in every row (the trial id of one trial's workloads) are
-left out too: the title or the table above says it.
+and columns that still do not fit are left out (named in a last line, folded at the
+width as other long lines). On a terminal, id columns with one value in every row (the
+trial id of one trial's workloads) are left out too: the title or the table above says
+it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import sys
 import textwrap
 from typing import Any, Dict, List, Mapping, Optional, Sequence, TextIO
 
+from determined.cli._errors import fold_error
 from determined.util import format_value
 
 __all__ = ["LABELS", "cell", "compact", "csv_text", "human_time", "label_lines", "print_rows",
@@ -213,10 +215,11 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
     """A plain table (``a | b`` with a ``---+---`` rule) at most ``width`` columns wide
     (default: the terminal's; no limit when stdout is no terminal). To fit: headers
     wrap at ``._- ``, hyperparameters wrap at spaces, other long cells are cut with an
-    ellipsis, widest first; columns that still do not fit are left out (named in a last
-    line; ``--csv`` and ``--json`` show every value): columns empty in every row (not
-    named), ``drop_first`` (default: the usual ones), then the rightmost. ``labels``:
-    headers for some columns (else :data:`LABELS`, else the column's name).
+    ellipsis, widest first; columns that still do not fit are left out (named, whole, in
+    a last line folded at ``width``; ``--csv`` and ``--json`` show every value): columns
+    empty in every row (not named), ``drop_first`` (default: the usual ones), then the
+    rightmost. ``labels``: headers for some columns (else :data:`LABELS`, else the
+    column's name).
 
     Example:
         >>> print(table_text([{"trial_id": 1, "validation": 0.25}], ["trial_id", "validation"],
@@ -299,10 +302,8 @@ def table_text(rows: Sequence[Dict[str, Any]], columns: Sequence[str],
                       for i in range(len(columns))])
     # Named as their headers read (``ended``, not ``end_time``); empty ones not at all.
     hidden = [heads[i] for i in range(len(columns)) if i not in shown and (values[i] or not rows)]
-    if hidden:
-        tail = "; --csv/--json show all)"
-        listed = _shorten(", ".join(hidden), max(10, width - len(tail) - 9))
-        out.append(_shorten(f"(hidden: {listed}{tail}", width))  # (a very narrow one)
+    if hidden:  # every name whole, folded as det's other long lines
+        out.append(fold_error(f"(hidden: {', '.join(hidden)}; --csv/--json show all)", width))
     return "\n".join(out) + "\n"
 
 

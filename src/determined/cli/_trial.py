@@ -6,7 +6,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from typing import Any, Dict, List, Optional
 
 from determined.cli._experiment_edit import parse_bool, print_checkpoint
 from determined.common.api._log_tail import (
@@ -17,20 +17,27 @@ from determined.common.api._log_tail import (
     trial_log_page,
 )
 from determined.cli._waiting import wait_details, with_waiting
-from determined.cli._argtypes import count, positive_int
+from determined.cli._argtypes import checkpoint_uuid, count, positive_int
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text,
                                    output_dir, print_rows, sdk, usage_error)
 
-__all__ = ["add_parser"]
+__all__ = ["add_parser", "checkpoint_lines"]
 
 TRIAL_COLUMNS = ["trial_id", "experiment_id", "state", "hparams", "total_batches", "restarts",
                  "best_validation", "latest_checkpoint", "start_time", "end_time"]
+#: ``det t describe``'s trial table: its best and latest checkpoints are lines below it,
+#: each labelled (CSV has both columns, JSON both fields).
+DESCRIBE_COLUMNS = [c for c in TRIAL_COLUMNS if c != "latest_checkpoint"]
+DESCRIBE_CSV_COLUMNS = TRIAL_COLUMNS + ["best_checkpoint"]
 
 
 def add_parser(nouns: Any) -> None:
     trial = nouns.add_parser("trial", aliases=["t"], help="inspect trials")
     verbs = trial.add_subparsers(dest="verb", metavar="ACTION")
-    describe = verbs.add_parser("describe", help="show a trial and its workloads")
+    describe = verbs.add_parser(
+        "describe", help="show a trial and its workloads",
+        description="Show a trial, its best checkpoint (by the searcher metric) and its "
+                    "latest, and its workloads (newest first, as the web UI lists them).")
     describe.add_argument("trial_id", type=positive_int)
     describe.add_argument("--metrics", action="store_true",
                           help="add a column per training and validation metric")
@@ -52,7 +59,8 @@ def add_parser(nouns: Any) -> None:
     which = dl.add_mutually_exclusive_group(required=True)
     which.add_argument("--best", action="store_true", help="the best validated checkpoint")
     which.add_argument("--latest", action="store_true", help="the latest checkpoint")
-    which.add_argument("--uuid", default=None, help="the checkpoint with this UUID")
+    which.add_argument("--uuid", default=None, type=checkpoint_uuid,
+                       help="the checkpoint with this UUID")
     dl.add_argument("-o", "--output-dir", default=None, type=output_dir,
                     help="directory to copy it to (default checkpoints/<uuid>)")
     dl.add_argument("--sort-by", default=None, help="with --best: validation metric to rank by")
@@ -71,17 +79,22 @@ def add_parser(nouns: Any) -> None:
 
 
 def _describe(args: argparse.Namespace) -> int:
+    from determined.cli._errors import fold_error
     from determined.cli._experiment_show import (WORKLOAD_COLUMNS, WORKLOAD_DROP_FIRST,
                                                  metric_columns, metric_labels,
-                                                 step_labels, workload_rows)
+                                                 ranked_checkpoints, step_labels, workload_rows)
+    from determined.cli._table import terminal_width
 
     with client(args) as c:
         t = c.get_trial(args.trial_id)
         exp = c.get_experiment(t["experiment_id"])
         checkpoints = c.list_checkpoints(t["experiment_id"])
-    metric = exp["config"]["searcher"]["metric"]
+    searcher = exp["config"]["searcher"]
+    metric, smaller = searcher["metric"], searcher.get("smaller_is_better", True)
     t["workloads"] = workload_rows(t, checkpoints, metric, args.metrics)
     t["checkpoints"] = [ck for ck in checkpoints if ck["trial_id"] == t["id"]]
+    best = (ranked_checkpoints(t["checkpoints"], metric, smaller) or [None])[0]
+    t["best_checkpoint"] = best and best["uuid"]
     if not args.metrics:
         t.pop("metrics", None)
     elif args.json:  # per-batch metrics and num_inputs, as upstream's steps
@@ -99,11 +112,15 @@ def _describe(args: argparse.Namespace) -> int:
                 if args.csv or col != f"validation.{metric}"]
     trial_row = [{**t, "trial_id": t["id"]}]
     if args.csv:
-        sys.stdout.write(csv_text(trial_row, TRIAL_COLUMNS) + "\n" + csv_text(t["workloads"], columns))
+        sys.stdout.write(csv_text(trial_row, DESCRIBE_CSV_COLUMNS) + "\n"
+                         + csv_text(t["workloads"], columns))
         return 0
     labels = {**metric_labels(metric), **step_labels([exp["config"]])}
-    rows, trial_columns = with_waiting(trial_row, TRIAL_COLUMNS)
+    rows, trial_columns = with_waiting(trial_row, DESCRIBE_COLUMNS)
     print_rows(rows, trial_columns, args, title="Trial", labels=labels)
+    for line in checkpoint_lines(t["checkpoints"], best, metric, smaller,
+                                 labels.get("batches", "batches")):
+        print(fold_error(line, terminal_width()))
     for line in wait_details("Trial", [t]):
         print(line)
     if t["state"] == "ERROR":  # the trial's traceback is in its log
@@ -115,6 +132,35 @@ def _describe(args: argparse.Namespace) -> int:
     print_rows(t["workloads"], columns, args, title="Workloads", labels=labels,
                drop_first=WORKLOAD_DROP_FIRST)
     return 0
+
+
+def checkpoint_lines(checkpoints: List[Dict[str, Any]], best: Optional[Dict[str, Any]],
+                     metric: str, smaller_is_better: bool, unit: str) -> List[str]:
+    """A trial's best checkpoint (by ``metric``) and its latest, each on a labelled line:
+    the two may differ, and ``det t download --best`` / ``--latest`` fetch them. One
+    line says when there is no completed checkpoint yet.
+
+    Example:
+        >>> ck = {"uuid": "4f9a1c2e-1111-2222-3333-444455556666", "state": "COMPLETED",
+        ...       "total_batches": 200, "validation": {"loss": 0.25}}
+        >>> for line in checkpoint_lines([ck], ck, "loss", True, "batches"):
+        ...     print(line)
+        Best checkpoint (lowest loss): 4f9a1c2e-1111-2222-3333-444455556666, 200 batches, loss 0.25
+        Latest checkpoint: 4f9a1c2e-1111-2222-3333-444455556666, 200 batches
+    """
+    from determined.util import format_value
+
+    completed = [ck for ck in checkpoints if ck["state"] == "COMPLETED"]
+    if not completed:
+        return ["Checkpoints: none completed yet"]
+    which = f"Best checkpoint ({'lowest' if smaller_is_better else 'highest'} {metric}):"
+    if best is None:
+        best_line = f"{which} none (no completed checkpoint has a validation of {metric})"
+    else:
+        best_line = (f"{which} {best['uuid']}, {best['total_batches']} {unit}, "
+                     f"{metric} {format_value(best['validation'][metric])}")
+    latest = max(enumerate(completed), key=lambda ick: (ick[1]["total_batches"], ick[0]))[1]
+    return [best_line, f"Latest checkpoint: {latest['uuid']}, {latest['total_batches']} {unit}"]
 
 
 def _logs(args: argparse.Namespace) -> int:

@@ -91,9 +91,9 @@ def test_experiment_describe_outputs(shared_master, finished, tmp_path):
     (exp,) = json.loads(det(shared_master, "e", "describe", first, "--json").stdout)
     assert exp["id"] == first and exp["state"] == "COMPLETED"
     (trial,) = exp["trials"]
-    assert [w["batches"] for w in trial["workloads"]] == [10, 20]
-    assert trial["workloads"][-1]["checkpoint_state"] == "COMPLETED"
-    assert trial["workloads"][-1]["validation"] == trial["best_validation"]
+    assert [w["batches"] for w in trial["workloads"]] == [20, 10]  # newest first
+    assert trial["workloads"][0]["checkpoint_state"] == "COMPLETED"
+    assert trial["workloads"][0]["validation"] == trial["best_validation"]
 
     both = json.loads(det(shared_master, "e", "describe", f"{first},{second}", "--json").stdout)
     assert [e["id"] for e in both] == [first, second]
@@ -103,14 +103,15 @@ def test_experiment_describe_outputs(shared_master, finished, tmp_path):
     assert [int(r["id"]) for r in exps] == [first, second]
     assert {r["state"] for r in trials} == {"COMPLETED"} and len(trials) == 2
     assert len(workloads) == 4 and "training.loss" in workloads[0]
-    assert float(workloads[1]["validation.validation_loss"]) == float(workloads[1]["validation"])
+    assert [int(w["batches"]) for w in workloads] == [20, 10, 20, 10]  # each trial's newest first
+    assert float(workloads[0]["validation.validation_loss"]) == float(workloads[0]["validation"])
 
     out = det(shared_master, "e", "describe", first, "--outdir", tmp_path / "d").stdout.split()
     assert sorted(os.path.basename(p) for p in out) == ["experiments.csv", "trials.csv",
                                                         "workloads.csv"]
     with open(tmp_path / "d" / "workloads.csv") as f:
         rows = list(csv.DictReader(f))
-    assert "training.loss" not in rows[0] and rows[-1]["checkpoint_uuid"]
+    assert "training.loss" not in rows[0] and rows[0]["checkpoint_uuid"]
 
     text = det(shared_master, "e", "describe", first).stdout
     assert "Workloads" in text and "COMPLETED" in text
@@ -150,13 +151,20 @@ def test_trial_describe_logs_download(shared_master, finished, tmp_path):
     tid = trial["id"]
     t = json.loads(det(shared_master, "t", "describe", tid, "--metrics", "--json").stdout)
     assert t["id"] == tid and [m["kind"] for m in t["metrics"]].count("validation") == 1
-    assert t["workloads"][-1]["validation.accuracy"] > 0
+    assert t["workloads"][0]["validation.accuracy"] > 0
     trial_rows, workloads = csv_sections(det(shared_master, "t", "describe", tid, "--csv").stdout)
-    assert int(trial_rows[0]["trial_id"]) == tid and [w["batches"] for w in workloads] == ["10", "20"]
+    assert int(trial_rows[0]["trial_id"]) == tid and [w["batches"] for w in workloads] == ["20", "10"]
+    # One checkpoint: the best and the latest, each named on its line; JSON and CSV too.
+    assert t["best_checkpoint"] == t["latest_checkpoint"] == trial["latest_checkpoint"]
+    assert trial_rows[0]["best_checkpoint"] == trial["latest_checkpoint"]
     assert "training.loss" not in workloads[0]
     text = det(shared_master, "t", "describe", tid).stdout.splitlines()
     # The searcher metric's column is named after it (piped: every column, in full).
     assert text[text.index("Workloads") + 1].split(" | ")[-1].strip() == "validation_loss", text
+    assert any(line.startswith(f"Best checkpoint (lowest validation_loss): "
+                               f"{trial['latest_checkpoint']}, 20 batches, validation_loss ")
+               for line in text), text
+    assert f"Latest checkpoint: {trial['latest_checkpoint']}, 20 batches" in text, text
 
     logs = det(shared_master, "t", "logs", tid).stdout.splitlines()
     assert det(shared_master, "t", "logs", tid, "--tail", "1").stdout.splitlines() == logs[-1:]

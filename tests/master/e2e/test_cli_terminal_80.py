@@ -149,7 +149,7 @@ def test_describe_of_a_failed_trial_says_where_to_look(shared_master, runs):
 
 def test_checkpoint_metrics_read_name_value_to_4_digits(shared_master, runs):
     exp = runs["long"]
-    ckpt = json.loads(det(shared_master, "c", "list", exp["id"], "--json").stdout)[-1]
+    ckpt = json.loads(det(shared_master, "c", "list", exp["id"], "--json").stdout)[0]  # newest
     full = ckpt["validation_metric"]
     assert len(repr(full)) > 8  # a value with more than 4 significant digits
     listed = det80(shared_master, "checkpoint", "list", exp["id"])

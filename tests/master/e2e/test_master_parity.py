@@ -148,7 +148,7 @@ def test_model_registry_sdk_and_cli(shared_master, done):
                env={"COLUMNS": "80"}).stdout
     assert made.splitlines()[0] == "Registered version 2 of model 'cli-net':", made
     assert uuid in made and all(len(line) <= 80 for line in made.splitlines()), made
-    bad = det(shared_master, "model", "register-version", "cli-net", "nope", code=1)
+    bad = det(shared_master, "model", "register-version", "cli-net", "nope", code=2)
     assert "Expected a checkpoint id in UUID form" in bad.stderr, bad.stderr  # malformed
     assert "Traceback" not in bad.stderr
     absent = "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a"
