@@ -20,10 +20,10 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
-__all__ = ["WORKDIR_LIKE", "model_dir_paths", "shown_line", "shows", "written_failure",
-           "written_tail", "written_traceback"]
+__all__ = ["WORKDIR_LIKE", "WrittenFailure", "model_dir_paths", "shown_line", "shows",
+           "written_failure", "written_tail", "written_traceback"]
 
 _WORKDIR = re.compile(
     r"(?:[A-Za-z]:)?[\\/](?:[^\s\"'`()<>\\/]+[\\/])*exp\d+-trial\d+-pid\d+"
@@ -41,6 +41,8 @@ _TRACEBACK_START = "Traceback (most recent call last):"
 _PLATFORM_LINE = re.compile(
     r"^(?:\[rank=\d+\] )?(?:\d\d:\d\d:\d\d (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) |\[determined\] "
     r"|trial \d+ exited: )")
+# The core's line when a script ended by a signal (``engine.ScriptTrials.script_exited``).
+_SCRIPT_KILLED = re.compile(r"^\[determined\] Script killed by signal (\d+)$")
 #: A SQL ``LIKE`` pattern every line naming a trial's working directory matches.
 WORKDIR_LIKE = "%-trial%-pid%"
 
@@ -127,20 +129,41 @@ def written_tail(text: str, model_dir: Optional[str] = None, lines: int = 5) -> 
     return "\n".join(model_dir_paths(line, model_dir) for line in own[-lines:])
 
 
-def written_failure(text: str, model_dir: Optional[str] = None) -> Optional[Tuple[str, str]]:
-    """Why a trial's process failed, from its output ``text``: ``(lead, lines)``, the
-    traceback it ends with (``lead`` "", or "its rank N failed first" for a distributed
-    one: :func:`written_traceback`) or, without one, its last lines of its own
-    (``lead`` "its last output": :func:`written_tail`). None if it wrote nothing of its
-    own. A local run and the master word their failures with it alike.
+class WrittenFailure(NamedTuple):
+    """Why a trial's process failed, as its output says (:func:`written_failure`)."""
+
+    #: "" (a traceback), "its rank N failed first" or "its last output".
+    lead: str
+    #: The traceback, or the process's last lines of its own.
+    lines: str
+
+    @property
+    def text(self) -> str:
+        """``lead:`` and the lines (the lines alone without a lead): the message the
+        experiment core stores as the trial's error (``Trial failed (...): <text>``)."""
+        return f"{self.lead}:\n{self.lines}" if self.lead else self.lines
+
+
+def written_failure(text: str, model_dir: Optional[str] = None) -> Optional[WrittenFailure]:
+    """Why a trial's process failed, from its output ``text``: the traceback it ends
+    with (``lead`` "", or "its rank N failed first" for a distributed one:
+    :func:`written_traceback`) or, without one, its last lines of its own (``lead`` "its
+    last output": :func:`written_tail`); a script that a signal ended, that signal
+    (what it wrote last did not end it). None if it wrote nothing of its own. A local
+    run and the master word their failures with it alike.
 
     Example:
-        >>> written_failure("[determined] Trial starts\\nno GPU found\\n")
-        ('its last output', 'no GPU found')
+        >>> written_failure("[determined] Trial starts\\nno GPU found\\n").text
+        'its last output:\\nno GPU found'
+        >>> written_failure("step 3\\n[determined] Script killed by signal 9\\n").text
+        'the script was killed by signal 9'
     """
+    killed = [m for m in map(_SCRIPT_KILLED.match, text.splitlines()) if m]
+    if killed:
+        return WrittenFailure("", f"the script was killed by signal {killed[-1].group(1)}")
     found = written_traceback(text, model_dir)
     if found is not None:
         rank, trace = found
-        return ("" if rank is None else f"its rank {rank} failed first", trace)
+        return WrittenFailure("" if rank is None else f"its rank {rank} failed first", trace)
     tail = written_tail(text, model_dir)
-    return ("its last output", tail) if tail else None
+    return WrittenFailure("its last output", tail) if tail else None

@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from determined import engine
 from determined.common import scratch
 from determined.common.identity import directory_id
+from determined.common.log_view import WrittenFailure, written_failure
 from determined.config import ExperimentConfig, is_script_entrypoint
 from determined.harness import TrialEnv
 from determined.local._interrupts import DeferredInterrupts
@@ -327,14 +328,13 @@ class LocalDriver:
         self.store.pump(self.records.tid(r), final=True)
         restarts_before = self.core.trial(r).restarts
         signal = -code if code is not None and code < 0 else None
-        message = error or ""  # the trial's stored error (its log line: the last line)
+        message = error or ""  # the core stores it as the trial's error
         if not error and code is not None and code > 0 and self._script:
             found = self._script_failure(r)
-            if found is not None:  # as a master words it: its own lines, then the script's
-                lead, lines = found
-                message = f"{lead}:\n{lines}" if lead else lines
+            if found is not None:  # the core's message as a master's; the run's own line
+                message = found.text
                 error = (f"the script failed (exit code {code})"
-                         f"{'; ' + lead if lead else ''}:\n{lines}")
+                         f"{'; ' + found.lead if found.lead else ''}:\n{found.lines}")
         self._do(self.core.trial_exited(r, code=None if signal else code, signal=signal,
                                         message=message))
         t, view = self.core.trial(r), self.trial_view(r)
@@ -350,13 +350,11 @@ class LocalDriver:
         elif t.state in (engine.TrialState.PENDING, engine.TrialState.IDLE):
             self.on_event("suspended", view, {})
 
-    def _script_failure(self, r: int) -> Optional[Tuple[str, str]]:
+    def _script_failure(self, r: int) -> Optional[WrittenFailure]:
         """Why trial ``r``'s script failed, from what its process wrote to the log:
         ``common.log_view.written_failure`` (the last Python traceback, its paths in the
         model directory, of a distributed script the rank that failed first; without
         one, the script's last lines of output). None if it wrote nothing."""
-        from determined.common.log_view import written_failure
-
         try:
             with open(self.store.trial_log_path(self.records.tid(r)), "rb") as f:
                 f.seek(self._log_starts.get(r, 0))

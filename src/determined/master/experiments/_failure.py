@@ -32,7 +32,4 @@ def process_failure(store: Store, trial_id: int) -> str:
     lines = [row.line for row in store.get_logs(trial_id, tail=TAIL_LINES)]
     starts = [i for i, line in enumerate(lines) if _STARTED.match(line)]
     found = written_failure("\n".join(lines[starts[-1] + 1:] if starts else lines))
-    if found is None:
-        return ""
-    lead, text = found
-    return f"{lead}:\n{text}" if lead else text
+    return found.text if found is not None else ""
