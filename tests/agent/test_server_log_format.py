@@ -1,6 +1,7 @@
-"""Every process serving the cluster but the master logs ``12:04:31 INFO message``, as a
-trial's processes do (common/log_format.py): an agent's own log, and the processes of a
-shell, TensorBoard and notebook task (each started here as its launcher starts it)."""
+"""Every process serving the cluster logs ``12:04:31 INFO message``, as a trial's processes
+do (common/log_format.py): an agent's own log, and the processes of a shell, TensorBoard
+and notebook task (each started here as its launcher starts it). The master's lines also
+name their logger: tests/master/e2e/test_master_log_format.py."""
 
 import json
 import re

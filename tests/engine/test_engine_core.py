@@ -302,6 +302,33 @@ def test_trials_of_an_experiment_created_paused_show_paused() -> None:
     assert engine.UpdateTrial(1, {"state": "ACTIVE"}) in core.activate()
 
 
+def test_a_failed_trials_error_is_stored_bounded_and_its_log_names_the_last_line() -> None:
+    """The process's output (a deep traceback here) is the trial's stored error, its
+    first line and as many of its last as fit in ERROR_CHARS; the log's line and the
+    core's ``error`` name its last line; each failure stores its own."""
+    core, sim = new(make_config("single", max_restarts=1))
+    sim.start(1)
+    del sim.processes[1]
+    frames = [f'  File "train.py", line {i}, in f{i}\n    f{i + 1}()' for i in range(300)]
+    trace = "\n".join(["Traceback (most recent call last):", *frames, "RecursionError: deep"])
+    effects = core.trial_exited(1, code=1, message=trace)
+    (stored,) = [e.fields["error"] for e in effects
+                 if isinstance(e, engine.UpdateTrial) and "error" in e.fields]
+    lines = stored.splitlines()
+    assert len(stored) <= engine.ERROR_CHARS < len(trace)
+    assert lines[:2] == ["Trial failed (exit code 1): Traceback (most recent call last):", "…"]
+    assert lines[-3:] == ['  File "train.py", line 299, in f299', "    f300()",
+                          "RecursionError: deep"]
+    logged = [e.line for e in effects if isinstance(e, engine.TrialLog)]
+    assert logged[0].startswith("Trial failed (exit code 1): RecursionError: deep; restart 1")
+    assert core.trial(1).error == "Trial failed (exit code 1): RecursionError: deep"
+    sim.start(1)
+    del sim.processes[1]
+    effects = core.trial_exited(1, code=3)  # without a word: the first failure's goes
+    assert engine.UpdateTrial(1, {"error": "Trial failed (exit code 3)"}) in effects
+    assert core.trial(1).state is TrialState.ERROR
+
+
 def test_killed_trial_log_says_killed() -> None:
     core, sim = new(make_config("random", max_trials=2))
     sim.start(1)

@@ -128,6 +128,20 @@ def _info(args: argparse.Namespace) -> int:
     return 0
 
 
+def _master_line(line: Dict[str, Any]) -> str:
+    """A line of the master's log as its terminal shows it: ``12:04:31 INFO lifecycle: ...``
+    (a line without a readable time or level as it came)."""
+    import datetime
+
+    from determined.common.log_format import log_line
+
+    try:
+        when = datetime.datetime.fromisoformat(line["timestamp"])
+    except (KeyError, TypeError, ValueError):
+        return str(line["line"])
+    return log_line(when, str(line.get("level") or "INFO"), line["line"])
+
+
 def _logs(args: argparse.Namespace) -> int:
     with client(args) as c:
         params: Any = {"tail": args.tail} if args.tail is not None else {}
@@ -135,7 +149,7 @@ def _logs(args: argparse.Namespace) -> int:
         while True:
             lines = c.request("GET", "/master/logs", params={**params, "after_id": after})["logs"]
             for line in lines:
-                print(line["line"], flush=True)
+                print(_master_line(line), flush=True)
                 after = line["id"]
             params = {}
             if len(lines) >= 1000:

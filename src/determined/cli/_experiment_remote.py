@@ -11,9 +11,9 @@ from typing import Any, Dict
 from rich.console import Console
 
 from determined._metric_order import MetricOrder
+from determined.cli._failures import failed_trials_lines
 from determined.cli._git import git_info
 from determined.cli._progress import ExperimentProgress, progress_text
-from determined.common.wording import counted
 from determined.cli._waiting import with_waiting
 from determined.cli._remote import (
     client,
@@ -143,10 +143,8 @@ def _final_line(exp: Dict[str, Any], console: Console) -> None:
         text += f": best {searcher['metric']} {best['best_validation']:.6g} (trial {best['id']})"
         if best.get("latest_checkpoint"):  # a line of its own: 80 columns, and easy to copy
             text += f"\nTrial {best['id']}'s latest checkpoint: {best['latest_checkpoint']}"
-    failed = sorted(t["id"] for t in exp["trials"] if t["state"] == "ERROR")
-    if failed:  # why it failed is in their logs
-        text += (f"\n{counted(len(failed), 'trial')} failed: {', '.join(map(str, failed))}; "
-                 f"see why with `det trial logs {failed[0]}`")
+    for line in failed_trials_lines(exp["trials"]):  # which, and why the first failed
+        text += f"\n{line}"
     console.print(text, markup=False, highlight=False, soft_wrap=True)
 
 

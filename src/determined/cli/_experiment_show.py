@@ -15,6 +15,7 @@ import sys
 from typing import Any, Dict, List, Sequence, Tuple
 
 from determined._metric_order import MetricOrder
+from determined.cli._failures import failed_trials_lines, local_flags
 from determined.cli._progress import progress_text
 from determined.cli._waiting import wait_details, with_waiting
 from determined.cli._remote import (add_format_flags, add_local_flags, client, csv_text, id_list,
@@ -262,6 +263,9 @@ def _describe(args: argparse.Namespace) -> int:
                    drop_first=WORKLOAD_DROP_FIRST if name == "workloads" else None)
         for line in details:
             print(line)
+        if name == "trials":  # which failed, and why the first did
+            for line in failed_trials_lines(rows, local_flags(args)):
+                print(line)
         if name == "experiments":
             for e in exps:
                 if e.get("git_commit"):  # det e create --git

@@ -83,6 +83,7 @@ def _describe(args: argparse.Namespace) -> int:
     from determined.cli._experiment_show import (WORKLOAD_COLUMNS, WORKLOAD_DROP_FIRST,
                                                  metric_columns, metric_labels,
                                                  ranked_checkpoints, step_labels, workload_rows)
+    from determined.cli._failures import local_flags, trial_failure_lines
     from determined.cli._table import terminal_width
 
     with client(args) as c:
@@ -123,8 +124,8 @@ def _describe(args: argparse.Namespace) -> int:
         print(fold_error(line, terminal_width()))
     for line in wait_details("Trial", [t]):
         print(line)
-    if t["state"] == "ERROR":  # the trial's traceback is in its log
-        print(f"Trial {t['id']} failed; see why with `det trial logs {t['id']}`")
+    for line in trial_failure_lines(t, local_flags(args)):  # its error, and where its whole log is
+        print(line)
     print()
     if not t["workloads"]:
         print("Workloads: none (no metrics or checkpoints reported)")

@@ -20,10 +20,10 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, NamedTuple, Optional, Tuple
 
-__all__ = ["WORKDIR_LIKE", "model_dir_paths", "shown_line", "shows", "written_tail",
-           "written_traceback"]
+__all__ = ["WORKDIR_LIKE", "WrittenFailure", "model_dir_paths", "shown_line", "shows",
+           "written_failure", "written_tail", "written_traceback"]
 
 _WORKDIR = re.compile(
     r"(?:[A-Za-z]:)?[\\/](?:[^\s\"'`()<>\\/]+[\\/])*exp\d+-trial\d+-pid\d+"
@@ -36,9 +36,13 @@ _HARNESS = re.compile(r"^trial \d+ failed: (.+)$")
 # What ``determined.launch.wrap_rank`` writes before each line of a rank's output.
 _RANK_PREFIX = re.compile(r"^\[rank=\d+\] ")
 _TRACEBACK_START = "Traceback (most recent call last):"
-# The platform's own lines in a trial's output (``common.log_format``, the engine's).
+# The platform's own lines in a trial's output (``common.log_format``, the engine's, the
+# trial runner's last line on a master: ``harness._rest_host``).
 _PLATFORM_LINE = re.compile(
-    r"^(?:\[rank=\d+\] )?(?:\d\d:\d\d:\d\d (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) |\[determined\] )")
+    r"^(?:\[rank=\d+\] )?(?:\d\d:\d\d:\d\d (?:DEBUG|INFO|WARNING|ERROR|CRITICAL) |\[determined\] "
+    r"|trial \d+ exited: )")
+# The core's line when a script ended by a signal (``engine.ScriptTrials.script_exited``).
+_SCRIPT_KILLED = re.compile(r"^\[determined\] Script killed by signal (\d+)$")
 #: A SQL ``LIKE`` pattern every line naming a trial's working directory matches.
 WORKDIR_LIKE = "%-trial%-pid%"
 
@@ -72,7 +76,8 @@ def shows(line: str, search: str) -> bool:
     return search.lower() in shown_line(line).lower()
 
 
-def written_traceback(text: str, model_dir: str) -> Optional[Tuple[Optional[int], str]]:
+def written_traceback(text: str,
+                      model_dir: Optional[str] = None) -> Optional[Tuple[Optional[int], str]]:
     """The Python traceback a trial's output ``text`` ends with, its lines mapped as
     :func:`shown_line` maps them: ``(None, traceback)``; when ranks wrote tracebacks
     (``[rank=N] ...`` lines, interleaved), the one of the rank that failed first,
@@ -106,11 +111,12 @@ def written_traceback(text: str, model_dir: str) -> Optional[Tuple[Optional[int]
     return (rank, found[rank][1]) if rank in found else None
 
 
-def written_tail(text: str, model_dir: str, lines: int = 5) -> str:
+def written_tail(text: str, model_dir: Optional[str] = None, lines: int = 5) -> str:
     """The last ``lines`` lines of a trial's output ``text`` that its own code wrote (the
     platform's log lines left out), every path in the trial's copy of the model
-    directory in ``model_dir``; "" if none. For a script that failed without a
-    traceback (``sys.exit("...")``, a message and ``exit 1``), what it said last is why.
+    directory in ``model_dir`` (None: relative to it, as :func:`model_dir_paths`); ""
+    if none. For a script that failed without a traceback (``sys.exit("...")``, a
+    message and ``exit 1``), what it said last is why.
 
     Example:
         >>> written_tail("12:00:01 INFO trial 1 runs its script: python train.py\\n"
@@ -121,3 +127,43 @@ def written_tail(text: str, model_dir: str, lines: int = 5) -> str:
     own = [line for line in text.splitlines()
            if line.strip() and not _PLATFORM_LINE.match(line)]
     return "\n".join(model_dir_paths(line, model_dir) for line in own[-lines:])
+
+
+class WrittenFailure(NamedTuple):
+    """Why a trial's process failed, as its output says (:func:`written_failure`)."""
+
+    #: "" (a traceback), "its rank N failed first" or "its last output".
+    lead: str
+    #: The traceback, or the process's last lines of its own.
+    lines: str
+
+    @property
+    def text(self) -> str:
+        """``lead:`` and the lines (the lines alone without a lead): the message the
+        experiment core stores as the trial's error (``Trial failed (...): <text>``)."""
+        return f"{self.lead}:\n{self.lines}" if self.lead else self.lines
+
+
+def written_failure(text: str, model_dir: Optional[str] = None) -> Optional[WrittenFailure]:
+    """Why a trial's process failed, from its output ``text``: the traceback it ends
+    with (``lead`` "", or "its rank N failed first" for a distributed one:
+    :func:`written_traceback`) or, without one, its last lines of its own (``lead`` "its
+    last output": :func:`written_tail`); a script that a signal ended, that signal
+    (what it wrote last did not end it). None if it wrote nothing of its own. A local
+    run and the master word their failures with it alike.
+
+    Example:
+        >>> written_failure("[determined] Trial starts\\nno GPU found\\n").text
+        'its last output:\\nno GPU found'
+        >>> written_failure("step 3\\n[determined] Script killed by signal 9\\n").text
+        'the script was killed by signal 9'
+    """
+    killed = [m for m in map(_SCRIPT_KILLED.match, text.splitlines()) if m]
+    if killed:
+        return WrittenFailure("", f"the script was killed by signal {killed[-1].group(1)}")
+    found = written_traceback(text, model_dir)
+    if found is not None:
+        rank, trace = found
+        return WrittenFailure("" if rank is None else f"its rank {rank} failed first", trace)
+    tail = written_tail(text, model_dir)
+    return WrittenFailure("its last output", tail) if tail else None

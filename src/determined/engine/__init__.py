@@ -39,15 +39,15 @@ from determined.engine._states import (
 )
 from determined.engine._slots import capacity, release_waiting
 from determined.engine._snapshot import SNAPSHOT_VERSION
-from determined.engine._trial import CoreTrial
+from determined.engine._trial import ERROR_CHARS, ERROR_LINE_CHARS, CoreTrial, trial_error
 
 __all__ = [
     "Assignment", "capacity", "dispatch", "release_waiting", "EXPERIMENT_TRANSITIONS",
-    "SNAPSHOT_VERSION",
+    "SNAPSHOT_VERSION", "ERROR_CHARS", "ERROR_LINE_CHARS",
     "TERMINAL_EXPERIMENT",
     "CoreTrial", "CreateTrial", "DeleteCheckpoint", "Effect", "EngineError",
     "ExperimentCore", "ExperimentState", "FinishExperiment", "IllegalTransition", "KillTrial",
     "LaunchTrial", "LIVE", "RegisterCheckpoint", "RollbackMetrics", "SaveSnapshot",
     "SetExperimentState", "StopTrial", "StoreMetrics", "TERMINAL", "TRANSITIONS", "TrialLog",
-    "TrialState", "UpdateTrial", "WakeTrial", "check_checkpoint_id",
+    "TrialState", "UpdateTrial", "WakeTrial", "check_checkpoint_id", "trial_error",
 ]

@@ -54,7 +54,7 @@ from determined.engine._states import (
     check_experiment_transition,
     recorded_trial_state,
 )
-from determined.engine._trial import CoreTrial, stopped_after_checkpoint
+from determined.engine._trial import CoreTrial, stopped_after_checkpoint, trial_error
 
 __all__ = ["ExperimentCore", "EngineError", "check_checkpoint_id"]
 
@@ -434,7 +434,9 @@ class ExperimentCore(ScriptTrials):
 
     def trial_exited(self, request_id: int, code: Optional[int] = 0,
                      signal: Optional[int] = None, message: str = "") -> List[fx.Effect]:
-        """The trial's process ended with exit ``code`` or killed by ``signal``."""
+        """The trial's process ended with exit ``code`` or killed by ``signal``; if it
+        failed, ``message`` says why, as its output does (lines: a traceback, the last
+        ones it wrote; stored as the trial's error, its last line in the trial's log)."""
         t = self.trial(request_id)
         if t.state not in LIVE:
             raise EngineError(f"Trial (request id {request_id}) exited, but it has no "
@@ -470,13 +472,16 @@ class ExperimentCore(ScriptTrials):
             t.request_id, searchers.ExitedReason.USER_REQUESTED_STOP))
 
     def _failed(self, t: CoreTrial, how: str, message: str) -> List[fx.Effect]:
-        error = f"Trial failed ({how})" + (f": {message}" if message else "")
+        """The trial's process failed ``how``; ``message`` says why (its lines: see
+        ``trial_error``, which words the log's line and the stored error)."""
+        error, stored = trial_error(how, message)
         t.error = error
+        stored_error = fx.UpdateTrial(t.request_id, {"error": stored})
         budget = self.cfg.max_restarts
         if t.restarts < budget and not self.killed and self.state not in _STOPPING:
             t.restarts += 1
             t.failed_last = True
-            out = self._requeue(t)
+            out = [stored_error, *self._requeue(t)]
             where = (f"{t.latest_checkpoint} at {steps_text(t.checkpoint_batches, self.step_unit)}"
                      if t.latest_checkpoint else "the beginning")
             out += [fx.TrialLog(t.request_id,
@@ -484,7 +489,8 @@ class ExperimentCore(ScriptTrials):
                     fx.UpdateTrial(t.request_id, {"restarts": t.restarts})]
             return out + self._move(t, _S.PENDING, "trial failed")
         why = "no restarts left" if t.restarts >= budget else "experiment stopping"
-        out = self._end(t, _S.ERROR, f"{error}; {why} ({t.restarts} of {budget} restarts used)")
+        out = [stored_error, *self._end(t, _S.ERROR,
+                                        f"{error}; {why} ({t.restarts} of {budget} restarts used)")]
         if not t.exit_reported and self.state not in _STOPPING:
             t.exit_reported = True
             out += self._searcher_event(self.searcher.on_trial_exited_early(

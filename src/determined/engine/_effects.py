@@ -105,7 +105,7 @@ class DeleteCheckpoint:
 class UpdateTrial:
     """Store changed trial fields: any of state (display state: ACTIVE, PAUSED,
     COMPLETED, ERROR, CANCELED), restarts, best_validation, latest_checkpoint,
-    total_batches, warm_start_checkpoint."""
+    total_batches, warm_start_checkpoint, error (why its process last failed)."""
 
     handler: ClassVar[str] = "update_trial"
     request_id: int

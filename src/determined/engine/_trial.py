@@ -10,7 +10,12 @@ from determined import searcher as searchers
 from determined.config import Length
 from determined.engine._states import TrialState
 
-__all__ = ["CoreTrial", "stopped_after_checkpoint"]
+__all__ = ["CoreTrial", "ERROR_CHARS", "ERROR_LINE_CHARS", "stopped_after_checkpoint",
+           "trial_error"]
+
+#: The most a trial's stored error holds, and the most of each of its lines.
+ERROR_CHARS = 2000
+ERROR_LINE_CHARS = 300
 
 
 def stopped_after_checkpoint(progress: str, resumes: bool) -> str:
@@ -19,6 +24,44 @@ def stopped_after_checkpoint(progress: str, resumes: bool) -> str:
     tail = ("it resumes later" if resumes
             else "it resumes only if the searcher asks for more")
     return f"Trial stopped after a checkpoint at {progress}; {tail}"
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= ERROR_LINE_CHARS else line[:ERROR_LINE_CHARS - 1] + "…"
+
+
+def trial_error(how: str, message: str = "") -> Tuple[str, str]:
+    """``(line, error)`` of a trial whose process failed ``how`` (``exit code 1``):
+    ``line`` for its log, ``Trial failed (how): <message's last line>``, and ``error`` to
+    store, ``Trial failed (how): <message>`` (``message``: why, as its process's output
+    says: a traceback, its last lines). The error is bounded: a line over
+    :data:`ERROR_LINE_CHARS` is cut, and over :data:`ERROR_CHARS` in all it keeps its
+    first line and as many of its last as fit (a deep traceback's first frames go).
+
+    Example:
+        >>> line, error = trial_error("exit code 1", "its last output:\\nloading\\nno GPU")
+        >>> line
+        'Trial failed (exit code 1): no GPU'
+        >>> print(error)
+        Trial failed (exit code 1): its last output:
+        loading
+        no GPU
+    """
+    head = f"Trial failed ({how})"
+    lines = [_cut(line.rstrip()) for line in message.strip().splitlines()]
+    if not lines:
+        return head, head
+    lines[0] = _cut(f"{head}: {lines[0]}")
+    kept: List[str] = []
+    size = len(lines[0]) + 2  # and "…" when lines go
+    for line in reversed(lines[1:]):
+        if size + len(line) + 1 > ERROR_CHARS:
+            kept.append("…")
+            break
+        kept.append(line)
+        size += len(line) + 1
+    last = _cut(f"{head}: {lines[-1].strip()}") if len(lines) > 1 else lines[0]
+    return last, "\n".join([lines[0], *reversed(kept)])
 
 
 @dataclasses.dataclass

@@ -27,6 +27,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from determined import engine
 from determined.common import scratch
 from determined.common.identity import directory_id
+from determined.common.log_view import WrittenFailure, written_failure
 from determined.config import ExperimentConfig, is_script_entrypoint
 from determined.harness import TrialEnv
 from determined.local._interrupts import DeferredInterrupts
@@ -327,9 +328,13 @@ class LocalDriver:
         self.store.pump(self.records.tid(r), final=True)
         restarts_before = self.core.trial(r).restarts
         signal = -code if code is not None and code < 0 else None
+        message = error or ""  # the core stores it as the trial's error
         if not error and code is not None and code > 0 and self._script:
-            error = self._script_failure(r, code)
-        message = error.strip().splitlines()[-1] if error else ""
+            found = self._script_failure(r)
+            if found is not None:  # the core's message as a master's; the run's own line
+                message = found.text
+                error = (f"the script failed (exit code {code})"
+                         f"{'; ' + found.lead if found.lead else ''}:\n{found.lines}")
         self._do(self.core.trial_exited(r, code=None if signal else code, signal=signal,
                                         message=message))
         t, view = self.core.trial(r), self.trial_view(r)
@@ -345,28 +350,18 @@ class LocalDriver:
         elif t.state in (engine.TrialState.PENDING, engine.TrialState.IDLE):
             self.on_event("suspended", view, {})
 
-    def _script_failure(self, r: int, code: int) -> Optional[str]:
-        """Why trial ``r``'s script failed, from what its process wrote to the log: the
-        last Python traceback, its paths in the model directory (of a distributed
-        script, the rank that failed first and its traceback: see
-        ``common.log_view.written_traceback``); without one, the script's last lines of
-        output. None if it wrote nothing."""
-        from determined.common.log_view import written_tail, written_traceback
-
+    def _script_failure(self, r: int) -> Optional[WrittenFailure]:
+        """Why trial ``r``'s script failed, from what its process wrote to the log:
+        ``common.log_view.written_failure`` (the last Python traceback, its paths in the
+        model directory, of a distributed script the rank that failed first; without
+        one, the script's last lines of output). None if it wrote nothing."""
         try:
             with open(self.store.trial_log_path(self.records.tid(r)), "rb") as f:
                 f.seek(self._log_starts.get(r, 0))
                 text = f.read(1 << 20).decode("utf-8", errors="replace")
         except OSError:
             return None
-        failed = f"the script failed (exit code {code})"
-        found = written_traceback(text, self.model_dir)
-        if found is not None:
-            rank, trace = found
-            return (f"{failed}:\n{trace}" if rank is None
-                    else f"{failed}; its rank {rank} failed first:\n{trace}")
-        tail = written_tail(text, self.model_dir)
-        return f"{failed}; its last output:\n{tail}" if tail else None
+        return written_failure(text, self.model_dir)
 
     def _stop_gracefully(self) -> None:
         """Ctrl-C: running trials checkpoint and exit, the experiment is PAUSED and

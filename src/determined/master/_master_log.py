@@ -2,7 +2,10 @@
 
 :func:`install` (called by ``python -m determined.master``) routes ``logging`` records
 and every line the master writes to stdout/stderr into :data:`MASTER_LOG`, a bounded
-buffer of numbered lines; the original streams still get everything.
+buffer of numbered lines; the original streams still get everything. The terminal's
+lines read ``12:04:31 INFO lifecycle: ...`` (``common.log_format``); the buffer keeps
+each line's time and level apart from its text (``lifecycle: ...``), and ``det master
+logs`` prints them as the terminal does.
 """
 
 from __future__ import annotations
@@ -98,13 +101,14 @@ def install(log: MasterLog = MASTER_LOG) -> None:
     if _installed:
         return
     _installed = True
+    from determined.common.log_format import configure_logging
+
+    # The terminal too (not through the tee); before the buffer's handler, as it does
+    # nothing where the root logger has a handler.
+    configure_logging(sys.stderr, named=True)
     handler = _Handler(log)
     handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
     root = logging.getLogger()
-    if not root.handlers:  # keep logging to the terminal too (not through the tee)
-        console = logging.StreamHandler(sys.stderr)
-        console.setFormatter(logging.Formatter("%(name)s: %(message)s"))
-        root.addHandler(console)
     root.addHandler(handler)
     if root.level > logging.INFO or root.level == logging.NOTSET:
         root.setLevel(logging.INFO)

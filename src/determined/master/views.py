@@ -32,6 +32,7 @@ def trial_json(t: Any) -> Dict[str, Any]:
         "best_validation": t.best_validation, "warm_start_checkpoint": t.warm_start_checkpoint,
         "warm_start_checkpoint_id": t.warm_start_checkpoint_id,
         "start_time": iso(t.start_time), "end_time": iso(t.end_time),
+        "error": t.error,
     }
 
 

@@ -16,7 +16,7 @@ def test_upgrade_twice_is_a_no_op(db_url: str) -> None:
     try:
         assert store.schema_revision() is None
         head = store.upgrade()
-        assert head == "0012"
+        assert head == "0013"
         exp = store.create_experiment({"a": 1}, b"x", "admin")
         assert store.upgrade() == head
         assert store.schema_revision() == head
@@ -47,7 +47,7 @@ def test_concurrent_upgrades(db_url: str) -> None:
         t.join()
     try:
         assert errors == []
-        assert results == ["0012"] * 4
+        assert results == ["0013"] * 4
         assert len(stores[0].list_users()) == 2
     finally:
         for s in stores:
@@ -105,7 +105,7 @@ def test_experiments_before_0012_have_no_original_config(db_url: str) -> None:
                 state="COMPLETED", config={"searcher": {"name": "single"}}, model_def=b"x",
                 owner_id=owner, description="old", labels=[], archived=False, weight=1.0,
                 start_time=utcnow()))
-        assert store.upgrade() == "0012"
+        assert store.upgrade() == "0013"
         [old] = store.list_experiments()
         assert (old.description, old.config) == ("old", {"searcher": {"name": "single"}})
         assert store.get_experiment_original_config(old.id) is None

@@ -57,6 +57,16 @@ def test_update_trial(store: Store, trial_id: int) -> None:
         store.update_trial(999, restarts=1)
 
 
+def test_a_trials_error_is_stored_and_kept(store: Store, trial_id: int) -> None:
+    assert store.get_trial(trial_id).error is None  # never failed
+    why = "Trial failed (exit code 1): its last output:\nno GPU found\n" + "é" * 3000
+    assert store.update_trial(trial_id, error=why).error == why
+    assert store.update_trial(trial_id, restarts=1).error == why  # until the next failure
+    assert store.update_trial(trial_id, state="ERROR").error == why
+    with pytest.raises(ValueError, match="error"):
+        store.update_trial(trial_id, error=7)
+
+
 def test_naive_times_are_utc(store: Store, trial_id: int) -> None:
     naive = datetime.datetime(2021, 5, 6, 7, 8, 9)
     end = store.update_trial(trial_id, end_time=naive).end_time

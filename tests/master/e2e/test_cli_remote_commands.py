@@ -52,7 +52,7 @@ def finished(shared_master, tmp_path_factory):
 
 def test_follow_of_a_failed_experiment_names_the_failed_trial(shared_master, tmp_path):
     """An ERROR experiment's last line said only "Experiment N ERROR": it names the
-    failed trial and the command that shows why."""
+    failed trial, the command that shows its log, and why it failed (its exception)."""
     tiny_dir = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "tiny_pytorch"
     cfg = yaml.safe_load((tiny_dir / "const.yaml").read_text())
     cfg["hyperparameters"]["fail_at_batch"] = 3
@@ -64,9 +64,11 @@ def test_follow_of_a_failed_experiment_names_the_failed_trial(shared_master, tmp
     (trial,) = json.loads(det(shared_master, "e", "describe", exp_id, "--json").stdout)[0][
         "trials"]
     lines = out.stderr.strip().splitlines()
-    assert lines[-2] == f"Experiment {exp_id} ERROR", lines
-    assert lines[-1] == (f"1 trial failed: {trial['id']}; see why with "
-                         f"`det trial logs {trial['id']}`"), lines
+    end = lines.index(f"Experiment {exp_id} ERROR")
+    assert lines[end + 1] == (f"1 trial failed: {trial['id']}; its log: "
+                              f"`det trial logs {trial['id']}`"), lines
+    assert lines[end + 2].startswith(f"Trial {trial['id']} failed (exit code "), lines
+    assert lines[-1] == "ValueError: planned failure at batch 3", lines
     assert "planned failure at batch 3" in det(shared_master, "t", "logs", trial["id"]).stdout
 
 

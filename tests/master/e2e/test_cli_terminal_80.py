@@ -139,12 +139,14 @@ def test_follow_counts_the_failed_trial_and_prints_log_lines_whole(shared_master
     assert "1 failed" in plain and "error" not in plain, plain
 
 
-def test_describe_of_a_failed_trial_says_where_to_look(shared_master, runs):
+def test_describe_of_a_failed_trial_says_why_and_where_to_look(shared_master, runs):
     failed = runs["failed"]
     text = det80(shared_master, "t", "describe", failed)
-    assert f"Trial {failed} failed; see why with `det trial logs {failed}`" in text, text
+    assert f"Trial {failed} failed (exit code " in text, text
+    assert "ValueError: planned failure at batch 3" in text.splitlines(), text
+    assert f"Its whole log: `det trial logs {failed}`" in text, text
     ok = next(t["id"] for t in runs["grid"]["trials"] if t["state"] == "COMPLETED")
-    assert "see why" not in det80(shared_master, "t", "describe", ok)
+    assert "det trial logs" not in det80(shared_master, "t", "describe", ok)
 
 
 def test_checkpoint_metrics_read_name_value_to_4_digits(shared_master, runs):

@@ -105,6 +105,9 @@ def test_sigkilled_script_restarts_from_its_latest_checkpoint(master_factory, tm
         assert trial["restarts"] == 1 and trial["total_batches"] == 12
         log = trial_log(api, trial["id"])
         assert "killed by signal 9" in log and "resumed from checkpoint" in log
+        # Its error names the signal, not the script's last line before it.
+        error = api.get(f"/trials/{trial['id']}").json()["error"]
+        assert error == "Trial failed (exit code 137): the script was killed by signal 9"
 
 
 def test_failing_script_uses_up_its_restarts(master_factory):

@@ -7,7 +7,8 @@
   ``GET /experiments/{id}/trials|checkpoints|model_def``.
 - ``GET /waiting``: why each waiting task, trial and experiment waits (the web UI's
   notes); experiments, trials and tasks as JSON carry the same as ``waiting``.
-- ``GET /trials/{id}`` (with metrics), ``POST /trials/{id}/kill``,
+- ``GET /trials/{id}`` (with metrics; ``error``: why its process last failed, or
+  null), ``POST /trials/{id}/kill``,
   ``GET /trials/{id}/logs?after_id&limit&tail`` -> ``{"logs": [{id, timestamp, line}],
   "complete"}`` (``complete``: the trial ended and its log has all its lines, see
   ``views.log_lines_json``); ``GET /checkpoints/{uuid}``.

@@ -47,9 +47,10 @@ def serve(config: "object") -> None:
     _warn_blank_admin_passwords(master)
     master.start(url=f"http://{config.host}:{config.port}")
     app = create_app(master)
+    # log_config=None: uvicorn's warnings go through the master's own handlers (install).
     server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port,
                                            log_level="warning", access_log=False,
-                                           timeout_graceful_shutdown=1))
+                                           log_config=None, timeout_graceful_shutdown=1))
     try:
         server.run()
     finally:

@@ -129,6 +129,8 @@ class Trial(Base):
     end_time: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(UTCDateTime)
     latest_checkpoint: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(64))
     best_validation: orm.Mapped[Optional[float]] = orm.mapped_column(sa.Float)
+    # Why its process last failed (migration 0013): ``Trial failed (exit code 1): ...``.
+    error: orm.Mapped[Optional[str]] = orm.mapped_column(sa.Text, nullable=True)
 
 
 class Metrics(Base):

@@ -77,6 +77,8 @@ class Trial:
     best_validation: Optional[float]
     # The integer id of the warm-start checkpoint (upstream's warm_start_checkpoint_id).
     warm_start_checkpoint_id: Optional[int] = None
+    # Why its process last failed (``Trial failed (exit code 1): ...``); None if it never did.
+    error: Optional[str] = None
 
 
 @dataclasses.dataclass(frozen=True)

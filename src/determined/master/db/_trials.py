@@ -49,6 +49,7 @@ def _trial_record(row: m.Trial, warm_start_checkpoint_id: Optional[int]) -> Tria
         latest_checkpoint=row.latest_checkpoint,
         best_validation=row.best_validation,
         warm_start_checkpoint_id=warm_start_checkpoint_id,
+        error=row.error,
     )
 
 
@@ -138,6 +139,7 @@ class TrialsMixin(StoreBase):
         latest_checkpoint: Any = UNSET,
         best_validation: Any = UNSET,
         warm_start_checkpoint: Any = UNSET,
+        error: Any = UNSET,
     ) -> Trial:
         """Change the given fields only; returns the updated trial.
 
@@ -168,6 +170,8 @@ class TrialsMixin(StoreBase):
             changes["best_validation"] = check_number(
                 "best_validation", best_validation, optional=True, finite=False
             )
+        if error is not UNSET:  # why its process last failed (the core bounds its size)
+            changes["error"] = check_str("error", error, optional=True)
         with self._write() as s:
             row = self._get(s, m.Trial, id, "trial", lock=True)
             if state is not UNSET:

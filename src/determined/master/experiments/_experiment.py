@@ -19,6 +19,7 @@ from determined import engine
 from determined.config import ExperimentConfig
 from determined.master._lifecycle import event
 from determined.master.db import RecordEffects, checkpoint_resources, restore_location
+from determined.master.experiments._failure import process_failure
 from determined.master.experiments._host import ExperimentHost
 from determined.master.experiments._trial import TrialHandle
 
@@ -259,9 +260,12 @@ class ExperimentRun:
     # ------------------------------------------------------------------ process exits
 
     def process_exited(self, t: TrialHandle, code: int) -> None:
+        """The trial's process ended with ``code`` (its output already stored: a failure
+        names why from its last lines, ``_failure.process_failure``)."""
         signal = -code if code < 0 else None
+        message = process_failure(self.store, t.trial_id) if code > 0 else ""
         self._do(self.core.trial_exited(t.request_id, code=None if signal else code,
-                                        signal=signal))
+                                        signal=signal, message=message))
 
     # ------------------------------------------------------------------ user actions
 
