@@ -27,7 +27,8 @@ from determined.master._waits import WaitBook
 from determined.master.db import TERMINAL_STATES, Store
 from determined.master.tasks import TaskManager
 from determined.master.experiments import Experiments, ExperimentRun, TrialHandle
-from determined.master.experiments._cleanup import GRACE_SECONDS, clean_checkpoint_roots
+from determined.master.experiments._cleanup import (GRACE_SECONDS, clean_checkpoint_roots,
+                                                    finish_deletions)
 from determined.master._tensorboard_paths import TensorboardPaths
 from determined.master.resource_managers import (
     AGENT_ID,
@@ -177,7 +178,12 @@ class Master:
 
     def _clean_checkpoint_roots(self) -> None:
         """Remove unfinished checkpoint writes (scratch dirs, complete but never
-        registered checkpoints) from every shared_fs root this master uses."""
+        registered checkpoints) from every shared_fs root this master uses, and the files
+        of DELETED checkpoints that a GC killed with the old master left."""
+        try:
+            finish_deletions(self.store)
+        except Exception as e:  # noqa: BLE001 - housekeeping must not stop the master
+            logger.warning("finishing checkpoint deletions failed: %s", e)
         try:
             # Only the embedded agent ever ran trials: all of them died with the old
             # master (orphans are killed), so no writer of its own can be alive (another

@@ -4,6 +4,7 @@ objects, and clients without access to the store download through the master."""
 
 import filecmp
 import os
+import signal
 
 import pytest
 
@@ -12,6 +13,7 @@ from determined.storage import build_storage
 from master_testing import (
     create_experiment,
     slow_model_dir,
+    trial_pid,
     trial_processes,
     wait_for_state,
     wait_until,
@@ -339,3 +341,54 @@ def test_s3_credentials_from_the_environment_the_bucket_refuses_are_refused_at_c
                                "--paused"], timeout=180)
                 assert out.returncode == 0, out.stderr
                 remote_only.stop()
+
+
+def test_trial_sigkilled_while_it_uploads_to_s3_resumes_from_complete_ones(
+        master_factory, tiny_dir, tmp_path, monkeypatch):
+    """A trial checkpointing to S3 after every batch (uploads are most of its time, so a
+    SIGKILL mostly lands in one), killed 4 times: each restart restores a complete
+    checkpoint, every COMPLETED record has its objects, no objects lack a record, and
+    every training row is stored once."""
+    for k, v in NO_AMBIENT_CREDENTIALS.items():
+        monkeypatch.setenv(k, v)
+    with s3_server(str(tmp_path)) as section:
+        section = dict(section, prefix="exp", save_trial_latest=1000, save_trial_best=1000,
+                       save_experiment_best=1000)
+        master = master_factory(slots=1)
+        config = {
+            "entrypoint": "model_def:TinyTrial", "scheduling_unit": 1,
+            "min_checkpoint_period": {"batches": 1}, "min_validation_period": {"batches": 40},
+            "hyperparameters": {"global_batch_size": 16, "lr": 0.1, "dropout": 0.2},
+            "searcher": {"name": "single", "metric": "validation_loss",
+                         "max_length": {"batches": 80}},
+            "max_restarts": 6, "checkpoint_storage": section,
+        }
+        with master.client() as api:
+            exp_id = create_experiment(api, config, tiny_dir)
+
+            def batches():
+                trials = api.get(f"/experiments/{exp_id}/trials").json()["trials"]
+                return trials[0]["total_batches"] if trials else 0
+
+            killed = []
+            for _ in range(4):
+                wait_until(lambda: trial_pid(master.data_dir, exp_id, 1) not in (None, *killed),
+                           what="the trial process to (re)start")
+                start = batches()
+                wait_until(lambda: batches() >= start + 5, what="training to go on")
+                pid = trial_pid(master.data_dir, exp_id, 1)
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"], timeout=300)
+            assert exp["state"] == "COMPLETED", exp
+            (trial,) = exp["trials"]
+            assert trial["restarts"] == 4 and trial["total_batches"] == 80, trial
+            metrics = api.get(f"/trials/{trial['id']}").json()["metrics"]
+            listed = api.get(f"/experiments/{exp_id}/checkpoints").json()["checkpoints"]
+        assert [m["total_batches"] for m in metrics if m["kind"] == "training"] == \
+            list(range(1, 81))
+        assert [m["total_batches"] for m in metrics if m["kind"] == "validation"] == [40, 80]
+        present = set(build_storage(section).list_checkpoints())
+        completed = {c["uuid"] for c in listed if c["state"] == "COMPLETED"}
+        assert completed <= present, "COMPLETED checkpoints without their objects"
+        assert present <= {c["uuid"] for c in listed}, "objects of unrecorded checkpoints"

@@ -7,14 +7,16 @@ log, and draining agents and slots.
 - ``POST /checkpoints/{uuid}/metadata`` ``{metadata}`` merges top-level keys;
   ``DELETE /checkpoints/{uuid}/metadata?keys=a&keys=b`` drops keys; both answer
   ``{"metadata": ...}`` (the experiment's owner or an admin).
-- ``DELETE /experiments/{id}`` (its owner or an admin; finished experiments only): deletes its
-  checkpoints from storage, then its records and files on the master. ``?dry_run=true``
+- ``DELETE /experiments/{id}`` (its owner or an admin; finished experiments only): marks its
+  checkpoints DELETED, deletes them from storage, then its records and files on the
+  master. ``?dry_run=true``
   makes the same checks (the same 403/404/409) and deletes nothing -> ``{"id",
   "checkpoints": N}`` (what a deletion would remove): ``det e delete`` asks only then.
 - ``GET /experiments/{id}/gc-preview?save_experiment_best=&save_trial_best=&
   save_trial_latest=`` -> ``{"checkpoints": [...]}`` that policy would delete;
   ``PATCH /experiments/{id}/gc-policy`` ``{save_*}`` stores it and, for a finished
-  experiment, deletes them now -> ``{"deleted": [uuid...]}``.
+  experiment, marks them DELETED and deletes their files now -> ``{"deleted": [uuid...]}``
+  (files a crash left are deleted when the master starts again).
 - ``GET /templates``, ``GET|PUT|DELETE /templates/{name}`` (``PUT`` ``{config}``):
   ``{name, config, owner}``; anyone reads, only the owner (whoever made it) or an
   admin overwrites or deletes (403 otherwise); ``PUT`` refuses unknown or wrongly
@@ -143,7 +145,7 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
             try:
                 storage.delete(uuid)
                 gone.append(uuid)
-            except Exception as e:  # keep the record: the files may still be there
+            except Exception as e:  # noqa: BLE001 - a retry or a restart tries again
                 logger.warning("experiment %s: could not delete checkpoint %s: %s", exp_id,
                                uuid, e)
         return gone
@@ -165,12 +167,14 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
         live = [c.uuid for c in ckpts if c.state != "DELETED"]
         if dry_run:
             return {"id": id, "checkpoints": len(live)}
-        gone = set(_delete_files(id, exp.config, live))
-        if len(gone) < len(live):
-            for uuid in gone:
-                store.set_checkpoint_state(uuid, "DELETED")
-            raise fail(503, f"Could not delete {len(live) - len(gone)} checkpoint(s) of "
+        for uuid in live:  # marked first, as GC does; the files of every one, DELETED
+            store.set_checkpoint_state(uuid, "DELETED")  # before too (a retry finishes)
+        every = [c.uuid for c in ckpts]
+        gone = set(_delete_files(id, exp.config, every))
+        if len(gone) < len(every):
+            raise fail(503, f"Could not delete {len(every) - len(gone)} checkpoint(s) of "
                             f"experiment {id} (see `det master logs`); the experiment is kept")
+        gone &= set(live)
         store.delete_experiment(id)
         shutil.rmtree(os.path.join(master.config.data_dir, "experiments", str(id)),
                       ignore_errors=True)
@@ -196,11 +200,11 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
         store.update_experiment(id, config=config)  # stored first: a run ending now reads it
         if master.experiments.update_gc_policy(id, policy):
             return {"deleted": [], "applies": "when the experiment ends"}
-        doomed = gc_candidates(master, id, policy)
-        gone = _delete_files(id, config, [c.uuid for c in doomed])
-        for uuid in gone:
-            store.set_checkpoint_state(uuid, "DELETED")
-        return {"deleted": gone, "applies": "now"}
+        doomed = [c.uuid for c in gc_candidates(master, id, policy)]
+        for uuid in doomed:  # marked first: a crash leaks files, never leaves a record
+            store.set_checkpoint_state(uuid, "DELETED")  # without them (a restart deletes)
+        _delete_files(id, config, doomed)
+        return {"deleted": doomed, "applies": "now"}
 
     # -- templates ---------------------------------------------------------------------------
 

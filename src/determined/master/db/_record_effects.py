@@ -167,6 +167,12 @@ class RecordEffects:
                                   dict(e.resources), {}, e.framework, e.format)
 
     def delete_checkpoint(self, e: engine.DeleteCheckpoint) -> None:
+        # The core knows its own trials' warm starts, not the records outside it.
+        if e.uuid in self.store.registered_checkpoints([e.uuid]) \
+                or e.uuid in self.store.warm_start_checkpoints():
+            logger.info("experiment %s: checkpoint %s is kept: a model version or another "
+                        "trial uses it", self.experiment_id, e.uuid)
+            return
         try:
             self.store.set_checkpoint_state(e.uuid, "DELETED")
         except NotFoundError:

@@ -8,6 +8,10 @@ when they are this master's own: another master sharing the storage numbers its
 experiments from 1 too, so both kinds follow the trials' rule of owners
 (:func:`determined.storage.owns_scratch`, :func:`determined.storage.owns_checkpoint`:
 another owner's, and those written before owners were recorded, are kept).
+
+Checkpoint GC marks records DELETED before it deletes their files (a crash never leaves
+a record without files): :func:`finish_deletions` deletes what a master killed in
+between left behind, in any storage type.
 """
 
 from __future__ import annotations
@@ -20,10 +24,11 @@ import time
 from typing import Any, Dict, Iterable, List, Optional, Set
 
 from determined.engine import EngineError, check_checkpoint_id
-from determined.storage import owns_checkpoint, owns_scratch
+from determined.storage import build_storage, owns_checkpoint, owns_scratch
 from determined.storage._owners import SCRATCH_PREFIX
 
-__all__ = ["clean_checkpoint_root", "clean_checkpoint_roots", "GRACE_SECONDS"]
+__all__ = ["clean_checkpoint_root", "clean_checkpoint_roots", "finish_deletions",
+           "GRACE_SECONDS"]
 
 logger = logging.getLogger("determined.master")
 
@@ -102,3 +107,27 @@ def clean_checkpoint_roots(store: Any, default_storage: Dict[str, Any], owner: s
     registered = {c.uuid for c in store.list_checkpoints()}
     for root in sorted(roots):
         clean_checkpoint_root(root, registered, {e.id for e in exps}, owner, grace=grace)
+
+
+def finish_deletions(store: Any) -> List[str]:
+    """Delete the files of every DELETED checkpoint that are still in storage: GC marks a
+    record DELETED before it deletes the files, so a master killed in between left them.
+
+    Returns:
+        The uuids whose files were deleted (or found gone) now.
+    """
+    done: List[str] = []
+    for exp in store.list_experiments(include_archived=True):
+        doomed = [c.uuid for c in store.list_checkpoints(experiment_id=exp.id,
+                                                         states=["DELETED"])]
+        if not doomed:
+            continue
+        try:
+            storage = build_storage(exp.config.get("checkpoint_storage") or {})
+            for uuid in doomed:
+                storage.delete(uuid)  # a no-op where the files are gone
+                done.append(uuid)
+        except Exception as e:  # noqa: BLE001 - e.g. no credentials here: leave the rest
+            logger.warning("experiment %s: could not delete the files of a deleted "
+                           "checkpoint: %s", exp.id, e)
+    return done
