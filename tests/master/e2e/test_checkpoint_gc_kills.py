@@ -3,11 +3,11 @@ SIGKILLed in the middle of it: a checkpoint a model version names is kept, no re
 stays COMPLETED without its files, and the restarted master finishes deleting the
 files of checkpoints the old one had marked DELETED.
 
-A master killed between marking and deleting is reproduced by making one file of a
-doomed checkpoint immutable (``chattr +i``: even root cannot remove it) so that GC
-stops there, as a kill would; the test then SIGKILLs the master and lifts the flag."""
+A master killed between marking and deleting is reproduced by the state such a kill
+leaves: a copy of one doomed checkpoint taken before GC is put back after GC marked it
+DELETED and removed it, while the master is SIGKILLed."""
 
-import subprocess
+import shutil
 import threading
 
 import httpx
@@ -39,45 +39,38 @@ def test_gc_keeps_model_versions_and_a_restart_finishes_it(master_factory, tmp_p
         # The defaults: the latest and the best (both at batch 100) are kept.
         "checkpoint_storage": {"type": "shared_fs", "host_path": str(root)},
     }
-    stuck = None
+    with master.client() as api:
+        exp_id = create_experiment(api, config, slow_model_dir(tiny_dir, tmp_path))
+        wait_until(lambda: len(_checkpoints(api, exp_id)) >= 2, timeout=120,
+                   what="checkpoints at batches 20 and 40")
+        first, second = _checkpoints(api, exp_id)[:2]
+        assert api.post("/models/kept", json={}).status_code == 201
+        r = api.post("/models/kept/versions", json={"checkpoint_uuid": first["uuid"]})
+        assert r.status_code == 201, r.text
+        aside = tmp_path / "aside"
+        shutil.copytree(root / second["uuid"], aside)
+        hold.touch()
+        exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"])
+        assert exp["state"] == "COMPLETED", exp
+        states = {c["uuid"]: c["state"] for c in _checkpoints(api, exp_id)}
+        assert states[first["uuid"]] == "COMPLETED", states
+        assert states[second["uuid"]] == "DELETED", states
+        wait_until(lambda: _on_disk(root) == {u for u, s in states.items() if s == "COMPLETED"},
+                   timeout=30, what="GC to delete the checkpoints it marked")
+    master.sigkill()
+    shutil.copytree(aside, root / second["uuid"])  # as if the kill came before its removal
+    again = MasterProcess(master.data_dir, 1, master.port).start()
     try:
-        with master.client() as api:
-            exp_id = create_experiment(api, config, slow_model_dir(tiny_dir, tmp_path))
-            wait_until(lambda: len(_checkpoints(api, exp_id)) >= 2, timeout=120,
-                       what="checkpoints at batches 20 and 40")
-            first, second = _checkpoints(api, exp_id)[:2]
-            assert api.post("/models/kept", json={}).status_code == 201
-            r = api.post("/models/kept/versions", json={"checkpoint_uuid": first["uuid"]})
-            assert r.status_code == 201, r.text
-            stuck = root / second["uuid"] / "metadata.json"
-            subprocess.run(["chattr", "+i", str(stuck)], check=True)
-            hold.touch()
-            exp = wait_for_state(api, exp_id, ["COMPLETED", "ERROR", "CANCELED"])
-            assert exp["state"] == "COMPLETED", exp
-            states = {c["uuid"]: c["state"] for c in _checkpoints(api, exp_id)}
-            assert states[first["uuid"]] == "COMPLETED", states
-            assert states[second["uuid"]] == "DELETED", states
-            wait_until(lambda: _on_disk(root) == {second["uuid"]}
-                       | {u for u, s in states.items() if s == "COMPLETED"},
-                       timeout=30, what="GC to delete what it can")
-        master.sigkill()
-        subprocess.run(["chattr", "-i", str(stuck)], check=True)
-        stuck = None
-        again = MasterProcess(master.data_dir, 1, master.port).start()
-        try:
-            wait_until(lambda: not (root / second["uuid"]).exists(), timeout=30,
-                       what="the restarted master to finish the deletion")
-            with again.client() as api:
-                after = {c["uuid"]: c["state"] for c in _checkpoints(api, exp_id)}
-            assert after == states
-            assert (root / first["uuid"] / "metadata.json").is_file()
-            kept = {u for u, s in after.items() if s == "COMPLETED"}
-            assert _on_disk(root) == kept
-        finally:
-            again.stop()
+        wait_until(lambda: not (root / second["uuid"]).exists(), timeout=30,
+                   what="the restarted master to finish the deletion")
+        with again.client() as api:
+            after = {c["uuid"]: c["state"] for c in _checkpoints(api, exp_id)}
+        assert after == states
+        assert (root / first["uuid"] / "metadata.json").is_file()
+        kept = {u for u, s in after.items() if s == "COMPLETED"}
+        assert _on_disk(root) == kept
     finally:
-        if stuck is not None:
-            subprocess.run(["chattr", "-i", str(stuck)])
+        again.stop()
 
 
 def test_master_sigkill_while_a_gc_policy_change_deletes(master_factory, tmp_path, tiny_dir):
