@@ -37,6 +37,11 @@ def serve(config: "object") -> None:
     from determined.master._master_log import install
 
     install()  # `det master logs`: logging and stdout/stderr lines, kept in memory
+    log = logging.getLogger("determined.master")
+    url = f"http://{config.host}:{config.port}"
+    log.info("serving %s (data dir %s, %s slots)", url, config.data_dir,
+             config.resource_manager.slots)
+    log.info("web UI at %s/ (REST API docs at /docs)", url)
     # Lifecycle events (``lifecycle: ...``) should stand out: alembic's line per migration
     # step and httpx's line per proxied request (INFO) are left out; the proxy logs its
     # requests at DEBUG.
@@ -135,9 +140,5 @@ def main(argv: Optional[List[str]] = None) -> int:
               "(another master or program holds the port; choose another with --port)",
               file=sys.stderr)
         return 1
-    print(f"determined-master: serving http://{config.host}:{config.port} "
-          f"(data dir {config.data_dir}, {config.resource_manager.slots} slots)", flush=True)
-    print(f"determined-master: web UI at http://{config.host}:{config.port}/ "
-          f"(REST API docs at /docs)", flush=True)
     serve(config)
     return 0
