@@ -157,6 +157,25 @@ def test_resuming_an_ended_experiment_says_it_cannot(tmp_path, tiny_dir):
             in out.stderr), out.stderr
 
 
+
+def test_resuming_one_killed_before_its_first_snapshot_says_so(tmp_path, tiny_dir):
+    """An experiment whose driver died before it saved a snapshot (its record ACTIVE,
+    no snapshot row) was said to have "run with an older version"."""
+    import sqlite3
+
+    local = tmp_path / "local"
+    out = run_det(["e", "create", tiny_dir / "const.yaml", tiny_dir, "--local-dir", local,
+                   "--no-progress"])
+    assert out.returncode == 0, out.stderr
+    with sqlite3.connect(local / "local.db") as db:  # as a driver killed at its start
+        db.execute("UPDATE experiments SET state = 'ACTIVE' WHERE id = 1")
+        db.execute("DELETE FROM searcher_snapshots WHERE experiment_id = 1")
+    out = run_det(["e", "resume", "1", "--local-dir", local])
+    assert out.returncode == 1
+    assert ("local experiment 1 cannot be resumed: it stopped before it saved its first "
+            "snapshot (or an older version ran it); run it again with `det experiment "
+            "create`") in out.stderr, out.stderr
+
 PID_SCRIPT = """
 import os, pathlib, time
 import determined as det
