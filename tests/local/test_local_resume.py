@@ -155,3 +155,84 @@ def test_resuming_an_ended_experiment_says_it_cannot(tmp_path, tiny_dir):
     assert out.returncode == 1
     assert ("local experiment 1 cannot be resumed: it has ended (COMPLETED)"
             in out.stderr), out.stderr
+
+
+
+def test_resuming_one_killed_before_its_first_snapshot_says_so(tmp_path, tiny_dir):
+    """An experiment whose driver died before it saved a snapshot (its record ACTIVE,
+    no snapshot row) was said to have "run with an older version"."""
+    import sqlite3
+
+    local = tmp_path / "local"
+    out = run_det(["e", "create", tiny_dir / "const.yaml", tiny_dir, "--local-dir", local,
+                   "--no-progress"])
+    assert out.returncode == 0, out.stderr
+    with sqlite3.connect(local / "local.db") as db:  # as a driver killed at its start
+        db.execute("UPDATE experiments SET state = 'ACTIVE' WHERE id = 1")
+        db.execute("DELETE FROM searcher_snapshots WHERE experiment_id = 1")
+    out = run_det(["e", "resume", "1", "--local-dir", local])
+    assert out.returncode == 1
+    assert ("local experiment 1 cannot be resumed: it stopped before it saved its first "
+            "snapshot (or an older version ran it); run it again with `det experiment "
+            "create`") in out.stderr, out.stderr
+
+PID_SCRIPT = """
+import os, pathlib, time
+import determined as det
+
+marks = pathlib.Path(det.get_cluster_info().trial.hparams["marks"])
+with det.core.init() as core:
+    for op in core.searcher.operations():
+        for step in range(1, op.length + 1):
+            time.sleep(0.1)
+            core.train.report_training_metrics(step, {"pid": os.getpid()})
+            (marks / "steps").write_text(str(step))
+        with core.checkpoint.store_path({"steps_completed": op.length}) as (path, _):
+            (path / "done").write_text("x")
+        core.train.report_validation_metrics(op.length, {"val": 1.0})
+        op.report_completed(1.0)
+"""
+
+
+def test_a_run_killed_before_its_first_checkpoint_leaves_no_metrics(tmp_path):
+    """kill -9 of the driver while a script trial trains toward its first checkpoint (the
+    snapshot still has it waiting to start): the resumed trial starts over and every
+    metric it has is its own (they were the killed run's up to where that one got)."""
+    import sqlite3
+
+    model = tmp_path / "pids"
+    model.mkdir()
+    (model / "train.py").write_text(PID_SCRIPT)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    config = tmp_path / "pids.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "pids", "entrypoint": "python3 train.py",
+        "hyperparameters": {"marks": str(marks)},
+        "searcher": {"name": "single", "metric": "val", "max_length": {"batches": 40}},
+        "max_restarts": 0}))
+    local = tmp_path / "local"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "determined.cli", "e", "create", str(config), str(model),
+         "--local-dir", str(local), "--no-progress"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not ((marks / "steps").exists() and int((marks / "steps").read_text() or 0) >= 8):
+        assert proc.poll() is None, "the run ended before it could be killed"
+        assert time.monotonic() < deadline, "the script did not train"
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+
+    def pids():
+        with sqlite3.connect(local / "local.db") as db:
+            rows = db.execute("SELECT metrics FROM metrics WHERE kind = 'training'").fetchall()
+        return [json.loads(m)["pid"] for (m,) in rows]
+
+    killed = set(pids())
+    assert killed, "the killed run stored no metrics: nothing to check"
+    out = run_det(["e", "resume", "1", "--local-dir", local, "--no-progress"], timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    after = pids()
+    assert len(after) == 40
+    assert not killed & set(after), after

@@ -213,6 +213,66 @@ def test_adaptive_search_over_a_core_api_script(tmp_path):
     assert not any("it resumes later" in log for log in logs.values()), logs
 
 
+LAGGING_SCRIPT = """
+import json
+import determined as det
+
+info = det.get_cluster_info()
+steps = 0
+with det.core.init() as core:
+    if info.latest_checkpoint:
+        with core.checkpoint.restore_path(info.latest_checkpoint) as path:
+            steps = json.loads((path / "state.json").read_text())["steps"]
+        print("resumed at", steps, flush=True)
+    for op in core.searcher.operations():
+        while steps < op.length:
+            steps += 1
+            core.train.report_training_metrics(steps, {"loss": 1.0 / steps})
+            if steps % 3 == 0:  # its own cadence, not the rungs'
+                with core.checkpoint.store_path({"steps_completed": steps}) as (path, _):
+                    (path / "state.json").write_text(json.dumps({"steps": steps}))
+        val = info.trial.trial_id + 1.0 / steps  # the first trial is the best
+        core.train.report_validation_metrics(steps, {"val": val})
+        op.report_completed(val)
+"""
+
+
+def test_a_script_checkpointing_off_its_rungs_lets_the_search_go_on(tmp_path):
+    """A script that checkpoints every 3 steps under ASHA with rungs at 4 and 8, on one
+    slot. Waiting at rung 4 (checkpoint at 3), the first trial gave its slot to the
+    next trial and exited; it was queued to train to 4 again and, being the oldest,
+    took the slot back each time: the search went round forever. Now it waits without
+    a process, resumes from its checkpoint when promoted, and stores each step once."""
+    model = tmp_path / "lagging"
+    model.mkdir()
+    (model / "train.py").write_text(LAGGING_SCRIPT)
+    config = tmp_path / "lagging.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "lagging", "entrypoint": "python3 train.py",
+        "hyperparameters": {"x": {"type": "double", "minval": 0, "maxval": 1}},
+        "searcher": {"name": "adaptive_asha", "metric": "val", "max_trials": 3,
+                     "max_length": {"batches": 8}, "divisor": 2, "max_rungs": 2,
+                     "mode": "aggressive"},
+        "max_restarts": 0,
+    }))
+    out, result = _create(tmp_path, config, model)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert result["state"] == "COMPLETED"
+    first = min(t["trial_id"] for t in result["trials"])
+    log = _logs(tmp_path, first)
+    assert log.count("Trial resumes") == 1, log
+    assert ("Trial stopped at 4 batches, its latest checkpoint at 3 batches (the script "
+            "stored none when it stopped); if the searcher asks for more it resumes from "
+            "there") in log, log
+    assert "resumed at 3" in log, log
+    described = run_det(["t", "describe", first, "--local-dir", tmp_path / "local", "--json",
+                         "--metrics"])
+    assert described.returncode == 0, described.stderr
+    steps = [m["total_batches"] for m in json.loads(described.stdout)["metrics"]
+             if m["kind"] == "training"]
+    assert steps == list(range(1, 9)), steps
+
+
 def test_a_script_that_ends_on_its_own_completes(tmp_path):
     """Exit 0 without following (or even asking for) the searcher's operations."""
     model = tmp_path / "plain"

@@ -724,6 +724,11 @@ class ExperimentCore(ScriptTrials):
                                               "deleted": False}
         out: List[fx.Effect] = []
         for t in list(self.trials.values()):
+            if t.state is _S.PENDING:
+                # Its process may have started after the snapshot: what it stored past
+                # what the snapshot (or a newer checkpoint) knows is a lost run's.
+                t.batches = max(t.batches, t.checkpoint_batches)
+                out.append(fx.RollbackMetrics(t.request_id, t.batches))
             if t.state not in LIVE:
                 continue
             if t.state is _S.KILLING:  # its process is gone: the kill is done

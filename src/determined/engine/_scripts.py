@@ -135,6 +135,8 @@ class ScriptTrials:
                 return self._failed(t, "exit code 0", (
                     f"the script exited without the checkpoint the searcher asked for "
                     f"(at {steps_text(t.batches, self.step_unit)})"))
+            if self._script_idle_behind(t):
+                return self._script_idle_stop(t)
             out = self._requeue(t)
             if self._script_settle_checkpoints(t):
                 out += self._script_launch_children(t)
@@ -146,6 +148,27 @@ class ScriptTrials:
         if self.state in _EXPERIMENT_STOPPING:  # the search is over for it either way
             return out
         return out + self._searcher_event(self.searcher.on_trial_finished(t.request_id))
+
+    def _script_idle_behind(self, t: CoreTrial) -> bool:
+        """The script was stopped while it waited for work (its operations done, none
+        queued: e.g. at an ASHA rung) and its latest checkpoint is older than its steps."""
+        return (t.current_op is None and not t.ops and not self.searcher.self_paced
+                and t.batches > t.checkpoint_batches)
+
+    def _script_idle_stop(self, t: CoreTrial) -> List[fx.Effect]:
+        """Exit 0 of a script stopped while idle, its checkpoint behind its steps. It
+        goes IDLE with its metrics kept: training again up to the steps the searcher
+        already has results for would only repeat them, and, being older than trials
+        waiting for a slot, it would take the slot back each time it is given up (the
+        search never went on). The searcher's next Train, cumulative, resumes it from
+        the checkpoint; reports at steps already stored are dropped, not counted twice."""
+        unit = self.step_unit
+        since = (f"its latest checkpoint at {steps_text(t.checkpoint_batches, unit)}"
+                 if t.latest_checkpoint else "it has no checkpoint")
+        line = (f"Trial stopped at {steps_text(t.batches, unit)}, {since} (the script "
+                "stored none when it stopped); if the searcher asks for more it resumes "
+                "from " + ("there" if t.latest_checkpoint else "the start"))
+        return [fx.TrialLog(t.request_id, line)] + self._move(t, _S.IDLE, "script exited")
 
     def _script_validated(self, t: CoreTrial, steps: int,
                           metrics: Mapping[str, Any]) -> List[fx.Effect]:

@@ -281,10 +281,9 @@ def main() -> int:
         # ranks on this machine; only rank 0 talks to the master.
         with distributed_trial(env, spec["storage"], threads) as env:
             if script:
-                code = run_script(env, host, spec["storage"], os.environ["DET_MASTER"],
+                # (run_script logs how the script ended)
+                return run_script(env, host, spec["storage"], os.environ["DET_MASTER"],
                                   spec.get("rendezvous"))
-                print(f"trial {env.trial_id} exited: script exit code {code}", flush=True)
-                return code
             runner = TrialRunner(env, host if env.distributed.rank == 0 else FollowerHost(),
                                  build_storage(spec["storage"]),
                                  trial_class=native_trial_class(env))

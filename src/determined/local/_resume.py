@@ -45,6 +45,10 @@ def resume_local_experiment(experiment_id: int, slots: int = 1, local_dir: Optio
                                   f"has ended ({exp.state})")
         found = db.get_searcher_snapshot(experiment_id)
         snapshot = found.snapshot if found is not None else {}
+        if found is None:
+            raise DeterminedError(f"local experiment {experiment_id} cannot be resumed: it "
+                                  "stopped before it saved its first snapshot (or an older "
+                                  "version ran it); run it again with `det experiment create`")
         if snapshot.get("version") != engine.SNAPSHOT_VERSION or "trials" not in snapshot:
             raise DeterminedError(f"local experiment {experiment_id} has no experiment snapshot "
                                   "(it ran with an older version); it cannot be resumed")

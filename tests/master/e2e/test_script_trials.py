@@ -59,6 +59,10 @@ def test_script_completes_and_its_output_is_the_trial_log(master_factory):
                          env=dict(os.environ, DET_MASTER=master.url))
     assert out.returncode == 0, out.stderr
     assert "closed at step 6" in out.stdout and "script exited with code 0" in out.stdout
+    # The exit is told once by the trial process and once by the master, as with
+    # --local (a third line, "trial N exited: script exit code 0", said it again).
+    said = [line for line in out.stdout.splitlines() if "exit" in line]
+    assert len(said) == 2, said
 
 
 def test_pause_stops_the_script_and_activate_resumes_it(master_factory, tmp_path):
