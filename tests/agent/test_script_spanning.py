@@ -205,8 +205,10 @@ def test_a_one_process_script_on_two_machines_is_told_to_pass_a_context(cluster)
     agents: the other machine's process failed with "DET_CLUSTER_INFO is set ... but the
     trial's link is not (DET_SCRIPT_LINK)"."""
     cluster.ensure_agents("a1", "a2", slots=2)
+    # step_delay: the chief's 4 steps outlast the other machine's failing start (a chief
+    # that ends cleanly first makes the trial succeed, README "chief_grace").
     config = {"name": "one-process-script", "entrypoint": "python3 train.py",
-              "hyperparameters": {"lr": 0.05},
+              "hyperparameters": {"lr": 0.05, "step_delay": 15},
               "searcher": {"name": "single", "metric": "validation_loss",
                            "max_length": {"batches": 4}},
               "resources": {"slots_per_trial": 3}, "max_restarts": 0}

@@ -74,5 +74,22 @@ export function failureSummary(lines: string[]): FailureSummary {
       }
     }
   }
-  return { cause: cause && modelDirPaths(cause), exit: exit && modelDirPaths(exit) };
+  const shownCause = cause && modelDirPaths(cause);
+  const shownExit = exit && modelDirPaths(exit);
+  return { cause: shownCause, exit: shownExit && shownCause ? withoutCause(shownExit, shownCause) : shownExit };
+}
+
+/** The master's exit line names its reason ("Trial failed (exit code 65): trial 3 failed:
+ * CAUSE; no restarts left …", the reason cut with "…" when long); where that reason is the
+ * cause shown above it, the line keeps only the rest ("Trial failed (exit code 65); no
+ * restarts left …"). */
+function withoutCause(exit: string, cause: string): string {
+  const m = /^(Trial failed \([^)]*\)): (.*)$/.exec(exit);
+  if (!m) return exit;
+  for (let at = m[2].indexOf("; "); at >= 0; at = m[2].indexOf("; ", at + 1)) {
+    const reason = m[2].slice(0, at).replace(/^trial \d+ failed: /, "");
+    const whole = reason.endsWith("…") ? cause.startsWith(reason.slice(0, -1)) : reason.includes(cause);
+    if (reason && whole) return m[1] + m[2].slice(at);
+  }
+  return exit;
 }

@@ -56,6 +56,26 @@ describe("failureSummary", () => {
     ];
     expect(failureSummary(lines).cause).toBe("ValueError: bad shape");
   });
+  it("drops the cause from the exit line that names it (the master's lines since migration 0013)", () => {
+    const lines = [
+      "trial 3 failed: entrypoint 'model_def:NoSuchTrial': model_def has no NoSuchTrial",
+      "[determined] Trial failed (exit code 65): trial 3 failed: entrypoint 'model_def:NoSuchTrial': "
+        + "model_def has no NoSuchTrial; no restarts left (0 of 0 restarts used)",
+    ];
+    expect(failureSummary(lines)).toEqual({
+      cause: "entrypoint 'model_def:NoSuchTrial': model_def has no NoSuchTrial",
+      exit: "Trial failed (exit code 65); no restarts left (0 of 0 restarts used)",
+    });
+    const cut = [
+      "trial 3 failed: model_def has no attribute 'X' (defined: A, B, C)",
+      "[determined] Trial failed (exit code 65): trial 3 failed: model_def has no attribute 'X' (defined: A, …; "
+        + "no restarts left (0 of 0 restarts used)",
+    ];
+    expect(failureSummary(cut).exit).toBe("Trial failed (exit code 65); no restarts left (0 of 0 restarts used)");
+    const other = ["ValueError: x", "[determined] Trial failed (exit code 1): something else; no restarts left"];
+    expect(failureSummary(["Traceback (most recent call last):", ...other]).exit)
+      .toBe("Trial failed (exit code 1): something else; no restarts left");
+  });
   it("says nothing it cannot find", () => {
     expect(failureSummary(["[determined] Trial starts", "hello"])).toEqual({ cause: null, exit: null });
     expect(failureSummary(["[determined] Trial failed (killed by signal 9); no restarts left"]))
