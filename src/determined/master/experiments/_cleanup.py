@@ -117,9 +117,13 @@ def finish_deletions(store: Any) -> List[str]:
         The uuids whose files were deleted (or found gone) now.
     """
     done: List[str] = []
+    by_experiment: Dict[int, List[str]] = {}
+    for c in store.list_checkpoints(states=["DELETED"]):  # one query, not one per experiment
+        by_experiment.setdefault(c.experiment_id, []).append(c.uuid)
+    if not by_experiment:
+        return done
     for exp in store.list_experiments(include_archived=True):
-        doomed = [c.uuid for c in store.list_checkpoints(experiment_id=exp.id,
-                                                         states=["DELETED"])]
+        doomed = by_experiment.get(exp.id)
         if not doomed:
             continue
         try:
