@@ -89,8 +89,7 @@ def gc_candidates(master: Master, exp_id: int, policy: Dict[str, int]) -> List[A
     searcher = exp.config.get("searcher") or {}
     metric_name = searcher.get("metric")
     ckpts = master.store.list_checkpoints(experiment_id=exp_id, states=["COMPLETED"])
-    protected = master.store.warm_start_checkpoints()
-    protected |= master.store.registered_checkpoints(c.uuid for c in ckpts)
+    protected = master.store.protected_checkpoints(c.uuid for c in ckpts)
     records = []
     for c in ckpts:
         metric = (c.validation or {}).get(metric_name)

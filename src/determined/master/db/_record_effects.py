@@ -168,8 +168,7 @@ class RecordEffects:
 
     def delete_checkpoint(self, e: engine.DeleteCheckpoint) -> None:
         # The core knows its own trials' warm starts, not the records outside it.
-        if e.uuid in self.store.registered_checkpoints([e.uuid]) \
-                or e.uuid in self.store.warm_start_checkpoints():
+        if self.store.protected_checkpoints([e.uuid]):
             logger.info("experiment %s: checkpoint %s is kept: a model version or another "
                         "trial uses it", self.experiment_id, e.uuid)
             return

@@ -208,12 +208,15 @@ class RegistryMixin(StoreBase):
         with self._read() as s:
             return set(s.scalars(query))
 
-    def warm_start_checkpoints(self) -> Set[str]:
-        """Checkpoint uuids any trial started from (kept by garbage collection)."""
-        query = (sa.select(m.Trial.warm_start_checkpoint).distinct()
-                 .where(m.Trial.warm_start_checkpoint.is_not(None)))
+    def protected_checkpoints(self, uuids: Iterable[str]) -> Set[str]:
+        """Those of ``uuids`` garbage collection keeps whatever its policy: a model
+        version names them, or a trial started from them."""
+        wanted = list(uuids)
+        query = sa.select(m.Trial.warm_start_checkpoint).distinct().where(
+            m.Trial.warm_start_checkpoint.in_(wanted))
         with self._read() as s:
-            return set(s.scalars(query))
+            warm = set(s.scalars(query))
+        return warm | self.registered_checkpoints(wanted)
 
     # -- templates --------------------------------------------------------------------------
 
