@@ -19,9 +19,9 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from typing import Any, Iterable, Mapping, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
-__all__ = ["MetricOrder"]
+__all__ = ["MetricOrder", "ranked_checkpoints"]
 
 
 def _number(value: Any) -> Optional[float]:
@@ -76,3 +76,24 @@ class MetricOrder:
         """The best of ``values``; None when none is a number."""
         numbers = [v for v in (_number(x) for x in values) if v is not None]
         return min(numbers, key=self.signed) if numbers else None
+
+
+def ranked_checkpoints(checkpoints: Iterable[Dict[str, Any]], metric: str,
+                       smaller_is_better: bool) -> List[Dict[str, Any]]:
+    """The COMPLETED checkpoints (the REST API's records) validated on ``metric`` (a
+    number, not NaN), best first; of equal values the one with more batches first.
+
+    Example:
+        >>> cks = [{"uuid": "a", "state": "COMPLETED", "total_batches": 100,
+        ...         "validation": {"loss": 0.5}},
+        ...        {"uuid": "b", "state": "COMPLETED", "total_batches": 200,
+        ...         "validation": {"loss": 0.25}},
+        ...        {"uuid": "c", "state": "COMPLETED", "total_batches": 300, "validation": None}]
+        >>> [ck["uuid"] for ck in ranked_checkpoints(cks, "loss", smaller_is_better=True)]
+        ['b', 'a']
+    """
+    order = MetricOrder(smaller_is_better)
+    scored = [ck for ck in checkpoints if ck["state"] == "COMPLETED"
+              and order.comparable((ck.get("validation") or {}).get(metric))]
+    return sorted(scored, key=lambda ck: (order.key(ck["validation"][metric]),
+                                          -ck["total_batches"]))

@@ -14,7 +14,7 @@ import os
 import sys
 from typing import Any, Dict, List, Sequence, Tuple
 
-from determined._metric_order import MetricOrder
+from determined._metric_order import ranked_checkpoints
 from determined.cli._failures import failed_trials_lines, local_flags
 from determined.cli._progress import progress_text
 from determined.cli._waiting import wait_details, with_waiting
@@ -109,27 +109,6 @@ def workload_rows(trial: Dict[str, Any], checkpoints: Sequence[Dict[str, Any]], 
             r = row(ck["total_batches"])
             r["checkpoint_state"], r["checkpoint_uuid"] = ck["state"], ck["uuid"]
     return [rows[b] for b in sorted(rows, reverse=True)]
-
-
-def ranked_checkpoints(checkpoints: Sequence[Dict[str, Any]], metric: str,
-                       smaller_is_better: bool) -> List[Dict[str, Any]]:
-    """The COMPLETED checkpoints validated on ``metric`` (a number, not NaN), best first;
-    of equal values the one with more batches first (as ``det t download --best``).
-
-    Example:
-        >>> cks = [{"uuid": "a", "state": "COMPLETED", "total_batches": 100,
-        ...         "validation": {"loss": 0.5}},
-        ...        {"uuid": "b", "state": "COMPLETED", "total_batches": 200,
-        ...         "validation": {"loss": 0.25}},
-        ...        {"uuid": "c", "state": "COMPLETED", "total_batches": 300, "validation": None}]
-        >>> [ck["uuid"] for ck in ranked_checkpoints(cks, "loss", smaller_is_better=True)]
-        ['b', 'a']
-    """
-    order = MetricOrder(smaller_is_better)
-    scored = [ck for ck in checkpoints if ck["state"] == "COMPLETED"
-              and order.comparable((ck.get("validation") or {}).get(metric))]
-    return sorted(scored, key=lambda ck: (order.key(ck["validation"][metric]),
-                                          -ck["total_batches"]))
 
 
 def metric_labels(metric: Any) -> Dict[str, str]:

@@ -13,7 +13,7 @@ import os
 import time
 from typing import Any, Dict, List, Optional
 
-from determined._metric_order import MetricOrder
+from determined._metric_order import ranked_checkpoints
 from determined.errors import CheckpointError
 from determined.experimental._checkpoint import Checkpoint
 from determined.experimental._model import Model, ModelOrderBy, ModelSortBy
@@ -130,15 +130,9 @@ class Determined:
         """COMPLETED checkpoints with the metric, best first."""
         searcher = self._config(experiment_id)["searcher"]
         metric = sort_by or searcher["metric"]
-        order = MetricOrder(searcher.get("smaller_is_better", True)
-                            if smaller_is_better is None else smaller_is_better)
-        scored = []
-        for c in checkpoints:
-            value = (c.get("validation") or {}).get(metric)
-            if c["state"] == "COMPLETED" and order.comparable(value):
-                scored.append((order.key(value), -c["total_batches"], c))
-        scored.sort(key=lambda t: (t[0], t[1]))
-        return [c for _, _, c in scored]
+        smaller = (searcher.get("smaller_is_better", True) if smaller_is_better is None
+                   else smaller_is_better)
+        return ranked_checkpoints(checkpoints, metric, smaller)
 
 
 def as_determined(master: Any) -> Determined:
