@@ -18,7 +18,7 @@
 # then fails with its stack trace); the throughput benchmark is capped at 150 s; the
 # packing benchmark gets what is left of the budget (its --budget, less ~20 s per k for a
 # master) and is left out (said in the summary) when under 15 s per k would remain.
-# Expected on an H100: install ~5 s, tests ~2 min, throughput ~90 s, packing the rest.
+# On an H100 or H200: install ~5 s, tests ~2 min, throughput 60-90 s, packing the rest.
 # (A dry run, slower on the CPU and under no command limit, allows 1800 s, 900 s and
 # 600 s.) OUT_DIR also gets gpu-test-files.tgz: the tests' logs and masters' databases
 # (trial logs), for a post-mortem of a failure.

@@ -8,9 +8,11 @@ mean utilization (from the GPU metrics the agent sampled) as a Markdown table.
     python benchmarks/gpu/packing.py --budget 150    # at most ~150 s of searching
 
 Every k runs the same search (same seed, so the same hyperparameter samples) on a fresh
-master. With ``--budget``, each k gets an equal share of it: a search still running
-when its share is spent is canceled, and its row counts what finished by then (trials
-per hour over its wall time, the best validation error reached), marked "cut".
+master. With ``--budget``, the searches run from the largest k down (the quickest
+first), each given an equal share of the budget still left, so time a quick search
+does not use passes on to the slower ones; a search still running when its share is
+spent is canceled, and its row counts what finished by then (trials per hour over its
+wall time, the best validation error reached), marked "cut". Rows print by k.
 Without a GPU, k CPU slots stand in for the k GPU slots (said above the table): the
 numbers then measure nothing about GPUs.
 """
@@ -124,7 +126,8 @@ def main() -> int:
     p.add_argument("--timeout", type=float, default=1800,
                    help="seconds per search when there is no --budget")
     p.add_argument("--budget", type=float, default=None,
-                   help="seconds for all searches together (each k an equal share)")
+                   help="seconds for all searches together (largest k first, each an equal "
+                        "share of what is left)")
     p.add_argument("--tiny", action="store_true",
                    help="a smoke test: k = 1, 2; 4 trials of 32 batches")
     p.add_argument("--json", default=None, help="also write the rows to this JSON file")
@@ -142,11 +145,18 @@ def main() -> int:
         print("No NVIDIA GPU here: k CPU slots stand in for k slots of one GPU", flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="det-packing-") as work:
-        for k in ks:
-            share = args.budget / len(ks) if args.budget else args.timeout
+        start = time.monotonic()
+        order = sorted(ks, reverse=True) if args.budget else ks
+        for n, k in enumerate(order):
+            if args.budget:
+                left = args.budget - (time.monotonic() - start)
+                share = max(left, 0.0) / (len(order) - n)
+            else:
+                share = args.timeout
             row = run_one(k, len(gpus), args, work, share)
             print(f"k={k}: {json.dumps(row)}", flush=True)
             rows.append(row)
+    rows.sort(key=lambda r: ks.index(r["k"]))
     print(f"\nadaptive_asha, {args.max_trials} trials of up to {args.batches} batches "
           f"(batch 256), on {'GPU 0: ' + gpus[0].name if gpus else 'CPU slots'}:\n")
     print(table(rows))

@@ -47,6 +47,8 @@ def test_packing_benchmark_budget_cancels_the_searches_still_running(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     for k in (1, 2):
         assert re.search(rf"^\| {k} \(cut\) \| 0 \| 0 \| ", proc.stdout, re.M), proc.stdout
+    # The largest k runs first (what it leaves of the budget passes on); rows print by k.
+    assert proc.stdout.index("k=2: ") < proc.stdout.index("k=1: "), proc.stdout
     rows = json.loads(rows_path.read_text())
     assert [(r["k"], r["cut"], r["state"]) for r in rows] == [(1, True, "CANCELED"),
                                                               (2, True, "CANCELED")]
