@@ -44,6 +44,25 @@ def test_create_errors(store: Store, make_experiment) -> None:
     assert store.list_experiments(include_archived=True) == []
 
 
+def test_create_key_is_stored_once_per_owner(store: Store, make_experiment) -> None:
+    """An idempotency key is stored with its experiment; the same owner's second create
+    with it stores nothing (ConflictError); another owner's key is another key."""
+    assert store.experiment_for_create_key("admin", "k1") is None
+    first = make_experiment(owner="admin", create_key=("k1", "d1"))
+    assert store.experiment_for_create_key("admin", "k1") == (first, "d1")
+    with pytest.raises(ConflictError, match="user 'admin' already created an experiment "
+                                            "with idempotency key 'k1'"):
+        make_experiment(owner="admin", create_key=("k1", "d2"))
+    assert [e.id for e in store.list_experiments()] == [first]
+    other = make_experiment(owner="determined", create_key=("k1", "d3"))
+    assert store.experiment_for_create_key("determined", "k1") == (other, "d3")
+    assert store.experiment_for_create_key("admin", "k1") == (first, "d1")
+    make_experiment(owner="admin")  # no key: never collides
+    make_experiment(owner="admin")
+    with pytest.raises(ValueError, match="create_key"):
+        make_experiment(owner="admin", create_key=("", "d"))
+
+
 def test_missing_experiment(store: Store) -> None:
     for call in (
         lambda: store.get_experiment(42),

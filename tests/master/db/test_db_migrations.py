@@ -16,7 +16,7 @@ def test_upgrade_twice_is_a_no_op(db_url: str) -> None:
     try:
         assert store.schema_revision() is None
         head = store.upgrade()
-        assert head == "0013"
+        assert head == "0014"
         exp = store.create_experiment({"a": 1}, b"x", "admin")
         assert store.upgrade() == head
         assert store.schema_revision() == head
@@ -47,7 +47,7 @@ def test_concurrent_upgrades(db_url: str) -> None:
         t.join()
     try:
         assert errors == []
-        assert results == ["0013"] * 4
+        assert results == ["0014"] * 4
         assert len(stores[0].list_users()) == 2
     finally:
         for s in stores:
@@ -105,7 +105,7 @@ def test_experiments_before_0012_have_no_original_config(db_url: str) -> None:
                 state="COMPLETED", config={"searcher": {"name": "single"}}, model_def=b"x",
                 owner_id=owner, description="old", labels=[], archived=False, weight=1.0,
                 start_time=utcnow()))
-        assert store.upgrade() == "0013"
+        assert store.upgrade() == "0014"
         [old] = store.list_experiments()
         assert (old.description, old.config) == ("old", {"searcher": {"name": "single"}})
         assert store.get_experiment_original_config(old.id) is None
@@ -116,3 +116,26 @@ def test_experiments_before_0012_have_no_original_config(db_url: str) -> None:
         assert store.get_experiment(new).config["records_per_epoch"] == 0
         with pytest.raises(NotFoundError):
             store.get_experiment_original_config(new + 1)
+
+
+def test_experiments_before_0014_have_no_create_key(db_url: str) -> None:
+    """0014 adds the create key to a database holding experiments: theirs is NULL (and
+    NULLs never collide); a key stored after is found and unique per owner."""
+    from determined.master.db import ConflictError, _engine
+
+    with Store(db_url) as store:
+        assert _engine.run_upgrade(store._engines, "0013")[1] == "0013"
+        with store._engines.write.begin() as conn:
+            owner = conn.execute(sa.text("SELECT id FROM users WHERE username = 'admin'")).scalar()
+            for _ in range(2):
+                conn.execute(sa.text(
+                    "INSERT INTO experiments (state, config, model_def, owner_id, description, "
+                    "labels, archived, weight, start_time) VALUES ('PAUSED', '{}', :m, :o, "
+                    "'old', '[]', :f, 1.0, '2026-11-29 00:00:00')"),
+                    {"m": b"x", "o": owner, "f": False})
+        assert store.upgrade() == "0014"
+        assert [e.description for e in store.list_experiments()] == ["old", "old"]
+        new = store.create_experiment({}, b"y", "admin", create_key=("key", "digest"))
+        assert store.experiment_for_create_key("admin", "key") == (new, "digest")
+        with pytest.raises(ConflictError):
+            store.create_experiment({}, b"y", "admin", create_key=("key", "digest"))

@@ -3,19 +3,33 @@
 Errors: an unreachable master or a non-2xx answer raises
 :class:`determined.errors.MasterError` with the master's message; the HTTP status
 is in ``.status`` (None when unreachable).
+
+Creating an experiment is safe to retry: each create sends one random
+``Idempotency-Key``, and a connection lost before the answer came is retried with the
+same key (:data:`CREATE_RETRY_DELAYS`); the master answers a key it stored with the
+experiment it made then.
 """
 
 from __future__ import annotations
 
 import base64
 import contextlib
+import sys
+import time
+import uuid
 from typing import Any, Dict, Iterator, List, Optional, Protocol, Union
 
 import httpx
 
 from determined.errors import MasterError
 
-__all__ = ["MasterClient", "normalize_master_url", "APIError", "TokenSource", "user_path"]
+__all__ = ["CREATE_RETRY_DELAYS", "IDEMPOTENCY_HEADER", "MasterClient", "normalize_master_url",
+           "APIError", "TokenSource", "user_path"]
+
+#: The header naming one create; its retries send the same value.
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+#: Seconds before each retry of a create whose connection failed or dropped.
+CREATE_RETRY_DELAYS = (0.5, 1.0, 2.0)
 
 
 def user_path(name: str) -> str:
@@ -231,7 +245,20 @@ class MasterClient:
                                 "model_def": base64.b64encode(model_def).decode("ascii")}
         if git is not None:
             body["git"] = git
-        return int(self.request("POST", "/experiments", json=body)["id"])
+        headers = {IDEMPOTENCY_HEADER: uuid.uuid4().hex}
+        for retry, delay in enumerate((*CREATE_RETRY_DELAYS, None)):
+            try:
+                return int(self.request("POST", "/experiments", json=body,
+                                        headers=headers)["id"])
+            except APIError as e:
+                if e.status is not None or delay is None:  # the master answered, or last try
+                    raise
+                if retry == 0:
+                    print(f"Creating the experiment: {e}; retrying up to "
+                          f"{len(CREATE_RETRY_DELAYS)} times with the same idempotency key "
+                          "(no duplicate is made)", file=sys.stderr)
+                time.sleep(delay)
+        raise AssertionError("unreachable")
 
     def list_experiments(self, archived: bool = False,
                          user: Optional[str] = None) -> List[Dict[str, Any]]:

@@ -1,7 +1,9 @@
 """Experiments and trials on the REST API (``/api/v1``).
 
 - ``POST /experiments`` ``{config, model_def (base64 tar.gz), activate, git?}`` ->
-  ``{id, warnings}`` (201); ``GET /experiments?archived&user``; ``GET /experiments/{id}``;
+  ``{id, warnings}`` (201). With an ``Idempotency-Key`` header, a key its user sent
+  before answers that experiment (same body: a retry whose answer was lost) or 422
+  (another body); ``GET /experiments?archived&user``; ``GET /experiments/{id}``;
   ``PATCH /experiments/{id}`` (description, labels, weight, priority, max_slots);
   ``POST /experiments/{id}/{pause|activate|cancel|kill|archive|unarchive}``;
   ``GET /experiments/{id}/trials|checkpoints|model_def``.
@@ -22,14 +24,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import fastapi
 from fastapi import Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from determined.common.api import MAX_CONTEXT_BYTES
+from determined.common.api import IDEMPOTENCY_HEADER, MAX_CONTEXT_BYTES
 from determined.experiment_validation import validate_experiment
 from determined.config import (check_config_json, check_config_text, config_warnings,
                                masked_fields, parse_yaml, unmasked_config)
@@ -41,12 +44,14 @@ from determined.master.api import _models as models
 from determined.master.api._auth import check_owner
 from determined.master.api._errors import APIError
 from determined.master.api._json_body import json_body, json_body_doc
-from determined.master.db import User
+from determined.master.db import ConflictError, User
 from determined.master.experiments import NotFinishedError
 from determined.master.experiments._service import RUN_ACTIONS
 from determined.master.tasks import PREFIX as TASK_PREFIX
 
 __all__ = ["experiment_json", "experiments_router", "waiting_json"]
+
+_MAX_KEY_LENGTH = 255
 
 
 def experiment_json(master: Master, id: int, with_config: bool = True) -> Dict[str, Any]:
@@ -95,6 +100,18 @@ def _submitted(raw: Any) -> Optional[Dict[str, Any]]:
         return None
 
 
+def _create_key(request: Request, raw: bytes) -> Optional[Tuple[str, str]]:
+    """``(Idempotency-Key, SHA-256 of the body)`` of a create, or None without the header."""
+    key = request.headers.get(IDEMPOTENCY_HEADER)
+    if key is None:
+        return None
+    if not key or len(key) > _MAX_KEY_LENGTH or not key.isprintable():
+        raise APIError(400, f"Expected the {IDEMPOTENCY_HEADER} header to be 1 to "
+                            f"{_MAX_KEY_LENGTH} printable characters. Received: {key[:80]!r} "
+                            f"({len(key)} characters)")
+    return key, hashlib.sha256(raw).hexdigest()
+
+
 def trial_with_wait(master: Master, trial: Dict[str, Any]) -> Dict[str, Any]:
     trial["waiting"] = _trial_wait(master, trial["id"])
     return trial
@@ -115,8 +132,34 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
         limits = master.config.limits
         await run_in_threadpool(check_config_json, raw, limits.max_config_keys,
                                 limits.max_config_depth)
+        key = _create_key(request, raw)
+        if key is not None:
+            done = await run_in_threadpool(_created_before, key, user)
+            if done is not None:
+                return done
         body = await json_body(request, models.CreateExperiment)
-        return await run_in_threadpool(_create_experiment, body, user)
+        try:
+            return await run_in_threadpool(_create_experiment, body, user, key)
+        except ConflictError:
+            # The same key's other request stored its experiment meanwhile.
+            done = await run_in_threadpool(_created_before, key, user) if key else None
+            if done is None:
+                raise
+            return done
+
+    def _created_before(key: Tuple[str, str], user: User) -> Optional[Dict[str, Any]]:
+        """The answer of the create ``user`` made with this idempotency key, or None;
+        the same key with another body: 422."""
+        found = store.experiment_for_create_key(user.username, key[0])
+        if found is None:
+            return None
+        exp_id, digest = found
+        if digest != key[1]:
+            raise APIError(422, f"{IDEMPOTENCY_HEADER} {key[0]!r} was already used to create "
+                                f"experiment {exp_id} with a different request body; send a "
+                                "new key to create another experiment")
+        original = store.get_experiment_original_config(exp_id)
+        return {"id": exp_id, "warnings": config_warnings(original) if original else []}
 
     def _fill_masked(raw: Any, parent_id: Optional[int], user: User) -> Any:
         """``raw`` with the credentials a fork got back masked (``***``) taken from its
@@ -130,7 +173,8 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
         check_owner(user, parent.owner, f"experiment {parent_id}", "reuse the credentials of")
         return unmasked_config(raw, parent.config)
 
-    def _create_experiment(body: models.CreateExperiment, user: User) -> Dict[str, Any]:
+    def _create_experiment(body: models.CreateExperiment, user: User,
+                           key: Optional[Tuple[str, str]]) -> Dict[str, Any]:
         limits = master.config.limits
         try:
             packed = base64.b64decode(body.model_def, validate=True)
@@ -170,7 +214,7 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
             config, packed, body.activate, owner=user.username,
             git=body.git.model_dump() if body.git else None,
             context_bytes=valid.context.unpacked_bytes if valid.context else len(packed),
-            original_config=original, parent_id=body.parent_id)
+            original_config=original, parent_id=body.parent_id, create_key=key)
         # Fields accepted without effect here (container-only), one line each.
         return {"id": exp_id, "warnings": config_warnings(raw) if isinstance(raw, dict) else []}
 

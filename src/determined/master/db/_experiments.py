@@ -78,6 +78,7 @@ class ExperimentsMixin(StoreBase):
         git: Optional[Dict[str, str]] = None,
         context_bytes: Optional[int] = None,
         original_config: Optional[Dict[str, Any]] = None,
+        create_key: Optional[Tuple[str, str]] = None,
     ) -> int:
         """Store a new experiment and return its id.
 
@@ -94,9 +95,13 @@ class ExperimentsMixin(StoreBase):
             context_bytes: the context's files' size unpacked (for the quotas).
             original_config: the config as the user submitted it, before defaults
                 (:meth:`get_experiment_original_config`).
+            create_key: ``(key, digest)``: the create request's idempotency key and its
+                body's digest, stored in the same transaction as the experiment
+                (:meth:`experiment_for_create_key`).
 
         Raises:
             NotFoundError: unknown owner or parent.
+            ConflictError: ``owner`` already created an experiment with this key.
 
         Example:
             >>> exp_id = store.create_experiment({"searcher": {...}}, b"...", "determined")
@@ -120,6 +125,10 @@ class ExperimentsMixin(StoreBase):
                 check_str(f"git.{name}", git[name])
         if state not in ("ACTIVE", "PAUSED"):
             raise ValueError(f"Expected state to be ACTIVE or PAUSED. Received: state={state!r}")
+        key, digest = create_key if create_key is not None else (None, None)
+        if key is not None:
+            check_str("create_key", key, nonempty=True)
+            check_str("create_key digest", digest, nonempty=True)
         with self._write() as s:
             owner_id = s.scalar(sa.select(m.User.id).where(m.User.username == owner))
             if owner_id is None:
@@ -139,10 +148,23 @@ class ExperimentsMixin(StoreBase):
                 **(git or {}),
                 context_bytes=context_bytes,
                 original_config=original_config,
+                create_key=key,
+                create_digest=digest,
             )
             s.add(row)
-            s.flush()
+            self._flush_or_conflict(
+                s, f"user {owner!r} already created an experiment with idempotency key {key!r}")
             return row.id
+
+    def experiment_for_create_key(self, owner: str, key: str) -> Optional[Tuple[int, str]]:
+        """``(id, digest)`` of the experiment ``owner`` created with idempotency key
+        ``key`` (:meth:`create_experiment`), or None."""
+        query = (sa.select(m.Experiment.id, m.Experiment.create_digest)
+                 .join(m.User, m.User.id == m.Experiment.owner_id)
+                 .where(m.User.username == owner, m.Experiment.create_key == key))
+        with self._read() as s:
+            row = s.execute(query).one_or_none()
+        return (row[0], row[1]) if row is not None else None
 
     def context_bytes_used(self, owner: str) -> Tuple[int, int]:
         """Unpacked bytes of the stored contexts of ``owner``'s experiments and of all

@@ -65,6 +65,9 @@ class User(Base):
 
 class Experiment(Base):
     __tablename__ = "experiments"
+    # A create's idempotency key is unique per owner; NULLs (no key) never collide.
+    __table_args__ = (sa.Index("ix_experiments_owner_create_key", "owner_id", "create_key",
+                               unique=True),)
 
     id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
     state: orm.Mapped[str] = orm.mapped_column(sa.String(32), index=True)
@@ -94,6 +97,10 @@ class Experiment(Base):
     # The config as submitted, before defaults (the UI's fork starts from it); None for
     # experiments made before it was kept. Read alone, so never selected in lists.
     original_config: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText, deferred=True)
+    # The ``Idempotency-Key`` it was created with and the SHA-256 of that request's
+    # body (migration 0014): a retried create returns this experiment. None: no key.
+    create_key: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
+    create_digest: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(64))
 
     owner: orm.Mapped[User] = orm.relationship(lazy="joined", innerjoin=True)
 

@@ -88,11 +88,14 @@ class Experiments:
                git: Optional[Dict[str, str]] = None,
                context_bytes: Optional[int] = None,
                original_config: Optional[Dict[str, Any]] = None,
-               parent_id: Optional[int] = None) -> int:
+               parent_id: Optional[int] = None,
+               create_key: Optional[Tuple[str, str]] = None) -> int:
         """Store and start an experiment; its id. ``context_bytes``: its context's
         unpacked size, checked against the context quotas before anything is written;
         ``original_config``: the config as submitted, before defaults (kept for forks);
-        ``parent_id``: the experiment it was forked from."""
+        ``parent_id``: the experiment it was forked from; ``create_key``: the request's
+        ``(idempotency key, body digest)``, stored with it (a key the owner used
+        already: ConflictError, nothing stored)."""
         if context_bytes is None:
             context_bytes = len(model_def)
         check_context_quota(self.store, self._limits, owner, context_bytes)
@@ -104,7 +107,8 @@ class Experiments:
                 exp_id = self.store.create_experiment(config, model_def, owner=owner,
                                                      git=git, context_bytes=context_bytes,
                                                      original_config=original_config,
-                                                     parent_id=parent_id)
+                                                     parent_id=parent_id,
+                                                     create_key=create_key)
                 model_dir = self.model_dirs.place(staging, exp_id)
                 run = self.build(exp_id, config, "PAUSED", model_dir, source_checkpoint=source,
                                  capacity=self._capacity(config))
