@@ -49,11 +49,15 @@ class TokenSource(Protocol):
 
 
 class APIError(MasterError):
+    """``status``: the master's HTTP status, None when no answer came; then ``connected``
+    says whether a connection was made (the request may have reached the master)."""
+
     def __init__(self, message: str, status: Optional[int] = None,
-                 details: Optional[List[Dict[str, Any]]] = None):
+                 details: Optional[List[Dict[str, Any]]] = None, connected: bool = True):
         super().__init__(message)
         self.status = status
         self.details = details or []
+        self.connected = connected
 
 
 def normalize_master_url(master: str) -> str:
@@ -140,7 +144,8 @@ class MasterClient:
             raise APIError(f"the master at {self.url} redirected {method} {path} too many "
                            f"times ({e}); is {self.url} the master's address?") from None
         except httpx.TransportError as e:
-            raise APIError(f"no master is reachable at {self.url}: {e}") from None
+            raise APIError(f"no master is reachable at {self.url}: {e}",
+                           connected=not isinstance(e, httpx.ConnectError)) from None
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         if self._auth is not None and "Authorization" not in self._http.headers:
@@ -251,10 +256,14 @@ class MasterClient:
                 return int(self.request("POST", "/experiments", json=body,
                                         headers=headers)["id"])
             except APIError as e:
-                if e.status is not None or delay is None:  # the master answered, or last try
+                # Retried: a connection that failed after it was made (the master may
+                # have stored it), then any failure while it comes back. Not: an answer
+                # (4xx, 5xx), the last try, or no master there at the first try.
+                if (e.status is not None or delay is None
+                        or (retry == 0 and not e.connected)):
                     raise
                 if retry == 0:
-                    print(f"Creating the experiment: {e}; retrying up to "
+                    print(f"No answer to creating the experiment ({e}); retrying up to "
                           f"{len(CREATE_RETRY_DELAYS)} times with the same idempotency key "
                           "(no duplicate is made)", file=sys.stderr)
                 time.sleep(delay)
