@@ -137,3 +137,23 @@ def test_create_without_master_is_not_retried(tiny_dir):
                    tiny_dir], timeout=60)
     assert out.returncode == 1 and "no master is reachable" in out.stderr, out.stderr
     assert "retrying" not in out.stderr, out.stderr
+
+
+def test_sdk_create_retried_after_lost_answer_makes_one_experiment(master_factory, tiny_dir,
+                                                                   capfd):
+    """The SDK creates through the same client: one experiment, its id returned."""
+    from determined.experimental import Determined
+
+    master = master_factory(slots=0)
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    proxy = DroppingProxy(master.port)
+    try:
+        ref = Determined(master=f"http://127.0.0.1:{proxy.port}").create_experiment(
+            config, str(tiny_dir), activate=False)
+    finally:
+        proxy.close()
+    assert proxy.dropped is not None and len(proxy.creates) == 2
+    with master.client() as api:
+        ids = [e["id"] for e in api.get("/experiments").json()["experiments"]]
+    assert ids == [ref.id]
+    assert capfd.readouterr().err.count("retrying") == 1
