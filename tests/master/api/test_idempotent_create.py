@@ -67,3 +67,11 @@ def test_same_key_creates_one_experiment_across_restarts(master_factory, tiny_di
         assert _ids(api) == before
         assert api.post("/experiments", json=_body(tiny_dir, description="x"),
                         headers=key).status_code == 422
+
+
+def test_openapi_names_the_header(shared_master):
+    with shared_master.client() as api:
+        spec = api.get("/../../openapi.json").json()
+    params = spec["paths"]["/api/v1/experiments"]["post"]["parameters"]
+    assert (IDEMPOTENCY_HEADER, "header") in [(p["name"], p["in"]) for p in params]
+    assert "requestBody" in spec["paths"]["/api/v1/experiments"]["post"]

@@ -123,8 +123,13 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
     Caller = Depends(caller)
     store, experiments = master.store, master.experiments
 
-    @api.post("/experiments", status_code=201,
-              openapi_extra=json_body_doc(models.CreateExperiment))
+    @api.post("/experiments", status_code=201, openapi_extra={
+        **json_body_doc(models.CreateExperiment),
+        "parameters": [{"name": IDEMPOTENCY_HEADER, "in": "header", "required": False,
+                        "schema": {"type": "string", "minLength": 1,
+                                   "maxLength": _MAX_KEY_LENGTH},
+                        "description": "one random key per create; a retry sends the "
+                                       "same and is answered the experiment it made"}]})
     async def create_experiment(request: Request, user: User = Caller) -> Dict[str, Any]:
         # The body is read here, not by FastAPI: its config's keys and depth are
         # bounded before anything is decoded (limits.*; the body's size by BodyLimit).
