@@ -633,7 +633,7 @@ def test_a_failed_trials_log_names_files_in_the_model_directory(cluster, late, b
     assert failure.inner_text().count("no rows in train.csv") == 1, failure.inner_text()
     traceback = failure.get_by_test_id("trial-error")
     assert not traceback.locator("pre").is_visible()
-    traceback.get_by_text("traceback").click()
+    traceback.locator("summary", has_text="traceback").click()
     assert 'File "raise_def.py"' in traceback.locator("pre").inner_text()
     assert not WORKDIR.search(traceback.locator("pre").inner_text())
     try:
