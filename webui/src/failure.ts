@@ -105,7 +105,7 @@ export interface TrialError {
   /** How the process ended: the error's head, "Trial failed (exit code 1)". */
   head: string;
   /** What the process wrote, whole (a traceback, its last lines), below its head; null
-   * when that is the cause alone. */
+   * when that is one line (the cause). */
   detail: string | null;
 }
 
@@ -138,7 +138,9 @@ export function trialError(error: string): TrialError {
     const last = [...body].reverse().find((l) => l.trim() && l !== "…" && !LAST_OUTPUT.test(l) && !/^its rank \d+ failed first:$/.test(l));
     cause = last?.trim() ?? null;
   }
-  const quoted = body.filter((l) => l.trim());
-  const detail = quoted.length > 1 || (quoted.length === 1 && quoted[0].trim() !== cause) ? body.join("\n") : null;
+  // The lines quoted, without the lead "its last output:" (the box's summary says it); one
+  // line is the cause, or says no more.
+  const quoted = body.length && LAST_OUTPUT.test(body[0]) ? body.slice(1) : body;
+  const detail = quoted.filter((l) => l.trim()).length > 1 ? quoted.join("\n") : null;
   return { cause, head, detail };
 }

@@ -37,7 +37,14 @@ describe("trialError", () => {
     expect(rank.cause).toBe("KeyError: 'x'");
     expect(rank.detail).toContain("its rank 1 failed first:");
     const tail = trialError("Trial failed (exit code 2): its last output:\nloading data\nno GPU found");
-    expect(tail).toEqual({ cause: "no GPU found", head: "Trial failed (exit code 2)", detail: "its last output:\nloading data\nno GPU found" });
+    expect(tail).toEqual({ cause: "no GPU found", head: "Trial failed (exit code 2)", detail: "loading data\nno GPU found" });
+  });
+
+  it("quotes no detail that would only repeat the cause", () => {
+    expect(trialError("Trial failed (exit code 65): its last output:\nentrypoint 'model_def:NoSuchTrial': no such attribute"))
+      .toEqual({ cause: "entrypoint 'model_def:NoSuchTrial': no such attribute", head: "Trial failed (exit code 65)", detail: null });
+    expect(trialError("Trial failed (exit code 65): trial 3 failed: loader broke"))
+      .toEqual({ cause: "loader broke", head: "Trial failed (exit code 65)", detail: null });
   });
 
   it("has no cause when the error names only how the process ended, and no detail for one line", () => {
