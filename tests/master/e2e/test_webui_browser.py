@@ -673,7 +673,8 @@ def test_many_hyperparameters_fit_an_800_pixel_window(cluster, late, browser, ou
         reason = page.get_by_test_id("tensorboard-trials-reason")
         assert reason.is_visible() and reason.inner_text() == "select trials in the table first"
         button = page.get_by_test_id("tensorboard-trials").get_by_role("button")
-        assert button.is_disabled() and button.get_attribute("aria-describedby") == reason.get_attribute("id")
+        assert button.is_disabled()
+        assert button.get_attribute("aria-describedby") == reason.get_attribute("id")
         headers = table.evaluate(VISIBLE_HEADERS)
         assert headers[1:] == ["Trial ▲", "State", "Batches", "Best validation_loss", "Restarts",
                                "Hyperparameters"], headers
