@@ -99,6 +99,9 @@ export interface Trial {
   start_time: string | null;
   end_time: string | null;
   records_per_batch?: number | null;
+  /** Why its process last failed, as the master stored it ("Trial failed (exit code 1):
+   * Traceback ..."); null if none did, absent from an older master. */
+  error?: string | null;
 }
 
 export interface ExperimentDetail extends ExperimentRow {

@@ -1,4 +1,5 @@
-/** Why a trial failed, read from the end of its log (the trial API has no error field). */
+/** Why a trial failed: the trial's ``error`` (the master stores it as the process fails:
+ * ``engine.trial_error``), else, for a trial from before it, read from the end of its log. */
 
 /** A trial process's working directory (``<root>/exp<E>-trial<T>-pid<P>[-of<O>]``, a copy
  * of the model directory removed when the process exits, on the agent's machine), with
@@ -44,8 +45,9 @@ export function logLinePaths(text: string): string {
 }
 
 /** The newest failure in ``lines`` (oldest first): its exit line and, before it (after the
- * failure before), its cause. Nulls when the lines hold none. */
-export function failureSummary(lines: string[]): FailureSummary {
+ * failure before), its cause. Nulls when the lines hold none. Given ``knownCause`` (the
+ * trial's error's: ``trialError``), that is the cause, and the exit line leaves it out. */
+export function failureSummary(lines: string[], knownCause: string | null = null): FailureSummary {
   const text = lines.map((l) => l.replace(/\s+$/, ""));
   let end = text.length;
   let exit: string | null = null;
@@ -74,7 +76,7 @@ export function failureSummary(lines: string[]): FailureSummary {
       }
     }
   }
-  const shownCause = cause && modelDirPaths(cause);
+  const shownCause = knownCause ?? (cause && modelDirPaths(cause));
   const shownExit = exit && modelDirPaths(exit);
   return { cause: shownCause, exit: shownExit && shownCause ? withoutCause(shownExit, shownCause) : shownExit };
 }
@@ -92,4 +94,53 @@ function withoutCause(exit: string, cause: string): string {
     if (reason && whole) return m[1] + m[2].slice(at);
   }
   return exit;
+}
+
+/** A trial's stored error as the failure box shows it. */
+export interface TrialError {
+  /** The line that says why ("ValueError: no rows in train.csv"): the harness's "trial N
+   * failed: ..." line, else a traceback's last exception line, else the last line of the
+   * process's output; null when the error names only how the process ended. */
+  cause: string | null;
+  /** How the process ended: the error's head, "Trial failed (exit code 1)". */
+  head: string;
+  /** What the process wrote, whole (a traceback, its last lines), below its head; null
+   * when that is one line (the cause). */
+  detail: string | null;
+}
+
+const ERROR_HEAD = /^(Trial failed \([^)]*\))(?:: ?(.*))?$/;
+/** The master's line before a process's last lines (``master/experiments/_failure.py``). */
+const LAST_OUTPUT = /^its last output:$/;
+
+/** ``error`` (a trial's ``error``: "Trial failed (exit code 1): Traceback ...\n...") read
+ * for the failure box: its cause, its head, and the output it quotes. */
+export function trialError(error: string): TrialError {
+  const lines = error.replace(/\s+$/, "").split("\n").map((l) => modelDirPaths(l.replace(/\s+$/, "")));
+  const m = ERROR_HEAD.exec(lines[0]);
+  const head = m ? m[1] : "Trial failed";
+  const body = m ? [...(m[2] ? [m[2]] : []), ...lines.slice(1)] : lines;
+  let cause: string | null = null;
+  for (let i = body.length - 1; i >= 0 && cause == null; i--) {
+    const h = HARNESS.exec(body[i].replace(/^\[rank=\d+\] /, ""));
+    if (h) cause = h[1];
+  }
+  let traceback = -1;
+  for (let i = body.length - 1; i >= 0 && traceback < 0; i--) if (TRACEBACK.test(body[i].replace(/^\[rank=\d+\] /, ""))) traceback = i;
+  if (cause == null && traceback >= 0) {
+    for (let i = traceback + 1; i < body.length; i++) {
+      const bare = body[i].replace(/^\[rank=\d+\] /, "");
+      if (EXCEPTION.test(bare)) cause = bare;
+      else if (cause != null && !/^\s/.test(bare)) break;
+    }
+  }
+  if (cause == null) {
+    const last = [...body].reverse().find((l) => l.trim() && l !== "…" && !LAST_OUTPUT.test(l) && !/^its rank \d+ failed first:$/.test(l));
+    cause = last?.trim() ?? null;
+  }
+  // The lines quoted, without the lead "its last output:" (the box's summary says it); one
+  // line is the cause, or says no more.
+  const quoted = body.length && LAST_OUTPUT.test(body[0]) ? body.slice(1) : body;
+  const detail = quoted.filter((l) => l.trim()).length > 1 ? quoted.join("\n") : null;
+  return { cause, head, detail };
 }

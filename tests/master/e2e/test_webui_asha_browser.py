@@ -400,8 +400,13 @@ def test_a_failed_experiment_does_not_read_100_percent(cluster, page, out_dir):
     trial = cluster["client"].get(f"/experiments/{cluster['failed']}/trials").json()["trials"][0]
     page.goto(cluster["master"].url + f"/experiments/{cluster['failed']}/trials/{trial['id']}")
     failure = page.get_by_test_id("trial-failure")
-    failure.get_by_text("NoSuchTrial").wait_for()
-    assert "Failed:" in failure.inner_text() and "no restarts left" in failure.inner_text()
+    # (The cause line: the traceback, folded below it, names it too.)
+    failure.locator(".why", has_text="NoSuchTrial").wait_for()
+    # The cause is the trial's error's, at once; the exit line is the log's, once read.
+    failure.get_by_text("no restarts left").wait_for()
+    assert "Failed:" in failure.inner_text()
+    cause = failure.locator(".why").inner_text()
+    assert failure.inner_text().count(cause) == 1, failure.inner_text()
     assert failure.bounding_box()["y"] < page.get_by_test_id("hparams").bounding_box()["y"]
     assert page.get_by_test_id("kill-trial").count() == 0
     assert "None: the trial ended" in page.get_by_test_id("workloads-table").inner_text()

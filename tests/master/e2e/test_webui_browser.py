@@ -291,8 +291,8 @@ def test_experiment_page_has_one_series_per_trial_and_live_metrics(cluster, brow
     page.get_by_test_id("slice-plots").locator("circle").nth(2).wait_for()
     assert page.get_by_test_id("slice-plots").locator("circle").count() == 3
     # Three trials, three values of lr: no estimate of its importance (it read 0%).
-    assert page.get_by_test_id("importance-needs").inner_text().startswith(
-        "needs at least 4 trials (3 so far")
+    assert page.get_by_test_id("importance-needs").inner_text() == (
+        "no estimate yet: needs 4 trials that reported validation_loss, 3 have")
     page.get_by_role("button", name="checkpoints", exact=True).click()
     with page.expect_download() as download:
         page.get_by_test_id("checkpoints-table").get_by_text("download").first.click()
@@ -416,6 +416,8 @@ def test_pause_from_the_experiment_page(cluster, browser, out_dir):
     page.wait_for_function(
         "document.querySelector('h1 [data-testid=state]')?.textContent === 'PAUSED'")
     assert cluster["client"].get(f"/experiments/{exp_id}").json()["state"] == "PAUSED"
+    # Its duration stops at the pause, and says so.
+    page.get_by_test_id("started").get_by_text("until it paused").wait_for()
     page.get_by_role("button", name="activate", exact=True).click()
     page.wait_for_function(
         "document.querySelector('h1 [data-testid=state]')?.textContent === 'ACTIVE'")
@@ -625,6 +627,25 @@ def test_a_failed_trials_log_names_files_in_the_model_directory(cluster, late, b
     failure = page.get_by_test_id("trial-failure")
     assert "ValueError: no rows in train.csv" in failure.inner_text()
     shot(page, out_dir, "failed-trial-log")
+    # The box reads the trial's stored error: the cause once, its traceback a click away.
+    assert client.get(f"/trials/{trial_id}").json()["error"].startswith("Trial failed")
+    assert failure.locator(".why").inner_text() == "ValueError: no rows in train.csv"
+    assert failure.inner_text().count("no rows in train.csv") == 1, failure.inner_text()
+    traceback = failure.get_by_test_id("trial-error")
+    assert not traceback.locator("pre").is_visible()
+    traceback.locator("summary", has_text="traceback").click()
+    assert 'File "raise_def.py"' in traceback.locator("pre").inner_text()
+    assert not WORKDIR.search(traceback.locator("pre").inner_text())
+    try:
+        for width in (1280, 800):
+            page.set_viewport_size({"width": width, "height": 900})
+            fits = "document.documentElement.scrollWidth <= window.innerWidth"
+            assert page.evaluate(fits), f"the failed trial's page scrolls sideways at {width}"
+            box = failure.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= width, (width, box)
+            shot(page, out_dir, f"failed-trial-error-{width}")
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 900})
     assert not errors, errors
 
 
@@ -648,6 +669,12 @@ def test_many_hyperparameters_fit_an_800_pixel_window(cluster, late, browser, ou
         widths = box.evaluate("e => [e.scrollWidth, e.clientWidth]")
         assert widths[0] <= widths[1], f"the trials table scrolls sideways: {widths}"
         assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        # No trial selected yet: the TensorBoard button says why it is off, beside it.
+        reason = page.get_by_test_id("tensorboard-trials-reason")
+        assert reason.is_visible() and reason.inner_text() == "select trials in the table first"
+        button = page.get_by_test_id("tensorboard-trials").get_by_role("button")
+        assert button.is_disabled()
+        assert button.get_attribute("aria-describedby") == reason.get_attribute("id")
         headers = table.evaluate(VISIBLE_HEADERS)
         assert headers[1:] == ["Trial ▲", "State", "Batches", "Best validation_loss", "Restarts",
                                "Hyperparameters"], headers

@@ -43,7 +43,7 @@ describe("importance of a small search", () => {
       { name: "opt", importance: 0.8, share: 1, needs: 3 }, { name: "lr", importance: 0, share: 0, needs: 5 }]} />);
     const rows = within(screen.getByTestId("hparam-importance")).getAllByRole("row").slice(1);
     expect(rows[0].textContent).toBe("opt 100%0.8");
-    expect(rows[1].textContent).toBe("lrneeds at least 5 trials (4 so far: more than its 4 values)–");
+    expect(rows[1].textContent).toBe("lrno estimate yet: needs 5 trials that reported validation_loss, 4 have–");
     expect(rows[1].textContent).not.toContain("0%");
   });
 });

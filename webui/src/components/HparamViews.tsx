@@ -503,7 +503,9 @@ export function estimable(row: Importance, trials: number): boolean {
 
 /** Importance bars (from ``GET /ui/experiments/{id}/hparam-importance``). */
 export function ImportanceBars({ rows, metricName, trials }: { rows: Importance[]; metricName: string; trials: number }) {
-  if (!rows.length) return <p className="muted">Importance needs at least 3 trials with a validation ({trials} so far).</p>;
+  if (!rows.length) {
+    return <p className="muted" data-testid="importance-empty">No estimate yet: it needs at least 3 trials that reported {metricName}, and {trials === 1 ? "1 has" : `${trials} have`}.</p>;
+  }
   return (
     <div className="importance" data-testid="hparam-importance">
       <table className="table" style={{ width: "auto" }}>
@@ -519,7 +521,7 @@ export function ImportanceBars({ rows, metricName, trials }: { rows: Importance[
                 </>
               ) : (
                 <>
-                  <td className="muted" data-testid="importance-needs">needs at least {r.needs} trials ({trials} so far: more than its {(r.needs ?? 1) - 1} values)</td>
+                  <td className="muted" data-testid="importance-needs">no estimate yet: needs {r.needs} trials that reported {metricName}, {trials === 1 ? "1 has" : `${trials} have`}</td>
                   <td className="muted">–</td>
                 </>
               )}
@@ -529,7 +531,8 @@ export function ImportanceBars({ rows, metricName, trials }: { rows: Importance[
       </table>
       <p className="muted">
         Share of the metric's spread across {trials} trials that each hyperparameter explains on its own (ω², one-way analysis of
-        variance over trials grouped by value, numbers in 5 equal-count bins; no interactions).
+        variance over trials grouped by value, numbers in 5 equal-count bins; no interactions). An estimate needs one trial more
+        than the hyperparameter has groups of values.
       </p>
     </div>
   );

@@ -1,7 +1,7 @@
 /** Launch a TensorBoard or a notebook through the task API (``POST /tasks``, what
  * ``det tensorboard start`` and ``det notebook start`` use), then follow the task until it
  * runs and offer to open it through the proxy. */
-import { useEffect, useState } from "react";
+import { useEffect, useId, useState } from "react";
 import { Link } from "react-router";
 import { api, authHeaders, getToken, post, type TaskRow } from "../api";
 import { ErrorLine, StateBadge } from "./Bits";
@@ -60,13 +60,16 @@ export function useTask(id: string | null) {
   return { task, ready };
 }
 
-export default function TaskLauncher({ label, request, disabled, title, testId }: {
+/** The launch button; when ``disabled``, ``reason`` (why: "sign in to start a
+ * TensorBoard") shows beside it, muted, and describes it to screen readers. */
+export default function TaskLauncher({ label, request, disabled, reason, testId }: {
   label: string;
   request: LaunchRequest;
   disabled?: boolean;
-  title?: string;
+  reason?: string;
   testId: string;
 }) {
+  const reasonId = useId();
   const [id, setId] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
@@ -86,7 +89,9 @@ export default function TaskLauncher({ label, request, disabled, title, testId }
   const url = task && ready ? openUrl(task, getToken()) : null;
   return (
     <span className="launcher" data-testid={testId}>
-      <button disabled={disabled || busy} title={title} onClick={() => void launch()}>{label}</button>
+      <button disabled={disabled || busy} aria-describedby={disabled && reason ? reasonId : undefined}
+        onClick={() => void launch()}>{label}</button>
+      {disabled && reason ? <small className="muted launcher-reason" id={reasonId} data-testid={`${testId}-reason`}>{reason}</small> : null}
       {task && (
         <span className="launched" data-testid={`${testId}-task`}>
           {" "}<Link to={`/tasks?logs=${encodeURIComponent(task.id)}`}>{task.kind} {task.id}</Link> <StateBadge state={task.state} />

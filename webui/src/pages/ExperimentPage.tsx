@@ -160,7 +160,8 @@ export default function ExperimentPage() {
           <button disabled={!mayEdit} onClick={() => void act(exp.archived ? "unarchive" : "archive")}>{exp.archived ? "unarchive" : "archive"}</button>
         )}
         <TaskLauncher label="open TensorBoard" testId="tensorboard" request={{ kind: "tensorboard", experiment_ids: [exp.id] }}
-          disabled={!signedIn || exp.trials.length === 0} title={signedIn ? "" : "sign in to start a TensorBoard"} />
+          disabled={!signedIn || exp.trials.length === 0}
+          reason={!signedIn ? "sign in to start a TensorBoard" : "no trials yet"} />
         {!mayEdit && <span className="muted">read-only: owned by {exp.owner}</span>}
       </div>
       <ErrorLine error={actionError} />
@@ -246,7 +247,8 @@ function Summary({ exp, bestId, mayEdit, onChanged }: { exp: ExperimentDetail; b
         <dt>Progress</dt><dd><Progress value={exp.progress} state={exp.state} /></dd>
         <dt>Trials</dt><dd>{exp.trials.length}</dd>
         <FailedTrials experimentId={exp.id} trials={exp.trials} />
-        <dt>Started</dt><dd>{formatTime(exp.start_time)} · {formatDuration(exp.duration)}</dd>
+        <dt>Started</dt><dd data-testid="started">{formatTime(exp.start_time)} · {formatDuration(exp.duration)}
+          {exp.state === "PAUSED" && <span className="muted"> until it paused</span>}</dd>
         {exp.parent_id != null && (<><dt>Forked from</dt><dd><Link to={`/experiments/${exp.parent_id}`}>experiment {exp.parent_id}</Link></dd></>)}
       </dl>
       <ErrorLine error={error} />
@@ -338,7 +340,7 @@ function TrialsTable({ exp, bestId, signedIn, waits }: { exp: ExperimentDetail; 
       <div className="actions">
         <TaskLauncher key={ids.join(",")} label={`TensorBoard for ${counted(ids.length, "selected trial")}`} testId="tensorboard-trials"
           request={{ kind: "tensorboard", trial_ids: ids }} disabled={!signedIn || ids.length === 0}
-          title={signedIn ? "select trials first" : "sign in to start a TensorBoard"} />
+          reason={signedIn ? "select trials in the table first" : "sign in to start a TensorBoard"} />
       </div>
       {constant.length > 0 && (
         <p className="muted" data-testid="constant-hparams">

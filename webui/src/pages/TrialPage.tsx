@@ -14,7 +14,7 @@ import GpuMetrics from "../components/GpuMetrics";
 import Logs, { merge } from "../components/Logs";
 import Table, { type Column } from "../components/Table";
 import { appendRows } from "../components/Curves";
-import { failureSummary, type FailureSummary } from "../failure";
+import { failureSummary, trialError, type FailureSummary } from "../failure";
 import { usePageTitle } from "../title";
 
 interface Workload {
@@ -273,39 +273,54 @@ export default function TrialPage() {
 const FAILURE_TAIL = 400;
 
 /** Why the trial failed, at the top of its page (it was only in the log, below the
- * charts and tables): for an ERROR trial, and for one that restarted after a failure. */
+ * charts and tables): for an ERROR trial, and for one that restarted after a failure. The
+ * cause is the trial's ``error``'s (the traceback, whole, one click away), else, for a
+ * trial from before the master stored it, the log's; the log's exit line adds what
+ * followed ("no restarts left ..."), without the cause again. */
 function TrialFailure({ trial }: { trial: Trial }) {
   const failed = trial.state === "ERROR";
   const wanted = failed || trial.restarts > 0;
+  const stored = useMemo(() => (trial.error ? trialError(trial.error) : null), [trial.error]);
   const [summary, setSummary] = useState<FailureSummary | null>(null);
+  // The log is read for an ERROR trial's exit line, and for a cause the trial lacks.
+  const readLog = wanted && (failed || stored == null);
   useEffect(() => {
     setSummary(null);
-    if (!wanted) return;
+    if (!readLog) return;
     let current = true;
     api<{ logs: LogLine[] }>(`/trials/${trial.id}/logs?tail=${FAILURE_TAIL}`)
-      .then((r) => current && setSummary(failureSummary(r.logs.map((l) => l.line))), () => undefined);
+      .then((r) => current && setSummary(failureSummary(r.logs.map((l) => l.line), stored?.cause ?? null)), () => undefined);
     return () => {
       current = false;
     };
-  }, [trial.id, wanted, trial.state, trial.restarts]);
+  }, [trial.id, readLog, trial.state, trial.restarts, stored]);
   if (!wanted) return null;
-  const cause = summary?.cause ?? null;
-  const exit = summary?.exit ?? null;
+  const cause = stored?.cause ?? summary?.cause ?? null;
+  // Without the log's line yet, the error's head says how the process ended.
+  const exit = summary?.exit ?? (stored ? stored.head : null);
   const seeLog = <a href="#logs">the log</a>;
+  const detail = stored?.detail ? (
+    <details className="trial-error" data-testid="trial-error">
+      <summary>{/Traceback \(most recent call last\)/.test(stored.detail) ? "traceback" : "its last output"}</summary>
+      <pre>{stored.detail}</pre>
+    </details>
+  ) : null;
   if (failed) {
     return (
       <div className="error trial-failure" role="alert" data-testid="trial-failure">
         <strong>Failed: </strong>
-        {summary == null ? <span>reading the log…</span> : <span className="why">{cause ?? exit ?? "the log does not say why"}</span>}
+        {stored == null && summary == null ? <span>reading the log…</span> : <span className="why">{cause ?? exit ?? "the log does not say why"}</span>}
         {cause && exit && <div className="muted">{exit}</div>}
+        {detail}
         <div>More in {seeLog} below.</div>
       </div>
     );
   }
   return (
-    <p className="hint" data-testid="trial-failure">
+    <div className="hint trial-failure-hint" data-testid="trial-failure">
       Restarted after {counted(trial.restarts, "failure")}{cause || exit ? <>; the last: <span className="why">{cause ?? exit}</span></> : null} (see {seeLog}).
-    </p>
+      {detail}
+    </div>
   );
 }
 

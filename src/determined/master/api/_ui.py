@@ -571,7 +571,7 @@ class _Feed:
         if self.trial_id is not None:
             if self.experiment_id is None:
                 tr = self.store.get_trial(self.trial_id)
-                v = (tr.state, tr.total_batches, tr.restarts, tr.best_validation)
+                v = (tr.state, tr.total_batches, tr.restarts, tr.best_validation, tr.error)
                 if self.seen_trials.get(tr.id) != v:
                     self.seen_trials[tr.id] = v
                     if self.polled:

@@ -67,13 +67,18 @@ def model_fingerprints(store: Store) -> Dict[str, Tuple[Any, ...]]:
 
 
 def experiment_rows(store: Store, ids: Optional[List[int]] = None) -> List[ExperimentRow]:
-    """Experiments (all, or those of ``ids``) with owner, trial count and best metric."""
+    """Experiments (all, or those of ``ids``) with owner, trial count and best metric;
+    ``duration``: seconds from its start to its end, to now while it runs, to when it
+    stopped running while it is PAUSED."""
     agg = _trial_aggregates(ids)
     e = m.Experiment.__table__
     u = m.User.__table__
+    snap = m.SearcherSnapshot.__table__
     query = (sa.select(e.c.id, e.c.state, e.c.description, e.c.labels, e.c.archived,
-                       e.c.progress, e.c.start_time, e.c.end_time, e.c.parent_id, u.c.username)
-             .join(u, e.c.owner_id == u.c.id).order_by(e.c.id))
+                       e.c.progress, e.c.start_time, e.c.end_time, e.c.parent_id, u.c.username,
+                       snap.c.updated_at.label("saved_at"))
+             .join(u, e.c.owner_id == u.c.id)
+             .outerjoin(snap, snap.c.experiment_id == e.c.id).order_by(e.c.id))
     if ids is not None:
         query = query.where(e.c.id.in_(ids))
     with store._read() as s:
@@ -84,12 +89,12 @@ def experiment_rows(store: Store, ids: Optional[List[int]] = None) -> List[Exper
     for r in rows:
         name, metric, smaller = searchers.get((r.id, r.start_time), (None, "", True))
         n, lo, hi = counts.get(r.id, (0, None, None))
-        end = r.end_time
+        end = r.end_time or (_paused_at(r) if r.state == "PAUSED" else None)
         out.append({
             "id": r.id, "state": r.state, "description": r.description or "",
             "labels": list(r.labels or []), "archived": bool(r.archived),
             "progress": r.progress or 0.0, "owner": r.username, "parent_id": r.parent_id,
-            "start_time": iso(r.start_time), "end_time": iso(end),
+            "start_time": iso(r.start_time), "end_time": iso(r.end_time),
             "duration": ((end or datetime.datetime.now(datetime.timezone.utc)) - r.start_time
                          ).total_seconds() if r.start_time is not None else None,
             "searcher": name,
@@ -97,6 +102,15 @@ def experiment_rows(store: Store, ids: Optional[List[int]] = None) -> List[Exper
             "best_metric": lo if smaller else hi, "num_trials": n,
         })
     return out
+
+
+def _paused_at(row: Any) -> Optional[datetime.datetime]:
+    """When a PAUSED experiment stopped running, for its duration (which stops there): its
+    searcher snapshot's last save (pausing saves one, and so does each trial process's exit
+    after it); its start if it never ran (made paused, no snapshot yet)."""
+    saved = row.saved_at
+    return max(saved, row.start_time) if saved is not None and row.start_time is not None \
+        else row.start_time
 
 
 _searcher_cache: "weakref.WeakKeyDictionary[Store, Dict[Any, Tuple[Any, str, bool]]]" = (
@@ -123,7 +137,8 @@ def _searchers(store: Store, keys: List[Tuple[int, Any]]) -> Dict[Any, Tuple[Any
 
 
 def trial_rows(store: Store, experiment_id: int) -> List[Dict[str, Any]]:
-    """The experiment's trials as JSON rows (by id)."""
+    """The experiment's trials as JSON rows (by id), with ``error``: why a trial's process
+    last failed, or None."""
     out = []
     for tr in store.list_trials(experiment_id):
         out.append({
@@ -132,6 +147,7 @@ def trial_rows(store: Store, experiment_id: int) -> List[Dict[str, Any]]:
             "restarts": tr.restarts, "total_batches": tr.total_batches,
             "best_validation": tr.best_validation, "latest_checkpoint": tr.latest_checkpoint,
             "start_time": iso(tr.start_time), "end_time": iso(tr.end_time),
+            "error": tr.error,  # why its process last failed (bounded: engine.ERROR_CHARS)
         })
     return out
 
