@@ -16,7 +16,7 @@ def test_upgrade_twice_is_a_no_op(db_url: str) -> None:
     try:
         assert store.schema_revision() is None
         head = store.upgrade()
-        assert head == "0014"
+        assert head == "0015"
         exp = store.create_experiment({"a": 1}, b"x", "admin")
         assert store.upgrade() == head
         assert store.schema_revision() == head
@@ -47,7 +47,7 @@ def test_concurrent_upgrades(db_url: str) -> None:
         t.join()
     try:
         assert errors == []
-        assert results == ["0014"] * 4
+        assert results == ["0015"] * 4
         assert len(stores[0].list_users()) == 2
     finally:
         for s in stores:
@@ -105,7 +105,7 @@ def test_experiments_before_0012_have_no_original_config(db_url: str) -> None:
                 state="COMPLETED", config={"searcher": {"name": "single"}}, model_def=b"x",
                 owner_id=owner, description="old", labels=[], archived=False, weight=1.0,
                 start_time=utcnow()))
-        assert store.upgrade() == "0014"
+        assert store.upgrade() == "0015"
         [old] = store.list_experiments()
         assert (old.description, old.config) == ("old", {"searcher": {"name": "single"}})
         assert store.get_experiment_original_config(old.id) is None
@@ -133,9 +133,47 @@ def test_experiments_before_0014_have_no_create_key(db_url: str) -> None:
                     "labels, archived, weight, start_time) VALUES ('PAUSED', '{}', :m, :o, "
                     "'old', '[]', :f, 1.0, '2026-11-29 00:00:00')"),
                     {"m": b"x", "o": owner, "f": False})
-        assert store.upgrade() == "0014"
+        assert store.upgrade() == "0015"
         assert [e.description for e in store.list_experiments()] == ["old", "old"]
         new = store.create_experiment({}, b"y", "admin", create_key=("key", "digest"))
         assert store.experiment_for_create_key("admin", "key") == (new, "digest")
         with pytest.raises(ConflictError):
             store.create_experiment({}, b"y", "admin", create_key=("key", "digest"))
+
+
+def test_0015_dates_the_pause_of_experiments_already_paused(db_url: str) -> None:
+    """0015 adds ``paused_at``: an experiment PAUSED before it gets its searcher snapshot's
+    last save (a pause saves one), or its start without one; others none. After, pausing
+    dates it and any other state clears it."""
+    from determined.master.db import _engine
+
+    def paused_at(store):
+        with store._engines.read.connect() as conn:
+            rows = conn.execute(sa.text("SELECT description, paused_at FROM experiments"))
+            return {d: (None if p is None else str(p)[:19]) for d, p in rows}
+
+    with Store(db_url) as store:
+        assert _engine.run_upgrade(store._engines, "0014")[1] == "0014"
+        with store._engines.write.begin() as conn:
+            owner = conn.execute(sa.text("SELECT id FROM users WHERE username = 'admin'")).scalar()
+            for name, state in (("snap", "PAUSED"), ("bare", "PAUSED"), ("runs", "ACTIVE")):
+                conn.execute(sa.text(
+                    "INSERT INTO experiments (state, config, model_def, owner_id, description, "
+                    "labels, archived, weight, start_time) VALUES (:s, '{}', :m, :o, :d, '[]', "
+                    ":f, 1.0, '2026-11-29 00:00:00')"),
+                    {"s": state, "m": b"x", "o": owner, "d": name, "f": False})
+            snap = conn.execute(sa.text(
+                "SELECT id FROM experiments WHERE description = 'snap'")).scalar()
+            conn.execute(sa.text(
+                "INSERT INTO searcher_snapshots (experiment_id, snapshot, events_applied, "
+                "updated_at) VALUES (:e, '{}', 3, '2026-11-29 01:02:03')"), {"e": snap})
+        assert store.upgrade() == "0015"
+        assert paused_at(store) == {"snap": "2026-11-29 01:02:03",
+                                    "bare": "2026-11-29 00:00:00", "runs": None}
+        runs = next(e.id for e in store.list_experiments() if e.description == "runs")
+        store.set_experiment_state(snap, "ACTIVE")
+        store.set_experiment_state(runs, "PAUSED")
+        after = paused_at(store)
+        assert after["snap"] is None and after["runs"] is not None
+        made_paused = store.create_experiment({"description": "made"}, b"y", "admin")
+        assert paused_at(store)["made"] == str(store.get_experiment(made_paused).start_time)[:19]

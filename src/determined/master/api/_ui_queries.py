@@ -69,16 +69,14 @@ def model_fingerprints(store: Store) -> Dict[str, Tuple[Any, ...]]:
 def experiment_rows(store: Store, ids: Optional[List[int]] = None) -> List[ExperimentRow]:
     """Experiments (all, or those of ``ids``) with owner, trial count and best metric;
     ``duration``: seconds from its start to its end, to now while it runs, to when it
-    stopped running while it is PAUSED."""
+    was paused while it is PAUSED."""
     agg = _trial_aggregates(ids)
     e = m.Experiment.__table__
     u = m.User.__table__
-    snap = m.SearcherSnapshot.__table__
     query = (sa.select(e.c.id, e.c.state, e.c.description, e.c.labels, e.c.archived,
-                       e.c.progress, e.c.start_time, e.c.end_time, e.c.parent_id, u.c.username,
-                       snap.c.updated_at.label("saved_at"))
-             .join(u, e.c.owner_id == u.c.id)
-             .outerjoin(snap, snap.c.experiment_id == e.c.id).order_by(e.c.id))
+                       e.c.progress, e.c.start_time, e.c.end_time, e.c.paused_at, e.c.parent_id,
+                       u.c.username)
+             .join(u, e.c.owner_id == u.c.id).order_by(e.c.id))
     if ids is not None:
         query = query.where(e.c.id.in_(ids))
     with store._read() as s:
@@ -89,7 +87,7 @@ def experiment_rows(store: Store, ids: Optional[List[int]] = None) -> List[Exper
     for r in rows:
         name, metric, smaller = searchers.get((r.id, r.start_time), (None, "", True))
         n, lo, hi = counts.get(r.id, (0, None, None))
-        end = r.end_time or (_paused_at(r) if r.state == "PAUSED" else None)
+        end = r.end_time or (r.paused_at if r.state == "PAUSED" else None)
         out.append({
             "id": r.id, "state": r.state, "description": r.description or "",
             "labels": list(r.labels or []), "archived": bool(r.archived),
@@ -102,15 +100,6 @@ def experiment_rows(store: Store, ids: Optional[List[int]] = None) -> List[Exper
             "best_metric": lo if smaller else hi, "num_trials": n,
         })
     return out
-
-
-def _paused_at(row: Any) -> Optional[datetime.datetime]:
-    """When a PAUSED experiment stopped running, for its duration (which stops there): its
-    searcher snapshot's last save (pausing saves one, and so does each trial process's exit
-    after it); its start if it never ran (made paused, no snapshot yet)."""
-    saved = row.saved_at
-    return max(saved, row.start_time) if saved is not None and row.start_time is not None \
-        else row.start_time
 
 
 _searcher_cache: "weakref.WeakKeyDictionary[Store, Dict[Any, Tuple[Any, str, bool]]]" = (

@@ -135,6 +135,7 @@ class ExperimentsMixin(StoreBase):
                 raise NotFoundError("user", owner)
             if parent_id is not None:
                 self._get(s, m.Experiment, parent_id, "experiment")
+            now = utcnow()
             row = m.Experiment(
                 state=state,
                 config=config,
@@ -143,7 +144,8 @@ class ExperimentsMixin(StoreBase):
                 parent_id=parent_id,
                 archived=False,
                 progress=None,
-                start_time=utcnow(),
+                start_time=now,
+                paused_at=now if state == "PAUSED" else None,
                 **_defaults_from_config(config),
                 **(git or {}),
                 context_bytes=context_bytes,
@@ -230,6 +232,10 @@ class ExperimentsMixin(StoreBase):
         with self._write() as s:
             row = self._get(s, m.Experiment, id, "experiment", lock=True)
             self._move_to_state("experiment", row, state, end_time)
+            if row.state != "PAUSED":
+                row.paused_at = None
+            elif row.paused_at is None:
+                row.paused_at = utcnow()
             return _experiment_record(row)
 
     def update_experiment(

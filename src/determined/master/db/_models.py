@@ -87,6 +87,8 @@ class Experiment(Base):
     progress: orm.Mapped[Optional[float]] = orm.mapped_column(sa.Float)
     start_time: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime, default=utcnow)
     end_time: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(UTCDateTime)
+    # When it last became PAUSED (its duration stops there); None while not paused.
+    paused_at: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(UTCDateTime)
     # Where the model definition came from (`det e create --git`).
     git_remote: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(1024))
     git_commit: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(1024))
