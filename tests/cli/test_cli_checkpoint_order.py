@@ -16,7 +16,8 @@ import pathlib
 import pytest
 import yaml
 
-from det_cli_testing import run_det, run_det_in_terminal, table_lines, table_rule
+from det_cli_testing import (hidden_names, run_det, run_det_in_terminal, table_headers,
+                             table_lines, table_rule)
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -117,6 +118,29 @@ def test_trial_describe_names_its_best_and_its_latest_checkpoint(run):
     assert code == 0 and all(len(line) <= 80 for line in shown.splitlines()), shown
     assert best["uuid"] in shown and latest["uuid"] in shown, shown
     assert f"(highest validation_loss): {best['uuid']}" in shown, shown
+
+
+@pytest.mark.parametrize("args, title", [(["e", "lt", "1"], None),
+                                         (["e", "list-trials", "1"], None),
+                                         (["e", "describe", "1"], "Trials")])
+def test_trial_tables_head_the_latest_checkpoint_so(run, args, title):
+    """``det e lt`` and ``det e describe`` headed a trial's latest checkpoint just
+    "checkpoint" (as the workloads' own checkpoint column below it): "latest
+    checkpoint", piped and in the hidden note of an 80-column terminal."""
+    local, trial_id, checkpoints = run
+    latest = max((ck for ck in checkpoints if ck["state"] == "COMPLETED"),
+                 key=lambda ck: ck["batches"])
+    piped = det(local, *args)
+    table = table_lines(piped, title) if title else piped.splitlines()
+    headers = table_headers(table)
+    assert "latest checkpoint" in headers and "checkpoint" not in headers, table
+    row = rows_of(table)[0]
+    assert row[headers.index("latest checkpoint")] == latest["uuid"], table
+    code, shown = run_det_in_terminal([*args, "--local-dir", local], columns=80)
+    assert code == 0 and all(len(line) <= 80 for line in shown.splitlines()), shown
+    narrow = table_lines(shown, title) if title else shown.splitlines()
+    assert "latest checkpoint" in table_headers(narrow) + hidden_names(narrow), shown
+    assert "checkpoint" not in hidden_names(narrow), shown
 
 
 def test_workloads_are_listed_newest_first(run):

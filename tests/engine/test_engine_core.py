@@ -353,6 +353,27 @@ def test_snapshot_round_trips_through_json() -> None:
     assert again.snapshot() == core.snapshot()
 
 
+def test_a_start_before_a_restart_is_said_once() -> None:
+    """A trial's start is saved in the snapshot (the adapter restores the last one it
+    saved): restored before the trial's first checkpoint, the trial resumes; its log
+    said "Trial starts" twice."""
+    cfg = make_config("single")
+    core = ExperimentCore(cfg)
+    saved: List[Any] = []
+
+    def apply(effects: List[Any]) -> List[str]:
+        if any(isinstance(e, engine.SaveSnapshot) for e in effects):
+            saved[:] = [json.loads(json.dumps(core.snapshot()))]
+        return [e.line for e in effects if isinstance(e, engine.TrialLog)]
+
+    apply(core.start())
+    assert apply(core.trial_started(1)) == ["Trial starts"]
+    core = ExperimentCore.restore(cfg, saved[0])  # the master or driver restarted
+    assert apply(core.recover()) == [
+        "Trial process lost (driver or master restarted); it resumes at 0 batches"]
+    assert apply(core.trial_started(1)) == ["Trial resumes"]
+
+
 def test_warm_start_source_checkpoint_for_every_trial() -> None:
     core = ExperimentCore(make_config("random", max_trials=2), source_checkpoint="src-uuid")
     effects = core.start()

@@ -195,9 +195,10 @@ with det.core.init() as core:
 
 
 def test_a_run_killed_before_its_first_checkpoint_leaves_no_metrics(tmp_path):
-    """kill -9 of the driver while a script trial trains toward its first checkpoint (the
-    snapshot still has it waiting to start): the resumed trial starts over and every
-    metric it has is its own (they were the killed run's up to where that one got)."""
+    """kill -9 of the driver while a script trial trains toward its first checkpoint: the
+    resumed trial starts over and every metric it has is its own (they were the killed
+    run's up to where that one got). Its log says "Trial starts" once: the snapshot
+    had it waiting to start, and the resumed run said it started again."""
     import sqlite3
 
     model = tmp_path / "pids"
@@ -236,3 +237,10 @@ def test_a_run_killed_before_its_first_checkpoint_leaves_no_metrics(tmp_path):
     after = pids()
     assert len(after) == 40
     assert not killed & set(after), after
+    logs = run_det(["t", "logs", "1", "--local-dir", local])
+    assert logs.returncode == 0, logs.stderr
+    said = [line.split("[determined] ", 1)[1] for line in logs.stdout.splitlines()
+            if "[determined] Trial " in line]
+    assert [line for line in said if line.startswith("Trial starts")] == ["Trial starts"], said
+    lost = said.index("Trial process lost (driver or master restarted); it resumes at 0 batches")
+    assert said[lost + 1] == "Trial resumes", said

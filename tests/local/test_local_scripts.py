@@ -297,3 +297,51 @@ def test_a_script_with_two_slots_starts_only_its_chief(tmp_path, script_dir):
     (trial,) = result["trials"]
     assert trial["state"] == "COMPLETED"
     assert _logs(tmp_path, trial["trial_id"]).count("runs its script") == 1
+
+
+NO_CHECKPOINT_SCRIPT = """
+import determined as det
+
+with det.core.init() as core:
+    for op in core.searcher.operations():
+        core.train.report_training_metrics(op.length, {"loss": 0.5})
+        core.train.report_validation_metrics(op.length, {"loss": 0.5})
+        op.report_completed(0.5)
+"""
+
+
+def test_test_mode_of_a_script_storing_no_checkpoint_says_how_to_store_one(tmp_path):
+    """A determined.core loop that reports metrics and stores no checkpoint passes the
+    test, and one line says that nothing was stored and how a script stores a checkpoint
+    (a real run of it could never resume)."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "train.py").write_text(NO_CHECKPOINT_SCRIPT)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "name": "no-ckpt", "entrypoint": "python3 train.py",
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 4}}}))
+    out = run_det(["e", "create", config, model, "--local", "--test",
+                   "--local-dir", tmp_path / "local"], env={"COLUMNS": "200"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    lines = [" ".join(line.split()) for line in out.stdout.splitlines() if line.strip()]
+    done = next(i for i, line in enumerate(lines) if "Model definition test succeeded" in line)
+    assert lines[done].endswith("1 training report, 1 validation report and 0 checkpoints"), lines
+    assert lines[done + 1] == (
+        "The script stored no checkpoint: store one with core.checkpoint.store_path or "
+        "core.checkpoint.upload (a trial without one starts over after a pause or a "
+        "failure)"), lines
+    # One that stores a checkpoint gets no such line.
+    (model / "train.py").write_text(STORING_SCRIPT)
+    out = run_det(["e", "create", config, model, "--local", "--test",
+                   "--local-dir", tmp_path / "local"], env={"COLUMNS": "200"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "and 1 checkpoint" in out.stdout and "stored no checkpoint" not in out.stdout, \
+        out.stdout
+
+
+STORING_SCRIPT = NO_CHECKPOINT_SCRIPT.replace(
+    "        op.report_completed(0.5)",
+    "        with core.checkpoint.store_path({'steps_completed': op.length}) as (path, _):\n"
+    "            (path / 'done').write_text('x')\n"
+    "        op.report_completed(0.5)")

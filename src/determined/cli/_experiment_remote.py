@@ -189,6 +189,10 @@ def _wait(args: argparse.Namespace) -> int:
     with client(args) as c:
         exp = follow(c, args.experiment_id, TrimmedConsole(stderr=True),
                      interval=args.polling_interval, logs=False)
-    print(f"Experiment {args.experiment_id}: {exp['state']}")
+    print(f"Experiment {args.experiment_id}: {exp['state']}", flush=True)
+    failed = failed_trials_lines(exp["trials"])  # which, and why the first failed
+    if failed:  # as `det e create --follow` ends; stdout keeps the state alone
+        TrimmedConsole(stderr=True).print("\n".join(failed), markup=False, highlight=False,
+                                          soft_wrap=True)
     return 0 if exp["state"] == "COMPLETED" else 1
 

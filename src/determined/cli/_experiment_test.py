@@ -12,6 +12,7 @@ import argparse
 import json
 
 from determined.cli._experiment_remote import follow, read_context
+from determined.cli._failures import trial_error_lines
 from determined.cli._remote import client, unreachable_hint
 from determined.common.api import APIError
 from determined.common.console import TrimmedConsole
@@ -57,6 +58,10 @@ def create_test_remote(args: argparse.Namespace) -> int:
         print(json.dumps({"id": exp_id, "state": exp["state"], "passed": passed,
                           "trials": trials}, default=str))
     if not passed:
+        failed = [t for t in trials if t.get("state") == "ERROR"]
+        why = trial_error_lines(failed[0]) if failed else []
+        if why:  # before where its whole log is (the log above may be long)
+            console.print("\n".join(why), markup=False, highlight=False, soft_wrap=True)
         trial = f"trial {trials[0]['id']}" if trials else "no trial"
         raise MasterError(f"Model definition test failed: test-mode experiment {exp_id} ended "
                           f"{exp['state']} ({trial}; its logs are above, or see "

@@ -13,13 +13,19 @@ from typing import Any, Dict, List
 
 from determined.common.wording import counted
 
-__all__ = ["failed_trials_lines", "local_flags", "trial_failure_lines"]
+__all__ = ["failed_trials_lines", "local_flags", "trial_error_lines", "trial_failure_lines"]
 
 _FAILED = "Trial failed"
 
 
-def _error_lines(trial: Dict[str, Any]) -> List[str]:
-    """The trial's error naming the trial (``Trial 7 failed (exit code 1): ...``)."""
+def trial_error_lines(trial: Dict[str, Any]) -> List[str]:
+    """The trial's error naming the trial (``Trial 7 failed (exit code 1): ...``); [] if
+    it has none.
+
+    Example:
+        >>> trial_error_lines({"id": 7, "error": "Trial failed (exit code 1): no GPU found"})
+        ['Trial 7 failed (exit code 1): no GPU found']
+    """
     error = str(trial.get("error") or "")
     if error.startswith(_FAILED):
         error = f"Trial {trial['id']} failed{error[len(_FAILED):]}"
@@ -47,7 +53,7 @@ def trial_failure_lines(trial: Dict[str, Any], flags: str = "") -> List[str]:
     """
     if trial.get("state") != "ERROR":
         return []
-    lines = _error_lines(trial)
+    lines = trial_error_lines(trial)
     if not lines:
         return [f"Trial {trial['id']} failed; see why with {_logs(trial['id'], flags)}"]
     return lines + [f"Its whole log: {_logs(trial['id'], flags)}"]
@@ -72,7 +78,7 @@ def failed_trials_lines(trials: List[Dict[str, Any]], flags: str = "") -> List[s
         return []
     first = failed[0]
     ids = ", ".join(str(t["id"]) for t in failed)
-    why = _error_lines(first)
+    why = trial_error_lines(first)
     if not why:
         return [f"{counted(len(failed), 'trial')} failed: {ids}; "
                 f"see why with {_logs(first['id'], flags)}"]

@@ -34,7 +34,7 @@ __all__ = ["LABELS", "cell", "compact", "csv_text", "human_time", "label_lines",
 #: Shorter headers for tables (CSV and JSON keep the field names).
 LABELS = {
     "experiment_id": "exp", "trial_id": "trial", "total_batches": "batches",
-    "best_validation": "best val", "latest_checkpoint": "checkpoint",
+    "best_validation": "best val", "latest_checkpoint": "latest checkpoint",
     "checkpoint_uuid": "checkpoint", "checkpoint_state": "ckpt state", "num_trials": "trials",
     "start_time": "started", "end_time": "ended", "used_slots": "used", "size_bytes": "bytes",
     "description": "description", "hparams": "hyperparameters", "searcher": "searcher",

@@ -264,6 +264,9 @@ class ExperimentCore(ScriptTrials):
         elif uuid:
             line += f", warm-started from checkpoint {uuid}"
         out.append(fx.TrialLog(request_id, line))
+        # Saved now, the line's count survives a restart before the trial's next event
+        # (its first checkpoint): restored, it resumes rather than "starts" again.
+        out.append(fx.SaveSnapshot())
         return out
 
     def next_op(self, request_id: int) -> Optional[Assignment]:

@@ -223,6 +223,12 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
     return summary
 
 
+#: The line a script's test ends with when it stored no checkpoint.
+NO_SCRIPT_CHECKPOINT = ("The script stored no checkpoint: store one with "
+                        "core.checkpoint.store_path or core.checkpoint.upload (a trial without "
+                        "one starts over after a pause or a failure)")
+
+
 def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console,
                  user_dir: str) -> Dict[str, Any]:
     """Test mode of a script: its command gets one short TRAIN and a VALIDATE. It runs
@@ -263,6 +269,8 @@ def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console,
     console.print(f"[green]Model definition test succeeded[/green] in "
                   f"{summary['seconds']:.1f}s: the script exited 0 after "
                   f"{', '.join(reports[:2])} and {reports[2]}")
+    if not host.checkpoints:  # a real run of it would start over after each pause or failure
+        console.print(f"[yellow]{NO_SCRIPT_CHECKPOINT}", highlight=False)
     return summary
 
 
