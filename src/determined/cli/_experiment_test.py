@@ -16,6 +16,8 @@ from determined.cli._failures import trial_error_lines
 from determined.cli._remote import client, unreachable_hint
 from determined.common.api import APIError
 from determined.common.console import TrimmedConsole
+from determined.common.entrypoint import is_script_entrypoint
+from determined.common.wording import NO_SCRIPT_CHECKPOINT
 from determined.config import (load_config, one_batch_lengths, test_mode_config,
                                validate_as_written, validate_config)
 from determined.errors import MasterError
@@ -50,6 +52,7 @@ def create_test_remote(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"Created test-mode experiment {exp_id}", flush=True)
         exp = follow(c, exp_id, console)
+        stored = bool(c.list_checkpoints(exp_id))  # deleted after (save_*: 0) but listed
         c.experiment_action(exp_id, "archive")
     trials = exp["trials"]
     passed = exp["state"] == "COMPLETED" and bool(trials) and all(
@@ -68,6 +71,11 @@ def create_test_remote(args: argparse.Namespace) -> int:
                           f"`det trial logs {trials[0]['id'] if trials else '<id>'}`)")
     if not args.json:
         print("Model definition test succeeded", flush=True)  # upstream's line
-        TrimmedConsole().print(f"Experiment {exp_id} trained 1 batch, validated and checkpointed "
-                        "(now archived)", highlight=False, soft_wrap=True)
+        done = "validated and checkpointed" if stored else "validated"
+        out = TrimmedConsole()
+        out.print(f"Experiment {exp_id} trained 1 batch, {done} (now archived)",
+                  highlight=False, soft_wrap=True)
+        if not stored:
+            out.print(NO_SCRIPT_CHECKPOINT if is_script_entrypoint(config.get("entrypoint"))
+                      else "The trial wrote no checkpoint", highlight=False, soft_wrap=True)
     return 0

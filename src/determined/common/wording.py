@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["counted"]
+__all__ = ["NO_SCRIPT_CHECKPOINT", "counted"]
+
+#: The line a script's test run ends with when it stored no checkpoint (local and remote).
+NO_SCRIPT_CHECKPOINT = ("The script stored no checkpoint: store one with "
+                        "core.checkpoint.store_path or core.checkpoint.upload (a trial without "
+                        "one starts over after a pause or a failure)")
 
 
 def counted(n: int, singular: str, plural: Optional[str] = None) -> str:

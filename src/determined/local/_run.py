@@ -16,7 +16,7 @@ from rich.console import Console
 
 from determined.common import scratch
 from determined.common.console import TrimmedConsole
-from determined.common.wording import counted
+from determined.common.wording import NO_SCRIPT_CHECKPOINT, counted
 from determined.experiment_validation import validate_experiment
 from determined.config import (
     Length,
@@ -221,12 +221,6 @@ def _run_test_mode(cfg: Dict[str, Any], model_dir: str, console: Console,
         else "[yellow]Model definition test ran but wrote no checkpoint"
     )
     return summary
-
-
-#: The line a script's test ends with when it stored no checkpoint.
-NO_SCRIPT_CHECKPOINT = ("The script stored no checkpoint: store one with "
-                        "core.checkpoint.store_path or core.checkpoint.upload (a trial without "
-                        "one starts over after a pause or a failure)")
 
 
 def _test_script(env: TrialEnv, cfg: Dict[str, Any], console: Console,

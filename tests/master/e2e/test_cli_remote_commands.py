@@ -226,6 +226,35 @@ def test_create_test_mode_passes_and_is_archived(shared_master, tiny_dir):
     assert result["passed"] and result["state"] == "COMPLETED"
 
 
+NO_CHECKPOINT_SCRIPT = """
+import determined as det
+
+with det.core.init() as core:
+    for op in core.searcher.operations():
+        core.train.report_training_metrics(op.length, {"loss": 0.5})
+        core.train.report_validation_metrics(op.length, {"loss": 0.5})
+        op.report_completed(0.5)
+"""
+
+
+def test_create_test_mode_of_a_script_storing_no_checkpoint_says_so(shared_master, tmp_path):
+    """A script's test run on a master that stored no checkpoint passes, and does not
+    claim it checkpointed: one line says how a script stores one (as --local says)."""
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "train.py").write_text(NO_CHECKPOINT_SCRIPT)
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({
+        "entrypoint": "python3 train.py",
+        "searcher": {"name": "single", "metric": "loss", "max_length": {"batches": 4}}}))
+    out = det(shared_master, "e", "create", config, model, "--test")
+    said = " ".join(out.stdout.split())
+    assert "Model definition test succeeded" in said, out.stdout
+    assert "checkpointed" not in said, out.stdout
+    assert ("The script stored no checkpoint: store one with core.checkpoint.store_path or "
+            "core.checkpoint.upload") in said, out.stdout
+
+
 def test_create_test_mode_fails_when_the_trial_raises(shared_master, tiny_dir, tmp_path):
     config = write_config(tmp_path, tiny_dir, hyperparameters={
         "global_batch_size": 16, "lr": 0.1, "dropout": 0.2, "fail_at_batch": 0})
