@@ -7,7 +7,8 @@ passing it on."""
 
 import socket
 import threading
-from typing import List, Optional, Tuple
+import time
+from typing import Callable, List, Optional, Tuple
 
 import yaml
 
@@ -59,8 +60,9 @@ class DroppingProxy:
     """Relays HTTP/1.1 requests one at a time to ``upstream``; the first create's answer
     is read from the master and dropped (the CLI's connection is closed)."""
 
-    def __init__(self, upstream_port: int):
+    def __init__(self, upstream_port: int, on_drop: Optional[Callable[[], None]] = None):
         self.upstream_port = upstream_port
+        self.on_drop = on_drop
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.dropped: Optional[bytes] = None
@@ -77,7 +79,11 @@ class DroppingProxy:
             threading.Thread(target=self._serve, args=(client,), daemon=True).start()
 
     def _serve(self, client: socket.socket) -> None:
-        upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+        try:
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+        except OSError:  # the master is down: the CLI's connection closes unanswered
+            client.close()
+            return
         from_client = from_master = b""
         try:
             while True:
@@ -91,6 +97,8 @@ class DroppingProxy:
                         if drop:
                             self.dropped = response
                     if drop:
+                        if self.on_drop is not None:
+                            self.on_drop()
                         return  # the master stored it; the CLI never hears
                 client.sendall(response)
         except (ConnectionError, OSError):
@@ -157,3 +165,38 @@ def test_sdk_create_retried_after_lost_answer_makes_one_experiment(master_factor
         ids = [e["id"] for e in api.get("/experiments").json()["experiments"]]
     assert ids == [ref.id]
     assert capfd.readouterr().err.count("retrying") == 1
+
+
+def test_create_answered_by_a_master_killed_and_started_again_makes_one_experiment(
+        master_factory, tiny_dir, tmp_path):
+    """The master is SIGKILLed right after it stored the create (its answer never sent)
+    and is started again 5 s later on the same port and data: the CLI's retries span the
+    restart and end with the one experiment stored before the kill."""
+    master = master_factory(slots=0)
+    config = yaml.safe_load((tiny_dir / "const.yaml").read_text())
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(config))
+    restarted = threading.Event()
+
+    def kill_then_restart():
+        master.sigkill()
+
+        def later():
+            time.sleep(5)
+            master.start()
+            restarted.set()
+        threading.Thread(target=later, daemon=True).start()
+
+    proxy = DroppingProxy(master.port, on_drop=kill_then_restart)
+    try:
+        out = run_det(["-m", f"http://127.0.0.1:{proxy.port}", "e", "create", "--paused",
+                       path, tiny_dir], timeout=180)
+    finally:
+        proxy.close()
+    assert restarted.is_set(), out.stdout + out.stderr
+    assert out.returncode == 0, out.stdout + out.stderr
+    with master.client() as api:
+        ids = [e["id"] for e in api.get("/experiments").json()["experiments"]]
+    assert len(ids) == 1
+    assert out.stdout.strip() == f"Created experiment {ids[0]}"
+    assert out.stderr.count("retrying for up to 30 s") == 1, out.stderr

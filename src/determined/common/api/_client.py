@@ -28,8 +28,9 @@ __all__ = ["CREATE_RETRY_DELAYS", "IDEMPOTENCY_HEADER", "MasterClient", "normali
 
 #: The header naming one create; its retries send the same value.
 IDEMPOTENCY_HEADER = "Idempotency-Key"
-#: Seconds before each retry of a create whose connection failed or dropped.
-CREATE_RETRY_DELAYS = (0.5, 1.0, 2.0)
+#: Seconds before each retry of a create whose connection failed or dropped: about 30 s
+#: in all, long enough for a master killed while it answered to be started again.
+CREATE_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 
 
 def user_path(name: str) -> str:
@@ -259,12 +260,17 @@ class MasterClient:
                 # Retried: a connection that failed after it was made (the master may
                 # have stored it), then any failure while it comes back. Not: an answer
                 # (4xx, 5xx), the last try, or no master there at the first try.
-                if (e.status is not None or delay is None
-                        or (retry == 0 and not e.connected)):
+                if e.status is not None or (retry == 0 and not e.connected):
                     raise
+                if delay is None:
+                    raise APIError(
+                        f"{e} (after {len(CREATE_RETRY_DELAYS)} retries over "
+                        f"{sum(CREATE_RETRY_DELAYS):.0f} s). The master may have stored the "
+                        "experiment before the connection was lost: look for it with `det "
+                        "experiment list` before creating it again", connected=True) from e
                 if retry == 0:
-                    print(f"No answer to creating the experiment ({e}); retrying up to "
-                          f"{len(CREATE_RETRY_DELAYS)} times with the same idempotency key "
+                    print(f"No answer to creating the experiment ({e}); retrying for up to "
+                          f"{sum(CREATE_RETRY_DELAYS):.0f} s with the same idempotency key "
                           "(no duplicate is made)", file=sys.stderr)
                 time.sleep(delay)
         raise AssertionError("unreachable")
