@@ -198,8 +198,8 @@ def test_bad_gpu_reports_of_an_agent_are_4xx_naming_the_field(cluster):
     gpu = {"index": "0", "uuid": "GPU-x", "name": "X", "memory_total": GIB}
     r = httpx.post(url + "/register", json={"slots": 2, "slot_gpus": [gpu]}, timeout=30)
     assert r.status_code in (400, 422) and "slot_gpus" in r.text, r.text
-    session = httpx.post(url + "/register", json={"slots": 1, "slot_gpus": [gpu]},
-                         timeout=30).json()["session"]
+    session = httpx.post(url + "/register", timeout=30,
+                         json={"slots": 1, "slot_gpus": [gpu], "protocol": 1}).json()["session"]
     try:
         bad = {"time": 1.0, "gpu_index": 0, "utilization": 170, "memory_used": 1,
                "memory_total": 2}

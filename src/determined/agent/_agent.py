@@ -43,7 +43,7 @@ from determined._procs._gpu_metrics import DEFAULT_INTERVAL, GpuSampler, samples
 from determined._procs._gpus import (Gpu, check_memory_fraction, check_slots_per_gpu,
                                     detect_gpus, gpu_inventory, shared_gpu_note, slot_gpus,
                                     trial_gpu_env)
-from determined._version import __version__
+from determined._version import AGENT_PROTOCOL, __version__, agent_skew_message
 from determined.common.api import APIError, MasterClient, unpack_context
 from determined.launch._machines import chief_port, part_env, part_processes, script_rendezvous
 from determined.tasks._launch import TaskProcess, task_from_command
@@ -264,7 +264,7 @@ class Agent:
                 _say(f"det-agent: {self.id} deregistered")
             except APIError as e:
                 _say(f"det-agent: could not deregister: {e}", logging.WARNING)
-        elif session is None:
+        elif session is None and self._fatal is None:  # a refusal says why itself
             _say(f"det-agent: {self.id} is not registered (master unreachable?); "
                   "not deregistering")
         self._sampler.stop()
@@ -277,16 +277,23 @@ class Agent:
     # -- talking to the master ------------------------------------------------------------
 
     def _register(self) -> None:
+        info: Optional[Dict[str, Any]] = None
         try:
             info = self._poller.get_master()
             self._cluster_id = str(info.get("cluster_id") or self._cluster_id)
         except APIError:
             pass  # registering tells whether the master is there
+        if info is not None and info.get("agent_protocol", 0) != AGENT_PROTOCOL:
+            # A master from before would reject this agent's registration as malformed.
+            self._refuse(agent_skew_message(self.id, __version__, AGENT_PROTOCOL,
+                                            str(info.get("version") or ""),
+                                            int(info.get("agent_protocol") or 0)))
+            return
         with self._lock:
             running = list(self._trials) + list(self._tasks)
         answer = self._poller.request("POST", f"/agents/{self.id}/register", json={
             "slots": self.slots, "label": self.label, "running": running,
-            "version": __version__,
+            "version": __version__, "protocol": AGENT_PROTOCOL,
             "slot_gpus": [g.to_json() for g in self.gpus]})
         with self._lock:
             first = self._session is None and not self._registered

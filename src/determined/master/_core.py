@@ -19,6 +19,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import determined
 from determined import engine
+from determined._version import AGENT_PROTOCOL
 from determined.common.identity import directory_id
 from determined.master import scheduler
 from determined.master._config import MasterConfig
@@ -419,5 +420,6 @@ class Master:
     # ------------------------------------------------------------------ info
 
     def master_info(self) -> Dict[str, Any]:
-        return {"version": determined.__version__, "cluster_id": self.cluster_id,
+        return {"version": determined.__version__, "agent_protocol": AGENT_PROTOCOL,
+                "cluster_id": self.cluster_id,
                 "master_id": self.cluster_id, "url": self.url, "time": time.time()}

@@ -142,7 +142,7 @@ def test_data_directory_and_database_are_private(running_trial):
 def test_agents_need_credentials_without_anonymous_access(config_master_factory):
     master = config_master_factory({"security": {"allow_anonymous": False},
                                     "resource_manager": {"slots": 0}})
-    body = {"slots": 1, "label": "", "running": [], "version": "0.13.0"}
+    body = {"slots": 1, "label": "", "running": [], "version": "0.13.0", "protocol": 1}
     with master.client() as c:
         r = c.post("/agents/box-1/register", json=body)
         assert r.status_code == 401 and "allow_anonymous" in r.json()["error"], r.text

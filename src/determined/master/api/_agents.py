@@ -5,9 +5,11 @@ Remote agents (``python -m determined.agent``) authenticate with the master's
 <token>``; :func:`agent_auth`). A master with neither an agent token nor
 ``security.allow_anonymous: false`` lets every agent that reaches it register. Routes:
 
-- ``POST /agents/{id}/register`` ``{slots, label, running, version}`` ->
+- ``POST /agents/{id}/register`` ``{slots, label, running, version, protocol}`` ->
   ``{session, poll_seconds, timeout}``; ``running`` lists the launch ids the agent
-  still runs (after a reconnect).
+  still runs (after a reconnect). An agent whose ``protocol`` (absent: 0) is not the
+  master's ``AGENT_PROTOCOL`` (``GET /master`` shows it as ``agent_protocol``) gets 400
+  naming both versions: an older agent's trials could not read what this master sends.
 - ``GET /agents/{id}/commands?session=S&wait=W[&draining=true]`` -> ``{commands:
   [...]}``, a long poll that is also the agent's heartbeat (``draining``: it shuts
   down; no new trials). Commands: ``{type: "launch", launch_id,
@@ -41,6 +43,7 @@ import fastapi
 import pydantic
 from fastapi import Header, Query, Request
 
+from determined._version import AGENT_PROTOCOL, __version__, agent_skew_message
 from determined.master._core import Master
 from determined.master.api._errors import fail
 from determined.master.resource_managers import AGENT_ID, UnknownSessionError
@@ -80,6 +83,8 @@ class Register(_Body):
     running: List[str] = pydantic.Field(default_factory=list,
                                         description="launch ids the agent still runs")
     version: str = ""
+    protocol: int = pydantic.Field(0, ge=0, description="the agent's AGENT_PROTOCOL "
+                                                        "(0: an agent from before it)")
     slot_gpus: List[SlotGpu] = pydantic.Field(
         default_factory=list, max_length=MAX_AGENT_SLOTS,
         description="the GPU of each slot (several slots may share one); [] without GPUs")
@@ -170,6 +175,11 @@ def agents_router(master: Master) -> fastapi.APIRouter:
     @api.post("/{agent_id}/register")
     def register(agent_id: str, body: Register, request: Request) -> Dict[str, Any]:
         _agent_id(agent_id)
+        if body.protocol != AGENT_PROTOCOL:
+            why = agent_skew_message(agent_id, body.version, body.protocol, __version__,
+                                     AGENT_PROTOCOL)
+            logger.warning("refused agent %s: %s", agent_id, why)
+            raise fail(400, why)
         master.store.upsert_agent(agent_id, body.slots, label=body.label)
         address = request.client.host if request.client is not None else ""
         answer = remote.register(agent_id, body.slots, body.label, body.running, address,
