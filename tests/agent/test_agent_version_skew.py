@@ -6,13 +6,10 @@ fields the master added since, such as ``tensorboard_path``). A current agent st
 against the master of that commit refuses itself with the same sentence: that master
 would reject its registration as a malformed request."""
 
-import io
 import os
 import pathlib
 import subprocess
 import sys
-import tarfile
-from typing import List
 
 import httpx
 import pytest
@@ -20,12 +17,11 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "master"))
 
 from agent_testing import AgentCluster, AgentProcess  # noqa: E402
-from master_testing import MasterProcess  # noqa: E402
+from master_testing import OlderMasterProcess, older_source  # noqa: E402
 
 import determined  # noqa: E402
 from determined._version import AGENT_PROTOCOL  # noqa: E402
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
 # The commit before trial specs carried tensorboard_path (a7dcb51): its harness's
 # TrialEnv takes no such argument, and its agent sends no agent protocol.
 OLD_COMMIT = "5d102ed"
@@ -39,12 +35,7 @@ def cluster(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def old_src(tmp_path_factory) -> pathlib.Path:
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", OLD_COMMIT,
-                              "src/determined"], capture_output=True, check=True).stdout
-    root = tmp_path_factory.mktemp("old-checkout")
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(root)
-    src = root / "src"
+    src = older_source(OLD_COMMIT, tmp_path_factory.mktemp("old-checkout"))
     old_env = (src / "determined" / "harness" / "_env.py").read_text()
     assert "tensorboard_path" not in old_env  # really a release from before the change
     return src
@@ -79,20 +70,9 @@ def test_the_master_names_its_agent_protocol_and_a_current_agent_registers(clust
     assert "registered with" in cluster.agents["new-box"].log()
 
 
-class OldMaster(MasterProcess):
-    """The master of the older commit, without slots of its own."""
-
-    def __init__(self, data_dir: str, old_src: pathlib.Path):
-        super().__init__(data_dir, slots=0)
-        self.old_src = old_src
-
-    def command(self) -> List[str]:
-        return ["env", f"PYTHONPATH={self.old_src}", *super().command()]
-
-
 def test_a_newer_agent_refuses_an_older_master_naming_both_versions(old_src, tmp_path):
     (tmp_path / "master").mkdir()
-    master = OldMaster(str(tmp_path / "master"), old_src).start()
+    master = OlderMasterProcess(str(tmp_path / "master"), old_src).start()
     try:
         info = httpx.get(master.url + "/api/v1/master", timeout=30).json()
         assert "agent_protocol" not in info, info  # really the older master
