@@ -420,6 +420,7 @@ class Master:
     # ------------------------------------------------------------------ info
 
     def master_info(self) -> Dict[str, Any]:
+        # idempotent_create: a create's Idempotency-Key is honoured (clients retry on it).
         return {"version": determined.__version__, "agent_protocol": AGENT_PROTOCOL,
-                "cluster_id": self.cluster_id,
+                "idempotent_create": True, "cluster_id": self.cluster_id,
                 "master_id": self.cluster_id, "url": self.url, "time": time.time()}

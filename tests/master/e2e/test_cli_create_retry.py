@@ -10,9 +10,14 @@ import threading
 import time
 from typing import Callable, List, Optional, Tuple
 
+import httpx
 import yaml
 
 from det_cli_testing import run_det
+from master_testing import OlderMasterProcess, older_source
+
+# The commit before the master honoured Idempotency-Key (52991c9).
+PRE_IDEMPOTENT_COMMIT = "a353bca"
 
 _CREATE = b"POST /api/v1/experiments "
 
@@ -200,3 +205,35 @@ def test_create_answered_by_a_master_killed_and_started_again_makes_one_experime
     assert len(ids) == 1
     assert out.stdout.strip() == f"Created experiment {ids[0]}"
     assert out.stderr.count("retrying for up to 30 s") == 1, out.stderr
+
+
+def test_create_against_a_master_ignoring_the_key_is_not_retried(tiny_dir, tmp_path):
+    """A master from before idempotent creates ignores the key: a retry would make a
+    second experiment. The CLI asks ``GET /master`` before retrying, does not retry, and
+    says the experiment may exist."""
+    src = older_source(PRE_IDEMPOTENT_COMMIT, tmp_path / "old")
+    (tmp_path / "master").mkdir()
+    master = OlderMasterProcess(str(tmp_path / "master"), src).start()
+    try:
+        info = httpx.get(master.url + "/api/v1/master", timeout=30).json()
+        assert "idempotent_create" not in info, info  # really the older master
+        proxy = DroppingProxy(master.port)
+        try:
+            out = run_det(["-m", f"http://127.0.0.1:{proxy.port}", "e", "create", "--paused",
+                           tiny_dir / "const.yaml", tiny_dir], timeout=120)
+        finally:
+            proxy.close()
+        with master.client() as api:
+            ids = [e["id"] for e in api.get("/experiments").json()["experiments"]]
+    finally:
+        master.stop()
+    assert len(proxy.creates) == 1 and len(ids) == 1, (proxy.creates, ids, out.stderr)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert f"Not retried: the master at http://127.0.0.1:{proxy.port} ignores the " \
+           "Idempotency-Key header" in out.stderr, out.stderr
+    assert "det experiment list" in out.stderr and "retrying" not in out.stderr, out.stderr
+
+
+def test_the_master_says_it_honours_the_key(master_factory):
+    master = master_factory(slots=0)
+    assert httpx.get(master.url + "/api/v1/master", timeout=30).json()["idempotent_create"]

@@ -7,7 +7,8 @@ is in ``.status`` (None when unreachable).
 Creating an experiment is safe to retry: each create sends one random
 ``Idempotency-Key``, and a connection lost before the answer came is retried with the
 same key (:data:`CREATE_RETRY_DELAYS`); the master answers a key it stored with the
-experiment it made then.
+experiment it made then. Only a master whose ``GET /master`` says ``idempotent_create``
+is retried: an older one ignores the key, and a retry could make a second experiment.
 """
 
 from __future__ import annotations
@@ -252,28 +253,58 @@ class MasterClient:
         if git is not None:
             body["git"] = git
         headers = {IDEMPOTENCY_HEADER: uuid.uuid4().hex}
+        honoured: Optional[bool] = None  # whether the master says it honours the key
+        last: Optional[APIError] = None
         for retry, delay in enumerate((*CREATE_RETRY_DELAYS, None)):
-            try:
-                return int(self.request("POST", "/experiments", json=body,
-                                        headers=headers)["id"])
-            except APIError as e:
-                # Retried: a connection that failed after it was made (the master may
-                # have stored it), then any failure while it comes back. Not: an answer
-                # (4xx, 5xx), the last try, or no master there at the first try.
-                if e.status is not None or (retry == 0 and not e.connected):
-                    raise
-                if delay is None:
+            if retry == 0 or honoured:
+                try:
+                    return int(self.request("POST", "/experiments", json=body,
+                                            headers=headers)["id"])
+                except APIError as e:
+                    # Retried: a connection that failed after it was made (the master may
+                    # have stored it), then any failure while it comes back. Not: an
+                    # answer (4xx, 5xx), or no master there at the first try.
+                    if e.status is not None or (retry == 0 and not e.connected):
+                        raise
+                    last = e
+            assert last is not None
+            if not honoured:  # asked before any retry: a master from before ignores it
+                honoured = self._honours_create_key()
+                if honoured is False:
                     raise APIError(
-                        f"{e} (after {len(CREATE_RETRY_DELAYS)} retries over "
-                        f"{sum(CREATE_RETRY_DELAYS):.0f} s). The master may have stored the "
-                        "experiment before the connection was lost: look for it with `det "
-                        "experiment list` before creating it again", connected=True) from e
-                if retry == 0:
-                    print(f"No answer to creating the experiment ({e}); retrying for up to "
-                          f"{sum(CREATE_RETRY_DELAYS):.0f} s with the same idempotency key "
-                          "(no duplicate is made)", file=sys.stderr)
-                time.sleep(delay)
+                        f"{last}. Not retried: the master at {self.url} ignores the "
+                        f"{IDEMPOTENCY_HEADER} header (it is older than this client), so "
+                        "another try could create a second experiment. It may have stored "
+                        "this one: look for it with `det experiment list` before creating "
+                        "it again", connected=True) from last
+            if delay is None:
+                raise APIError(
+                    f"{last} (after {len(CREATE_RETRY_DELAYS)} retries over "
+                    f"{sum(CREATE_RETRY_DELAYS):.0f} s). The master may have stored the "
+                    "experiment before the connection was lost: look for it with `det "
+                    "experiment list` before creating it again", connected=True) from last
+            if retry == 0:
+                print(f"No answer to creating the experiment ({last}); retrying for up to "
+                      f"{sum(CREATE_RETRY_DELAYS):.0f} s with the same idempotency key "
+                      "(no duplicate is made)", file=sys.stderr)
+            time.sleep(delay)
         raise AssertionError("unreachable")
+
+    def _honours_create_key(self) -> Optional[bool]:
+        """Whether the master says it answers a repeated create's key with the experiment
+        it made (``idempotent_create`` in ``GET /master``); None while it does not answer."""
+        try:
+            return bool(self.get_master().get("idempotent_create"))
+        except APIError:
+            return None
+
+    def _honours_create_key(self) -> Optional[bool]:
+        """Whether the master says it answers a repeated create's key with the experiment
+        it made (``idempotent_create`` in ``GET /master``); None when it did not answer."""
+        try:
+            return bool(self.get_master().get("idempotent_create"))
+        except APIError:
+            return None
 
     def list_experiments(self, archived: bool = False,
                          user: Optional[str] = None) -> List[Dict[str, Any]]:
