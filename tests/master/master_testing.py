@@ -1,14 +1,11 @@
 """Helpers for tests against a real master (``python -m determined.master``) on a free loopback port."""
 
-import io
 import os
-import pathlib
 import re
 import signal
 import socket
 import subprocess
 import sys
-import tarfile
 import time
 from typing import Any, Dict, List, Optional
 
@@ -160,29 +157,6 @@ LONG_CONFIG = {
     "min_validation_period": {"batches": 1000},
     "max_restarts": 2,
 }
-
-
-def older_source(commit: str, root: pathlib.Path) -> pathlib.Path:
-    """``src`` of an older commit of this repository (``git archive``) under ``root``: a
-    ``PYTHONPATH`` that runs that release's master or agent."""
-    repo = pathlib.Path(__file__).resolve().parents[2]
-    archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", commit,
-                              "src/determined"], capture_output=True, check=True).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(root)
-    return root / "src"
-
-
-class OlderMasterProcess(MasterProcess):
-    """The master of an older release: ``python -m determined.master`` with ``src`` (from
-    :func:`older_source`) first on its ``PYTHONPATH``."""
-
-    def __init__(self, data_dir: str, src: pathlib.Path, slots: int = 0):
-        super().__init__(data_dir, slots)
-        self.src = src
-
-    def command(self) -> List[str]:
-        return ["env", f"PYTHONPATH={self.src}", *super().command()]
 
 
 class ConfiguredMasterProcess(MasterProcess):

@@ -298,14 +298,6 @@ class MasterClient:
         except APIError:
             return None
 
-    def _honours_create_key(self) -> Optional[bool]:
-        """Whether the master says it answers a repeated create's key with the experiment
-        it made (``idempotent_create`` in ``GET /master``); None when it did not answer."""
-        try:
-            return bool(self.get_master().get("idempotent_create"))
-        except APIError:
-            return None
-
     def list_experiments(self, archived: bool = False,
                          user: Optional[str] = None) -> List[Dict[str, Any]]:
         """Experiments (archived ones too if ``archived``); only ``user``'s if given."""
