@@ -2,16 +2,23 @@
 metrics and checkpoints reach the directory, and a run SIGKILLed mid-training and
 started again ends with the same weights as one never interrupted."""
 
+import json
+import re
+
 import pytest
 import torch
+import yaml
 
+from det_cli_testing import run_det
 from determined.core import latest_local_checkpoint, read_records
-from tests.integrations.integrations_testing import EXAMPLES, run_example
+from tests.integrations.integrations_testing import EXAMPLES, ROOT, run_example
 
 pytestmark = pytest.mark.timeout(900)
 
 SCRIPT = EXAMPLES / "core_api_lightning" / "train.py"
 BATCHES_PER_EPOCH = 47  # 1,500 images in batches of 32
+MIN_EPOCHS_DIR = ROOT / "tests" / "fixtures" / "lightning_min_epochs"  # 20 batches an epoch
+OFFLINE = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "USE_TF": "0"}
 
 
 def _final_checkpoint(directory):
@@ -65,3 +72,31 @@ def test_sigkilled_run_resumes_to_identical_weights(tmp_path):
     records = read_records(str(killed))
     validation = [r["steps_completed"] for r in records if r["kind"] == "validation"]
     assert validation == [BATCHES_PER_EPOCH * k for k in (1, 2, 3, 4)]
+
+
+def _trained_batches(output: str) -> int:
+    (count,) = re.findall(r"trained (\d+) batches", output)
+    return int(count)
+
+
+def test_test_mode_stops_a_trainer_with_min_epochs_after_one_batch(tmp_path):
+    """A Trainer with ``min_epochs=2`` (length in epochs) trained two whole epochs under
+    ``--test``: Lightning ignores ``should_stop`` until its minimums are met."""
+    out = run_det(["e", "create", MIN_EPOCHS_DIR / "const.yaml", MIN_EPOCHS_DIR, "--local",
+                   "--test", "--local-dir", tmp_path / "local"], env=OFFLINE)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert _trained_batches(out.stdout) == 1, out.stdout[-3000:]
+
+
+def test_searcher_length_in_batches_stops_a_trainer_with_min_epochs(tmp_path):
+    config = yaml.safe_load((MIN_EPOCHS_DIR / "const.yaml").read_text())
+    config["searcher"]["max_length"] = {"batches": 5}
+    path = tmp_path / "batches.yaml"
+    path.write_text(yaml.safe_dump(config))
+    out = run_det(["e", "create", path, MIN_EPOCHS_DIR, "--local", "--local-dir",
+                   tmp_path / "local", "--json", "--no-progress"], env=OFFLINE)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (trial,) = json.loads(out.stdout)["trials"]
+    assert trial["state"] == "COMPLETED" and trial["batches"] == 5, trial
+    logs = run_det(["t", "logs", trial["trial_id"], "--local-dir", tmp_path / "local"]).stdout
+    assert _trained_batches(logs) == 5, logs[-3000:]
