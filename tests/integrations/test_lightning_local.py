@@ -100,3 +100,17 @@ def test_searcher_length_in_batches_stops_a_trainer_with_min_epochs(tmp_path):
     assert trial["state"] == "COMPLETED" and trial["batches"] == 5, trial
     logs = run_det(["t", "logs", trial["trial_id"], "--local-dir", tmp_path / "local"]).stdout
     assert _trained_batches(logs) == 5, logs[-3000:]
+
+
+def test_training_metrics_of_every_epoch_are_kept_with_a_length_in_epochs(tmp_path):
+    """Steps are counted in epochs: a training report inside epoch 2 was sent at 1 epoch,
+    after that epoch's validation, and the platform dropped it (every one but the last)."""
+    local = tmp_path / "local"
+    out = run_det(["e", "create", MIN_EPOCHS_DIR / "const.yaml", MIN_EPOCHS_DIR, "--local",
+                   "--local-dir", local, "--json", "--no-progress"], env=OFFLINE)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (exp,) = json.loads(run_det(["e", "describe", "1", "--local-dir", local, "--json",
+                                 "--metrics"]).stdout)
+    rows = [(m["kind"], m["total_batches"]) for m in exp["trials"][0]["metrics"]]
+    assert rows == [(kind, epochs) for epochs in (1, 2, 3)
+                    for kind in ("training", "validation")], rows

@@ -299,7 +299,9 @@ class DeterminedCallback(pl.Callback):
             self._val_metrics.update(metrics)
             return
         if self._trainer is not None and self._train_metrics is not None:
-            self._train_metrics.add(self._steps(self._trainer), metrics)
+            follower = self._require_follower()
+            self._train_metrics.add(follower.training_steps(
+                self._progress(self._trainer), self._trainer.global_step), metrics)
 
     def _flush_training(self) -> None:
         if self._train_metrics is not None:

@@ -121,7 +121,8 @@ class DetCallback(transformers.TrainerCallback):  # type: ignore[misc]
         elif any(k.startswith("test_") for k in logs):
             logger.info("test metrics are not reported: %s", sorted(logs))
         elif metrics:
-            self._train_metrics.add(steps, metrics)
+            self._train_metrics.add(
+                self._follower.training_steps(self._progress(state), state.global_step), metrics)
 
     def on_step_end(self, args: transformers.TrainingArguments, state: transformers.TrainerState,
                     control: transformers.TrainerControl, **kwargs: Any) -> None:
