@@ -3,7 +3,12 @@ metrics and checkpoints reach the directory, and a run SIGKILLed mid-training an
 started again ends with the same weights as one never interrupted."""
 
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 import torch
@@ -114,3 +119,31 @@ def test_training_metrics_of_every_epoch_are_kept_with_a_length_in_epochs(tmp_pa
     rows = [(m["kind"], m["total_batches"]) for m in exp["trials"][0]["metrics"]]
     assert rows == [(kind, epochs) for epochs in (1, 2, 3)
                     for kind in ("training", "validation")], rows
+
+
+def test_ctrl_c_stops_a_trainer_with_min_epochs_at_its_checkpoint(tmp_path):
+    """A pause inside the first epoch: the callback checkpoints and stops, and Lightning,
+    held by ``min_epochs=2``, trained on to 40 batches after the checkpoint."""
+    progress = tmp_path / "progress"
+    config = yaml.safe_load((MIN_EPOCHS_DIR / "const.yaml").read_text())
+    config["environment"] = {"environment_variables": [
+        "STEP_SLEEP=0.3", f"PROGRESS_FILE={progress}"]}
+    path = tmp_path / "slow.yaml"
+    path.write_text(yaml.safe_dump(config))
+    local = tmp_path / "local"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "determined.cli", "e", "create", str(path), str(MIN_EPOCHS_DIR),
+         "--local", "--local-dir", str(local), "--json", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, **OFFLINE})
+    deadline = time.monotonic() + 120
+    while not (progress.exists() and progress.read_text() and int(progress.read_text()) >= 3):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the script never trained 3 batches"
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=180)
+    (exp,) = json.loads(run_det(["e", "describe", "1", "--local-dir", local, "--json"]).stdout)
+    assert exp["state"] == "PAUSED", exp
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+    assert _trained_batches(logs) < 20, logs[-3000:]
