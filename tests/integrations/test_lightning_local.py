@@ -93,18 +93,24 @@ def test_test_mode_stops_a_trainer_with_min_epochs_after_one_batch(tmp_path):
     assert _trained_batches(out.stdout) == 1, out.stdout[-3000:]
 
 
-def test_searcher_length_in_batches_stops_a_trainer_with_min_epochs(tmp_path):
+@pytest.mark.parametrize("length,early_stop", [(5, False), (25, True)])
+def test_searcher_length_in_batches_stops_a_trainer_with_min_epochs(tmp_path, length,
+                                                                    early_stop):
+    """Also when EarlyStopping asked to stop at the first validation (step 20), which
+    Lightning ignored before min_epochs: should_stop was already set at the length."""
     config = yaml.safe_load((MIN_EPOCHS_DIR / "const.yaml").read_text())
-    config["searcher"]["max_length"] = {"batches": 5}
+    config["searcher"]["max_length"] = {"batches": length}
+    if early_stop:
+        config["environment"] = {"environment_variables": ["EARLY_STOP=1"]}
     path = tmp_path / "batches.yaml"
     path.write_text(yaml.safe_dump(config))
     out = run_det(["e", "create", path, MIN_EPOCHS_DIR, "--local", "--local-dir",
                    tmp_path / "local", "--json", "--no-progress"], env=OFFLINE)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     (trial,) = json.loads(out.stdout)["trials"]
-    assert trial["state"] == "COMPLETED" and trial["batches"] == 5, trial
+    assert trial["state"] == "COMPLETED" and trial["batches"] == length, trial
     logs = run_det(["t", "logs", trial["trial_id"], "--local-dir", tmp_path / "local"]).stdout
-    assert _trained_batches(logs) == 5, logs[-3000:]
+    assert _trained_batches(logs) == length, logs[-3000:]
 
 
 def test_training_metrics_of_every_epoch_are_kept_with_a_length_in_epochs(tmp_path):

@@ -154,9 +154,8 @@ class DeterminedCallback(pl.Callback):
             # trainer.should_stop makes Lightning validate after this batch; once the
             # searcher answers, on_validation_end lets training go on if there is more.
             self._boundary = True
-            if not trainer.should_stop:
-                self._stop(trainer)
-                self._stopped_by_us = True
+            self._stopped_by_us = not trainer.should_stop
+            self._stop(trainer)  # also when another callback asked to stop before min_epochs
             return
         if self._boundary:
             return
@@ -229,6 +228,7 @@ class DeterminedCallback(pl.Callback):
         self._checkpoint(trainer)
         if more and self._stopped_by_us:
             trainer.should_stop = False
+        if more:
             self._restore_minimums(trainer)
         self._stopped_by_us = False
         if not more:
