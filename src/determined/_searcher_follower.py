@@ -70,6 +70,13 @@ class SearcherFollower:
         else optimizer steps."""
         return int(math.floor(progress + 1e-9)) if self.in_epochs else int(global_step)
 
+    def training_steps(self, progress: float, global_step: int) -> int:
+        """``steps_completed`` for a training report: in epochs, the epoch being trained
+        (its training metrics come before its validation; the platform drops a report at
+        or below a count it already has, so ``steps`` would drop every report inside an
+        epoch after the previous one's validation), else optimizer steps."""
+        return int(math.ceil(progress - 1e-9)) if self.in_epochs else int(global_step)
+
     def reached(self, progress: float) -> bool:
         """The current operation's length is trained."""
         return self.op is not None and progress >= self.op.length - 1e-9

@@ -2,16 +2,28 @@
 metrics and checkpoints reach the directory, and a run SIGKILLed mid-training and
 started again ends with the same weights as one never interrupted."""
 
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
 import pytest
 import torch
+import yaml
 
+from det_cli_testing import run_det
 from determined.core import latest_local_checkpoint, read_records
-from tests.integrations.integrations_testing import EXAMPLES, run_example
+from tests.integrations.integrations_testing import EXAMPLES, ROOT, run_example
 
 pytestmark = pytest.mark.timeout(900)
 
 SCRIPT = EXAMPLES / "core_api_lightning" / "train.py"
 BATCHES_PER_EPOCH = 47  # 1,500 images in batches of 32
+MIN_EPOCHS_DIR = ROOT / "tests" / "fixtures" / "lightning_min_epochs"  # 20 batches an epoch
+OFFLINE = {"OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "USE_TF": "0"}
 
 
 def _final_checkpoint(directory):
@@ -65,3 +77,79 @@ def test_sigkilled_run_resumes_to_identical_weights(tmp_path):
     records = read_records(str(killed))
     validation = [r["steps_completed"] for r in records if r["kind"] == "validation"]
     assert validation == [BATCHES_PER_EPOCH * k for k in (1, 2, 3, 4)]
+
+
+def _trained_batches(output: str) -> int:
+    (count,) = re.findall(r"trained (\d+) batches", output)
+    return int(count)
+
+
+def test_test_mode_stops_a_trainer_with_min_epochs_after_one_batch(tmp_path):
+    """A Trainer with ``min_epochs=2`` (length in epochs) trained two whole epochs under
+    ``--test``: Lightning ignores ``should_stop`` until its minimums are met."""
+    out = run_det(["e", "create", MIN_EPOCHS_DIR / "const.yaml", MIN_EPOCHS_DIR, "--local",
+                   "--test", "--local-dir", tmp_path / "local"], env=OFFLINE)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert _trained_batches(out.stdout) == 1, out.stdout[-3000:]
+
+
+@pytest.mark.parametrize("length,early_stop", [(5, False), (25, True)])
+def test_searcher_length_in_batches_stops_a_trainer_with_min_epochs(tmp_path, length,
+                                                                    early_stop):
+    """Also when EarlyStopping asked to stop at the first validation (step 20), which
+    Lightning ignored before min_epochs: should_stop was already set at the length."""
+    config = yaml.safe_load((MIN_EPOCHS_DIR / "const.yaml").read_text())
+    config["searcher"]["max_length"] = {"batches": length}
+    if early_stop:
+        config["environment"] = {"environment_variables": ["EARLY_STOP=1"]}
+    path = tmp_path / "batches.yaml"
+    path.write_text(yaml.safe_dump(config))
+    out = run_det(["e", "create", path, MIN_EPOCHS_DIR, "--local", "--local-dir",
+                   tmp_path / "local", "--json", "--no-progress"], env=OFFLINE)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (trial,) = json.loads(out.stdout)["trials"]
+    assert trial["state"] == "COMPLETED" and trial["batches"] == length, trial
+    logs = run_det(["t", "logs", trial["trial_id"], "--local-dir", tmp_path / "local"]).stdout
+    assert _trained_batches(logs) == length, logs[-3000:]
+
+
+def test_training_metrics_of_every_epoch_are_kept_with_a_length_in_epochs(tmp_path):
+    """Steps are counted in epochs: a training report inside epoch 2 was sent at 1 epoch,
+    after that epoch's validation, and the platform dropped it (every one but the last)."""
+    local = tmp_path / "local"
+    out = run_det(["e", "create", MIN_EPOCHS_DIR / "const.yaml", MIN_EPOCHS_DIR, "--local",
+                   "--local-dir", local, "--json", "--no-progress"], env=OFFLINE)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (exp,) = json.loads(run_det(["e", "describe", "1", "--local-dir", local, "--json",
+                                 "--metrics"]).stdout)
+    rows = [(m["kind"], m["total_batches"]) for m in exp["trials"][0]["metrics"]]
+    assert rows == [(kind, epochs) for epochs in (1, 2, 3)
+                    for kind in ("training", "validation")], rows
+
+
+def test_ctrl_c_stops_a_trainer_with_min_epochs_at_its_checkpoint(tmp_path):
+    """A pause inside the first epoch: the callback checkpoints and stops, and Lightning,
+    held by ``min_epochs=2``, trained on to 40 batches after the checkpoint."""
+    progress = tmp_path / "progress"
+    config = yaml.safe_load((MIN_EPOCHS_DIR / "const.yaml").read_text())
+    config["environment"] = {"environment_variables": [
+        "STEP_SLEEP=0.3", f"PROGRESS_FILE={progress}"]}
+    path = tmp_path / "slow.yaml"
+    path.write_text(yaml.safe_dump(config))
+    local = tmp_path / "local"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "determined.cli", "e", "create", str(path), str(MIN_EPOCHS_DIR),
+         "--local", "--local-dir", str(local), "--json", "--no-progress"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env={**os.environ, **OFFLINE})
+    deadline = time.monotonic() + 120
+    while not (progress.exists() and progress.read_text() and int(progress.read_text()) >= 3):
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "the script never trained 3 batches"
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGINT)
+    proc.communicate(timeout=180)
+    (exp,) = json.loads(run_det(["e", "describe", "1", "--local-dir", local, "--json"]).stdout)
+    assert exp["state"] == "PAUSED", exp
+    logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
+    assert _trained_batches(logs) < 20, logs[-3000:]

@@ -1,16 +1,20 @@
 """DetCallback with a real transformers Trainer (a 2-layer BERT from a config, random
 weights, synthetic data; nothing downloaded), off the platform (core's directory mode)."""
 
+import json
+
 import pytest
 import torch
 from safetensors.torch import load_file
 
+from det_cli_testing import run_det
 from determined.core import latest_local_checkpoint, read_records
-from tests.integrations.integrations_testing import EXAMPLES, run_example
+from tests.integrations.integrations_testing import EXAMPLES, ROOT, run_example
 
 pytestmark = pytest.mark.timeout(900)
 
 SCRIPT = EXAMPLES / "core_api_transformers" / "train.py"
+EPOCHS_DIR = ROOT / "tests" / "fixtures" / "hf_epochs"  # 6 steps an epoch, logs every 4
 
 
 def _final(directory):
@@ -62,3 +66,20 @@ def test_sigkilled_run_resumes_to_identical_weights(tmp_path):
     validation = [r["steps_completed"] for r in read_records(str(killed))
                   if r["kind"] == "validation"]
     assert validation == [20, 40, 60]
+
+
+def test_training_metrics_of_every_epoch_are_kept_with_a_length_in_epochs(tmp_path):
+    """Steps are counted in epochs: the logs at steps 4 and 8 were sent at 0 and 1 epochs
+    (floored), at or below what the platform had (the validation at 1), and dropped."""
+    local = tmp_path / "local"
+    out = run_det(["e", "create", EPOCHS_DIR / "const.yaml", EPOCHS_DIR, "--local",
+                   "--local-dir", local, "--json", "--no-progress"],
+                  env={"HF_HUB_OFFLINE": "1", "USE_TF": "0", "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (exp,) = json.loads(run_det(["e", "describe", "1", "--local-dir", local, "--json",
+                                 "--metrics"]).stdout)
+    rows = [(m["kind"], m["total_batches"]) for m in exp["trials"][0]["metrics"]]
+    assert rows == [(kind, epochs) for epochs in (1, 2, 3)
+                    for kind in ("training", "validation")], rows
+    first = exp["trials"][0]["metrics"][0]["metrics"]
+    assert first["epoch"] < 1  # the log at step 4, inside the first epoch

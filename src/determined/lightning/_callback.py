@@ -69,6 +69,7 @@ class DeterminedCallback(pl.Callback):
         self._preempted = False
         self._total_steps: Optional[float] = None
         self._trainer: Optional[pl.Trainer] = None
+        self._lifted_minimums: Optional[Tuple[Any, Any]] = None  # (min_epochs, min_steps)
 
     # ------------------------------------------------------------------ set up
 
@@ -153,9 +154,8 @@ class DeterminedCallback(pl.Callback):
             # trainer.should_stop makes Lightning validate after this batch; once the
             # searcher answers, on_validation_end lets training go on if there is more.
             self._boundary = True
-            if not trainer.should_stop:
-                trainer.should_stop = True
-                self._stopped_by_us = True
+            self._stopped_by_us = not trainer.should_stop
+            self._stop(trainer)  # also when another callback asked to stop before min_epochs
             return
         if self._boundary:
             return
@@ -164,7 +164,7 @@ class DeterminedCallback(pl.Callback):
                         trainer.global_step)
             self._preempted = True
             self._checkpoint(trainer)
-            trainer.should_stop = True
+            self._stop(trainer)
             return
         every = self._checkpoint_every
         if every and not follower.in_epochs and trainer.global_step % every == 0 \
@@ -228,12 +228,31 @@ class DeterminedCallback(pl.Callback):
         self._checkpoint(trainer)
         if more and self._stopped_by_us:
             trainer.should_stop = False
+        if more:
+            self._restore_minimums(trainer)
         self._stopped_by_us = False
         if not more:
-            trainer.should_stop = True
+            self._stop(trainer)
         if more and self.core_context.preempt.should_preempt():
             self._preempted = True
-            trainer.should_stop = True
+            self._stop(trainer)
+
+    def _stop(self, trainer: pl.Trainer) -> None:
+        """Stop (or pause to validate) after this batch, even before the Trainer's
+        ``min_epochs``/``min_steps``: Lightning ignores ``should_stop`` until they are met,
+        but the searcher (or a pause) decides the trial's length here."""
+        trainer.should_stop = True
+        fit_loop = trainer.fit_loop
+        if self._lifted_minimums is None and (fit_loop.min_epochs or fit_loop.min_steps):
+            self._lifted_minimums = (fit_loop.min_epochs, fit_loop.min_steps)
+            fit_loop.min_epochs = 0
+            fit_loop.epoch_loop.min_steps = None
+
+    def _restore_minimums(self, trainer: pl.Trainer) -> None:
+        if self._lifted_minimums is not None:
+            trainer.fit_loop.min_epochs, trainer.fit_loop.epoch_loop.min_steps = \
+                self._lifted_minimums
+            self._lifted_minimums = None
 
     def _checkpoint(self, trainer: pl.Trainer) -> None:
         """The whole Lightning checkpoint into the experiment's checkpoint storage (every
@@ -280,7 +299,9 @@ class DeterminedCallback(pl.Callback):
             self._val_metrics.update(metrics)
             return
         if self._trainer is not None and self._train_metrics is not None:
-            self._train_metrics.add(self._steps(self._trainer), metrics)
+            follower = self._require_follower()
+            self._train_metrics.add(follower.training_steps(
+                self._progress(self._trainer), self._trainer.global_step), metrics)
 
     def _flush_training(self) -> None:
         if self._train_metrics is not None:

@@ -26,6 +26,8 @@ __all__ = ["DetCallback"]
 
 #: The file ``user_data`` is written to in each checkpoint (upstream's name).
 USER_DATA_FILE = "my_data.json"
+#: A key only ``Trainer.train``'s closing summary log holds.
+_SUMMARY_KEY = "train_runtime"
 #: The RNG state file each rank of a multi-process Trainer writes into a checkpoint.
 _RANK_RNG_FILE = re.compile(r"rng_state_(\d+)\.pth")
 
@@ -120,8 +122,13 @@ class DetCallback(transformers.TrainerCallback):  # type: ignore[misc]
             self._last_eval = (state.global_step, dict(logs))
         elif any(k.startswith("test_") for k in logs):
             logger.info("test metrics are not reported: %s", sorted(logs))
+        elif _SUMMARY_KEY in logs:
+            # train()'s closing summary (runtime, the run's mean loss): after a pause it
+            # would be a training row of other metrics at the step where it stopped.
+            logger.debug("the Trainer's closing summary is not reported: %s", sorted(logs))
         elif metrics:
-            self._train_metrics.add(steps, metrics)
+            self._train_metrics.add(
+                self._follower.training_steps(self._progress(state), state.global_step), metrics)
 
     def on_step_end(self, args: transformers.TrainingArguments, state: transformers.TrainerState,
                     control: transformers.TrainerControl, **kwargs: Any) -> None:

@@ -148,6 +148,10 @@ def test_paused_hf_trial_checkpoints_and_resumes(master_factory):
         assert exp["state"] == "COMPLETED", exp
         (trial,) = exp["trials"]
         assert trial["restarts"] == 0 and trial["total_batches"] == 400
-        validations = [m["total_batches"] for m in api.get(f"/trials/{trial['id']}").json()["metrics"]
-                       if m["kind"] == "validation"]
+        metrics = api.get(f"/trials/{trial['id']}").json()["metrics"]
+        validations = [m["total_batches"] for m in metrics if m["kind"] == "validation"]
         assert validations == sorted(set(validations)) and validations[-1] == 400
+        # A row every logging_steps (10); the closing summary of the paused train() (at
+        # the step where it stopped) is not one.
+        training = [m["total_batches"] for m in metrics if m["kind"] == "training"]
+        assert training == list(range(10, 401, 10)), (paused["total_batches"], training)
