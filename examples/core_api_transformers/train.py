@@ -5,7 +5,8 @@ trained on synthetic token sequences: nothing is downloaded.
 By hand (``python train.py``) it trains ``--max-steps`` steps, writing metrics and
 checkpoints under ``./determined-core`` (``DET_CORE_DIR``) and resuming from the latest
 one when run again there. As an experiment's entrypoint it takes its hyperparameters
-from the trial and its length (``searcher.max_length.batches``) from the searcher.
+from the trial and its length from the searcher (``searcher.max_length`` in batches,
+records or epochs).
 """
 
 import argparse
@@ -59,12 +60,17 @@ def main() -> None:
     info = det.get_cluster_info()
     hparams = info.trial.hparams if info else {"learning_rate": 1e-3, "batch_size": 16,
                                                "hidden_dropout": 0.1}
-    max_steps = args.max_steps
-    if info and "max_length" in info.trial._config.get("searcher", {}):
-        max_steps = info.trial._config["searcher"]["max_length"]["batches"]
+    max_steps, epochs = args.max_steps, 1
+    length = info.trial._config.get("searcher", {}).get("max_length") if info else None
+    if length and "epochs" in length:
+        max_steps, epochs = -1, int(length["epochs"])  # the Trainer counts the epochs
+    elif length and "records" in length:
+        max_steps = -(-int(length["records"]) // int(hparams["batch_size"]))
+    elif length:
+        max_steps = int(length["batches"])
 
     training_args = transformers.TrainingArguments(
-        output_dir=args.output_dir, max_steps=max_steps,
+        output_dir=args.output_dir, max_steps=max_steps, num_train_epochs=epochs,
         per_device_train_batch_size=int(hparams["batch_size"]), per_device_eval_batch_size=64,
         learning_rate=float(hparams["learning_rate"]), lr_scheduler_type="linear",
         eval_strategy="steps", eval_steps=20, save_strategy="steps", save_steps=20,

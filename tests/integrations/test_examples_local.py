@@ -79,3 +79,22 @@ def test_example_passes_the_model_definition_test(example, tmp_path):
                   env={"HF_HUB_OFFLINE": "1", "USE_TF": "0", "OMP_NUM_THREADS": "1"}, timeout=600)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "Model definition test succeeded" in out.stdout + out.stderr
+
+
+def test_transformers_example_takes_its_length_in_epochs(tmp_path):
+    """The README says a script's length may be in epochs: the Hugging Face example read
+    ``max_length["batches"]`` only and failed with KeyError: 'epochs'. One trial of one
+    epoch (the Trainer counts it) completes."""
+    config = yaml.safe_load((EXAMPLES / "core_api_transformers" / "adaptive.yaml").read_text())
+    config["hyperparameters"] = {"batch_size": 16, "learning_rate": 0.001,
+                                 "hidden_dropout": 0.1}
+    config["searcher"] = {"name": "single", "metric": "eval_loss", "max_length": {"epochs": 1}}
+    config["records_per_epoch"] = 64
+    path = tmp_path / "epochs.yaml"
+    path.write_text(yaml.safe_dump(config))
+    out = run_det(["e", "create", path, EXAMPLES / "core_api_transformers", "--local",
+                   "--local-dir", tmp_path / "local", "--json", "--no-progress"],
+                  env={"HF_HUB_OFFLINE": "1", "USE_TF": "0", "OMP_NUM_THREADS": "1"}, timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (trial,) = json.loads(out.stdout)["trials"]
+    assert trial["state"] == "COMPLETED", trial
