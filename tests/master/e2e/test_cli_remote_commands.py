@@ -210,6 +210,7 @@ def test_create_test_mode_passes_and_is_archived(shared_master, tiny_dir):
     out = det(shared_master, "e", "create", tiny_dir / "const.yaml", tiny_dir, "--test")
     exp_id = int(out.stdout.split("Created test-mode experiment ")[1].split()[0])
     assert "Model definition test succeeded" in out.stdout and "exited: completed" in out.stdout
+    assert "validated and checkpointed (now archived)" in " ".join(out.stdout.split())
     (exp,) = json.loads(det(shared_master, "e", "describe", exp_id, "--json").stdout)
     assert exp["archived"] and exp["state"] == "COMPLETED"
     cfg = exp["config"]
