@@ -299,15 +299,7 @@ def test_a_script_with_two_slots_starts_only_its_chief(tmp_path, script_dir):
     assert _logs(tmp_path, trial["trial_id"]).count("runs its script") == 1
 
 
-NO_CHECKPOINT_SCRIPT = """
-import determined as det
-
-with det.core.init() as core:
-    for op in core.searcher.operations():
-        core.train.report_training_metrics(op.length, {"loss": 0.5})
-        core.train.report_validation_metrics(op.length, {"loss": 0.5})
-        op.report_completed(0.5)
-"""
+NO_CHECKPOINT_SCRIPT = (FIXTURES / "core_no_checkpoint" / "train.py").read_text()
 
 
 def test_test_mode_of_a_script_storing_no_checkpoint_says_how_to_store_one(tmp_path):

@@ -120,18 +120,18 @@ export function trialError(error: string): TrialError {
   const m = ERROR_HEAD.exec(lines[0]);
   const head = m ? m[1] : "Trial failed";
   const body = m ? [...(m[2] ? [m[2]] : []), ...lines.slice(1)] : lines;
+  const bare = body.map((l) => l.replace(/^\[rank=\d+\] /, ""));  // a rank's lines, unprefixed
   let cause: string | null = null;
-  for (let i = body.length - 1; i >= 0 && cause == null; i--) {
-    const h = HARNESS.exec(body[i].replace(/^\[rank=\d+\] /, ""));
+  for (let i = bare.length - 1; i >= 0 && cause == null; i--) {
+    const h = HARNESS.exec(bare[i]);
     if (h) cause = h[1];
   }
   let traceback = -1;
-  for (let i = body.length - 1; i >= 0 && traceback < 0; i--) if (TRACEBACK.test(body[i].replace(/^\[rank=\d+\] /, ""))) traceback = i;
+  for (let i = bare.length - 1; i >= 0 && traceback < 0; i--) if (TRACEBACK.test(bare[i])) traceback = i;
   if (cause == null && traceback >= 0) {
-    for (let i = traceback + 1; i < body.length; i++) {
-      const bare = body[i].replace(/^\[rank=\d+\] /, "");
-      if (EXCEPTION.test(bare)) cause = bare;
-      else if (cause != null && !/^\s/.test(bare)) break;
+    for (let i = traceback + 1; i < bare.length; i++) {
+      if (EXCEPTION.test(bare[i])) cause = bare[i];
+      else if (cause != null && !/^\s/.test(bare[i])) break;
     }
   }
   if (cause == null) {

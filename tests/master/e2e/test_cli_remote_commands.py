@@ -7,6 +7,7 @@ import io
 import json
 import os
 import pathlib
+import shutil
 import tarfile
 
 import httpx
@@ -14,6 +15,8 @@ import pytest
 import yaml
 
 from det_cli_testing import run_det
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def det(master, *args, code=0, timeout=180):
@@ -227,23 +230,12 @@ def test_create_test_mode_passes_and_is_archived(shared_master, tiny_dir):
     assert result["passed"] and result["state"] == "COMPLETED"
 
 
-NO_CHECKPOINT_SCRIPT = """
-import determined as det
-
-with det.core.init() as core:
-    for op in core.searcher.operations():
-        core.train.report_training_metrics(op.length, {"loss": 0.5})
-        core.train.report_validation_metrics(op.length, {"loss": 0.5})
-        op.report_completed(0.5)
-"""
-
-
 def test_create_test_mode_of_a_script_storing_no_checkpoint_says_so(shared_master, tmp_path):
     """A script's test run on a master that stored no checkpoint passes, and does not
     claim it checkpointed: one line says how a script stores one (as --local says)."""
     model = tmp_path / "model"
     model.mkdir()
-    (model / "train.py").write_text(NO_CHECKPOINT_SCRIPT)
+    shutil.copy(FIXTURES / "core_no_checkpoint" / "train.py", model / "train.py")
     config = tmp_path / "config.yaml"
     config.write_text(yaml.safe_dump({
         "entrypoint": "python3 train.py",

@@ -32,6 +32,9 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 #: Seconds before each retry of a create whose connection failed or dropped: about 30 s
 #: in all, long enough for a master killed while it answered to be started again.
 CREATE_RETRY_DELAYS = (0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
+#: The end of a create's error when its answer never came.
+_MAY_EXIST = ("The master may have stored the experiment before the connection was lost: "
+              "look for it with `det experiment list` before creating it again")
 
 
 def user_path(name: str) -> str:
@@ -274,15 +277,12 @@ class MasterClient:
                     raise APIError(
                         f"{last}. Not retried: the master at {self.url} ignores the "
                         f"{IDEMPOTENCY_HEADER} header (it is older than this client), so "
-                        "another try could create a second experiment. It may have stored "
-                        "this one: look for it with `det experiment list` before creating "
-                        "it again", connected=True) from last
+                        f"another try could create a second experiment. {_MAY_EXIST}",
+                        connected=True) from last
             if delay is None:
                 raise APIError(
                     f"{last} (after {len(CREATE_RETRY_DELAYS)} retries over "
-                    f"{sum(CREATE_RETRY_DELAYS):.0f} s). The master may have stored the "
-                    "experiment before the connection was lost: look for it with `det "
-                    "experiment list` before creating it again", connected=True) from last
+                    f"{sum(CREATE_RETRY_DELAYS):.0f} s). {_MAY_EXIST}", connected=True) from last
             if retry == 0:
                 print(f"No answer to creating the experiment ({last}); retrying for up to "
                       f"{sum(CREATE_RETRY_DELAYS):.0f} s with the same idempotency key "
