@@ -37,6 +37,10 @@ class Sample:
 
 
 def _sample(api, exp_ids: List[int]) -> Sample:
+    # Slots first: a trial holding a slot was created before it was scheduled, so the
+    # experiments read afterwards list it. Read the other way round, a trial created in
+    # between would hold a slot no experiment claims.
+    tasks = [t for t in slot_tasks(api) if t]
     owner: Dict[int, int] = {}
     unfinished: Dict[int, int] = {}
     for exp_id in exp_ids:
@@ -47,7 +51,6 @@ def _sample(api, exp_ids: List[int]) -> Sample:
         # concurrency the searcher opens only as many trials as there are slots.
         unfinished[exp_id] = 0 if exp["state"] != "ACTIVE" else len(LRS) - sum(
             t["state"] == "COMPLETED" for t in exp["trials"])
-    tasks = [t for t in slot_tasks(api) if t]
     held = {exp_id: 0 for exp_id in exp_ids}
     for task in tasks:
         exp_id = owner.get(int(task.split("-")[1]))
