@@ -7,6 +7,8 @@ __version__ = "0.13.0"
 # agents (or their trials' harness) something an agent from before cannot run, or the
 # agents start sending what a master from before rejects. Agents from before this number
 # existed send none (0). A master refuses an agent with another number at registration.
+# tests/agent/test_agent_protocol_schema.py fails when the wire schema changes without
+# a bump (the schema of each protocol: tests/agent/agent_protocol_schema.json).
 AGENT_PROTOCOL = 1
 
 
