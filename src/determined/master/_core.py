@@ -86,6 +86,7 @@ class Master:
             os.makedirs(default_storage, exist_ok=True)
         self.store = Store(config.db or "")
         logger.info("database schema at revision %s", self.store.upgrade())
+        self.store.prune_deleted_create_keys()  # deletes prune too; a quiet master, here
         self.experiments = Experiments(
             self.store, config.data_dir, config.limits, capacity=self._capacity,
             kill_process=self.kill_trial, wake=self.changed,

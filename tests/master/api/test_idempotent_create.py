@@ -1,12 +1,15 @@
 """``POST /experiments`` with an ``Idempotency-Key`` (a real master process): a retried
 create whose answer was lost returns the experiment the first one stored (also after a
 master restart: the key is stored with it), never a second one; the same key with
-another body is refused naming the key; a key is per user; no key: as before."""
+another body is refused naming the key; a key is per user; no key: as before. A retry
+after its experiment was deleted is refused (410) naming the deleted experiment, also
+after a restart: the key outlives the experiment for a day (``deleted_create_keys``)."""
 
 import base64
 import uuid
 
 import yaml
+from master_testing import wait_for_state
 
 from determined.common.api import IDEMPOTENCY_HEADER, pack_context
 
@@ -67,6 +70,44 @@ def test_same_key_creates_one_experiment_across_restarts(master_factory, tiny_di
         assert _ids(api) == before
         assert api.post("/experiments", json=_body(tiny_dir, description="x"),
                         headers=key).status_code == 422
+
+
+def test_a_late_retry_after_delete_makes_no_new_experiment(master_factory, tiny_dir):
+    master = master_factory(slots=0)
+    key = {IDEMPOTENCY_HEADER: uuid.uuid4().hex}
+    body = _body(tiny_dir, description="deleted later")
+    with master.client() as api:
+        first = api.post("/experiments", json=body, headers=key)
+        assert first.status_code == 201, first.text
+        exp_id = first.json()["id"]
+        assert api.post(f"/experiments/{exp_id}/kill").status_code == 200
+        wait_for_state(api, exp_id, ["CANCELED"])
+        deleted = api.delete(f"/experiments/{exp_id}")
+        assert deleted.status_code == 200, deleted.text
+        assert _ids(api) == []
+
+        late = api.post("/experiments", json=body, headers=key)
+        assert late.status_code == 410, late.text
+        assert late.json()["error"] == (
+            f"{IDEMPOTENCY_HEADER} {key[IDEMPOTENCY_HEADER]!r} already created experiment "
+            f"{exp_id}, which was deleted; this create is not made again. Send a new key "
+            "(det e create does) to create another experiment")
+        other = api.post("/experiments", json=_body(tiny_dir, description="x"), headers=key)
+        assert other.status_code == 422, other.text
+        assert f"experiment {exp_id} (since deleted)" in other.json()["error"]
+        assert _ids(api) == []
+        # A new key creates as before.
+        fresh = api.post("/experiments", json=body,
+                         headers={IDEMPOTENCY_HEADER: uuid.uuid4().hex})
+        assert fresh.status_code == 201, fresh.text
+        assert _ids(api) == [fresh.json()["id"]]
+
+    master.stop()
+    restarted = master_factory(slots=0, data_dir=master.data_dir)
+    with restarted.client() as api:
+        again = api.post("/experiments", json=body, headers=key)
+        assert again.status_code == 410 and f"experiment {exp_id}" in again.json()["error"]
+        assert _ids(api) == [fresh.json()["id"]]
 
 
 def test_openapi_names_the_header(shared_master):

@@ -63,6 +63,52 @@ def test_create_key_is_stored_once_per_owner(store: Store, make_experiment) -> N
         make_experiment(owner="admin", create_key=("", "d"))
 
 
+def test_a_deleted_experiments_key_is_kept_for_a_day(store: Store, make_experiment) -> None:
+    """Deleting an experiment keeps its idempotency key (owner, digest, id) for
+    CREATE_KEY_RETENTION; older keys are pruned at the next delete of a keyed experiment
+    or by prune_deleted_create_keys (a master start)."""
+    import datetime
+
+    import sqlalchemy as sa
+
+    from determined.master.db import _models as m
+    from determined.master.db._experiments import CREATE_KEY_RETENTION
+    from determined.master.db._types import utcnow
+
+    def age(key: str, by: datetime.timedelta) -> None:
+        table = m.DeletedCreateKey.__table__
+        with store._engines.write.begin() as conn:
+            conn.execute(table.update().where(table.c.create_key == key)
+                         .values(deleted_at=utcnow() - by))
+
+    def kept() -> list:
+        with store._engines.read.connect() as conn:
+            return sorted(r[0] for r in conn.execute(
+                sa.text("SELECT create_key FROM deleted_create_keys")))
+
+    first = make_experiment(owner="admin", create_key=("k1", "d1"))
+    plain = make_experiment(owner="admin")
+    store.delete_experiment(first)
+    store.delete_experiment(plain)
+    assert store.experiment_for_create_key("admin", "k1") is None
+    assert store.deleted_experiment_for_create_key("admin", "k1") == (first, "d1")
+    assert store.deleted_experiment_for_create_key("determined", "k1") is None
+    assert kept() == ["k1"]
+
+    age("k1", CREATE_KEY_RETENTION + datetime.timedelta(minutes=1))
+    assert store.deleted_experiment_for_create_key("admin", "k1") is None  # expired
+    second = make_experiment(owner="admin", create_key=("k2", "d2"))
+    store.delete_experiment(second)  # prunes k1
+    assert kept() == ["k2"]
+    # The same key used again after it expired (not pruned yet) is kept anew.
+    third = make_experiment(owner="admin", create_key=("k2", "d3"))
+    store.delete_experiment(third)
+    assert store.deleted_experiment_for_create_key("admin", "k2") == (third, "d3")
+    age("k2", CREATE_KEY_RETENTION)
+    assert store.prune_deleted_create_keys() == 1
+    assert kept() == []
+
+
 def test_missing_experiment(store: Store) -> None:
     for call in (
         lambda: store.get_experiment(42),

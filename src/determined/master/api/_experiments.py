@@ -3,7 +3,8 @@
 - ``POST /experiments`` ``{config, model_def (base64 tar.gz), activate, git?}`` ->
   ``{id, warnings}`` (201). With an ``Idempotency-Key`` header, a key its user sent
   before answers that experiment (same body: a retry whose answer was lost) or 422
-  (another body); ``GET /experiments?archived&user``; ``GET /experiments/{id}``;
+  (another body); a key whose experiment was deleted less than a day ago, 410 naming it
+  (``deleted_create_keys``: a late retry never creates it again); ``GET /experiments?archived&user``; ``GET /experiments/{id}``;
   ``PATCH /experiments/{id}`` (description, labels, weight, priority, max_slots);
   ``POST /experiments/{id}/{pause|activate|cancel|kill|archive|unarchive}``;
   ``GET /experiments/{id}/trials|checkpoints|model_def``.
@@ -157,6 +158,7 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
         the same key with another body: 422."""
         found = store.experiment_for_create_key(user.username, key[0])
         if found is None:
+            _refuse_deleted(key, user)
             return None
         exp_id, digest = found
         if digest != key[1]:
@@ -165,6 +167,21 @@ def experiments_router(master: Master, caller: Callable[..., User]) -> fastapi.A
                                 "new key to create another experiment")
         original = store.get_experiment_original_config(exp_id)
         return {"id": exp_id, "warnings": config_warnings(original) if original else []}
+
+    def _refuse_deleted(key: Tuple[str, str], user: User) -> None:
+        """410 when the key made an experiment since deleted (kept for a day): a late
+        retry must not create it again."""
+        gone = store.deleted_experiment_for_create_key(user.username, key[0])
+        if gone is None:
+            return
+        exp_id, digest = gone
+        if digest != key[1]:
+            raise APIError(422, f"{IDEMPOTENCY_HEADER} {key[0]!r} was already used to create "
+                                f"experiment {exp_id} (since deleted) with a different "
+                                "request body; send a new key to create another experiment")
+        raise APIError(410, f"{IDEMPOTENCY_HEADER} {key[0]!r} already created experiment "
+                            f"{exp_id}, which was deleted; this create is not made again. "
+                            "Send a new key (det e create does) to create another experiment")
 
     def _fill_masked(raw: Any, parent_id: Optional[int], user: User) -> Any:
         """``raw`` with the credentials a fork got back masked (``***``) taken from its

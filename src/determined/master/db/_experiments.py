@@ -4,6 +4,7 @@ import datetime
 from typing import Any, Dict, List, Optional, Tuple
 
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from determined.config import check_labels
 from determined.master.db import _models as m
@@ -23,7 +24,11 @@ from determined.master.db._errors import NotFoundError
 from determined.master.db._records import Experiment, SearcherSnapshot
 from determined.master.db._types import RawJSON, utcnow
 
-__all__ = ["ExperimentsMixin", "GIT_FIELDS"]
+__all__ = ["CREATE_KEY_RETENTION", "ExperimentsMixin", "GIT_FIELDS"]
+
+#: How long a deleted experiment's idempotency key is kept (a late retry of its create
+#: is refused, not answered with a new experiment).
+CREATE_KEY_RETENTION = datetime.timedelta(hours=24)
 
 #: What ``det e create --git`` records about the model definition's repository.
 GIT_FIELDS = ("git_remote", "git_commit", "git_committer", "git_commit_date")
@@ -168,6 +173,31 @@ class ExperimentsMixin(StoreBase):
             row = s.execute(query).one_or_none()
         return (row[0], row[1]) if row is not None else None
 
+    def deleted_experiment_for_create_key(self, owner: str,
+                                          key: str) -> Optional[Tuple[int, str]]:
+        """``(id, digest)`` of the deleted experiment ``owner`` created with idempotency
+        key ``key``, if it was deleted less than ``CREATE_KEY_RETENTION`` ago; or None."""
+        since = utcnow() - CREATE_KEY_RETENTION
+        query = (sa.select(m.DeletedCreateKey.experiment_id, m.DeletedCreateKey.create_digest)
+                 .join(m.User, m.User.id == m.DeletedCreateKey.owner_id)
+                 .where(m.User.username == owner, m.DeletedCreateKey.create_key == key,
+                        m.DeletedCreateKey.deleted_at > since))
+        with self._read() as s:
+            row = s.execute(query).one_or_none()
+        return (row[0], row[1]) if row is not None else None
+
+    def prune_deleted_create_keys(self) -> int:
+        """Forget the keys of experiments deleted ``CREATE_KEY_RETENTION`` ago or more;
+        returns how many."""
+        with self._write() as s:
+            return self._prune_deleted_create_keys(s)
+
+    @staticmethod
+    def _prune_deleted_create_keys(s: orm.Session) -> int:
+        since = utcnow() - CREATE_KEY_RETENTION
+        table = m.DeletedCreateKey.__table__
+        return int(s.execute(table.delete().where(table.c.deleted_at <= since)).rowcount or 0)
+
     def context_bytes_used(self, owner: str) -> Tuple[int, int]:
         """Unpacked bytes of the stored contexts of ``owner``'s experiments and of all
         (the packed size where none was recorded)."""
@@ -285,11 +315,21 @@ class ExperimentsMixin(StoreBase):
     def delete_experiment(self, id: int) -> None:
         """Delete the experiment with its trials, metrics, checkpoint records and logs.
 
-        Checkpoint files are not touched: delete them first.
+        Checkpoint files are not touched: delete them first. Its idempotency key, if it
+        was created with one, is kept for ``CREATE_KEY_RETENTION``
+        (:meth:`deleted_experiment_for_create_key`); older ones are pruned.
         """
         getattr(self, "_trial_tokens", {}).clear()  # its trials' tokens go with it
         with self._write() as s:
             row = self._get(s, m.Experiment, id, "experiment")
+            if row.create_key is not None:
+                self._prune_deleted_create_keys(s)
+                table = m.DeletedCreateKey.__table__
+                s.execute(table.delete().where(table.c.owner_id == row.owner_id,
+                                               table.c.create_key == row.create_key))
+                s.add(m.DeletedCreateKey(owner_id=row.owner_id, create_key=row.create_key,
+                                         create_digest=row.create_digest or "",
+                                         experiment_id=row.id, deleted_at=utcnow()))
             s.delete(row)
 
     def get_model_def(self, id: int) -> bytes:

@@ -2,7 +2,7 @@
 
 Tables: ``users``, ``experiments``, ``searcher_snapshots``, ``trials``, ``metrics``
 (training and validation, one row per workload), ``checkpoints``, ``trial_logs``,
-``agents``, ``auth_tokens``, ``gpu_samples``. Deleting an experiment cascades to its
+``agents``, ``auth_tokens``, ``gpu_samples``, ``deleted_create_keys``. Deleting an experiment cascades to its
 trials and their rows. ``tests/master/db/test_db_migrations.py`` checks the migrations
 match these models.
 """
@@ -20,6 +20,7 @@ __all__ = [
     "Agent",
     "Base",
     "Checkpoint",
+    "DeletedCreateKey",
     "Experiment",
     "GpuSample",
     "Metrics",
@@ -105,6 +106,23 @@ class Experiment(Base):
     create_digest: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(64))
 
     owner: orm.Mapped[User] = orm.relationship(lazy="joined", innerjoin=True)
+
+
+class DeletedCreateKey(Base):
+    """The idempotency key of a deleted experiment, kept for a while (migration 0016): a
+    late retry of its create is told the experiment was deleted instead of making
+    another. Rows older than ``CREATE_KEY_RETENTION`` are pruned."""
+
+    __tablename__ = "deleted_create_keys"
+
+    owner_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey("users.id", ondelete="CASCADE"), primary_key=True
+    )
+    create_key: orm.Mapped[str] = orm.mapped_column(sa.String(255), primary_key=True)
+    create_digest: orm.Mapped[str] = orm.mapped_column(sa.String(64))
+    # The deleted experiment's id (no foreign key: that row is gone).
+    experiment_id: orm.Mapped[int] = orm.mapped_column(sa.Integer)
+    deleted_at: orm.Mapped[datetime.datetime] = orm.mapped_column(UTCDateTime, index=True)
 
 
 class SearcherSnapshot(Base):
