@@ -100,8 +100,13 @@ export interface Trial {
   end_time: string | null;
   records_per_batch?: number | null;
   /** Why its process last failed, as the master stored it ("Trial failed (exit code 1):
-   * Traceback ..."); null if none did, absent from an older master. */
+   * Traceback ..."); null if none did. Only the trial's own answers carry it (its page's
+   * workloads and live events), not the experiment's trial list; absent from an older
+   * master. */
   error?: string | null;
+  /** That error in one line ("Trial failed (exit code 1): ValueError: ..."), at most 200
+   * characters: what the experiment's trial list carries; null if none failed. */
+  error_summary?: string | null;
 }
 
 export interface ExperimentDetail extends ExperimentRow {

@@ -1,5 +1,7 @@
 /** Why a trial failed: the trial's ``error`` (the master stores it as the process fails:
- * ``engine.trial_error``), else, for a trial from before it, read from the end of its log. */
+ * ``engine.trial_error``) and what followed from its restart count and the experiment's
+ * ``max_restarts`` (``exitLine``), else, for a trial from before it, read from the end of
+ * its log. */
 
 /** A trial process's working directory (``<root>/exp<E>-trial<T>-pid<P>[-of<O>]``, a copy
  * of the model directory removed when the process exits, on the agent's machine), with
@@ -143,4 +145,16 @@ export function trialError(error: string): TrialError {
   const quoted = body.length && LAST_OUTPUT.test(body[0]) ? body.slice(1) : body;
   const detail = quoted.filter((l) => l.trim()).length > 1 ? quoted.join("\n") : null;
   return { cause, head, detail };
+}
+
+/** How an ERROR trial's last process ended and why it was not restarted, from stored data:
+ * the error's ``head``, the trial's ``restarts`` and the experiment config's
+ * ``max_restarts``, worded as the master's log line (``engine._core._failed``): "Trial
+ * failed (exit code 1); no restarts left (1 of 1 restarts used)", or "experiment stopping"
+ * where restarts were left (it was being killed or stopped). Just ``head`` for another
+ * state, or when ``maxRestarts`` is unknown. */
+export function exitLine(head: string, state: string, restarts: number, maxRestarts: number | null | undefined): string {
+  if (state !== "ERROR" || maxRestarts == null) return head;
+  const why = restarts >= maxRestarts ? "no restarts left" : "experiment stopping";
+  return `${head}; ${why} (${restarts} of ${maxRestarts} restarts used)`;
 }

@@ -242,9 +242,18 @@ def test_live_channel_tails_without_start_ids_begin_when_the_stream_opens(api, e
             store.add_logs(trial_id, ["a line after the stream opened"])
             rows = _wait_for_event(events, "metrics", lambda _: True, "the new row")
             lines = _wait_for_event(events, "logs", lambda _: True, "the new line")
+            # The trial's own channel sends its whole error (its page's failure box).
+            error = "Trial failed (exit code 1): its last output:\n" + "x" * 1500 + "\nlast"
+            try:
+                store.update_trial(trial_id, error=error)
+                trials = _wait_for_event(events, "trials", lambda _: True, "the error")
+            finally:
+                store.update_trial(trial_id, error=None)
             stop.set()
     assert [r["total_batches"] for r in rows] == [7_000_000]
     assert [line["line"] for line in lines] == ["a line after the stream opened"]
+    assert [(t["error"], t["error_summary"]) for t in trials] == [
+        (error, "Trial failed (exit code 1): last")]
     assert api.get("/ui/events", params={"metrics_after": -1}).status_code == 400
 
 

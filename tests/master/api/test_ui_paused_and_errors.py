@@ -1,6 +1,8 @@
 """The web UI's API on what a user watching experiments sees: a paused experiment's
-duration stops counting, and a failed trial's row carries its ``error`` (the trial page's
-failure box shows it), against a real master running real trials."""
+duration stops counting, and a failed trial's row carries a one-line ``error_summary``
+in the experiment's trial list and its whole ``error`` on its own page (whose failure
+box shows it; the REST API, which the CLI reads, keeps the whole error in lists too),
+against a real master running real trials."""
 
 import datetime
 import pathlib
@@ -104,8 +106,15 @@ def test_a_failed_trials_ui_rows_carry_its_error(api, tmp_path):
     assert error.rstrip().endswith("ValueError: no rows in train.csv"), error
     page = api.get(f"/ui/trials/{trial['id']}/workloads").json()
     assert page["trial"]["error"] == error
+    summary = error[:error.index(")") + 1] + ": ValueError: no rows in train.csv"
+    assert page["trial"]["error_summary"] == summary
+    assert page["trial"]["restarts"] == 0
     rows = api.get(f"/ui/experiments/{exp_id}").json()["trials"]
-    assert [r["error"] for r in rows] == [error]
+    assert [(r["error_summary"], "error" in r) for r in rows] == [(summary, False)]
+    assert api.get(f"/ui/experiments/{exp_id}").json()["config"]["max_restarts"] == 0
+    # `det e wait` and `--follow` read the REST experiment: the whole error, as before.
+    assert [t["error"] for t in api.get(f"/experiments/{exp_id}").json()["trials"]] == [error]
     ok = create_experiment(api, _config(description="fine"), TINY)
     wait_for_state(api, ok, ["COMPLETED"], timeout=180)
-    assert [r["error"] for r in api.get(f"/ui/experiments/{ok}").json()["trials"]] == [None]
+    assert [r["error_summary"] for r in api.get(f"/ui/experiments/{ok}").json()["trials"]] \
+        == [None]

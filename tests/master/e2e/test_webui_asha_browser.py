@@ -402,7 +402,7 @@ def test_a_failed_experiment_does_not_read_100_percent(cluster, page, out_dir):
     failure = page.get_by_test_id("trial-failure")
     # (The cause line: the traceback, folded below it, names it too.)
     failure.locator(".why", has_text="NoSuchTrial").wait_for()
-    # The cause is the trial's error's, at once; the exit line is the log's, once read.
+    # The cause is the trial's error's; what followed, from its restarts and max_restarts.
     failure.get_by_text("no restarts left").wait_for()
     assert "Failed:" in failure.inner_text()
     cause = failure.locator(".why").inner_text()

@@ -631,6 +631,11 @@ def test_a_failed_trials_log_names_files_in_the_model_directory(cluster, late, b
     assert client.get(f"/trials/{trial_id}").json()["error"].startswith("Trial failed")
     assert failure.locator(".why").inner_text() == "ValueError: no rows in train.csv"
     assert failure.inner_text().count("no rows in train.csv") == 1, failure.inner_text()
+    # What followed, from the trial's restarts and the config's max_restarts (not the log).
+    failure.locator(".muted", has_text="no restarts left (0 of 0 restarts used)").wait_for()
+    listed = client.get(f"/ui/experiments/{exp_id}").json()["trials"]
+    assert "error" not in listed[0] and listed[0]["error_summary"].endswith(
+        "ValueError: no rows in train.csv"), listed
     traceback = failure.get_by_test_id("trial-error")
     assert not traceback.locator("pre").is_visible()
     traceback.locator("summary", has_text="traceback").click()

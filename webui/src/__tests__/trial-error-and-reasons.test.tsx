@@ -9,7 +9,7 @@ import { MemoryRouter } from "react-router";
 import type { Trial } from "../api";
 import { ImportanceBars } from "../components/HparamViews";
 import TaskLauncher from "../components/TaskLauncher";
-import { failureSummary, trialError } from "../failure";
+import { exitLine, failureSummary, trialError } from "../failure";
 import { callsTo, installFakeMaster, liveChannel, open, removeFakeMaster, routes } from "./fake-master";
 
 beforeEach(installFakeMaster);
@@ -63,6 +63,15 @@ describe("trialError", () => {
   });
 });
 
+describe("exitLine", () => {
+  it("words what followed a failure as the master's log line does", () => {
+    expect(exitLine("Trial failed (exit code 1)", "ERROR", 1, 1)).toBe("Trial failed (exit code 1); no restarts left (1 of 1 restarts used)");
+    expect(exitLine("Trial failed (signal 9)", "ERROR", 0, 5)).toBe("Trial failed (signal 9); experiment stopping (0 of 5 restarts used)");
+    expect(exitLine("Trial failed (exit code 1)", "ACTIVE", 1, 5)).toBe("Trial failed (exit code 1)");
+    expect(exitLine("Trial failed (exit code 1)", "ERROR", 1, undefined)).toBe("Trial failed (exit code 1)");
+  });
+});
+
 describe("failureSummary given the error's cause", () => {
   it("keeps the log's exit line without that cause", () => {
     const lines = ["step 1", "something else went wrong first?", EXIT];
@@ -77,11 +86,12 @@ const trial = (changes: Partial<Trial>): Trial => ({
   start_time: "2026-11-01T10:00:00+00:00", end_time: "2026-11-01T10:01:00+00:00", ...changes,
 });
 
-function serveTrial(t: Trial, log: string[]): void {
+function serveTrial(t: Trial, log: string[], maxRestarts: number | null = 0): void {
   routes["GET /api/v1/ui/trials/7/workloads"] = () => [200, { workloads: [], total: 0, trial: t,
     metric_names: { training: [], validation: [] }, last_metric_id: 0, last_log_id: log.length }];
   routes["GET /api/v1/trials/7/logs"] = () => [200, { logs: log.map((line, i) => ({ id: i + 1, timestamp: "2026-11-01T10:00:00+00:00", line })) }];
-  routes["GET /api/v1/ui/experiments/3"] = () => [200, { owner: "determined", metric: "validation_loss" }];
+  routes["GET /api/v1/ui/experiments/3"] = () => [200, { owner: "determined", metric: "validation_loss",
+    ...(maxRestarts != null && { config: { max_restarts: maxRestarts } }) }];
   routes["GET /api/v1/experiments/3/checkpoints"] = () => [200, { checkpoints: [] }];
   routes["GET /api/v1/trials/7/gpu-metrics"] = () => [200, { gpu_metrics: [] }];
 }
@@ -102,16 +112,20 @@ function visibleText(box: HTMLElement): string {
 }
 
 describe("the trial page's failure box", () => {
-  it("shows the trial's error: its cause once, the traceback a click away, the log's exit line without the cause", async () => {
-    serveTrial(trial({ error: TRACEBACK_ERROR }), ["Traceback (most recent call last):", "OSError: an older failure in the log", EXIT]);
+  it("shows the trial's error: its cause once, the traceback a click away, what followed from stored data, not the log", async () => {
+    // The log's exit line says otherwise: the box does not read it.
+    serveTrial(trial({ error: TRACEBACK_ERROR, restarts: 2 }), ["Traceback (most recent call last):", "OSError: an older failure in the log",
+      EXIT.replace("0 of 0", "9 of 9")], 2);
     await openTrial();
     const box = await screen.findByTestId("trial-failure");
     expect(box.querySelector(".why")!.textContent).toBe(CAUSE);
     await waitFor(() => expect(box.textContent).toContain("no restarts left"));
     const seen = visibleText(box);
     expect(seen.split(CAUSE)).toHaveLength(2); // once
-    expect(seen).toContain("Trial failed (exit code 1); no restarts left (0 of 0 restarts used)");
+    expect(seen).toContain("Trial failed (exit code 1); no restarts left (2 of 2 restarts used)");
     expect(seen).not.toContain("older failure");
+    expect(seen).not.toContain("9 of 9");
+    await waitFor(() => expect(callsTo("/api/v1/trials/7/logs").map((c) => c.url.searchParams.get("tail"))).toEqual(["1000"]));
     const details = within(box).getByTestId("trial-error") as HTMLDetailsElement;
     expect(details.open).toBe(false);
     expect(details.querySelector("summary")!.textContent).toBe("traceback");
@@ -125,6 +139,22 @@ describe("the trial page's failure box", () => {
     await waitFor(() => expect(box.querySelector(".why")?.textContent).toBe("KeyError: 'lr'"));
     expect(within(box).queryByTestId("trial-error")).toBeNull();
     expect(box.textContent).toContain("Trial failed (exit code 1); no restarts left");
+  });
+
+  it("says a trial killed with restarts left stopped with the experiment", async () => {
+    serveTrial(trial({ error: TRACEBACK_ERROR, restarts: 1 }), [], 3);
+    await openTrial();
+    const box = await screen.findByTestId("trial-failure");
+    await waitFor(() => expect(visibleText(box)).toContain("Trial failed (exit code 1); experiment stopping (1 of 3 restarts used)"));
+  });
+
+  it("says only the error's head without the experiment's max_restarts", async () => {
+    serveTrial(trial({ error: TRACEBACK_ERROR }), [], null);
+    await openTrial();
+    const unknown = await screen.findByTestId("trial-failure");
+    await waitFor(() => expect(callsTo("/api/v1/ui/experiments/3")).toHaveLength(1));
+    expect(visibleText(unknown)).toContain("Trial failed (exit code 1)");
+    expect(visibleText(unknown)).not.toContain("restarts");
   });
 
   it("names a restarted trial's last failure from its error, without reading the log", async () => {

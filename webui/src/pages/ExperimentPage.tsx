@@ -257,7 +257,8 @@ function Summary({ exp, bestId, mayEdit, onChanged }: { exp: ExperimentDetail; b
 }
 
 /** Links to the failed trials (an ERROR experiment's page said nothing of why): each
- * trial's page shows its error at the top. Nothing when none failed. */
+ * trial's page shows its error at the top; hovering one shows its ``error_summary``.
+ * Nothing when none failed. */
 export function FailedTrials({ experimentId, trials }: { experimentId: number; trials: Trial[] }) {
   const failed = trials.filter((t) => t.state === "ERROR");
   if (failed.length === 0) return null;
@@ -266,7 +267,7 @@ export function FailedTrials({ experimentId, trials }: { experimentId: number; t
       <dt>Failed</dt>
       <dd data-testid="failed-trials">
         {failed.map((t, i) => (
-          <span key={t.id}>{i > 0 && ", "}<Link to={`/experiments/${experimentId}/trials/${t.id}`}>trial {t.id}</Link></span>
+          <span key={t.id}>{i > 0 && ", "}<Link to={`/experiments/${experimentId}/trials/${t.id}`} title={t.error_summary ?? undefined}>trial {t.id}</Link></span>
         ))}
         <span className="muted"> · {failed.length === 1 ? "its page says" : "their pages say"} why</span>
       </dd>

@@ -14,7 +14,7 @@ import GpuMetrics from "../components/GpuMetrics";
 import Logs, { merge } from "../components/Logs";
 import Table, { type Column } from "../components/Table";
 import { appendRows } from "../components/Curves";
-import { failureSummary, trialError, type FailureSummary } from "../failure";
+import { exitLine, failureSummary, trialError, type FailureSummary } from "../failure";
 import { usePageTitle } from "../title";
 
 interface Workload {
@@ -91,7 +91,7 @@ export function storedAgain(info: WorkloadsPage | null, rows: MetricRow[]): bool
 export default function TrialPage() {
   const trialId = Number(useParams().trialId);
   const { user } = useSession();
-  const [owner, setOwner] = useState<{ owner: string; metric: string; unit?: string } | null>(null);
+  const [owner, setOwner] = useState<{ owner: string; metric: string; unit?: string; maxRestarts?: number } | null>(null);
   const [ownerError, setOwnerError] = useState<unknown>(null);
   const [channelError, setChannelError] = useState<unknown>(null);
   const [actionError, setActionError] = useState<unknown>(null);
@@ -120,8 +120,8 @@ export default function TrialPage() {
   const experimentId = info?.trial?.experiment_id;
   useEffect(() => {
     if (experimentId == null) return;
-    api<{ owner: string; metric: string; step_unit?: string }>(`/ui/experiments/${experimentId}`)
-      .then((e) => setOwner({ owner: e.owner, metric: e.metric, unit: e.step_unit }), setOwnerError);
+    api<{ owner: string; metric: string; step_unit?: string; config?: { max_restarts?: number } }>(`/ui/experiments/${experimentId}`)
+      .then((e) => setOwner({ owner: e.owner, metric: e.metric, unit: e.step_unit, maxRestarts: e.config?.max_restarts }), setOwnerError);
   }, [experimentId]);
 
   // Live: the trial's state, metric rows and log lines. The workloads load when the
@@ -221,7 +221,7 @@ export default function TrialPage() {
         </div>
       )}
       <ErrorLine error={error} />
-      <TrialFailure trial={t} />
+      <TrialFailure trial={t} maxRestarts={owner?.maxRestarts} />
       <div className="summary">
         <dl>
           <dt>{stepsTitle(owner?.unit)}</dt><dd>{t.total_batches.toLocaleString("en-US")}</dd>
@@ -274,30 +274,30 @@ const FAILURE_TAIL = 400;
 
 /** Why the trial failed, at the top of its page (it was only in the log, below the
  * charts and tables): for an ERROR trial, and for one that restarted after a failure. The
- * cause is the trial's ``error``'s (the traceback, whole, one click away), else, for a
- * trial from before the master stored it, the log's; the log's exit line adds what
- * followed ("no restarts left ..."), without the cause again. */
-function TrialFailure({ trial }: { trial: Trial }) {
+ * cause is the trial's ``error``'s (the traceback, whole, one click away) and what
+ * followed ("no restarts left ...") comes from its restart count and the experiment's
+ * ``max_restarts`` (``maxRestarts``, undefined until known); for a trial from before the
+ * master stored errors, both are read from the log (its exit line, without the cause). */
+function TrialFailure({ trial, maxRestarts }: { trial: Trial; maxRestarts?: number }) {
   const failed = trial.state === "ERROR";
   const wanted = failed || trial.restarts > 0;
   const stored = useMemo(() => (trial.error ? trialError(trial.error) : null), [trial.error]);
   const [summary, setSummary] = useState<FailureSummary | null>(null);
-  // The log is read for an ERROR trial's exit line, and for a cause the trial lacks.
-  const readLog = wanted && (failed || stored == null);
+  // The log is read only for a trial without a stored error.
+  const readLog = wanted && stored == null;
   useEffect(() => {
     setSummary(null);
     if (!readLog) return;
     let current = true;
     api<{ logs: LogLine[] }>(`/trials/${trial.id}/logs?tail=${FAILURE_TAIL}`)
-      .then((r) => current && setSummary(failureSummary(r.logs.map((l) => l.line), stored?.cause ?? null)), () => undefined);
+      .then((r) => current && setSummary(failureSummary(r.logs.map((l) => l.line))), () => undefined);
     return () => {
       current = false;
     };
-  }, [trial.id, readLog, trial.state, trial.restarts, stored]);
+  }, [trial.id, readLog, trial.state, trial.restarts]);
   if (!wanted) return null;
   const cause = stored?.cause ?? summary?.cause ?? null;
-  // Without the log's line yet, the error's head says how the process ended.
-  const exit = summary?.exit ?? (stored ? stored.head : null);
+  const exit = stored ? exitLine(stored.head, trial.state, trial.restarts, maxRestarts) : summary?.exit ?? null;
   const seeLog = <a href="#logs">the log</a>;
   const detail = stored?.detail ? (
     <details className="trial-error" data-testid="trial-error">

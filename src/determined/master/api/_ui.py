@@ -3,7 +3,8 @@
 - ``GET /ui/experiments``: the experiment list with filters (state, owner, label,
   archived, text), sort and pagination, plus the owners and labels to filter by.
 - ``GET /ui/experiments/{id}``: summary, config (object and YAML), the config as
-  submitted (``original_config``, object and YAML: the fork tab's start), trials, metric
+  submitted (``original_config``, object and YAML: the fork tab's start), trials (each
+  with ``error_summary``, one line of its error: the whole is the trial's), metric
   names, what the trials' steps count (``step_unit``).
 - ``GET /ui/experiments/{id}/metrics``: one metric's series for many trials, each
   downsampled on the server to at most ``max_points`` points that keep its shape.
@@ -12,7 +13,8 @@
 - ``GET /ui/experiments/{id}/hparam-importance``: how much of the searcher metric's
   spread each hyperparameter explains (``_importance.py`` says how).
 - ``GET /ui/trials/{id}/metrics``: a trial's series, per workload or per batch.
-- ``GET /ui/trials/{id}/workloads``: a trial's workloads, paginated.
+- ``GET /ui/trials/{id}/workloads``: a trial's workloads, paginated, and the trial (with
+  its whole ``error``).
 - ``GET /ui/trials/{id}/logs``: log lines, with a case-insensitive text search of the
   lines as the UI shows them (``common.log_view``: a traceback's paths in the model directory).
 - ``GET /ui/cluster``: agents, slots, the trial and experiment on each slot.
@@ -298,7 +300,7 @@ def ui_router(master: Master) -> fastapi.APIRouter:
                         order: Literal["asc", "desc"] = Query("asc")) -> Dict[str, Any]:
         """The trial's workloads (training and validation), by batches; metric names;
         the newest metrics row and log line ids (for ``/ui/events``)."""
-        tr = store.get_trial(id)
+        trial = q.trial_row(store, id)  # 404 for an unknown trial
         # One query for both kinds: with one per kind, a training row stored between
         # them could be missing while a later validation row set last_metric_id, and
         # the page would drop that row's live event as already counted.
@@ -311,8 +313,7 @@ def ui_router(master: Master) -> fastapi.APIRouter:
         training = [r for r in rows if r.kind == "training"]
         validation = [r for r in rows if r.kind == "validation"]
         return clean({"workloads": out, "total": len(rows),
-                      "trial": next((t for t in q.trial_rows(store, tr.experiment_id)
-                                     if t["id"] == id), None),
+                      "trial": trial,
                       "metric_names": {"training": _metric_names(training[:200] + training[-200:]),
                                        "validation": _metric_names(validation)},
                       "last_metric_id": max((r.id for r in rows), default=0),
@@ -575,8 +576,7 @@ class _Feed:
                 if self.seen_trials.get(tr.id) != v:
                     self.seen_trials[tr.id] = v
                     if self.polled:
-                        out.append(_event("trials", [next(t for t in q.trial_rows(
-                            self.store, tr.experiment_id) if t["id"] == tr.id)]))
+                        out.append(_event("trials", [q.trial_row(self.store, tr.id)]))
             if self.trial_id not in trial_ids:
                 trial_ids.append(self.trial_id)
             lines = q.new_log_lines(self.store, self.trial_id, self.logs_after)

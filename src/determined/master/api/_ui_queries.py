@@ -22,7 +22,11 @@ from determined.master.db import _models as m
 from determined.master.views import iso
 
 __all__ = ["ExperimentRow", "experiment_fingerprints", "experiment_rows", "metric_rows", "new_metric_rows",
-           "new_log_lines", "trial_rows", "max_ids", "log_lines", "model_fingerprints"]
+           "new_log_lines", "trial_rows", "trial_row", "error_summary", "ERROR_SUMMARY_CHARS",
+           "max_ids", "log_lines", "model_fingerprints"]
+
+#: The most characters of a trial's ``error_summary`` (its error is up to 2,000).
+ERROR_SUMMARY_CHARS = 200
 
 ExperimentRow = Dict[str, Any]
 
@@ -125,20 +129,49 @@ def _searchers(store: Store, keys: List[Tuple[int, Any]]) -> Dict[Any, Tuple[Any
     return {k: cache[k] for k in keys if k in cache}
 
 
+def error_summary(error: Optional[str]) -> Optional[str]:
+    """A trial's error in one line of at most :data:`ERROR_SUMMARY_CHARS`: its head and
+    its last line (a traceback's exception, a process's last output), as the trial's log
+    line says it (``engine.trial_error``); None without an error.
+
+    Example:
+        >>> error_summary("Trial failed (exit code 1): Traceback (most recent call last):\\n"
+        ...               '  File "a.py", line 1\\nValueError: no rows')
+        'Trial failed (exit code 1): ValueError: no rows'
+    """
+    if not error:
+        return None
+    lines = [line.strip() for line in error.strip().splitlines()]
+    lines = [line for line in lines if line and line != "…"]
+    head, _, first = lines[0].partition(": ") if lines else ("", "", "")
+    last = lines[-1] if len(lines) > 1 else first
+    text = f"{head}: {last}" if head.startswith("Trial failed") and last else lines[0]
+    return text if len(text) <= ERROR_SUMMARY_CHARS else text[:ERROR_SUMMARY_CHARS - 1] + "…"
+
+
+def _trial_row(tr: Any) -> Dict[str, Any]:
+    return {
+        "id": tr.id, "experiment_id": tr.experiment_id, "request_id": tr.request_id,
+        "state": tr.state, "hparams": tr.hparams, "seed": tr.seed,
+        "restarts": tr.restarts, "total_batches": tr.total_batches,
+        "best_validation": tr.best_validation, "latest_checkpoint": tr.latest_checkpoint,
+        "start_time": iso(tr.start_time), "end_time": iso(tr.end_time),
+        "error_summary": error_summary(tr.error),
+    }
+
+
 def trial_rows(store: Store, experiment_id: int) -> List[Dict[str, Any]]:
-    """The experiment's trials as JSON rows (by id), with ``error``: why a trial's process
-    last failed, or None."""
-    out = []
-    for tr in store.list_trials(experiment_id):
-        out.append({
-            "id": tr.id, "experiment_id": tr.experiment_id, "request_id": tr.request_id,
-            "state": tr.state, "hparams": tr.hparams, "seed": tr.seed,
-            "restarts": tr.restarts, "total_batches": tr.total_batches,
-            "best_validation": tr.best_validation, "latest_checkpoint": tr.latest_checkpoint,
-            "start_time": iso(tr.start_time), "end_time": iso(tr.end_time),
-            "error": tr.error,  # why its process last failed (bounded: engine.ERROR_CHARS)
-        })
-    return out
+    """The experiment's trials as JSON rows (by id), with ``error_summary``
+    (:func:`error_summary`), not the whole error (up to 2,000 characters a trial): the
+    trial's own page reads that (:func:`trial_row`)."""
+    return [_trial_row(tr) for tr in store.list_trials(experiment_id)]
+
+
+def trial_row(store: Store, id: int) -> Dict[str, Any]:
+    """Trial ``id``'s row with ``error`` too: why its process last failed, whole (bounded:
+    ``engine.ERROR_CHARS``), or None. Raises NotFoundError."""
+    tr = store.get_trial(id)
+    return dict(_trial_row(tr), error=tr.error)
 
 
 def _metric_query(trial_ids: Iterable[int], kind: Optional[str]) -> Any:
