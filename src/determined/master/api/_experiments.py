@@ -4,7 +4,8 @@
   ``{id, warnings}`` (201). With an ``Idempotency-Key`` header, a key its user sent
   before answers that experiment (same body: a retry whose answer was lost) or 422
   (another body); a key whose experiment was deleted less than a day ago, 410 naming it
-  (``deleted_create_keys``: a late retry never creates it again); ``GET /experiments?archived&user``; ``GET /experiments/{id}``;
+  (``deleted_create_keys``: a late retry never creates it again);
+  ``GET /experiments?archived&user``; ``GET /experiments/{id}``;
   ``PATCH /experiments/{id}`` (description, labels, weight, priority, max_slots);
   ``POST /experiments/{id}/{pause|activate|cancel|kill|archive|unarchive}``;
   ``GET /experiments/{id}/trials|checkpoints|model_def``.

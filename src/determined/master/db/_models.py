@@ -2,8 +2,9 @@
 
 Tables: ``users``, ``experiments``, ``searcher_snapshots``, ``trials``, ``metrics``
 (training and validation, one row per workload), ``checkpoints``, ``trial_logs``,
-``agents``, ``auth_tokens``, ``gpu_samples``, ``deleted_create_keys``. Deleting an experiment cascades to its
-trials and their rows. ``tests/master/db/test_db_migrations.py`` checks the migrations
+``agents``, ``auth_tokens``, ``gpu_samples``, ``deleted_create_keys`` (the idempotency
+keys of deleted experiments). Deleting an experiment cascades to its trials and their
+rows. ``tests/master/db/test_db_migrations.py`` checks the migrations
 match these models.
 """
 
