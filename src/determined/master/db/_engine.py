@@ -20,7 +20,10 @@ from sqlalchemy.engine import Engine, make_url
 
 from determined.master.db._errors import StoreError
 
-__all__ = ["MIGRATIONS_DIR", "Engines", "alembic_config", "create_engines", "run_upgrade"]
+__all__ = [
+    "MIGRATIONS_DIR", "Engines", "alembic_config", "create_engines", "run_downgrade",
+    "run_upgrade",
+]
 
 MIGRATIONS_DIR = pathlib.Path(__file__).resolve().parent / "migrations"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -189,6 +192,21 @@ def run_upgrade(engines: Engines, revision: str = "head") -> Tuple[Optional[str]
     Returns:
         The revisions before and after.
     """
+    return _migrate(engines, "upgrade", revision)
+
+
+def run_downgrade(engines: Engines, revision: str) -> Tuple[Optional[str], Optional[str]]:
+    """Migrate the database back to ``revision`` (e.g. ``"0016"``) in one transaction,
+    as :func:`run_upgrade` does forward (for tests and by hand: the master never does).
+
+    Returns:
+        The revisions before and after.
+    """
+    return _migrate(engines, "downgrade", revision)
+
+
+def _migrate(engines: Engines, direction: str,
+             revision: str) -> Tuple[Optional[str], Optional[str]]:
     from alembic import command
     from alembic.runtime.migration import MigrationContext
 
@@ -209,7 +227,7 @@ def run_upgrade(engines: Engines, revision: str = "head") -> Tuple[Optional[str]
                         {"key": _PG_MIGRATION_LOCK_KEY},
                     )
                 before = MigrationContext.configure(conn).get_current_revision()
-                command.upgrade(alembic_config(conn), revision)
+                getattr(command, direction)(alembic_config(conn), revision)
                 after = MigrationContext.configure(conn).get_current_revision()
                 if sqlite:
                     broken = conn.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
