@@ -16,7 +16,7 @@ def test_upgrade_twice_is_a_no_op(db_url: str) -> None:
     try:
         assert store.schema_revision() is None
         head = store.upgrade()
-        assert head == "0016"
+        assert head == "0017"
         exp = store.create_experiment({"a": 1}, b"x", "admin")
         assert store.upgrade() == head
         assert store.schema_revision() == head
@@ -47,7 +47,7 @@ def test_concurrent_upgrades(db_url: str) -> None:
         t.join()
     try:
         assert errors == []
-        assert results == ["0016"] * 4
+        assert results == ["0017"] * 4
         assert len(stores[0].list_users()) == 2
     finally:
         for s in stores:
@@ -105,7 +105,7 @@ def test_experiments_before_0012_have_no_original_config(db_url: str) -> None:
                 state="COMPLETED", config={"searcher": {"name": "single"}}, model_def=b"x",
                 owner_id=owner, description="old", labels=[], archived=False, weight=1.0,
                 start_time=utcnow()))
-        assert store.upgrade() == "0016"
+        assert store.upgrade() == "0017"
         [old] = store.list_experiments()
         assert (old.description, old.config) == ("old", {"searcher": {"name": "single"}})
         assert store.get_experiment_original_config(old.id) is None
@@ -133,7 +133,7 @@ def test_experiments_before_0014_have_no_create_key(db_url: str) -> None:
                     "labels, archived, weight, start_time) VALUES ('PAUSED', '{}', :m, :o, "
                     "'old', '[]', :f, 1.0, '2026-11-29 00:00:00')"),
                     {"m": b"x", "o": owner, "f": False})
-        assert store.upgrade() == "0016"
+        assert store.upgrade() == "0017"
         assert [e.description for e in store.list_experiments()] == ["old", "old"]
         new = store.create_experiment({}, b"y", "admin", create_key=("key", "digest"))
         assert store.experiment_for_create_key("admin", "key") == (new, "digest")
@@ -167,7 +167,7 @@ def test_0015_dates_the_pause_of_experiments_already_paused(db_url: str) -> None
             conn.execute(sa.text(
                 "INSERT INTO searcher_snapshots (experiment_id, snapshot, events_applied, "
                 "updated_at) VALUES (:e, '{}', 3, '2026-11-29 01:02:03')"), {"e": snap})
-        assert store.upgrade() == "0016"
+        assert store.upgrade() == "0017"
         assert paused_at(store) == {"snap": "2026-11-29 01:02:03",
                                     "bare": "2026-11-29 00:00:00", "runs": None}
         runs = next(e.id for e in store.list_experiments() if e.description == "runs")
@@ -196,7 +196,7 @@ def test_0016_keeps_the_keys_of_experiments_deleted_after_it(db_url: str) -> Non
                 "labels, archived, weight, start_time, create_key, create_digest) VALUES "
                 "('CANCELED', '{}', :m, :o, 'keyed', '[]', :f, 1.0, '2026-11-29 00:00:00', "
                 "'old-key', 'old-digest')"), {"m": b"x", "o": owner, "f": False})
-        assert store.upgrade() == "0016"
+        assert store.upgrade() == "0017"
         (exp,) = [e.id for e in store.list_experiments()]
         assert store.experiment_for_create_key("carol", "old-key") == (exp, "old-digest")
         store.delete_experiment(exp)

@@ -117,7 +117,7 @@ def test_migration_from_0001_keeps_data_and_dates_old_sessions(db_url: str) -> N
                  "user_id": None, "created_at": now - datetime.timedelta(days=30)},
             ])
     with Store(db_url) as store:
-        assert store.upgrade() == "0016"
+        assert store.upgrade() == "0017"
         assert store.get_experiment(exp).owner == "admin"
         assert store.get_trial(trial).hparams == {"lr": 1}
         assert [u.username for u in store.list_users()] == ["admin", "determined"]
@@ -132,4 +132,4 @@ def test_migration_from_0001_keeps_data_and_dates_old_sessions(db_url: str) -> N
         assert expiry[_hash("runner")] is None
         assert abs(expiry[_hash("fresh")] - (now + datetime.timedelta(days=7))) < \
             datetime.timedelta(seconds=1)
-        assert store.upgrade() == "0016"
+        assert store.upgrade() == "0017"

@@ -4,8 +4,9 @@ Tables: ``users``, ``experiments``, ``searcher_snapshots``, ``trials``, ``metric
 (training and validation, one row per workload), ``checkpoints``, ``trial_logs``,
 ``agents``, ``auth_tokens``, ``gpu_samples``, ``deleted_create_keys`` (the idempotency
 keys of deleted experiments). Deleting an experiment cascades to its trials and their
-rows. ``tests/master/db/test_db_migrations.py`` checks the migrations
-match these models.
+rows. On SQLite, experiments, trials, checkpoints and metrics are ``AUTOINCREMENT``: ids
+are never reused, as PostgreSQL's sequences never reuse them.
+``tests/master/db/test_db_migrations.py`` checks the migrations match these models.
 """
 
 import datetime
@@ -68,8 +69,9 @@ class User(Base):
 class Experiment(Base):
     __tablename__ = "experiments"
     # A create's idempotency key is unique per owner; NULLs (no key) never collide.
+    # AUTOINCREMENT (migration 0017): a deleted experiment's id is never given again.
     __table_args__ = (sa.Index("ix_experiments_owner_create_key", "owner_id", "create_key",
-                               unique=True),)
+                               unique=True), {"sqlite_autoincrement": True})
 
     id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
     state: orm.Mapped[str] = orm.mapped_column(sa.String(32), index=True)
@@ -139,7 +141,9 @@ class SearcherSnapshot(Base):
 
 class Trial(Base):
     __tablename__ = "trials"
-    __table_args__ = (sa.UniqueConstraint("experiment_id", "request_id"),)
+    # AUTOINCREMENT (migration 0017): a deleted trial's id is never given again.
+    __table_args__ = (sa.UniqueConstraint("experiment_id", "request_id"),
+                      {"sqlite_autoincrement": True})
 
     id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
     experiment_id: orm.Mapped[int] = orm.mapped_column(
@@ -185,7 +189,9 @@ class Metrics(Base):
 
 class Checkpoint(Base):
     __tablename__ = "checkpoints"
-    __table_args__ = (sa.Index(None, "trial_id", "total_batches"),)
+    # AUTOINCREMENT (migration 0017): ids of records deleted by a rewind are not reused.
+    __table_args__ = (sa.Index(None, "trial_id", "total_batches"),
+                      {"sqlite_autoincrement": True})
 
     id: orm.Mapped[int] = orm.mapped_column(sa.Integer, primary_key=True)
     uuid: orm.Mapped[str] = orm.mapped_column(sa.String(64), unique=True)
