@@ -169,6 +169,33 @@ def test_directories_for_tensorboard_files(backend, tmp_path):
     assert s.list_checkpoints() == []  # directories are not checkpoints
 
 
+def test_deleting_a_directory_leaves_its_neighbours(backend, tmp_path):
+    """An experiment's TensorBoard directory goes, every file under it; experiment 10's
+    (whose key starts the same), another owner's and checkpoints stay."""
+    s = build_storage(backend[0])
+    src = tmp_path / "tb"
+    _write(str(src), {"events.out.1": b"e1", "sub/events.out.2": b"e2"})
+    for path in ("tensorboard/o/experiment/1/trial/1", "tensorboard/o/experiment/1/trial/2",
+                 "tensorboard/o/experiment/10/trial/3", "tensorboard/p/experiment/1/trial/1"):
+        s.upload_dir(str(src), path)
+    uuid = _trial_checkpoint(s, 1, 10)
+    assert s.list_dir("tensorboard/o/experiment/1") == [
+        "trial/1/events.out.1", "trial/1/sub/events.out.2",
+        "trial/2/events.out.1", "trial/2/sub/events.out.2"]
+    assert s.delete_dir("tensorboard/o/experiment/1") == 4
+    assert s.list_dir("tensorboard/o/experiment/1") == []
+    assert s.delete_dir("tensorboard/o/experiment/1") == 0  # nothing there: no error
+    assert s.list_dir("tensorboard/o/experiment/10") == ["trial/3/events.out.1",
+                                                         "trial/3/sub/events.out.2"]
+    assert len(s.list_dir("tensorboard/p/experiment/1")) == 2
+    assert s.list_checkpoints() == [uuid]
+    assert s.describe_dir("tensorboard/o").endswith("tensorboard/o")
+    for bad in ("", ".", "../x"):
+        with pytest.raises(StorageError, match="Expected a (path|directory) inside"):
+            s.delete_dir(bad)
+    assert s.list_checkpoints() == [uuid]
+
+
 def test_unreachable_store_is_a_storage_error():
     s = build_storage({"type": "s3", "bucket": "b", "endpoint_url": "http://127.0.0.1:9",
                        "access_key": "k", "secret_key": "s"})

@@ -143,6 +143,26 @@ class StorageManager(abc.ABC):
         return the relative paths copied (empty when ``src`` holds nothing)."""
         raise NotImplementedError(f"{type(self).__name__} cannot store directories")
 
+    def list_dir(self, path: str) -> List[str]:
+        """The files under ``path`` (a relative storage path), relative to it; empty
+        when it holds nothing."""
+        raise NotImplementedError(f"{type(self).__name__} cannot store directories")
+
+    def delete_dir(self, path: str) -> int:
+        """Remove every file under ``path`` (a relative storage path, never the root);
+        return how many there were (0 when none: no error). Fails (``StorageError``,
+        ``OSError``) when some could not be removed.
+
+        Example:
+            >>> storage.delete_dir("tensorboard/experiment/1")  # doctest: +SKIP
+            12
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot store directories")
+
+    def describe_dir(self, path: str) -> str:
+        """Where the directory ``path`` (a relative storage path) lives, for people."""
+        raise NotImplementedError(f"{type(self).__name__} cannot store directories")
+
     @contextlib.contextmanager
     def local_checkpoint(self, ref: str) -> Iterator[str]:
         """A local directory for ``ref``: a directory path as it is, otherwise what

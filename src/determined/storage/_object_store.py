@@ -205,6 +205,28 @@ class ObjectStoreStorageManager(StorageManager):
     def download_dir(self, src: str, local_dir: str) -> List[str]:
         return self._download_prefix(self._key(src) + "/", local_dir)
 
+    def _dir_prefix(self, path: str) -> str:
+        key = self._key(path)
+        if key == self._key() or any(p in (".", "..") for p in path.split("/")):
+            raise StorageError(f"Expected a directory inside {self.describe_dir('')}. "
+                               f"Received: {path!r}")
+        return key + "/"  # "experiment/1/", never experiment/10's objects
+
+    def list_dir(self, path: str) -> List[str]:
+        prefix = self._dir_prefix(path)
+        return sorted(k[len(prefix):] for k in self._call(self.store.list_keys, prefix)
+                      if k[len(prefix):] and not k.endswith("/"))
+
+    def delete_dir(self, path: str) -> int:
+        prefix = self._dir_prefix(path)
+        keys = self._call(self.store.list_keys, prefix)
+        if keys:
+            self._call(self.store.delete_keys, keys)
+        return len([k for k in keys if k[len(prefix):] and not k.endswith("/")])
+
+    def describe_dir(self, path: str) -> str:
+        return f"{self.store.scheme}://{self.store.bucket}/{self._key(path)}"
+
     # ---- helpers
 
     def _download_prefix(self, prefix: str, local: str,

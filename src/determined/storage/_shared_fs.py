@@ -159,6 +159,26 @@ class SharedFSStorageManager(StorageManager):
             os.path.relpath(os.path.join(d, n), path) for d, _, names in os.walk(path) for n in names
         )
 
+    def list_dir(self, path: str) -> List[str]:
+        top = self._inside(path)
+        return sorted(os.path.relpath(os.path.join(d, n), top)
+                      for d, _, names in os.walk(top) for n in names)
+
+    def delete_dir(self, path: str) -> int:
+        top = self._inside(path)
+        if top == self.root:
+            raise StorageError(f"Expected a directory inside {self.root}, not the root. "
+                               f"Received: {path!r}")
+        count = len(self.list_dir(path))
+        if os.path.islink(top) or os.path.isfile(top):
+            os.remove(top)
+        elif os.path.isdir(top):
+            shutil.rmtree(top)  # errors are raised: the caller keeps what names the files
+        return count
+
+    def describe_dir(self, path: str) -> str:
+        return self._inside(path)
+
 
 def _fsync_tree(path: str) -> None:
     for dirpath, _, files in os.walk(path):
