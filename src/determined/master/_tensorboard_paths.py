@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from determined.tensorboard import trial_sync_path
+from determined.tensorboard import experiment_sync_path, trial_sync_path
 
 __all__ = ["TensorboardPaths"]
 
@@ -42,8 +42,15 @@ class TensorboardPaths:
     def sync_path(self, experiment_id: int, trial_id: int) -> str:
         """Trial ``trial_id`` of experiment ``experiment_id``'s event directory,
         relative to the checkpoint storage root."""
-        owned = experiment_id >= self.first_owned
-        return trial_sync_path(experiment_id, trial_id, self.owner if owned else "")
+        return trial_sync_path(experiment_id, trial_id, self._owner_of(experiment_id))
+
+    def experiment_path(self, experiment_id: int) -> str:
+        """The directory of every event directory of experiment ``experiment_id`` (what
+        deleting it removes), relative to the checkpoint storage root."""
+        return experiment_sync_path(experiment_id, self._owner_of(experiment_id))
+
+    def _owner_of(self, experiment_id: int) -> str:
+        return self.owner if experiment_id >= self.first_owned else ""
 
 
 def _first_owned_experiment(data_dir: str, store: Any) -> int:

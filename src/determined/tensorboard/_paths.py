@@ -20,7 +20,8 @@ import pathlib
 import tempfile
 from typing import Any, Dict, Optional
 
-__all__ = ["ENV_VAR", "STORAGE_DIR", "env_sync_path", "get_base_path", "get_sync_path",
+__all__ = ["ENV_VAR", "STORAGE_DIR", "env_sync_path", "experiment_sync_path", "get_base_path",
+           "get_sync_path",
            "local_event_dir", "set_platform_dir",
            "prepare_base_path", "trial_sync_path"]
 
@@ -99,6 +100,21 @@ def prepare_base_path(env: Any) -> str:
     return local_event_dir(getattr(getattr(env, "distributed", None), "rank", 0))
 
 
+def experiment_sync_path(experiment_id: Any, owner: str = "") -> str:
+    """The directory holding every trial's event directory of the experiment, relative to
+    the checkpoint storage root (what deleting the experiment removes).
+
+    >>> experiment_sync_path(3, "5b0e8c2e-1111-2222-3333-444455556666")
+    'tensorboard/5b0e8c2e-1111-2222-3333-444455556666/experiment/3'
+    >>> experiment_sync_path(3)
+    'tensorboard/experiment/3'
+    """
+    if owner and (owner in (".", "..") or "/" in owner or "\\" in owner):
+        raise ValueError(f"Expected an owner id without path separators. Received: {owner!r}")
+    return os.path.join(STORAGE_DIR, *([owner] if owner else []), "experiment",
+                        str(experiment_id))
+
+
 def trial_sync_path(experiment_id: Any, trial_id: Any, owner: str = "") -> str:
     """The trial's event directory relative to the checkpoint storage root, under its
     ``owner`` where it has one.
@@ -108,10 +124,7 @@ def trial_sync_path(experiment_id: Any, trial_id: Any, owner: str = "") -> str:
     >>> trial_sync_path(3, 7)
     'tensorboard/experiment/3/trial/7'
     """
-    if owner and (owner in (".", "..") or "/" in owner or "\\" in owner):
-        raise ValueError(f"Expected an owner id without path separators. Received: {owner!r}")
-    return os.path.join(STORAGE_DIR, *([owner] if owner else []), "experiment",
-                        str(experiment_id), "trial", str(trial_id))
+    return os.path.join(experiment_sync_path(experiment_id, owner), "trial", str(trial_id))
 
 
 def env_sync_path(env: Any) -> str:
