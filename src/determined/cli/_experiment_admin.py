@@ -50,14 +50,20 @@ def _delete(args: argparse.Namespace) -> int:
             # The master's checks first (owner or admin, finished, no registered
             # checkpoint): a deletion it would refuse is refused before asking.
             found = c.request("DELETE", path, params={"dry_run": "true"})
+            events = found.get("tensorboard_files")  # None: a master before it said
+            tensorboard = (f", its {counted(events, 'TensorBoard event file')}"
+                           if events else "")
             if not _confirm(f"Delete experiment {args.experiment_id}, its "
-                            f"{counted(found['checkpoints'], 'checkpoint')} and all its "
-                            "records?"):
+                            f"{counted(found['checkpoints'], 'checkpoint')}{tensorboard} "
+                            "and all its records?"):
                 print("Nothing deleted (confirm with --yes)")
                 return 1
         answer = c.request("DELETE", path)
-    print(f"Deleted experiment {args.experiment_id} "
-          f"({counted(len(answer['deleted_checkpoints']), 'checkpoint')} removed from storage)")
+    removed = counted(len(answer["deleted_checkpoints"]), "checkpoint")
+    events = answer.get("deleted_tensorboard_files")
+    if events:
+        removed += f" and {counted(events, 'TensorBoard event file')}"
+    print(f"Deleted experiment {args.experiment_id} ({removed} removed from storage)")
     return 0
 
 

@@ -304,8 +304,8 @@ def test_delete_experiment_is_for_its_owner_or_admins_and_removes_checkpoints(
     deleted = det(shared_master, "experiment", "delete", exp_id, "--yes",
                   env={"DET_ADMIN": "1"}).stdout
     counted = r"(1 checkpoint|\d\d+ checkpoints|[02-9] checkpoints)"
-    assert re.search(rf"Deleted experiment {exp_id} \({counted} removed from storage\)",
-                     deleted), deleted
+    assert re.search(rf"Deleted experiment {exp_id} \({counted} and \d+ TensorBoard event "
+                     r"files? removed from storage\)", deleted), deleted
     assert not os.path.exists(ckpt.path)
     c = httpx.Client(base_url=shared_master.url + "/api/v1")
     assert c.get(f"/experiments/{exp_id}").status_code == 404

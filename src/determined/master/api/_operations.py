@@ -7,11 +7,15 @@ log, and draining agents and slots.
 - ``POST /checkpoints/{uuid}/metadata`` ``{metadata}`` merges top-level keys;
   ``DELETE /checkpoints/{uuid}/metadata?keys=a&keys=b`` drops keys; both answer
   ``{"metadata": ...}`` (the experiment's owner or an admin).
-- ``DELETE /experiments/{id}`` (its owner or an admin; finished experiments only): marks its
-  checkpoints DELETED, deletes them from storage, then its records and files on the
-  master. ``?dry_run=true``
+- ``DELETE /experiments/{id}`` (its owner or an admin; finished experiments only, shown by
+  no TensorBoard task, else 409 naming it): marks its checkpoints DELETED, deletes them
+  and its TensorBoard event files (``tensorboard/[<cluster id>/]experiment/<id>/``) from
+  storage, then its records and files on the master -> ``{"id", "deleted_checkpoints",
+  "deleted_tensorboard": bool, "deleted_tensorboard_files": N}``. Files that cannot be
+  deleted are a 503 and the experiment is kept (a retry finishes). ``?dry_run=true``
   makes the same checks (the same 403/404/409) and deletes nothing -> ``{"id",
-  "checkpoints": N}`` (what a deletion would remove): ``det e delete`` asks only then.
+  "checkpoints": N, "tensorboard_files": N}`` (what a deletion would remove): ``det e
+  delete`` asks only then.
 - ``GET /experiments/{id}/gc-preview?save_experiment_best=&save_trial_best=&
   save_trial_latest=`` -> ``{"checkpoints": [...]}`` that policy would delete;
   ``PATCH /experiments/{id}/gc-policy`` ``{save_*}`` stores it and, for a finished
@@ -36,7 +40,7 @@ import os
 import shutil
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import fastapi
 import pydantic
@@ -136,8 +140,11 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
 
     # -- experiment deletion and GC -------------------------------------------------------------
 
-    def _delete_files(exp_id: int, config: Dict[str, Any], uuids: List[str]) -> List[str]:
-        """Delete checkpoint files (no lock held); the uuids whose files are gone."""
+    def _delete_files(exp_id: int, config: Dict[str, Any], uuids: List[str],
+                      tensorboard: Optional[str] = None) -> Tuple[List[str], Optional[int]]:
+        """Delete checkpoint files and, with ``tensorboard`` (a storage path), the event
+        files under it (no lock held). Returns the uuids whose files are gone and how
+        many event files were deleted (None: they could not be)."""
         storage = build_storage(config["checkpoint_storage"])
         gone = []
         for uuid in uuids:
@@ -147,7 +154,33 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
             except Exception as e:  # noqa: BLE001 - a retry or a restart tries again
                 logger.warning("experiment %s: could not delete checkpoint %s: %s", exp_id,
                                uuid, e)
-        return gone
+        events: Optional[int] = None
+        if tensorboard is not None:
+            try:
+                events = storage.delete_dir(tensorboard)
+            except Exception as e:  # noqa: BLE001 - a retry tries again
+                logger.warning("experiment %s: could not delete its TensorBoard files at "
+                               "%s: %s", exp_id, storage.describe_dir(tensorboard), e)
+        return gone, events
+
+    def _tensorboard_files(exp_id: int, config: Dict[str, Any], path: str) -> int:
+        """How many event files the experiment has in storage (503 if it cannot tell)."""
+        storage = build_storage(config["checkpoint_storage"])
+        try:
+            return len(storage.list_dir(path))
+        except Exception as e:  # noqa: BLE001 - the deletion would fail as well
+            raise fail(503, f"Cannot list the TensorBoard files of experiment {exp_id} at "
+                            f"{storage.describe_dir(path)}: {e}") from None
+
+    def _showing_tensorboards(exp_id: int) -> List[str]:
+        """The TensorBoard tasks (queued, running, or killed but not yet ended: one still
+        starting would make its links again) showing trials of it, for a message."""
+        with master.lock:
+            return sorted(t.id + (" (stopping)" if t.killed else "")
+                          for t in master.tasks.live.values()
+                          if t.kind == "tensorboard" and any(
+                              r.get("experiment_id") == exp_id
+                              for r in (t.extra or {}).get("runs", ())))
 
     @api.delete("/experiments/{id}")
     def delete_experiment(id: int, dry_run: bool = False,
@@ -163,23 +196,39 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
         if registered:
             raise fail(409, f"Experiment {id} has checkpoints registered as model versions "
                             f"({', '.join(sorted(registered))}); delete those models first")
+        # Its event files go too: a TensorBoard over them would show runs vanishing (and,
+        # over shared_fs, links to nothing). Killing it could end another user's task.
+        boards = _showing_tensorboards(id)
+        if boards:
+            ids = " ".join(b.split()[0] for b in boards)
+            raise fail(409, f"Experiment {id} is shown by TensorBoard {', '.join(boards)}, "
+                            "whose files deleting it removes; kill it first (det tensorboard "
+                            f"kill {ids}) and wait for it to end, or until it stops when idle")
+        tensorboard = master.tensorboard_paths.experiment_path(id)
         live = [c.uuid for c in ckpts if c.state != "DELETED"]
         if dry_run:
-            return {"id": id, "checkpoints": len(live)}
+            return {"id": id, "checkpoints": len(live),
+                    "tensorboard_files": _tensorboard_files(id, exp.config, tensorboard)}
         for uuid in live:  # marked first, as GC does; the files of every one, DELETED
             store.set_checkpoint_state(uuid, "DELETED")  # before too (a retry finishes)
         every = [c.uuid for c in ckpts]
-        gone = set(_delete_files(id, exp.config, every))
+        found, events = _delete_files(id, exp.config, every, tensorboard)
+        gone = set(found)
         if len(gone) < len(every):
             raise fail(503, f"Could not delete {len(every) - len(gone)} checkpoint(s) of "
                             f"experiment {id} (see `det master logs`); the experiment is kept")
+        if events is None:
+            raise fail(503, f"Could not delete the TensorBoard files of experiment {id} "
+                            "(see `det master logs`); the experiment is kept: delete it "
+                            "again to finish")
         gone &= set(live)
         store.delete_experiment(id)
         shutil.rmtree(os.path.join(master.config.data_dir, "experiments", str(id)),
                       ignore_errors=True)
-        logger.info("experiment %s deleted by %s (%d checkpoint(s) removed from storage)",
-                    id, user.username, len(gone))
-        return {"id": id, "deleted_checkpoints": sorted(gone)}
+        logger.info("experiment %s deleted by %s (%d checkpoint(s) and %d TensorBoard "
+                    "file(s) removed from storage)", id, user.username, len(gone), events)
+        return {"id": id, "deleted_checkpoints": sorted(gone),
+                "deleted_tensorboard": events > 0, "deleted_tensorboard_files": events}
 
     @api.get("/experiments/{id}/gc-preview")
     def gc_preview(id: int, save_experiment_best: int = Query(..., ge=0),
