@@ -8,6 +8,7 @@ that keeps the experiment, and deleting it again finishes."""
 import contextlib
 import os
 import re
+import shutil
 import subprocess
 import uuid
 
@@ -184,8 +185,6 @@ def test_an_experiment_from_before_owners_loses_its_files_where_they_are(
     """An experiment made before the cluster id went into the paths keeps its event files
     in tensorboard/experiment/<id> (its trials and TensorBoards use them there): deleting
     it removes that directory, and nothing under the owners' directories."""
-    import shutil
-
     (tmp_path / "shared").mkdir()
     section = {"type": "shared_fs", "host_path": str(tmp_path / "shared")}
     master = master_factory(slots=1)
