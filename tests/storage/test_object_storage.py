@@ -1,9 +1,11 @@
 """The storage contract on real object stores: moto's S3 server and the GCS emulator,
 plus shared_fs so every backend passes the same tests."""
 
+import http.server
 import os
 import subprocess
 import sys
+import threading
 import textwrap
 import uuid as uuidlib
 
@@ -244,3 +246,49 @@ def test_leftovers_are_unrecorded_checkpoints_past_the_restored_one(backend):
     for uuid in recorded:
         with s.restore_path(uuid) as path:
             assert read_metadata(path)["uuid"] == uuid
+
+
+class _RefusingS3(http.server.BaseHTTPRequestHandler):
+    """An S3 endpoint whose bucket holds two objects of one checkpoint and whose batch
+    delete refuses one of them, as S3 does (200, the key listed under ``Errors``) when
+    a policy denies deleting that object."""
+
+    KEYS = ("ck/a.bin", "ck/b.bin")
+
+    def _answer(self, body: str) -> None:
+        data = body.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/xml")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:  # list_objects_v2
+        contents = "".join(f"<Contents><Key>{k}</Key><Size>1</Size></Contents>"
+                           for k in self.KEYS)
+        self._answer('<?xml version="1.0" encoding="UTF-8"?><ListBucketResult>'
+                     f"<Name>b</Name><KeyCount>{len(self.KEYS)}</KeyCount>"
+                     f"<IsTruncated>false</IsTruncated>{contents}</ListBucketResult>")
+
+    def do_POST(self) -> None:  # delete_objects
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self._answer('<?xml version="1.0" encoding="UTF-8"?><DeleteResult><Error>'
+                     f"<Key>{self.KEYS[1]}</Key><Code>AccessDenied</Code>"
+                     "<Message>Access Denied</Message></Error></DeleteResult>")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_s3_objects_a_batch_delete_refused_are_a_storage_error():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _RefusingS3)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        s = build_storage({"type": "s3", "bucket": "b", "access_key": "k", "secret_key": "s",
+                           "endpoint_url": f"http://127.0.0.1:{server.server_address[1]}"})
+        with pytest.raises(StorageError, match=r"did not delete 1 of 2 .*'ck/b.bin': "
+                                               r"AccessDenied \(Access Denied\)"):
+            s.delete_dir("ck")
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -132,8 +132,16 @@ class S3Store(ObjectStore):
     def delete_keys(self, keys: Sequence[str]) -> None:
         for start in range(0, len(keys), 1000):  # the API's limit per request
             chunk = keys[start:start + 1000]
-            self.client.delete_objects(Bucket=self.bucket, Delete={
+            answer = self.client.delete_objects(Bucket=self.bucket, Delete={
                 "Objects": [{"Key": k} for k in chunk], "Quiet": True})
+            # A batch delete answers 200 and lists the keys it could not delete.
+            failed = answer.get("Errors") or []
+            if failed:
+                first = failed[0]
+                raise StorageError(
+                    f"S3 bucket {self.bucket!r} did not delete {len(failed)} of "
+                    f"{len(chunk)} object(s); the first, {first.get('Key')!r}: "
+                    f"{first.get('Code')} ({first.get('Message')})")
 
 
 def _whose_credentials(session: Any, access_key: Optional[str], secret_key: Optional[str],
