@@ -258,37 +258,37 @@ class MasterClient:
         headers = {IDEMPOTENCY_HEADER: uuid.uuid4().hex}
         honoured: Optional[bool] = None  # whether the master says it honours the key
         last: Optional[APIError] = None
-        for retry, delay in enumerate((*CREATE_RETRY_DELAYS, None)):
-            if retry == 0 or honoured:
-                try:
-                    return int(self.request("POST", "/experiments", json=body,
-                                            headers=headers)["id"])
-                except APIError as e:
-                    # Retried: a connection that failed after it was made (the master may
-                    # have stored it), then any failure while it comes back. Not: an
-                    # answer (4xx, 5xx), or no master there at the first try.
-                    if e.status is not None or (retry == 0 and not e.connected):
-                        raise
-                    last = e
-            assert last is not None
-            if not honoured:  # asked before any retry: a master from before ignores it
-                honoured = self._honours_create_key()
-                if honoured is False:
-                    raise APIError(
-                        f"{last}. Not retried: the master at {self.url} ignores the "
-                        f"{IDEMPOTENCY_HEADER} header (it is older than this client), so "
-                        f"another try could create a second experiment. {_MAY_EXIST}",
-                        connected=True) from last
-            if delay is None:
-                raise APIError(
-                    f"{last} (after {len(CREATE_RETRY_DELAYS)} retries over "
-                    f"{sum(CREATE_RETRY_DELAYS):.0f} s). {_MAY_EXIST}", connected=True) from last
-            if retry == 0:
-                print(f"No answer to creating the experiment ({last}); retrying for up to "
-                      f"{sum(CREATE_RETRY_DELAYS):.0f} s with the same idempotency key "
-                      "(no duplicate is made)", file=sys.stderr)
-            time.sleep(delay)
-        raise AssertionError("unreachable")
+        for retry, delay in enumerate((0.0, *CREATE_RETRY_DELAYS)):
+            if retry:
+                assert last is not None
+                time.sleep(delay)
+                if not honoured:  # asked before any retry: a master from before ignores it
+                    honoured = self._honours_create_key()
+                    if honoured is False:
+                        raise APIError(
+                            f"{last}. Not retried: the master at {self.url} ignores the "
+                            f"{IDEMPOTENCY_HEADER} header (it is older than this client), "
+                            f"so another try could create a second experiment. {_MAY_EXIST}",
+                            connected=True) from last
+                if retry == 1:
+                    print(f"No answer to creating the experiment ({last}); retrying for up "
+                          f"to {sum(CREATE_RETRY_DELAYS):.0f} s with the same idempotency "
+                          "key (no duplicate is made)", file=sys.stderr)
+                if not honoured:
+                    continue  # still no master: asked again after the next delay
+            try:
+                return int(self.request("POST", "/experiments", json=body,
+                                        headers=headers)["id"])
+            except APIError as e:
+                # Retried: a connection that failed after it was made (the master may
+                # have stored it), then any failure while it comes back. Not: an
+                # answer (4xx, 5xx), or no master there at the first try.
+                if e.status is not None or (retry == 0 and not e.connected):
+                    raise
+                last = e
+        raise APIError(
+            f"{last} (after {len(CREATE_RETRY_DELAYS)} retries over "
+            f"{sum(CREATE_RETRY_DELAYS):.0f} s). {_MAY_EXIST}", connected=True) from last
 
     def _honours_create_key(self) -> Optional[bool]:
         """Whether the master says it answers a repeated create's key with the experiment
