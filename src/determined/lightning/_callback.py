@@ -224,6 +224,11 @@ class DeterminedCallback(pl.Callback):
             # The epoch's aggregates come after this: its training row at these steps
             # must reach the platform before the validation does (_epoch_logged).
             self._held_val = (steps, metrics)
+            if self._boundary and self._stopped_by_us:
+                # The epoch ends anyway; until the searcher answers, other callbacks
+                # (EarlyStopping) may ask to stop, and that holds if it has more.
+                trainer.should_stop = False
+                self._stopped_by_us = False
             return
         self._report_validation(steps, metrics)
         if self._boundary:
