@@ -216,6 +216,8 @@ def test_resume_restores_once_and_lightning_checkpoint_dir_does_not_warn(tmp_pat
     assert output.count("Restoring states from the checkpoint path") == 1, output[-3000:]
     assert output.count("Restored all states from the checkpoint") == 1, output[-3000:]
     assert "exists and is not empty" not in output, output[-3000:]
+    # The callback's own line (logger determined.lightning; the script set no logging).
+    assert output.count("INFO resumed from checkpoint ") == 1, output[-3000:]
     assert "trained 60 batches" in done.stdout  # epochs 2 to 4 of max_epochs=4
     state = _final_checkpoint(out)
     assert state["global_step"] == 80 and state["epoch"] == 3
