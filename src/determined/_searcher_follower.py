@@ -158,7 +158,11 @@ class TrainingMetricsBuffer:
             self._pending = (steps, {})
         self._pending[1].update(metrics)
 
-    def flush(self) -> None:
+    def flush(self, below: Optional[int] = None) -> None:
+        """Report the pending row; with ``below``, only if its steps are lower (a row
+        still to be completed at ``below`` waits)."""
+        if below is not None and self._pending is not None and self._pending[0] >= below:
+            return
         pending, self._pending = self._pending, None
         if pending is None or not pending[1]:
             return

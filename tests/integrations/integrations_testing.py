@@ -25,17 +25,18 @@ def example_env(directory: pathlib.Path, extra: Optional[Dict[str, str]] = None)
 
 
 def run_example(script: pathlib.Path, directory: pathlib.Path, args: List[str],
-                kill_after: Optional[int] = None, timeout: float = 600
-                ) -> subprocess.CompletedProcess:
+                kill_after: Optional[int] = None, timeout: float = 600,
+                env: Optional[Dict[str, str]] = None) -> subprocess.CompletedProcess:
     """Run ``script`` by hand with its core directory ``directory`` (cwd: a sibling
-    directory, so relative output paths stay inside the test's tmp dir). With
-    ``kill_after`` it is SIGKILLed right after that many optimizer steps."""
+    directory, so relative output paths stay inside the test's tmp dir), ``env`` added
+    to its environment. With ``kill_after`` it is SIGKILLed right after that many
+    optimizer steps."""
     cwd = directory.parent / f"{directory.name}-cwd"
     cwd.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, str(script), *args]
     if kill_after is not None:
         command = [sys.executable, str(KILLER), str(kill_after), str(script), *args]
-    done = subprocess.run(command, env=example_env(directory), cwd=cwd, capture_output=True,
+    done = subprocess.run(command, env=example_env(directory, env), cwd=cwd, capture_output=True,
                           text=True, timeout=timeout)
     if kill_after is not None:
         assert done.returncode == -signal.SIGKILL, (

@@ -153,3 +153,72 @@ def test_ctrl_c_stops_a_trainer_with_min_epochs_at_its_checkpoint(tmp_path):
     assert exp["state"] == "PAUSED", exp
     logs = run_det(["t", "logs", "1", "--local-dir", local]).stdout
     assert _trained_batches(logs) < 20, logs[-3000:]
+
+
+@pytest.mark.parametrize("length", [{"epochs": 3}, {"batches": 60}])
+def test_epoch_aggregates_reach_the_training_metrics(tmp_path, length):
+    """``self.log(..., on_step=True, on_epoch=True)``: Lightning logs ``train_loss_epoch``
+    (and what ``on_train_epoch_end`` logs) after the epoch-end validation, and the
+    platform drops a training report at a count it already validated; the callback
+    reports the epoch's training row first."""
+    means = tmp_path / "means.json"
+    config = yaml.safe_load((MIN_EPOCHS_DIR / "const.yaml").read_text())
+    config["searcher"]["max_length"] = length
+    config["environment"] = {"environment_variables": [f"EPOCH_METRICS={means}"]}
+    path = tmp_path / "epoch-metrics.yaml"
+    path.write_text(yaml.safe_dump(config))
+    local = tmp_path / "local"
+    out = run_det(["e", "create", path, MIN_EPOCHS_DIR, "--local", "--local-dir", local,
+                   "--json", "--no-progress"], env=OFFLINE)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    (exp,) = json.loads(run_det(["e", "describe", "1", "--local-dir", local, "--json",
+                                 "--metrics"]).stdout)
+    rows = exp["trials"][0]["metrics"]
+    lightning = json.loads(means.read_text())
+    assert len(lightning["epoch_means"]) == 3
+    epoch_ends = [1, 2, 3] if "epochs" in length else [20, 40, 60]
+    training = {m["total_batches"]: m["metrics"] for m in rows if m["kind"] == "training"}
+    validated = [m["total_batches"] for m in rows if m["kind"] == "validation"]
+    assert validated == epoch_ends
+    for end, mean, losses in zip(epoch_ends, lightning["epoch_means"],
+                                 lightning["step_losses"]):
+        assert training[end]["train_loss_epoch"] == pytest.approx(mean, rel=1e-6), end
+        assert mean == pytest.approx(sum(losses) / len(losses), rel=1e-5)
+    with_epoch = sorted(s for s, m in training.items() if "train_loss_epoch" in m)
+    assert with_epoch == epoch_ends
+    # What the module logs in on_train_epoch_end (after the callbacks' hook) too.
+    assert [training[end].get("epochs_done") for end in epoch_ends] == [1, 2, 3]
+    if "batches" in length:  # per-step values every log_every_n_steps=3 optimizer steps
+        with_step = sorted(s for s, m in training.items() if "train_loss_step" in m)
+        assert with_step == list(range(3, 61, 3))
+        step_losses = [x for epoch in lightning["step_losses"] for x in epoch]
+        for steps in with_step:
+            assert training[steps]["train_loss_step"] == pytest.approx(step_losses[steps - 1])
+    else:  # one row an epoch: its latest per-step value and the aggregate
+        assert all("train_loss_step" in m for m in training.values())
+    # Each epoch's training row is stored before its validation.
+    order = [(m["kind"], m["total_batches"]) for m in rows if m["total_batches"] in epoch_ends]
+    assert order == [(kind, end) for end in epoch_ends for kind in ("training", "validation")]
+
+
+def test_resume_restores_once_and_lightning_checkpoint_dir_does_not_warn(tmp_path):
+    """The callback restored through Lightning's checkpoint connector, whose path Lightning
+    then announced a second time; and Lightning's ModelCheckpoint warned that its
+    directory (the first run's checkpoints, kept for this one) was not empty."""
+    script = MIN_EPOCHS_DIR / "train.py"
+    out = tmp_path / "run"
+    env = {"MODEL_CHECKPOINT": "1"}
+    run_example(script, out, [], kill_after=30, env=env)  # in the 2nd epoch of 20 batches
+    lightning_dir = tmp_path / "run-cwd" / "determined" / "local" / "checkpoints"
+    assert [p.name for p in lightning_dir.iterdir()] == ["epoch=0-step=20.ckpt"]
+    done = run_example(script, out, [], env=env)
+    output = done.stdout + done.stderr
+    assert output.count("Restoring states from the checkpoint path") == 1, output[-3000:]
+    assert output.count("Restored all states from the checkpoint") == 1, output[-3000:]
+    assert "exists and is not empty" not in output, output[-3000:]
+    # The callback's own line (logger determined.lightning; the script set no logging).
+    assert output.count("INFO resumed from checkpoint ") == 1, output[-3000:]
+    assert "trained 60 batches" in done.stdout  # epochs 2 to 4 of max_epochs=4
+    state = _final_checkpoint(out)
+    assert state["global_step"] == 80 and state["epoch"] == 3
+    assert "epoch=3-step=80.ckpt" in {p.name for p in lightning_dir.iterdir()}

@@ -3,7 +3,8 @@
 On the platform (a script entrypoint: ``DET_CLUSTER_INFO`` is set) the chief talks to
 the trial through ``determined.harness._script_link.connect()`` and the other ranks
 read the info file; off the platform everything goes to a local directory
-(``determined.core._local``).
+(``determined.core._local``). While it is open, a script that configured no logging
+shows the ``determined.*`` INFO lines on stderr (``determined.core._logging``).
 """
 
 from __future__ import annotations
@@ -16,12 +17,13 @@ import sys
 import threading
 import traceback
 import types
-from typing import Any, Dict, Optional, Union
+from typing import Any, Callable, Dict, Optional, Union
 
 from determined import _info
 from determined.core._checkpoint import CheckpointContext
 from determined.core._distributed import DistributedContext, DummyDistributedContext
 from determined.core._local import DirectoryHost, default_directory
+from determined.core._logging import show_determined_logs
 from determined.core._preempt import PreemptContext, PreemptMode
 from determined.core._searcher import SearcherContext
 from determined.core._session import Session
@@ -55,6 +57,7 @@ class Context:
         self.searcher = searcher or SearcherContext(session, self.distributed)
         self.info = info
         self._tensorboard = _tensorboard
+        self._end_logging: Callable[[], None] = lambda: None  # init() sets it
 
     def start(self) -> None:
         self.preempt.start()
@@ -73,14 +76,15 @@ class Context:
             except Exception as e:  # noqa: BLE001 - event files never fail the trial
                 logger.warning("closing TensorBoard files failed: %s", e)
         self.distributed.close()
+        self._end_logging()
 
     def __exit__(self, exc_type: Optional[type], exc_val: Optional[BaseException],
                  exc_tb: Optional[types.TracebackType]) -> None:
         if isinstance(exc_val, InvalidHP):
             # 0.38: an invalid hyperparameter set ends the trial cleanly.
             self.train.report_early_exit(EarlyExitReason.INVALID_HP)
-            self.close(exc_type, exc_val, exc_tb)
             logger.info("InvalidHP raised: the trial exits early (exit code 0)")
+            self.close(exc_type, exc_val, exc_tb)
             sys.exit(0)
         self.close(exc_type, exc_val, exc_tb)
 
@@ -206,6 +210,19 @@ def init(*, distributed: Optional[DistributedContext] = None,
                         f"Received: {type(dist).__name__}")
     preempt_mode = PreemptMode(preempt_mode)
     tensorboard_mode = TensorboardMode(tensorboard_mode)
+    end_logging = show_determined_logs()
+    try:
+        context = _init(dist, distributed, checkpoint_storage, preempt_mode, tensorboard_mode)
+    except BaseException:
+        end_logging()
+        raise
+    context._end_logging = end_logging
+    return context
+
+
+def _init(dist: DistributedContext, distributed: Optional[DistributedContext],
+          checkpoint_storage: Optional[Union[str, Dict[str, Any]]], preempt_mode: PreemptMode,
+          tensorboard_mode: TensorboardMode) -> Context:
     info_path = os.environ.get(_info.INFO_ENV)
     tb = None
     if info_path:

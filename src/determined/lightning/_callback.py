@@ -6,7 +6,8 @@ from __future__ import annotations
 import logging
 import os
 import random
-from typing import Any, Dict, List, Optional, Tuple
+import warnings
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import lightning.pytorch as pl
 import numpy as np
@@ -36,7 +37,9 @@ class DeterminedCallback(pl.Callback):
         trainer.fit(model, train_loader, val_loader)
 
     - metrics the module logs (``self.log``) reach the platform: training ones at
-      ``log_every_n_steps``, validation ones after each validation;
+      ``log_every_n_steps``, validation ones after each validation; an epoch's
+      aggregates (``on_epoch=True``) join its last training row, reported before the
+      validation at the epoch's end;
     - checkpoints (the whole Lightning checkpoint plus the RNG states) go to the
       experiment's checkpoint storage: after the validation that ends each searcher
       operation, every ``checkpoint_every`` steps in the searcher's unit (default: the
@@ -70,6 +73,13 @@ class DeterminedCallback(pl.Callback):
         self._total_steps: Optional[float] = None
         self._trainer: Optional[pl.Trainer] = None
         self._lifted_minimums: Optional[Tuple[Any, Any]] = None  # (min_epochs, min_steps)
+        self._resume_from: Optional[str] = None  # storage id, found in setup
+        self._end_quiet_restore: Callable[[], None] = _nothing
+        # The epoch's batches are trained and Lightning has not yet logged its epoch-end
+        # metrics (``_unwatch`` set: we see when it does).
+        self._epoch_closing = False
+        self._held_val: Optional[Tuple[int, Dict[str, Any]]] = None  # the epoch's validation
+        self._unwatch: Optional[Callable[[], None]] = None
 
     # ------------------------------------------------------------------ set up
 
@@ -95,8 +105,21 @@ class DeterminedCallback(pl.Callback):
             self._checkpoint_every = _config_period(self._core, self._follower)
         if not any(isinstance(lg, _PlatformLogger) for lg in trainer.loggers):
             trainer.loggers = [*trainer.loggers, _PlatformLogger(self)]
+        self._watch_epoch_end_logging(trainer)
+        self._resume_from = checkpoint_to_resume(self._core)
+        if self._resume_from is not None:
+            # A ModelCheckpoint (set up after this callback) warns that its directory is
+            # not empty: it holds the checkpoints of the run this one resumes.
+            self._end_quiet_restore()
+            self._end_quiet_restore = _ignore_warnings(r"Checkpoint directory .* exists and "
+                                                       r"is not empty")
 
     def teardown(self, trainer: pl.Trainer, pl_module: pl.LightningModule, stage: str) -> None:
+        self._end_quiet_restore()
+        self._end_quiet_restore = _nothing
+        if self._unwatch is not None:
+            self._unwatch()
+            self._unwatch = None
         if self._owns_core and self._core is not None:
             self._core.__exit__(None, None, None)
             self._core = None
@@ -105,7 +128,9 @@ class DeterminedCallback(pl.Callback):
     def on_fit_start(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
         # The strategy has set the model and optimizers up: restore everything now, as
         # Lightning itself does for strategies that restore after setup.
-        storage_id = checkpoint_to_resume(self.core_context)
+        self._end_quiet_restore()
+        self._end_quiet_restore = _nothing
+        storage_id, self._resume_from = self._resume_from, None
         if storage_id is None:
             return
         with self.core_context.checkpoint.restore_path(storage_id) as path:
@@ -115,6 +140,9 @@ class DeterminedCallback(pl.Callback):
                     f"checkpoint {storage_id} has no {CHECKPOINT_FILE}: it was not written "
                     "by DeterminedCallback")
             trainer._checkpoint_connector.restore(ckpt)
+        # restore() has said "Restored all states"; Lightning's own resume_end after
+        # on_fit_start would say it again of a path it still holds.
+        trainer._checkpoint_connector._ckpt_path = None
         self._last_checkpoint_step = trainer.global_step
         logger.info("resumed from checkpoint %s at global step %d", storage_id,
                     trainer.global_step)
@@ -148,6 +176,7 @@ class DeterminedCallback(pl.Callback):
     def on_train_batch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule,
                            outputs: Any, batch: Any, batch_idx: int) -> None:
         follower = self._require_follower()
+        self._epoch_closing = self._unwatch is not None and _epoch_trained(trainer)
         progress = self._progress(trainer)
         follower.report_progress(progress, self._fraction(trainer))
         if not self._boundary and follower.reached(progress):
@@ -172,8 +201,12 @@ class DeterminedCallback(pl.Callback):
             self._checkpoint(trainer)
 
     def on_train_epoch_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
-        if self._boundary:
+        if self._boundary and self._held_val is None:
             self._finish_boundary(trainer)  # no validation ran at the boundary
+        if self._boundary and self._last_checkpoint_step != trainer.global_step:
+            # The operation's checkpoint, here as every epoch's (the searcher hears of the
+            # validation once Lightning has logged the epoch's metrics: _epoch_logged).
+            self._checkpoint(trainer)
         every = self._checkpoint_every
         follower = self._require_follower()
         if self._preempted or (every and not follower.in_epochs):
@@ -186,18 +219,29 @@ class DeterminedCallback(pl.Callback):
         if trainer.sanity_checking or trainer.state.fn != TrainerFn.FITTING:
             return
         steps = self._steps(trainer)
-        if self._val_metrics:
-            metrics, self._val_metrics = self._val_metrics, {}
-            self._flush_training()
-            if self._follower is not None and self._follower.is_chief:
-                self.core_context.train.report_validation_metrics(steps, metrics)
-            self._last_val = (steps, metrics)
+        metrics, self._val_metrics = self._val_metrics, {}
+        if self._epoch_closing:
+            # The epoch's aggregates come after this: its training row at these steps
+            # must reach the platform before the validation does (_epoch_logged).
+            self._held_val = (steps, metrics)
+            if self._boundary and self._stopped_by_us:
+                # The epoch ends anyway; until the searcher answers, other callbacks
+                # (EarlyStopping) may ask to stop, and that holds if it has more.
+                trainer.should_stop = False
+                self._stopped_by_us = False
+            return
+        self._report_validation(steps, metrics)
         if self._boundary:
             self._finish_boundary(trainer)
 
     def on_train_end(self, trainer: pl.Trainer, pl_module: pl.LightningModule) -> None:
+        held, self._held_val = self._held_val, None
+        self._epoch_closing = False
+        if held is not None:  # Lightning never logged the epoch's end (not expected)
+            self._flush_training()
+            self._report_validation(*held)
         if self._boundary:
-            self._finish_boundary(trainer)
+            self._finish_boundary(trainer, held[0] if held is not None else None)
         self._flush_training()
         follower = self._require_follower()
         follower.report_progress(self._progress(trainer), self._fraction(trainer), force=True)
@@ -210,11 +254,49 @@ class DeterminedCallback(pl.Callback):
         assert self._follower is not None, "DeterminedCallback.setup did not run"
         return self._follower
 
-    def _finish_boundary(self, trainer: pl.Trainer) -> None:
+    def _watch_epoch_end_logging(self, trainer: pl.Trainer) -> None:
+        """Call ``_epoch_logged`` right after Lightning logs an epoch's training metrics
+        (its fit loop has no hook there; it checks ``should_stop`` next)."""
+        if self._unwatch is not None:
+            return
+        connector = getattr(trainer, "_logger_connector", None)
+        log_epoch = getattr(connector, "update_train_epoch_metrics", None)
+        if log_epoch is None:  # another Lightning: aggregates after a validation are lost
+            logger.debug("Lightning's logger connector has no update_train_epoch_metrics")
+            return
+
+        def update_train_epoch_metrics() -> None:
+            log_epoch()
+            self._epoch_logged(trainer)
+
+        connector.update_train_epoch_metrics = update_train_epoch_metrics
+        self._unwatch = lambda: vars(connector).pop("update_train_epoch_metrics", None)
+
+    def _epoch_logged(self, trainer: pl.Trainer) -> None:
+        """The epoch's training metrics are all in: report its row, then its validation,
+        then answer the searcher (before Lightning checks ``should_stop``)."""
+        self._epoch_closing = False
+        self._flush_training()
+        held, self._held_val = self._held_val, None
+        if held is None:
+            return
+        self._report_validation(*held)
+        if self._boundary:
+            self._finish_boundary(trainer, held[0])
+
+    def _report_validation(self, steps: int, metrics: Dict[str, Any]) -> None:
+        if not metrics:
+            return
+        self._flush_training()
+        if self._follower is not None and self._follower.is_chief:
+            self.core_context.train.report_validation_metrics(steps, metrics)
+        self._last_val = (steps, metrics)
+
+    def _finish_boundary(self, trainer: pl.Trainer, steps: Optional[int] = None) -> None:
         """Answer the searcher with the validation at this length; go on if it has more."""
         follower = self._require_follower()
         self._boundary = False
-        steps = self._steps(trainer)
+        steps = self._steps(trainer) if steps is None else steps
         if self._last_val is None or self._last_val[0] != steps:
             raise ValueError(
                 f"the searcher asked for a validation at {follower.op.length} "
@@ -225,7 +307,8 @@ class DeterminedCallback(pl.Callback):
             self._last_val[1], fix="log it with self.log in validation_step"
         ) if follower.is_chief else None
         more = follower.complete(value)
-        self._checkpoint(trainer)
+        if self._last_checkpoint_step != trainer.global_step:
+            self._checkpoint(trainer)
         if more and self._stopped_by_us:
             trainer.should_stop = False
         if more:
@@ -257,7 +340,9 @@ class DeterminedCallback(pl.Callback):
     def _checkpoint(self, trainer: pl.Trainer) -> None:
         """The whole Lightning checkpoint into the experiment's checkpoint storage (every
         rank calls ``trainer.save_checkpoint``; the strategy picks who writes)."""
-        self._flush_training()
+        # While the epoch closes, its row waits for the aggregates (_epoch_logged).
+        self._flush_training(below=self._training_steps(trainer) if self._epoch_closing
+                             else None)
         steps = self._steps(trainer)
         metadata = {"steps_completed": steps, "global_step": trainer.global_step,
                     "epoch": trainer.current_epoch, "format": "lightning",
@@ -299,13 +384,15 @@ class DeterminedCallback(pl.Callback):
             self._val_metrics.update(metrics)
             return
         if self._trainer is not None and self._train_metrics is not None:
-            follower = self._require_follower()
-            self._train_metrics.add(follower.training_steps(
-                self._progress(self._trainer), self._trainer.global_step), metrics)
+            self._train_metrics.add(self._training_steps(self._trainer), metrics)
 
-    def _flush_training(self) -> None:
+    def _training_steps(self, trainer: pl.Trainer) -> int:
+        return self._require_follower().training_steps(self._progress(trainer),
+                                                       trainer.global_step)
+
+    def _flush_training(self, below: Optional[int] = None) -> None:
         if self._train_metrics is not None:
-            self._train_metrics.flush()
+            self._train_metrics.flush(below)
 
 
 class _PlatformLogger(Logger):
@@ -333,6 +420,35 @@ class _PlatformLogger(Logger):
         numbers = {k: float(v) for k, v in metrics.items() if k != "epoch"}
         if numbers:
             self._callback._logged(numbers, validating)
+
+
+def _nothing() -> None:
+    pass
+
+
+def _ignore_warnings(message: str) -> Callable[[], None]:
+    """Ignore warnings matching ``message`` until the returned function is called (which
+    removes only that filter: ones the user adds meanwhile stay)."""
+    warnings.filterwarnings("ignore", message=message)
+    entry = warnings.filters[0]
+
+    def undo() -> None:
+        if entry in warnings.filters:
+            warnings.filters.remove(entry)
+            mutated = getattr(warnings, "_filters_mutated", None)  # what filterwarnings calls
+            if callable(mutated):
+                mutated()
+
+    return undo
+
+
+def _epoch_trained(trainer: pl.Trainer) -> bool:
+    """The current epoch's last batch is trained (its end, or ``max_steps``, is next)."""
+    batches = trainer.num_training_batches
+    done = trainer.fit_loop.epoch_loop.batch_progress.current.processed
+    if batches and batches != float("inf") and done >= batches:
+        return True
+    return trainer.max_steps is not None and 0 <= trainer.max_steps <= trainer.global_step
 
 
 def _config_period(core_context: det.core.Context, follower: SearcherFollower) -> Optional[int]:
