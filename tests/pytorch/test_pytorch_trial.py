@@ -165,6 +165,42 @@ def test_lr_scheduler_steps_every_epoch_and_callbacks_run(tiny_dir, tmp_path):
     assert any(l.startswith("checkpoint_end") for l in text)
 
 
+@pytest.mark.parametrize("kinds", ["scalars", "all"])
+def test_training_metrics_of_every_kind_reach_the_host_as_plain_values(tiny_dir, tmp_path,
+                                                                       kinds):
+    env = make_env(tiny_dir, entrypoint="model_def:MetricKinds", hparams={"kinds": kinds})
+    host, _, _ = run_trial(env, train_plan(4, validate_each=False), tmp_path)
+    ((batches, metrics),) = host.training
+    rows = metrics["batch_metrics"]
+    losses = [row["loss"] for row in rows]
+    expected = [{"loss": losses[i], "count": i, "flag": i % 2 == 0, "half": i / 4,
+                 "python": i * 0.5, "numpy": float(i), "grad": float(i)} for i in range(4)]
+    averages = {"loss": sum(losses) / 4, "count": 1.5, "flag": None, "half": 0.375,
+                "python": 0.75, "numpy": 1.5, "grad": 1.5}
+    if kinds == "all":
+        for i, row in enumerate(expected):
+            row.update({"vector": [float(i), 1.0], "shapes": 1.0 if i % 2 else [2.0],
+                        "7": 3.0, "text": "x"})
+        averages.update({"vector": None, "shapes": None, "7": 3.0, "text": None})
+    assert rows == expected
+    assert [[type(v) for v in row.values()] for row in rows] == [
+        [type(v) for v in row.values()] for row in expected]  # ints stay ints, bools bools
+    assert all(type(v) is float for v in losses)
+    assert metrics["avg_metrics"] == averages
+    assert metrics["num_inputs"] == 4 * 16
+
+
+def test_what_a_workload_end_callback_adds_to_training_metrics_is_made_plain(tiny_dir,
+                                                                           tmp_path):
+    env = make_env(tiny_dir, entrypoint="model_def:MetricKinds",
+                   hparams={"kinds": "scalars", "mutating_callback": True})
+    host, _, _ = run_trial(env, train_plan(2, validate_each=False), tmp_path)
+    ((_, metrics),) = host.training
+    assert metrics["avg_metrics"]["extra"] == 1.5
+    assert type(metrics["avg_metrics"]["extra"]) is float
+    assert metrics["batch_metrics"][0]["extra"] == [1, 2]
+
+
 def test_user_stop_request_checkpoints_and_exits(tiny_dir, tmp_path):
     env = make_env(tiny_dir, hparams={"stop_at_batch": 12})
     host, _, reason = run_trial(env, train_plan(40), tmp_path)

@@ -78,7 +78,7 @@ def test_local_pytorch_trial_syncs_event_files_to_checkpoint_storage(tmp_path, t
     assert [step for step, _ in got["Determined/validation_loss"]] == [20, 40]
 
 
-@pytest.mark.parametrize("step", [0, 1, 127, 128, 300, 2**40, -5])
+@pytest.mark.parametrize("step", [0, 1, 127, 128, 300, 16383, 16384, 2**21 - 1, 2**21, 2**40, -5])
 def test_scalar_events_encode_as_tensorboards_protobufs(step):
     from tensorboard.compat.proto import event_pb2, summary_pb2
 
@@ -88,6 +88,25 @@ def test_scalar_events_encode_as_tensorboards_protobufs(step):
     expected = event_pb2.Event(wall_time=1795.5, step=step, summary=summary_pb2.Summary(
         value=[summary_pb2.Summary.Value(tag=t, simple_value=v) for t, v in values]))
     assert encode_scalar_event(step, 1795.5, values) == expected.SerializeToString()
+
+
+def test_events_written_at_once_are_the_events_written_one_by_one(tmp_path):
+    from determined.tensorboard._events import ScalarEventWriter
+
+    events = [(step, [("Determined/loss", step / 7), ("Determined/lr", 0.5)])
+              for step in (1, 127, 128, 16384, 2**21, 2**40)] + [(0, [("Determined/x", -1.0)])]
+    one_by_one = ScalarEventWriter(str(tmp_path / "a"))
+    for step, values in events:
+        one_by_one.add_scalars(step, values, wall_time=1795.5)
+    one_by_one.close()
+    at_once = ScalarEventWriter(str(tmp_path / "b"))
+    at_once.add_events(events, wall_time=1795.5)
+    at_once.close()
+    a, b = (open(w.path, "rb").read() for w in (one_by_one, at_once))
+    version_record = 12 + 24 + 4  # header, the file version event, its CRC
+    assert len(a) > version_record and a[version_record:] == b[version_record:]
+    assert scalars(str(tmp_path / "b"))["Determined/loss"] == [
+        (step, pytest.approx(step / 7)) for step, _ in events[:-1]]
 
 
 def test_trial_tensorboard_syncs_after_validations_and_at_close(tmp_path):

@@ -25,6 +25,9 @@ class TrialController(abc.ABC):
 
     framework: str = ""
     checkpoint_format: str = ""
+    #: ``train`` returns plain JSON values (what ``util.plain_values`` gives), so the
+    #: runner need not convert them.
+    plain_training_metrics: bool = False
 
     def __init__(self, trial_class: Type[Any], env: TrialEnv):
         self.trial_class = trial_class

@@ -168,7 +168,9 @@ class TrialRunner:
         validation that completes the searcher's Validate operation."""
         if kind is Kind.RUN_STEP:
             self.step_id += 1
-            metrics = plain_values(self.controller.train(num_batches, self.batches_trained))
+            metrics = self.controller.train(num_batches, self.batches_trained)
+            if not self.controller.plain_training_metrics:
+                metrics = plain_values(metrics)
             self.batches_trained += num_batches
             self.sequencer.trained(num_batches)
             if self.is_chief:

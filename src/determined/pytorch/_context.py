@@ -70,6 +70,7 @@ class PyTorchTrialContext(TrialContext):
         self._ddp_params: Set[int] = set()
         # Ranks to average gradients over (0: one slot, nothing to exchange).
         self._grad_ranks = env.distributed.size if env.distributed.size > 1 else 0
+        self._check_plain_step()
 
     # ---- wrapping
 
@@ -177,6 +178,7 @@ class PyTorchTrialContext(TrialContext):
         dtype = choose_dtype(self.device, cast_model_type)
         init_scale = loss_scale if isinstance(loss_scale, (int, float)) else None
         self._amp = NativeAmp(self.device, dtype, init_scale)
+        self._check_plain_step()
         logger.info("mixed precision: torch.amp autocast to %s on %s%s", dtype, self.device.type,
                     " with a dynamic loss scaler" if self._amp.scaler else "")
         return models, optimizers
@@ -213,22 +215,21 @@ class PyTorchTrialContext(TrialContext):
         """Compute gradients of ``loss`` (``loss.backward`` with the same arguments); under
         ``configure_apex_amp`` the loss is scaled first."""
         amp = self._amp
-        if self._apex:
+        if amp is None and not self._apex:
+            if gradient is None and not retain_graph and not create_graph:
+                loss.backward()
+            else:
+                loss.backward(gradient=gradient, retain_graph=retain_graph,
+                              create_graph=create_graph)
+        elif self._apex:
             with _apex_amp().scale_loss(loss, self.optimizers) as scaled:
                 scaled.backward(gradient=gradient, retain_graph=retain_graph,
                                 create_graph=create_graph)
-        elif amp is not None:
+        else:
             scaled = amp.scaler.scale(loss) if amp.scaler is not None else loss
             with amp.no_autocast():
                 scaled.backward(gradient=gradient, retain_graph=retain_graph,
                                 create_graph=create_graph)
-            if not retain_graph and not create_graph:
-                _detach(loss)
-        elif gradient is None and not retain_graph and not create_graph:
-            loss.backward()
-            _detach(loss)
-        else:
-            loss.backward(gradient=gradient, retain_graph=retain_graph, create_graph=create_graph)
 
     def step_optimizer(
         self,
@@ -249,14 +250,13 @@ class PyTorchTrialContext(TrialContext):
             scaler: a ``GradScaler`` given to :meth:`wrap_scaler`: the step goes through
                 it (``scaler.step``), gradients unscaled before clipping.
         """
-        k = self._aggregation_frequency
-        scaler = self._step_scaler(scaler)
-        if (k == 1 and clip_grads is None and not self._before_step_hooks and not self._grad_ranks
-                and scaler is None):
+        if self._plain_step and scaler is None and clip_grads is None and not self.scalers:
             optimizer.step()
             if auto_zero_grads:
                 optimizer.zero_grad()
             return
+        k = self._aggregation_frequency
+        scaler = self._step_scaler(scaler)
         if k > 1:
             if not auto_zero_grads:
                 raise ValueError(
@@ -321,6 +321,15 @@ class PyTorchTrialContext(TrialContext):
     def _add_before_step_hook(self, hook: Callable[[Iterator[Any]], None]) -> None:
         """Call ``hook`` with the parameters before each optimizer step."""
         self._before_step_hooks.append(hook)
+        self._check_plain_step()
+
+    def _check_plain_step(self) -> None:
+        """Whether a step is ``optimizer.step()`` alone when the call asks for nothing more
+        (no clipping, no scaler): one slot, no aggregation, no hooks, no harness scaler."""
+        self._plain_step = (
+            self._aggregation_frequency == 1 and not self._grad_ranks
+            and not self._before_step_hooks and (self._amp is None or self._amp.scaler is None)
+        )
 
     def _steps_after(self, batch_idx: int) -> bool:
         """Whether optimizers step after batch ``batch_idx`` (``aggregation_frequency``)."""
@@ -367,15 +376,6 @@ def _apex_amp() -> Any:
     except ImportError:
         return None
     return amp
-
-
-def _detach(loss: torch.Tensor) -> None:
-    """The graph is spent; cut the tensor loose from it so that metrics kept until the
-    end of the workload do not hold its memory."""
-    try:
-        loss.detach_()
-    except RuntimeError:  # a view cannot be detached in place; harmless
-        pass
 
 
 def _params(optimizer: torch.optim.Optimizer) -> Iterator[Any]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 import random
-from typing import Any, Dict, List, Optional, Type
+from typing import Any, Dict, List, Optional, Tuple, Type
 
 import cloudpickle
 import numpy as np
@@ -39,6 +39,7 @@ from determined.pytorch._distributed import (
 from determined.pytorch._lr_scheduler import LRScheduler
 from determined.pytorch._reducer import reduce_metric, reducers_for, _to_python
 from determined.pytorch._trial import PyTorchTrial, overridden
+from determined.util import plain_values
 
 __all__ = ["PyTorchTrialController", "STATE_FILE"]
 
@@ -51,6 +52,7 @@ _LOADING = "build_training_data_loader (while loading a batch)"
 class PyTorchTrialController(TrialController):
     framework = f"torch-{torch.__version__}"
     checkpoint_format = "cloudpickle"
+    plain_training_metrics = True
 
     def __init__(self, trial_class: Type[PyTorchTrial], env: TrialEnv,
                  device: Optional[torch.device] = None):
@@ -111,6 +113,9 @@ class PyTorchTrialController(TrialController):
         ]
         self._per_batch_hooks = bool(
             self._epoch_schedulers or self._batch_schedulers or self._epoch_callbacks
+        )
+        self._workload_end_hooks = any(
+            overrides(cb, "on_training_workload_end") for cb in self.callbacks.values()
         )
 
     @property
@@ -259,8 +264,8 @@ class PyTorchTrialController(TrialController):
                 out = step(batch, batch_idx // epoch_len, batch_idx)
                 if out.__class__ is not dict:
                     out = self._coerce_output(out)
-                # context.backward() detached the loss, so keeping it is cheap: a loss
-                # still tied to its graph costs ~5% on compute-bound models.
+                # Kept as returned: a loss's graph, spent by backward, holds no activations
+                # (detaching each would cost more than the batch's Python work).
                 append(out)
                 if hooks:
                     self._after_batch(batch_idx)
@@ -271,16 +276,17 @@ class PyTorchTrialController(TrialController):
             self._train_iter = None
             raise user_code_error(e, self.trial_class, where) from None
         self._iter_position = batches_trained + num_batches
-        metrics = _training_metrics(outs)
+        metrics, plain = _training_metrics(outs)
         if self._average_training:
             assert self._dist is not None
             per_rank = self._dist.gather(metrics["batch_metrics"])
             if per_rank is not None:
-                metrics = _summarize(average_batch_metrics(per_rank))
+                metrics, plain = _summarize(average_batch_metrics(per_rank)), False
         metrics["num_inputs"] = num_batches * self._context.get_global_batch_size()
         for cb in self.callbacks.values():
             cb.on_training_workload_end(metrics["avg_metrics"], metrics["batch_metrics"])
-        return metrics
+        # Callbacks may have changed what they were given.
+        return metrics if plain and not self._workload_end_hooks else plain_values(metrics)
 
     def _coerce_output(self, out: Any) -> Dict[str, Any]:
         if isinstance(out, torch.Tensor):
@@ -531,24 +537,55 @@ def _batch_len(batch: Any) -> int:
     return int(shape[0]) if shape else 1
 
 
-def _column(values: List[Any]) -> List[Any]:
-    """Per-batch values of one metric as Python numbers (one host copy for tensors)."""
-    if all(v.__class__ is torch.Tensor and v.ndim == 0 for v in values):
-        stacked = torch.stack([v.detach() if v.requires_grad else v for v in values])
-        if stacked.is_floating_point() and stacked.dtype != torch.float64:
-            stacked = stacked.double()
-        return stacked.cpu().tolist()
-    return [_to_python(v) for v in values]
+#: Types whose values ``util.plain_values`` leaves as they are.
+_PLAIN = frozenset((float, int, bool, str, type(None)))
+_TENSOR_ONLY = {torch.Tensor}
 
 
-def _training_metrics(outs: List[Dict[str, Any]]) -> Dict[str, Any]:
+def _column(values: List[Any]) -> Tuple[List[Any], bool, bool]:
+    """Per-batch values of one metric as Python values (one host copy for scalar tensors),
+    whether they are all plain JSON values, and whether all are numbers (not bools)."""
+    if set(map(type, values)) == _TENSOR_ONLY and values[0].ndim == 0:
+        try:
+            with torch.no_grad():  # losses are still tied to their (spent) graphs
+                stacked: Optional[torch.Tensor] = torch.stack(values)
+        except RuntimeError:
+            if all(v.ndim == 0 for v in values):
+                raise  # scalar tensors that cannot be stacked (e.g. on several devices)
+            stacked = None  # of several shapes
+        if stacked is not None and stacked.ndim == 1:  # every value was a scalar tensor
+            if stacked.is_floating_point():
+                if stacked.dtype != torch.float64:
+                    stacked = stacked.double()
+                return stacked.cpu().tolist(), True, True
+            if stacked.is_complex():
+                return stacked.cpu().tolist(), False, False
+            return stacked.cpu().tolist(), True, stacked.dtype != torch.bool
+    column = [_to_python(v) for v in values]
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in column)
+    return column, set(map(type, column)) <= _PLAIN, numbers
+
+
+def _training_metrics(outs: List[Dict[str, Any]]) -> Tuple[Dict[str, Any], bool]:
+    """A workload's metrics from its ``train_batch`` outputs, and whether they are plain
+    JSON values already (what ``util.plain_values`` would return)."""
     if not outs:
-        return {"batch_metrics": [], "avg_metrics": {}}
+        return {"batch_metrics": [], "avg_metrics": {}}, True
     keys = list(outs[0])
-    columns = {k: _column([o.get(k) for o in outs]) for k in keys}
+    plain = set(map(type, keys)) <= {str}
+    columns: Dict[str, List[Any]] = {}
+    avg: Dict[str, Optional[float]] = {}
     n = len(outs)
-    batch_metrics = [{k: columns[k][i] for k in keys} for i in range(n)]
-    return {"batch_metrics": batch_metrics, "avg_metrics": _averages(columns, n)}
+    for k in keys:
+        columns[k], column_plain, numbers = _column([o.get(k) for o in outs])
+        plain = plain and column_plain
+        avg[k] = float(sum(columns[k])) / n if numbers else None
+    if len(keys) == 1:
+        (k,) = keys
+        batch_metrics = [{k: v} for v in columns[k]]
+    else:
+        batch_metrics = [dict(zip(keys, row)) for row in zip(*columns.values())]
+    return {"batch_metrics": batch_metrics, "avg_metrics": avg}, plain
 
 
 def _summarize(batch_metrics: List[Dict[str, Any]]) -> Dict[str, Any]:

@@ -199,6 +199,11 @@ class TrainingBatches(tud.Sampler):
         self.per_epoch = loader.batches_per_epoch(num_replicas)
 
     def __iter__(self) -> Iterator[List[int]]:
+        # Chained in C: no Python frame between the loader and each epoch's batches.
+        return itertools.chain.from_iterable(self._epochs())
+
+    def _epochs(self) -> Iterator[Iterator[List[int]]]:
+        """Each epoch's batches, set up when the one before is used up."""
         epoch, skip = divmod(self.start, self.per_epoch)
         gen = torch.Generator()
         while True:
@@ -209,7 +214,7 @@ class TrainingBatches(tud.Sampler):
                 inner.set_epoch(epoch)
             first = skip * self.n + self.rank
             last = self.per_epoch * self.n
-            yield from itertools.islice(iter(sampler), first, last, self.n)
+            yield itertools.islice(iter(sampler), first, last, self.n)
             epoch += 1
             skip = 0
 

@@ -33,6 +33,10 @@ _SMALL = [bytes((i,)) for i in range(0x80)]
 def _varint(n: int) -> bytes:
     if 0 <= n < 0x80:
         return _SMALL[n]
+    if 0 < n < 0x4000:  # batch numbers: written once per batch and metric
+        return bytes((n & 0x7F | 0x80, n >> 7))
+    if 0 < n < 0x200000:
+        return bytes((n & 0x7F | 0x80, (n >> 7) & 0x7F | 0x80, n >> 14))
     out = bytearray()
     n &= (1 << 64) - 1  # negative int64 steps as protobuf writes them
     while n > 0x7F:
@@ -43,28 +47,29 @@ def _varint(n: int) -> bytes:
 
 
 def _value_prefix(tag: str) -> bytes:
-    """``Summary.Value`` bytes up to the float: ``tag`` (field 1) and field 2's key."""
+    """``Summary`` bytes of one value up to its float: the ``value`` field's key and
+    length, then ``Summary.Value``'s ``tag`` (field 1) and field 2's key."""
     raw = tag.encode("utf-8")
-    return b"\x0a" + _varint(len(raw)) + raw + b"\x15"
+    value = b"\x0a" + _varint(len(raw)) + raw + b"\x15"
+    return b"\x0a" + _varint(len(value) + 4) + value
 
 
 def encode_scalar_event(step: int, wall_time: float, values: Iterable[Tuple[str, float]],
                         _prefixes: Optional[Dict[str, bytes]] = None) -> bytes:
     """The serialized ``Event`` holding one ``Summary`` with a simple value per tag."""
-    body = bytearray()
+    if _prefixes is None:
+        _prefixes = {}
+    body = b""
     for tag, value in values:
-        prefix = _prefixes.get(tag) if _prefixes is not None else None
+        prefix = _prefixes.get(tag)
         if prefix is None:
-            prefix = _value_prefix(tag)
-            if _prefixes is not None:
-                _prefixes[tag] = prefix
-        item = prefix + _FLOAT.pack(value)  # a oneof member: written even when 0
-        body += b"\x0a" + _varint(len(item)) + item
+            prefix = _prefixes[tag] = _value_prefix(tag)
+        body += prefix + _FLOAT.pack(value)  # a oneof member: written even when 0
     # proto3 leaves out zero scalars (as protobuf does: byte-identical events)
     event = b"\x09" + _DOUBLE.pack(wall_time) if wall_time != 0.0 else b""
     if step != 0:
         event += b"\x10" + _varint(step)
-    return event + b"\x2a" + _varint(len(body)) + bytes(body)
+    return event + b"\x2a" + _varint(len(body)) + body
 
 
 def _masked_crc(data: bytes) -> int:
@@ -72,10 +77,18 @@ def _masked_crc(data: bytes) -> int:
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
 
 
+_HEADERS: Dict[int, bytes] = {}
+
+
 def _record(data: bytes) -> bytes:
     """A TFRecord: length, its masked CRC, the data, the data's masked CRC."""
-    header = _U64.pack(len(data))
-    return header + _U32.pack(_masked_crc(header)) + data + _U32.pack(_masked_crc(data))
+    header = _HEADERS.get(len(data))
+    if header is None:  # scalar events of a trial come in a few lengths
+        length = _U64.pack(len(data))
+        header = length + _U32.pack(_masked_crc(length))
+        if len(_HEADERS) < 4096:
+            _HEADERS[len(data)] = header
+    return header + data + _U32.pack(_masked_crc(data))
 
 
 def _file_version_event(wall_time: float) -> bytes:
@@ -111,6 +124,18 @@ class ScalarEventWriter:
             raise ValueError(f"Expected an open event file. Received: {self.path} (closed)")
         data = encode_scalar_event(int(step), wall_time or time.time(), values, self._prefixes)
         self._file.write(_record(data))
+
+    def add_events(self, events: Iterable[Tuple[int, Iterable[Tuple[str, float]]]],
+                   wall_time: Optional[float] = None) -> None:
+        """Record several events ``(step, [(tag, value), ...])`` in one write, each as
+        :meth:`add_scalars` would."""
+        if self._file.closed:
+            raise ValueError(f"Expected an open event file. Received: {self.path} (closed)")
+        now, prefixes = time.time, self._prefixes
+        self._file.write(b"".join([
+            _record(encode_scalar_event(int(step), wall_time or now(), values, prefixes))
+            for step, values in events
+        ]))
 
     def add_scalar(self, tag: str, value: float, step: int,
                    wall_time: Optional[float] = None) -> None:

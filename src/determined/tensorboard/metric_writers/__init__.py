@@ -31,6 +31,12 @@ class MetricWriter(abc.ABC):
         for name, value in values:
             self.add_scalar(name, value, step)
 
+    def add_scalar_events(self, events: List[Tuple[int, List[Tuple[str, float]]]]) -> None:
+        """Record several events ``(step, [(name, value), ...])``, as :meth:`add_scalars`
+        each (a writer that can write them at once overrides this)."""
+        for step, values in events:
+            self.add_scalars(step, values)
+
 
 def _scalar(value: Any) -> Optional[float]:
     if isinstance(value, bool):
@@ -62,7 +68,9 @@ class BatchMetricWriter:
         """``metrics`` is a training workload's record (``batch_metrics`` list);
         ``total_batches_processed`` counts the batches before this workload."""
         tags: Dict[str, str] = {}
-        for index, batch in enumerate(metrics.get("batch_metrics") or []):
+        events = []
+        for step, batch in enumerate(metrics.get("batch_metrics") or [],
+                                     total_batches_processed + 1):
             values = []
             for name, value in (batch or {}).items():
                 scalar = value if type(value) is float else _scalar(value)
@@ -72,7 +80,9 @@ class BatchMetricWriter:
                         tag = tags[name] = f"Determined/{name}"
                     values.append((tag, scalar))
             if values:
-                self.writer.add_scalars(total_batches_processed + index + 1, values)
+                events.append((step, values))
+        if events:
+            self.writer.add_scalar_events(events)
         self.writer.reset()
 
     def on_validation_step_end(self, step_id: int, total_batches_processed: int,

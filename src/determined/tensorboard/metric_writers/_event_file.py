@@ -21,13 +21,19 @@ class EventFileWriter(MetricWriter):
         self.add_scalars(step, [(name, value)])
 
     def add_scalars(self, step: int, values: List[Tuple[str, float]]) -> None:
+        self._events_writer().add_scalars(step, values)
+
+    def add_scalar_events(self, events: List[Tuple[int, List[Tuple[str, float]]]]) -> None:
+        self._events_writer().add_events(events)
+
+    def _events_writer(self) -> Any:
         if self._writer is None:
             # Imported here: ``import determined`` must not pay for TensorBoard's protobufs
             # (trial processes forked from the zygote have them already).
             from determined.tensorboard._events import ScalarEventWriter
 
             self._writer = ScalarEventWriter(self.log_dir)
-        self._writer.add_scalars(step, values)
+        return self._writer
 
     def reset(self) -> None:
         if self._writer is not None:
