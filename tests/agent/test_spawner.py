@@ -163,3 +163,33 @@ def _gone(pid: int, timeout: float = 30.0) -> bool:
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     return not _alive(pid)
+
+
+def _runner_imports() -> "list[str]":
+    """The determined modules ``_rest_host.main`` imports itself (in its body)."""
+    import ast
+    import inspect
+
+    from determined.harness import _rest_host
+
+    tree = ast.parse(inspect.getsource(_rest_host.main).lstrip())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return sorted(n for n in names if n.startswith("determined"))
+
+
+def test_children_start_with_the_trial_runners_imports_done(spawner, tmp_path):
+    """Every trial runs ``_rest_host.main``: what it imports is imported once, in the
+    zygote, not again in every trial process."""
+    wanted = _runner_imports()
+    assert "determined.harness._script_trial" in wanted  # the walk finds main's imports
+    mod = script(tmp_path, "modules", (
+        "import sys\n"
+        f"print('missing', [m for m in {wanted!r} if m not in sys.modules])\n"))
+    pid, fd = spawner.spawn({}, str(tmp_path), module=mod)
+    assert "missing []" in read_all(fd)
+    assert spawner.exits.get(timeout=60) == (pid, 0)
