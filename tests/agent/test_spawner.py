@@ -163,3 +163,106 @@ def _gone(pid: int, timeout: float = 30.0) -> bool:
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     return not _alive(pid)
+
+
+def _runner_imports() -> "list[str]":
+    """The determined modules ``_rest_host.main`` imports itself (in its body)."""
+    import ast
+    import inspect
+
+    from determined.harness import _rest_host
+
+    tree = ast.parse(inspect.getsource(_rest_host.main).lstrip())
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return sorted(n for n in names if n.startswith("determined"))
+
+
+def test_children_start_with_the_trial_runners_imports_done(spawner, tmp_path):
+    """Every trial runs ``_rest_host.main``: what it imports is imported once, in the
+    zygote, not again in every trial process."""
+    wanted = _runner_imports()
+    assert "determined.harness._script_trial" in wanted  # the walk finds main's imports
+    mod = script(tmp_path, "modules", (
+        "import sys\n"
+        f"print('missing', [m for m in {wanted!r} if m not in sys.modules])\n"))
+    pid, fd = spawner.spawn({}, str(tmp_path), module=mod)
+    assert "missing []" in read_all(fd)
+    assert spawner.exits.get(timeout=60) == (pid, 0)
+
+
+def _zygotes() -> "set[int]":
+    """Pids of this process's live zygote children."""
+    found = set()
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, ValueError):
+            continue
+        if stat[0] != "Z" and int(stat[1]) == os.getpid() and b"_procs._zygote" in cmdline:
+            found.add(int(pid))
+    return found
+
+
+def _new_zygotes(before: "set[int]") -> "set[int]":
+    """Zygote children not in ``before``, once there is one (a just-started one may not
+    have exec'd yet)."""
+    deadline = time.monotonic() + 30
+    while not _zygotes() - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return _zygotes() - before
+
+
+def test_a_prestarted_zygote_is_adopted_by_the_first_spawner(tmp_path):
+    from determined._procs._spawner import discard_prestarted_zygote, prestart_zygote
+
+    before = _zygotes()
+    prestart_zygote(preload=[])
+    early = _new_zygotes(before)
+    assert len(early) == 1
+    s = Spawner(lambda pid, code: None, preload=[])
+    try:
+        s.start()
+        assert _zygotes() - before == early  # no second zygote
+        mod = script(tmp_path, "hi", "print('hi from the early zygote')\n")
+        pid, fd = s.spawn({}, str(tmp_path), module=mod)
+        assert "hi from the early zygote" in read_all(fd)
+    finally:
+        s.close()
+        discard_prestarted_zygote()
+    assert not _zygotes() - before
+
+
+def test_a_prestarted_zygote_with_other_preloads_is_stopped_not_used(tmp_path):
+    from determined._procs._spawner import prestart_zygote
+
+    before = _zygotes()
+    prestart_zygote(preload=["json"])
+    early = _new_zygotes(before)
+    assert len(early) == 1
+    s = Spawner(lambda pid, code: None, preload=[])
+    try:
+        s.start()
+        now = _zygotes() - before
+        assert len(now) == 1 and not now & early  # the early one is gone (reaped)
+    finally:
+        s.close()
+    assert not _zygotes() - before
+
+
+def test_an_unadopted_prestarted_zygote_is_discarded():
+    from determined._procs._spawner import discard_prestarted_zygote, prestart_zygote
+
+    before = _zygotes()
+    prestart_zygote(preload=[])
+    assert len(_new_zygotes(before)) == 1
+    discard_prestarted_zygote()
+    assert not _zygotes() - before
+    discard_prestarted_zygote()  # nothing left: a no-op

@@ -14,7 +14,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from determined.common import scratch
 
-__all__ = ["Spawner", "SpawnError"]
+__all__ = ["Spawner", "SpawnError", "prestart_zygote", "discard_prestarted_zygote"]
 
 #: (pid, exit code); negative codes are signals, as in :mod:`subprocess`
 ExitCallback = Callable[[int, int], None]
@@ -22,6 +22,84 @@ ExitCallback = Callable[[int, int], None]
 
 class SpawnError(RuntimeError):
     """The zygote could not start a trial process."""
+
+
+def _default_preload() -> List[str]:
+    # With torch, the zygote also warms up what trials import lazily.
+    return ["torch"] if importlib.util.find_spec("torch") is not None else []
+
+
+def _launch_zygote(preload: Sequence[str]) -> Tuple[socket.socket, subprocess.Popen]:
+    """Start a zygote process; it says it is ready (one message) once it has imported."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    env = dict(os.environ, PYTHONUNBUFFERED="1", DET_ZYGOTE_PRELOAD=",".join(preload))
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "determined._procs._zygote", str(theirs.fileno())],
+            pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
+        )
+    except BaseException:
+        ours.close()
+        raise
+    finally:
+        theirs.close()
+    return ours, proc
+
+
+_early_lock = threading.Lock()
+#: a zygote started ahead of the first Spawner: (socket, process, its preload)
+_early: Optional[Tuple[socket.socket, subprocess.Popen, Tuple[str, ...]]] = None
+
+
+def prestart_zygote(preload: Optional[Sequence[str]] = None) -> None:
+    """Start a zygote now, so that its imports (PyTorch: seconds) overlap what this
+    process does before it builds its :class:`Spawner` (the master: its own imports and
+    database). The first Spawner with the same ``preload`` adopts it; see
+    :func:`discard_prestarted_zygote` for one no Spawner took. A second call does
+    nothing.
+
+    Example::
+
+        prestart_zygote()           # first thing in a program's main
+        ...                         # its own imports and set-up
+        spawner = Spawner(on_exit)  # its first spawn uses that zygote
+    """
+    global _early
+    with _early_lock:
+        if _early is None:
+            loaded = tuple(_default_preload() if preload is None else preload)
+            _early = (*_launch_zygote(loaded), loaded)
+
+
+def discard_prestarted_zygote() -> None:
+    """Stop the prestarted zygote if no Spawner adopted it (no-op otherwise)."""
+    global _early
+    with _early_lock:
+        early, _early = _early, None
+    if early is not None:
+        _stop_unused(early[0], early[1])
+
+
+def _stop_unused(sock: socket.socket, proc: subprocess.Popen) -> None:
+    sock.close()
+    proc.kill()  # it may still be importing: it would only see the closed end later
+    proc.wait()
+
+
+def _adopt_prestarted(preload: Sequence[str]) -> Optional[Tuple[socket.socket, subprocess.Popen]]:
+    """The prestarted zygote if it preloads ``preload`` and is running, else None (one
+    that does not fit is stopped)."""
+    global _early
+    with _early_lock:
+        early = _early
+        if early is None:
+            return None
+        _early = None
+    sock, proc, loaded = early
+    if list(loaded) == list(preload) and proc.poll() is None:
+        return sock, proc
+    _stop_unused(sock, proc)
+    return None
 
 
 class Spawner:
@@ -40,10 +118,7 @@ class Spawner:
 
     def __init__(self, on_exit: ExitCallback, preload: Optional[List[str]] = None):
         self._on_exit = on_exit
-        if preload is None:
-            # With torch, the zygote also warms up what trials import lazily.
-            preload = ["torch"] if importlib.util.find_spec("torch") is not None else []
-        self._preload = preload
+        self._preload = _default_preload() if preload is None else preload
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._sock: Optional[socket.socket] = None
@@ -127,15 +202,7 @@ class Spawner:
     def _ensure_zygote(self) -> socket.socket:
         if self._sock is not None and self._proc is not None and self._proc.poll() is None:
             return self._sock
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = dict(os.environ, PYTHONUNBUFFERED="1", DET_ZYGOTE_PRELOAD=",".join(self._preload))
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "determined._procs._zygote", str(theirs.fileno())],
-                pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
-            )
-        finally:
-            theirs.close()
+        ours, proc = _adopt_prestarted(self._preload) or _launch_zygote(self._preload)
         ready = ours.recv(4096)
         if not ready:
             proc.wait()

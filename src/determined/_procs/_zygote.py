@@ -46,6 +46,11 @@ def _preload() -> None:
     import determined.harness._rest_host  # noqa: F401
     import determined.harness._trial_setup  # noqa: F401  (imported by every trial: 3 ms)
     import determined.harness._runner  # noqa: F401
+    # The rest of what _rest_host.main imports for every trial (the script runner's
+    # multiprocessing imports alone took ~18 ms per trial).
+    import determined.harness._gpu_cap  # noqa: F401
+    import determined.harness._ranks  # noqa: F401
+    import determined.harness._script_trial  # noqa: F401
     import determined.storage  # noqa: F401
     import determined.tensorboard._events  # noqa: F401  (every chief writes event files)
 
