@@ -172,16 +172,6 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
             raise fail(503, f"Cannot list the TensorBoard files of experiment {exp_id} at "
                             f"{storage.describe_dir(path)}: {e}") from None
 
-    def _showing_tensorboards(exp_id: int) -> List[str]:
-        """The TensorBoard tasks (queued, running, or killed but not yet ended: one still
-        starting would make its links again) showing trials of it, for a message."""
-        with master.lock:
-            return sorted(t.id + (" (stopping)" if t.killed else "")
-                          for t in master.tasks.live.values()
-                          if t.kind == "tensorboard" and any(
-                              r.get("experiment_id") == exp_id
-                              for r in (t.extra or {}).get("runs", ())))
-
     @api.delete("/experiments/{id}")
     def delete_experiment(id: int, dry_run: bool = False,
                           user: User = Caller) -> Dict[str, Any]:
@@ -198,7 +188,7 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
                             f"({', '.join(sorted(registered))}); delete those models first")
         # Its event files go too: a TensorBoard over them would show runs vanishing (and,
         # over shared_fs, links to nothing). Killing it could end another user's task.
-        boards = _showing_tensorboards(id)
+        boards = master.tasks.tensorboards_showing(id)
         if boards:
             ids = " ".join(b.split()[0] for b in boards)
             raise fail(409, f"Experiment {id} is shown by TensorBoard {', '.join(boards)}, "

@@ -344,6 +344,17 @@ class TaskManager:
             return None
         return task
 
+    def tensorboards_showing(self, experiment_id: int) -> List[str]:
+        """The live TensorBoard tasks (queued, running, or killed but not yet ended: one
+        still starting would make its links again) showing trials of the experiment, as
+        ``ID`` or ``ID (stopping)``."""
+        with self.master.lock:
+            return sorted(t.id + (" (stopping)" if t.killed else "")
+                          for t in self.live.values()
+                          if t.kind == "tensorboard" and any(
+                              r.get("experiment_id") == experiment_id
+                              for r in (t.extra or {}).get("runs", ())))
+
     def kind_of(self, task_id: str) -> Optional[str]:
         """The kind of live task ``task_id`` (command, notebook, ...), None once it ended."""
         with self.master.lock:
