@@ -214,15 +214,14 @@ class ObjectStoreStorageManager(StorageManager):
 
     def list_dir(self, path: str) -> List[str]:
         prefix = self._dir_prefix(path)
-        return sorted(k[len(prefix):] for k in self._call(self.store.list_keys, prefix)
-                      if k[len(prefix):] and not k.endswith("/"))
+        return _files_under(prefix, self._call(self.store.list_keys, prefix))
 
     def delete_dir(self, path: str) -> int:
         prefix = self._dir_prefix(path)
         keys = self._call(self.store.list_keys, prefix)
         if keys:
             self._call(self.store.delete_keys, keys)
-        return len([k for k in keys if k[len(prefix):] and not k.endswith("/")])
+        return len(_files_under(prefix, keys))
 
     def describe_dir(self, path: str) -> str:
         return f"{self.store.scheme}://{self.store.bucket}/{self._key(path)}"
@@ -266,6 +265,11 @@ class ObjectStoreStorageManager(StorageManager):
             raise StorageError(
                 f"{self.store.scheme}://{self.store.bucket}: {type(e).__name__}: {e}"
             ) from e
+
+
+def _files_under(prefix: str, keys: Iterable[str]) -> List[str]:
+    """The file keys among ``keys`` (not "directory" markers), relative to ``prefix``."""
+    return sorted(k[len(prefix):] for k in keys if k[len(prefix):] and not k.endswith("/"))
 
 
 def _relative_files(root: str) -> List[str]:

@@ -155,9 +155,7 @@ class SharedFSStorageManager(StorageManager):
         if not os.path.isdir(path):
             return []
         shutil.copytree(path, local_dir, dirs_exist_ok=True)
-        return sorted(
-            os.path.relpath(os.path.join(d, n), path) for d, _, names in os.walk(path) for n in names
-        )
+        return self.list_dir(src)
 
     def list_dir(self, path: str) -> List[str]:
         top = self._inside(path)

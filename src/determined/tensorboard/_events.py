@@ -120,15 +120,11 @@ class ScalarEventWriter:
     def add_scalars(self, step: int, values: Iterable[Tuple[str, float]],
                     wall_time: Optional[float] = None) -> None:
         """Record several ``(tag, value)`` at x = ``step`` (one event)."""
-        if self._file.closed:
-            raise ValueError(f"Expected an open event file. Received: {self.path} (closed)")
-        data = encode_scalar_event(int(step), wall_time or time.time(), values, self._prefixes)
-        self._file.write(_record(data))
+        self.add_events([(step, values)], wall_time)
 
     def add_events(self, events: Iterable[Tuple[int, Iterable[Tuple[str, float]]]],
                    wall_time: Optional[float] = None) -> None:
-        """Record several events ``(step, [(tag, value), ...])`` in one write, each as
-        :meth:`add_scalars` would."""
+        """Record several events ``(step, [(tag, value), ...])`` in one write."""
         if self._file.closed:
             raise ValueError(f"Expected an open event file. Received: {self.path} (closed)")
         now, prefixes = time.time, self._prefixes

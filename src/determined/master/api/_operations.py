@@ -190,10 +190,11 @@ def operations_router(master: Master, caller: Any) -> fastapi.APIRouter:
         # over shared_fs, links to nothing). Killing it could end another user's task.
         boards = master.tasks.tensorboards_showing(id)
         if boards:
-            ids = " ".join(b.split()[0] for b in boards)
-            raise fail(409, f"Experiment {id} is shown by TensorBoard {', '.join(boards)}, "
+            shown = ", ".join(t + (" (stopping)" if stopping else "") for t, stopping in boards)
+            raise fail(409, f"Experiment {id} is shown by TensorBoard {shown}, "
                             "whose files deleting it removes; kill it first (det tensorboard "
-                            f"kill {ids}) and wait for it to end, or until it stops when idle")
+                            f"kill {' '.join(t for t, _ in boards)}) and wait for it to end, "
+                            "or until it stops when idle")
         tensorboard = master.tensorboard_paths.experiment_path(id)
         live = [c.uuid for c in ckpts if c.state != "DELETED"]
         if dry_run:

@@ -344,13 +344,12 @@ class TaskManager:
             return None
         return task
 
-    def tensorboards_showing(self, experiment_id: int) -> List[str]:
-        """The live TensorBoard tasks (queued, running, or killed but not yet ended: one
-        still starting would make its links again) showing trials of the experiment, as
-        ``ID`` or ``ID (stopping)``."""
+    def tensorboards_showing(self, experiment_id: int) -> List[Tuple[str, bool]]:
+        """``(task id, stopping)`` of the live TensorBoard tasks (queued, running, or
+        killed but not yet ended: one still starting would make its links again) showing
+        trials of the experiment."""
         with self.master.lock:
-            return sorted(t.id + (" (stopping)" if t.killed else "")
-                          for t in self.live.values()
+            return sorted((t.id, t.killed) for t in self.live.values()
                           if t.kind == "tensorboard" and any(
                               r.get("experiment_id") == experiment_id
                               for r in (t.extra or {}).get("runs", ())))
